@@ -1,0 +1,156 @@
+#include "pt-test-qemu.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <gio/gio.h>
+#include <glib/gstdio.h>
+
+#define QEMU_BINARY "qemu-system-x86_64"
+
+gboolean
+pt_test_have_qemu(char **why)
+{
+    g_autofree char *path = g_find_program_in_path(QEMU_BINARY);
+
+    if (!path) {
+        *why = g_strdup(QEMU_BINARY " is not installed");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
+pt_test_have_kvm(char **why)
+{
+    int fd;
+
+    if (!pt_test_have_qemu(why))
+        return FALSE;
+    fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        *why = g_strdup_printf("/dev/kvm: %s", g_strerror(errno));
+        return FALSE;
+    }
+    close(fd);
+    return TRUE;
+}
+
+static gboolean
+socket_accepts(const char *path)
+{
+    struct sockaddr_un sun = { .sun_family = AF_UNIX };
+    int fd;
+    gboolean ok;
+
+    if (strlen(path) >= sizeof(sun.sun_path))
+        return FALSE;
+    strcpy(sun.sun_path, path);
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return FALSE;
+    ok = connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0;
+    close(fd);
+    return ok;
+}
+
+PtTestQemu *
+pt_test_qemu_start(const char *const *extra_args, GError **error)
+{
+    g_autoptr(PtTestQemu) q = g_new0(PtTestQemu, 1);
+    g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
+    gboolean have_machine = FALSE;
+    gint64 deadline;
+    int status;
+
+    q->dir = g_dir_make_tmp("pt-qemu-XXXXXX", error);
+    if (!q->dir)
+        return NULL;
+    q->qmp_path = g_build_filename(q->dir, "qmp.sock", NULL);
+
+    for (const char *const *a = extra_args; a && *a; a++)
+        if (g_str_equal(*a, "-machine") || g_str_equal(*a, "-M"))
+            have_machine = TRUE;
+
+    g_ptr_array_add(argv, g_strdup(QEMU_BINARY));
+    if (!have_machine) {
+        g_ptr_array_add(argv, g_strdup("-machine"));
+        g_ptr_array_add(argv, g_strdup("none"));
+    }
+    g_ptr_array_add(argv, g_strdup("-nodefaults"));
+    g_ptr_array_add(argv, g_strdup("-display"));
+    g_ptr_array_add(argv, g_strdup("none"));
+    g_ptr_array_add(argv, g_strdup("-name"));
+    g_ptr_array_add(argv, g_strdup("pt-test,debug-threads=on"));
+    g_ptr_array_add(argv, g_strdup("-qmp"));
+    g_ptr_array_add(argv, g_strdup_printf("unix:%s,server=on,wait=off", q->qmp_path));
+    for (const char *const *a = extra_args; a && *a; a++)
+        g_ptr_array_add(argv, g_strdup(*a));
+    g_ptr_array_add(argv, NULL);
+
+    if (!g_spawn_async(NULL, (char **)argv->pdata, NULL,
+                       G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD |
+                       G_SPAWN_STDOUT_TO_DEV_NULL,
+                       NULL, NULL, &q->pid, error))
+        return NULL;
+
+    deadline = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
+    while (!socket_accepts(q->qmp_path)) {
+        if (waitpid(q->pid, &status, WNOHANG) == q->pid) {
+            q->pid = 0;
+            g_set_error(error, G_SPAWN_ERROR, G_SPAWN_ERROR_FAILED,
+                        QEMU_BINARY " exited early (status %d)", status);
+            return NULL;
+        }
+        if (g_get_monotonic_time() > deadline) {
+            g_set_error(error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT,
+                        "%s: QEMU did not listen within 20 s", q->qmp_path);
+            return NULL;
+        }
+        g_usleep(10 * 1000);
+    }
+    return g_steal_pointer(&q);
+}
+
+PtTestQemu *
+pt_test_qemu_start_iothreads(guint n_iothreads, GError **error)
+{
+    g_autoptr(GPtrArray) args = g_ptr_array_new_with_free_func(g_free);
+
+    for (guint i = 0; i < n_iothreads; i++) {
+        g_ptr_array_add(args, g_strdup("-object"));
+        g_ptr_array_add(args, g_strdup_printf("iothread,id=iot%u", i));
+    }
+    g_ptr_array_add(args, NULL);
+    return pt_test_qemu_start((const char *const *)args->pdata, error);
+}
+
+void
+pt_test_qemu_signal(PtTestQemu *q, int sig)
+{
+    if (q && q->pid > 0)
+        kill(q->pid, sig);
+}
+
+void
+pt_test_qemu_free(PtTestQemu *q)
+{
+    if (!q)
+        return;
+    if (q->pid > 0) {
+        kill(q->pid, SIGKILL);
+        waitpid(q->pid, NULL, 0);
+        g_spawn_close_pid(q->pid);
+    }
+    if (q->dir) {
+        g_unlink(q->qmp_path);
+        g_rmdir(q->dir);
+    }
+    g_free(q->qmp_path);
+    g_free(q->dir);
+    g_free(q);
+}
