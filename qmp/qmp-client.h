@@ -1,0 +1,141 @@
+/*
+ * qmp-client: an asynchronous QMP client on a GMainContext.
+ *
+ * Life of a connection:
+ *
+ *   CONNECTING --greeting--> NEGOTIATING --qmp_capabilities ok--> READY
+ *        \                        \                                 \
+ *         `------------------------`--- error, EOF, timeout ---------`--> CLOSED
+ *
+ * Commands may be submitted in any state but CLOSED.  Before READY they wait
+ * in a queue and go out once capabilities are negotiated, because QEMU
+ * rejects every command before qmp_capabilities.  Every command carries a
+ * numeric "id", replies are matched by it, and any number may be in flight.
+ *
+ * Each command has its own timeout (5 s by default); the greeting and the
+ * negotiation share one.  A timeout, EOF, a read error or any input that
+ * breaks the protocol (invalid JSON, a non-object, a message over the size
+ * or depth limit) closes the client.  Closing completes every pending and
+ * queued command with a GError that names the client and the cause, exactly
+ * once each, then calls the closed handler once.  A closed client stays
+ * valid until its last reference is dropped and fails new commands at once.
+ *
+ * All callbacks run in the client's GMainContext.  The client is a GObject;
+ * it holds no reference to its caller and callers may drop their reference
+ * from inside any callback.
+ */
+#pragma once
+
+#include <gio/gio.h>
+
+#include "qmp-error.h"
+
+struct json_object;
+
+/*
+ * Default size limit of one message.  The largest replies polltune asks for
+ * are query-blockstats (about 1.5 KiB per block node) and, with KVM,
+ * query-stats-schemas: QEMU 7.2 describes each of the roughly 70 KVM vm and
+ * vcpu statistics in an object of about 100 bytes (name, type, unit, base,
+ * exponent), some 7 KiB in all.  1 MiB leaves more than a hundredfold margin
+ * over that and room for several hundred disks, while bounding what a
+ * misbehaving peer can make us buffer.
+ */
+#define QMP_DEFAULT_MAX_MESSAGE (1024 * 1024)
+/* QMP replies nest at most a handful of levels; 64 is generous. */
+#define QMP_DEFAULT_MAX_DEPTH 64
+#define QMP_DEFAULT_TIMEOUT_MS 5000
+
+typedef enum {
+    QMP_CLIENT_CONNECTING,
+    QMP_CLIENT_NEGOTIATING,
+    QMP_CLIENT_READY,
+    QMP_CLIENT_CLOSED,
+} QmpClientState;
+
+typedef struct {
+    gsize max_message_size;     /* 0: QMP_DEFAULT_MAX_MESSAGE */
+    guint max_depth;            /* 0: QMP_DEFAULT_MAX_DEPTH */
+    guint timeout_ms;           /* 0: QMP_DEFAULT_TIMEOUT_MS */
+    const char *name;           /* prefix of error messages; NULL: the path */
+} QmpClientOptions;
+
+typedef struct {
+    int major, minor, micro;
+    char *package;
+} QmpVersion;
+
+#define QMP_TYPE_CLIENT (qmp_client_get_type())
+G_DECLARE_FINAL_TYPE(QmpClient, qmp_client, QMP, CLIENT, GObject)
+
+typedef void (*QmpEventFunc)(QmpClient *client, const char *event,
+                             struct json_object *data, gint64 timestamp_us,
+                             gpointer user_data);
+typedef void (*QmpClosedFunc)(QmpClient *client, const GError *reason,
+                              gpointer user_data);
+/* Turn a command's "return" value into the caller's type, or fail. */
+typedef gpointer (*QmpDecodeFunc)(struct json_object *ret, GError **error);
+
+/* @context NULL means the thread-default context at the time of the call. */
+QmpClient *qmp_client_new(GMainContext *context, const QmpClientOptions *opts);
+
+/* Connect to a unix socket.  Connecting a unix socket does not wait on the
+ * peer; the greeting is awaited asynchronously. */
+gboolean qmp_client_connect_path(QmpClient *client, const char *path,
+                                 GError **error);
+/* Take over a connected stream socket (for instance one end of a
+ * socketpair).  The client closes it. */
+gboolean qmp_client_adopt_fd(QmpClient *client, int fd, GError **error);
+
+/* Close now with @reason (may be NULL for a plain close).  Idempotent. */
+void qmp_client_close(QmpClient *client, const GError *reason);
+
+QmpClientState qmp_client_get_state(QmpClient *client);
+const char *qmp_client_get_name(QmpClient *client);
+/* The version from the greeting, or NULL before it arrived. */
+const QmpVersion *qmp_client_get_version(QmpClient *client);
+/* Why the client closed, or NULL while it is open. */
+const GError *qmp_client_get_close_reason(QmpClient *client);
+/* Commands submitted and not yet completed. */
+guint qmp_client_get_n_pending(QmpClient *client);
+
+void qmp_client_set_closed_func(QmpClient *client, QmpClosedFunc func,
+                                gpointer user_data, GDestroyNotify destroy);
+
+/* Subscribe to one event by name, or to all with @event NULL.  Returns a
+ * handle > 0 for qmp_client_unsubscribe(). */
+guint qmp_client_subscribe(QmpClient *client, const char *event,
+                           QmpEventFunc func, gpointer user_data);
+void qmp_client_unsubscribe(QmpClient *client, guint handle);
+
+/* Wait until READY (or fail if the client closes first). */
+void qmp_client_wait_ready_async(QmpClient *client, GAsyncReadyCallback cb,
+                                 gpointer user_data);
+gboolean qmp_client_wait_ready_finish(QmpClient *client, GAsyncResult *res,
+                                      GError **error);
+gboolean qmp_client_wait_ready_sync(QmpClient *client, GError **error);
+
+/*
+ * Run @command with @args (a json-c object, reference stolen, may be NULL).
+ * On success the result is what @decode made of the "return" value, freed
+ * with @destroy if nobody collects it; with @decode NULL it is a new
+ * reference to the return value itself.  @timeout_ms 0 means the client's
+ * default.
+ */
+void qmp_client_call_async(QmpClient *client, const char *command,
+                           struct json_object *args, guint timeout_ms,
+                           QmpDecodeFunc decode, GDestroyNotify destroy,
+                           GAsyncReadyCallback cb, gpointer user_data);
+gpointer qmp_client_call_finish(QmpClient *client, GAsyncResult *res,
+                                GError **error);
+
+/*
+ * The synchronous form, for the CLI and tests: iterates the client's context
+ * until the command completes.  Call it from the thread that owns that
+ * context, and never from inside one of the client's callbacks.
+ */
+gpointer qmp_client_call_sync(QmpClient *client, const char *command,
+                              struct json_object *args, QmpDecodeFunc decode,
+                              GDestroyNotify destroy, GError **error);
+
+void qmp_version_clear(QmpVersion *v);

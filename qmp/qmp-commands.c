@@ -1,0 +1,371 @@
+#include "qmp-commands.h"
+#include "qmp-decode.h"
+#include "qmp-json.h"
+
+/* ---- string tables ----------------------------------------------------- */
+
+static const char *const qmp_iothread_prop_table[QMP_IOTHREAD_PROP_MAX] = {
+    [QMP_IOTHREAD_POLL_MAX_NS] = "poll-max-ns",
+    [QMP_IOTHREAD_POLL_GROW] = "poll-grow",
+    [QMP_IOTHREAD_POLL_SHRINK] = "poll-shrink",
+    [QMP_IOTHREAD_AIO_MAX_BATCH] = "aio-max-batch",
+};
+
+const char *
+qmp_iothread_prop_to_string(QmpIothreadProp p)
+{
+    return p >= 0 && p < QMP_IOTHREAD_PROP_MAX ? qmp_iothread_prop_table[p] : NULL;
+}
+
+QmpIothreadProp
+qmp_iothread_prop_from_string(const char *s)
+{
+    for (int i = 0; s && i < QMP_IOTHREAD_PROP_MAX; i++)
+        if (g_str_equal(s, qmp_iothread_prop_table[i]))
+            return i;
+    return QMP_IOTHREAD_PROP_INVALID;
+}
+
+static const char *const qmp_stats_target_table[QMP_STATS_TARGET_MAX] = {
+    [QMP_STATS_TARGET_VM] = "vm",
+    [QMP_STATS_TARGET_VCPU] = "vcpu",
+};
+
+const char *
+qmp_stats_target_to_string(QmpStatsTarget t)
+{
+    return t >= 0 && t < QMP_STATS_TARGET_MAX ? qmp_stats_target_table[t] : NULL;
+}
+
+/* ---- query-iothreads --------------------------------------------------- */
+
+void
+qmp_query_iothreads_async(QmpClient *c, GAsyncReadyCallback cb, gpointer ud)
+{
+    qmp_client_call_async(c, "query-iothreads", NULL, 0, qmp_decode_iothreads,
+                          (GDestroyNotify)g_ptr_array_unref, cb, ud);
+}
+
+GPtrArray *
+qmp_query_iothreads_finish(QmpClient *c, GAsyncResult *res, GError **error)
+{
+    return qmp_client_call_finish(c, res, error);
+}
+
+GPtrArray *
+qmp_query_iothreads_sync(QmpClient *c, GError **error)
+{
+    return qmp_client_call_sync(c, "query-iothreads", NULL, qmp_decode_iothreads,
+                                (GDestroyNotify)g_ptr_array_unref, error);
+}
+
+/* ---- qom-set / qom-get on iothreads ------------------------------------ */
+
+/* QOM ids are letters, digits, '-', '.', '_' and must start with a letter;
+ * refusing anything else keeps a hostile name from reaching other paths. */
+static gboolean
+qmp_qom_id_valid(const char *id)
+{
+    if (!id || !g_ascii_isalpha(*id))
+        return FALSE;
+    for (const char *p = id; *p; p++)
+        if (!g_ascii_isalnum(*p) && *p != '-' && *p != '.' && *p != '_')
+            return FALSE;
+    return TRUE;
+}
+
+static json_object *
+qmp_iothread_args(const char *iothread_id, QmpIothreadProp prop)
+{
+    json_object *args = json_object_new_object();
+    g_autofree char *path = g_strdup_printf("/objects/%s", iothread_id);
+
+    json_object_object_add(args, "path", json_object_new_string(path));
+    json_object_object_add(args, "property",
+                           json_object_new_string(qmp_iothread_prop_to_string(prop)));
+    return args;
+}
+
+/* NULL if the write may go out, else why not. */
+static GError *
+qmp_iothread_set_check(QmpClient *c, const char *iothread_id,
+                       QmpIothreadProp prop, gint64 value, gint64 max)
+{
+    const char *name = qmp_iothread_prop_to_string(prop);
+
+    if (!name)
+        return g_error_new(QMP_ERROR, QMP_ERROR_INVALID,
+                           "%s: unknown iothread property %d",
+                           qmp_client_get_name(c), prop);
+    if (!qmp_qom_id_valid(iothread_id))
+        return g_error_new(QMP_ERROR, QMP_ERROR_INVALID,
+                           "%s: invalid iothread id '%s'",
+                           qmp_client_get_name(c), iothread_id ? iothread_id : "");
+    if (value < 0)
+        return g_error_new(QMP_ERROR, QMP_ERROR_INVALID,
+                           "%s/%s: %s=%" G_GINT64_FORMAT ": negative values are refused",
+                           qmp_client_get_name(c), iothread_id, name, value);
+    if (value > max)
+        return g_error_new(QMP_ERROR, QMP_ERROR_INVALID,
+                           "%s/%s: %s=%" G_GINT64_FORMAT ": above the bound of %"
+                           G_GINT64_FORMAT, qmp_client_get_name(c), iothread_id,
+                           name, value, max);
+    return NULL;
+}
+
+void
+qmp_iothread_set_async(QmpClient *c, const char *iothread_id,
+                       QmpIothreadProp prop, gint64 value, gint64 max,
+                       GAsyncReadyCallback cb, gpointer ud)
+{
+    GError *bad = qmp_iothread_set_check(c, iothread_id, prop, value, max);
+    json_object *args;
+
+    if (bad) {
+        GTask *task = g_task_new(c, NULL, cb, ud);
+
+        g_task_set_source_tag(task, qmp_client_call_async);
+        g_task_return_error(task, bad);
+        g_object_unref(task);
+        return;
+    }
+    args = qmp_iothread_args(iothread_id, prop);
+    json_object_object_add(args, "value", json_object_new_int64(value));
+    qmp_client_call_async(c, "qom-set", args, 0, qmp_decode_empty, NULL, cb, ud);
+}
+
+gboolean
+qmp_iothread_set_finish(QmpClient *c, GAsyncResult *res, GError **error)
+{
+    return qmp_client_call_finish(c, res, error) != NULL;
+}
+
+gboolean
+qmp_iothread_set_sync(QmpClient *c, const char *iothread_id,
+                      QmpIothreadProp prop, gint64 value, gint64 max,
+                      GError **error)
+{
+    GError *bad = qmp_iothread_set_check(c, iothread_id, prop, value, max);
+    json_object *args;
+
+    if (bad) {
+        g_propagate_error(error, bad);
+        return FALSE;
+    }
+    args = qmp_iothread_args(iothread_id, prop);
+    json_object_object_add(args, "value", json_object_new_int64(value));
+    return qmp_client_call_sync(c, "qom-set", args, qmp_decode_empty, NULL,
+                                error) != NULL;
+}
+
+void
+qmp_iothread_get_async(QmpClient *c, const char *iothread_id,
+                       QmpIothreadProp prop, GAsyncReadyCallback cb, gpointer ud)
+{
+    qmp_client_call_async(c, "qom-get", qmp_iothread_args(iothread_id, prop), 0,
+                          qmp_decode_qom_int, g_free, cb, ud);
+}
+
+gboolean
+qmp_iothread_get_finish(QmpClient *c, GAsyncResult *res, gint64 *value,
+                        GError **error)
+{
+    g_autofree gint64 *v = qmp_client_call_finish(c, res, error);
+
+    if (!v)
+        return FALSE;
+    *value = *v;
+    return TRUE;
+}
+
+gboolean
+qmp_iothread_get_sync(QmpClient *c, const char *iothread_id,
+                      QmpIothreadProp prop, gint64 *value, GError **error)
+{
+    g_autofree gint64 *v = qmp_client_call_sync(c, "qom-get",
+                                                qmp_iothread_args(iothread_id, prop),
+                                                qmp_decode_qom_int, g_free, error);
+
+    if (!v)
+        return FALSE;
+    *value = *v;
+    return TRUE;
+}
+
+/* ---- query-blockstats and device -> iothread --------------------------- */
+
+void
+qmp_query_blockstats_async(QmpClient *c, GAsyncReadyCallback cb, gpointer ud)
+{
+    qmp_client_call_async(c, "query-blockstats", NULL, 0, qmp_decode_blockstats,
+                          (GDestroyNotify)g_ptr_array_unref, cb, ud);
+}
+
+GPtrArray *
+qmp_query_blockstats_finish(QmpClient *c, GAsyncResult *res, GError **error)
+{
+    return qmp_client_call_finish(c, res, error);
+}
+
+GPtrArray *
+qmp_query_blockstats_sync(QmpClient *c, GError **error)
+{
+    return qmp_client_call_sync(c, "query-blockstats", NULL, qmp_decode_blockstats,
+                                (GDestroyNotify)g_ptr_array_unref, error);
+}
+
+static json_object *
+qmp_device_iothread_args(const char *qdev)
+{
+    json_object *args = json_object_new_object();
+    g_autofree char *path = NULL;
+
+    if (qdev[0] == '/')
+        path = g_strdup(qdev);
+    else
+        path = g_strdup_printf("/machine/peripheral/%s/virtio-backend", qdev);
+    json_object_object_add(args, "path", json_object_new_string(path));
+    json_object_object_add(args, "property", json_object_new_string("iothread"));
+    return args;
+}
+
+/* "/objects/iot0" -> "iot0"; "" (no iothread) -> NULL. */
+static char *
+qmp_link_to_id(char *link)
+{
+    const char *slash = strrchr(link, '/');
+    char *id = *link ? g_strdup(slash ? slash + 1 : link) : NULL;
+
+    g_free(link);
+    return id;
+}
+
+void
+qmp_device_iothread_async(QmpClient *c, const char *qdev,
+                          GAsyncReadyCallback cb, gpointer ud)
+{
+    qmp_client_call_async(c, "qom-get", qmp_device_iothread_args(qdev), 0,
+                          qmp_decode_qom_link, g_free, cb, ud);
+}
+
+gboolean
+qmp_device_iothread_finish(QmpClient *c, GAsyncResult *res, char **iothread_id,
+                           GError **error)
+{
+    char *link = qmp_client_call_finish(c, res, error);
+
+    if (!link)
+        return FALSE;
+    *iothread_id = qmp_link_to_id(link);
+    return TRUE;
+}
+
+gboolean
+qmp_device_iothread_sync(QmpClient *c, const char *qdev, char **iothread_id,
+                         GError **error)
+{
+    char *link = qmp_client_call_sync(c, "qom-get", qmp_device_iothread_args(qdev),
+                                      qmp_decode_qom_link, g_free, error);
+
+    if (!link)
+        return FALSE;
+    *iothread_id = qmp_link_to_id(link);
+    return TRUE;
+}
+
+/* ---- query-stats ------------------------------------------------------- */
+
+static json_object *
+qmp_stats_args(QmpStatsTarget target)
+{
+    json_object *args = json_object_new_object();
+    json_object *providers = json_object_new_array();
+    json_object *kvm = json_object_new_object();
+
+    json_object_object_add(kvm, "provider", json_object_new_string("kvm"));
+    json_object_array_add(providers, kvm);
+    json_object_object_add(args, "target",
+                           json_object_new_string(qmp_stats_target_to_string(target)));
+    json_object_object_add(args, "providers", providers);
+    return args;
+}
+
+void
+qmp_query_stats_async(QmpClient *c, QmpStatsTarget target,
+                      GAsyncReadyCallback cb, gpointer ud)
+{
+    GTask *task;
+
+    if (!qmp_stats_target_to_string(target)) {
+        task = g_task_new(c, NULL, cb, ud);
+        g_task_set_source_tag(task, qmp_client_call_async);
+        g_task_return_new_error(task, QMP_ERROR, QMP_ERROR_INVALID,
+                                "%s: invalid stats target %d",
+                                qmp_client_get_name(c), target);
+        g_object_unref(task);
+        return;
+    }
+    qmp_client_call_async(c, "query-stats", qmp_stats_args(target), 0,
+                          qmp_decode_stats, (GDestroyNotify)qmp_stats_free, cb, ud);
+}
+
+QmpStats *
+qmp_query_stats_finish(QmpClient *c, GAsyncResult *res, GError **error)
+{
+    return qmp_client_call_finish(c, res, error);
+}
+
+QmpStats *
+qmp_query_stats_sync(QmpClient *c, QmpStatsTarget target, GError **error)
+{
+    g_return_val_if_fail(qmp_stats_target_to_string(target), NULL);
+    return qmp_client_call_sync(c, "query-stats", qmp_stats_args(target),
+                                qmp_decode_stats, (GDestroyNotify)qmp_stats_free,
+                                error);
+}
+
+GPtrArray *
+qmp_query_stats_schemas_sync(QmpClient *c, GError **error)
+{
+    json_object *args = json_object_new_object();
+
+    json_object_object_add(args, "provider", json_object_new_string("kvm"));
+    return qmp_client_call_sync(c, "query-stats-schemas", args,
+                                qmp_decode_stats_schemas,
+                                (GDestroyNotify)g_ptr_array_unref, error);
+}
+
+/* ---- query-status, query-name, query-version --------------------------- */
+
+void
+qmp_query_status_async(QmpClient *c, GAsyncReadyCallback cb, gpointer ud)
+{
+    qmp_client_call_async(c, "query-status", NULL, 0, qmp_decode_status,
+                          (GDestroyNotify)qmp_status_free, cb, ud);
+}
+
+QmpStatus *
+qmp_query_status_finish(QmpClient *c, GAsyncResult *res, GError **error)
+{
+    return qmp_client_call_finish(c, res, error);
+}
+
+QmpStatus *
+qmp_query_status_sync(QmpClient *c, GError **error)
+{
+    return qmp_client_call_sync(c, "query-status", NULL, qmp_decode_status,
+                                (GDestroyNotify)qmp_status_free, error);
+}
+
+char *
+qmp_query_name_sync(QmpClient *c, GError **error)
+{
+    return qmp_client_call_sync(c, "query-name", NULL, qmp_decode_name, g_free, error);
+}
+
+QmpVersion *
+qmp_query_version_sync(QmpClient *c, GError **error)
+{
+    return qmp_client_call_sync(c, "query-version", NULL, qmp_decode_version,
+                                (GDestroyNotify)qmp_version_free, error);
+}

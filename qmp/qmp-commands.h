@@ -1,0 +1,175 @@
+/*
+ * qmp-commands: typed wrappers for the QMP commands polltune uses.
+ *
+ * Each wrapper comes as _async/_finish and as _sync, and hands back plain C
+ * structs; nothing here exposes json-c.  Every reply is checked for the
+ * members we rely on, and a reply of the wrong shape fails with
+ * QMP_ERROR_UNEXPECTED naming the member, as an error reply does with
+ * QMP_ERROR_COMMAND.  Members we don't know are ignored.
+ *
+ * Writes are validated before anything is sent: QEMU itself refuses only
+ * negative poll parameters, so bounds are ours to keep.
+ */
+#pragma once
+
+#include "qmp-client.h"
+
+/* ---- query-iothreads --------------------------------------------------- */
+
+typedef struct {
+    char *id;
+    gint64 thread_id;
+    guint64 poll_max_ns;
+    guint64 poll_grow;
+    guint64 poll_shrink;
+    guint64 aio_max_batch;
+} QmpIothread;
+
+void qmp_iothread_free(QmpIothread *t);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(QmpIothread, qmp_iothread_free)
+
+/* Result: GPtrArray of QmpIothread, freeing its elements. */
+void qmp_query_iothreads_async(QmpClient *c, GAsyncReadyCallback cb, gpointer ud);
+GPtrArray *qmp_query_iothreads_finish(QmpClient *c, GAsyncResult *res, GError **error);
+GPtrArray *qmp_query_iothreads_sync(QmpClient *c, GError **error);
+
+/* ---- iothread properties through qom-set / qom-get --------------------- */
+
+typedef enum {
+    QMP_IOTHREAD_POLL_MAX_NS,
+    QMP_IOTHREAD_POLL_GROW,
+    QMP_IOTHREAD_POLL_SHRINK,
+    QMP_IOTHREAD_AIO_MAX_BATCH,
+    QMP_IOTHREAD_PROP_MAX,
+    QMP_IOTHREAD_PROP_INVALID = -1,
+} QmpIothreadProp;
+
+const char *qmp_iothread_prop_to_string(QmpIothreadProp p);
+QmpIothreadProp qmp_iothread_prop_from_string(const char *s);
+
+/*
+ * Set @prop of iothread @iothread_id to @value.  Fails without sending when
+ * @value is negative or above @max (pass G_MAXINT64 for no bound of ours),
+ * or @iothread_id is not a plain QOM id.
+ */
+void qmp_iothread_set_async(QmpClient *c, const char *iothread_id,
+                            QmpIothreadProp prop, gint64 value, gint64 max,
+                            GAsyncReadyCallback cb, gpointer ud);
+gboolean qmp_iothread_set_finish(QmpClient *c, GAsyncResult *res, GError **error);
+gboolean qmp_iothread_set_sync(QmpClient *c, const char *iothread_id,
+                               QmpIothreadProp prop, gint64 value, gint64 max,
+                               GError **error);
+
+void qmp_iothread_get_async(QmpClient *c, const char *iothread_id,
+                            QmpIothreadProp prop, GAsyncReadyCallback cb,
+                            gpointer ud);
+gboolean qmp_iothread_get_finish(QmpClient *c, GAsyncResult *res,
+                                 gint64 *value, GError **error);
+gboolean qmp_iothread_get_sync(QmpClient *c, const char *iothread_id,
+                               QmpIothreadProp prop, gint64 *value,
+                               GError **error);
+
+/* ---- query-blockstats and the device -> iothread map ------------------- */
+
+typedef struct {
+    guint64 ops;
+    guint64 bytes;          /* 0 for flush */
+    guint64 total_time_ns;
+} QmpBlockOpStats;
+
+typedef struct {
+    char *device;           /* legacy drive name, often "" under -blockdev */
+    char *node_name;        /* may be NULL */
+    char *qdev;             /* QOM path or id of the attached device, may be NULL */
+    QmpBlockOpStats rd, wr, flush;
+} QmpBlockStats;
+
+void qmp_block_stats_free(QmpBlockStats *s);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(QmpBlockStats, qmp_block_stats_free)
+
+/* Result: GPtrArray of QmpBlockStats, one per top-level block backend. */
+void qmp_query_blockstats_async(QmpClient *c, GAsyncReadyCallback cb, gpointer ud);
+GPtrArray *qmp_query_blockstats_finish(QmpClient *c, GAsyncResult *res, GError **error);
+GPtrArray *qmp_query_blockstats_sync(QmpClient *c, GError **error);
+
+/*
+ * The iothread a device runs in: the id of the object its "iothread" link
+ * points to, or NULL with no error when the device runs in the main loop.
+ * @qdev is what query-blockstats reports: for a virtio device it is the
+ * virtio-backend's QOM path, which carries the link; a plain device id is
+ * taken as /machine/peripheral/<id>/virtio-backend.
+ */
+void qmp_device_iothread_async(QmpClient *c, const char *qdev,
+                               GAsyncReadyCallback cb, gpointer ud);
+gboolean qmp_device_iothread_finish(QmpClient *c, GAsyncResult *res,
+                                    char **iothread_id, GError **error);
+gboolean qmp_device_iothread_sync(QmpClient *c, const char *qdev,
+                                  char **iothread_id, GError **error);
+
+/* ---- query-stats and query-stats-schemas ------------------------------- */
+
+typedef enum {
+    QMP_STATS_TARGET_VM,
+    QMP_STATS_TARGET_VCPU,
+    QMP_STATS_TARGET_MAX,
+    QMP_STATS_TARGET_INVALID = -1,
+} QmpStatsTarget;
+
+const char *qmp_stats_target_to_string(QmpStatsTarget t);
+
+typedef struct {
+    char *provider;
+    char *qom_path;         /* the vCPU for target vcpu, else NULL */
+    GHashTable *values;     /* name -> gint64*; histograms are left out */
+} QmpStatsEntity;
+
+typedef struct {
+    GPtrArray *entities;    /* QmpStatsEntity: one for vm, one per vCPU */
+} QmpStats;
+
+void qmp_stats_free(QmpStats *s);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(QmpStats, qmp_stats_free)
+
+/* Sum of @name over every entity (every vCPU); FALSE if none has it. */
+gboolean qmp_stats_sum(const QmpStats *s, const char *name, guint64 *out);
+
+/* Asks provider kvm only.  Fails with QMP_ERROR_COMMAND without KVM. */
+void qmp_query_stats_async(QmpClient *c, QmpStatsTarget target,
+                           GAsyncReadyCallback cb, gpointer ud);
+QmpStats *qmp_query_stats_finish(QmpClient *c, GAsyncResult *res, GError **error);
+QmpStats *qmp_query_stats_sync(QmpClient *c, QmpStatsTarget target, GError **error);
+
+typedef struct {
+    char *provider;
+    char *target;
+    char *name;
+    char *type;             /* cumulative, instant, peak, *-histogram */
+    char *unit;             /* may be NULL */
+    gint64 base;
+    gint64 exponent;
+} QmpStatSchema;
+
+void qmp_stat_schema_free(QmpStatSchema *s);
+/* Result: GPtrArray of QmpStatSchema, one per statistic. */
+GPtrArray *qmp_query_stats_schemas_sync(QmpClient *c, GError **error);
+
+/* ---- query-status, query-name, query-version --------------------------- */
+
+typedef struct {
+    gboolean running;
+    char *status;
+} QmpStatus;
+
+void qmp_status_free(QmpStatus *s);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(QmpStatus, qmp_status_free)
+
+void qmp_query_status_async(QmpClient *c, GAsyncReadyCallback cb, gpointer ud);
+QmpStatus *qmp_query_status_finish(QmpClient *c, GAsyncResult *res, GError **error);
+QmpStatus *qmp_query_status_sync(QmpClient *c, GError **error);
+
+/* The VM's -name, or "" when it has none. */
+char *qmp_query_name_sync(QmpClient *c, GError **error);
+
+void qmp_version_free(QmpVersion *v);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(QmpVersion, qmp_version_free)
+QmpVersion *qmp_query_version_sync(QmpClient *c, GError **error);

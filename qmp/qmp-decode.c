@@ -1,0 +1,352 @@
+#include "qmp-decode.h"
+#include "qmp-json.h"
+
+static gboolean
+qmp_decode_fail(GError **error, const char *what, const char *why)
+{
+    g_set_error(error, QMP_ERROR, QMP_ERROR_UNEXPECTED,
+                "reply: %s %s", what, why);
+    return FALSE;
+}
+
+static gboolean
+qmp_decode_is(json_object *o, json_type t)
+{
+    return o && json_object_is_type(o, t);
+}
+
+static gpointer
+qmp_decode_null(GError **error, const char *what, const char *why)
+{
+    qmp_decode_fail(error, what, why);
+    return NULL;
+}
+
+/* A required non-negative integer member. */
+static gboolean
+qmp_decode_uint(json_object *obj, const char *key, guint64 *out, GError **error)
+{
+    gint64 v;
+
+    if (!qmp_json_get_int(obj, key, &v))
+        return qmp_decode_fail(error, key, "is missing or not an integer");
+    if (v < 0)
+        return qmp_decode_fail(error, key, "is negative");
+    *out = (guint64)v;
+    return TRUE;
+}
+
+void
+qmp_iothread_free(QmpIothread *t)
+{
+    if (!t)
+        return;
+    g_free(t->id);
+    g_free(t);
+}
+
+gpointer
+qmp_decode_iothreads(json_object *ret, GError **error)
+{
+    g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func(
+        (GDestroyNotify)qmp_iothread_free);
+
+    if (!qmp_decode_is(ret, json_type_array))
+        return qmp_decode_null(error, "query-iothreads", "is not an array");
+    for (size_t i = 0; i < json_object_array_length(ret); i++) {
+        json_object *e = json_object_array_get_idx(ret, i);
+        g_autoptr(QmpIothread) t = g_new0(QmpIothread, 1);
+        const char *id = qmp_json_get_string(e, "id");
+        gint64 batch;
+
+        if (!id)
+            return qmp_decode_null(error, "iothread id", "is missing");
+        t->id = g_strdup(id);
+        if (!qmp_json_get_int(e, "thread-id", &t->thread_id) || t->thread_id <= 0)
+            return qmp_decode_null(error, "thread-id", "is missing or not positive");
+        if (!qmp_decode_uint(e, "poll-max-ns", &t->poll_max_ns, error) ||
+            !qmp_decode_uint(e, "poll-grow", &t->poll_grow, error) ||
+            !qmp_decode_uint(e, "poll-shrink", &t->poll_shrink, error))
+            return NULL;
+        /* aio-max-batch appeared in QEMU 6.1; older peers lack it. */
+        if (qmp_json_get_int(e, "aio-max-batch", &batch) && batch > 0)
+            t->aio_max_batch = (guint64)batch;
+        g_ptr_array_add(out, g_steal_pointer(&t));
+    }
+    return g_steal_pointer(&out);
+}
+
+void
+qmp_block_stats_free(QmpBlockStats *s)
+{
+    if (!s)
+        return;
+    g_free(s->device);
+    g_free(s->node_name);
+    g_free(s->qdev);
+    g_free(s);
+}
+
+static gboolean
+qmp_decode_op(json_object *stats, const char *op, QmpBlockOpStats *out,
+              GError **error)
+{
+    g_autofree char *ops = g_strdup_printf("%s_operations", op);
+    g_autofree char *bytes = g_strdup_printf("%s_bytes", op);
+    g_autofree char *time = g_strdup_printf("%s_total_time_ns", op);
+
+    if (!qmp_decode_uint(stats, ops, &out->ops, error) ||
+        !qmp_decode_uint(stats, time, &out->total_time_ns, error))
+        return FALSE;
+    /* Flushes move no data and carry no flush_bytes. */
+    if (!g_str_equal(op, "flush") && !qmp_decode_uint(stats, bytes, &out->bytes, error))
+        return FALSE;
+    return TRUE;
+}
+
+gpointer
+qmp_decode_blockstats(json_object *ret, GError **error)
+{
+    g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func(
+        (GDestroyNotify)qmp_block_stats_free);
+
+    if (!qmp_decode_is(ret, json_type_array))
+        return qmp_decode_null(error, "query-blockstats", "is not an array");
+    for (size_t i = 0; i < json_object_array_length(ret); i++) {
+        json_object *e = json_object_array_get_idx(ret, i);
+        json_object *stats = NULL;
+        g_autoptr(QmpBlockStats) s = g_new0(QmpBlockStats, 1);
+
+        if (!qmp_decode_is(e, json_type_object) ||
+            !json_object_object_get_ex(e, "stats", &stats) ||
+            !qmp_decode_is(stats, json_type_object))
+            return qmp_decode_null(error, "blockstats entry", "has no stats object");
+        s->device = g_strdup(qmp_json_get_string(e, "device"));
+        if (!s->device)
+            s->device = g_strdup("");
+        s->node_name = g_strdup(qmp_json_get_string(e, "node-name"));
+        s->qdev = g_strdup(qmp_json_get_string(e, "qdev"));
+        if (!qmp_decode_op(stats, "rd", &s->rd, error) ||
+            !qmp_decode_op(stats, "wr", &s->wr, error) ||
+            !qmp_decode_op(stats, "flush", &s->flush, error))
+            return NULL;
+        g_ptr_array_add(out, g_steal_pointer(&s));
+    }
+    return g_steal_pointer(&out);
+}
+
+static void
+qmp_stats_entity_free(QmpStatsEntity *e)
+{
+    if (!e)
+        return;
+    g_free(e->provider);
+    g_free(e->qom_path);
+    g_hash_table_unref(e->values);
+    g_free(e);
+}
+
+void
+qmp_stats_free(QmpStats *s)
+{
+    if (!s)
+        return;
+    g_ptr_array_unref(s->entities);
+    g_free(s);
+}
+
+gboolean
+qmp_stats_sum(const QmpStats *s, const char *name, guint64 *out)
+{
+    gboolean found = FALSE;
+    guint64 sum = 0;
+
+    for (guint i = 0; i < s->entities->len; i++) {
+        QmpStatsEntity *e = s->entities->pdata[i];
+        gint64 *v = g_hash_table_lookup(e->values, name);
+
+        if (v && *v >= 0) {
+            sum += (guint64)*v;
+            found = TRUE;
+        }
+    }
+    if (found)
+        *out = sum;
+    return found;
+}
+
+gpointer
+qmp_decode_stats(json_object *ret, GError **error)
+{
+    g_autoptr(QmpStats) out = g_new0(QmpStats, 1);
+
+    out->entities = g_ptr_array_new_with_free_func((GDestroyNotify)qmp_stats_entity_free);
+    if (!qmp_decode_is(ret, json_type_array))
+        return qmp_decode_null(error, "query-stats", "is not an array");
+    for (size_t i = 0; i < json_object_array_length(ret); i++) {
+        json_object *e = json_object_array_get_idx(ret, i);
+        json_object *stats = NULL;
+        QmpStatsEntity *ent;
+
+        if (!qmp_decode_is(e, json_type_object) ||
+            !json_object_object_get_ex(e, "stats", &stats) ||
+            !qmp_decode_is(stats, json_type_array))
+            return qmp_decode_null(error, "stats result", "has no stats array");
+        ent = g_new0(QmpStatsEntity, 1);
+        ent->provider = g_strdup(qmp_json_get_string(e, "provider"));
+        ent->qom_path = g_strdup(qmp_json_get_string(e, "qom-path"));
+        ent->values = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+        g_ptr_array_add(out->entities, ent);
+        for (size_t j = 0; j < json_object_array_length(stats); j++) {
+            json_object *st = json_object_array_get_idx(stats, j);
+            const char *name = qmp_json_get_string(st, "name");
+            gint64 v;
+
+            /* Histograms (arrays) and booleans are not counters we use. */
+            if (!name || !qmp_json_get_int(st, "value", &v))
+                continue;
+            g_hash_table_replace(ent->values, g_strdup(name), g_memdup2(&v, sizeof(v)));
+        }
+    }
+    return g_steal_pointer(&out);
+}
+
+void
+qmp_stat_schema_free(QmpStatSchema *s)
+{
+    if (!s)
+        return;
+    g_free(s->provider);
+    g_free(s->target);
+    g_free(s->name);
+    g_free(s->type);
+    g_free(s->unit);
+    g_free(s);
+}
+
+gpointer
+qmp_decode_stats_schemas(json_object *ret, GError **error)
+{
+    g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func(
+        (GDestroyNotify)qmp_stat_schema_free);
+
+    if (!qmp_decode_is(ret, json_type_array))
+        return qmp_decode_null(error, "query-stats-schemas", "is not an array");
+    for (size_t i = 0; i < json_object_array_length(ret); i++) {
+        json_object *e = json_object_array_get_idx(ret, i);
+        json_object *stats = NULL;
+
+        if (!qmp_decode_is(e, json_type_object) ||
+            !json_object_object_get_ex(e, "stats", &stats) ||
+            !qmp_decode_is(stats, json_type_array))
+            return qmp_decode_null(error, "stats schema", "has no stats array");
+        for (size_t j = 0; j < json_object_array_length(stats); j++) {
+            json_object *st = json_object_array_get_idx(stats, j);
+            const char *name = qmp_json_get_string(st, "name");
+            const char *type = qmp_json_get_string(st, "type");
+            QmpStatSchema *s;
+
+            if (!name || !type)
+                return qmp_decode_null(error, "stat schema", "lacks name or type");
+            s = g_new0(QmpStatSchema, 1);
+            s->provider = g_strdup(qmp_json_get_string(e, "provider"));
+            s->target = g_strdup(qmp_json_get_string(e, "target"));
+            s->name = g_strdup(name);
+            s->type = g_strdup(type);
+            s->unit = g_strdup(qmp_json_get_string(st, "unit"));
+            qmp_json_get_int(st, "base", &s->base);
+            qmp_json_get_int(st, "exponent", &s->exponent);
+            g_ptr_array_add(out, s);
+        }
+    }
+    return g_steal_pointer(&out);
+}
+
+void
+qmp_status_free(QmpStatus *s)
+{
+    if (!s)
+        return;
+    g_free(s->status);
+    g_free(s);
+}
+
+gpointer
+qmp_decode_status(json_object *ret, GError **error)
+{
+    g_autoptr(QmpStatus) s = g_new0(QmpStatus, 1);
+    const char *status = qmp_json_get_string(ret, "status");
+
+    if (!status || !qmp_json_get_bool(ret, "running", &s->running))
+        return qmp_decode_null(error, "query-status", "lacks status or running");
+    s->status = g_strdup(status);
+    return g_steal_pointer(&s);
+}
+
+gpointer
+qmp_decode_name(json_object *ret, GError **error)
+{
+    const char *name;
+
+    if (!qmp_decode_is(ret, json_type_object))
+        return qmp_decode_null(error, "query-name", "is not an object");
+    name = qmp_json_get_string(ret, "name");
+    return g_strdup(name ? name : "");
+}
+
+void
+qmp_version_free(QmpVersion *v)
+{
+    if (!v)
+        return;
+    qmp_version_clear(v);
+    g_free(v);
+}
+
+gpointer
+qmp_decode_version(json_object *ret, GError **error)
+{
+    g_autoptr(QmpVersion) v = g_new0(QmpVersion, 1);
+    json_object *qemu = NULL;
+    gint64 major, minor, micro;
+
+    if (!qmp_decode_is(ret, json_type_object) ||
+        !json_object_object_get_ex(ret, "qemu", &qemu) ||
+        !qmp_json_get_int(qemu, "major", &major) ||
+        !qmp_json_get_int(qemu, "minor", &minor) ||
+        !qmp_json_get_int(qemu, "micro", &micro))
+        return qmp_decode_null(error, "query-version", "lacks qemu.{major,minor,micro}");
+    v->major = (int)CLAMP(major, 0, G_MAXINT);
+    v->minor = (int)CLAMP(minor, 0, G_MAXINT);
+    v->micro = (int)CLAMP(micro, 0, G_MAXINT);
+    v->package = g_strdup(qmp_json_get_string(ret, "package"));
+    return g_steal_pointer(&v);
+}
+
+gpointer
+qmp_decode_qom_int(json_object *ret, GError **error)
+{
+    gint64 v;
+
+    if (!qmp_decode_is(ret, json_type_int))
+        return qmp_decode_null(error, "qom-get", "is not an integer");
+    v = json_object_get_int64(ret);
+    return g_memdup2(&v, sizeof(v));
+}
+
+gpointer
+qmp_decode_qom_link(json_object *ret, GError **error)
+{
+    if (!qmp_decode_is(ret, json_type_string))
+        return qmp_decode_null(error, "qom-get", "is not a string");
+    return g_strdup(json_object_get_string(ret));
+}
+
+gpointer
+qmp_decode_empty(json_object *ret, GError **error)
+{
+    /* Any object will do: a peer may add members to an empty return. */
+    if (!qmp_decode_is(ret, json_type_object))
+        return qmp_decode_null(error, "return", "is not an object");
+    return GINT_TO_POINTER(1);
+}

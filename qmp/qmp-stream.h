@@ -1,0 +1,44 @@
+/*
+ * qmp-stream: split a byte stream into JSON object messages.
+ *
+ * QMP (and polltune's control protocol, which is shaped like it) sends one
+ * JSON object after another, normally one per line.  The splitter does not
+ * rely on newlines: it tracks strings, escapes and bracket depth, so a
+ * message may arrive in any number of pieces and several may arrive in one.
+ *
+ * Between messages only whitespace is allowed; anything else, such as a bare
+ * number or an array at the top level, is a protocol error.  Two limits bound
+ * memory whatever the peer sends: the size of one message and its nesting
+ * depth.  Once an error is returned the stream is poisoned and every later
+ * feed fails with the same error: a peer that broke framing cannot be
+ * resynchronised reliably, so the caller must drop the connection.
+ *
+ * The splitter only finds message boundaries.  Whether the bytes inside are
+ * valid JSON is decided by the parser (qmp-json.h) afterwards.
+ */
+#pragma once
+
+#include <glib.h>
+
+typedef struct QmpStream QmpStream;
+
+/*
+ * Called once per complete message.  @msg is NUL-terminated and valid only
+ * during the call.  Return FALSE (and set @error) to stop feeding; the error
+ * is passed back by qmp_stream_feed().
+ */
+typedef gboolean (*QmpStreamMessageFunc)(const char *msg, gsize len,
+                                         gpointer user_data, GError **error);
+
+QmpStream *qmp_stream_new(gsize max_message_size, guint max_depth,
+                          QmpStreamMessageFunc func, gpointer user_data);
+void qmp_stream_free(QmpStream *s);
+
+/* Feed @len bytes.  FALSE with @error on a framing error or a limit. */
+gboolean qmp_stream_feed(QmpStream *s, const char *data, gsize len,
+                         GError **error);
+
+/* Bytes of an incomplete message currently buffered. */
+gsize qmp_stream_pending(const QmpStream *s);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(QmpStream, qmp_stream_free)
