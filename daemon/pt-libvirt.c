@@ -1,0 +1,1 @@
+#include "pt-libvirt.h"
