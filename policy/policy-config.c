@@ -1,0 +1,337 @@
+/*
+ * policy-config: names, triples, specs, rules and bounds.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy.h"
+
+G_DEFINE_QUARK(policy-error-quark, policy_error)
+
+#define DEFINE_STRING_TABLE(type, prefix, table, max, invalid)          \
+    const char *prefix##_to_string(type v)                              \
+    {                                                                   \
+        if ((int)v < 0 || (int)v >= (int)(max))                         \
+            return NULL;                                                \
+        return table[v];                                                \
+    }                                                                   \
+    type prefix##_from_string(const char *s)                            \
+    {                                                                   \
+        if (!s)                                                         \
+            return invalid;                                             \
+        for (int i = 0; i < (int)(max); i++)                            \
+            if (g_strcmp0(table[i], s) == 0)                            \
+                return (type)i;                                         \
+        return invalid;                                                 \
+    }
+
+static const char *const kind_table[POLICY_KIND_MAX] = {
+    [POLICY_KIND_OBSERVE] = "observe",
+    [POLICY_KIND_OFF] = "off",
+    [POLICY_KIND_STATIC] = "static",
+    [POLICY_KIND_QEMU_DEFAULT] = "qemu-default",
+    [POLICY_KIND_ADAPTIVE] = "adaptive",
+};
+DEFINE_STRING_TABLE(PolicyKind, policy_kind, kind_table, POLICY_KIND_MAX,
+                    POLICY_KIND_INVALID)
+
+static const char *const objective_table[POLICY_OBJECTIVE_MAX] = {
+    [POLICY_OBJECTIVE_LATENCY] = "latency",
+    [POLICY_OBJECTIVE_EFFICIENCY] = "efficiency",
+    [POLICY_OBJECTIVE_BALANCED] = "balanced",
+};
+DEFINE_STRING_TABLE(PolicyObjective, policy_objective, objective_table,
+                    POLICY_OBJECTIVE_MAX, POLICY_OBJECTIVE_INVALID)
+
+static const char *const mode_table[POLICY_MODE_MAX] = {
+    [POLICY_MODE_ENFORCE] = "enforce",
+    [POLICY_MODE_RECOMMEND] = "recommend",
+};
+DEFINE_STRING_TABLE(PolicyMode, policy_mode, mode_table, POLICY_MODE_MAX,
+                    POLICY_MODE_INVALID)
+
+static const char *const cause_table[POLICY_CAUSE_MAX] = {
+    [POLICY_CAUSE_NONE] = "none",
+    [POLICY_CAUSE_OVERRIDE] = "override",
+    [POLICY_CAUSE_POLICY] = "policy",
+    [POLICY_CAUSE_IDLE] = "idle",
+    [POLICY_CAUSE_PROBE] = "probe",
+    [POLICY_CAUSE_ACCEPT] = "accept",
+    [POLICY_CAUSE_ROLLBACK] = "rollback",
+    [POLICY_CAUSE_CONTENTION] = "contention",
+    [POLICY_CAUSE_BUDGET] = "budget",
+};
+DEFINE_STRING_TABLE(PolicyCause, policy_cause, cause_table, POLICY_CAUSE_MAX,
+                    POLICY_CAUSE_INVALID)
+
+gboolean
+policy_triple_equal(const PolicyTriple *a, const PolicyTriple *b)
+{
+    return a->poll_max_ns == b->poll_max_ns && a->poll_grow == b->poll_grow &&
+           a->poll_shrink == b->poll_shrink;
+}
+
+char *
+policy_triple_format(const PolicyTriple *t)
+{
+    return g_strdup_printf("%" G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT
+                           "/%" G_GUINT64_FORMAT,
+                           t->poll_max_ns, t->poll_grow, t->poll_shrink);
+}
+
+static gboolean
+parse_u64(const char *s, guint64 *out)
+{
+    char *end = NULL;
+
+    if (!s || !*s || !g_ascii_isdigit(*s))
+        return FALSE;
+    errno = 0;
+    *out = g_ascii_strtoull(s, &end, 10);
+    return errno == 0 && end && *end == '\0';
+}
+
+gboolean
+policy_triple_parse(const char *s, PolicyTriple *out, GError **error)
+{
+    g_auto(GStrv) parts = g_strsplit(s ? s : "", "/", -1);
+    guint64 v[3] = { 0, 0, 0 };
+    guint n = g_strv_length(parts);
+
+    if (n < 1 || n > 3) {
+        g_set_error(error, POLICY_ERROR, POLICY_ERROR_INVALID,
+                    "triple '%s': expected poll-max-ns[/poll-grow[/poll-shrink]]", s);
+        return FALSE;
+    }
+    for (guint i = 0; i < n; i++) {
+        if (!parse_u64(parts[i], &v[i])) {
+            g_set_error(error, POLICY_ERROR, POLICY_ERROR_INVALID,
+                        "triple '%s': '%s' is not a non-negative integer", s, parts[i]);
+            return FALSE;
+        }
+    }
+    *out = (PolicyTriple){ v[0], v[1], v[2] };
+    return TRUE;
+}
+
+gboolean
+policy_spec_parse(const char *s, PolicySpec *out, GError **error)
+{
+    const char *colon = s ? strchr(s, ':') : NULL;
+    g_autofree char *name = colon ? g_strndup(s, colon - s) : g_strdup(s);
+    const char *arg = colon ? colon + 1 : NULL;
+    PolicySpec spec = { .objective = POLICY_OBJECTIVE_BALANCED };
+
+    spec.kind = policy_kind_from_string(name);
+    if (spec.kind == POLICY_KIND_INVALID) {
+        g_set_error(error, POLICY_ERROR, POLICY_ERROR_INVALID,
+                    "policy '%s': unknown name (observe, off, static, qemu-default, adaptive)",
+                    s ? s : "");
+        return FALSE;
+    }
+    switch (spec.kind) {
+    case POLICY_KIND_STATIC:
+        if (!arg) {
+            g_set_error(error, POLICY_ERROR, POLICY_ERROR_INVALID,
+                        "policy '%s': static needs a triple, e.g. static:70000/2/2", s);
+            return FALSE;
+        }
+        if (!policy_triple_parse(arg, &spec.triple, error))
+            return FALSE;
+        break;
+    case POLICY_KIND_ADAPTIVE:
+        if (arg) {
+            spec.objective = policy_objective_from_string(arg);
+            if (spec.objective == POLICY_OBJECTIVE_INVALID) {
+                g_set_error(error, POLICY_ERROR, POLICY_ERROR_INVALID,
+                            "policy '%s': unknown objective (latency, efficiency, balanced)", s);
+                return FALSE;
+            }
+        }
+        break;
+    default:
+        if (arg) {
+            g_set_error(error, POLICY_ERROR, POLICY_ERROR_INVALID,
+                        "policy '%s': %s takes no argument", s, name);
+            return FALSE;
+        }
+        break;
+    }
+    *out = spec;
+    return TRUE;
+}
+
+char *
+policy_spec_format(const PolicySpec *spec)
+{
+    if (spec->kind == POLICY_KIND_STATIC) {
+        g_autofree char *t = policy_triple_format(&spec->triple);
+        return g_strdup_printf("static:%s", t);
+    }
+    if (spec->kind == POLICY_KIND_ADAPTIVE)
+        return g_strdup_printf("adaptive:%s", policy_objective_to_string(spec->objective));
+    return g_strdup(policy_kind_to_string(spec->kind));
+}
+
+static void
+policy_rule_free(gpointer p)
+{
+    PolicyRule *r = p;
+
+    if (!r)
+        return;
+    g_free(r->glob);
+    g_free(r);
+}
+
+PolicyConfig *
+policy_config_new(void)
+{
+    PolicyConfig *c = g_new0(PolicyConfig, 1);
+
+    c->mode = POLICY_MODE_ENFORCE;
+    c->default_spec = (PolicySpec){ POLICY_KIND_ADAPTIVE, POLICY_OBJECTIVE_BALANCED, { 0, 0, 0 } };
+    c->rules = g_ptr_array_new_with_free_func(policy_rule_free);
+    c->max_poll_max_ns = 500000;
+    c->grow_min = 2;
+    c->grow_max = 16;
+    c->shrink_min = 2;
+    c->shrink_max = 16;
+    c->min_dwell_ms = 2000;
+    c->revalidate_ms = 300000;
+    c->rollback_tolerance = 0.02;
+    c->probe_margin = 0.01;
+    c->change_ratio = 0.25;
+    c->idle_iops = 100.0;
+    c->probe_poll_max_ns = 262144;
+    c->psi_some_limit = 20.0;
+    c->vcpu_delay_limit = 10.0;
+    c->iothread_delay_limit = 10.0;
+    c->contention_holdoff_ms = 60000;
+    c->budget_cores = 0.0;
+    return c;
+}
+
+void
+policy_config_free(PolicyConfig *c)
+{
+    if (!c)
+        return;
+    g_ptr_array_unref(c->rules);
+    g_free(c);
+}
+
+gboolean
+policy_config_add_rule(PolicyConfig *config, const char *glob,
+                       const PolicySpec *spec, GError **error)
+{
+    PolicyRule *r;
+
+    if (!glob || !*glob) {
+        g_set_error(error, POLICY_ERROR, POLICY_ERROR_INVALID, "policy rule: empty glob");
+        return FALSE;
+    }
+    if (spec->kind < 0 || spec->kind >= POLICY_KIND_MAX) {
+        g_set_error(error, POLICY_ERROR, POLICY_ERROR_INVALID, "policy rule '%s': invalid policy", glob);
+        return FALSE;
+    }
+    if (spec->kind == POLICY_KIND_STATIC &&
+        !policy_config_check_triple(config, &spec->triple, error)) {
+        g_prefix_error(error, "policy rule '%s': ", glob);
+        return FALSE;
+    }
+    r = g_new0(PolicyRule, 1);
+    r->glob = g_strdup(glob);
+    r->spec = *spec;
+    g_ptr_array_add(config->rules, r);
+    return TRUE;
+}
+
+gboolean
+policy_config_validate(const PolicyConfig *c, GError **error)
+{
+    const char *why = NULL;
+
+    if (c->mode < 0 || c->mode >= POLICY_MODE_MAX)
+        why = "mode is invalid";
+    else if (c->grow_min < 2 || c->grow_max < c->grow_min)
+        why = "poll-grow range must satisfy 2 <= min <= max";
+    else if (c->shrink_min < 2 || c->shrink_max < c->shrink_min)
+        why = "poll-shrink range must satisfy 2 <= min <= max";
+    else if (c->min_dwell_ms < 0 || c->revalidate_ms < 0 || c->contention_holdoff_ms < 0)
+        why = "durations must not be negative";
+    else if (c->budget_cores < 0)
+        why = "budget must not be negative";
+    else if (c->probe_poll_max_ns == 0)
+        why = "probe poll-max-ns must be positive";
+    if (why) {
+        g_set_error(error, POLICY_ERROR, POLICY_ERROR_INVALID, "policy config: %s", why);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+const PolicySpec *
+policy_config_lookup(const PolicyConfig *config, const char *target, const char *iothread)
+{
+    g_autofree char *full = iothread ? g_strdup_printf("%s/%s", target, iothread) : NULL;
+
+    for (guint i = 0; i < config->rules->len; i++) {
+        const PolicyRule *r = g_ptr_array_index(config->rules, i);
+
+        if ((full && g_pattern_match_simple(r->glob, full)) ||
+            g_pattern_match_simple(r->glob, target))
+            return &r->spec;
+    }
+    return &config->default_spec;
+}
+
+static gboolean
+factor_ok(guint64 v, guint64 lo, guint64 hi)
+{
+    return v == 0 || (v >= lo && v <= hi);
+}
+
+gboolean
+policy_config_check_triple(const PolicyConfig *c, const PolicyTriple *t, GError **error)
+{
+    if (t->poll_max_ns > c->max_poll_max_ns) {
+        g_set_error(error, POLICY_ERROR, POLICY_ERROR_INVALID,
+                    "poll-max-ns=%" G_GUINT64_FORMAT " exceeds the bound %" G_GUINT64_FORMAT,
+                    t->poll_max_ns, c->max_poll_max_ns);
+        return FALSE;
+    }
+    if (!factor_ok(t->poll_grow, c->grow_min, c->grow_max)) {
+        g_set_error(error, POLICY_ERROR, POLICY_ERROR_INVALID,
+                    "poll-grow=%" G_GUINT64_FORMAT " outside 0 or %" G_GUINT64_FORMAT
+                    "..%" G_GUINT64_FORMAT, t->poll_grow, c->grow_min, c->grow_max);
+        return FALSE;
+    }
+    if (!factor_ok(t->poll_shrink, c->shrink_min, c->shrink_max)) {
+        g_set_error(error, POLICY_ERROR, POLICY_ERROR_INVALID,
+                    "poll-shrink=%" G_GUINT64_FORMAT " outside 0 or %" G_GUINT64_FORMAT
+                    "..%" G_GUINT64_FORMAT, t->poll_shrink, c->shrink_min, c->shrink_max);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static guint64
+clamp_factor(guint64 v, guint64 lo, guint64 hi)
+{
+    if (v == 0)
+        return 0;
+    return CLAMP(v, lo, hi);
+}
+
+gboolean
+policy_config_clamp_triple(const PolicyConfig *c, PolicyTriple *t)
+{
+    PolicyTriple before = *t;
+
+    t->poll_max_ns = MIN(t->poll_max_ns, c->max_poll_max_ns);
+    t->poll_grow = clamp_factor(t->poll_grow, c->grow_min, c->grow_max);
+    t->poll_shrink = clamp_factor(t->poll_shrink, c->shrink_min, c->shrink_max);
+    return !policy_triple_equal(&before, t);
+}

@@ -1,0 +1,116 @@
+/*
+ * policy-counters: counters to rates.  See policy-counters.h.
+ */
+#include "policy-counters.h"
+#include "policy.h"
+
+static gboolean
+delta(guint64 a, guint64 b, double *out)
+{
+    if (b < a)
+        return FALSE;
+    *out = (double)(b - a);
+    return TRUE;
+}
+
+static gboolean
+interval_ok(gint64 prev_ns, gint64 cur_ns, GError **error)
+{
+    if (cur_ns <= prev_ns) {
+        g_set_error(error, POLICY_ERROR, POLICY_ERROR_INVALID,
+                    "counters: interval of %" G_GINT64_FORMAT " ns is not positive",
+                    cur_ns - prev_ns);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
+policy_metrics_from_counters(const PolicyCounters *prev, const PolicyCounters *cur,
+                             PolicyMetrics *out, GError **error)
+{
+    double secs, rd, wr, fl, rb, wb, rt, wt, ft, cpu, vol, nvol, delay, ex;
+    PolicyMetrics m = { 0 };
+
+    if (!interval_ok(prev->mono_ns, cur->mono_ns, error))
+        return FALSE;
+    m.when_ms = cur->when_ms;
+    m.interval_ns = cur->mono_ns - prev->mono_ns;
+    m.triple = cur->triple;
+    secs = m.interval_ns / 1e9;
+
+    if (prev->have_io && cur->have_io &&
+        delta(prev->rd_ops, cur->rd_ops, &rd) && delta(prev->wr_ops, cur->wr_ops, &wr) &&
+        delta(prev->flush_ops, cur->flush_ops, &fl) &&
+        delta(prev->rd_bytes, cur->rd_bytes, &rb) && delta(prev->wr_bytes, cur->wr_bytes, &wb) &&
+        delta(prev->rd_total_ns, cur->rd_total_ns, &rt) &&
+        delta(prev->wr_total_ns, cur->wr_total_ns, &wt) &&
+        delta(prev->flush_total_ns, cur->flush_total_ns, &ft)) {
+        double ops = rd + wr + fl;
+
+        m.have_io = TRUE;
+        m.rd_iops = rd / secs;
+        m.wr_iops = wr / secs;
+        m.flush_iops = fl / secs;
+        m.rd_mbps = rb / secs / 1e6;
+        m.wr_mbps = wb / secs / 1e6;
+        m.lat_mean_ns = ops > 0 ? (rt + wt + ft) / ops : 0.0;
+        m.queue_depth = (rt + wt + ft) / m.interval_ns;
+    }
+    if (prev->have_cpu && cur->have_cpu && delta(prev->cpu_ns, cur->cpu_ns, &cpu) &&
+        delta(prev->vol_ctxsw, cur->vol_ctxsw, &vol) &&
+        delta(prev->nonvol_ctxsw, cur->nonvol_ctxsw, &nvol) &&
+        delta(prev->run_delay_ns, cur->run_delay_ns, &delay)) {
+        double ops = policy_metrics_iops(&m) * secs;
+
+        m.have_cpu = TRUE;
+        m.cpu_pct = 100.0 * cpu / m.interval_ns;
+        m.blocks_per_s = vol / secs;
+        m.blocks_per_op = ops > 0 ? vol / ops : 0.0;
+        m.nvcsw_per_s = nvol / secs;
+        m.run_delay_pct = 100.0 * delay / m.interval_ns;
+    }
+    if (prev->have_exits && cur->have_exits && delta(prev->exits, cur->exits, &ex)) {
+        double ops = policy_metrics_iops(&m) * secs;
+
+        m.have_exits = TRUE;
+        m.exits_per_s = ex / secs;
+        m.exits_per_op = ops > 0 ? ex / ops : 0.0;
+    }
+    *out = m;
+    return TRUE;
+}
+
+gboolean
+policy_host_from_counters(const PolicyHostCounters *prev, const PolicyHostCounters *cur,
+                          PolicyHost *out, GError **error)
+{
+    PolicyHost h = { 0 };
+    double d, interval;
+
+    if (!interval_ok(prev->mono_ns, cur->mono_ns, error))
+        return FALSE;
+    interval = (double)(cur->mono_ns - prev->mono_ns);
+    h.when_ms = cur->when_ms;
+    h.n_cpus = cur->n_cpus;
+    if (cur->have_psi) {
+        h.have_psi = TRUE;
+        h.psi_some_avg10 = cur->psi_some_avg10;
+        h.psi_full_avg10 = cur->psi_full_avg10;
+        if (prev->have_psi && delta(prev->psi_some_total_us, cur->psi_some_total_us, &d))
+            h.psi_some_pct = 100.0 * d * 1000.0 / interval;
+        else
+            h.psi_some_pct = cur->psi_some_avg10;
+    }
+    if (prev->have_stat && cur->have_stat && delta(prev->busy_ns, cur->busy_ns, &d)) {
+        h.have_stat = TRUE;
+        h.cpu_busy_pct = 100.0 * d / interval;
+    }
+    if (prev->have_vcpu_delay && cur->have_vcpu_delay && cur->n_vcpus > 0 &&
+        delta(prev->vcpu_run_delay_ns, cur->vcpu_run_delay_ns, &d)) {
+        h.have_vcpu_delay = TRUE;
+        h.vcpu_run_delay_pct = 100.0 * d / cur->n_vcpus / interval;
+    }
+    *out = h;
+    return TRUE;
+}

@@ -1,0 +1,345 @@
+/*
+ * policy-engine: one tick of decisions.
+ *
+ * Order of precedence for each iothread:
+ *   1. an unexpired override (wins over everything, dwell included);
+ *   2. the policy its spec names (observe, off, static, qemu-default,
+ *      adaptive), with the triple clamped into the bounds;
+ *   3. for adaptive, the host guards: contention, then budget;
+ *   4. the minimum dwell between writes, which defers a change.
+ */
+#include <stdarg.h>
+
+#include "policy-private.h"
+
+typedef struct {
+    char *target;
+    char *iothread;             /* NULL: all of the target */
+    PolicyTriple triple;
+    gint64 expires_ms;          /* 0: never */
+} PolicyOverride;
+
+struct _PolicyEngine {
+    const PolicyConfig *config;
+    GHashTable *states;         /* key -> PolicyIothreadState */
+    GPtrArray *overrides;       /* PolicyOverride * */
+};
+
+static void
+override_free(gpointer p)
+{
+    PolicyOverride *o = p;
+
+    if (!o)
+        return;
+    g_free(o->target);
+    g_free(o->iothread);
+    g_free(o);
+}
+
+static void
+state_free(gpointer p)
+{
+    PolicyIothreadState *st = p;
+
+    if (!st)
+        return;
+    g_free(st->key);
+    g_free(st);
+}
+
+void
+policy_decision_free(PolicyDecision *d)
+{
+    if (!d)
+        return;
+    g_free(d->target);
+    g_free(d->iothread);
+    g_free(d->reason);
+    g_free(d->evidence);
+    g_free(d);
+}
+
+PolicyEngine *
+policy_engine_new(const PolicyConfig *config, GError **error)
+{
+    PolicyEngine *e;
+
+    if (!policy_config_validate(config, error))
+        return NULL;
+    e = g_new0(PolicyEngine, 1);
+    e->config = config;
+    e->states = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, state_free);
+    e->overrides = g_ptr_array_new_with_free_func(override_free);
+    return e;
+}
+
+void
+policy_engine_free(PolicyEngine *e)
+{
+    if (!e)
+        return;
+    g_hash_table_unref(e->states);
+    g_ptr_array_unref(e->overrides);
+    g_free(e);
+}
+
+gboolean
+policy_engine_set_override(PolicyEngine *e, const char *target, const char *iothread,
+                           const PolicyTriple *triple, gint64 expires_ms, GError **error)
+{
+    PolicyOverride *o;
+
+    if (!target || !*target) {
+        g_set_error(error, POLICY_ERROR, POLICY_ERROR_INVALID, "override: empty target");
+        return FALSE;
+    }
+    if (!policy_config_check_triple(e->config, triple, error)) {
+        g_prefix_error(error, "override %s%s%s: ", target, iothread ? "/" : "",
+                       iothread ? iothread : "");
+        return FALSE;
+    }
+    policy_engine_clear_override(e, target, iothread);
+    o = g_new0(PolicyOverride, 1);
+    o->target = g_strdup(target);
+    o->iothread = g_strdup(iothread);
+    o->triple = *triple;
+    o->expires_ms = expires_ms;
+    g_ptr_array_add(e->overrides, o);
+    return TRUE;
+}
+
+gboolean
+policy_engine_clear_override(PolicyEngine *e, const char *target, const char *iothread)
+{
+    for (guint i = 0; i < e->overrides->len; i++) {
+        PolicyOverride *o = g_ptr_array_index(e->overrides, i);
+
+        if (g_str_equal(o->target, target) && g_strcmp0(o->iothread, iothread) == 0) {
+            g_ptr_array_remove_index(e->overrides, i);
+            return TRUE;
+        }
+    }
+    return FALSE;
+}
+
+void
+policy_engine_forget(PolicyEngine *e, const char *target)
+{
+    g_autofree char *prefix = g_strdup_printf("%s/", target);
+    GHashTableIter it;
+    gpointer key;
+
+    g_hash_table_iter_init(&it, e->states);
+    while (g_hash_table_iter_next(&it, &key, NULL))
+        if (g_str_has_prefix(key, prefix))
+            g_hash_table_iter_remove(&it);
+}
+
+/* The most specific live override; expired ones are dropped and noted. */
+static const PolicyOverride *
+override_find(PolicyEngine *e, const char *target, const char *iothread,
+              gint64 now_ms, gboolean *expired)
+{
+    const PolicyOverride *whole = NULL, *one = NULL;
+
+    for (guint i = 0; i < e->overrides->len;) {
+        PolicyOverride *o = g_ptr_array_index(e->overrides, i);
+
+        if (!g_str_equal(o->target, target) ||
+            (o->iothread && g_strcmp0(o->iothread, iothread) != 0)) {
+            i++;
+            continue;
+        }
+        if (o->expires_ms && now_ms >= o->expires_ms) {
+            *expired = TRUE;
+            g_ptr_array_remove_index(e->overrides, i);
+            continue;
+        }
+        if (o->iothread)
+            one = o;
+        else
+            whole = o;
+        i++;
+    }
+    return one ? one : whole;
+}
+
+static PolicyIothreadState *
+state_get(PolicyEngine *e, const PolicyIothreadInput *in)
+{
+    g_autofree char *key = g_strdup_printf("%s/%s", in->target, in->iothread);
+    PolicyIothreadState *st = g_hash_table_lookup(e->states, key);
+
+    if (!st) {
+        st = g_new0(PolicyIothreadState, 1);
+        st->key = g_steal_pointer(&key);
+        st->last_write_ms = G_MININT64;
+        st->holdoff_until_ms = G_MININT64;
+        g_hash_table_insert(e->states, st->key, st);
+    }
+    return st;
+}
+
+void
+policy_proposal_set(PolicyProposal *p, const PolicyTriple *t, PolicyCause cause,
+                    const char *fmt, ...)
+{
+    va_list ap;
+
+    p->triple = *t;
+    p->cause = cause;
+    g_string_truncate(p->reason, 0);
+    va_start(ap, fmt);
+    g_string_append_vprintf(p->reason, fmt, ap);
+    va_end(ap);
+}
+
+/* Notice writes we did not make: QEMU's window restarted, our model is stale. */
+static void
+observe_current(PolicyIothreadState *st, const PolicyIothreadInput *in, gint64 now_ms)
+{
+    if (st->seen && !policy_triple_equal(&st->last_current, &in->current)) {
+        gboolean ours = st->wrote && policy_triple_equal(&st->expected, &in->current);
+
+        if (!ours) {
+            st->last_write_ms = now_ms;
+            policy_adaptive_reset(st);
+        }
+    }
+    st->seen = TRUE;
+    st->last_current = in->current;
+}
+
+static void
+propose(PolicyEngine *e, PolicyProposal *p, gint64 now_ms)
+{
+    const PolicyConfig *cfg = e->config;
+    const PolicyIothreadInput *in = p->in;
+    gboolean expired = FALSE;
+    const PolicyOverride *o = override_find(e, in->target, in->iothread, now_ms, &expired);
+    const PolicySpec *spec;
+    PolicyTriple t;
+
+    if (o) {
+        p->is_override = TRUE;
+        policy_proposal_set(p, &o->triple, POLICY_CAUSE_OVERRIDE,
+                            "override pins this triple%s", o->expires_ms ? " until it expires" : "");
+        g_string_append_printf(p->evidence, "override_expires_ms=%" G_GINT64_FORMAT,
+                               o->expires_ms);
+        return;
+    }
+    if (expired)
+        policy_adaptive_reset(p->st);
+    spec = policy_config_lookup(cfg, in->target, in->iothread);
+    switch (spec->kind) {
+    case POLICY_KIND_OFF:
+        t = (PolicyTriple){ 0, in->current.poll_grow, in->current.poll_shrink };
+        break;
+    case POLICY_KIND_QEMU_DEFAULT:
+        t = POLICY_TRIPLE_QEMU_DEFAULT;
+        break;
+    case POLICY_KIND_STATIC:
+        t = spec->triple;
+        break;
+    case POLICY_KIND_ADAPTIVE:
+        p->adaptive = TRUE;
+        p->objective = spec->objective;
+        policy_adaptive_step(cfg, p, now_ms);
+        if (policy_config_clamp_triple(cfg, &p->triple))
+            g_string_append(p->reason, " (clamped into bounds)");
+        if (expired)
+            g_string_append(p->reason, "; override expired");
+        return;
+    case POLICY_KIND_OBSERVE:
+    default:
+        policy_proposal_set(p, &in->current, POLICY_CAUSE_NONE,
+                            "observe: this policy never writes%s",
+                            expired ? "; override expired" : "");
+        return;
+    }
+    {
+        g_autofree char *spec_s = policy_spec_format(spec);
+        gboolean clamped = policy_config_clamp_triple(cfg, &t);
+
+        policy_proposal_set(p, &t, POLICY_CAUSE_POLICY, "policy %s%s%s", spec_s,
+                            clamped ? " (clamped into bounds)" : "",
+                            expired ? "; override expired" : "");
+    }
+}
+
+static PolicyDecision *
+finish(PolicyEngine *e, PolicyProposal *p, gint64 now_ms)
+{
+    const PolicyConfig *cfg = e->config;
+    PolicyIothreadState *st = p->st;
+    PolicyDecision *d = g_new0(PolicyDecision, 1);
+    gboolean differs = !policy_triple_equal(&p->triple, &p->in->current);
+
+    d->target = g_strdup(p->in->target);
+    d->iothread = g_strdup(p->in->iothread);
+    d->triple = p->in->current;
+    d->cause = POLICY_CAUSE_NONE;
+    if (differs && !p->is_override && st->last_write_ms != G_MININT64 &&
+        now_ms - st->last_write_ms < cfg->min_dwell_ms) {
+        g_autofree char *t = policy_triple_format(&p->triple);
+
+        d->reason = g_strdup_printf("dwell: last write %.1f s ago, minimum %.1f s; "
+                                    "deferred %s (%s: %s)",
+                                    (now_ms - st->last_write_ms) / 1000.0,
+                                    cfg->min_dwell_ms / 1000.0, t,
+                                    policy_cause_to_string(p->cause), p->reason->str);
+    } else if (differs) {
+        d->change = TRUE;
+        d->apply = cfg->mode == POLICY_MODE_ENFORCE;
+        d->triple = p->triple;
+        d->cause = p->cause;
+        d->reason = g_strdup(p->reason->str);
+        if (d->apply) {
+            /* In recommend mode nothing changes, so the probe stays pending. */
+            st->wrote = TRUE;
+            st->expected = p->triple;
+            st->last_write_ms = now_ms;
+            if (p->trial_cand) {
+                st->pending &= ~p->trial_cand;
+                st->trial = TRUE;
+            }
+            if (p->is_override)
+                policy_adaptive_reset(st);
+        }
+    } else {
+        d->cause = p->cause == POLICY_CAUSE_ACCEPT ? POLICY_CAUSE_ACCEPT : POLICY_CAUSE_NONE;
+        d->reason = g_strdup(p->reason->len ? p->reason->str : "no change");
+    }
+    d->evidence = g_strdup(p->evidence->str);
+    return d;
+}
+
+GPtrArray *
+policy_engine_tick(PolicyEngine *e, const PolicyHost *host,
+                   const PolicyIothreadInput *inputs, guint n, gint64 now_ms)
+{
+    g_autofree PolicyProposal *props = g_new0(PolicyProposal, MAX(n, 1));
+    GPtrArray *out = g_ptr_array_new_with_free_func((GDestroyNotify)policy_decision_free);
+
+    for (guint i = 0; i < n; i++) {
+        PolicyProposal *p = &props[i];
+
+        p->in = &inputs[i];
+        p->st = state_get(e, p->in);
+        p->m = p->in->n_history ? &p->in->history[p->in->n_history - 1] : NULL;
+        p->triple = p->in->current;
+        p->reason = g_string_new(NULL);
+        p->evidence = g_string_new(NULL);
+        observe_current(p->st, p->in, now_ms);
+        propose(e, p, now_ms);
+    }
+    policy_guard_contention(e->config, host, props, n, now_ms);
+    policy_guard_budget(e->config, props, n);
+    for (guint i = 0; i < n; i++) {
+        g_ptr_array_add(out, finish(e, &props[i], now_ms));
+        g_string_free(props[i].reason, TRUE);
+        g_string_free(props[i].evidence, TRUE);
+    }
+    return out;
+}

@@ -1,0 +1,190 @@
+/*
+ * policy-guard: the host-wide guard rails, applied to adaptive proposals
+ * after every iothread has made its own.
+ *
+ *  - Contention: when the host is short of CPU (PSI, vCPU or iothread
+ *    run-queue wait), polling is cut, first where it buys least per core, and
+ *    no polling probe starts until a hold-off expires.
+ *  - Budget: polling CPU across the host is kept within budget_cores, given
+ *    to the iothreads with the highest measured gain per polling core.
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "policy-private.h"
+
+static gboolean
+proposes_polling(const PolicyProposal *p)
+{
+    return p->triple.poll_max_ns > 0;
+}
+
+/* Gain per polling core; unknown value sorts as worthless. */
+static double
+value_per_core(const PolicyProposal *p)
+{
+    if (!p->st->have_benefit)
+        return 0.0;
+    return p->st->gain / MAX(p->st->poll_cores, 0.01);
+}
+
+static int
+cmp_value_asc(const void *a, const void *b)
+{
+    const PolicyProposal *pa = *(PolicyProposal *const *)a;
+    const PolicyProposal *pb = *(PolicyProposal *const *)b;
+    double va = value_per_core(pa), vb = value_per_core(pb);
+
+    if (va != vb)
+        return (va > vb) - (va < vb);
+    return (pa > pb) - (pa < pb);
+}
+
+static void
+cut_polling(PolicyProposal *p, PolicyCause cause, gint64 holdoff_until_ms,
+            const char *why)
+{
+    PolicyTriple off = policy_adaptive_off(&p->in->current);
+
+    p->st->holdoff_until_ms = MAX(p->st->holdoff_until_ms, holdoff_until_ms);
+    if (p->trial_cand) {
+        /* A probe is only deferred; current stays. */
+        p->trial_cand = 0;
+        policy_proposal_set(p, &p->in->current, POLICY_CAUSE_NONE,
+                            "adaptive: probe deferred, %s", why);
+        if (p->in->current.poll_max_ns == 0)
+            return;
+    }
+    policy_proposal_set(p, &off, cause, "adaptive: polling off, %s", why);
+    p->guard_cut = TRUE;
+    policy_adaptive_reset(p->st);
+}
+
+void
+policy_guard_contention(const PolicyConfig *cfg, const PolicyHost *host,
+                        PolicyProposal *props, guint n, gint64 now_ms)
+{
+    g_autoptr(GPtrArray) pollers = g_ptr_array_new();
+    gboolean host_hot = FALSE, severe = FALSE;
+    g_autofree char *why = NULL;
+
+    if (host && host->have_psi && cfg->psi_some_limit > 0 &&
+        host->psi_some_pct >= cfg->psi_some_limit) {
+        host_hot = TRUE;
+        severe |= host->psi_some_pct >= 2 * cfg->psi_some_limit;
+    }
+    if (host && host->have_vcpu_delay && cfg->vcpu_delay_limit > 0 &&
+        host->vcpu_run_delay_pct >= cfg->vcpu_delay_limit) {
+        host_hot = TRUE;
+        severe |= host->vcpu_run_delay_pct >= 2 * cfg->vcpu_delay_limit;
+    }
+    if (host)
+        why = g_strdup_printf("host contention (psi_some=%.1f%% vcpu_run_delay=%.1f%%)",
+                              host->have_psi ? host->psi_some_pct : 0.0,
+                              host->have_vcpu_delay ? host->vcpu_run_delay_pct : 0.0);
+
+    for (guint i = 0; i < n; i++) {
+        PolicyProposal *p = &props[i];
+        gboolean own_hot;
+
+        if (!p->adaptive || p->is_override || !proposes_polling(p))
+            continue;
+        own_hot = p->m && p->m->have_cpu && cfg->iothread_delay_limit > 0 &&
+                  p->m->run_delay_pct >= cfg->iothread_delay_limit;
+        if (p->trial_cand == POLICY_CAND_WIDE && (host_hot || own_hot)) {
+            cut_polling(p, POLICY_CAUSE_CONTENTION, now_ms + cfg->contention_holdoff_ms,
+                        host_hot ? why : "iothread run-queue wait");
+            continue;
+        }
+        if (own_hot && !host_hot) {
+            g_autofree char *own = g_strdup_printf("iothread run-queue wait %.1f%%",
+                                                   p->m->run_delay_pct);
+            cut_polling(p, POLICY_CAUSE_CONTENTION, now_ms + cfg->contention_holdoff_ms, own);
+            continue;
+        }
+        if (host_hot)
+            g_ptr_array_add(pollers, p);
+    }
+    if (!pollers->len)
+        return;
+    /* Cheapest loss first; one per tick unless the host is badly short. */
+    qsort(pollers->pdata, pollers->len, sizeof(gpointer), cmp_value_asc);
+    for (guint i = 0; i < pollers->len; i++) {
+        PolicyProposal *p = g_ptr_array_index(pollers, i);
+
+        g_string_append_printf(p->evidence, " value_per_core=%.3f rank=%u/%u",
+                               value_per_core(p), i + 1, pollers->len);
+        cut_polling(p, POLICY_CAUSE_CONTENTION, now_ms + cfg->contention_holdoff_ms, why);
+        if (!severe)
+            break;
+    }
+}
+
+/* What polling on this iothread is expected to cost, in cores. */
+static double
+polling_cost(const PolicyProposal *p)
+{
+    if (p->st->have_benefit && !p->trial_cand)
+        return p->st->poll_cores;
+    /* Unknown: polling can at most fill the time the iothread is not busy. */
+    if (p->m && p->m->have_cpu)
+        return CLAMP(1.0 - p->m->cpu_pct / 100.0, 0.05, 1.0);
+    return 1.0;
+}
+
+static int
+cmp_budget_priority(const void *a, const void *b)
+{
+    const PolicyProposal *pa = *(PolicyProposal *const *)a;
+    const PolicyProposal *pb = *(PolicyProposal *const *)b;
+    /* Measured value first, then settled pollers, then probes. */
+    int ka = pa->trial_cand ? 2 : pa->st->have_benefit ? 0 : 1;
+    int kb = pb->trial_cand ? 2 : pb->st->have_benefit ? 0 : 1;
+    double va, vb;
+
+    if (ka != kb)
+        return ka - kb;
+    va = value_per_core(pa);
+    vb = value_per_core(pb);
+    if (va != vb)
+        return (vb > va) - (vb < va);
+    return (pa > pb) - (pa < pb);  /* input order: deterministic */
+}
+
+void
+policy_guard_budget(const PolicyConfig *cfg, PolicyProposal *props, guint n)
+{
+    g_autoptr(GPtrArray) cands = g_ptr_array_new();
+    double used = 0.0;
+
+    if (cfg->budget_cores <= 0)
+        return;
+    for (guint i = 0; i < n; i++) {
+        PolicyProposal *p = &props[i];
+
+        if (!proposes_polling(p))
+            continue;
+        if (!p->adaptive || p->is_override) {
+            /* Operator-chosen polling is not ours to cut, but it counts. */
+            used += p->m && p->m->have_cpu ? p->m->cpu_pct / 100.0 : 1.0;
+            continue;
+        }
+        g_ptr_array_add(cands, p);
+    }
+    qsort(cands->pdata, cands->len, sizeof(gpointer), cmp_budget_priority);
+    for (guint i = 0; i < cands->len; i++) {
+        PolicyProposal *p = g_ptr_array_index(cands, i);
+        double cost = polling_cost(p);
+        g_autofree char *why = NULL;
+
+        g_string_append_printf(p->evidence, " budget_cores=%.2f used=%.2f cost=%.2f",
+                               cfg->budget_cores, used, cost);
+        if (used + cost <= cfg->budget_cores * 1.0001) {
+            used += cost;
+            continue;
+        }
+        why = g_strdup_printf("polling budget of %.2f cores is spent (%.2f in use, "
+                              "this needs %.2f)", cfg->budget_cores, used, cost);
+        cut_polling(p, POLICY_CAUSE_BUDGET, G_MININT64, why);
+    }
+}

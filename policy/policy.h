@@ -1,0 +1,192 @@
+/*
+ * policy: decides each iothread's polling triple.
+ *
+ * Contract:
+ *  - Pure.  No I/O, no clock reads, no globals.  Time comes in as @now_ms,
+ *    measurements as PolicyMetrics / PolicyHost (policy-metrics.h), and the
+ *    only state is the PolicyEngine the caller owns and passes back in.
+ *  - One call of policy_engine_tick() per tick returns one PolicyDecision per
+ *    input iothread: either no change, or a new triple, always with a
+ *    human-readable reason and the evidence behind it.
+ *  - In POLICY_MODE_RECOMMEND decisions carry apply = FALSE; the caller
+ *    records and shows them but does not write.
+ *  - Errors follow GLib: GError **error last, FALSE/NULL on failure.
+ *
+ * docs/POLICY.md explains every policy, objective and guard rail.
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "policy-metrics.h"
+
+#define POLICY_ERROR (policy_error_quark())
+GQuark policy_error_quark(void);
+
+typedef enum {
+    POLICY_ERROR_INVALID,       /* a name, triple or setting is not acceptable */
+} PolicyErrorCode;
+
+typedef enum {
+    POLICY_KIND_OBSERVE,
+    POLICY_KIND_OFF,
+    POLICY_KIND_STATIC,
+    POLICY_KIND_QEMU_DEFAULT,
+    POLICY_KIND_ADAPTIVE,
+    POLICY_KIND_MAX,
+    POLICY_KIND_INVALID = -1,
+} PolicyKind;
+
+typedef enum {
+    POLICY_OBJECTIVE_LATENCY,
+    POLICY_OBJECTIVE_EFFICIENCY,
+    POLICY_OBJECTIVE_BALANCED,
+    POLICY_OBJECTIVE_MAX,
+    POLICY_OBJECTIVE_INVALID = -1,
+} PolicyObjective;
+
+typedef enum {
+    POLICY_MODE_ENFORCE,
+    POLICY_MODE_RECOMMEND,
+    POLICY_MODE_MAX,
+    POLICY_MODE_INVALID = -1,
+} PolicyMode;
+
+/* Which rule produced a decision. */
+typedef enum {
+    POLICY_CAUSE_NONE,          /* no change */
+    POLICY_CAUSE_OVERRIDE,
+    POLICY_CAUSE_POLICY,        /* off / static / qemu-default */
+    POLICY_CAUSE_IDLE,          /* adaptive: too little I/O to poll for */
+    POLICY_CAUSE_PROBE,         /* adaptive: trying an alternative */
+    POLICY_CAUSE_ACCEPT,        /* adaptive: a probe paid off, kept */
+    POLICY_CAUSE_ROLLBACK,      /* hysteresis: objective got worse */
+    POLICY_CAUSE_CONTENTION,    /* host contention guard */
+    POLICY_CAUSE_BUDGET,        /* host polling CPU budget */
+    POLICY_CAUSE_MAX,
+    POLICY_CAUSE_INVALID = -1,
+} PolicyCause;
+
+const char *policy_kind_to_string(PolicyKind kind);
+PolicyKind policy_kind_from_string(const char *s);
+const char *policy_objective_to_string(PolicyObjective objective);
+PolicyObjective policy_objective_from_string(const char *s);
+const char *policy_mode_to_string(PolicyMode mode);
+PolicyMode policy_mode_from_string(const char *s);
+const char *policy_cause_to_string(PolicyCause cause);
+PolicyCause policy_cause_from_string(const char *s);
+
+gboolean policy_triple_equal(const PolicyTriple *a, const PolicyTriple *b);
+/* "poll-max-ns/poll-grow/poll-shrink", e.g. "32768/0/0". */
+char *policy_triple_format(const PolicyTriple *t);
+gboolean policy_triple_parse(const char *s, PolicyTriple *out, GError **error);
+
+/* What to run on one target or iothread. */
+typedef struct {
+    PolicyKind kind;
+    PolicyObjective objective;  /* adaptive only */
+    PolicyTriple triple;        /* static only */
+} PolicySpec;
+
+/*
+ * Text form: "observe", "off", "qemu-default", "static:70000/2/2",
+ * "adaptive" (balanced), "adaptive:latency".
+ */
+gboolean policy_spec_parse(const char *s, PolicySpec *out, GError **error);
+char *policy_spec_format(const PolicySpec *spec);
+
+typedef struct {
+    char *glob;                 /* matched against "target" and "target/iothread" */
+    PolicySpec spec;
+} PolicyRule;
+
+typedef struct {
+    PolicyMode mode;
+    PolicySpec default_spec;    /* when no rule matches */
+    GPtrArray *rules;           /* PolicyRule *, first match wins */
+
+    /* Bounds (guard rail). grow/shrink 0 means QEMU's default and is allowed. */
+    guint64 max_poll_max_ns;
+    guint64 grow_min, grow_max;
+    guint64 shrink_min, shrink_max;
+
+    gint64 min_dwell_ms;        /* minimum time between writes to one iothread */
+    gint64 revalidate_ms;       /* adaptive re-probes a settled choice this often */
+    double rollback_tolerance;  /* objective units (natural log of IOPS) */
+    double probe_margin;        /* a probe that costs more CPU must win by this */
+    double change_ratio;        /* relative IOPS change that means a new workload */
+    double idle_iops;           /* below this adaptive turns polling off */
+    guint64 probe_poll_max_ns;  /* the wide window adaptive tries */
+
+    /* Contention guard: thresholds in %, 0 disables the signal. */
+    double psi_some_limit;
+    double vcpu_delay_limit;
+    double iothread_delay_limit;
+    gint64 contention_holdoff_ms;
+
+    double budget_cores;        /* host-wide polling CPU, 0 = unlimited */
+} PolicyConfig;
+
+PolicyConfig *policy_config_new(void);
+void policy_config_free(PolicyConfig *config);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PolicyConfig, policy_config_free)
+
+gboolean policy_config_add_rule(PolicyConfig *config, const char *glob,
+                                const PolicySpec *spec, GError **error);
+gboolean policy_config_validate(const PolicyConfig *config, GError **error);
+/* The spec that applies to @target/@iothread (@iothread may be NULL). */
+const PolicySpec *policy_config_lookup(const PolicyConfig *config,
+                                       const char *target, const char *iothread);
+/* TRUE if @t is inside the configured bounds; else an error naming why. */
+gboolean policy_config_check_triple(const PolicyConfig *config,
+                                    const PolicyTriple *t, GError **error);
+/* Clamp @t into the bounds; returns TRUE if anything changed. */
+gboolean policy_config_clamp_triple(const PolicyConfig *config, PolicyTriple *t);
+
+/* One iothread as the engine sees it during a tick. */
+typedef struct {
+    const char *target;
+    const char *iothread;
+    PolicyTriple current;           /* as read back from QEMU */
+    const PolicyMetrics *history;   /* oldest first; the last is this tick */
+    guint n_history;
+} PolicyIothreadInput;
+
+typedef struct {
+    char *target;
+    char *iothread;
+    gboolean change;        /* FALSE: leave the iothread alone */
+    gboolean apply;         /* change && mode == enforce */
+    PolicyTriple triple;    /* the new triple, or the current one */
+    PolicyCause cause;
+    char *reason;           /* one sentence for operators */
+    char *evidence;         /* "key=value ..." measurements behind it */
+} PolicyDecision;
+
+void policy_decision_free(PolicyDecision *d);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PolicyDecision, policy_decision_free)
+
+typedef struct _PolicyEngine PolicyEngine;
+
+/* The engine copies nothing from @config: it keeps a reference until freed. */
+PolicyEngine *policy_engine_new(const PolicyConfig *config, GError **error);
+void policy_engine_free(PolicyEngine *engine);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PolicyEngine, policy_engine_free)
+
+/*
+ * Pin @triple on @target (every iothread when @iothread is NULL) until
+ * @expires_ms (0: until cleared).  Overrides win over policies and guard
+ * rails, but the triple must be inside the bounds.
+ */
+gboolean policy_engine_set_override(PolicyEngine *engine, const char *target,
+                                    const char *iothread, const PolicyTriple *triple,
+                                    gint64 expires_ms, GError **error);
+gboolean policy_engine_clear_override(PolicyEngine *engine, const char *target,
+                                      const char *iothread);
+/* Drop all state of a target that went away. */
+void policy_engine_forget(PolicyEngine *engine, const char *target);
+
+/* Returns PolicyDecision *, one per input, in input order. */
+GPtrArray *policy_engine_tick(PolicyEngine *engine, const PolicyHost *host,
+                              const PolicyIothreadInput *inputs, guint n_inputs,
+                              gint64 now_ms);

@@ -1,0 +1,374 @@
+/*
+ * The engine, table-driven: each case is a workload model (what an iothread
+ * measures under a given triple), a host, a few per-tick hooks, and the
+ * decisions expected tick by tick, with their causes and reasons.
+ */
+#include <string.h>
+
+#include "policy.h"
+
+#define MAX_IOT 3
+#define MAX_EXPECT 12
+
+/* What an iothread measures: off below need_ns, polling at or above it. */
+typedef struct {
+    double iops_off, iops_poll;
+    guint64 need_ns;
+    double cpu_off, cpu_poll;   /* % of a core */
+    double run_delay;           /* iothread run-queue wait, % */
+} Load;
+
+typedef struct {
+    guint tick;
+    guint iot;
+    gint change;                /* 1 / 0 */
+    gint64 poll_max_ns;         /* after a change; -1: do not check */
+    PolicyCause cause;          /* POLICY_CAUSE_INVALID: do not check */
+    const char *reason;         /* substring, NULL: do not check */
+    gint apply;                 /* -1: do not check */
+} Expect;
+
+typedef struct {
+    double psi, vcpu_delay;
+    guint from, to;             /* ticks, inclusive */
+} HostLoad;
+
+typedef struct Case Case;
+typedef void (*Hook)(PolicyConfig *c, PolicyEngine *e, guint tick);
+
+struct Case {
+    const char *name;
+    const char *spec;
+    PolicyMode mode;
+    guint n_ticks;
+    guint n_iot;
+    PolicyTriple start;
+    Load load[MAX_IOT];
+    Load load2[MAX_IOT];        /* from phase2_tick on, if set */
+    guint phase2_tick;
+    HostLoad host;
+    Hook hook;
+    guint quiet_from;           /* no change at or after this tick (0: off) */
+    Expect expect[MAX_EXPECT];
+    gboolean check_final;
+    gint64 final_poll[MAX_IOT];
+};
+
+#define FAST { 25000, 37000, 18000, 20, 100, 0 }
+#define SLOW { 4500, 4700, 250000, 5, 100, 0 }
+#define HURTS { 150000, 140000, 16000, 80, 100, 0 }
+#define IDLE { 10, 10, 1000000, 0.1, 0.1, 0 }
+
+static void
+hook_dwell5(PolicyConfig *c, PolicyEngine *e, guint tick)
+{
+    c->min_dwell_ms = 5000;
+}
+
+static void
+hook_override_expiring(PolicyConfig *c, PolicyEngine *e, guint tick)
+{
+    PolicyTriple t = { 50000, 0, 0 };
+
+    if (tick == 1)
+        g_assert_true(policy_engine_set_override(e, "vm", NULL, &t, 5000, NULL));
+}
+
+static void
+hook_override_late(PolicyConfig *c, PolicyEngine *e, guint tick)
+{
+    PolicyTriple t = { 40000, 0, 0 };
+
+    if (tick == 2)
+        g_assert_true(policy_engine_set_override(e, "vm", "iothread0", &t, 0, NULL));
+    if (tick == 4)
+        g_assert_true(policy_engine_clear_override(e, "vm", "iothread0"));
+}
+
+static void
+hook_override_layers(PolicyConfig *c, PolicyEngine *e, guint tick)
+{
+    PolicyTriple whole = { 10000, 0, 0 }, one = { 20000, 4, 2 };
+
+    if (tick == 1) {
+        g_assert_true(policy_engine_set_override(e, "vm", NULL, &whole, 0, NULL));
+        g_assert_true(policy_engine_set_override(e, "vm", "iothread1", &one, 0, NULL));
+    }
+}
+
+static void
+hook_static_too_big(PolicyConfig *c, PolicyEngine *e, guint tick)
+{
+    /* Bypasses rule validation, as a config file of an older bound might. */
+    c->default_spec = (PolicySpec){ POLICY_KIND_STATIC, POLICY_OBJECTIVE_BALANCED,
+                                    { 900000, 0, 0 } };
+}
+
+static void
+hook_budget_late(PolicyConfig *c, PolicyEngine *e, guint tick)
+{
+    c->budget_cores = tick >= 5 ? 0.9 : 0.0;
+}
+
+static void
+hook_budget(PolicyConfig *c, PolicyEngine *e, guint tick)
+{
+    c->budget_cores = 0.9;
+}
+
+static const Case cases[] = {
+    { .name = "observe-never-writes", .spec = "observe", .n_ticks = 8, .n_iot = 1,
+      .start = { 32768, 0, 0 }, .load = { FAST }, .quiet_from = 1,
+      .expect = { { 1, 0, 0, -1, POLICY_CAUSE_NONE, "never writes", -1 } },
+      .check_final = TRUE, .final_poll = { 32768 } },
+    { .name = "off", .spec = "off", .n_ticks = 4, .n_iot = 1,
+      .start = { 32768, 2, 0 }, .load = { FAST }, .quiet_from = 2,
+      .expect = { { 1, 0, 1, 0, POLICY_CAUSE_POLICY, "policy off", 1 } },
+      .check_final = TRUE, .final_poll = { 0 } },
+    { .name = "qemu-default", .spec = "qemu-default", .n_ticks = 4, .n_iot = 1,
+      .start = { 0, 0, 0 }, .load = { FAST }, .quiet_from = 2,
+      .expect = { { 1, 0, 1, 32768, POLICY_CAUSE_POLICY, "qemu-default", 1 } } },
+    { .name = "static", .spec = "static:70000/2/2", .n_ticks = 4, .n_iot = 1,
+      .start = { 0, 0, 0 }, .load = { FAST }, .quiet_from = 2,
+      .expect = { { 1, 0, 1, 70000, POLICY_CAUSE_POLICY, "static:70000/2/2", 1 } } },
+    { .name = "bounds-clamp-static", .spec = "off", .n_ticks = 3, .n_iot = 1,
+      .start = { 0, 0, 0 }, .load = { FAST }, .hook = hook_static_too_big, .quiet_from = 2,
+      .expect = { { 1, 0, 1, 500000, POLICY_CAUSE_POLICY, "clamped into bounds", 1 } } },
+    { .name = "adaptive-polling-pays", .spec = "adaptive", .n_ticks = 12, .n_iot = 1,
+      .start = { 0, 0, 0 }, .load = { FAST }, .quiet_from = 2,
+      .expect = { { 1, 0, 1, 262144, POLICY_CAUSE_PROBE, "wide poll window", 1 },
+                  { 2, 0, 0, -1, POLICY_CAUSE_ACCEPT, "measured best", -1 } },
+      .check_final = TRUE, .final_poll = { 262144 } },
+    { .name = "adaptive-slow-device-rolls-back", .spec = "adaptive", .n_ticks = 10, .n_iot = 1,
+      .start = { 32768, 0, 0 }, .load = { SLOW }, .quiet_from = 6,
+      .expect = { { 1, 0, 1, 0, POLICY_CAUSE_PROBE, "polling off", 1 },
+                  { 2, 0, 0, -1, POLICY_CAUSE_NONE, "dwell", -1 },
+                  { 3, 0, 1, 262144, POLICY_CAUSE_PROBE, "wide", 1 },
+                  { 4, 0, 0, -1, POLICY_CAUSE_NONE, "dwell", -1 },
+                  { 5, 0, 1, 0, POLICY_CAUSE_ROLLBACK, "better at 0/0/0", 1 } },
+      .check_final = TRUE, .final_poll = { 0 } },
+    { .name = "hysteresis-polling-hurts", .spec = "adaptive", .n_ticks = 8, .n_iot = 1,
+      .start = { 0, 0, 0 }, .load = { HURTS }, .quiet_from = 4,
+      .expect = { { 1, 0, 1, 262144, POLICY_CAUSE_PROBE, NULL, 1 },
+                  { 3, 0, 1, 0, POLICY_CAUSE_ROLLBACK, NULL, 1 } },
+      .check_final = TRUE, .final_poll = { 0 } },
+    { .name = "adaptive-latency-objective-polls-slow-device", .spec = "adaptive:latency",
+      .n_ticks = 8, .n_iot = 1, .start = { 0, 0, 0 }, .load = { SLOW }, .quiet_from = 2,
+      .expect = { { 1, 0, 1, 262144, POLICY_CAUSE_PROBE, NULL, 1 },
+                  { 2, 0, 0, -1, POLICY_CAUSE_ACCEPT, NULL, -1 } },
+      .check_final = TRUE, .final_poll = { 262144 } },
+    { .name = "adaptive-efficiency-objective-declines", .spec = "adaptive:efficiency",
+      .n_ticks = 8, .n_iot = 1, .start = { 0, 0, 0 }, .load = { FAST }, .quiet_from = 4,
+      .expect = { { 1, 0, 1, 262144, POLICY_CAUSE_PROBE, NULL, 1 },
+                  { 3, 0, 1, 0, POLICY_CAUSE_ROLLBACK, NULL, 1 } },
+      .check_final = TRUE, .final_poll = { 0 } },
+    { .name = "adaptive-idle", .spec = "adaptive", .n_ticks = 6, .n_iot = 1,
+      .start = { 32768, 0, 0 }, .load = { IDLE }, .quiet_from = 2,
+      .expect = { { 1, 0, 1, 0, POLICY_CAUSE_IDLE, "below 100", 1 } },
+      .check_final = TRUE, .final_poll = { 0 } },
+    { .name = "adaptive-workload-change-reexplores", .spec = "adaptive", .n_ticks = 14,
+      .n_iot = 1, .start = { 0, 0, 0 }, .load = { FAST }, .load2 = { SLOW },
+      .phase2_tick = 6, .quiet_from = 10,
+      .expect = { { 1, 0, 1, 262144, POLICY_CAUSE_PROBE, NULL, 1 },
+                  { 6, 0, 1, 0, POLICY_CAUSE_PROBE, NULL, 1 },
+                  { 7, 0, 0, -1, POLICY_CAUSE_ACCEPT, "0/0/0 measured best", -1 } },
+      .check_final = TRUE, .final_poll = { 0 } },
+    { .name = "dwell-defers-rollback", .spec = "adaptive", .n_ticks = 9, .n_iot = 1,
+      .start = { 0, 0, 0 }, .load = { HURTS }, .hook = hook_dwell5, .quiet_from = 7,
+      .expect = { { 1, 0, 1, 262144, POLICY_CAUSE_PROBE, NULL, 1 },
+                  { 2, 0, 0, -1, POLICY_CAUSE_NONE, "dwell: last write 1.0 s ago", -1 },
+                  { 5, 0, 0, -1, POLICY_CAUSE_NONE, "minimum 5.0 s", -1 },
+                  { 6, 0, 1, 0, POLICY_CAUSE_ROLLBACK, NULL, 1 } } },
+    { .name = "override-wins-then-expires", .spec = "off", .n_ticks = 8, .n_iot = 1,
+      .start = { 32768, 0, 0 }, .load = { FAST }, .hook = hook_override_expiring,
+      .quiet_from = 6,
+      .expect = { { 1, 0, 1, 50000, POLICY_CAUSE_OVERRIDE, "override", 1 },
+                  { 2, 0, 0, -1, POLICY_CAUSE_NONE, NULL, -1 },
+                  { 5, 0, 1, 0, POLICY_CAUSE_POLICY, "override expired", 1 } } },
+    { .name = "override-beats-dwell", .spec = "off", .n_ticks = 6, .n_iot = 1,
+      .start = { 32768, 0, 0 }, .load = { FAST }, .hook = hook_override_late,
+      .expect = { { 1, 0, 1, 0, POLICY_CAUSE_POLICY, NULL, 1 },
+                  { 2, 0, 1, 40000, POLICY_CAUSE_OVERRIDE, NULL, 1 },
+                  { 3, 0, 0, -1, POLICY_CAUSE_NONE, NULL, -1 },
+                  { 4, 0, 1, 0, POLICY_CAUSE_POLICY, NULL, 1 } } },
+    { .name = "override-iothread-beats-target", .spec = "adaptive", .n_ticks = 3, .n_iot = 2,
+      .start = { 32768, 0, 0 }, .load = { FAST, FAST }, .hook = hook_override_layers,
+      .quiet_from = 2,
+      .expect = { { 1, 0, 1, 10000, POLICY_CAUSE_OVERRIDE, NULL, 1 },
+                  { 1, 1, 1, 20000, POLICY_CAUSE_OVERRIDE, NULL, 1 } } },
+    { .name = "recommend-does-not-apply", .spec = "adaptive", .mode = POLICY_MODE_RECOMMEND,
+      .n_ticks = 4, .n_iot = 1, .start = { 0, 0, 0 }, .load = { FAST },
+      .expect = { { 1, 0, 1, 262144, POLICY_CAUSE_PROBE, NULL, 0 },
+                  { 2, 0, 1, 262144, POLICY_CAUSE_PROBE, NULL, 0 },
+                  { 4, 0, 1, 262144, POLICY_CAUSE_PROBE, NULL, 0 } },
+      .check_final = TRUE, .final_poll = { 0 } },
+    { .name = "contention-psi-cuts-and-holds-off", .spec = "adaptive", .n_ticks = 14,
+      .n_iot = 1, .start = { 0, 0, 0 }, .load = { FAST }, .load2 = { FAST },
+      .phase2_tick = 9, .host = { 50, 0, 5, 100 }, .quiet_from = 6,
+      .expect = { { 1, 0, 1, 262144, POLICY_CAUSE_PROBE, NULL, 1 },
+                  { 5, 0, 1, 0, POLICY_CAUSE_CONTENTION, "psi_some=50.0%", 1 } },
+      .check_final = TRUE, .final_poll = { 0 } },
+    { .name = "contention-cuts-least-valuable-first", .spec = "adaptive", .n_ticks = 8,
+      .n_iot = 2, .start = { 0, 0, 0 },
+      .load = { FAST, { 25000, 29000, 18000, 20, 100, 0 } },
+      .host = { 25, 0, 5, 100 },
+      .expect = { { 1, 0, 1, 262144, POLICY_CAUSE_PROBE, NULL, 1 },
+                  { 1, 1, 1, 262144, POLICY_CAUSE_PROBE, NULL, 1 },
+                  { 5, 1, 1, 0, POLICY_CAUSE_CONTENTION, "host contention", 1 },
+                  { 5, 0, 0, -1, POLICY_CAUSE_INVALID, NULL, -1 },
+                  { 6, 0, 1, 0, POLICY_CAUSE_CONTENTION, NULL, 1 } },
+      .check_final = TRUE, .final_poll = { 0, 0 } },
+    { .name = "contention-vcpu-delay-cuts-all", .spec = "adaptive", .n_ticks = 8,
+      .n_iot = 2, .start = { 0, 0, 0 }, .load = { FAST, FAST },
+      .host = { 0, 30, 5, 100 }, .quiet_from = 6,
+      .expect = { { 5, 0, 1, 0, POLICY_CAUSE_CONTENTION, "vcpu_run_delay=30.0%", 1 },
+                  { 5, 1, 1, 0, POLICY_CAUSE_CONTENTION, NULL, 1 } } },
+    { .name = "contention-iothread-run-delay", .spec = "adaptive", .n_ticks = 6,
+      .n_iot = 1, .start = { 32768, 0, 0 }, .load = { { 25000, 37000, 18000, 20, 100, 15 } },
+      .quiet_from = 2,
+      .expect = { { 1, 0, 1, 0, POLICY_CAUSE_PROBE, NULL, 1 } },
+      .check_final = TRUE, .final_poll = { 0 } },
+    { .name = "budget-serialises-probes", .spec = "adaptive", .n_ticks = 10, .n_iot = 3,
+      .start = { 0, 0, 0 },
+      .load = { { 25000, 40000, 18000, 60, 100, 0 }, { 25000, 36000, 18000, 60, 100, 0 },
+                { 25000, 32000, 18000, 60, 100, 0 } },
+      .hook = hook_budget,
+      .expect = { { 1, 0, 1, 262144, POLICY_CAUSE_PROBE, NULL, 1 },
+                  { 1, 1, 1, 262144, POLICY_CAUSE_PROBE, NULL, 1 },
+                  { 1, 2, 0, -1, POLICY_CAUSE_NONE, "budget of 0.90 cores is spent", -1 } },
+      .check_final = TRUE, .final_poll = { 262144, 262144, 0 } },
+    { .name = "budget-cuts-lowest-value", .spec = "adaptive", .n_ticks = 10, .n_iot = 3,
+      .start = { 0, 0, 0 },
+      .load = { { 25000, 40000, 18000, 60, 100, 0 }, { 25000, 32000, 18000, 60, 100, 0 },
+                { 25000, 36000, 18000, 60, 100, 0 } },
+      .hook = hook_budget_late, .quiet_from = 6,
+      .expect = { { 5, 1, 1, 0, POLICY_CAUSE_BUDGET, "budget", 1 },
+                  { 5, 0, 0, -1, POLICY_CAUSE_INVALID, NULL, -1 },
+                  { 5, 2, 0, -1, POLICY_CAUSE_INVALID, NULL, -1 } },
+      .check_final = TRUE, .final_poll = { 262144, 0, 262144 } },
+};
+
+static PolicyMetrics
+measure(const Load *l, const PolicyTriple *t, guint tick)
+{
+    PolicyMetrics m = { 0 };
+    gboolean catches = t->poll_max_ns >= l->need_ns;
+    double iops = catches ? l->iops_poll : l->iops_off;
+
+    m.when_ms = tick * 1000;
+    m.interval_ns = 1000000000;
+    m.triple = *t;
+    m.have_io = TRUE;
+    m.rd_iops = iops;
+    m.lat_mean_ns = 1e9 / iops;
+    m.queue_depth = 1.0;
+    m.have_cpu = TRUE;
+    /* A window too small to catch still burns a little while it cycles. */
+    m.cpu_pct = catches ? l->cpu_poll : l->cpu_off + (t->poll_max_ns ? 5.0 : 0.0);
+    m.blocks_per_op = catches ? 0.1 : 2.0;
+    m.run_delay_pct = l->run_delay;
+    return m;
+}
+
+static void
+run_case(gconstpointer data)
+{
+    const Case *c = data;
+    g_autoptr(PolicyConfig) cfg = policy_config_new();
+    g_autoptr(PolicyEngine) e = NULL;
+    PolicyTriple cur[MAX_IOT];
+    GArray *hist[MAX_IOT];
+    const char *names[MAX_IOT] = { "iothread0", "iothread1", "iothread2" };
+
+    g_assert_true(policy_spec_parse(c->spec, &cfg->default_spec, NULL));
+    cfg->mode = c->mode;
+    e = policy_engine_new(cfg, NULL);
+    g_assert_nonnull(e);
+    for (guint i = 0; i < c->n_iot; i++) {
+        cur[i] = c->start;
+        hist[i] = g_array_new(FALSE, FALSE, sizeof(PolicyMetrics));
+    }
+    for (guint tick = 1; tick <= c->n_ticks; tick++) {
+        PolicyIothreadInput in[MAX_IOT];
+        PolicyHost host = { .when_ms = tick * 1000, .n_cpus = 4, .have_psi = TRUE,
+                            .have_vcpu_delay = TRUE };
+        g_autoptr(GPtrArray) ds = NULL;
+
+        if (c->hook)
+            c->hook(cfg, e, tick);
+        if (tick >= c->host.from && tick <= c->host.to) {
+            host.psi_some_pct = c->host.psi;
+            host.vcpu_run_delay_pct = c->host.vcpu_delay;
+        }
+        for (guint i = 0; i < c->n_iot; i++) {
+            const Load *l = c->phase2_tick && tick >= c->phase2_tick ? &c->load2[i] : &c->load[i];
+            PolicyMetrics m = measure(l, &cur[i], tick);
+
+            g_array_append_val(hist[i], m);
+            in[i] = (PolicyIothreadInput){ "vm", names[i], cur[i],
+                                           (PolicyMetrics *)hist[i]->data, hist[i]->len };
+        }
+        ds = policy_engine_tick(e, &host, in, c->n_iot, tick * 1000);
+        g_assert_cmpuint(ds->len, ==, c->n_iot);
+        for (guint i = 0; i < c->n_iot; i++) {
+            const PolicyDecision *d = g_ptr_array_index(ds, i);
+
+            g_test_message("%s t=%u %s: change=%d %" G_GUINT64_FORMAT " %s: %s [%s]",
+                           c->name, tick, d->iothread, d->change, d->triple.poll_max_ns,
+                           policy_cause_to_string(d->cause), d->reason, d->evidence);
+            g_assert_nonnull(d->reason);
+            g_assert_cmpstr(d->iothread, ==, names[i]);
+            if (c->quiet_from && tick >= c->quiet_from)
+                g_assert_false(d->change);
+            for (guint k = 0; k < MAX_EXPECT && c->expect[k].tick; k++) {
+                const Expect *x = &c->expect[k];
+
+                if (x->tick != tick || x->iot != i)
+                    continue;
+                g_assert_cmpint(d->change, ==, x->change);
+                if (x->change && x->poll_max_ns >= 0)
+                    g_assert_cmpint(d->triple.poll_max_ns, ==, x->poll_max_ns);
+                if (x->cause != POLICY_CAUSE_INVALID)
+                    g_assert_cmpstr(policy_cause_to_string(d->cause), ==,
+                                    policy_cause_to_string(x->cause));
+                if (x->reason)
+                    g_assert_nonnull(strstr(d->reason, x->reason));
+                if (x->apply >= 0)
+                    g_assert_cmpint(d->apply, ==, x->apply);
+            }
+            if (d->change && d->apply)
+                cur[i] = d->triple;
+        }
+    }
+    for (guint i = 0; i < c->n_iot; i++) {
+        if (c->check_final)
+            g_assert_cmpint(cur[i].poll_max_ns, ==, c->final_poll[i]);
+        g_array_unref(hist[i]);
+    }
+}
+
+static void
+test_override_rejected(void)
+{
+    g_autoptr(PolicyConfig) cfg = policy_config_new();
+    g_autoptr(PolicyEngine) e = policy_engine_new(cfg, NULL);
+    g_autoptr(GError) error = NULL;
+    PolicyTriple t = { 600000, 0, 0 };
+
+    g_assert_false(policy_engine_set_override(e, "vm", "iothread0", &t, 0, &error));
+    g_assert_error(error, POLICY_ERROR, POLICY_ERROR_INVALID);
+    g_assert_nonnull(strstr(error->message, "vm/iothread0"));
+    g_assert_false(policy_engine_clear_override(e, "vm", "iothread0"));
+}
+
+int
+main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *path = g_strdup_printf("/policy/engine/%s", cases[i].name);
+        g_test_add_data_func(path, &cases[i], run_case);
+    }
+    g_test_add_func("/policy/engine/override-rejected", test_override_rejected);
+    return g_test_run();
+}

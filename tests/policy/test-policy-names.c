@@ -1,0 +1,231 @@
+/*
+ * Names, triples, specs, rules, bounds and counter conversion: table-driven.
+ */
+#include <math.h>
+
+#include "policy.h"
+#include "policy-counters.h"
+
+static void
+test_enum_tables(void)
+{
+    for (int i = 0; i < POLICY_KIND_MAX; i++)
+        g_assert_cmpint(policy_kind_from_string(policy_kind_to_string(i)), ==, i);
+    for (int i = 0; i < POLICY_OBJECTIVE_MAX; i++)
+        g_assert_cmpint(policy_objective_from_string(policy_objective_to_string(i)), ==, i);
+    for (int i = 0; i < POLICY_MODE_MAX; i++)
+        g_assert_cmpint(policy_mode_from_string(policy_mode_to_string(i)), ==, i);
+    for (int i = 0; i < POLICY_CAUSE_MAX; i++)
+        g_assert_cmpint(policy_cause_from_string(policy_cause_to_string(i)), ==, i);
+    g_assert_cmpint(policy_kind_from_string("adaptiv"), ==, POLICY_KIND_INVALID);
+    g_assert_cmpint(policy_kind_from_string(NULL), ==, POLICY_KIND_INVALID);
+    g_assert_null(policy_kind_to_string(POLICY_KIND_MAX));
+    g_assert_null(policy_mode_to_string(POLICY_MODE_INVALID));
+    g_assert_cmpstr(policy_objective_to_string(POLICY_OBJECTIVE_BALANCED), ==, "balanced");
+}
+
+static const struct {
+    const char *text;
+    gboolean ok;
+    PolicyKind kind;
+    PolicyObjective objective;
+    PolicyTriple triple;
+    const char *canonical;
+} spec_cases[] = {
+    { "observe", TRUE, POLICY_KIND_OBSERVE, POLICY_OBJECTIVE_BALANCED, { 0 }, "observe" },
+    { "off", TRUE, POLICY_KIND_OFF, POLICY_OBJECTIVE_BALANCED, { 0 }, "off" },
+    { "qemu-default", TRUE, POLICY_KIND_QEMU_DEFAULT, POLICY_OBJECTIVE_BALANCED, { 0 }, "qemu-default" },
+    { "static:70000/2/2", TRUE, POLICY_KIND_STATIC, POLICY_OBJECTIVE_BALANCED, { 70000, 2, 2 }, "static:70000/2/2" },
+    { "static:16000", TRUE, POLICY_KIND_STATIC, POLICY_OBJECTIVE_BALANCED, { 16000, 0, 0 }, "static:16000/0/0" },
+    { "adaptive", TRUE, POLICY_KIND_ADAPTIVE, POLICY_OBJECTIVE_BALANCED, { 0 }, "adaptive:balanced" },
+    { "adaptive:latency", TRUE, POLICY_KIND_ADAPTIVE, POLICY_OBJECTIVE_LATENCY, { 0 }, "adaptive:latency" },
+    { "adaptive:efficiency", TRUE, POLICY_KIND_ADAPTIVE, POLICY_OBJECTIVE_EFFICIENCY, { 0 }, "adaptive:efficiency" },
+    { "adaptive:fast", FALSE },
+    { "static", FALSE },
+    { "static:-1", FALSE },
+    { "static:1/2/3/4", FALSE },
+    { "static:12x", FALSE },
+    { "off:1", FALSE },
+    { "polling", FALSE },
+    { "", FALSE },
+};
+
+static void
+test_spec_parse(void)
+{
+    for (guint i = 0; i < G_N_ELEMENTS(spec_cases); i++) {
+        g_autoptr(GError) error = NULL;
+        PolicySpec spec;
+        gboolean ok = policy_spec_parse(spec_cases[i].text, &spec, &error);
+
+        g_test_message("spec '%s'", spec_cases[i].text);
+        g_assert_cmpint(ok, ==, spec_cases[i].ok);
+        if (!ok) {
+            g_assert_error(error, POLICY_ERROR, POLICY_ERROR_INVALID);
+            continue;
+        }
+        g_assert_no_error(error);
+        g_assert_cmpint(spec.kind, ==, spec_cases[i].kind);
+        if (spec.kind == POLICY_KIND_ADAPTIVE)
+            g_assert_cmpint(spec.objective, ==, spec_cases[i].objective);
+        if (spec.kind == POLICY_KIND_STATIC)
+            g_assert_true(policy_triple_equal(&spec.triple, &spec_cases[i].triple));
+        {
+            g_autofree char *s = policy_spec_format(&spec);
+            g_assert_cmpstr(s, ==, spec_cases[i].canonical);
+        }
+    }
+}
+
+static const struct {
+    const char *glob;
+    const char *spec;
+} rules[] = {
+    { "db-*/iothread2", "off" },
+    { "db-*", "adaptive:latency" },
+    { "web", "static:20000/0/0" },
+};
+
+static const struct {
+    const char *target, *iothread, *expect;
+} lookups[] = {
+    { "db-1", "iothread1", "adaptive:latency" },
+    { "db-1", "iothread2", "off" },
+    { "db-1", NULL, "adaptive:latency" },
+    { "web", "iothread1", "static:20000/0/0" },
+    { "webby", "iothread1", "adaptive:balanced" },
+};
+
+static void
+test_rules_glob(void)
+{
+    g_autoptr(PolicyConfig) c = policy_config_new();
+
+    for (guint i = 0; i < G_N_ELEMENTS(rules); i++) {
+        PolicySpec spec;
+
+        g_assert_true(policy_spec_parse(rules[i].spec, &spec, NULL));
+        g_assert_true(policy_config_add_rule(c, rules[i].glob, &spec, NULL));
+    }
+    for (guint i = 0; i < G_N_ELEMENTS(lookups); i++) {
+        const PolicySpec *spec = policy_config_lookup(c, lookups[i].target, lookups[i].iothread);
+        g_autofree char *s = policy_spec_format(spec);
+
+        g_assert_cmpstr(s, ==, lookups[i].expect);
+    }
+}
+
+static const struct {
+    PolicyTriple in;
+    gboolean ok;
+    PolicyTriple clamped;
+} bound_cases[] = {
+    { { 32768, 0, 0 }, TRUE, { 32768, 0, 0 } },
+    { { 500000, 2, 2 }, TRUE, { 500000, 2, 2 } },
+    { { 500001, 0, 0 }, FALSE, { 500000, 0, 0 } },
+    { { 10000000, 0, 0 }, FALSE, { 500000, 0, 0 } },
+    { { 1000, 1, 0 }, FALSE, { 1000, 2, 0 } },
+    { { 1000, 100, 0 }, FALSE, { 1000, 16, 0 } },
+    { { 1000, 0, 1 }, FALSE, { 1000, 0, 2 } },
+    { { 1000, 0, 64 }, FALSE, { 1000, 0, 16 } },
+};
+
+static void
+test_bounds(void)
+{
+    g_autoptr(PolicyConfig) c = policy_config_new();
+    PolicySpec bad = { POLICY_KIND_STATIC, POLICY_OBJECTIVE_BALANCED, { 600000, 0, 0 } };
+    g_autoptr(GError) error = NULL;
+
+    g_assert_cmpuint(c->max_poll_max_ns, ==, 500000);
+    for (guint i = 0; i < G_N_ELEMENTS(bound_cases); i++) {
+        g_autoptr(GError) err = NULL;
+        PolicyTriple t = bound_cases[i].in;
+
+        g_assert_cmpint(policy_config_check_triple(c, &t, &err), ==, bound_cases[i].ok);
+        g_assert_cmpint(err != NULL, ==, !bound_cases[i].ok);
+        g_assert_cmpint(policy_config_clamp_triple(c, &t), ==, !bound_cases[i].ok);
+        g_assert_true(policy_triple_equal(&t, &bound_cases[i].clamped));
+    }
+    g_assert_false(policy_config_add_rule(c, "x", &bad, &error));
+    g_assert_error(error, POLICY_ERROR, POLICY_ERROR_INVALID);
+    g_assert_nonnull(strstr(error->message, "exceeds the bound"));
+    c->grow_min = 1;
+    g_assert_false(policy_config_validate(c, NULL));
+}
+
+static void
+test_counters(void)
+{
+    PolicyCounters a = {
+        .when_ms = 1000, .mono_ns = 1000000000, .have_io = TRUE, .have_cpu = TRUE,
+        .have_exits = TRUE, .rd_ops = 100, .rd_total_ns = 1000, .cpu_ns = 0,
+        .vol_ctxsw = 10, .exits = 5,
+    };
+    PolicyCounters b = a;
+    PolicyMetrics m;
+    g_autoptr(GError) error = NULL;
+
+    b.when_ms = 3000;
+    b.mono_ns = 3000000000;
+    b.triple = POLICY_TRIPLE_QEMU_DEFAULT;
+    b.rd_ops = 100 + 50000;         /* 25,000 IOPS over 2 s */
+    b.wr_ops = 10000;               /* 5,000 */
+    b.rd_total_ns = 1000 + 50000ull * 40000;
+    b.wr_total_ns = 10000ull * 40000;
+    b.cpu_ns = 1000000000;          /* half a core */
+    b.vol_ctxsw = 10 + 30000;
+    b.run_delay_ns = 20000000;
+    b.exits = 5 + 120000;
+    g_assert_true(policy_metrics_from_counters(&a, &b, &m, &error));
+    g_assert_no_error(error);
+    g_assert_cmpfloat_with_epsilon(m.rd_iops, 25000, 1e-6);
+    g_assert_cmpfloat_with_epsilon(policy_metrics_iops(&m), 30000, 1e-6);
+    g_assert_cmpfloat_with_epsilon(m.lat_mean_ns, 40000, 1e-6);
+    g_assert_cmpfloat_with_epsilon(m.queue_depth, 1.2, 1e-9);
+    g_assert_cmpfloat_with_epsilon(m.cpu_pct, 50, 1e-9);
+    g_assert_cmpfloat_with_epsilon(m.blocks_per_op, 0.5, 1e-9);
+    g_assert_cmpfloat_with_epsilon(m.run_delay_pct, 1.0, 1e-9);
+    g_assert_cmpfloat_with_epsilon(m.exits_per_op, 2.0, 1e-9);
+    g_assert_true(policy_triple_equal(&m.triple, &b.triple));
+
+    /* A restarted QEMU: counters fall, the group is dropped, no negative rate. */
+    b.rd_ops = 3;
+    g_assert_true(policy_metrics_from_counters(&a, &b, &m, NULL));
+    g_assert_false(m.have_io);
+    g_assert_true(m.have_cpu);
+    g_assert_false(policy_metrics_from_counters(&b, &a, &m, &error));
+    g_assert_error(error, POLICY_ERROR, POLICY_ERROR_INVALID);
+}
+
+static void
+test_host_counters(void)
+{
+    PolicyHostCounters a = { .mono_ns = 0, .n_cpus = 2, .have_psi = TRUE, .have_stat = TRUE,
+                             .have_vcpu_delay = TRUE, .n_vcpus = 4 };
+    PolicyHostCounters b = a;
+    PolicyHost h;
+
+    b.mono_ns = 1000000000;
+    b.psi_some_total_us = 250000;   /* 25% of the second */
+    b.busy_ns = 1500000000;         /* 1.5 cores */
+    b.vcpu_run_delay_ns = 400000000; /* 0.1 s per vCPU */
+    g_assert_true(policy_host_from_counters(&a, &b, &h, NULL));
+    g_assert_cmpfloat_with_epsilon(h.psi_some_pct, 25, 1e-9);
+    g_assert_cmpfloat_with_epsilon(h.cpu_busy_pct, 150, 1e-9);
+    g_assert_cmpfloat_with_epsilon(h.vcpu_run_delay_pct, 10, 1e-9);
+    g_assert_true(isfinite(h.psi_some_pct));
+}
+
+int
+main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/policy/names/enum-tables", test_enum_tables);
+    g_test_add_func("/policy/names/spec-parse", test_spec_parse);
+    g_test_add_func("/policy/names/rules-glob", test_rules_glob);
+    g_test_add_func("/policy/guard/bounds", test_bounds);
+    g_test_add_func("/policy/counters/iothread", test_counters);
+    g_test_add_func("/policy/counters/host", test_host_counters);
+    return g_test_run();
+}
