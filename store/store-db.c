@@ -1,0 +1,473 @@
+/*
+ * store-db: opening, the connection's settings, recovery from a corrupt,
+ * deleted or replaced file, prepared statements, notices and meta.
+ */
+#include <errno.h>
+#include <glib/gstdio.h>
+#include <sys/stat.h>
+
+#include "store-private.h"
+
+G_DEFINE_QUARK(store-error-quark, store_error)
+
+static const char *const target_kind_names[STORE_TARGET_KIND_MAX] = {
+    [STORE_TARGET_LIBVIRT] = "libvirt",
+    [STORE_TARGET_QMP] = "qmp",
+};
+static const char *const resolution_names[STORE_RESOLUTION_MAX] = {
+    [STORE_RES_RAW] = "raw",
+    [STORE_RES_1M] = "1m",
+    [STORE_RES_1H] = "1h",
+};
+static const char *const format_names[STORE_FORMAT_MAX] = {
+    [STORE_FORMAT_CSV] = "csv",
+    [STORE_FORMAT_JSONL] = "jsonl",
+};
+
+static int
+lookup(const char *const *table, int n, const char *s)
+{
+    for (int i = 0; s && i < n; i++)
+        if (g_str_equal(table[i], s))
+            return i;
+    return -1;
+}
+
+/* Enum <-> string through the tables above; unknown maps to NULL / -1. */
+#define STRING_TABLE_LOOKUP(prefix, Type, table, max)                      \
+    const char *prefix##_to_string(Type v)                                 \
+    {                                                                      \
+        return (int)v >= 0 && v < (max) ? table[v] : NULL;                 \
+    }                                                                      \
+    Type prefix##_from_string(const char *s)                               \
+    {                                                                      \
+        return (Type)lookup(table, (max), s);                              \
+    }
+
+STRING_TABLE_LOOKUP(store_target_kind, StoreTargetKind, target_kind_names, STORE_TARGET_KIND_MAX)
+STRING_TABLE_LOOKUP(store_resolution, StoreResolution, resolution_names, STORE_RESOLUTION_MAX)
+STRING_TABLE_LOOKUP(store_format, StoreFormat, format_names, STORE_FORMAT_MAX)
+
+void
+store_options_init(StoreOptions *opts)
+{
+    *opts = (StoreOptions){
+        .now_ms = 0,
+        .busy_timeout_ms = 100,
+        .max_pending_ticks = 600,
+        .raw_retention_ms = 48 * 3600 * G_GINT64_CONSTANT(1000),
+        .rollup_1m_retention_ms = 30 * 86400 * G_GINT64_CONSTANT(1000),
+        .rollup_1h_retention_ms = 730 * 86400 * G_GINT64_CONSTANT(1000),
+        .size_cap_bytes = G_GINT64_CONSTANT(2) << 30,
+        .verify_at_open = FALSE,
+    };
+}
+
+static int
+error_code_for(int rc)
+{
+    switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+        return STORE_ERROR_BUSY;
+    case SQLITE_FULL:
+        return STORE_ERROR_FULL;
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+        return STORE_ERROR_CORRUPT;
+    default:
+        return STORE_ERROR_FAILED;
+    }
+}
+
+void
+store_set_error_sql(sqlite3 *sql, const char *path, GError **error, int rc, const char *what)
+{
+    const char *msg = sql ? sqlite3_errmsg(sql) : sqlite3_errstr(rc);
+
+    g_set_error(error, STORE_ERROR, error_code_for(rc), "%s: %s: %s (sqlite %d)",
+                path, what, msg, rc);
+}
+
+void
+store_set_error(StoreDb *db, GError **error, int rc, const char *what)
+{
+    store_set_error_sql(db->sql, db->path, error, rc, what);
+}
+
+void
+store_notice(StoreDb *db, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    g_queue_push_tail(&db->notices, g_strdup_vprintf(fmt, ap));
+    va_end(ap);
+}
+
+char *
+store_db_take_notice(StoreDb *db)
+{
+    return g_queue_pop_head(&db->notices);
+}
+
+static void
+target_entry_free(gpointer p)
+{
+    StoreTargetEntry *t = p;
+
+    g_hash_table_unref(t->iothreads);
+    g_hash_table_unref(t->devices);
+    g_free(t);
+}
+
+void
+store_cache_clear(StoreDb *db)
+{
+    g_hash_table_remove_all(db->targets);
+}
+
+sqlite3_stmt *
+store_prepare(StoreDb *db, const char *sql, GError **error)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v3(db->sql, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL);
+
+    if (rc != SQLITE_OK) {
+        store_set_error(db, error, rc, "prepare statement");
+        return NULL;
+    }
+    return st;
+}
+
+static const char *const stmt_sql[STMT_MAX] = {
+    [STMT_BEGIN] = "BEGIN IMMEDIATE",
+    [STMT_COMMIT] = "COMMIT",
+    [STMT_ROLLBACK] = "ROLLBACK",
+    [STMT_TICK_INSERT] =
+        "INSERT INTO ticks (ts, len_ns, psi_cpu_some_us, psi_io_some_us,"
+        " psi_io_full_us, psi_mem_some_us, psi_mem_full_us) VALUES (?,?,?,?,?,?,?)",
+    [STMT_SAMPLE_INSERT] =
+        "INSERT INTO samples VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    [STMT_DEVSAMPLE_INSERT] = "INSERT INTO device_samples VALUES (?,?,?,?,?,?,?,?,?,?)",
+    [STMT_TARGET_UPSERT] =
+        "INSERT INTO targets (kind, name, uuid, first_seen, last_seen) VALUES (?1,?2,?3,?4,?4)"
+        " ON CONFLICT (name) DO UPDATE SET last_seen = excluded.last_seen,"
+        " kind = CASE WHEN ?5 THEN excluded.kind ELSE kind END,"
+        " uuid = CASE WHEN ?5 THEN excluded.uuid ELSE uuid END RETURNING id",
+    [STMT_TARGET_TOUCH] = "UPDATE targets SET last_seen = ?2 WHERE id = ?1",
+    [STMT_IOTHREAD_UPSERT] =
+        "INSERT INTO iothreads (target_id, name, first_seen, last_seen) VALUES (?1,?2,?3,?3)"
+        " ON CONFLICT (target_id, name) DO UPDATE SET last_seen = excluded.last_seen"
+        " RETURNING id",
+    [STMT_IOTHREAD_TOUCH] = "UPDATE iothreads SET last_seen = ?2 WHERE id = ?1",
+    [STMT_DEVICE_UPSERT] =
+        "INSERT INTO devices (target_id, name, iothread_id) VALUES (?1,?2,?3)"
+        " ON CONFLICT (target_id, name) DO UPDATE SET iothread_id = excluded.iothread_id"
+        " RETURNING id",
+};
+
+sqlite3_stmt *
+store_stmt(StoreDb *db, StoreStmt which, GError **error)
+{
+    if (!db->stmt[which])
+        db->stmt[which] = store_prepare(db, stmt_sql[which], error);
+    else
+        sqlite3_reset(db->stmt[which]);
+    return db->stmt[which];
+}
+
+gboolean
+store_exec(StoreDb *db, const char *sql, GError **error)
+{
+    int rc = sqlite3_exec(db->sql, sql, NULL, NULL, NULL);
+
+    if (rc != SQLITE_OK) {
+        store_set_error(db, error, rc, sql);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gint64
+store_query_i64(StoreDb *db, const char *sql, gint64 arg, gint64 fallback)
+{
+    sqlite3_stmt *st = NULL;
+    gint64 v = fallback;
+
+    if (sqlite3_prepare_v2(db->sql, sql, -1, &st, NULL) != SQLITE_OK)
+        return fallback;
+    if (sqlite3_bind_parameter_count(st) > 0)
+        sqlite3_bind_int64(st, 1, arg);
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+gint64
+store_meta_get_int(StoreDb *db, const char *key, gint64 fallback)
+{
+    sqlite3_stmt *st = NULL;
+    gint64 v = fallback;
+
+    if (sqlite3_prepare_v2(db->sql, "SELECT value FROM meta WHERE key = ?", -1, &st, NULL)
+        != SQLITE_OK)
+        return fallback;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) == SQLITE_INTEGER)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+gboolean
+store_meta_set_int(StoreDb *db, const char *key, gint64 value, GError **error)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db->sql, "INSERT OR REPLACE INTO meta VALUES (?, ?)", -1,
+                                &st, NULL);
+
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, value);
+        rc = sqlite3_step(st);
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        store_set_error(db, error, rc, key);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static void
+connection_close(StoreDb *db)
+{
+    for (int i = 0; i < STMT_MAX; i++)
+        g_clear_pointer(&db->stmt[i], sqlite3_finalize);
+    g_clear_pointer(&db->sql, sqlite3_close);
+    store_cache_clear(db);
+}
+
+static gboolean
+pragma_text_is(sqlite3 *sql, const char *pragma, const char *want, int *rc_out)
+{
+    sqlite3_stmt *st = NULL;
+    gboolean same = FALSE;
+    int rc = sqlite3_prepare_v2(sql, pragma, -1, &st, NULL);
+
+    if (rc == SQLITE_OK) {
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            same = g_ascii_strcasecmp((const char *)sqlite3_column_text(st, 0), want) == 0;
+            rc = SQLITE_OK;
+        }
+    }
+    sqlite3_finalize(st);
+    *rc_out = rc;
+    return same;
+}
+
+/* Opens the connection and brings the schema up to date.  A corrupt file
+ * is reported as STORE_ERROR_CORRUPT so the caller can move it aside. */
+static gboolean
+connection_open(StoreDb *db, GError **error)
+{
+    int rc = sqlite3_open_v2(db->path, &db->sql,
+                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                             SQLITE_OPEN_NOMUTEX, NULL);
+
+    if (rc != SQLITE_OK) {
+        store_set_error(db, error, rc, "open");
+        connection_close(db);
+        return FALSE;
+    }
+    sqlite3_busy_timeout(db->sql, (int)db->opts.busy_timeout_ms);
+
+    /* The first statement that reads the file: a non-database fails here.
+     * auto_vacuum only takes effect on a file without tables; it lets the
+     * file give freed pages back in small steps, and must precede WAL. */
+    rc = sqlite3_exec(db->sql, "PRAGMA auto_vacuum = INCREMENTAL", NULL, NULL, NULL);
+    if (rc != SQLITE_OK) {
+        store_set_error(db, error, rc, "read header");
+        connection_close(db);
+        return FALSE;
+    }
+    if (!db->is_memory && !pragma_text_is(db->sql, "PRAGMA journal_mode = WAL", "wal", &rc)) {
+        if (rc == SQLITE_OK)
+            rc = SQLITE_ERROR;
+        store_set_error(db, error, rc, "enable WAL");
+        connection_close(db);
+        return FALSE;
+    }
+    if (!store_schema_migrate(db->sql, db->path, error)) {
+        connection_close(db);
+        return FALSE;
+    }
+    if (db->opts.verify_at_open && !pragma_text_is(db->sql, "PRAGMA quick_check(1)", "ok", &rc)) {
+        g_set_error(error, STORE_ERROR, STORE_ERROR_CORRUPT, "%s: quick_check failed",
+                    db->path);
+        connection_close(db);
+        return FALSE;
+    }
+    /* In WAL mode NORMAL loses nothing on a process crash, only possibly
+     * the last commits on power loss, and saves an fsync per tick. */
+    if (!store_exec(db, "PRAGMA synchronous = NORMAL;"
+                        "PRAGMA journal_size_limit = 16777216;"
+                        "PRAGMA cache_size = -8192;"
+                        "PRAGMA temp_store = MEMORY;", error)) {
+        connection_close(db);
+        return FALSE;
+    }
+    if (!db->is_memory) {
+        struct stat st;
+
+        if (g_stat(db->path, &st) == 0) {
+            db->dev = st.st_dev;
+            db->ino = st.st_ino;
+        }
+    }
+    return TRUE;
+}
+
+static char *
+aside_name(const char *path, gint64 now_ms)
+{
+    g_autoptr(GDateTime) t = g_date_time_new_from_unix_utc(now_ms / 1000);
+    g_autofree char *stamp = g_date_time_format(t, "%Y%m%dT%H%M%SZ");
+    char *name = g_strdup_printf("%s.corrupt-%s", path, stamp);
+
+    /* Two corruptions within a second must not overwrite each other. */
+    for (int i = 1; g_file_test(name, G_FILE_TEST_EXISTS); i++) {
+        g_free(name);
+        name = g_strdup_printf("%s.corrupt-%s.%d", path, stamp, i);
+    }
+    return name;
+}
+
+gboolean
+store_db_recover_corrupt(StoreDb *db, gint64 now_ms, const char *cause, GError **error)
+{
+    g_autofree char *aside = aside_name(db->path, now_ms);
+    g_autofree char *wal = g_strconcat(db->path, "-wal", NULL);
+    g_autofree char *wal_aside = g_strconcat(aside, "-wal", NULL);
+    g_autofree char *shm = g_strconcat(db->path, "-shm", NULL);
+
+    connection_close(db);
+    if (g_rename(db->path, aside) != 0 && errno != ENOENT) {
+        int e = errno;
+
+        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(e),
+                    "%s: corrupt (%s) and cannot be moved aside to %s: %s", db->path,
+                    cause, aside, g_strerror(e));
+        return FALSE;
+    }
+    g_rename(wal, wal_aside);
+    g_unlink(shm);
+    store_notice(db, "history database %s was corrupt (%s); moved it aside to %s "
+                 "and started a fresh one", db->path, cause, aside);
+    db->stats.reopens++;
+    return connection_open(db, error);
+}
+
+StoreDb *
+store_db_open(const char *path, const StoreOptions *opts, GError **error)
+{
+    g_autoptr(StoreDb) db = g_new0(StoreDb, 1);
+    g_autoptr(GError) local = NULL;
+
+    if (!path || !*path) {
+        g_set_error(error, STORE_ERROR, STORE_ERROR_INVALID, "history database: empty path");
+        return NULL;
+    }
+    db->path = g_strdup(path);
+    db->is_memory = g_str_equal(path, ":memory:");
+    if (opts)
+        db->opts = *opts;
+    else
+        store_options_init(&db->opts);
+    if (db->opts.now_ms == 0)
+        db->opts.now_ms = g_get_real_time() / 1000;
+    db->targets = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, target_entry_free);
+    g_queue_init(&db->pending);
+    g_queue_init(&db->notices);
+    db->rows_per_tick = 1;
+
+    if (connection_open(db, &local))
+        return g_steal_pointer(&db);
+    if (db->is_memory || !g_error_matches(local, STORE_ERROR, STORE_ERROR_CORRUPT)) {
+        g_propagate_error(error, g_steal_pointer(&local));
+        return NULL;
+    }
+    if (!store_db_recover_corrupt(db, db->opts.now_ms, local->message, error))
+        return NULL;
+    return g_steal_pointer(&db);
+}
+
+void
+store_db_close(StoreDb *db)
+{
+    if (!db)
+        return;
+    connection_close(db);
+    store_pending_free_all(db);
+    g_queue_clear_full(&db->notices, g_free);
+    g_clear_pointer(&db->targets, g_hash_table_unref);
+    g_free(db->path);
+    g_free(db);
+}
+
+/*
+ * Someone deleted or replaced the file under us (logrotate-style scripts,
+ * an operator restoring a backup).  Writing on would go to an unlinked
+ * inode and vanish, so reopen the path.  Closing first lets sqlite
+ * checkpoint and remove our own WAL, which would otherwise be replayed
+ * into the new file.
+ */
+gboolean
+store_db_check_file(StoreDb *db, gint64 now_ms, GError **error)
+{
+    struct stat st;
+    const char *what;
+
+    if (db->is_memory || !db->sql)
+        return db->sql ? TRUE : connection_open(db, error);
+    if (g_stat(db->path, &st) != 0)
+        what = "deleted";
+    else if (st.st_dev != db->dev || st.st_ino != db->ino)
+        what = "replaced";
+    else
+        return TRUE;
+    connection_close(db);
+    db->stats.reopens++;
+    if (!connection_open(db, error))
+        return FALSE;
+    store_notice(db, "history database %s was %s while open; reopened it", db->path, what);
+    return TRUE;
+}
+
+void
+store_db_get_stats(StoreDb *db, StoreStats *stats)
+{
+    *stats = db->stats;
+    stats->pending_ticks = db->pending.length;
+}
+
+gint64
+store_db_used_bytes(StoreDb *db)
+{
+    sqlite3_stmt *st = NULL;
+    gint64 used = 0;
+
+    if (!db->sql)
+        return 0;
+    if (sqlite3_prepare_v2(db->sql,
+                           "SELECT (p.page_count - f.freelist_count) * s.page_size"
+                           " FROM pragma_page_count p, pragma_freelist_count f,"
+                           " pragma_page_size s", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        used = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return used;
+}

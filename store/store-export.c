@@ -1,0 +1,436 @@
+/*
+ * store-export: streaming CSV (RFC 4180) and JSON Lines, and time bounds.
+ *
+ * Rows come from a cursor and go through one fixed buffer to the output
+ * stream, so memory stays constant whatever the row count.  Numbers are
+ * formatted by hand: with tens of millions of rows, printf's generality is
+ * most of the cost.  Rollup rates are written as decimals (IOPS with three
+ * places, CPU as percent of one core with four), exact from the stored
+ * scaled integers.
+ */
+#include <string.h>
+
+#include "store-private.h"
+
+#define OUT_BUF (256 * 1024)
+
+typedef struct {
+    GOutputStream *stream;
+    GCancellable *cancellable;
+    char *buf;
+    gsize len;
+    GError *error;
+    StoreFormat format;
+    gint64 iso_second;          /* cache: the second last formatted */
+    char iso[32];
+} Out;
+
+typedef struct {
+    const char *name;
+    int decimals;
+} Column;
+
+static gboolean
+out_flush(Out *o)
+{
+    if (o->error || o->len == 0)
+        return o->error == NULL;
+    if (!g_output_stream_write_all(o->stream, o->buf, o->len, NULL, o->cancellable, &o->error))
+        return FALSE;
+    o->len = 0;
+    return TRUE;
+}
+
+/* Makes room for @n bytes; the caller writes at most that many. */
+static inline char *
+out_room(Out *o, gsize n)
+{
+    if (o->len + n > OUT_BUF)
+        out_flush(o);
+    return o->buf + o->len;
+}
+
+static inline void
+out_mem(Out *o, const char *s, gsize n)
+{
+    if (n > OUT_BUF / 2) {
+        out_flush(o);
+        if (!o->error)
+            g_output_stream_write_all(o->stream, s, n, NULL, o->cancellable, &o->error);
+        return;
+    }
+    memcpy(out_room(o, n), s, n);
+    o->len += n;
+}
+
+static inline void
+out_c(Out *o, char c)
+{
+    *out_room(o, 1) = c;
+    o->len++;
+}
+
+static inline void
+out_s(Out *o, const char *s)
+{
+    out_mem(o, s, strlen(s));
+}
+
+/* A scaled integer as a decimal with @decimals places ("12.345"). */
+static void
+out_i64(Out *o, gint64 v, int decimals)
+{
+    char tmp[32], *p = tmp + sizeof(tmp);
+    guint64 u = v < 0 ? -(guint64)v : (guint64)v;
+    int digits = 0;
+
+    do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+        if (++digits == decimals)
+            *--p = '.';
+    } while (u || digits <= decimals);
+    if (decimals > 0 && *p == '.')
+        *--p = '0';
+    if (v < 0)
+        *--p = '-';
+    out_mem(o, p, tmp + sizeof(tmp) - p);
+}
+
+static void
+out_csv_text(Out *o, const char *s)
+{
+    if (!s)
+        return;
+    if (!strpbrk(s, ",\"\r\n")) {
+        out_s(o, s);
+        return;
+    }
+    out_c(o, '"');
+    for (; *s; s++) {
+        if (*s == '"')
+            out_c(o, '"');
+        out_c(o, *s);
+    }
+    out_c(o, '"');
+}
+
+static void
+out_json_text(Out *o, const char *s)
+{
+    if (!s) {
+        out_s(o, "null");
+        return;
+    }
+    out_c(o, '"');
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+
+        if (c == '"' || c == '\\') {
+            out_c(o, '\\');
+            out_c(o, (char)c);
+        } else if (c < 0x20) {
+            char esc[8];
+
+            g_snprintf(esc, sizeof(esc), "\\u%04x", c);
+            out_s(o, esc);
+        } else {
+            out_c(o, (char)c);
+        }
+    }
+    out_c(o, '"');
+}
+
+/* Days since 1970-01-01 to a civil date (proleptic Gregorian). */
+static void
+civil_from_days(gint64 z, int *y, int *m, int *d)
+{
+    gint64 era, yoe, doy, mp;
+    guint doe;
+
+    z += 719468;
+    era = (z >= 0 ? z : z - 146096) / 146097;
+    doe = (guint)(z - era * 146097);
+    yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    mp = (5 * doy + 2) / 153;
+    *d = (int)(doy - (153 * mp + 2) / 5 + 1);
+    *m = (int)(mp < 10 ? mp + 3 : mp - 9);
+    *y = (int)(yoe + era * 400 + (*m <= 2));
+}
+
+gsize
+store_format_iso8601(gint64 ms, char *buf)
+{
+    gint64 sec = ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000);
+    gint64 days = sec >= 0 ? sec / 86400 : -((-sec + 86399) / 86400);
+    int rem = (int)(sec - days * 86400), y, m, d;
+
+    civil_from_days(days, &y, &m, &d);
+    return g_snprintf(buf, 32, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", y, m, d, rem / 3600,
+                      rem / 60 % 60, rem % 60, (int)(ms - sec * 1000));
+}
+
+static void
+out_time(Out *o, gint64 ms)
+{
+    gint64 sec = ms / 1000;
+    int frac = (int)(ms % 1000);
+
+    if (ms < 0 || sec != o->iso_second) {
+        store_format_iso8601(ms, o->iso);
+        o->iso_second = ms < 0 ? G_MININT64 : sec;
+    } else {
+        o->iso[20] = (char)('0' + frac / 100);
+        o->iso[21] = (char)('0' + frac / 10 % 10);
+        o->iso[22] = (char)('0' + frac % 10);
+    }
+    if (o->format == STORE_FORMAT_JSONL)
+        out_c(o, '"');
+    out_mem(o, o->iso, 24);
+    if (o->format == STORE_FORMAT_JSONL)
+        out_c(o, '"');
+}
+
+static void
+out_header(Out *o, const Column *cols, guint n, const char *const *text_cols, guint n_text)
+{
+    if (o->format != STORE_FORMAT_CSV)
+        return;
+    out_s(o, "time,target,iothread");
+    for (guint i = 0; i < n; i++) {
+        out_c(o, ',');
+        out_s(o, cols[i].name);
+    }
+    for (guint i = 0; i < n_text; i++) {
+        out_c(o, ',');
+        out_s(o, text_cols[i]);
+    }
+    out_s(o, "\r\n");
+}
+
+/* One record: time, names, numbers (STORE_NULL empty/null), then texts. */
+static void
+out_record(Out *o, gint64 ts, const char *target, const char *iothread, const Column *cols,
+           const gint64 *vals, guint n, const char *const *text_cols, const char *const *texts,
+           guint n_text)
+{
+    gboolean csv = o->format == STORE_FORMAT_CSV;
+
+    if (!csv)
+        out_s(o, "{\"time\":");
+    out_time(o, ts);
+    out_s(o, csv ? "," : ",\"target\":");
+    csv ? out_csv_text(o, target) : out_json_text(o, target);
+    out_s(o, csv ? "," : ",\"iothread\":");
+    csv ? out_csv_text(o, iothread) : out_json_text(o, iothread);
+    for (guint i = 0; i < n; i++) {
+        if (csv) {
+            out_c(o, ',');
+        } else {
+            out_s(o, ",\"");
+            out_s(o, cols[i].name);
+            out_s(o, "\":");
+        }
+        if (vals[i] != STORE_NULL)
+            out_i64(o, vals[i], cols[i].decimals);
+        else if (!csv)
+            out_s(o, "null");
+    }
+    for (guint i = 0; i < n_text; i++) {
+        if (csv) {
+            out_c(o, ',');
+            out_csv_text(o, texts[i]);
+        } else {
+            out_s(o, ",\"");
+            out_s(o, text_cols[i]);
+            out_s(o, "\":");
+            out_json_text(o, texts[i]);
+        }
+    }
+    out_s(o, csv ? "\r\n" : "}\n");
+}
+
+static const Column raw_cols[] = {
+    { "tick_ns", 0 }, { "poll_max_ns", 0 }, { "poll_grow", 0 }, { "poll_shrink", 0 },
+    { "cpu_ns", 0 }, { "ctx_vol", 0 }, { "ctx_invol", 0 }, { "runq_wait_ns", 0 },
+    { "rd_ops", 0 }, { "rd_bytes", 0 }, { "rd_time_ns", 0 }, { "wr_ops", 0 },
+    { "wr_bytes", 0 }, { "wr_time_ns", 0 }, { "flush_ops", 0 }, { "flush_time_ns", 0 },
+    { "kvm_exits", 0 }, { "io_exits", 0 }, { "mmio_exits", 0 }, { "halt_exits", 0 },
+};
+
+static const Column rollup_cols[] = {
+    { "count", 0 }, { "span_ms", 0 },
+    { "iops_min", 3 }, { "iops_mean", 3 }, { "iops_max", 3 }, { "iops_p95", 3 },
+    { "lat_min_ns", 0 }, { "lat_mean_ns", 0 }, { "lat_max_ns", 0 }, { "lat_p95_ns", 0 },
+    { "cpu_min_pct", 4 }, { "cpu_mean_pct", 4 }, { "cpu_max_pct", 4 },
+};
+
+static const Column decision_cols[] = {
+    { "old_poll_max_ns", 0 }, { "old_poll_grow", 0 }, { "old_poll_shrink", 0 },
+    { "new_poll_max_ns", 0 }, { "new_poll_grow", 0 }, { "new_poll_shrink", 0 },
+    { "applied", 0 },
+};
+static const char *const decision_texts[] = { "policy", "reason" };
+
+static void
+raw_values(const StoreRow *r, gint64 *v)
+{
+    const StoreSample *s = &r->sample;
+    const StoreIo *io = &s->io;
+    const gint64 vals[] = {
+        r->len_ns, s->poll_max_ns, s->poll_grow, s->poll_shrink, s->cpu_ns, s->ctx_vol,
+        s->ctx_invol, s->runq_wait_ns, io->rd_ops, io->rd_bytes, io->rd_time_ns, io->wr_ops,
+        io->wr_bytes, io->wr_time_ns, io->flush_ops, io->flush_time_ns, s->kvm_exits,
+        s->io_exits, s->mmio_exits, s->halt_exits,
+    };
+
+    G_STATIC_ASSERT(G_N_ELEMENTS(vals) == G_N_ELEMENTS(raw_cols));
+    memcpy(v, vals, sizeof(vals));
+}
+
+static void
+rollup_values(const StoreRow *r, gint64 *v)
+{
+    /* CPU is stored in ppm of a core; as percent that is 4 decimals. */
+    const gint64 vals[] = {
+        r->count, r->span_ms, r->iops.min, r->iops.mean, r->iops.max, r->iops.p95,
+        r->lat.min, r->lat.mean, r->lat.max, r->lat.p95, r->cpu.min, r->cpu.mean, r->cpu.max,
+    };
+
+    G_STATIC_ASSERT(G_N_ELEMENTS(vals) == G_N_ELEMENTS(rollup_cols));
+    memcpy(v, vals, sizeof(vals));
+}
+
+static gboolean
+export_samples(StoreDb *db, const StoreFilter *f, Out *o, GError **error)
+{
+    g_autoptr(StoreCursor) cur = store_query_range(db, f, error);
+    gboolean raw = f->resolution == STORE_RES_RAW;
+    const Column *cols = raw ? raw_cols : rollup_cols;
+    guint n = raw ? G_N_ELEMENTS(raw_cols) : G_N_ELEMENTS(rollup_cols);
+    const StoreRow *r;
+    gint64 v[G_N_ELEMENTS(raw_cols)];
+
+    if (!cur)
+        return FALSE;
+    out_header(o, cols, n, NULL, 0);
+    while (!o->error) {
+        if (!store_cursor_next(cur, &r, error))
+            return FALSE;
+        if (!r)
+            break;
+        if (raw)
+            raw_values(r, v);
+        else
+            rollup_values(r, v);
+        out_record(o, r->ts_ms, r->target, r->iothread, cols, v, n, NULL, NULL, 0);
+    }
+    return TRUE;
+}
+
+static gboolean
+export_decisions(StoreDb *db, const StoreFilter *f, Out *o, GError **error)
+{
+    g_autoptr(StoreCursor) cur = store_query_decisions(db, f, error);
+    const StoreDecisionRow *d;
+
+    if (!cur)
+        return FALSE;
+    out_header(o, decision_cols, G_N_ELEMENTS(decision_cols), decision_texts,
+               G_N_ELEMENTS(decision_texts));
+    while (!o->error) {
+        const char *texts[2];
+        gint64 v[G_N_ELEMENTS(decision_cols)];
+
+        if (!store_cursor_next_decision(cur, &d, error))
+            return FALSE;
+        if (!d)
+            break;
+        v[0] = d->old_triple.poll_max_ns;
+        v[1] = d->old_triple.poll_grow;
+        v[2] = d->old_triple.poll_shrink;
+        v[3] = d->new_triple.poll_max_ns;
+        v[4] = d->new_triple.poll_grow;
+        v[5] = d->new_triple.poll_shrink;
+        v[6] = d->applied;
+        texts[0] = d->policy;
+        texts[1] = d->reason;
+        out_record(o, d->ts_ms, d->target, d->iothread, decision_cols, v,
+                   G_N_ELEMENTS(decision_cols), decision_texts, texts, 2);
+    }
+    return TRUE;
+}
+
+gboolean
+store_export(StoreDb *db, const StoreFilter *filter, StoreExportWhat what, StoreFormat format,
+             GOutputStream *out, GCancellable *cancellable, GError **error)
+{
+    Out o = { .stream = out, .cancellable = cancellable, .format = format,
+              .iso_second = G_MININT64 };
+    gboolean ok;
+
+    if (format < 0 || format >= STORE_FORMAT_MAX) {
+        g_set_error(error, STORE_ERROR, STORE_ERROR_INVALID, "%s: export: bad format", db->path);
+        return FALSE;
+    }
+    o.buf = g_malloc(OUT_BUF);
+    ok = what == STORE_EXPORT_DECISIONS ? export_decisions(db, filter, &o, error)
+                                        : export_samples(db, filter, &o, error);
+    if (ok)
+        out_flush(&o);
+    g_free(o.buf);
+    if (ok && o.error) {
+        g_propagate_prefixed_error(error, o.error, "%s: export: ", db->path);
+        return FALSE;
+    }
+    g_clear_error(&o.error);
+    return ok;
+}
+
+gboolean
+store_time_parse(const char *text, gint64 now_ms, gint64 *ms_out, GError **error)
+{
+    static const struct {
+        char unit;
+        gint64 ms;
+    } units[] = {
+        { 's', 1000 }, { 'm', 60000 }, { 'h', 3600000 }, { 'd', 86400000 }, { 'w', 604800000 },
+    };
+    g_autoptr(GTimeZone) utc = g_time_zone_new_utc();
+    g_autoptr(GDateTime) dt = NULL;
+    g_autofree char *full = NULL;
+    gsize len = text ? strlen(text) : 0;
+    char *end = NULL;
+    guint64 n;
+
+    if (len == 0)
+        goto bad;
+    if (g_str_equal(text, "now")) {
+        *ms_out = now_ms;
+        return TRUE;
+    }
+    n = g_ascii_strtoull(text, &end, 10);
+    if (end != text && end == text + len - 1 && g_ascii_isdigit(text[0])) {
+        for (gsize i = 0; i < G_N_ELEMENTS(units); i++) {
+            if (units[i].unit == *end && n <= (guint64)G_MAXINT64 / units[i].ms) {
+                *ms_out = now_ms - (gint64)n * units[i].ms;
+                return TRUE;
+            }
+        }
+        goto bad;
+    }
+    /* A bare date means its midnight, UTC. */
+    full = len == 10 ? g_strconcat(text, "T00:00:00Z", NULL) : g_strdup(text);
+    dt = g_date_time_new_from_iso8601(full, utc);
+    if (!dt)
+        goto bad;
+    *ms_out = g_date_time_to_unix(dt) * 1000 + g_date_time_get_microsecond(dt) / 1000;
+    return TRUE;
+
+bad:
+    g_set_error(error, STORE_ERROR, STORE_ERROR_INVALID, "time \"%s\": expected ISO 8601 "
+                "(2026-12-01T10:00:00Z) or a span back from now (30s, 15m, 12h, 7d, 2w)",
+                text ? text : "");
+    return FALSE;
+}

@@ -1,0 +1,101 @@
+/*
+ * store-private: what the store's own files share.  Not for other components.
+ */
+#pragma once
+
+#include <sqlite3.h>
+#include <sys/types.h>
+
+#include "store.h"
+
+/* Statements prepared once per connection and reused. */
+typedef enum {
+    STMT_BEGIN,
+    STMT_COMMIT,
+    STMT_ROLLBACK,
+    STMT_TICK_INSERT,
+    STMT_SAMPLE_INSERT,
+    STMT_DEVSAMPLE_INSERT,
+    STMT_TARGET_UPSERT,
+    STMT_TARGET_TOUCH,
+    STMT_IOTHREAD_UPSERT,
+    STMT_IOTHREAD_TOUCH,
+    STMT_DEVICE_UPSERT,
+    STMT_MAX,
+} StoreStmt;
+
+typedef struct {
+    gint64 id;
+    gint64 touched_ms;          /* last_seen last written */
+    GHashTable *iothreads;      /* name -> StoreIdEntry */
+    GHashTable *devices;        /* name -> StoreIdEntry */
+} StoreTargetEntry;
+
+typedef struct {
+    gint64 id;
+    gint64 touched_ms;
+    gint64 mapped;              /* devices: iothread id last written */
+} StoreIdEntry;
+
+struct StoreDb {
+    char *path;
+    gboolean is_memory;
+    sqlite3 *sql;
+    StoreOptions opts;
+    dev_t dev;
+    ino_t ino;
+    sqlite3_stmt *stmt[STMT_MAX];
+    GHashTable *targets;        /* name -> StoreTargetEntry */
+    GQueue pending;             /* StorePendingTick*, oldest first */
+    GQueue notices;             /* char* */
+    StoreStats stats;
+    gint64 rows_per_tick;       /* recent sample rows per tick, for chunking */
+};
+
+/* store-schema.c */
+gboolean store_schema_migrate(sqlite3 *sql, const char *path, GError **error);
+
+/* store-db.c */
+sqlite3_stmt *store_stmt(StoreDb *db, StoreStmt which, GError **error);
+sqlite3_stmt *store_prepare(StoreDb *db, const char *sql, GError **error);
+gboolean store_exec(StoreDb *db, const char *sql, GError **error);
+void store_set_error(StoreDb *db, GError **error, int rc, const char *what);
+void store_set_error_sql(sqlite3 *sql, const char *path, GError **error, int rc,
+                         const char *what);
+void store_notice(StoreDb *db, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+void store_cache_clear(StoreDb *db);
+gboolean store_db_check_file(StoreDb *db, gint64 now_ms, GError **error);
+gboolean store_db_recover_corrupt(StoreDb *db, gint64 now_ms, const char *cause,
+                                  GError **error);
+/* Runs @sql (binding @arg to ?1 if it has a parameter) for one integer. */
+gint64 store_query_i64(StoreDb *db, const char *sql, gint64 arg, gint64 fallback);
+gint64 store_meta_get_int(StoreDb *db, const char *key, gint64 fallback);
+gboolean store_meta_set_int(StoreDb *db, const char *key, gint64 value, GError **error);
+
+/* Binds @v to @idx, STORE_NULL as NULL. */
+static inline void
+store_bind_i64(sqlite3_stmt *st, int idx, gint64 v)
+{
+    if (v == STORE_NULL)
+        sqlite3_bind_null(st, idx);
+    else
+        sqlite3_bind_int64(st, idx, v);
+}
+
+static inline gint64
+store_column_i64(sqlite3_stmt *st, int col)
+{
+    if (sqlite3_column_type(st, col) == SQLITE_NULL)
+        return STORE_NULL;
+    return sqlite3_column_int64(st, col);
+}
+
+/* store-write.c */
+gboolean store_resolve_iothread(StoreDb *db, const char *target, const char *iothread,
+                                gint64 now_ms, gboolean create, gint64 *id_out,
+                                GError **error);
+void store_pending_free_all(StoreDb *db);
+gint64 store_pending_oldest_ts(StoreDb *db);
+
+/* store-export.c */
+gsize store_format_iso8601(gint64 ms, char *buf);

@@ -1,0 +1,398 @@
+/*
+ * store-query: cursors over samples, rollups and decisions.
+ *
+ * A cursor holds one sqlite statement and the id -> name map of iothreads
+ * (small: one entry per iothread ever seen), so reading any number of rows
+ * takes constant memory.  Raw ranges are turned into a range of tick ids
+ * first, so the scan walks ticks by primary key and samples by their
+ * (tick, iothread) key without a sort.
+ */
+#include "store-private.h"
+
+typedef enum {
+    CURSOR_RAW,
+    CURSOR_ROLLUP,
+    CURSOR_DECISIONS,
+    CURSOR_LATEST,
+} CursorKind;
+
+typedef struct {
+    char *target;
+    char *iothread;
+} IothreadName;
+
+typedef struct {
+    gint64 iothread_id;
+    gint64 min_tick_id;
+} LatestProbe;
+
+struct StoreCursor {
+    StoreDb *db;
+    CursorKind kind;
+    sqlite3_stmt *st;
+    GHashTable *names;          /* gint64 id -> IothreadName */
+    StoreRow row;
+    StoreDecisionRow drow;
+    GArray *latest;             /* LatestProbe, for CURSOR_LATEST */
+    guint latest_pos;
+};
+
+#define SAMPLE_COLUMNS                                                          \
+    "t.ts, t.len_ns, s.iothread_id, s.poll_max_ns, s.poll_grow, s.poll_shrink," \
+    " s.cpu_ns, s.ctx_vol, s.ctx_invol, s.runq_wait_ns, s.rd_ops, s.rd_bytes,"   \
+    " s.rd_time_ns, s.wr_ops, s.wr_bytes, s.wr_time_ns, s.flush_ops,"           \
+    " s.flush_time_ns, s.kvm_exits, s.io_exits, s.mmio_exits, s.halt_exits"
+
+static void
+iothread_name_free(gpointer p)
+{
+    IothreadName *n = p;
+
+    g_free(n->target);
+    g_free(n->iothread);
+    g_free(n);
+}
+
+void
+store_cursor_free(StoreCursor *cur)
+{
+    if (!cur)
+        return;
+    sqlite3_finalize(cur->st);
+    g_clear_pointer(&cur->names, g_hash_table_unref);
+    g_clear_pointer(&cur->latest, g_array_unref);
+    g_free(cur);
+}
+
+void
+store_filter_init(StoreFilter *filter)
+{
+    *filter = (StoreFilter){ .from_ms = STORE_NULL, .to_ms = STORE_NULL,
+                             .resolution = STORE_RES_RAW };
+}
+
+static gboolean
+names_load(StoreCursor *cur, GError **error)
+{
+    sqlite3_stmt *st = store_prepare(cur->db, "SELECT i.id, t.name, i.name FROM iothreads i"
+                                     " JOIN targets t ON t.id = i.target_id", error);
+    int rc;
+
+    if (!st)
+        return FALSE;
+    cur->names = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, iothread_name_free);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        IothreadName *n = g_new(IothreadName, 1);
+
+        n->target = g_strdup((const char *)sqlite3_column_text(st, 1));
+        n->iothread = g_strdup((const char *)sqlite3_column_text(st, 2));
+        g_hash_table_insert(cur->names, g_memdup2(&(gint64){ sqlite3_column_int64(st, 0) },
+                                                  sizeof(gint64)), n);
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        store_set_error(cur->db, error, rc, "read iothread names");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static StoreCursor *
+cursor_new(StoreDb *db, CursorKind kind, GError **error)
+{
+    g_autoptr(StoreCursor) cur = g_new0(StoreCursor, 1);
+
+    cur->db = db;
+    cur->kind = kind;
+    if (!db->sql) {
+        g_set_error(error, STORE_ERROR, STORE_ERROR_FAILED, "%s: not open", db->path);
+        return NULL;
+    }
+    if (!names_load(cur, error))
+        return NULL;
+    return g_steal_pointer(&cur);
+}
+
+/* The WHERE fragment restricting @column by the filter's names. */
+static char *
+iothread_clause(const StoreFilter *f, const char *column)
+{
+    if (f->target && f->iothread)
+        return g_strdup_printf(" AND %s IN (SELECT i.id FROM iothreads i JOIN targets g"
+                               " ON g.id = i.target_id WHERE g.name = ?3 AND i.name = ?4)",
+                               column);
+    if (f->target)
+        return g_strdup_printf(" AND %s IN (SELECT i.id FROM iothreads i JOIN targets g"
+                               " ON g.id = i.target_id WHERE g.name = ?3)", column);
+    if (f->iothread)
+        return g_strdup_printf(" AND %s IN (SELECT id FROM iothreads WHERE name = ?4)", column);
+    return g_strdup("");
+}
+
+static gboolean
+cursor_prepare(StoreCursor *cur, const StoreFilter *f, const char *select, const char *column,
+               const char *order, gint64 lo, gint64 hi, GError **error)
+{
+    g_autofree char *clause = iothread_clause(f, column);
+    g_autofree char *sql = g_strconcat(select, clause, order, NULL);
+
+    if (!(cur->st = store_prepare(cur->db, sql, error)))
+        return FALSE;
+    sqlite3_bind_int64(cur->st, 1, lo);
+    sqlite3_bind_int64(cur->st, 2, hi);
+    if (f->target)
+        sqlite3_bind_text(cur->st, 3, f->target, -1, SQLITE_TRANSIENT);
+    if (f->iothread)
+        sqlite3_bind_text(cur->st, 4, f->iothread, -1, SQLITE_TRANSIENT);
+    return TRUE;
+}
+
+static gint64
+bound_from(const StoreFilter *f)
+{
+    return f->from_ms == STORE_NULL ? G_MININT64 : f->from_ms;
+}
+
+static gint64
+bound_to(const StoreFilter *f)
+{
+    return f->to_ms == STORE_NULL ? G_MAXINT64 : f->to_ms;
+}
+
+StoreCursor *
+store_query_range(StoreDb *db, const StoreFilter *f, GError **error)
+{
+    g_autoptr(StoreCursor) cur = NULL;
+    gint64 from = bound_from(f), to = bound_to(f);
+
+    if (f->resolution < 0 || f->resolution >= STORE_RESOLUTION_MAX) {
+        g_set_error(error, STORE_ERROR, STORE_ERROR_INVALID, "%s: query: bad resolution",
+                    db->path);
+        return NULL;
+    }
+    cur = cursor_new(db, f->resolution == STORE_RES_RAW ? CURSOR_RAW : CURSOR_ROLLUP, error);
+    if (!cur)
+        return NULL;
+    cur->row.resolution = f->resolution;
+    if (f->resolution == STORE_RES_RAW) {
+        /* A clock stepped backwards can break ts order; the ts test keeps
+         * the result exact while the id range does the seeking. */
+        gint64 lo = store_query_i64(db, "SELECT min(id) FROM ticks WHERE ts >= ?", from, 0);
+        gint64 hi = store_query_i64(db, "SELECT max(id) FROM ticks WHERE ts < ?", to, -1);
+        g_autofree char *select = g_strdup_printf(
+            "SELECT " SAMPLE_COLUMNS " FROM ticks t JOIN samples s ON s.tick_id = t.id"
+            " WHERE t.id BETWEEN %" G_GINT64_FORMAT " AND %" G_GINT64_FORMAT
+            " AND t.ts >= ?1 AND t.ts < ?2", lo, hi);
+
+        if (!cursor_prepare(cur, f, select, "s.iothread_id", " ORDER BY t.id, s.iothread_id",
+                            from, to, error))
+            return NULL;
+    } else {
+        g_autofree char *select = g_strdup_printf(
+            "SELECT bucket, iothread_id, n, span_ms, iops_min, iops_mean, iops_max, iops_p95,"
+            " lat_min, lat_mean, lat_max, lat_p95, cpu_min, cpu_mean, cpu_max FROM %s"
+            " WHERE bucket >= ?1 AND bucket < ?2",
+            f->resolution == STORE_RES_1M ? "rollup_1m" : "rollup_1h");
+
+        if (!cursor_prepare(cur, f, select, "iothread_id", " ORDER BY bucket, iothread_id",
+                            from, to, error))
+            return NULL;
+    }
+    return g_steal_pointer(&cur);
+}
+
+StoreCursor *
+store_query_decisions(StoreDb *db, const StoreFilter *f, GError **error)
+{
+    g_autoptr(StoreCursor) cur = cursor_new(db, CURSOR_DECISIONS, error);
+
+    if (!cur || !cursor_prepare(cur, f, "SELECT ts, iothread_id, policy, old_max_ns, old_grow,"
+                                " old_shrink, new_max_ns, new_grow, new_shrink, reason, applied"
+                                " FROM decisions WHERE ts >= ?1 AND ts < ?2", "iothread_id",
+                                " ORDER BY ts, id", bound_from(f), bound_to(f), error))
+        return NULL;
+    return g_steal_pointer(&cur);
+}
+
+StoreCursor *
+store_query_latest(StoreDb *db, GError **error)
+{
+    g_autoptr(StoreCursor) cur = cursor_new(db, CURSOR_LATEST, error);
+    sqlite3_stmt *st;
+    int rc;
+
+    if (!cur)
+        return NULL;
+    cur->row.resolution = STORE_RES_RAW;
+    cur->latest = g_array_new(FALSE, FALSE, sizeof(LatestProbe));
+    /* last_seen lags by at most a minute, so the newest sample of an
+     * iothread lies in the ticks from two minutes before it; this bounds
+     * the backwards scan for iothreads that went away long ago. */
+    st = store_prepare(db, "SELECT i.id, (SELECT min(id) FROM ticks WHERE ts >= i.last_seen"
+                       " - 120000) FROM iothreads i ORDER BY i.id", error);
+    if (!st)
+        return NULL;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        LatestProbe p = { sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1) };
+
+        if (sqlite3_column_type(st, 1) != SQLITE_NULL)
+            g_array_append_val(cur->latest, p);
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        store_set_error(db, error, rc, "latest samples");
+        return NULL;
+    }
+    cur->st = store_prepare(db, "SELECT " SAMPLE_COLUMNS " FROM samples s JOIN ticks t"
+                            " ON t.id = s.tick_id WHERE s.iothread_id = ?1 AND s.tick_id >= ?2"
+                            " ORDER BY s.tick_id DESC LIMIT 1", error);
+    if (!cur->st)
+        return NULL;
+    return g_steal_pointer(&cur);
+}
+
+static const IothreadName *
+name_of(StoreCursor *cur, gint64 id)
+{
+    static const IothreadName unknown = { (char *)"?", (char *)"?" };
+    const IothreadName *n = g_hash_table_lookup(cur->names, &id);
+
+    return n ? n : &unknown;
+}
+
+static void
+row_fill_raw(StoreCursor *cur, sqlite3_stmt *st)
+{
+    StoreRow *r = &cur->row;
+    StoreSample *s = &r->sample;
+    const IothreadName *n = name_of(cur, sqlite3_column_int64(st, 2));
+    gint64 *io = &s->io.rd_ops;
+
+    r->ts_ms = sqlite3_column_int64(st, 0);
+    r->len_ns = sqlite3_column_int64(st, 1);
+    r->target = s->target = n->target;
+    r->iothread = s->iothread = n->iothread;
+    s->poll_max_ns = store_column_i64(st, 3);
+    s->poll_grow = store_column_i64(st, 4);
+    s->poll_shrink = store_column_i64(st, 5);
+    s->cpu_ns = store_column_i64(st, 6);
+    s->ctx_vol = store_column_i64(st, 7);
+    s->ctx_invol = store_column_i64(st, 8);
+    s->runq_wait_ns = store_column_i64(st, 9);
+    for (int i = 0; i < 8; i++)
+        io[i] = store_column_i64(st, 10 + i);
+    s->kvm_exits = store_column_i64(st, 18);
+    s->io_exits = store_column_i64(st, 19);
+    s->mmio_exits = store_column_i64(st, 20);
+    s->halt_exits = store_column_i64(st, 21);
+}
+
+static void
+row_fill_rollup(StoreCursor *cur, sqlite3_stmt *st)
+{
+    StoreRow *r = &cur->row;
+    const IothreadName *n = name_of(cur, sqlite3_column_int64(st, 1));
+    StoreStat *stats[] = { &r->iops, &r->lat };
+
+    r->ts_ms = sqlite3_column_int64(st, 0);
+    r->target = n->target;
+    r->iothread = n->iothread;
+    r->count = sqlite3_column_int64(st, 2);
+    r->span_ms = sqlite3_column_int64(st, 3);
+    for (int i = 0; i < 2; i++) {
+        stats[i]->min = store_column_i64(st, 4 + 4 * i);
+        stats[i]->mean = store_column_i64(st, 5 + 4 * i);
+        stats[i]->max = store_column_i64(st, 6 + 4 * i);
+        stats[i]->p95 = store_column_i64(st, 7 + 4 * i);
+    }
+    r->cpu.min = store_column_i64(st, 12);
+    r->cpu.mean = store_column_i64(st, 13);
+    r->cpu.max = store_column_i64(st, 14);
+    r->cpu.p95 = STORE_NULL;
+}
+
+static gboolean
+cursor_step(StoreCursor *cur, gboolean *have, GError **error)
+{
+    int rc = sqlite3_step(cur->st);
+
+    *have = rc == SQLITE_ROW;
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        store_set_error(cur->db, error, rc, "read rows");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean
+latest_next(StoreCursor *cur, gboolean *have, GError **error)
+{
+    *have = FALSE;
+    while (!*have && cur->latest_pos < cur->latest->len) {
+        LatestProbe *p = &g_array_index(cur->latest, LatestProbe, cur->latest_pos++);
+
+        sqlite3_reset(cur->st);
+        sqlite3_bind_int64(cur->st, 1, p->iothread_id);
+        sqlite3_bind_int64(cur->st, 2, p->min_tick_id);
+        if (!cursor_step(cur, have, error))
+            return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
+store_cursor_next(StoreCursor *cur, const StoreRow **row, GError **error)
+{
+    gboolean have;
+
+    *row = NULL;
+    if (cur->kind == CURSOR_DECISIONS) {
+        g_set_error(error, STORE_ERROR, STORE_ERROR_INVALID, "%s: decision cursor read as "
+                    "samples", cur->db->path);
+        return FALSE;
+    }
+    if (!(cur->kind == CURSOR_LATEST ? latest_next(cur, &have, error)
+                                     : cursor_step(cur, &have, error)))
+        return FALSE;
+    if (!have)
+        return TRUE;
+    if (cur->kind == CURSOR_ROLLUP)
+        row_fill_rollup(cur, cur->st);
+    else
+        row_fill_raw(cur, cur->st);
+    *row = &cur->row;
+    return TRUE;
+}
+
+gboolean
+store_cursor_next_decision(StoreCursor *cur, const StoreDecisionRow **row, GError **error)
+{
+    StoreDecisionRow *d = &cur->drow;
+    const IothreadName *n;
+    sqlite3_stmt *st = cur->st;
+    gboolean have;
+
+    *row = NULL;
+    if (cur->kind != CURSOR_DECISIONS) {
+        g_set_error(error, STORE_ERROR, STORE_ERROR_INVALID, "%s: sample cursor read as "
+                    "decisions", cur->db->path);
+        return FALSE;
+    }
+    if (!cursor_step(cur, &have, error))
+        return FALSE;
+    if (!have)
+        return TRUE;
+    n = name_of(cur, sqlite3_column_int64(st, 1));
+    d->ts_ms = sqlite3_column_int64(st, 0);
+    d->target = n->target;
+    d->iothread = n->iothread;
+    d->policy = (const char *)sqlite3_column_text(st, 2);
+    d->old_triple = (StoreTriple){ store_column_i64(st, 3), store_column_i64(st, 4),
+                                   store_column_i64(st, 5) };
+    d->new_triple = (StoreTriple){ store_column_i64(st, 6), store_column_i64(st, 7),
+                                   store_column_i64(st, 8) };
+    d->reason = (const char *)sqlite3_column_text(st, 9);
+    d->applied = sqlite3_column_int(st, 10) != 0;
+    *row = d;
+    return TRUE;
+}

@@ -1,0 +1,262 @@
+/*
+ * store-records: decisions, operator overrides and the original polling
+ * values, the small tables written outside the per-tick path.
+ */
+#include <string.h>
+
+#include "store-private.h"
+
+static gboolean
+name_ok(StoreDb *db, const char *target, const char *iothread, const char *what,
+        GError **error)
+{
+    if (target && iothread)
+        return TRUE;
+    g_set_error(error, STORE_ERROR, STORE_ERROR_INVALID, "%s: %s: target and iothread names "
+                "are required", db->path, what);
+    return FALSE;
+}
+
+static void
+bind_triple(sqlite3_stmt *st, int first, const StoreTriple *t)
+{
+    store_bind_i64(st, first, t->poll_max_ns);
+    store_bind_i64(st, first + 1, t->poll_grow);
+    store_bind_i64(st, first + 2, t->poll_shrink);
+}
+
+static void
+bind_text_or_null(sqlite3_stmt *st, int idx, const char *s)
+{
+    if (s)
+        sqlite3_bind_text(st, idx, s, -1, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(st, idx);
+}
+
+/* Steps a one-shot statement in autocommit mode, then finalizes it. */
+static gboolean
+step_once(StoreDb *db, sqlite3_stmt *st, const char *what, GError **error)
+{
+    int rc = sqlite3_step(st);
+
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+        store_set_error(db, error, rc, what);
+        store_cache_clear(db);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
+store_decision_insert(StoreDb *db, const StoreDecision *d, GError **error)
+{
+    gint64 iothread_id;
+    sqlite3_stmt *st;
+
+    if (!name_ok(db, d->target, d->iothread, "decision", error) ||
+        !store_db_check_file(db, d->ts_ms, error) ||
+        !store_resolve_iothread(db, d->target, d->iothread, d->ts_ms, TRUE, &iothread_id, error) ||
+        !(st = store_prepare(db, "INSERT INTO decisions (ts, iothread_id, policy, old_max_ns,"
+                             " old_grow, old_shrink, new_max_ns, new_grow, new_shrink,"
+                             " reason, applied) VALUES (?,?,?,?,?,?,?,?,?,?,?)", error)))
+        return FALSE;
+    sqlite3_bind_int64(st, 1, d->ts_ms);
+    sqlite3_bind_int64(st, 2, iothread_id);
+    sqlite3_bind_text(st, 3, d->policy ? d->policy : "", -1, SQLITE_TRANSIENT);
+    bind_triple(st, 4, &d->old_triple);
+    bind_triple(st, 7, &d->new_triple);
+    bind_text_or_null(st, 10, d->reason);
+    sqlite3_bind_int(st, 11, d->applied ? 1 : 0);
+    return step_once(db, st, "insert decision", error);
+}
+
+gboolean
+store_override_set(StoreDb *db, const StoreOverride *ov, gint64 *id_out, GError **error)
+{
+    gint64 iothread_id = STORE_NULL;
+    sqlite3_stmt *st;
+
+    if (!ov->target || !ov->who) {
+        g_set_error(error, STORE_ERROR, STORE_ERROR_INVALID, "%s: override: target and who "
+                    "are required", db->path);
+        return FALSE;
+    }
+    if (!store_db_check_file(db, ov->created_ms, error))
+        return FALSE;
+    /* Resolving an iothread also resolves (creates) its target; for a
+     * whole-target override use a lookup of the target alone. */
+    if (ov->iothread &&
+        !store_resolve_iothread(db, ov->target, ov->iothread, ov->created_ms, TRUE, &iothread_id,
+                                error))
+        return FALSE;
+    st = store_prepare(db, "INSERT INTO overrides (created, expires, who, target_id, iothread_id,"
+                       " poll_max_ns, poll_grow, poll_shrink, reason, policy)"
+                       " SELECT ?1, ?2, ?3, t.id, ?4, ?5, ?6, ?7, ?8, ?9 FROM targets t"
+                       " WHERE t.name = ?10 RETURNING id", error);
+    if (!st)
+        return FALSE;
+    sqlite3_bind_int64(st, 1, ov->created_ms);
+    store_bind_i64(st, 2, ov->expires_ms);
+    sqlite3_bind_text(st, 3, ov->who, -1, SQLITE_TRANSIENT);
+    store_bind_i64(st, 4, iothread_id);
+    bind_triple(st, 5, &ov->triple);
+    bind_text_or_null(st, 8, ov->reason);
+    bind_text_or_null(st, 9, ov->policy);
+    sqlite3_bind_text(st, 10, ov->target, -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(st) != SQLITE_ROW) {
+        int rc = sqlite3_finalize(st);
+
+        if (rc == SQLITE_OK)
+            g_set_error(error, STORE_ERROR, STORE_ERROR_NOT_FOUND, "%s: override: unknown "
+                        "target %s", db->path, ov->target);
+        else
+            store_set_error(db, error, rc, "insert override");
+        return FALSE;
+    }
+    if (id_out)
+        *id_out = sqlite3_column_int64(st, 0);
+    return step_once(db, st, "insert override", error);
+}
+
+gboolean
+store_override_clear(StoreDb *db, gint64 id, gint64 now_ms, GError **error)
+{
+    sqlite3_stmt *st = store_prepare(db, "UPDATE overrides SET cleared = ?2 WHERE id = ?1"
+                                     " AND cleared IS NULL AND (expires IS NULL OR expires > ?2)",
+                                     error);
+
+    if (!st)
+        return FALSE;
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_int64(st, 2, now_ms);
+    if (!step_once(db, st, "clear override", error))
+        return FALSE;
+    if (sqlite3_changes(db->sql) == 0) {
+        g_set_error(error, STORE_ERROR, STORE_ERROR_NOT_FOUND, "%s: override %" G_GINT64_FORMAT
+                    " is not active", db->path, id);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+void
+store_override_row_free(StoreOverrideRow *row)
+{
+    if (!row)
+        return;
+    g_free(row->strings);
+    g_free(row);
+}
+
+/* Packs the row's strings into one allocation so the row frees in one go. */
+static StoreOverrideRow *
+override_row_new(sqlite3_stmt *st)
+{
+    StoreOverrideRow *row = g_new0(StoreOverrideRow, 1);
+    const int text_cols[] = { 3, 4, 5, 6, 10 };
+    const char **fields[] = { &row->ov.who, &row->ov.target, &row->ov.iothread,
+                              &row->ov.reason, &row->ov.policy };
+    gsize total = 0, off = 0;
+
+    for (gsize i = 0; i < G_N_ELEMENTS(text_cols); i++)
+        total += sqlite3_column_bytes(st, text_cols[i]) + 1;
+    row->strings = g_malloc(total);
+    for (gsize i = 0; i < G_N_ELEMENTS(text_cols); i++) {
+        const char *s = (const char *)sqlite3_column_text(st, text_cols[i]);
+        gsize n = sqlite3_column_bytes(st, text_cols[i]);
+
+        if (!s) {
+            *fields[i] = NULL;
+            continue;
+        }
+        memcpy(row->strings + off, s, n + 1);
+        *fields[i] = row->strings + off;
+        off += n + 1;
+    }
+    row->ov.id = sqlite3_column_int64(st, 0);
+    row->ov.created_ms = sqlite3_column_int64(st, 1);
+    row->ov.expires_ms = store_column_i64(st, 2);
+    row->ov.triple.poll_max_ns = store_column_i64(st, 7);
+    row->ov.triple.poll_grow = store_column_i64(st, 8);
+    row->ov.triple.poll_shrink = store_column_i64(st, 9);
+    return row;
+}
+
+GPtrArray *
+store_override_list_active(StoreDb *db, gint64 now_ms, GError **error)
+{
+    g_autoptr(GPtrArray) rows = g_ptr_array_new_with_free_func(
+        (GDestroyNotify)store_override_row_free);
+    sqlite3_stmt *st = store_prepare(
+        db, "SELECT o.id, o.created, o.expires, o.who, t.name, i.name, o.reason,"
+            " o.poll_max_ns, o.poll_grow, o.poll_shrink, o.policy"
+            " FROM overrides o JOIN targets t ON t.id = o.target_id"
+            " LEFT JOIN iothreads i ON i.id = o.iothread_id"
+            " WHERE o.cleared IS NULL AND (o.expires IS NULL OR o.expires > ?1)"
+            " ORDER BY o.created, o.id", error);
+    int rc;
+
+    if (!st)
+        return NULL;
+    sqlite3_bind_int64(st, 1, now_ms);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        g_ptr_array_add(rows, override_row_new(st));
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        store_set_error(db, error, rc, "list overrides");
+        return NULL;
+    }
+    return g_steal_pointer(&rows);
+}
+
+gboolean
+store_original_save(StoreDb *db, const char *target, const char *iothread,
+                    const StoreTriple *triple, gint64 now_ms, GError **error)
+{
+    gint64 iothread_id;
+    sqlite3_stmt *st;
+
+    if (!name_ok(db, target, iothread, "save original", error) ||
+        !store_db_check_file(db, now_ms, error) ||
+        !store_resolve_iothread(db, target, iothread, now_ms, TRUE, &iothread_id, error) ||
+        !(st = store_prepare(db, "INSERT OR IGNORE INTO originals VALUES (?,?,?,?,?)", error)))
+        return FALSE;
+    sqlite3_bind_int64(st, 1, iothread_id);
+    sqlite3_bind_int64(st, 2, now_ms);
+    bind_triple(st, 3, triple);
+    return step_once(db, st, "save original", error);
+}
+
+gboolean
+store_original_get(StoreDb *db, const char *target, const char *iothread, StoreTriple *triple,
+                   GError **error)
+{
+    sqlite3_stmt *st;
+    int rc;
+
+    if (!name_ok(db, target, iothread, "get original", error) ||
+        !(st = store_prepare(db, "SELECT o.poll_max_ns, o.poll_grow, o.poll_shrink"
+                             " FROM originals o JOIN iothreads i ON i.id = o.iothread_id"
+                             " JOIN targets t ON t.id = i.target_id"
+                             " WHERE t.name = ? AND i.name = ?", error)))
+        return FALSE;
+    sqlite3_bind_text(st, 1, target, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, iothread, -1, SQLITE_TRANSIENT);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        triple->poll_max_ns = store_column_i64(st, 0);
+        triple->poll_grow = store_column_i64(st, 1);
+        triple->poll_shrink = store_column_i64(st, 2);
+    }
+    sqlite3_finalize(st);
+    if (rc == SQLITE_ROW)
+        return TRUE;
+    if (rc == SQLITE_DONE)
+        g_set_error(error, STORE_ERROR, STORE_ERROR_NOT_FOUND, "%s: no original values saved "
+                    "for %s/%s", db->path, target, iothread);
+    else
+        store_set_error(db, error, rc, "get original");
+    return FALSE;
+}

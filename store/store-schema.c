@@ -1,0 +1,137 @@
+/*
+ * store-schema: the tables and their forward migrations.
+ *
+ * PRAGMA user_version holds the schema version.  Each migration takes the
+ * database from version N-1 to N inside one transaction, so an interrupted
+ * upgrade leaves the previous version intact.  Migrations are never edited
+ * once released; a change to the schema is a new entry at the end.
+ *
+ * Sizes matter because samples are written every tick for every iothread:
+ * samples and device samples are WITHOUT ROWID tables keyed by
+ * (tick, iothread), and a tick's time, length and host PSI are stored once
+ * in `ticks`, not in every sample.  Counters are integers; SQL NULL means
+ * "source unavailable".  docs/STORE.md describes every column.
+ */
+#include "store-private.h"
+
+/* Both rollup levels share one layout.  Part of migration 1: never edit. */
+#define ROLLUP_COLUMNS                                                          \
+    "  bucket INTEGER NOT NULL, iothread_id INTEGER NOT NULL,"                  \
+    "  n INTEGER NOT NULL, span_ms INTEGER NOT NULL,"                           \
+    "  iops_min INTEGER, iops_mean INTEGER, iops_max INTEGER, iops_p95 INTEGER," \
+    "  lat_min INTEGER, lat_mean INTEGER, lat_max INTEGER, lat_p95 INTEGER,"    \
+    "  cpu_min INTEGER, cpu_mean INTEGER, cpu_max INTEGER,"                     \
+    "  PRIMARY KEY (bucket, iothread_id)"
+
+static const char *const migrations[] = {
+    /* 1: the first schema */
+    "CREATE TABLE meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;"
+    "CREATE TABLE targets ("
+    "  id INTEGER PRIMARY KEY, kind INTEGER NOT NULL, name TEXT NOT NULL UNIQUE,"
+    "  uuid TEXT, first_seen INTEGER NOT NULL, last_seen INTEGER NOT NULL);"
+    "CREATE TABLE iothreads ("
+    "  id INTEGER PRIMARY KEY, target_id INTEGER NOT NULL REFERENCES targets(id),"
+    "  name TEXT NOT NULL, first_seen INTEGER NOT NULL, last_seen INTEGER NOT NULL,"
+    "  UNIQUE (target_id, name));"
+    "CREATE TABLE devices ("
+    "  id INTEGER PRIMARY KEY, target_id INTEGER NOT NULL REFERENCES targets(id),"
+    "  name TEXT NOT NULL, iothread_id INTEGER REFERENCES iothreads(id),"
+    "  UNIQUE (target_id, name));"
+    "CREATE TABLE ticks ("
+    "  id INTEGER PRIMARY KEY, ts INTEGER NOT NULL, len_ns INTEGER NOT NULL,"
+    "  psi_cpu_some_us INTEGER, psi_io_some_us INTEGER, psi_io_full_us INTEGER,"
+    "  psi_mem_some_us INTEGER, psi_mem_full_us INTEGER);"
+    "CREATE INDEX ticks_ts ON ticks (ts);"
+    "CREATE TABLE samples ("
+    "  tick_id INTEGER NOT NULL, iothread_id INTEGER NOT NULL,"
+    "  poll_max_ns INTEGER, poll_grow INTEGER, poll_shrink INTEGER,"
+    "  cpu_ns INTEGER, ctx_vol INTEGER, ctx_invol INTEGER, runq_wait_ns INTEGER,"
+    "  rd_ops INTEGER, rd_bytes INTEGER, rd_time_ns INTEGER,"
+    "  wr_ops INTEGER, wr_bytes INTEGER, wr_time_ns INTEGER,"
+    "  flush_ops INTEGER, flush_time_ns INTEGER,"
+    "  kvm_exits INTEGER, io_exits INTEGER, mmio_exits INTEGER, halt_exits INTEGER,"
+    "  PRIMARY KEY (tick_id, iothread_id)) WITHOUT ROWID;"
+    "CREATE TABLE device_samples ("
+    "  tick_id INTEGER NOT NULL, device_id INTEGER NOT NULL,"
+    "  rd_ops INTEGER, rd_bytes INTEGER, rd_time_ns INTEGER,"
+    "  wr_ops INTEGER, wr_bytes INTEGER, wr_time_ns INTEGER,"
+    "  flush_ops INTEGER, flush_time_ns INTEGER,"
+    "  PRIMARY KEY (tick_id, device_id)) WITHOUT ROWID;"
+    "CREATE TABLE rollup_1m (" ROLLUP_COLUMNS ") WITHOUT ROWID;"
+    "CREATE TABLE rollup_1h (" ROLLUP_COLUMNS ") WITHOUT ROWID;"
+    "CREATE TABLE decisions ("
+    "  id INTEGER PRIMARY KEY, ts INTEGER NOT NULL, iothread_id INTEGER NOT NULL,"
+    "  policy TEXT NOT NULL,"
+    "  old_max_ns INTEGER, old_grow INTEGER, old_shrink INTEGER,"
+    "  new_max_ns INTEGER, new_grow INTEGER, new_shrink INTEGER,"
+    "  reason TEXT, applied INTEGER NOT NULL);"
+    "CREATE INDEX decisions_ts ON decisions (ts);"
+    "CREATE TABLE overrides ("
+    "  id INTEGER PRIMARY KEY, created INTEGER NOT NULL, expires INTEGER,"
+    "  cleared INTEGER, who TEXT NOT NULL, target_id INTEGER NOT NULL,"
+    "  iothread_id INTEGER, poll_max_ns INTEGER, poll_grow INTEGER,"
+    "  poll_shrink INTEGER, reason TEXT);"
+    "CREATE TABLE originals ("
+    "  iothread_id INTEGER PRIMARY KEY, saved INTEGER NOT NULL,"
+    "  poll_max_ns INTEGER, poll_grow INTEGER, poll_shrink INTEGER);",
+
+    /* 2: an override may name a policy (e.g. "off") instead of values;
+     * active overrides are looked up without scanning the history */
+    "ALTER TABLE overrides ADD COLUMN policy TEXT;"
+    "CREATE INDEX overrides_active ON overrides (cleared, expires);",
+};
+
+int
+store_schema_version(void)
+{
+    return (int)G_N_ELEMENTS(migrations);
+}
+
+static int
+schema_user_version(sqlite3 *sql, int *version)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(sql, "PRAGMA user_version", -1, &st, NULL);
+
+    if (rc == SQLITE_OK) {
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            *version = sqlite3_column_int(st, 0);
+            rc = SQLITE_OK;
+        }
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+gboolean
+store_schema_migrate(sqlite3 *sql, const char *path, GError **error)
+{
+    int version = 0;
+    int rc = schema_user_version(sql, &version);
+
+    if (rc != SQLITE_OK) {
+        store_set_error_sql(sql, path, error, rc, "read schema version");
+        return FALSE;
+    }
+    if (version > store_schema_version()) {
+        g_set_error(error, STORE_ERROR, STORE_ERROR_SCHEMA,
+                    "%s: schema version %d is newer than this polltune's %d",
+                    path, version, store_schema_version());
+        return FALSE;
+    }
+    for (int v = version; v < store_schema_version(); v++) {
+        g_autofree char *script = g_strdup_printf(
+            "BEGIN IMMEDIATE; %s PRAGMA user_version = %d; COMMIT;", migrations[v], v + 1);
+
+        rc = sqlite3_exec(sql, script, NULL, NULL, NULL);
+        if (rc != SQLITE_OK) {
+            g_autofree char *what = g_strdup_printf("migrate schema %d to %d", v, v + 1);
+
+            store_set_error_sql(sql, path, error, rc, what);
+            sqlite3_exec(sql, "ROLLBACK", NULL, NULL, NULL);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}

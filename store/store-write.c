@@ -1,0 +1,536 @@
+/*
+ * store-write: one transaction per tick, and the pending queue that keeps
+ * ticks the database could not take yet (locked, full, unwritable).
+ *
+ * Names are resolved to integer ids through an in-memory cache; rows for a
+ * new target, iothread or device are created inside the tick's transaction.
+ * When a transaction fails the cache is dropped, because ids it learnt may
+ * have been rolled back.  last_seen is rewritten at most once a minute so a
+ * tick costs one row per iothread and not two.
+ */
+#include "store-private.h"
+
+#define TOUCH_INTERVAL_MS 60000
+
+typedef struct {
+    StoreTick tick;
+    StoreSample *samples;
+    StoreDeviceSample *devices;
+    GStringChunk *strings;
+} StorePendingTick;
+
+void
+store_io_init(StoreIo *io)
+{
+    gint64 *v = (gint64 *)io;
+
+    for (gsize i = 0; i < sizeof(*io) / sizeof(gint64); i++)
+        v[i] = STORE_NULL;
+}
+
+void
+store_sample_init(StoreSample *s)
+{
+    *s = (StoreSample){
+        .poll_max_ns = STORE_NULL, .poll_grow = STORE_NULL, .poll_shrink = STORE_NULL,
+        .cpu_ns = STORE_NULL, .ctx_vol = STORE_NULL, .ctx_invol = STORE_NULL,
+        .runq_wait_ns = STORE_NULL, .kvm_exits = STORE_NULL, .io_exits = STORE_NULL,
+        .mmio_exits = STORE_NULL, .halt_exits = STORE_NULL,
+    };
+    store_io_init(&s->io);
+}
+
+void
+store_device_sample_init(StoreDeviceSample *d)
+{
+    *d = (StoreDeviceSample){ 0 };
+    store_io_init(&d->io);
+}
+
+void
+store_psi_init(StorePsi *psi)
+{
+    *psi = (StorePsi){ STORE_NULL, STORE_NULL, STORE_NULL, STORE_NULL, STORE_NULL };
+}
+
+void
+store_tick_init(StoreTick *tick)
+{
+    *tick = (StoreTick){ 0 };
+    store_psi_init(&tick->psi);
+}
+
+static StoreTargetEntry *
+target_resolve(StoreDb *db, const char *name, gint64 now_ms, GError **error)
+{
+    StoreTargetEntry *t = g_hash_table_lookup(db->targets, name);
+    sqlite3_stmt *st;
+    int rc;
+
+    if (t) {
+        if (now_ms - t->touched_ms >= TOUCH_INTERVAL_MS) {
+            if (!(st = store_stmt(db, STMT_TARGET_TOUCH, error)))
+                return NULL;
+            sqlite3_bind_int64(st, 1, t->id);
+            sqlite3_bind_int64(st, 2, now_ms);
+            if ((rc = sqlite3_step(st)) != SQLITE_DONE) {
+                store_set_error(db, error, rc, name);
+                return NULL;
+            }
+            t->touched_ms = now_ms;
+        }
+        return t;
+    }
+    if (!(st = store_stmt(db, STMT_TARGET_UPSERT, error)))
+        return NULL;
+    sqlite3_bind_int(st, 1, STORE_TARGET_QMP);
+    sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+    sqlite3_bind_null(st, 3);
+    sqlite3_bind_int64(st, 4, now_ms);
+    sqlite3_bind_int(st, 5, 0);
+    if ((rc = sqlite3_step(st)) != SQLITE_ROW) {
+        store_set_error(db, error, rc, name);
+        return NULL;
+    }
+    t = g_new0(StoreTargetEntry, 1);
+    t->id = sqlite3_column_int64(st, 0);
+    t->touched_ms = now_ms;
+    t->iothreads = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    t->devices = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    sqlite3_reset(st);
+    g_hash_table_insert(db->targets, g_strdup(name), t);
+    return t;
+}
+
+gboolean
+store_target_register(StoreDb *db, StoreTargetKind kind, const char *name, const char *uuid,
+                      gint64 now_ms, GError **error)
+{
+    sqlite3_stmt *st;
+    int rc;
+
+    if (!name || kind < 0 || kind >= STORE_TARGET_KIND_MAX) {
+        g_set_error(error, STORE_ERROR, STORE_ERROR_INVALID, "%s: register target: bad %s",
+                    db->path, name ? "kind" : "name");
+        return FALSE;
+    }
+    if (!store_db_check_file(db, now_ms, error) || !(st = store_stmt(db, STMT_TARGET_UPSERT, error)))
+        return FALSE;
+    sqlite3_bind_int(st, 1, kind);
+    sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+    if (uuid)
+        sqlite3_bind_text(st, 3, uuid, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, 3);
+    sqlite3_bind_int64(st, 4, now_ms);
+    sqlite3_bind_int(st, 5, 1);
+    rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW) {
+        store_set_error(db, error, rc, name);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static StoreIdEntry *
+child_resolve(StoreDb *db, StoreTargetEntry *t, GHashTable *table, StoreStmt upsert,
+              StoreStmt touch, const char *name, gint64 now_ms, gint64 mapped,
+              GError **error)
+{
+    StoreIdEntry *e = g_hash_table_lookup(table, name);
+    sqlite3_stmt *st;
+    int rc;
+
+    if (e && upsert == STMT_DEVICE_UPSERT && e->mapped == mapped)
+        return e;
+    if (e && upsert == STMT_IOTHREAD_UPSERT) {
+        if (now_ms - e->touched_ms < TOUCH_INTERVAL_MS)
+            return e;
+        if (!(st = store_stmt(db, touch, error)))
+            return NULL;
+        sqlite3_bind_int64(st, 1, e->id);
+        sqlite3_bind_int64(st, 2, now_ms);
+        if ((rc = sqlite3_step(st)) != SQLITE_DONE) {
+            store_set_error(db, error, rc, name);
+            return NULL;
+        }
+        e->touched_ms = now_ms;
+        return e;
+    }
+    if (!(st = store_stmt(db, upsert, error)))
+        return NULL;
+    sqlite3_bind_int64(st, 1, t->id);
+    sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+    if (upsert == STMT_DEVICE_UPSERT)
+        store_bind_i64(st, 3, mapped);
+    else
+        sqlite3_bind_int64(st, 3, now_ms);
+    if ((rc = sqlite3_step(st)) != SQLITE_ROW) {
+        store_set_error(db, error, rc, name);
+        return NULL;
+    }
+    if (!e) {
+        e = g_new0(StoreIdEntry, 1);
+        g_hash_table_insert(table, g_strdup(name), e);
+    }
+    e->id = sqlite3_column_int64(st, 0);
+    e->touched_ms = now_ms;
+    e->mapped = mapped;
+    sqlite3_reset(st);
+    return e;
+}
+
+gboolean
+store_resolve_iothread(StoreDb *db, const char *target, const char *iothread, gint64 now_ms,
+                       gboolean create, gint64 *id_out, GError **error)
+{
+    StoreTargetEntry *t = target_resolve(db, target, now_ms, error);
+    StoreIdEntry *e;
+
+    if (!t)
+        return FALSE;
+    e = child_resolve(db, t, t->iothreads, STMT_IOTHREAD_UPSERT, STMT_IOTHREAD_TOUCH,
+                      iothread, now_ms, 0, error);
+    if (!e)
+        return FALSE;
+    *id_out = e->id;
+    return TRUE;
+}
+
+static void
+bind_io(sqlite3_stmt *st, int first, const StoreIo *io)
+{
+    store_bind_i64(st, first + 0, io->rd_ops);
+    store_bind_i64(st, first + 1, io->rd_bytes);
+    store_bind_i64(st, first + 2, io->rd_time_ns);
+    store_bind_i64(st, first + 3, io->wr_ops);
+    store_bind_i64(st, first + 4, io->wr_bytes);
+    store_bind_i64(st, first + 5, io->wr_time_ns);
+    store_bind_i64(st, first + 6, io->flush_ops);
+    store_bind_i64(st, first + 7, io->flush_time_ns);
+}
+
+static gboolean
+step_done(StoreDb *db, sqlite3_stmt *st, const char *what, GError **error)
+{
+    int rc = sqlite3_step(st);
+
+    if (rc != SQLITE_DONE) {
+        store_set_error(db, error, rc, what);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean
+write_sample(StoreDb *db, gint64 tick_id, const StoreSample *s, gint64 now_ms, GError **error)
+{
+    gint64 iothread_id;
+    sqlite3_stmt *st;
+
+    if (!store_resolve_iothread(db, s->target, s->iothread, now_ms, TRUE, &iothread_id, error))
+        return FALSE;
+    if (!(st = store_stmt(db, STMT_SAMPLE_INSERT, error)))
+        return FALSE;
+    sqlite3_bind_int64(st, 1, tick_id);
+    sqlite3_bind_int64(st, 2, iothread_id);
+    store_bind_i64(st, 3, s->poll_max_ns);
+    store_bind_i64(st, 4, s->poll_grow);
+    store_bind_i64(st, 5, s->poll_shrink);
+    store_bind_i64(st, 6, s->cpu_ns);
+    store_bind_i64(st, 7, s->ctx_vol);
+    store_bind_i64(st, 8, s->ctx_invol);
+    store_bind_i64(st, 9, s->runq_wait_ns);
+    bind_io(st, 10, &s->io);
+    store_bind_i64(st, 18, s->kvm_exits);
+    store_bind_i64(st, 19, s->io_exits);
+    store_bind_i64(st, 20, s->mmio_exits);
+    store_bind_i64(st, 21, s->halt_exits);
+    return step_done(db, st, s->iothread, error);
+}
+
+/* How many of the tick's devices share @d's iothread. */
+static guint
+devices_sharing(const StoreTick *tick, const StoreDeviceSample *d)
+{
+    guint n = 0;
+
+    if (!d->iothread)
+        return 0;
+    for (guint i = 0; i < tick->n_devices; i++)
+        if (tick->devices[i].iothread && g_str_equal(tick->devices[i].iothread, d->iothread) &&
+            g_str_equal(tick->devices[i].target, d->target))
+            n++;
+    return n;
+}
+
+static gboolean
+write_device(StoreDb *db, gint64 tick_id, const StoreTick *tick, const StoreDeviceSample *d,
+             GError **error)
+{
+    StoreTargetEntry *t;
+    StoreIdEntry *e;
+    gint64 mapped = STORE_NULL;
+    sqlite3_stmt *st;
+
+    if (d->iothread &&
+        !store_resolve_iothread(db, d->target, d->iothread, tick->ts_ms, TRUE, &mapped, error))
+        return FALSE;
+    if (!(t = target_resolve(db, d->target, tick->ts_ms, error)))
+        return FALSE;
+    e = child_resolve(db, t, t->devices, STMT_DEVICE_UPSERT, STMT_DEVICE_UPSERT, d->device,
+                      tick->ts_ms, mapped, error);
+    if (!e)
+        return FALSE;
+    if (devices_sharing(tick, d) == 1)
+        return TRUE;
+    if (!(st = store_stmt(db, STMT_DEVSAMPLE_INSERT, error)))
+        return FALSE;
+    sqlite3_bind_int64(st, 1, tick_id);
+    sqlite3_bind_int64(st, 2, e->id);
+    bind_io(st, 3, &d->io);
+    return step_done(db, st, d->device, error);
+}
+
+static gboolean
+write_tick_sql(StoreDb *db, const StoreTick *tick, GError **error)
+{
+    sqlite3_stmt *st;
+    gint64 tick_id;
+
+    if (!(st = store_stmt(db, STMT_BEGIN, error)) || !step_done(db, st, "begin tick", error))
+        return FALSE;
+    if (!(st = store_stmt(db, STMT_TICK_INSERT, error)))
+        goto fail;
+    sqlite3_bind_int64(st, 1, tick->ts_ms);
+    sqlite3_bind_int64(st, 2, tick->len_ns);
+    store_bind_i64(st, 3, tick->psi.cpu_some_us);
+    store_bind_i64(st, 4, tick->psi.io_some_us);
+    store_bind_i64(st, 5, tick->psi.io_full_us);
+    store_bind_i64(st, 6, tick->psi.mem_some_us);
+    store_bind_i64(st, 7, tick->psi.mem_full_us);
+    if (!step_done(db, st, "insert tick", error))
+        goto fail;
+    tick_id = sqlite3_last_insert_rowid(db->sql);
+    for (guint i = 0; i < tick->n_samples; i++)
+        if (!write_sample(db, tick_id, &tick->samples[i], tick->ts_ms, error))
+            goto fail;
+    for (guint i = 0; i < tick->n_devices; i++)
+        if (!write_device(db, tick_id, tick, &tick->devices[i], error))
+            goto fail;
+    if (!(st = store_stmt(db, STMT_COMMIT, error)) || !step_done(db, st, "commit tick", error))
+        goto fail;
+    if (tick->n_samples > 0)
+        db->rows_per_tick = tick->n_samples;
+    return TRUE;
+
+fail:
+    if (!sqlite3_get_autocommit(db->sql))
+        sqlite3_exec(db->sql, "ROLLBACK", NULL, NULL, NULL);
+    store_cache_clear(db);
+    return FALSE;
+}
+
+static gboolean
+tick_valid(StoreDb *db, const StoreTick *tick, GError **error)
+{
+    const char *bad = NULL;
+
+    if (tick->ts_ms <= 0)
+        bad = "timestamp";
+    else if (tick->len_ns <= 0)
+        bad = "length";
+    for (guint i = 0; !bad && i < tick->n_samples; i++)
+        if (!tick->samples[i].target || !tick->samples[i].iothread)
+            bad = "sample without target or iothread name";
+    for (guint i = 0; !bad && i < tick->n_devices; i++)
+        if (!tick->devices[i].target || !tick->devices[i].device)
+            bad = "device sample without target or device name";
+    if (bad) {
+        g_set_error(error, STORE_ERROR, STORE_ERROR_INVALID, "%s: tick at %" G_GINT64_FORMAT
+                    " ms: bad %s", db->path, tick->ts_ms, bad);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static StorePendingTick *
+pending_copy(const StoreTick *tick)
+{
+    StorePendingTick *p = g_new0(StorePendingTick, 1);
+
+    p->tick = *tick;
+    p->strings = g_string_chunk_new(256);
+    p->samples = g_memdup2(tick->samples, sizeof(StoreSample) * tick->n_samples);
+    p->devices = g_memdup2(tick->devices, sizeof(StoreDeviceSample) * tick->n_devices);
+    for (guint i = 0; i < tick->n_samples; i++) {
+        p->samples[i].target = g_string_chunk_insert_const(p->strings, tick->samples[i].target);
+        p->samples[i].iothread = g_string_chunk_insert_const(p->strings, tick->samples[i].iothread);
+    }
+    for (guint i = 0; i < tick->n_devices; i++) {
+        StoreDeviceSample *d = &p->devices[i];
+
+        d->target = g_string_chunk_insert_const(p->strings, d->target);
+        d->device = g_string_chunk_insert_const(p->strings, d->device);
+        if (d->iothread)
+            d->iothread = g_string_chunk_insert_const(p->strings, d->iothread);
+    }
+    p->tick.samples = p->samples;
+    p->tick.devices = p->devices;
+    return p;
+}
+
+static void
+pending_free(gpointer data)
+{
+    StorePendingTick *p = data;
+
+    g_string_chunk_free(p->strings);
+    g_free(p->samples);
+    g_free(p->devices);
+    g_free(p);
+}
+
+void
+store_pending_free_all(StoreDb *db)
+{
+    g_queue_clear_full(&db->pending, pending_free);
+}
+
+gint64
+store_pending_oldest_ts(StoreDb *db)
+{
+    StorePendingTick *p = g_queue_peek_head(&db->pending);
+
+    return p ? p->tick.ts_ms : G_MAXINT64;
+}
+
+static void
+health_set(StoreDb *db, StoreHealth health, const GError *cause)
+{
+    if (health == db->stats.health)
+        return;
+    switch (health) {
+    case STORE_HEALTH_OK:
+        store_notice(db, "history database %s: writing again; %" G_GUINT64_FORMAT
+                     " ticks dropped so far", db->path, db->stats.ticks_dropped);
+        break;
+    case STORE_HEALTH_BUSY:
+        store_notice(db, "history database %s is locked by another process (%s); keeping "
+                     "ticks in memory until it is free", db->path, cause->message);
+        break;
+    case STORE_HEALTH_FULL:
+        store_notice(db, "history database %s: disk full (%s); keeping up to %u ticks in "
+                     "memory, then dropping the oldest", db->path, cause->message,
+                     db->opts.max_pending_ticks);
+        break;
+    case STORE_HEALTH_FAILED:
+        store_notice(db, "history database %s: cannot write (%s); keeping up to %u ticks "
+                     "in memory", db->path, cause->message, db->opts.max_pending_ticks);
+        break;
+    }
+    db->stats.health = health;
+}
+
+static StoreHealth
+health_for(const GError *e)
+{
+    if (g_error_matches(e, STORE_ERROR, STORE_ERROR_BUSY))
+        return STORE_HEALTH_BUSY;
+    if (g_error_matches(e, STORE_ERROR, STORE_ERROR_FULL))
+        return STORE_HEALTH_FULL;
+    return STORE_HEALTH_FAILED;
+}
+
+/* Writes @tick now; on a corrupt file, moves it aside and tries once more. */
+static gboolean
+write_tick_timed(StoreDb *db, const StoreTick *tick, GError **error)
+{
+    g_autoptr(GError) local = NULL;
+    gint64 start = g_get_monotonic_time();
+    gboolean ok = store_db_check_file(db, tick->ts_ms, &local);
+
+    if (!ok && g_error_matches(local, STORE_ERROR, STORE_ERROR_CORRUPT)) {
+        g_autofree char *cause = g_strdup(local->message);
+
+        g_clear_error(&local);
+        ok = store_db_recover_corrupt(db, tick->ts_ms, cause, &local);
+    }
+    if (ok)
+        ok = write_tick_sql(db, tick, &local);
+    if (!ok && g_error_matches(local, STORE_ERROR, STORE_ERROR_CORRUPT)) {
+        g_autofree char *cause = g_strdup(local->message);
+
+        g_clear_error(&local);
+        ok = store_db_recover_corrupt(db, tick->ts_ms, cause, &local) &&
+             write_tick_sql(db, tick, &local);
+    }
+    db->stats.last_write_us = g_get_monotonic_time() - start;
+    db->stats.max_write_us = MAX(db->stats.max_write_us, db->stats.last_write_us);
+    if (!ok) {
+        g_propagate_error(error, g_steal_pointer(&local));
+        return FALSE;
+    }
+    db->stats.ticks_written++;
+    return TRUE;
+}
+
+/* Writes pending ticks oldest first; stops at the first failure. */
+static gboolean
+pending_flush(StoreDb *db, GError **error)
+{
+    StorePendingTick *p;
+
+    while ((p = g_queue_peek_head(&db->pending))) {
+        if (!write_tick_timed(db, &p->tick, error))
+            return FALSE;
+        pending_free(g_queue_pop_head(&db->pending));
+    }
+    return TRUE;
+}
+
+static void
+pending_push(StoreDb *db, const StoreTick *tick)
+{
+    guint limit = MAX(db->opts.max_pending_ticks, 1);
+
+    while (db->pending.length >= limit) {
+        pending_free(g_queue_pop_head(&db->pending));
+        if (db->stats.ticks_dropped++ == 0)
+            store_notice(db, "history database %s: %u ticks pending, dropping the oldest",
+                         db->path, limit);
+    }
+    g_queue_push_tail(&db->pending, pending_copy(tick));
+}
+
+gboolean
+store_flush(StoreDb *db, GError **error)
+{
+    g_autoptr(GError) local = NULL;
+
+    if (db->pending.length == 0)
+        return TRUE;
+    if (!pending_flush(db, &local)) {
+        health_set(db, health_for(local), local);
+        return TRUE;
+    }
+    health_set(db, STORE_HEALTH_OK, NULL);
+    return TRUE;
+}
+
+gboolean
+store_tick_write(StoreDb *db, const StoreTick *tick, GError **error)
+{
+    g_autoptr(GError) local = NULL;
+
+    if (!tick_valid(db, tick, error))
+        return FALSE;
+    if (pending_flush(db, &local) && write_tick_timed(db, tick, &local)) {
+        health_set(db, STORE_HEALTH_OK, NULL);
+        return TRUE;
+    }
+    pending_push(db, tick);
+    health_set(db, health_for(local), local);
+    return TRUE;
+}

@@ -1,0 +1,358 @@
+/*
+ * store: polltune's history, an embedded sqlite database.
+ *
+ * The daemon writes one tick at a time: what every iothread (and device) did
+ * during the tick, as deltas of monotonic counters plus the tick's length,
+ * from which every rate is derived exactly.  Decisions, operator overrides
+ * and the polling values seen at first attach are kept next to the samples.
+ * Maintenance (rollups to 1-minute and 1-hour rows, retention, the size cap)
+ * runs in small steps the caller schedules; queries and exports stream.
+ *
+ * Contract
+ * - store/ depends on sqlite3 and GLib only; its structs are its own.
+ * - Time is passed in (`now_ms`, UTC milliseconds since the epoch).  The only
+ *   clock read inside is the monotonic one that bounds a maintenance step.
+ * - Functions that can fail take `GError **error` last and return FALSE or
+ *   NULL on failure, with the error set in STORE_ERROR or G_IO_ERROR.  They
+ *   never log; conditions an operator should see once (disk full, database
+ *   moved aside, file replaced) are queued as notices, see
+ *   store_db_take_notice().
+ * - store_tick_write() never loses a tick for a transient cause: when the
+ *   database is locked, full, or briefly unwritable the tick is kept in a
+ *   bounded in-memory queue and written before the next one.  Only when that
+ *   queue is full is the oldest tick dropped, and counted.
+ * - A StoreDb is not thread-safe; use it from one thread.
+ *
+ * Values: every counter in the structs below is a delta over the tick, or
+ * STORE_NULL when its source was unavailable (stored as SQL NULL).  Call
+ * store_sample_init() and friends before filling a struct.
+ */
+#pragma once
+
+#include <gio/gio.h>
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+#define STORE_NULL G_MININT64
+
+#define STORE_ERROR (store_error_quark())
+GQuark store_error_quark(void);
+
+typedef enum {
+    STORE_ERROR_FAILED,     /* sqlite error not covered below */
+    STORE_ERROR_INVALID,    /* bad argument or unparseable input */
+    STORE_ERROR_BUSY,       /* locked by another process past the timeout */
+    STORE_ERROR_FULL,       /* SQLITE_FULL: the disk or the quota is full */
+    STORE_ERROR_CORRUPT,    /* the file is not a usable database */
+    STORE_ERROR_SCHEMA,     /* made by a newer polltune */
+    STORE_ERROR_NOT_FOUND,
+} StoreError;
+
+typedef enum {
+    STORE_TARGET_LIBVIRT,
+    STORE_TARGET_QMP,
+    STORE_TARGET_KIND_MAX,
+    STORE_TARGET_KIND_INVALID = -1,
+} StoreTargetKind;
+
+typedef enum {
+    STORE_RES_RAW,
+    STORE_RES_1M,
+    STORE_RES_1H,
+    STORE_RESOLUTION_MAX,
+    STORE_RESOLUTION_INVALID = -1,
+} StoreResolution;
+
+typedef enum {
+    STORE_FORMAT_CSV,
+    STORE_FORMAT_JSONL,
+    STORE_FORMAT_MAX,
+    STORE_FORMAT_INVALID = -1,
+} StoreFormat;
+
+const char *store_target_kind_to_string(StoreTargetKind kind);
+StoreTargetKind store_target_kind_from_string(const char *s);
+const char *store_resolution_to_string(StoreResolution res);
+StoreResolution store_resolution_from_string(const char *s);
+const char *store_format_to_string(StoreFormat format);
+StoreFormat store_format_from_string(const char *s);
+
+/* ---- opening ---------------------------------------------------------- */
+
+typedef struct {
+    gint64 now_ms;              /* names a corrupt file moved aside */
+    guint busy_timeout_ms;      /* default 100 */
+    guint max_pending_ticks;    /* default 600 */
+    gint64 raw_retention_ms;    /* default 48 h */
+    gint64 rollup_1m_retention_ms;  /* default 30 d */
+    gint64 rollup_1h_retention_ms;  /* default 2 y (730 d) */
+    gint64 size_cap_bytes;      /* default 2 GiB */
+    gboolean verify_at_open;    /* run PRAGMA quick_check (slow on big files) */
+} StoreOptions;
+
+/* Fills @opts with the defaults above. */
+void store_options_init(StoreOptions *opts);
+
+typedef struct StoreDb StoreDb;
+
+/*
+ * Opens or creates the database at @path (":memory:" works), runs forward
+ * migrations, and enables WAL.  A file that is not a database, or fails the
+ * check, is renamed to "<path>.corrupt-<UTC timestamp>" and a fresh one is
+ * created; a notice says so.  @opts may be NULL for defaults.
+ * Fails with STORE_ERROR_SCHEMA for a file from a newer schema.
+ */
+StoreDb *store_db_open(const char *path, const StoreOptions *opts, GError **error);
+void store_db_close(StoreDb *db);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(StoreDb, store_db_close)
+
+/* The schema version this library writes (PRAGMA user_version). */
+int store_schema_version(void);
+
+typedef enum {
+    STORE_HEALTH_OK,
+    STORE_HEALTH_BUSY,      /* last write found the database locked */
+    STORE_HEALTH_FULL,      /* last write hit SQLITE_FULL */
+    STORE_HEALTH_FAILED,    /* last write failed otherwise */
+} StoreHealth;
+
+typedef struct {
+    StoreHealth health;
+    guint pending_ticks;        /* kept in memory, not yet written */
+    guint64 ticks_written;
+    guint64 ticks_dropped;      /* pending queue overflowed */
+    guint64 reopens;            /* file deleted, replaced or corrupt */
+    gint64 last_write_us;       /* wall time of the last tick write */
+    gint64 max_write_us;
+    gint64 max_maintain_unit_us; /* longest single maintenance unit */
+} StoreStats;
+
+void store_db_get_stats(StoreDb *db, StoreStats *stats);
+
+/*
+ * Returns the oldest queued notice (a complete sentence naming the file and
+ * the cause) or NULL.  Each condition is reported once when it starts and
+ * once when it ends, however many ticks it lasts.  Free with g_free().
+ */
+char *store_db_take_notice(StoreDb *db);
+
+/* Bytes the database occupies (pages in use, WAL excluded). */
+gint64 store_db_used_bytes(StoreDb *db);
+
+/* ---- writing ticks ---------------------------------------------------- */
+
+typedef struct {
+    gint64 rd_ops, rd_bytes, rd_time_ns;
+    gint64 wr_ops, wr_bytes, wr_time_ns;
+    gint64 flush_ops, flush_time_ns;
+} StoreIo;
+
+typedef struct {
+    const char *target;         /* target name; registered on first use */
+    const char *iothread;       /* QOM id, e.g. "iothread0" */
+    gint64 poll_max_ns, poll_grow, poll_shrink;     /* in force, not deltas */
+    gint64 cpu_ns;              /* utime+stime */
+    gint64 ctx_vol, ctx_invol;  /* context switches */
+    gint64 runq_wait_ns;        /* schedstat run-queue wait */
+    StoreIo io;                 /* all devices served by the iothread */
+    gint64 kvm_exits, io_exits, mmio_exits, halt_exits;
+} StoreSample;
+
+/*
+ * One device's share.  Written only when its iothread serves more than one
+ * device in the tick; with a single device the iothread's row already is the
+ * device's, and storing it twice would only cost space.
+ */
+typedef struct {
+    const char *target;
+    const char *device;         /* qdev id or node name */
+    const char *iothread;       /* the iothread it is mapped to, or NULL */
+    StoreIo io;
+} StoreDeviceSample;
+
+/* Host pressure stall information: stall time accumulated over the tick. */
+typedef struct {
+    gint64 cpu_some_us;
+    gint64 io_some_us, io_full_us;
+    gint64 mem_some_us, mem_full_us;
+} StorePsi;
+
+typedef struct {
+    gint64 ts_ms;               /* end of the tick */
+    gint64 len_ns;              /* length of the tick */
+    StorePsi psi;
+    const StoreSample *samples;
+    guint n_samples;
+    const StoreDeviceSample *devices;
+    guint n_devices;
+} StoreTick;
+
+void store_io_init(StoreIo *io);
+void store_sample_init(StoreSample *s);
+void store_device_sample_init(StoreDeviceSample *d);
+void store_psi_init(StorePsi *psi);
+void store_tick_init(StoreTick *tick);
+
+/*
+ * Records a target (libvirt domain or direct QMP) with its kind and UUID
+ * (may be NULL).  Targets first met in a tick are recorded with kind QMP
+ * and no UUID until this is called.
+ */
+gboolean store_target_register(StoreDb *db, StoreTargetKind kind, const char *name,
+                               const char *uuid, gint64 now_ms, GError **error);
+
+/*
+ * Writes @tick in one transaction, after any ticks still pending.  Returns
+ * TRUE when the tick was written or queued (see the contract above); FALSE
+ * only for an invalid tick, which is not kept.  Takes no ownership.
+ */
+gboolean store_tick_write(StoreDb *db, const StoreTick *tick, GError **error);
+
+/* Retries the pending queue without a new tick (e.g. on a slow timer). */
+gboolean store_flush(StoreDb *db, GError **error);
+
+/* ---- decisions, overrides, originals ---------------------------------- */
+
+typedef struct {
+    gint64 poll_max_ns, poll_grow, poll_shrink;     /* STORE_NULL: unknown */
+} StoreTriple;
+
+typedef struct {
+    gint64 ts_ms;
+    const char *target;
+    const char *iothread;
+    const char *policy;
+    StoreTriple old_triple, new_triple;
+    const char *reason;
+    gboolean applied;           /* FALSE: only recommended */
+} StoreDecision;
+
+gboolean store_decision_insert(StoreDb *db, const StoreDecision *decision, GError **error);
+
+typedef struct {
+    gint64 id;                  /* set by store_override_set */
+    gint64 created_ms;
+    gint64 expires_ms;          /* STORE_NULL: until cleared */
+    const char *who;            /* e.g. "uid 1000" */
+    const char *target;
+    const char *iothread;       /* NULL: the whole target */
+    const char *policy;         /* NULL or a policy name, e.g. "off" */
+    StoreTriple triple;         /* fields STORE_NULL are not overridden */
+    const char *reason;
+} StoreOverride;
+
+/* Stores @ov and returns its id in @id_out.  Ignores ov->id. */
+gboolean store_override_set(StoreDb *db, const StoreOverride *ov, gint64 *id_out,
+                            GError **error);
+/* Ends override @id at @now_ms; STORE_ERROR_NOT_FOUND if none is active. */
+gboolean store_override_clear(StoreDb *db, gint64 id, gint64 now_ms, GError **error);
+
+/* An override as read back: owns its strings. */
+typedef struct {
+    StoreOverride ov;
+    char *strings;
+} StoreOverrideRow;
+void store_override_row_free(StoreOverrideRow *row);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(StoreOverrideRow, store_override_row_free)
+
+/* Overrides neither cleared nor expired at @now_ms, oldest first. */
+GPtrArray *store_override_list_active(StoreDb *db, gint64 now_ms, GError **error);
+
+/* Saves the triple seen at first attach; a saved triple is never replaced. */
+gboolean store_original_save(StoreDb *db, const char *target, const char *iothread,
+                             const StoreTriple *triple, gint64 now_ms, GError **error);
+/* STORE_ERROR_NOT_FOUND when nothing was saved for the iothread. */
+gboolean store_original_get(StoreDb *db, const char *target, const char *iothread,
+                            StoreTriple *triple, GError **error);
+
+/* ---- maintenance ------------------------------------------------------ */
+
+/*
+ * Does maintenance work for about @budget_ms, in units that each hold the
+ * database for well under 50 ms: 1-minute rollups of complete minutes,
+ * 1-hour rollups of complete hours, retention, then the size cap (oldest raw
+ * first, then the oldest 1-minute, then 1-hour rollups).  Sets @more to TRUE
+ * when work remains, so the caller can schedule the next step soon.
+ */
+gboolean store_maintain_step(StoreDb *db, gint64 now_ms, guint budget_ms,
+                             gboolean *more, GError **error);
+
+/* ---- queries ---------------------------------------------------------- */
+
+typedef struct {
+    gint64 from_ms, to_ms;      /* [from, to); STORE_NULL: unbounded */
+    const char *target;         /* NULL: all */
+    const char *iothread;       /* NULL: all */
+    StoreResolution resolution;
+} StoreFilter;
+
+void store_filter_init(StoreFilter *filter);
+
+typedef struct {
+    gint64 min, mean, max, p95;     /* STORE_NULL when no data */
+} StoreStat;
+
+/* One row from a query.  Strings belong to the cursor. */
+typedef struct {
+    StoreResolution resolution;
+    gint64 ts_ms;               /* raw: end of tick; rollups: bucket start */
+    const char *target;
+    const char *iothread;
+    /* raw */
+    gint64 len_ns;
+    StoreSample sample;
+    /* rollups: IOPS in milli-ops/s, latency in ns per op, CPU in ppm of
+     * one core (p95 of CPU is not kept: STORE_NULL) */
+    gint64 count, span_ms;
+    StoreStat iops, lat, cpu;
+} StoreRow;
+
+typedef struct {
+    gint64 ts_ms;
+    const char *target, *iothread, *policy, *reason;
+    StoreTriple old_triple, new_triple;
+    gboolean applied;
+} StoreDecisionRow;
+
+typedef struct StoreCursor StoreCursor;
+void store_cursor_free(StoreCursor *cur);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(StoreCursor, store_cursor_free)
+
+/* Rows in time order at the filter's resolution. */
+StoreCursor *store_query_range(StoreDb *db, const StoreFilter *filter, GError **error);
+/* Decisions in time order (resolution ignored). */
+StoreCursor *store_query_decisions(StoreDb *db, const StoreFilter *filter, GError **error);
+
+/* Sets *row to the next row, or NULL at the end.  Rows stay valid until the
+ * next call. */
+gboolean store_cursor_next(StoreCursor *cur, const StoreRow **row, GError **error);
+gboolean store_cursor_next_decision(StoreCursor *cur, const StoreDecisionRow **row,
+                                    GError **error);
+
+/* The newest raw sample of every iothread that has one, as a cursor. */
+StoreCursor *store_query_latest(StoreDb *db, GError **error);
+
+/* ---- export ----------------------------------------------------------- */
+
+/*
+ * Parses a time bound: ISO 8601 ("2026-12-01T10:00:00Z"; no zone means UTC)
+ * or a relative span back from @now_ms ("7d", "12h", "30m", "45s", "2w").
+ */
+gboolean store_time_parse(const char *text, gint64 now_ms, gint64 *ms_out, GError **error);
+
+typedef enum {
+    STORE_EXPORT_SAMPLES,
+    STORE_EXPORT_DECISIONS,
+} StoreExportWhat;
+
+/*
+ * Streams the rows selected by @filter to @out, as CSV (RFC 4180, CRLF,
+ * header row) or JSON Lines, in constant memory.  Timestamps are written as
+ * ISO 8601 UTC with milliseconds.  Does not close @out.
+ */
+gboolean store_export(StoreDb *db, const StoreFilter *filter, StoreExportWhat what,
+                      StoreFormat format, GOutputStream *out, GCancellable *cancellable,
+                      GError **error);
+
+G_END_DECLS

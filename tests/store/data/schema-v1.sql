@@ -1,0 +1,31 @@
+-- A history database as schema version 1 wrote it (sqlite3 .dump style),
+-- kept frozen to test the forward migrations.  Do not edit.
+PRAGMA foreign_keys=OFF;
+BEGIN TRANSACTION;
+CREATE TABLE meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
+INSERT INTO meta VALUES('rollup_1m_next',1764590460000);
+CREATE TABLE targets (  id INTEGER PRIMARY KEY, kind INTEGER NOT NULL, name TEXT NOT NULL UNIQUE,  uuid TEXT, first_seen INTEGER NOT NULL, last_seen INTEGER NOT NULL);
+INSERT INTO targets VALUES(1,0,'web-1','5c1f3c3e-0d4b-4f5e-9a51-6c2d1c8a7e10',1764590400000,1764590460000);
+CREATE TABLE iothreads (  id INTEGER PRIMARY KEY, target_id INTEGER NOT NULL REFERENCES targets(id),  name TEXT NOT NULL, first_seen INTEGER NOT NULL, last_seen INTEGER NOT NULL,  UNIQUE (target_id, name));
+INSERT INTO iothreads VALUES(1,1,'iothread0',1764590400000,1764590460000);
+CREATE TABLE devices (  id INTEGER PRIMARY KEY, target_id INTEGER NOT NULL REFERENCES targets(id),  name TEXT NOT NULL, iothread_id INTEGER REFERENCES iothreads(id),  UNIQUE (target_id, name));
+INSERT INTO devices VALUES(1,1,'virtio-disk0',1);
+CREATE TABLE ticks (  id INTEGER PRIMARY KEY, ts INTEGER NOT NULL, len_ns INTEGER NOT NULL,  psi_cpu_some_us INTEGER, psi_io_some_us INTEGER, psi_io_full_us INTEGER,  psi_mem_some_us INTEGER, psi_mem_full_us INTEGER);
+INSERT INTO ticks VALUES(1,1764590401000,1000000000,1500,200,50,NULL,NULL);
+INSERT INTO ticks VALUES(2,1764590402000,1000000000,1400,210,40,NULL,NULL);
+CREATE TABLE samples (  tick_id INTEGER NOT NULL, iothread_id INTEGER NOT NULL,  poll_max_ns INTEGER, poll_grow INTEGER, poll_shrink INTEGER,  cpu_ns INTEGER, ctx_vol INTEGER, ctx_invol INTEGER, runq_wait_ns INTEGER,  rd_ops INTEGER, rd_bytes INTEGER, rd_time_ns INTEGER,  wr_ops INTEGER, wr_bytes INTEGER, wr_time_ns INTEGER,  flush_ops INTEGER, flush_time_ns INTEGER,  kvm_exits INTEGER, io_exits INTEGER, mmio_exits INTEGER, halt_exits INTEGER,  PRIMARY KEY (tick_id, iothread_id)) WITHOUT ROWID;
+INSERT INTO samples VALUES(1,1,32768,0,0,310000000,17000,35,1900000,8000,32768000,680000000,2500,10240000,300000000,15,6000000,NULL,NULL,NULL,NULL);
+INSERT INTO samples VALUES(2,1,65536,0,0,320000000,17500,30,1800000,8100,33177600,690000000,2400,9830400,290000000,16,6400000,NULL,NULL,NULL,NULL);
+CREATE TABLE device_samples (  tick_id INTEGER NOT NULL, device_id INTEGER NOT NULL,  rd_ops INTEGER, rd_bytes INTEGER, rd_time_ns INTEGER,  wr_ops INTEGER, wr_bytes INTEGER, wr_time_ns INTEGER,  flush_ops INTEGER, flush_time_ns INTEGER,  PRIMARY KEY (tick_id, device_id)) WITHOUT ROWID;
+CREATE TABLE rollup_1m (  bucket INTEGER NOT NULL, iothread_id INTEGER NOT NULL,  n INTEGER NOT NULL, span_ms INTEGER NOT NULL,  iops_min INTEGER, iops_mean INTEGER, iops_max INTEGER, iops_p95 INTEGER,  lat_min INTEGER, lat_mean INTEGER, lat_max INTEGER, lat_p95 INTEGER,  cpu_min INTEGER, cpu_mean INTEGER, cpu_max INTEGER,  PRIMARY KEY (bucket, iothread_id)) WITHOUT ROWID;
+CREATE TABLE rollup_1h (  bucket INTEGER NOT NULL, iothread_id INTEGER NOT NULL,  n INTEGER NOT NULL, span_ms INTEGER NOT NULL,  iops_min INTEGER, iops_mean INTEGER, iops_max INTEGER, iops_p95 INTEGER,  lat_min INTEGER, lat_mean INTEGER, lat_max INTEGER, lat_p95 INTEGER,  cpu_min INTEGER, cpu_mean INTEGER, cpu_max INTEGER,  PRIMARY KEY (bucket, iothread_id)) WITHOUT ROWID;
+CREATE TABLE decisions (  id INTEGER PRIMARY KEY, ts INTEGER NOT NULL, iothread_id INTEGER NOT NULL,  policy TEXT NOT NULL,  old_max_ns INTEGER, old_grow INTEGER, old_shrink INTEGER,  new_max_ns INTEGER, new_grow INTEGER, new_shrink INTEGER,  reason TEXT, applied INTEGER NOT NULL);
+INSERT INTO decisions VALUES(1,1764590401500,1,'adaptive',32768,0,0,65536,0,0,'iops rising, cpu headroom',1);
+CREATE TABLE overrides (  id INTEGER PRIMARY KEY, created INTEGER NOT NULL, expires INTEGER,  cleared INTEGER, who TEXT NOT NULL, target_id INTEGER NOT NULL,  iothread_id INTEGER, poll_max_ns INTEGER, poll_grow INTEGER,  poll_shrink INTEGER, reason TEXT);
+INSERT INTO overrides VALUES(1,1764590400000,NULL,NULL,'uid 0',1,1,0,NULL,NULL,'benchmark run');
+CREATE TABLE originals (  iothread_id INTEGER PRIMARY KEY, saved INTEGER NOT NULL,  poll_max_ns INTEGER, poll_grow INTEGER, poll_shrink INTEGER);
+INSERT INTO originals VALUES(1,1764590400000,32768,0,0);
+CREATE INDEX ticks_ts ON ticks (ts);
+CREATE INDEX decisions_ts ON decisions (ts);
+PRAGMA user_version=1;
+COMMIT;

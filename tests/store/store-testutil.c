@@ -1,0 +1,108 @@
+/*
+ * store-testutil: see store-testutil.h.
+ */
+#include <glib/gstdio.h>
+
+#include "store-testutil.h"
+
+TestTick *
+test_tick_new(guint n_iothreads)
+{
+    TestTick *t = g_new0(TestTick, 1);
+
+    store_tick_init(&t->tick);
+    t->samples = g_new0(StoreSample, n_iothreads);
+    t->names = g_new0(char *, 2 * n_iothreads + 1);
+    for (guint i = 0; i < n_iothreads; i++) {
+        t->names[2 * i] = g_strdup_printf("vm%u", i / 4);
+        t->names[2 * i + 1] = g_strdup_printf("iothread%u", i % 4);
+    }
+    t->tick.samples = t->samples;
+    t->tick.n_samples = n_iothreads;
+    return t;
+}
+
+void
+test_tick_fill(TestTick *t, gint64 ts_ms, guint64 seq)
+{
+    t->tick.ts_ms = ts_ms;
+    t->tick.len_ns = 1000000000;
+    t->tick.psi.cpu_some_us = 1200;
+    t->tick.psi.io_some_us = 300;
+    t->tick.psi.io_full_us = 100;
+    for (guint i = 0; i < t->tick.n_samples; i++) {
+        StoreSample *s = &t->samples[i];
+        gboolean busy = i % 5 == 0;
+        gint64 k = (gint64)(seq % 97) + 1;
+
+        store_sample_init(s);
+        s->target = t->names[2 * i];
+        s->iothread = t->names[2 * i + 1];
+        s->poll_max_ns = 32768;
+        s->poll_grow = 0;
+        s->poll_shrink = 0;
+        s->cpu_ns = busy ? 350000000 + k * 1000 : 40000 + k;
+        s->ctx_vol = busy ? 18000 + k : 12;
+        s->ctx_invol = busy ? 40 : 0;
+        s->runq_wait_ns = busy ? 2000000 + k * 100 : 3000;
+        s->io.rd_ops = busy ? 9000 + k : 0;
+        s->io.rd_bytes = busy ? s->io.rd_ops * 4096 : 0;
+        s->io.rd_time_ns = busy ? s->io.rd_ops * 85000 : 0;
+        s->io.wr_ops = busy ? 3000 + k : (seq % 10 == 0 ? 2 : 0);
+        s->io.wr_bytes = s->io.wr_ops * 4096;
+        s->io.wr_time_ns = s->io.wr_ops * 120000;
+        s->io.flush_ops = busy ? 20 : 0;
+        s->io.flush_time_ns = busy ? 20 * 400000 : 0;
+    }
+}
+
+void
+test_tick_free(TestTick *t)
+{
+    if (!t)
+        return;
+    g_strfreev(t->names);
+    g_free(t->samples);
+    g_free(t);
+}
+
+char *
+test_dir_new(void)
+{
+    g_autoptr(GError) error = NULL;
+    char *dir = g_dir_make_tmp("pt-store-XXXXXX", &error);
+
+    g_assert_no_error(error);
+    return dir;
+}
+
+void
+test_dir_remove(const char *dir)
+{
+    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+    const char *name;
+
+    while (d && (name = g_dir_read_name(d))) {
+        g_autofree char *p = g_build_filename(dir, name, NULL);
+
+        g_unlink(p);
+    }
+    g_rmdir(dir);
+}
+
+gint64
+test_sql_int(const char *path, const char *sql)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    gint64 v = G_MININT64;
+
+    g_assert_cmpint(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), ==, SQLITE_OK);
+    sqlite3_busy_timeout(db, 2000);
+    g_assert_cmpint(sqlite3_prepare_v2(db, sql, -1, &st, NULL), ==, SQLITE_OK);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return v;
+}

@@ -1,0 +1,151 @@
+/*
+ * Schema creation, forward migration from a version-1 file, and refusal
+ * of a file from a newer schema.
+ */
+#include <glib/gstdio.h>
+
+#include "store-testutil.h"
+
+static void
+test_fresh(void)
+{
+    g_autofree char *dir = test_dir_new();
+    g_autofree char *path = g_build_filename(dir, "h.db", NULL);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(StoreDb) db = store_db_open(path, NULL, &error);
+
+    g_assert_no_error(error);
+    g_assert_nonnull(db);
+    g_assert_cmpint(test_sql_int(path, "PRAGMA user_version"), ==, store_schema_version());
+    g_assert_cmpint(test_sql_int(path, "SELECT count(*) FROM sqlite_schema WHERE type = 'table'"
+                                       " AND name IN ('targets','iothreads','devices','ticks',"
+                                       "'samples','device_samples','rollup_1m','rollup_1h',"
+                                       "'decisions','overrides','originals','meta')"), ==, 12);
+    g_assert_cmpint(test_sql_int(path, "PRAGMA auto_vacuum"), ==, 2);
+    g_clear_pointer(&db, store_db_close);
+    /* WAL is a property of the file and survives the connection. */
+    g_assert_cmpint(test_sql_int(path, "SELECT journal_mode = 'wal' FROM pragma_journal_mode"),
+                    ==, 1);
+    /* Opening again runs no migration and keeps the version. */
+    db = store_db_open(path, NULL, &error);
+    g_assert_no_error(error);
+    g_assert_cmpint(test_sql_int(path, "PRAGMA user_version"), ==, store_schema_version());
+    store_db_close(g_steal_pointer(&db));
+    test_dir_remove(dir);
+}
+
+static void
+test_migrate_v1(void)
+{
+    g_autofree char *dir = test_dir_new();
+    g_autofree char *path = g_build_filename(dir, "v1.db", NULL);
+    g_autofree char *fixture = g_test_build_filename(G_TEST_DIST, "store", "data",
+                                                     "schema-v1.sql", NULL);
+    g_autofree char *script = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(StoreDb) db = NULL;
+    g_autoptr(StoreCursor) cur = NULL;
+    g_autoptr(GPtrArray) active = NULL;
+    const StoreDecisionRow *d;
+    const StoreRow *row;
+    StoreFilter f;
+    StoreTriple orig;
+    sqlite3 *raw = NULL;
+    guint n = 0;
+
+    g_assert_true(g_file_get_contents(fixture, &script, NULL, &error));
+    g_assert_cmpint(sqlite3_open(path, &raw), ==, SQLITE_OK);
+    g_assert_cmpint(sqlite3_exec(raw, script, NULL, NULL, NULL), ==, SQLITE_OK);
+    sqlite3_close(raw);
+    g_assert_cmpint(test_sql_int(path, "PRAGMA user_version"), ==, 1);
+
+    db = store_db_open(path, NULL, &error);
+    g_assert_no_error(error);
+    g_assert_cmpint(test_sql_int(path, "PRAGMA user_version"), ==, store_schema_version());
+    g_assert_cmpint(test_sql_int(path, "SELECT count(*) FROM pragma_table_info('overrides')"
+                                       " WHERE name = 'policy'"), ==, 1);
+
+    /* Old rows read back through the current API. */
+    store_filter_init(&f);
+    cur = store_query_range(db, &f, &error);
+    g_assert_no_error(error);
+    while (store_cursor_next(cur, &row, &error) && row) {
+        g_assert_cmpstr(row->target, ==, "web-1");
+        g_assert_cmpstr(row->iothread, ==, "iothread0");
+        g_assert_cmpint(row->sample.kvm_exits, ==, STORE_NULL);
+        n++;
+    }
+    g_assert_no_error(error);
+    g_assert_cmpuint(n, ==, 2);
+    g_clear_pointer(&cur, store_cursor_free);
+    cur = store_query_decisions(db, &f, &error);
+    g_assert_true(store_cursor_next_decision(cur, &d, &error));
+    g_assert_nonnull(d);
+    g_assert_cmpint(d->new_triple.poll_max_ns, ==, 65536);
+    g_assert_true(d->applied);
+    active = store_override_list_active(db, 1764590500000, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(active->len, ==, 1);
+    g_assert_null(((StoreOverrideRow *)active->pdata[0])->ov.policy);
+    g_assert_true(store_original_get(db, "web-1", "iothread0", &orig, &error));
+    g_assert_cmpint(orig.poll_max_ns, ==, 32768);
+
+    /* And the migrated file takes new ticks next to the old ones. */
+    {
+        g_autoptr(TestTick) t = test_tick_new(1);
+
+        test_tick_fill(t, 1764590403000, 3);
+        g_assert_true(store_tick_write(db, &t->tick, &error));
+        g_assert_cmpint(test_sql_int(path, "SELECT count(*) FROM samples"), ==, 3);
+    }
+    g_clear_pointer(&cur, store_cursor_free);
+    g_clear_pointer(&db, store_db_close);
+    test_dir_remove(dir);
+}
+
+static void
+test_newer_refused(void)
+{
+    g_autofree char *dir = test_dir_new();
+    g_autofree char *path = g_build_filename(dir, "new.db", NULL);
+    g_autofree char *sql = g_strdup_printf("PRAGMA user_version = %d",
+                                           store_schema_version() + 1);
+    g_autoptr(GError) error = NULL;
+    StoreDb *db;
+    sqlite3 *raw = NULL;
+
+    g_assert_cmpint(sqlite3_open(path, &raw), ==, SQLITE_OK);
+    g_assert_cmpint(sqlite3_exec(raw, sql, NULL, NULL, NULL), ==, SQLITE_OK);
+    sqlite3_close(raw);
+    db = store_db_open(path, NULL, &error);
+    g_assert_null(db);
+    g_assert_error(error, STORE_ERROR, STORE_ERROR_SCHEMA);
+    /* Not mistaken for corruption: the file stays where it is. */
+    g_assert_true(g_file_test(path, G_FILE_TEST_EXISTS));
+    test_dir_remove(dir);
+}
+
+static void
+test_enum_strings(void)
+{
+    for (int i = 0; i < STORE_RESOLUTION_MAX; i++)
+        g_assert_cmpint(store_resolution_from_string(store_resolution_to_string(i)), ==, i);
+    for (int i = 0; i < STORE_FORMAT_MAX; i++)
+        g_assert_cmpint(store_format_from_string(store_format_to_string(i)), ==, i);
+    for (int i = 0; i < STORE_TARGET_KIND_MAX; i++)
+        g_assert_cmpint(store_target_kind_from_string(store_target_kind_to_string(i)), ==, i);
+    g_assert_cmpint(store_resolution_from_string("5m"), ==, STORE_RESOLUTION_INVALID);
+    g_assert_cmpint(store_format_from_string(NULL), ==, STORE_FORMAT_INVALID);
+    g_assert_null(store_resolution_to_string(STORE_RESOLUTION_MAX));
+}
+
+int
+main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/store/schema/fresh", test_fresh);
+    g_test_add_func("/store/schema/migrate-v1", test_migrate_v1);
+    g_test_add_func("/store/schema/newer-refused", test_newer_refused);
+    g_test_add_func("/store/schema/enum-strings", test_enum_strings);
+    return g_test_run();
+}
