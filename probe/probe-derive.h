@@ -1,0 +1,36 @@
+/*
+ * probe-derive: two snapshots in, the policy's metrics out.
+ *
+ * Pure: no I/O, no clock.  The interval is cur->mono_ns - prev->mono_ns.
+ *
+ * Rules, so that a rate is either right or absent (its have_* FALSE):
+ *   - no previous snapshot, a different QEMU pid, or an interval <= 0:
+ *     no rates at all (the first sample of a target is a baseline);
+ *   - a counter that went backwards makes its group absent for this tick;
+ *     the current snapshot is the new baseline.  No rate is ever negative;
+ *   - block rates need the same set of devices in both snapshots: a device
+ *     that appeared or disappeared makes have_io FALSE for one tick;
+ *   - CPU figures need the same tid in both snapshots (a restarted or
+ *     re-resolved thread starts over).  CPU time is schedstat's run time
+ *     (ns) when both snapshots have it, else utime+stime in clock ticks;
+ *   - exit figures need the same exit source in both snapshots;
+ *   - per-operation ratios are 0 when there was no I/O (or no I/O figures).
+ */
+#pragma once
+
+#include <glib.h>
+#include "policy-metrics.h"
+#include "probe-snap.h"
+
+/*
+ * Metrics of iothread @id over prev -> cur.  @prev may be NULL.  Returns
+ * TRUE when at least one group (io, cpu, exits) has rates; @out is filled
+ * either way (when_ms, interval, triple, the have_* flags).
+ */
+gboolean probe_derive_iothread(const ProbeTargetSnap *prev,
+                               const ProbeTargetSnap *cur, const char *id,
+                               PolicyMetrics *out);
+
+/* Host metrics over prev -> cur; @prev may be NULL.  TRUE if any group. */
+gboolean probe_derive_host(const ProbeHostSnap *prev, const ProbeHostSnap *cur,
+                           PolicyHost *out);

@@ -1,0 +1,415 @@
+#include "probe-sampler.h"
+
+#include "probe-perf.h"
+#include "probe-thread.h"
+
+static const char *const exits_mode_names[PROBE_EXITS_MODE_MAX] = {
+    [PROBE_EXITS_OFF] = "off",
+    [PROBE_EXITS_AUTO] = "auto",
+    [PROBE_EXITS_DEBUGFS] = "debugfs",
+    [PROBE_EXITS_PERF] = "perf",
+};
+
+const char *
+probe_exits_mode_to_string(ProbeExitsMode m)
+{
+    return m >= 0 && m < PROBE_EXITS_MODE_MAX ? exits_mode_names[m] : NULL;
+}
+
+ProbeExitsMode
+probe_exits_mode_from_string(const char *s)
+{
+    return probe_table_lookup(exits_mode_names, PROBE_EXITS_MODE_MAX, s);
+}
+
+struct ProbeTarget {
+    char *proc;
+    char *debugfs;
+    char *tracefs;
+    int pid;
+    ProbeBuf buf;
+    GHashTable *tids;               /* iothread id -> tid */
+    GArray *vcpu_tids;              /* int; NULL until listed */
+    ProbeKvmDebugfs *kvm_debugfs;
+    ProbePerf *perf;
+    ProbeSource src[PROBE_SOURCE_MAX];
+};
+
+ProbeTarget *
+probe_target_new(const ProbeRoots *roots, int pid)
+{
+    ProbeTarget *t = g_new0(ProbeTarget, 1);
+
+    t->proc = g_strdup(roots && roots->proc ? roots->proc : "/proc");
+    t->debugfs = g_strdup(roots && roots->debugfs ? roots->debugfs
+                                                  : "/sys/kernel/debug");
+    t->tracefs = g_strdup(roots ? roots->tracefs : NULL);
+    t->pid = pid;
+    t->tids = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    for (int k = 0; k < PROBE_SOURCE_MAX; k++)
+        probe_source_init(&t->src[k], k);
+    return t;
+}
+
+void
+probe_target_free(ProbeTarget *t)
+{
+    if (!t)
+        return;
+    for (int k = 0; k < PROBE_SOURCE_MAX; k++)
+        probe_source_clear(&t->src[k]);
+    probe_perf_free(t->perf);
+    probe_kvm_debugfs_free(t->kvm_debugfs);
+    if (t->vcpu_tids)
+        g_array_unref(t->vcpu_tids);
+    g_hash_table_unref(t->tids);
+    probe_buf_clear(&t->buf);
+    g_free(t->proc);
+    g_free(t->debugfs);
+    g_free(t->tracefs);
+    g_free(t);
+}
+
+int
+probe_target_pid(const ProbeTarget *t)
+{
+    return t->pid;
+}
+
+int
+probe_target_iothread_tid(const ProbeTarget *t, const char *id)
+{
+    return GPOINTER_TO_INT(g_hash_table_lookup(t->tids, id));
+}
+
+/* Thread counters of @tid, but only if it still carries name @want. */
+static gboolean
+read_named(ProbeTarget *t, int tid, const char *want, ProbeThreadCounters *c,
+           GError **error)
+{
+    if (!probe_thread_read(t->proc, t->pid, tid, &t->buf, c, error))
+        return FALSE;
+    if (want && strcmp(c->comm, want) != 0) {
+        g_set_error(error, PROBE_ERROR, PROBE_ERROR_MISSING,
+                    "thread %d of process %d is now named '%s', not '%s'",
+                    tid, t->pid, c->comm, want);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static int
+resolve_iothread(ProbeTarget *t, const char *id, GError **error)
+{
+    g_autoptr(GArray) tasks = probe_tasks_list(t->proc, t->pid, error);
+
+    return tasks ? probe_tasks_find_iothread(tasks, id, error) : 0;
+}
+
+static void
+note_thread_result(ProbeTarget *t, const ProbeThreadCounters *c,
+                   const GError *err)
+{
+    if (!err) {
+        probe_source_set_available(&t->src[PROBE_SOURCE_THREAD]);
+        if (c->have_schedstat)
+            probe_source_set_available(&t->src[PROBE_SOURCE_SCHEDSTAT]);
+        else
+            probe_source_set_unavailable(&t->src[PROBE_SOURCE_SCHEDSTAT],
+                g_strdup_printf("%s/%d/task/*/schedstat missing or all zero "
+                                "(kernel without scheduler statistics?)",
+                                t->proc, t->pid));
+        return;
+    }
+    /* A missing iothread is that iothread's problem; these are the source's. */
+    if (g_error_matches(err, PROBE_ERROR, PROBE_ERROR_ACCESS) ||
+        g_error_matches(err, PROBE_ERROR, PROBE_ERROR_IO))
+        probe_source_set_unavailable(&t->src[PROBE_SOURCE_THREAD],
+                                     g_strdup(err->message));
+}
+
+gboolean
+probe_target_sample_iothread(ProbeTarget *t, ProbeIothreadSnap *io,
+                             int tid_hint, GError **error)
+{
+    ProbeThreadCounters c;
+    g_autoptr(GError) local = NULL;
+    char want[PROBE_COMM_MAX];
+    int tid;
+
+    io->have_thread = FALSE;
+    probe_iothread_comm(io->id, want);
+    if (tid_hint > 0) {
+        /* QEMU said so; without debug-threads the name is not "IO <id>". */
+        tid = tid_hint;
+        if (!probe_thread_read(t->proc, t->pid, tid, &t->buf, &c, &local)) {
+            if (g_error_matches(local, PROBE_ERROR, PROBE_ERROR_MISSING))
+                g_prefix_error(&local, "thread %d is not a live thread of "
+                               "process %d: ", tid, t->pid);
+            goto fail;
+        }
+    } else {
+        tid = probe_target_iothread_tid(t, io->id);
+        if (tid == 0 || !read_named(t, tid, want, &c, NULL)) {
+            /* Unknown yet, gone or renamed: look the name up again. */
+            tid = resolve_iothread(t, io->id, &local);
+            if (tid == 0 || !read_named(t, tid, want, &c, &local))
+                goto fail;
+        }
+    }
+    g_hash_table_insert(t->tids, g_strdup(io->id), GINT_TO_POINTER(tid));
+    probe_iothread_snap_set_thread(io, tid, &c);
+    note_thread_result(t, &c, NULL);
+    return TRUE;
+
+fail:
+    g_hash_table_remove(t->tids, io->id);
+    note_thread_result(t, NULL, local);
+    g_prefix_error(&local, "iothread %s: ", io->id);
+    g_propagate_error(error, g_steal_pointer(&local));
+    return FALSE;
+}
+
+static gboolean
+list_vcpus(ProbeTarget *t, GError **error)
+{
+    g_autoptr(GArray) tasks = probe_tasks_list(t->proc, t->pid, error);
+
+    if (!tasks)
+        return FALSE;
+    if (t->vcpu_tids)
+        g_array_set_size(t->vcpu_tids, 0);
+    else
+        t->vcpu_tids = g_array_new(FALSE, FALSE, sizeof(int));
+    for (guint i = 0; i < tasks->len; i++) {
+        const ProbeTask *task = &g_array_index(tasks, ProbeTask, i);
+
+        if (probe_comm_is_vcpu(task->comm, NULL))
+            g_array_append_val(t->vcpu_tids, task->tid);
+    }
+    if (t->vcpu_tids->len == 0) {
+        g_set_error(error, PROBE_ERROR, PROBE_ERROR_MISSING,
+                    "process %d has no thread named 'CPU <n>/KVM' or "
+                    "'CPU <n>/TCG' (no vCPUs, or debug-threads off)", t->pid);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* Read every known vCPU's schedstat; FALSE (nothing added) if one failed. */
+static gboolean
+read_vcpus(ProbeTarget *t, ProbeHostSnap *host, GError **error)
+{
+    guint first = host->vcpus->len;
+
+    for (guint i = 0; i < t->vcpu_tids->len; i++) {
+        int tid = g_array_index(t->vcpu_tids, int, i);
+        ProbeThreadCounters c;
+
+        if (!probe_thread_read_schedstat(t->proc, t->pid, tid, &t->buf, &c,
+                                         error))
+            goto undo;
+        if (!c.have_schedstat) {
+            g_set_error(error, PROBE_ERROR, PROBE_ERROR_PARSE,
+                        "%s/%d/task/%d/schedstat is all zero (kernel without "
+                        "scheduler statistics?)", t->proc, t->pid, tid);
+            goto undo;
+        }
+        probe_host_snap_add_vcpu(host, t->pid, tid, c.wait_ns);
+    }
+    return TRUE;
+undo:
+    g_array_set_size(host->vcpus, first);
+    return FALSE;
+}
+
+guint
+probe_target_sample_vcpus(ProbeTarget *t, ProbeHostSnap *host)
+{
+    ProbeSource *src = &t->src[PROBE_SOURCE_VCPU];
+    g_autoptr(GError) error = NULL;
+
+    if (!probe_source_should_try(src))
+        return 0;
+    if (!t->vcpu_tids && !list_vcpus(t, &error))
+        goto fail;
+    if (!read_vcpus(t, host, NULL)) {
+        /* A vCPU went away or came: list them again, once. */
+        if (!list_vcpus(t, &error) || !read_vcpus(t, host, &error))
+            goto fail;
+    }
+    probe_source_set_available(src);
+    return t->vcpu_tids->len;
+
+fail:
+    if (t->vcpu_tids)
+        g_clear_pointer(&t->vcpu_tids, g_array_unref);
+    probe_source_set_unavailable(src, g_strdup(error->message));
+    return 0;
+}
+
+static gboolean
+exits_from_debugfs(ProbeTarget *t, ProbeExitCounters *out)
+{
+    ProbeSource *src = &t->src[PROBE_SOURCE_DEBUGFS];
+    g_autoptr(GError) error = NULL;
+
+    if (!probe_source_should_try(src))
+        return FALSE;
+    if (!t->kvm_debugfs)
+        t->kvm_debugfs = probe_kvm_debugfs_new(t->debugfs, t->pid);
+    if (!probe_kvm_debugfs_read(t->kvm_debugfs, out, &error)) {
+        probe_source_set_unavailable(src, g_strdup(error->message));
+        return FALSE;
+    }
+    probe_source_set_available(src);
+    return TRUE;
+}
+
+static gboolean
+exits_from_perf(ProbeTarget *t, ProbeExitCounters *out)
+{
+    ProbeSource *src = &t->src[PROBE_SOURCE_PERF];
+    g_autoptr(GError) error = NULL;
+
+    if (!probe_source_should_try(src))
+        return FALSE;
+    if (!t->perf)
+        t->perf = probe_perf_new_kvm(t->proc, t->tracefs, t->pid, &error);
+    if (!t->perf || !probe_perf_read(t->perf, out, &error)) {
+        g_clear_pointer(&t->perf, probe_perf_free);
+        probe_source_set_unavailable(src, g_strdup(error->message));
+        return FALSE;
+    }
+    probe_source_set_available(src);
+    return TRUE;
+}
+
+gboolean
+probe_target_sample_exits(ProbeTarget *t, ProbeExitsMode mode,
+                          ProbeTargetSnap *snap)
+{
+    ProbeExitCounters c = { 0 };
+    gboolean ok = FALSE;
+
+    switch (mode) {
+    case PROBE_EXITS_AUTO:
+        ok = exits_from_debugfs(t, &c);
+        if (ok)
+            /* One source is enough; do not hold a descriptor per thread. */
+            g_clear_pointer(&t->perf, probe_perf_free);
+        else
+            ok = exits_from_perf(t, &c);
+        break;
+    case PROBE_EXITS_DEBUGFS:
+        ok = exits_from_debugfs(t, &c);
+        break;
+    case PROBE_EXITS_PERF:
+        ok = exits_from_perf(t, &c);
+        break;
+    default:
+        break;
+    }
+    snap->exits = ok ? c : (ProbeExitCounters){ .source = PROBE_EXIT_SOURCE_NONE };
+    return ok;
+}
+
+const ProbeSource *
+probe_target_source(const ProbeTarget *t, ProbeSourceKind k)
+{
+    g_return_val_if_fail(k >= 0 && k < PROBE_SOURCE_MAX, NULL);
+    return &t->src[k];
+}
+
+static GPtrArray *
+take_news(ProbeSource *src, guint n)
+{
+    GPtrArray *news = NULL;
+
+    for (guint k = 0; k < n; k++) {
+        char *msg;
+
+        if (!probe_source_take_news(&src[k], &msg))
+            continue;
+        if (!news)
+            news = g_ptr_array_new_with_free_func(g_free);
+        g_ptr_array_add(news, msg);
+    }
+    return news;
+}
+
+GPtrArray *
+probe_target_take_news(ProbeTarget *t)
+{
+    return take_news(t->src, PROBE_SOURCE_MAX);
+}
+
+struct ProbeHostSampler {
+    char *proc;
+    ProbeBuf buf;
+    ProbeSource src[PROBE_SOURCE_MAX];
+};
+
+ProbeHostSampler *
+probe_host_sampler_new(const ProbeRoots *roots)
+{
+    ProbeHostSampler *h = g_new0(ProbeHostSampler, 1);
+
+    h->proc = g_strdup(roots && roots->proc ? roots->proc : "/proc");
+    for (int k = 0; k < PROBE_SOURCE_MAX; k++)
+        probe_source_init(&h->src[k], k);
+    return h;
+}
+
+void
+probe_host_sampler_free(ProbeHostSampler *h)
+{
+    if (!h)
+        return;
+    for (int k = 0; k < PROBE_SOURCE_MAX; k++)
+        probe_source_clear(&h->src[k]);
+    probe_buf_clear(&h->buf);
+    g_free(h->proc);
+    g_free(h);
+}
+
+gboolean
+probe_host_sampler_sample(ProbeHostSampler *h, ProbeHostSnap *snap)
+{
+    ProbeSource *psi = &h->src[PROBE_SOURCE_PSI];
+    ProbeSource *stat = &h->src[PROBE_SOURCE_STAT];
+    g_autoptr(GError) error = NULL;
+
+    snap->have_psi = FALSE;
+    snap->have_stat = FALSE;
+    if (probe_source_should_try(psi)) {
+        snap->have_psi = probe_psi_read(h->proc, &h->buf, &snap->psi, &error);
+        if (snap->have_psi)
+            probe_source_set_available(psi);
+        else
+            probe_source_set_unavailable(psi, g_strdup(error->message));
+        g_clear_error(&error);
+    }
+    if (probe_source_should_try(stat)) {
+        snap->have_stat = probe_cpu_stat_read(h->proc, &h->buf, &snap->stat,
+                                              &error);
+        if (snap->have_stat)
+            probe_source_set_available(stat);
+        else
+            probe_source_set_unavailable(stat, g_strdup(error->message));
+    }
+    return snap->have_psi || snap->have_stat;
+}
+
+const ProbeSource *
+probe_host_sampler_source(const ProbeHostSampler *h, ProbeSourceKind k)
+{
+    g_return_val_if_fail(k >= 0 && k < PROBE_SOURCE_MAX, NULL);
+    return &h->src[k];
+}
+
+GPtrArray *
+probe_host_sampler_take_news(ProbeHostSampler *h)
+{
+    return take_news(h->src, PROBE_SOURCE_MAX);
+}

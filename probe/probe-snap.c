@@ -1,0 +1,160 @@
+#include "probe-snap.h"
+
+#include <unistd.h>
+
+static void
+device_clear(gpointer p)
+{
+    g_free(((ProbeDevice *)p)->name);
+}
+
+static void
+iothread_snap_free(gpointer p)
+{
+    ProbeIothreadSnap *io = p;
+
+    g_free(io->id);
+    g_array_unref(io->devices);
+    g_free(io);
+}
+
+ProbeTargetSnap *
+probe_target_snap_new(int pid, gint64 mono_ns, gint64 when_ms)
+{
+    ProbeTargetSnap *s = g_new0(ProbeTargetSnap, 1);
+    long clk_tck;
+
+    s->pid = pid;
+    s->mono_ns = mono_ns;
+    s->when_ms = when_ms;
+    clk_tck = sysconf(_SC_CLK_TCK);
+    s->clk_tck = clk_tck > 0 ? (guint64)clk_tck : 100;
+    s->iothreads = g_ptr_array_new_with_free_func(iothread_snap_free);
+    return s;
+}
+
+void
+probe_target_snap_free(ProbeTargetSnap *s)
+{
+    if (!s)
+        return;
+    g_ptr_array_unref(s->iothreads);
+    g_free(s);
+}
+
+const ProbeIothreadSnap *
+probe_target_snap_find(const ProbeTargetSnap *s, const char *id)
+{
+    for (guint i = 0; i < s->iothreads->len; i++) {
+        const ProbeIothreadSnap *io = s->iothreads->pdata[i];
+
+        if (strcmp(io->id, id) == 0)
+            return io;
+    }
+    return NULL;
+}
+
+ProbeIothreadSnap *
+probe_target_snap_iothread(ProbeTargetSnap *s, const char *id)
+{
+    ProbeIothreadSnap *io = (ProbeIothreadSnap *)probe_target_snap_find(s, id);
+
+    if (io)
+        return io;
+    io = g_new0(ProbeIothreadSnap, 1);
+    io->id = g_strdup(id);
+    io->devices = g_array_new(FALSE, TRUE, sizeof(ProbeDevice));
+    g_array_set_clear_func(io->devices, device_clear);
+    g_ptr_array_add(s->iothreads, io);
+    return io;
+}
+
+void
+probe_iothread_snap_set_triple(ProbeIothreadSnap *io, const PolicyTriple *triple)
+{
+    io->triple = *triple;
+    io->have_triple = TRUE;
+}
+
+void
+probe_iothread_snap_add_device(ProbeIothreadSnap *io, const char *name,
+                               const ProbeBlockCounters *c)
+{
+    ProbeDevice d;
+
+    io->have_block = TRUE;
+    for (guint i = 0; i < io->devices->len; i++) {
+        ProbeDevice *e = &g_array_index(io->devices, ProbeDevice, i);
+
+        if (strcmp(e->name, name) == 0) {
+            e->c = *c;
+            return;
+        }
+    }
+    d.name = g_strdup(name);
+    d.c = *c;
+    g_array_append_val(io->devices, d);
+}
+
+void
+probe_iothread_snap_set_block_read(ProbeIothreadSnap *io)
+{
+    io->have_block = TRUE;
+}
+
+void
+probe_iothread_snap_set_thread(ProbeIothreadSnap *io, int tid,
+                               const ProbeThreadCounters *c)
+{
+    io->tid = tid;
+    io->thread = *c;
+    io->have_thread = TRUE;
+}
+
+void
+probe_iothread_snap_block_totals(const ProbeIothreadSnap *io,
+                                 ProbeBlockCounters *sum)
+{
+    memset(sum, 0, sizeof(*sum));
+    for (guint i = 0; i < io->devices->len; i++) {
+        const ProbeBlockCounters *c =
+            &g_array_index(io->devices, ProbeDevice, i).c;
+
+        sum->rd_ops += c->rd_ops;
+        sum->wr_ops += c->wr_ops;
+        sum->flush_ops += c->flush_ops;
+        sum->rd_bytes += c->rd_bytes;
+        sum->wr_bytes += c->wr_bytes;
+        sum->rd_time_ns += c->rd_time_ns;
+        sum->wr_time_ns += c->wr_time_ns;
+        sum->flush_time_ns += c->flush_time_ns;
+    }
+}
+
+ProbeHostSnap *
+probe_host_snap_new(gint64 mono_ns, gint64 when_ms)
+{
+    ProbeHostSnap *s = g_new0(ProbeHostSnap, 1);
+
+    s->mono_ns = mono_ns;
+    s->when_ms = when_ms;
+    s->vcpus = g_array_new(FALSE, TRUE, sizeof(ProbeVcpuWait));
+    return s;
+}
+
+void
+probe_host_snap_free(ProbeHostSnap *s)
+{
+    if (!s)
+        return;
+    g_array_unref(s->vcpus);
+    g_free(s);
+}
+
+void
+probe_host_snap_add_vcpu(ProbeHostSnap *s, int pid, int tid, guint64 wait_ns)
+{
+    ProbeVcpuWait w = { pid, tid, wait_ns };
+
+    g_array_append_val(s->vcpus, w);
+}

@@ -1,0 +1,100 @@
+/*
+ * probe-snap: counter snapshots, the raw material of one tick.
+ *
+ * A snapshot holds cumulative counters only, as read; rates come from two
+ * snapshots in probe-derive.h.  The daemon fills a ProbeTargetSnap per VM
+ * per tick: the poll triple and the block statistics from QMP or libvirt,
+ * the thread counters and exit counters from probe-target.h (or
+ * query-stats).  A ProbeHostSnap holds the host-wide figures and the run
+ * delay of every vCPU thread of every VM.
+ *
+ * Block statistics are kept per device, not summed, so that a device that
+ * appears, disappears or restarts from zero between two ticks is seen as
+ * such instead of as a jump in a sum.
+ */
+#pragma once
+
+#include <glib.h>
+#include "policy-metrics.h"
+#include "probe-exits.h"
+#include "probe-host.h"
+#include "probe-thread.h"
+
+/* Totals of one block device as query-blockstats or libvirt report them. */
+typedef struct {
+    guint64 rd_ops, wr_ops, flush_ops;
+    guint64 rd_bytes, wr_bytes;
+    guint64 rd_time_ns, wr_time_ns, flush_time_ns;
+} ProbeBlockCounters;
+
+typedef struct {
+    char *name;
+    ProbeBlockCounters c;
+} ProbeDevice;
+
+typedef struct {
+    char *id;                   /* iothread id, e.g. "iothread1" */
+    gboolean have_triple;
+    PolicyTriple triple;
+    gboolean have_block;        /* blockstats were read this tick */
+    GArray *devices;            /* ProbeDevice of the devices it serves */
+    int tid;
+    gboolean have_thread;
+    ProbeThreadCounters thread;
+} ProbeIothreadSnap;
+
+typedef struct {
+    int pid;                    /* QEMU's pid: a new pid is a new baseline */
+    gint64 mono_ns;             /* monotonic time of the sample */
+    gint64 when_ms;             /* wall clock, UTC ms */
+    guint64 clk_tck;            /* ticks per second of utime/stime */
+    GPtrArray *iothreads;       /* ProbeIothreadSnap */
+    ProbeExitCounters exits;    /* source NONE: no exit figures */
+} ProbeTargetSnap;
+
+ProbeTargetSnap *probe_target_snap_new(int pid, gint64 mono_ns, gint64 when_ms);
+void probe_target_snap_free(ProbeTargetSnap *s);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(ProbeTargetSnap, probe_target_snap_free)
+
+/* The iothread @id, added if missing. */
+ProbeIothreadSnap *probe_target_snap_iothread(ProbeTargetSnap *s, const char *id);
+/* The iothread @id, or NULL. */
+const ProbeIothreadSnap *probe_target_snap_find(const ProbeTargetSnap *s,
+                                                const char *id);
+
+void probe_iothread_snap_set_triple(ProbeIothreadSnap *io,
+                                    const PolicyTriple *triple);
+/* Record device @name's counters (replacing an earlier record of it) and
+ * mark the iothread's blockstats as read. */
+void probe_iothread_snap_add_device(ProbeIothreadSnap *io, const char *name,
+                                    const ProbeBlockCounters *c);
+/* Mark blockstats as read even if the iothread serves no device. */
+void probe_iothread_snap_set_block_read(ProbeIothreadSnap *io);
+void probe_iothread_snap_set_thread(ProbeIothreadSnap *io, int tid,
+                                    const ProbeThreadCounters *c);
+/* The sum over the iothread's devices. */
+void probe_iothread_snap_block_totals(const ProbeIothreadSnap *io,
+                                      ProbeBlockCounters *sum);
+
+typedef struct {
+    int pid;
+    int tid;
+    guint64 wait_ns;            /* schedstat run-queue wait */
+} ProbeVcpuWait;
+
+typedef struct {
+    gint64 mono_ns;
+    gint64 when_ms;
+    gboolean have_psi;
+    ProbePsi psi;
+    gboolean have_stat;
+    ProbeCpuStat stat;
+    GArray *vcpus;              /* ProbeVcpuWait */
+} ProbeHostSnap;
+
+ProbeHostSnap *probe_host_snap_new(gint64 mono_ns, gint64 when_ms);
+void probe_host_snap_free(ProbeHostSnap *s);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(ProbeHostSnap, probe_host_snap_free)
+
+void probe_host_snap_add_vcpu(ProbeHostSnap *s, int pid, int tid,
+                              guint64 wait_ns);

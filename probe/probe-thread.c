@@ -1,0 +1,280 @@
+#include "probe-thread.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <sys/stat.h>
+
+/* Generous: status is about 1.5 KiB on current kernels. */
+#define THREAD_FILE_MAX (64 * 1024)
+
+gboolean
+probe_thread_parse_stat(const char *text, const char *path,
+                        ProbeThreadCounters *out, GError **error)
+{
+    const char *open_paren = strchr(text, '(');
+    const char *close_paren = strrchr(text, ')');
+    const char *p;
+    gsize comm_len;
+    guint64 v;
+
+    /* comm may hold spaces and parentheses: it ends at the last ')'. */
+    if (!open_paren || !close_paren || close_paren < open_paren) {
+        probe_set_parse_error(error, path, "no (comm) field");
+        return FALSE;
+    }
+    comm_len = MIN((gsize)(close_paren - open_paren - 1), PROBE_COMM_MAX - 1);
+    memcpy(out->comm, open_paren + 1, comm_len);
+    out->comm[comm_len] = '\0';
+
+    /* After ") ": state, then fields 4..; utime and stime are 14 and 15. */
+    p = close_paren + 1;
+    while (*p == ' ')
+        p++;
+    if (!g_ascii_isalpha(*p)) {
+        probe_set_parse_error(error, path, "no state field");
+        return FALSE;
+    }
+    p++;
+    for (int field = 4; field <= 15; field++) {
+        while (*p == ' ')
+            p++;
+        /* Fields 4..13 may be negative (tty_nr, tpgid); utime/stime not. */
+        if (*p == '-' && field < 14)
+            p++;
+        if (!probe_parse_u64(&p, &v) || (*p != ' ' && *p != '\n' && *p)) {
+            g_set_error(error, PROBE_ERROR, PROBE_ERROR_PARSE,
+                        "%s: field %d is missing or not a number", path, field);
+            return FALSE;
+        }
+        if (field == 14)
+            out->utime_ticks = v;
+        else if (field == 15)
+            out->stime_ticks = v;
+    }
+    return TRUE;
+}
+
+static gboolean
+status_field(const char *text, const char *key, guint64 *out)
+{
+    gsize key_len = strlen(key);
+
+    for (const char *line = text; line && *line;) {
+        if (strncmp(line, key, key_len) == 0 && line[key_len] == ':') {
+            const char *p = line + key_len + 1;
+
+            return probe_parse_u64(&p, out) && (*p == '\n' || *p == '\0');
+        }
+        line = strchr(line, '\n');
+        if (line)
+            line++;
+    }
+    return FALSE;
+}
+
+gboolean
+probe_thread_parse_status(const char *text, const char *path,
+                          ProbeThreadCounters *out, GError **error)
+{
+    if (!status_field(text, "voluntary_ctxt_switches", &out->vcsw)) {
+        probe_set_parse_error(error, path,
+                              "voluntary_ctxt_switches missing or malformed");
+        return FALSE;
+    }
+    if (!status_field(text, "nonvoluntary_ctxt_switches", &out->nvcsw)) {
+        probe_set_parse_error(error, path,
+                              "nonvoluntary_ctxt_switches missing or malformed");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
+probe_thread_parse_schedstat(const char *text, const char *path,
+                             ProbeThreadCounters *out, GError **error)
+{
+    const char *p = text;
+    guint64 run, wait, slices;
+
+    out->have_schedstat = FALSE;
+    if (!probe_parse_u64(&p, &run) || !probe_parse_u64(&p, &wait) ||
+        !probe_parse_u64(&p, &slices)) {
+        probe_set_parse_error(error, path, "expected three numbers");
+        return FALSE;
+    }
+    while (*p == ' ')
+        p++;
+    if (*p != '\n' && *p != '\0') {
+        probe_set_parse_error(error, path, "trailing garbage");
+        return FALSE;
+    }
+    out->run_ns = run;
+    out->wait_ns = wait;
+    /* "0 0 0" is what a kernel without sched_info prints for every task. */
+    out->have_schedstat = run != 0 || wait != 0 || slices != 0;
+    return TRUE;
+}
+
+static void
+task_path(char *path, gsize size, const char *proc_root, int pid, int tid,
+          const char *file)
+{
+    g_snprintf(path, size, "%s/%d/task/%d/%s", proc_root, pid, tid, file);
+}
+
+gboolean
+probe_thread_read_schedstat(const char *proc_root, int pid, int tid,
+                            ProbeBuf *buf, ProbeThreadCounters *out,
+                            GError **error)
+{
+    char path[PATH_MAX];
+
+    out->have_schedstat = FALSE;
+    task_path(path, sizeof(path), proc_root, pid, tid, "schedstat");
+    return probe_file_read(path, buf, THREAD_FILE_MAX, error) &&
+           probe_thread_parse_schedstat(buf->data, path, out, error);
+}
+
+gboolean
+probe_thread_read(const char *proc_root, int pid, int tid, ProbeBuf *buf,
+                  ProbeThreadCounters *out, GError **error)
+{
+    char path[PATH_MAX];
+    ProbeThreadCounters c = { 0 };
+
+    task_path(path, sizeof(path), proc_root, pid, tid, "stat");
+    if (!probe_file_read(path, buf, THREAD_FILE_MAX, error) ||
+        !probe_thread_parse_stat(buf->data, path, &c, error))
+        return FALSE;
+    task_path(path, sizeof(path), proc_root, pid, tid, "status");
+    if (!probe_file_read(path, buf, THREAD_FILE_MAX, error) ||
+        !probe_thread_parse_status(buf->data, path, &c, error))
+        return FALSE;
+    /* Optional: without it there is no run delay, but CPU time remains. */
+    probe_thread_read_schedstat(proc_root, pid, tid, buf, &c, NULL);
+    *out = c;
+    return TRUE;
+}
+
+gboolean
+probe_thread_check(const char *proc_root, int pid, int tid, GError **error)
+{
+    char path[PATH_MAX];
+    struct stat st;
+
+    if (pid <= 0 || tid <= 0) {
+        g_set_error(error, PROBE_ERROR, PROBE_ERROR_MISSING,
+                    "thread %d of process %d: not a valid id", tid, pid);
+        return FALSE;
+    }
+    g_snprintf(path, sizeof(path), "%s/%d/task/%d", proc_root, pid, tid);
+    if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode)) {
+        g_set_error(error, PROBE_ERROR, PROBE_ERROR_MISSING,
+                    "thread %d is not a thread of process %d (%s)", tid, pid,
+                    path);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
+probe_parse_tid(const char *name, int *tid)
+{
+    const char *p = name;
+    guint64 v;
+
+    if (!probe_parse_u64(&p, &v) || *p || v == 0 || v > G_MAXINT)
+        return FALSE;
+    *tid = (int)v;
+    return TRUE;
+}
+
+GArray *
+probe_tasks_list(const char *proc_root, int pid, GError **error)
+{
+    g_autofree char *dir_path = g_strdup_printf("%s/%d/task", proc_root, pid);
+    g_autoptr(GArray) tasks = g_array_new(FALSE, TRUE, sizeof(ProbeTask));
+    g_autoptr(GDir) dir = NULL;
+    g_autoptr(GError) local = NULL;
+    ProbeBuf buf = { 0 };
+    const char *name;
+
+    dir = g_dir_open(dir_path, 0, &local);
+    if (!dir) {
+        g_set_error(error, PROBE_ERROR,
+                    g_error_matches(local, G_FILE_ERROR, G_FILE_ERROR_NOENT)
+                        ? PROBE_ERROR_MISSING : PROBE_ERROR_IO,
+                    "%s", local->message);
+        return NULL;
+    }
+    while ((name = g_dir_read_name(dir))) {
+        ProbeTask t = { 0 };
+        char path[PATH_MAX];
+        char *nl;
+
+        if (!probe_parse_tid(name, &t.tid))
+            continue;
+        g_snprintf(path, sizeof(path), "%s/%s/comm", dir_path, name);
+        /* A thread that exits while we list it is simply not listed. */
+        if (!probe_file_read(path, &buf, 4096, NULL))
+            continue;
+        nl = strchr(buf.data, '\n');
+        if (nl)
+            *nl = '\0';
+        g_strlcpy(t.comm, buf.data, sizeof(t.comm));
+        g_array_append_val(tasks, t);
+    }
+    probe_buf_clear(&buf);
+    return g_steal_pointer(&tasks);
+}
+
+void
+probe_iothread_comm(const char *iothread_id, char comm[PROBE_COMM_MAX])
+{
+    g_snprintf(comm, PROBE_COMM_MAX, "IO %s", iothread_id);
+}
+
+int
+probe_tasks_find_iothread(const GArray *tasks, const char *iothread_id,
+                          GError **error)
+{
+    char want[PROBE_COMM_MAX];
+    int found = 0;
+
+    probe_iothread_comm(iothread_id, want);
+    for (guint i = 0; i < tasks->len; i++) {
+        const ProbeTask *t = &g_array_index(tasks, ProbeTask, i);
+
+        if (strcmp(t->comm, want) != 0)
+            continue;
+        if (found) {
+            g_set_error(error, PROBE_ERROR, PROBE_ERROR_PARSE,
+                        "iothread %s: threads %d and %d are both named '%s'",
+                        iothread_id, found, t->tid, want);
+            return 0;
+        }
+        found = t->tid;
+    }
+    if (!found)
+        g_set_error(error, PROBE_ERROR, PROBE_ERROR_MISSING,
+                    "iothread %s: no thread named '%s'", iothread_id, want);
+    return found;
+}
+
+gboolean
+probe_comm_is_vcpu(const char *comm, guint *index)
+{
+    const char *p;
+    guint64 n;
+
+    if (!g_str_has_prefix(comm, "CPU "))
+        return FALSE;
+    p = comm + 4;
+    if (!probe_parse_u64(&p, &n) || n > G_MAXUINT)
+        return FALSE;
+    if (strcmp(p, "/KVM") != 0 && strcmp(p, "/TCG") != 0)
+        return FALSE;
+    if (index)
+        *index = (guint)n;
+    return TRUE;
+}

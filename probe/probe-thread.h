@@ -1,0 +1,88 @@
+/*
+ * probe-thread: per-thread counters of a QEMU process, and finding its
+ * threads.
+ *
+ * All paths are below @proc_root ("/proc", or a fixture tree): a thread is
+ * <proc_root>/<pid>/task/<tid>/.  Looking a tid up there also proves it is a
+ * thread of @pid: the kernel lists only the thread group's own tasks.
+ *
+ * Readers:
+ *   stat       utime and stime (clock ticks) and comm;
+ *   status     voluntary_ctxt_switches and nonvoluntary_ctxt_switches;
+ *   schedstat  time on CPU and time waiting on a run queue (ns).  Kernels
+ *              without scheduler statistics print "0 0 0" there; that is
+ *              reported as have_schedstat FALSE, not as zero contention.
+ *
+ * Thread names: with QEMU's debug-threads=on an iothread <id> is named
+ * "IO <id>" and a vCPU "CPU <n>/KVM" (or "/TCG").  The kernel cuts names to
+ * 15 bytes, so a long iothread id is matched on its first bytes, and two ids
+ * that become the same name are reported as ambiguous.
+ */
+#pragma once
+
+#include <glib.h>
+#include "probe-read.h"
+
+#define PROBE_COMM_MAX 16       /* TASK_COMM_LEN, with the NUL */
+
+typedef struct {
+    char comm[PROBE_COMM_MAX];
+    guint64 utime_ticks;
+    guint64 stime_ticks;
+    guint64 vcsw;               /* voluntary: blocks */
+    guint64 nvcsw;              /* involuntary: preemptions */
+    gboolean have_schedstat;
+    guint64 run_ns;             /* schedstat field 1 */
+    guint64 wait_ns;            /* schedstat field 2: run-queue wait */
+} ProbeThreadCounters;
+
+/* Pure parsers; @path only names the file in errors. */
+gboolean probe_thread_parse_stat(const char *text, const char *path,
+                                 ProbeThreadCounters *out, GError **error);
+gboolean probe_thread_parse_status(const char *text, const char *path,
+                                   ProbeThreadCounters *out, GError **error);
+gboolean probe_thread_parse_schedstat(const char *text, const char *path,
+                                      ProbeThreadCounters *out, GError **error);
+
+/*
+ * Read stat, status and schedstat of one thread.  A missing or malformed
+ * schedstat leaves have_schedstat FALSE and is not an error; a missing
+ * stat or status is (PROBE_ERROR_MISSING when the thread is gone).
+ * @buf is scratch space the caller keeps between calls.
+ */
+gboolean probe_thread_read(const char *proc_root, int pid, int tid,
+                           ProbeBuf *buf, ProbeThreadCounters *out,
+                           GError **error);
+
+/* Read only schedstat (vCPU run delay). */
+gboolean probe_thread_read_schedstat(const char *proc_root, int pid, int tid,
+                                     ProbeBuf *buf, ProbeThreadCounters *out,
+                                     GError **error);
+
+/* TRUE if @tid is a thread of @pid; else PROBE_ERROR_MISSING. */
+gboolean probe_thread_check(const char *proc_root, int pid, int tid,
+                            GError **error);
+
+typedef struct {
+    int tid;
+    char comm[PROBE_COMM_MAX];
+} ProbeTask;
+
+/* A task directory's name as a tid (a positive int), or FALSE. */
+gboolean probe_parse_tid(const char *name, int *tid);
+
+/* The threads of @pid with their names, as a GArray of ProbeTask. */
+GArray *probe_tasks_list(const char *proc_root, int pid, GError **error);
+
+/* The thread name QEMU gives iothread @id, cut as the kernel cuts it. */
+void probe_iothread_comm(const char *iothread_id, char comm[PROBE_COMM_MAX]);
+
+/*
+ * The tid of iothread @iothread_id among @tasks, or 0 with
+ * PROBE_ERROR_MISSING (no such thread) or PROBE_ERROR_PARSE (ambiguous).
+ */
+int probe_tasks_find_iothread(const GArray *tasks, const char *iothread_id,
+                              GError **error);
+
+/* If @comm names a vCPU thread ("CPU <n>/KVM", "CPU <n>/TCG"), its index. */
+gboolean probe_comm_is_vcpu(const char *comm, guint *index);

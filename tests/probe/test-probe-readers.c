@@ -1,0 +1,432 @@
+/* The /proc, PSI, debugfs and tracefs readers on fixture trees. */
+#include <math.h>
+
+#include "probe-exits.h"
+#include "probe-host.h"
+#include "probe-perf.h"
+#include "probe-read.h"
+#include "probe-test.h"
+#include "probe-thread.h"
+
+static void
+test_parse_u64(void)
+{
+    const char *p;
+    guint64 v;
+    double d;
+
+    p = "  18446744073709551615x";
+    g_assert_true(probe_parse_u64(&p, &v));
+    g_assert_cmpuint(v, ==, G_MAXUINT64);
+    g_assert_cmpstr(p, ==, "x");
+    p = "18446744073709551616";
+    g_assert_false(probe_parse_u64(&p, &v));
+    g_assert_cmpstr(p, ==, "18446744073709551616");
+    p = "-1";
+    g_assert_false(probe_parse_u64(&p, &v));
+    p = "";
+    g_assert_false(probe_parse_u64(&p, &v));
+    p = "49.67 ";
+    g_assert_true(probe_parse_udouble(&p, &d));
+    g_assert_cmpfloat_with_epsilon(d, 49.67, 1e-9);
+    p = "3.";
+    g_assert_false(probe_parse_udouble(&p, &d));
+}
+
+static void
+test_file_read_limits(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("probe-read-XXXXXX", NULL);
+    g_autofree char *big = g_build_filename(dir, "big", NULL);
+    g_autofree char *nul = g_build_filename(dir, "nul", NULL);
+    g_autofree char *text = g_strnfill(10000, '7');
+    g_autoptr(GError) error = NULL;
+    ProbeBuf buf = { 0 };
+
+    g_assert_true(g_file_set_contents(big, text, -1, NULL));
+    g_assert_true(probe_file_read(big, &buf, 1 << 20, &error));
+    g_assert_no_error(error);
+    g_assert_cmpuint(buf.len, ==, 10000);
+    g_assert_false(probe_file_read(big, &buf, 4096, &error));
+    g_assert_error(error, PROBE_ERROR, PROBE_ERROR_PARSE);
+    g_clear_error(&error);
+
+    g_assert_true(g_file_set_contents(nul, "12\0 34", 6, NULL));
+    g_assert_true(probe_file_read(nul, &buf, 4096, &error));
+    g_assert_cmpstr(buf.data, ==, "12");
+
+    g_assert_false(probe_file_read("/nonexistent/probe", &buf, 4096, &error));
+    g_assert_error(error, PROBE_ERROR, PROBE_ERROR_MISSING);
+    g_assert_nonnull(strstr(error->message, "/nonexistent/probe"));
+    probe_buf_clear(&buf);
+    probe_buf_clear(&buf);
+    probe_test_rmtree(dir);
+}
+
+static void
+test_thread_good(void)
+{
+    const char *proc = probe_test_fixture("proc-good");
+    g_autoptr(GError) error = NULL;
+    ProbeThreadCounters c;
+    ProbeBuf buf = { 0 };
+
+    g_assert_true(probe_thread_read(proc, 100, 101, &buf, &c, &error));
+    g_assert_no_error(error);
+    g_assert_cmpstr(c.comm, ==, "IO iothread1");
+    g_assert_cmpuint(c.utime_ticks, ==, 1234);
+    g_assert_cmpuint(c.stime_ticks, ==, 567);
+    g_assert_cmpuint(c.vcsw, ==, 40000);
+    g_assert_cmpuint(c.nvcsw, ==, 321);
+    g_assert_true(c.have_schedstat);
+    g_assert_cmpuint(c.run_ns, ==, 18010000000);
+    g_assert_cmpuint(c.wait_ns, ==, 25000000);
+
+    g_assert_true(probe_thread_check(proc, 100, 104, &error));
+    g_assert_false(probe_thread_check(proc, 100, 999, &error));
+    g_assert_error(error, PROBE_ERROR, PROBE_ERROR_MISSING);
+    g_clear_error(&error);
+    g_assert_false(probe_thread_check(proc, 100, -1, &error));
+    g_clear_error(&error);
+    /* A thread of another process is not ours even if its tid exists. */
+    g_assert_false(probe_thread_check(proc, 999, 101, &error));
+    g_clear_error(&error);
+
+    g_assert_false(probe_thread_read(proc, 100, 999, &buf, &c, &error));
+    g_assert_error(error, PROBE_ERROR, PROBE_ERROR_MISSING);
+    probe_buf_clear(&buf);
+}
+
+static void
+test_thread_old_kernel(void)
+{
+    g_autoptr(GError) error = NULL;
+    ProbeThreadCounters c;
+    ProbeBuf buf = { 0 };
+
+    g_assert_true(probe_thread_read(probe_test_fixture("proc-old"), 300, 301,
+                                    &buf, &c, &error));
+    g_assert_no_error(error);
+    g_assert_false(c.have_schedstat);
+    g_assert_cmpuint(c.utime_ticks + c.stime_ticks, ==, 10);
+    probe_buf_clear(&buf);
+}
+
+static void
+test_thread_malformed(void)
+{
+    const char *proc = probe_test_fixture("proc-bad");
+    static const int bad[] = { 201, 202, 203, 204, 211 };
+    g_autoptr(GError) error = NULL;
+    ProbeThreadCounters c;
+    ProbeBuf buf = { 0 };
+
+    for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_autofree char *tid = g_strdup_printf("/%d/", bad[i]);
+
+        g_assert_false(probe_thread_read(proc, 200, bad[i], &buf, &c, &error));
+        g_assert_error(error, PROBE_ERROR, PROBE_ERROR_PARSE);
+        /* The message names the file. */
+        g_assert_nonnull(strstr(error->message, tid));
+        g_clear_error(&error);
+    }
+
+    /* Bad or all-zero schedstat: CPU time from stat, no run delay. */
+    g_assert_true(probe_thread_read(proc, 200, 205, &buf, &c, &error));
+    g_assert_false(c.have_schedstat);
+    g_assert_cmpuint(c.utime_ticks, ==, 7);
+    g_assert_true(probe_thread_read(proc, 200, 206, &buf, &c, &error));
+    g_assert_false(c.have_schedstat);
+
+    g_assert_true(probe_thread_read(proc, 200, 209, &buf, &c, &error));
+    g_assert_no_error(error);
+    g_assert_cmpstr(c.comm, ==, "IO a) (b");
+    g_assert_cmpuint(c.utime_ticks, ==, 11);
+    g_assert_cmpuint(c.stime_ticks, ==, 22);
+
+    /* G_MAXUINT64 fits; one more does not. */
+    g_assert_false(probe_thread_read(proc, 200, 210, &buf, &c, &error));
+    g_assert_error(error, PROBE_ERROR, PROBE_ERROR_PARSE);
+    g_assert_nonnull(strstr(error->message, "nonvoluntary"));
+    g_clear_error(&error);
+    g_assert_true(probe_thread_parse_stat(
+        "1 (x) R 1 1 1 0 -1 0 0 0 0 0 18446744073709551615 0 0", "t", &c, &error));
+    g_assert_cmpuint(c.utime_ticks, ==, G_MAXUINT64);
+    probe_buf_clear(&buf);
+}
+
+static void
+test_tasks(void)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GArray) good = probe_tasks_list(probe_test_fixture("proc-good"),
+                                              100, &error);
+    g_autoptr(GArray) bad = NULL;
+    char comm[PROBE_COMM_MAX];
+    guint index, n_vcpus = 0;
+
+    g_assert_no_error(error);
+    g_assert_cmpuint(good->len, ==, 7);
+    g_assert_cmpint(probe_tasks_find_iothread(good, "iothread1", &error), ==, 101);
+    g_assert_cmpint(probe_tasks_find_iothread(good, "iothread2", &error), ==, 102);
+    /* The kernel keeps 15 bytes of a name: long ids match on those. */
+    probe_iothread_comm("averyveryverylongid", comm);
+    g_assert_cmpstr(comm, ==, "IO averyveryver");
+    g_assert_cmpint(probe_tasks_find_iothread(good, "averyveryverylongid", &error),
+                    ==, 105);
+    g_assert_no_error(error);
+    g_assert_cmpint(probe_tasks_find_iothread(good, "iothread9", &error), ==, 0);
+    g_assert_error(error, PROBE_ERROR, PROBE_ERROR_MISSING);
+    g_assert_nonnull(strstr(error->message, "iothread9"));
+    g_clear_error(&error);
+
+    for (guint i = 0; i < good->len; i++)
+        if (probe_comm_is_vcpu(g_array_index(good, ProbeTask, i).comm, &index))
+            n_vcpus++;
+    g_assert_cmpuint(n_vcpus, ==, 2);
+    g_assert_true(probe_comm_is_vcpu("CPU 12/TCG", &index));
+    g_assert_cmpuint(index, ==, 12);
+    g_assert_false(probe_comm_is_vcpu("CPU 1/KVMx", NULL));
+    g_assert_false(probe_comm_is_vcpu("CPU /KVM", NULL));
+    g_assert_false(probe_comm_is_vcpu("IO iothread1", NULL));
+
+    /* Non-numeric entries are skipped; duplicate names are ambiguous. */
+    bad = probe_tasks_list(probe_test_fixture("proc-bad"), 200, &error);
+    g_assert_no_error(error);
+    g_assert_cmpint(probe_tasks_find_iothread(bad, "dup", &error), ==, 0);
+    g_assert_error(error, PROBE_ERROR, PROBE_ERROR_PARSE);
+    g_clear_error(&error);
+    g_assert_null(probe_tasks_list(probe_test_fixture("proc-good"), 4242, &error));
+    g_assert_error(error, PROBE_ERROR, PROBE_ERROR_MISSING);
+}
+
+static void
+test_psi(void)
+{
+    g_autoptr(GError) error = NULL;
+    ProbePsi psi;
+    ProbeBuf buf = { 0 };
+
+    g_assert_true(probe_psi_read(probe_test_fixture("proc-good"), &buf, &psi,
+                                 &error));
+    g_assert_no_error(error);
+    g_assert_cmpfloat_with_epsilon(psi.some_avg10, 12.5, 1e-9);
+    g_assert_cmpuint(psi.some_total_us, ==, 17968768);
+    g_assert_true(psi.have_full);
+    g_assert_cmpuint(psi.full_total_us, ==, 0);
+
+    g_assert_true(probe_psi_read(probe_test_fixture("proc-old"), &buf, &psi,
+                                 &error));
+    g_assert_false(psi.have_full);
+    g_assert_cmpuint(psi.some_total_us, ==, 42);
+
+    g_assert_false(probe_psi_read(probe_test_fixture("proc-bad"), &buf, &psi,
+                                  &error));
+    g_assert_error(error, PROBE_ERROR, PROBE_ERROR_PARSE);
+    g_clear_error(&error);
+    g_assert_false(probe_psi_parse("", "p", &psi, &error));
+    g_clear_error(&error);
+    g_assert_false(probe_psi_parse("some avg10=1.00 avg60=1.00 avg300=1.00 total=",
+                                   "p", &psi, &error));
+    g_clear_error(&error);
+    g_assert_false(probe_psi_read("/nonexistent", &buf, &psi, &error));
+    g_assert_error(error, PROBE_ERROR, PROBE_ERROR_MISSING);
+    probe_buf_clear(&buf);
+}
+
+static void
+test_cpu_stat(void)
+{
+    g_autoptr(GError) error = NULL;
+    ProbeCpuStat st;
+    ProbeBuf buf = { 0 };
+
+    g_assert_true(probe_cpu_stat_read(probe_test_fixture("proc-good"), &buf,
+                                      &st, &error));
+    g_assert_no_error(error);
+    g_assert_cmpuint(st.n_cpus, ==, 2);
+    g_assert_cmpuint(st.busy_ticks, ==, 7327 + 10 + 6791 + 3 + 214 + 5);
+    g_assert_cmpuint(st.total_ticks, ==, st.busy_ticks + 43081 + 500);
+
+    g_assert_true(probe_cpu_stat_read(probe_test_fixture("proc-old"), &buf,
+                                      &st, &error));
+    g_assert_cmpuint(st.n_cpus, ==, 1);
+
+    g_assert_false(probe_cpu_stat_read(probe_test_fixture("proc-bad"), &buf,
+                                       &st, &error));
+    g_assert_error(error, PROBE_ERROR, PROBE_ERROR_PARSE);
+    g_clear_error(&error);
+    g_assert_false(probe_cpu_stat_parse("cpu  1 2 3 4 5 6 7 8\nintr 1\n", "s",
+                                        &st, &error));
+    g_clear_error(&error);
+    g_assert_false(probe_cpu_stat_parse(
+        "cpu  18446744073709551615 1 0 0 0 0 0 0\ncpu0 1 1 1 1 1 1 1 1\n", "s",
+        &st, &error));
+    g_assert_error(error, PROBE_ERROR, PROBE_ERROR_PARSE);
+    probe_buf_clear(&buf);
+}
+
+static void
+test_debugfs(void)
+{
+    g_autoptr(ProbeKvmDebugfs) d = NULL;
+    g_autoptr(GError) error = NULL;
+    ProbeExitCounters c;
+
+    d = probe_kvm_debugfs_new(probe_test_fixture("debugfs-good"), 100);
+    g_assert_true(probe_kvm_debugfs_read(d, &c, &error));
+    g_assert_no_error(error);
+    g_assert_cmpint(c.source, ==, PROBE_EXIT_SOURCE_DEBUGFS);
+    /* 1000-12 belongs to pid 1000 and must not be summed in. */
+    g_assert_cmpuint(c.v[PROBE_EXIT_EXITS], ==, 123456);
+    g_assert_cmpuint(c.v[PROBE_EXIT_IO_EXITS], ==, 2000);
+    g_assert_cmpuint(c.v[PROBE_EXIT_MMIO_EXITS], ==, 3000);
+    g_assert_cmpuint(c.v[PROBE_EXIT_HALT_POLL_FAIL_NS], ==, 900000);
+    g_assert_true(probe_exit_counters_has(&c, PROBE_EXIT_HALT_WAIT_NS));
+    g_assert_false(probe_exit_counters_has(&c, PROBE_EXIT_FAST_MMIO));
+    g_clear_pointer(&d, probe_kvm_debugfs_free);
+
+    d = probe_kvm_debugfs_new(probe_test_fixture("debugfs-old"), 100);
+    g_assert_true(probe_kvm_debugfs_read(d, &c, &error));
+    g_assert_cmpuint(c.v[PROBE_EXIT_EXITS], ==, 10);
+    g_assert_false(probe_exit_counters_has(&c, PROBE_EXIT_HALT_EXITS));
+    g_clear_pointer(&d, probe_kvm_debugfs_free);
+
+    d = probe_kvm_debugfs_new(probe_test_fixture("debugfs-two"), 100);
+    g_assert_true(probe_kvm_debugfs_read(d, &c, &error));
+    g_assert_cmpuint(c.v[PROBE_EXIT_EXITS], ==, 2000);
+    g_assert_cmpuint(c.v[PROBE_EXIT_HALT_EXITS], ==, 20);
+    g_clear_pointer(&d, probe_kvm_debugfs_free);
+}
+
+static void
+test_debugfs_errors(void)
+{
+    static const struct {
+        int pid;
+        ProbeErrorCode code;
+    } cases[] = {
+        { 100, PROBE_ERROR_PARSE },     /* garbage */
+        { 101, PROBE_ERROR_MISSING },   /* no exits file */
+        { 102, PROBE_ERROR_PARSE },     /* too large */
+        { 103, PROBE_ERROR_PARSE },     /* two numbers */
+        { 104, PROBE_ERROR_PARSE },     /* empty */
+        { 105, PROBE_ERROR_MISSING },   /* no directory */
+    };
+    const char *root = probe_test_fixture("debugfs-bad");
+
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autoptr(ProbeKvmDebugfs) d = probe_kvm_debugfs_new(root, cases[i].pid);
+        g_autoptr(GError) error = NULL;
+        ProbeExitCounters c;
+
+        g_assert_false(probe_kvm_debugfs_read(d, &c, &error));
+        g_assert_error(error, PROBE_ERROR, (gint)cases[i].code);
+    }
+    {
+        g_autoptr(ProbeKvmDebugfs) d = probe_kvm_debugfs_new("/nonexistent", 1);
+        g_autoptr(GError) error = NULL;
+        ProbeExitCounters c;
+
+        g_assert_false(probe_kvm_debugfs_read(d, &c, &error));
+        g_assert_error(error, PROBE_ERROR, PROBE_ERROR_MISSING);
+        g_assert_nonnull(strstr(error->message, "debugfs not mounted"));
+    }
+}
+
+static void
+test_exit_names(void)
+{
+    ProbeExitCounters c = { 0 };
+
+    for (int k = 0; k < PROBE_EXIT_COUNTER_MAX; k++)
+        g_assert_cmpint(probe_exit_counter_from_string(
+                            probe_exit_counter_to_string(k)), ==, k);
+    for (int s = 0; s < PROBE_EXIT_SOURCE_MAX; s++)
+        g_assert_cmpint(probe_exit_source_from_string(
+                            probe_exit_source_to_string(s)), ==, s);
+    g_assert_cmpint(probe_exit_counter_from_string("nope"), ==,
+                    PROBE_EXIT_COUNTER_INVALID);
+    g_assert_null(probe_exit_source_to_string(PROBE_EXIT_SOURCE_MAX));
+
+    /* query-stats per vCPU, summed; unknown names are ignored. */
+    g_assert_true(probe_exit_counters_add_named(&c, "exits", 10));
+    g_assert_true(probe_exit_counters_add_named(&c, "exits", 15));
+    g_assert_false(probe_exit_counters_add_named(&c, "l1d_flush", 3));
+    g_assert_true(probe_exit_counters_add_named(&c, "halt_exits", G_MAXUINT64));
+    g_assert_true(probe_exit_counters_add_named(&c, "halt_exits", 1));
+    g_assert_cmpuint(c.v[PROBE_EXIT_EXITS], ==, 25);
+    g_assert_cmpuint(c.v[PROBE_EXIT_HALT_EXITS], ==, G_MAXUINT64);
+    g_assert_true(probe_exit_counters_has(&c, PROBE_EXIT_EXITS));
+    g_assert_false(probe_exit_counters_has(&c, PROBE_EXIT_IO_EXITS));
+}
+
+static void
+test_tracefs_ids(void)
+{
+    g_autoptr(GError) error = NULL;
+    guint64 id;
+
+    g_assert_true(probe_perf_tracepoint_id(probe_test_fixture("tracefs-good"),
+                                           "kvm_fast_mmio", &id, &error));
+    g_assert_no_error(error);
+    g_assert_cmpuint(id, ==, 4000001502);
+    g_assert_false(probe_perf_tracepoint_id(probe_test_fixture("tracefs-bad"),
+                                            "kvm_exit", &id, &error));
+    g_assert_error(error, PROBE_ERROR, PROBE_ERROR_PARSE);
+    g_clear_error(&error);
+    g_assert_false(probe_perf_tracepoint_id(probe_test_fixture("tracefs-partial"),
+                                            "kvm_userspace_exit", &id, &error));
+    g_assert_error(error, PROBE_ERROR, PROBE_ERROR_MISSING);
+    g_assert_nonnull(strstr(error->message, "kvm_userspace_exit/id"));
+}
+
+static void
+test_perf_kvm_errors(void)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(ProbePerf) p = NULL;
+
+    /* Missing id: unavailable before any perf_event_open. */
+    p = probe_perf_new_kvm("/proc", probe_test_fixture("tracefs-partial"),
+                           getpid(), &error);
+    g_assert_null(p);
+    g_assert_error(error, PROBE_ERROR, PROBE_ERROR_MISSING);
+    g_clear_error(&error);
+
+    /* Ids that name no tracepoint here: the kernel refuses, we say why. */
+    p = probe_perf_new_kvm("/proc", probe_test_fixture("tracefs-good"),
+                           getpid(), &error);
+    if (p) {
+        g_test_skip("tracepoint ids 4000001500.. exist on this kernel");
+        return;
+    }
+    g_assert_nonnull(error);
+    g_assert_nonnull(strstr(error->message, "kvm_exit"));
+    g_clear_error(&error);
+
+    p = probe_perf_new_kvm("/proc", probe_test_fixture("tracefs-good"),
+                           G_MAXINT - 1, &error);
+    g_assert_null(p);
+    g_assert_error(error, PROBE_ERROR, PROBE_ERROR_MISSING);
+}
+
+int
+main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/probe/read/parse-u64", test_parse_u64);
+    g_test_add_func("/probe/read/file-limits", test_file_read_limits);
+    g_test_add_func("/probe/thread/good", test_thread_good);
+    g_test_add_func("/probe/thread/old-kernel", test_thread_old_kernel);
+    g_test_add_func("/probe/thread/malformed", test_thread_malformed);
+    g_test_add_func("/probe/thread/tasks", test_tasks);
+    g_test_add_func("/probe/host/psi", test_psi);
+    g_test_add_func("/probe/host/stat", test_cpu_stat);
+    g_test_add_func("/probe/debugfs/good", test_debugfs);
+    g_test_add_func("/probe/debugfs/errors", test_debugfs_errors);
+    g_test_add_func("/probe/exits/names", test_exit_names);
+    g_test_add_func("/probe/perf/tracefs-ids", test_tracefs_ids);
+    g_test_add_func("/probe/perf/kvm-errors", test_perf_kvm_errors);
+    return g_test_run();
+}
