@@ -40,6 +40,7 @@ struct _QmpClient {
 
     QmpClientState state;
     int fd;
+    int peer_pid;
     GSource *io_source;
     gpointer io_tag;
     GSource *setup_timer;       /* greeting + negotiation */
@@ -661,6 +662,13 @@ qmp_client_adopt_fd(QmpClient *c, int fd, GError **error)
         return FALSE;
     }
     c->fd = fd;
+    {
+        struct ucred cred;
+        socklen_t len = sizeof(cred);
+
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0)
+            c->peer_pid = cred.pid;
+    }
     c->io_source = g_source_new(&qmp_client_io_funcs, sizeof(GSource));
     g_source_set_callback(c->io_source, NULL, c, NULL);
     g_source_set_name(c->io_source, "qmp-client-io");
@@ -812,6 +820,12 @@ const GError *
 qmp_client_get_close_reason(QmpClient *c)
 {
     return c->close_reason;
+}
+
+int
+qmp_client_get_peer_pid(QmpClient *c)
+{
+    return c->peer_pid;
 }
 
 guint

@@ -96,6 +96,9 @@ const char *qmp_client_get_name(QmpClient *client);
 const QmpVersion *qmp_client_get_version(QmpClient *client);
 /* Why the client closed, or NULL while it is open. */
 const GError *qmp_client_get_close_reason(QmpClient *client);
+/* The peer's pid from SO_PEERCRED at connect time, or 0 if unknown.  For a
+ * QEMU monitor socket this is QEMU's pid. */
+int qmp_client_get_peer_pid(QmpClient *client);
 /* Commands submitted and not yet completed. */
 guint qmp_client_get_n_pending(QmpClient *client);
 

@@ -68,6 +68,7 @@ test_machine_none(void)
     g_assert_no_error(err);
     c = connect_ready(q);
 
+    g_assert_cmpint(qmp_client_get_peer_pid(c), ==, q->pid);
     v = qmp_query_version_sync(c, &err);
     g_assert_no_error(err);
     g_assert_cmpint(v->major, ==, qmp_client_get_version(c)->major);

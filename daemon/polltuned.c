@@ -1,0 +1,229 @@
+/*
+ * polltuned: parse options, wire the components, run the loop.
+ */
+#include "pt-config.h"
+#include "pt-conf.h"
+#include "pt-control.h"
+#include "pt-daemon.h"
+#include "pt-log.h"
+#include "pt-metrics.h"
+
+#include <locale.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <glib-unix.h>
+#include <systemd/sd-daemon.h>
+
+#define PT_DEFAULT_CONFIG PT_SYSCONFDIR "/polltune/polltuned.conf"
+
+typedef struct {
+    GMainLoop *loop;
+    PtDaemon *daemon;
+    PtControl *control;
+    PtMetricsServer *metrics;
+    char *config_path;
+    gboolean stopping;
+    int exit_code;
+    /* command-line settings that outlive a reload */
+    char *opt_db, *opt_socket, *opt_mode;
+    gint64 opt_interval;
+} PtMain;
+
+static void
+pt_apply_options(PtMain *m, PtConf *conf)
+{
+    if (m->opt_db) {
+        g_free(conf->database);
+        conf->database = g_strdup(m->opt_db);
+    }
+    if (m->opt_socket) {
+        g_free(conf->control_socket);
+        conf->control_socket = g_strdup(m->opt_socket);
+    }
+    if (m->opt_mode)
+        conf->mode = pt_mode_from_string(m->opt_mode);
+    if (m->opt_interval)
+        conf->interval_ms = m->opt_interval;
+}
+
+static void
+pt_main_stopped(gpointer data)
+{
+    PtMain *m = data;
+
+    g_main_loop_quit(m->loop);
+}
+
+static gboolean
+pt_on_term(gpointer data)
+{
+    PtMain *m = data;
+
+    if (m->stopping) {
+        pt_warn(NULL, NULL, "second signal: exiting without waiting");
+        g_main_loop_quit(m->loop);
+        return G_SOURCE_CONTINUE;
+    }
+    m->stopping = TRUE;
+    pt_info(NULL, NULL, "stopping");
+    sd_notify(0, "STOPPING=1\nSTATUS=restoring original values");
+    pt_daemon_shutdown(m->daemon, 5000, G_CALLBACK(pt_main_stopped), m);
+    return G_SOURCE_CONTINUE;
+}
+
+static gboolean
+pt_on_hup(gpointer data)
+{
+    PtMain *m = data;
+    g_autoptr(GError) err = NULL;
+    PtConf *conf = pt_conf_load(m->config_path, FALSE, &err);
+
+    sd_notify(0, "RELOADING=1");
+    if (!conf) {
+        pt_err(NULL, NULL, "reload refused, keeping the running configuration: %s",
+               err->message);
+    } else {
+        pt_apply_options(m, conf);
+        if (!pt_daemon_reload(m->daemon, conf, &err))
+            pt_err(NULL, NULL, "reload refused: %s", err->message);
+        else
+            pt_info(NULL, NULL, "configuration reloaded from %s", m->config_path);
+    }
+    sd_notify(0, "READY=1");
+    return G_SOURCE_CONTINUE;
+}
+
+static gboolean
+pt_on_watchdog(gpointer data)
+{
+    PtMain *m = data;
+    PtDaemonStats st;
+    g_autoptr(GPtrArray) targets = pt_daemon_list_targets(m->daemon);
+
+    pt_daemon_get_stats(m->daemon, &st);
+    sd_notifyf(0, "WATCHDOG=1\nSTATUS=%u targets, %" G_GUINT64_FORMAT " ticks, "
+               "last tick %.1f ms, mode %s", targets->len, st.ticks, st.last_tick_ms,
+               pt_mode_to_string(pt_daemon_get_mode(m->daemon)));
+    return G_SOURCE_CONTINUE;
+}
+
+int
+main(int argc, char **argv)
+{
+    PtMain m = { .exit_code = 0 };
+    g_autoptr(GError) err = NULL;
+    g_autoptr(GOptionContext) ctx = NULL;
+    g_autoptr(PtConf) conf = NULL;
+    g_autofree char *interval = NULL;
+    gboolean foreground = FALSE, verbose = FALSE, version = FALSE;
+    guint64 watchdog_us = 0;
+    GOptionEntry entries[] = {
+        { "config", 'c', 0, G_OPTION_ARG_FILENAME, &m.config_path,
+          "Configuration file (default " PT_DEFAULT_CONFIG ")", "FILE" },
+        { "db", 0, 0, G_OPTION_ARG_FILENAME, &m.opt_db, "History database", "FILE" },
+        { "socket", 0, 0, G_OPTION_ARG_FILENAME, &m.opt_socket, "Control socket", "PATH" },
+        { "interval", 'i', 0, G_OPTION_ARG_STRING, &interval, "Tick interval, e.g. 1s or 250ms", "DURATION" },
+        { "mode", 'm', 0, G_OPTION_ARG_STRING, &m.opt_mode, "observe, recommend or enforce", "MODE" },
+        { "foreground", 'f', 0, G_OPTION_ARG_NONE, &foreground, "Do not detach from the terminal", NULL },
+        { "verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose, "Log debug messages", NULL },
+        { "version", 'V', 0, G_OPTION_ARG_NONE, &version, "Print the version and exit", NULL },
+        { NULL },
+    };
+
+    setlocale(LC_ALL, "");
+    ctx = g_option_context_new("- tune QEMU iothread polling");
+    g_option_context_add_main_entries(ctx, entries, NULL);
+    if (!g_option_context_parse(ctx, &argc, &argv, &err)) {
+        fprintf(stderr, "polltuned: %s\n", err->message);
+        return 2;
+    }
+    if (version) {
+        printf("polltuned %s\n", PT_VERSION);
+        return 0;
+    }
+    if (argc > 1) {
+        fprintf(stderr, "polltuned: unexpected argument '%s'\n", argv[1]);
+        return 2;
+    }
+    if (interval && (!pt_parse_duration(interval, &m.opt_interval, &err) ||
+                     m.opt_interval < 100 || m.opt_interval > 3600000)) {
+        fprintf(stderr, "polltuned: --interval: %s\n", err ? err->message : "must be 100ms..1h");
+        return 2;
+    }
+    if (m.opt_mode && pt_mode_from_string(m.opt_mode) == PT_MODE_INVALID) {
+        fprintf(stderr, "polltuned: --mode: '%s' is not observe, recommend or enforce\n", m.opt_mode);
+        return 2;
+    }
+    pt_log_init(verbose);
+    if (!m.config_path)
+        m.config_path = g_strdup(PT_DEFAULT_CONFIG);
+    conf = pt_conf_load(m.config_path, FALSE, &err);
+    if (!conf) {
+        pt_err(NULL, NULL, "%s", err->message);
+        return 1;
+    }
+    pt_apply_options(&m, conf);
+
+    if (!foreground && !getenv("NOTIFY_SOCKET") && daemon(0, 0) < 0) {
+        pt_err(NULL, NULL, "daemon: %s", g_strerror(errno));
+        return 1;
+    }
+    signal(SIGPIPE, SIG_IGN);
+
+    m.daemon = pt_daemon_new(g_steal_pointer(&conf), NULL, &err);
+    if (!m.daemon) {
+        pt_err(NULL, NULL, "%s", err->message);
+        return 1;
+    }
+    {
+        const PtConf *c = pt_daemon_get_conf(m.daemon);
+
+        m.control = pt_control_new(m.daemon, c->control_socket, c->control_group,
+                                   c->admin_group, NULL, &err);
+        if (!m.control) {
+            pt_err(NULL, NULL, "%s", err->message);
+            pt_daemon_free(m.daemon);
+            return 1;
+        }
+        if (c->metrics_listen) {
+            m.metrics = pt_metrics_server_new(m.daemon, c->metrics_listen, &err);
+            if (!m.metrics) {
+                /* Scraping is optional; tuning is not held up by it. */
+                pt_warn(NULL, NULL, "%s; metrics endpoint disabled", err->message);
+                g_clear_error(&err);
+            }
+        }
+    }
+    if (!pt_daemon_start(m.daemon, &err)) {
+        pt_err(NULL, NULL, "%s", err->message);
+        pt_control_free(m.control);
+        pt_daemon_free(m.daemon);
+        return 1;
+    }
+
+    m.loop = g_main_loop_new(NULL, FALSE);
+    g_unix_signal_add(SIGTERM, pt_on_term, &m);
+    g_unix_signal_add(SIGINT, pt_on_term, &m);
+    g_unix_signal_add(SIGHUP, pt_on_hup, &m);
+    if (sd_watchdog_enabled(0, &watchdog_us) > 0)
+        g_timeout_add(watchdog_us / 2000, pt_on_watchdog, &m);
+    pt_info(NULL, NULL, "polltuned %s running: mode %s, interval %u ms, database %s, socket %s",
+            PT_VERSION, pt_mode_to_string(pt_daemon_get_mode(m.daemon)),
+            pt_daemon_get_conf(m.daemon)->interval_ms, pt_daemon_get_conf(m.daemon)->database,
+            pt_daemon_get_conf(m.daemon)->control_socket);
+    sd_notify(0, "READY=1\nSTATUS=running");
+    g_main_loop_run(m.loop);
+
+    pt_metrics_server_free(m.metrics);
+    pt_control_free(m.control);
+    pt_daemon_free(m.daemon);
+    g_main_loop_unref(m.loop);
+    g_free(m.config_path);
+    g_free(m.opt_db);
+    g_free(m.opt_socket);
+    g_free(m.opt_mode);
+    pt_info(NULL, NULL, "stopped");
+    return m.exit_code;
+}

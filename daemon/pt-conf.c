@@ -1,0 +1,567 @@
+#include "pt-conf.h"
+
+#include <errno.h>
+#include <gio/gio.h>
+
+#define PT_DEFAULT_DATABASE "/var/lib/polltune/history.db"
+#define PT_DEFAULT_SOCKET "/run/polltune/control.sock"
+
+static const char *const pt_mode_table[PT_MODE_MAX] = {
+    [PT_MODE_OBSERVE] = "observe",
+    [PT_MODE_RECOMMEND] = "recommend",
+    [PT_MODE_ENFORCE] = "enforce",
+};
+
+static const char *const pt_restart_table[PT_RESTART_MAX] = {
+    [PT_RESTART_RESTORE] = "restore",
+    [PT_RESTART_RESUME] = "resume",
+};
+
+static int
+pt_table_lookup(const char *const *table, int n, const char *s)
+{
+    for (int i = 0; s && i < n; i++)
+        if (g_str_equal(table[i], s))
+            return i;
+    return -1;
+}
+
+const char *
+pt_mode_to_string(PtMode m)
+{
+    return m >= 0 && m < PT_MODE_MAX ? pt_mode_table[m] : NULL;
+}
+
+PtMode
+pt_mode_from_string(const char *s)
+{
+    return pt_table_lookup(pt_mode_table, PT_MODE_MAX, s);
+}
+
+const char *
+pt_restart_to_string(PtRestart r)
+{
+    return r >= 0 && r < PT_RESTART_MAX ? pt_restart_table[r] : NULL;
+}
+
+PtRestart
+pt_restart_from_string(const char *s)
+{
+    return pt_table_lookup(pt_restart_table, PT_RESTART_MAX, s);
+}
+
+/* ---- units ------------------------------------------------------------- */
+
+static gboolean
+pt_parse_scaled(const char *text, const char *what, const char *const *units,
+                const gint64 *scale, gint64 *out, GError **error)
+{
+    const char *end = NULL;
+    guint64 n;
+
+    if (!text || !g_ascii_isdigit(*text)) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                    "'%s' is not a %s", text ? text : "", what);
+        return FALSE;
+    }
+    errno = 0;
+    n = g_ascii_strtoull(text, (char **)&end, 10);
+    while (*end == ' ')
+        end++;
+    for (int i = 0; units[i]; i++) {
+        if (g_ascii_strcasecmp(end, units[i]) == 0) {
+            if (errno || n > (guint64)(G_MAXINT64 / scale[i])) {
+                g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                            "'%s' is too large a %s", text, what);
+                return FALSE;
+            }
+            *out = (gint64)n * scale[i];
+            return TRUE;
+        }
+    }
+    g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                "'%s' has an unknown unit for a %s", text, what);
+    return FALSE;
+}
+
+gboolean
+pt_parse_duration(const char *text, gint64 *ms, GError **error)
+{
+    static const char *const units[] = { "", "ms", "s", "m", "h", "d", "w", NULL };
+    static const gint64 scale[] = { 1, 1, 1000, 60000, 3600000, 86400000,
+                                    7 * G_GINT64_CONSTANT(86400000) };
+
+    return pt_parse_scaled(text, "duration", units, scale, ms, error);
+}
+
+gboolean
+pt_parse_size(const char *text, gint64 *bytes, GError **error)
+{
+    static const char *const units[] = { "", "B", "K", "KiB", "M", "MiB", "G", "GiB",
+                                         "T", "TiB", NULL };
+    static const gint64 scale[] = { 1, 1, 1 << 10, 1 << 10, 1 << 20, 1 << 20,
+                                    1 << 30, 1 << 30, G_GINT64_CONSTANT(1) << 40,
+                                    G_GINT64_CONSTANT(1) << 40 };
+
+    return pt_parse_scaled(text, "size", units, scale, bytes, error);
+}
+
+/* ---- defaults ---------------------------------------------------------- */
+
+PtConf *
+pt_conf_new_default(void)
+{
+    PtConf *c = g_new0(PtConf, 1);
+
+    c->interval_ms = 1000;
+    c->mode = PT_MODE_ENFORCE;
+    c->restore_on_exit = TRUE;
+    c->on_restart = PT_RESTART_RESUME;
+    c->qmp_timeout_ms = 2000;
+    c->exits_source = g_strdup("auto");
+    c->libvirt = TRUE;
+    c->libvirt_uri = g_strdup("qemu:///system");
+    c->qmp_sockets = g_new0(char *, 1);
+    c->qmp_globs = g_new0(char *, 1);
+    c->database = g_strdup(PT_DEFAULT_DATABASE);
+    c->raw_retention_ms = 48 * G_GINT64_CONSTANT(3600000);
+    c->rollup_1m_retention_ms = 30 * G_GINT64_CONSTANT(86400000);
+    c->rollup_1h_retention_ms = 730 * G_GINT64_CONSTANT(86400000);
+    c->max_size_bytes = G_GINT64_CONSTANT(2) << 30;
+    c->control_socket = g_strdup(PT_DEFAULT_SOCKET);
+    c->control_group = g_strdup("polltune");
+    c->metrics_listen = g_strdup("127.0.0.1:9563");
+    c->policy = policy_config_new();
+    return c;
+}
+
+void
+pt_conf_free(PtConf *c)
+{
+    if (!c)
+        return;
+    g_free(c->path);
+    g_free(c->exits_source);
+    g_free(c->libvirt_uri);
+    g_strfreev(c->qmp_sockets);
+    g_strfreev(c->qmp_globs);
+    g_free(c->database);
+    g_free(c->control_socket);
+    g_free(c->control_group);
+    g_free(c->admin_group);
+    g_free(c->metrics_listen);
+    policy_config_free(c->policy);
+    g_free(c);
+}
+
+/* ---- loading ----------------------------------------------------------- */
+
+typedef struct {
+    GKeyFile *kf;
+    const char *name;           /* file name for messages */
+    const char *data;           /* raw text, to find line numbers */
+    const char *group;
+} PtConfReader;
+
+/* The 1-based line of @key in [@group], or 0.  GKeyFile keeps no line
+ * numbers, and an error that names one saves the operator a search. */
+static guint
+pt_conf_line_of(const PtConfReader *r, const char *group, const char *key)
+{
+    g_auto(GStrv) lines = g_strsplit(r->data, "\n", -1);
+    gboolean in_group = FALSE;
+
+    for (guint i = 0; lines[i]; i++) {
+        const char *l = lines[i];
+        gsize klen;
+
+        while (*l == ' ' || *l == '\t')
+            l++;
+        if (*l == '[') {
+            const char *end = strchr(l, ']');
+
+            in_group = end && (gsize)(end - l - 1) == strlen(group) &&
+                       strncmp(l + 1, group, end - l - 1) == 0;
+            continue;
+        }
+        klen = strlen(key);
+        if (in_group && strncmp(l, key, klen) == 0 &&
+            (l[klen] == '=' || l[klen] == ' ' || l[klen] == '\t'))
+            return i + 1;
+    }
+    return 0;
+}
+
+static gboolean
+pt_conf_fail(const PtConfReader *r, const char *key, GError **error,
+             const char *fmt, ...) G_GNUC_PRINTF(4, 5);
+
+static gboolean
+pt_conf_fail(const PtConfReader *r, const char *key, GError **error,
+             const char *fmt, ...)
+{
+    g_autofree char *why = NULL;
+    va_list ap;
+    guint line = pt_conf_line_of(r, r->group, key);
+
+    va_start(ap, fmt);
+    why = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    if (line)
+        g_set_error(error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
+                    "%s:%u: [%s] %s: %s", r->name, line, r->group, key, why);
+    else
+        g_set_error(error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
+                    "%s: [%s] %s: %s", r->name, r->group, key, why);
+    return FALSE;
+}
+
+/* A string value, or NULL (not an error) when the key is absent. */
+static char *
+pt_conf_string(const PtConfReader *r, const char *key)
+{
+    return g_key_file_get_string(r->kf, r->group, key, NULL);
+}
+
+static gboolean
+pt_conf_get_bool(const PtConfReader *r, const char *key, gboolean *out, GError **error)
+{
+    g_autofree char *v = pt_conf_string(r, key);
+
+    if (!v)
+        return TRUE;
+    if (g_str_equal(v, "true") || g_str_equal(v, "yes") || g_str_equal(v, "1"))
+        *out = TRUE;
+    else if (g_str_equal(v, "false") || g_str_equal(v, "no") || g_str_equal(v, "0"))
+        *out = FALSE;
+    else
+        return pt_conf_fail(r, key, error, "'%s' is not true or false", v);
+    return TRUE;
+}
+
+static gboolean
+pt_conf_get_str(const PtConfReader *r, const char *key, char **out, gboolean allow_empty,
+                GError **error)
+{
+    g_autofree char *v = pt_conf_string(r, key);
+
+    if (!v)
+        return TRUE;
+    g_strstrip(v);
+    if (!*v && !allow_empty)
+        return pt_conf_fail(r, key, error, "must not be empty");
+    g_free(*out);
+    *out = *v ? g_steal_pointer(&v) : NULL;
+    return TRUE;
+}
+
+static gboolean
+pt_conf_get_list(const PtConfReader *r, const char *key, char ***out, GError **error)
+{
+    g_auto(GStrv) v = g_key_file_get_string_list(r->kf, r->group, key, NULL, NULL);
+
+    if (!v)
+        return TRUE;
+    for (guint i = 0; v[i]; i++) {
+        g_strstrip(v[i]);
+        if (v[i][0] != '/')
+            return pt_conf_fail(r, key, error, "'%s' is not an absolute path", v[i]);
+    }
+    g_strfreev(*out);
+    *out = g_steal_pointer(&v);
+    return TRUE;
+}
+
+static gboolean
+pt_conf_get_duration(const PtConfReader *r, const char *key, gint64 min, gint64 max,
+                     gint64 *out, GError **error)
+{
+    g_autofree char *v = pt_conf_string(r, key);
+    g_autoptr(GError) err = NULL;
+    gint64 ms;
+
+    if (!v)
+        return TRUE;
+    g_strstrip(v);
+    if (!pt_parse_duration(v, &ms, &err))
+        return pt_conf_fail(r, key, error, "%s", err->message);
+    if (ms < min || ms > max)
+        return pt_conf_fail(r, key, error, "%s is outside %" G_GINT64_FORMAT "ms..%"
+                            G_GINT64_FORMAT "ms", v, min, max);
+    *out = ms;
+    return TRUE;
+}
+
+static gboolean
+pt_conf_get_uint(const PtConfReader *r, const char *key, guint64 min, guint64 max,
+                 guint64 *out, GError **error)
+{
+    g_autofree char *v = pt_conf_string(r, key);
+    guint64 n;
+
+    if (!v)
+        return TRUE;
+    g_strstrip(v);
+    if (!g_ascii_string_to_unsigned(v, 10, min, max, &n, NULL))
+        return pt_conf_fail(r, key, error, "'%s' is not a whole number in %"
+                            G_GUINT64_FORMAT "..%" G_GUINT64_FORMAT, v, min, max);
+    *out = n;
+    return TRUE;
+}
+
+static gboolean
+pt_conf_get_double(const PtConfReader *r, const char *key, double min, double max,
+                   double *out, GError **error)
+{
+    g_autofree char *v = pt_conf_string(r, key);
+    char *end = NULL;
+    double d;
+
+    if (!v)
+        return TRUE;
+    g_strstrip(v);
+    d = g_ascii_strtod(v, &end);
+    if (!*v || *end || !(d >= min && d <= max))
+        return pt_conf_fail(r, key, error, "'%s' is not a number in %g..%g", v, min, max);
+    *out = d;
+    return TRUE;
+}
+
+static gboolean
+pt_conf_get_spec(const PtConfReader *r, const char *key, PolicySpec *out, GError **error)
+{
+    g_autofree char *v = pt_conf_string(r, key);
+    g_autoptr(GError) err = NULL;
+
+    if (!v)
+        return TRUE;
+    g_strstrip(v);
+    if (!policy_spec_parse(v, out, &err))
+        return pt_conf_fail(r, key, error, "%s", err->message);
+    return TRUE;
+}
+
+/* Keys we know, per group: anything else is a typo worth stopping for. */
+static const char *const pt_keys_daemon[] = {
+    "interval", "mode", "restore-on-exit", "on-restart", "qmp-timeout",
+    "exits-source", "database", "control-socket", "control-group",
+    "admin-group", "metrics-listen", NULL };
+static const char *const pt_keys_targets[] = {
+    "libvirt", "libvirt-uri", "qmp-sockets", "qmp-globs", NULL };
+static const char *const pt_keys_retention[] = {
+    "raw", "rollup-1m", "rollup-1h", "max-size", NULL };
+static const char *const pt_keys_policy[] = {
+    "default", "max-poll-max-ns", "poll-grow-min", "poll-grow-max",
+    "poll-shrink-min", "poll-shrink-max", "min-dwell", "revalidate",
+    "idle-iops", "budget-cores", "psi-limit", "vcpu-delay-limit",
+    "iothread-delay-limit", NULL };
+static const char *const pt_keys_rule[] = { "policy", NULL };
+
+static gboolean
+pt_conf_check_keys(PtConfReader *r, const char *const *known, GError **error)
+{
+    g_auto(GStrv) keys = g_key_file_get_keys(r->kf, r->group, NULL, NULL);
+
+    for (guint i = 0; keys && keys[i]; i++)
+        if (!g_strv_contains(known, keys[i]))
+            return pt_conf_fail(r, keys[i], error, "unknown key");
+    return TRUE;
+}
+
+static gboolean
+pt_conf_read_daemon(PtConfReader *r, PtConf *c, GError **error)
+{
+    gint64 ms = c->interval_ms;
+    gint64 tmo = c->qmp_timeout_ms;
+    g_autofree char *mode = NULL, *restart = NULL;
+
+    r->group = "daemon";
+    if (!pt_conf_check_keys(r, pt_keys_daemon, error) ||
+        !pt_conf_get_duration(r, "interval", 100, 3600000, &ms, error) ||
+        !pt_conf_get_duration(r, "qmp-timeout", 100, 60000, &tmo, error) ||
+        !pt_conf_get_bool(r, "restore-on-exit", &c->restore_on_exit, error) ||
+        !pt_conf_get_str(r, "exits-source", &c->exits_source, FALSE, error) ||
+        !pt_conf_get_str(r, "database", &c->database, FALSE, error) ||
+        !pt_conf_get_str(r, "control-socket", &c->control_socket, FALSE, error) ||
+        !pt_conf_get_str(r, "control-group", &c->control_group, FALSE, error) ||
+        !pt_conf_get_str(r, "admin-group", &c->admin_group, TRUE, error) ||
+        !pt_conf_get_str(r, "metrics-listen", &c->metrics_listen, TRUE, error))
+        return FALSE;
+    c->interval_ms = ms;
+    c->qmp_timeout_ms = tmo;
+    if ((mode = pt_conf_string(r, "mode"))) {
+        g_strstrip(mode);
+        if ((c->mode = pt_mode_from_string(mode)) == PT_MODE_INVALID)
+            return pt_conf_fail(r, "mode", error,
+                                "'%s' is not observe, recommend or enforce", mode);
+    }
+    if ((restart = pt_conf_string(r, "on-restart"))) {
+        g_strstrip(restart);
+        if ((c->on_restart = pt_restart_from_string(restart)) == PT_RESTART_INVALID)
+            return pt_conf_fail(r, "on-restart", error, "'%s' is not restore or resume",
+                                restart);
+    }
+    if (!g_strv_contains((const char *const[]){ "auto", "debugfs", "perf", "off", NULL },
+                         c->exits_source))
+        return pt_conf_fail(r, "exits-source", error,
+                            "'%s' is not auto, debugfs, perf or off", c->exits_source);
+    if (c->database[0] != '/' && !g_str_equal(c->database, ":memory:"))
+        return pt_conf_fail(r, "database", error, "'%s' is not an absolute path",
+                            c->database);
+    if (c->control_socket[0] != '/')
+        return pt_conf_fail(r, "control-socket", error, "'%s' is not an absolute path",
+                            c->control_socket);
+    if (c->metrics_listen && !strrchr(c->metrics_listen, ':'))
+        return pt_conf_fail(r, "metrics-listen", error, "'%s' is not HOST:PORT",
+                            c->metrics_listen);
+    return TRUE;
+}
+
+static gboolean
+pt_conf_read_targets(PtConfReader *r, PtConf *c, GError **error)
+{
+    r->group = "targets";
+    return pt_conf_check_keys(r, pt_keys_targets, error) &&
+           pt_conf_get_bool(r, "libvirt", &c->libvirt, error) &&
+           pt_conf_get_str(r, "libvirt-uri", &c->libvirt_uri, FALSE, error) &&
+           pt_conf_get_list(r, "qmp-sockets", &c->qmp_sockets, error) &&
+           pt_conf_get_list(r, "qmp-globs", &c->qmp_globs, error);
+}
+
+static gboolean
+pt_conf_read_retention(PtConfReader *r, PtConf *c, GError **error)
+{
+    const gint64 hour = 3600000, year = 366 * 24 * hour;
+    g_autofree char *size = NULL;
+
+    r->group = "retention";
+    if (!pt_conf_check_keys(r, pt_keys_retention, error) ||
+        !pt_conf_get_duration(r, "raw", hour, 10 * year, &c->raw_retention_ms, error) ||
+        !pt_conf_get_duration(r, "rollup-1m", hour, 10 * year, &c->rollup_1m_retention_ms, error) ||
+        !pt_conf_get_duration(r, "rollup-1h", hour, 20 * year, &c->rollup_1h_retention_ms, error))
+        return FALSE;
+    if ((size = pt_conf_string(r, "max-size"))) {
+        g_autoptr(GError) err = NULL;
+
+        g_strstrip(size);
+        if (!pt_parse_size(size, &c->max_size_bytes, &err))
+            return pt_conf_fail(r, "max-size", error, "%s", err->message);
+        if (c->max_size_bytes < (16 << 20))
+            return pt_conf_fail(r, "max-size", error, "%s is below the minimum of 16MiB", size);
+    }
+    return TRUE;
+}
+
+static gboolean
+pt_conf_read_policy(PtConfReader *r, PtConf *c, GError **error)
+{
+    PolicyConfig *p = c->policy;
+    g_autoptr(GError) err = NULL;
+    g_auto(GStrv) groups = g_key_file_get_groups(r->kf, NULL);
+
+    r->group = "policy";
+    if (!pt_conf_check_keys(r, pt_keys_policy, error) ||
+        !pt_conf_get_spec(r, "default", &p->default_spec, error) ||
+        !pt_conf_get_uint(r, "max-poll-max-ns", 0, 100000000, &p->max_poll_max_ns, error) ||
+        !pt_conf_get_uint(r, "poll-grow-min", 0, 1024, &p->grow_min, error) ||
+        !pt_conf_get_uint(r, "poll-grow-max", 0, 1024, &p->grow_max, error) ||
+        !pt_conf_get_uint(r, "poll-shrink-min", 0, 1024, &p->shrink_min, error) ||
+        !pt_conf_get_uint(r, "poll-shrink-max", 0, 1024, &p->shrink_max, error) ||
+        !pt_conf_get_duration(r, "min-dwell", 0, 86400000, &p->min_dwell_ms, error) ||
+        !pt_conf_get_duration(r, "revalidate", 0, 7 * 86400000LL, &p->revalidate_ms, error) ||
+        !pt_conf_get_double(r, "idle-iops", 0, 1e9, &p->idle_iops, error) ||
+        !pt_conf_get_double(r, "budget-cores", 0, 4096, &p->budget_cores, error) ||
+        !pt_conf_get_double(r, "psi-limit", 0, 100, &p->psi_some_limit, error) ||
+        !pt_conf_get_double(r, "vcpu-delay-limit", 0, 100, &p->vcpu_delay_limit, error) ||
+        !pt_conf_get_double(r, "iothread-delay-limit", 0, 100, &p->iothread_delay_limit, error))
+        return FALSE;
+
+    for (guint i = 0; groups[i]; i++) {
+        const char *glob;
+        PolicySpec spec;
+        g_autofree char *v = NULL;
+
+        if (!g_str_has_prefix(groups[i], "rule "))
+            continue;
+        glob = groups[i] + strlen("rule ");
+        r->group = groups[i];
+        if (!pt_conf_check_keys(r, pt_keys_rule, error))
+            return FALSE;
+        if (!(v = pt_conf_string(r, "policy")))
+            return pt_conf_fail(r, "policy", error, "a rule needs a policy");
+        g_strstrip(v);
+        if (!policy_spec_parse(v, &spec, &err) ||
+            !policy_config_add_rule(p, glob, &spec, &err))
+            return pt_conf_fail(r, "policy", error, "%s", err->message);
+    }
+    r->group = "policy";
+    if (!policy_config_validate(p, &err))
+        return pt_conf_fail(r, "default", error, "%s", err->message);
+    return TRUE;
+}
+
+static const char *const pt_groups[] = { "daemon", "targets", "retention", "policy", NULL };
+
+PtConf *
+pt_conf_load_data(const char *data, gsize len, const char *name, GError **error)
+{
+    g_autoptr(GKeyFile) kf = g_key_file_new();
+    g_autoptr(PtConf) c = pt_conf_new_default();
+    g_autoptr(GError) err = NULL;
+    g_autofree char *text = g_strndup(data, len);
+    g_auto(GStrv) groups = NULL;
+    PtConfReader r = { .kf = kf, .name = name, .data = text, .group = "" };
+
+    if (strlen(text) != len) {
+        g_set_error(error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_PARSE,
+                    "%s: contains a NUL byte", name);
+        return NULL;
+    }
+    if (!g_key_file_load_from_data(kf, text, len, G_KEY_FILE_NONE, &err)) {
+        g_set_error(error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_PARSE, "%s: %s",
+                    name, err->message);
+        return NULL;
+    }
+    groups = g_key_file_get_groups(kf, NULL);
+    for (guint i = 0; groups[i]; i++) {
+        if (!g_strv_contains(pt_groups, groups[i]) && !g_str_has_prefix(groups[i], "rule ")) {
+            guint line = 0;
+            g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+            g_autofree char *hdr = g_strdup_printf("[%s]", groups[i]);
+
+            for (guint j = 0; lines[j] && !line; j++)
+                if (strstr(lines[j], hdr))
+                    line = j + 1;
+            g_set_error(error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_GROUP_NOT_FOUND,
+                        "%s:%u: unknown group [%s]", name, line, groups[i]);
+            return NULL;
+        }
+    }
+    if (!pt_conf_read_daemon(&r, c, error) ||
+        !pt_conf_read_targets(&r, c, error) ||
+        !pt_conf_read_retention(&r, c, error) ||
+        !pt_conf_read_policy(&r, c, error))
+        return NULL;
+    c->path = g_strdup(name);
+    return g_steal_pointer(&c);
+}
+
+PtConf *
+pt_conf_load(const char *path, gboolean must_exist, GError **error)
+{
+    g_autofree char *data = NULL;
+    g_autoptr(GError) err = NULL;
+    gsize len;
+
+    if (!g_file_get_contents(path, &data, &len, &err)) {
+        if (!must_exist && g_error_matches(err, G_FILE_ERROR, G_FILE_ERROR_NOENT)) {
+            PtConf *c = pt_conf_new_default();
+
+            c->path = g_strdup(path);
+            return c;
+        }
+        g_propagate_prefixed_error(error, g_steal_pointer(&err), "%s: ", path);
+        return NULL;
+    }
+    return pt_conf_load_data(data, len, path, error);
+}

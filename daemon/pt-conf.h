@@ -1,0 +1,82 @@
+/*
+ * pt-conf: polltuned's configuration, /etc/polltune/polltuned.conf.
+ *
+ * The file is a GKeyFile.  Loading parses and validates everything before
+ * anything is used, so a bad file (at start or on reload) changes nothing:
+ * the error names the file, the line and the key.  docs/CONFIG.md is the
+ * reference and docs/polltuned.conf.example a fully commented example.
+ *
+ * Policy settings are turned straight into a PolicyConfig, so the policy
+ * library validates its own bounds; rule groups are "[rule NAME-GLOB]".
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "policy.h"
+
+typedef enum {
+    PT_MODE_OBSERVE,        /* measure and record; write nothing, restore originals */
+    PT_MODE_RECOMMEND,      /* decide and record; write nothing */
+    PT_MODE_ENFORCE,        /* decide and write */
+    PT_MODE_MAX,
+    PT_MODE_INVALID = -1,
+} PtMode;
+
+const char *pt_mode_to_string(PtMode mode);
+PtMode pt_mode_from_string(const char *s);
+
+typedef enum {
+    PT_RESTART_RESTORE,     /* after an unclean exit, restore originals */
+    PT_RESTART_RESUME,      /* keep what the last run's policy chose */
+    PT_RESTART_MAX,
+    PT_RESTART_INVALID = -1,
+} PtRestart;
+
+const char *pt_restart_to_string(PtRestart r);
+PtRestart pt_restart_from_string(const char *s);
+
+typedef struct {
+    char *path;                 /* the file this came from, or NULL */
+
+    guint interval_ms;
+    PtMode mode;
+    gboolean restore_on_exit;
+    PtRestart on_restart;
+    guint qmp_timeout_ms;
+    char *exits_source;         /* auto, debugfs, perf, off */
+
+    gboolean libvirt;
+    char *libvirt_uri;
+    char **qmp_sockets;         /* NULL-terminated */
+    char **qmp_globs;
+
+    char *database;
+    gint64 raw_retention_ms;
+    gint64 rollup_1m_retention_ms;
+    gint64 rollup_1h_retention_ms;
+    gint64 max_size_bytes;
+
+    char *control_socket;
+    char *control_group;
+    char *admin_group;          /* NULL: only root mutates */
+    char *metrics_listen;       /* "HOST:PORT"; NULL: off */
+
+    PolicyConfig *policy;
+} PtConf;
+
+/* The built-in defaults, as a file with no keys gives them. */
+PtConf *pt_conf_new_default(void);
+void pt_conf_free(PtConf *conf);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PtConf, pt_conf_free)
+
+/* Parse and validate @path.  A missing file is an error only if @must_exist. */
+PtConf *pt_conf_load(const char *path, gboolean must_exist, GError **error);
+/* The same from text, for tests and the fuzzer; @name labels errors. */
+PtConf *pt_conf_load_data(const char *data, gsize len, const char *name,
+                          GError **error);
+
+/* "1s", "250ms", "48h", "30d", "2w"; a bare number is milliseconds. */
+gboolean pt_parse_duration(const char *text, gint64 *ms, GError **error);
+/* "2GiB", "512MiB", "100M", "4096"; a bare number is bytes. */
+gboolean pt_parse_size(const char *text, gint64 *bytes, GError **error);

@@ -1,0 +1,780 @@
+/*
+ * The control commands of docs/CONTROL.md: argument checking, the call into
+ * the daemon, and the JSON of the reply.
+ */
+#include "pt-config.h"
+#include "pt-control-private.h"
+#include "pt-log.h"
+
+#include <math.h>
+
+typedef gboolean (*PtCmdFunc)(PtConn *conn, json_object *args, json_object **ret,
+                              GError **error);
+
+typedef struct {
+    const char *name;
+    gboolean mutating;
+    PtCmdFunc func;
+} PtCmd;
+
+static PtDaemon *
+pt_conn_daemon(PtConn *conn)
+{
+    return conn->ctl->d;
+}
+
+/* ---- arguments --------------------------------------------------------- */
+
+static gboolean
+pt_arg_bad(GError **error, const char *key, const char *why)
+{
+    g_set_error(error, PT_CONTROL_ERROR, PT_CONTROL_ERROR_INVALID_PARAMETER,
+                "%s: %s", key, why);
+    return FALSE;
+}
+
+/* A string argument: NULL and TRUE when absent and optional. */
+gboolean
+pt_arg_str(json_object *args, const char *key, gboolean required, const char **out,
+           GError **error)
+{
+    json_object *v = NULL;
+
+    *out = NULL;
+    if (!args || !json_object_object_get_ex(args, key, &v) || !v) {
+        if (required)
+            return pt_arg_bad(error, key, "missing");
+        return TRUE;
+    }
+    if (!json_object_is_type(v, json_type_string))
+        return pt_arg_bad(error, key, "not a string");
+    *out = json_object_get_string(v);
+    if (strlen(*out) > 4096)
+        return pt_arg_bad(error, key, "too long");
+    return TRUE;
+}
+
+static gboolean
+pt_arg_int(json_object *args, const char *key, gint64 *out, gboolean *present,
+           GError **error)
+{
+    json_object *v = NULL;
+
+    *present = FALSE;
+    if (!args || !json_object_object_get_ex(args, key, &v) || !v)
+        return TRUE;
+    if (!json_object_is_type(v, json_type_int))
+        return pt_arg_bad(error, key, "not an integer");
+    *out = json_object_get_int64(v);
+    *present = TRUE;
+    return TRUE;
+}
+
+/* ---- reply objects ----------------------------------------------------- */
+
+static json_object *
+pt_json_triple(const PolicyTriple *t)
+{
+    json_object *o = json_object_new_object();
+
+    json_object_object_add(o, "poll-max-ns", json_object_new_int64((gint64)t->poll_max_ns));
+    json_object_object_add(o, "poll-grow", json_object_new_int64((gint64)t->poll_grow));
+    json_object_object_add(o, "poll-shrink", json_object_new_int64((gint64)t->poll_shrink));
+    return o;
+}
+
+void
+pt_json_num(json_object *o, const char *key, double v)
+{
+    char buf[G_ASCII_DTOSTR_BUF_SIZE];
+
+    /* Three decimals are more than any of these figures can claim, and
+     * json-c would otherwise print binary noise ("4.4779999999999998"). */
+    if (!isfinite(v))
+        v = 0;
+    g_ascii_formatd(buf, sizeof(buf), "%.3f", v);
+    json_object_object_add(o, key, json_object_new_double_s(v, buf));
+}
+
+json_object *pt_json_metrics(const PolicyMetrics *m);
+
+json_object *
+pt_json_metrics(const PolicyMetrics *m)
+{
+    json_object *o = json_object_new_object();
+
+    json_object_object_add(o, "ts_ms", json_object_new_int64(m->when_ms));
+    if (m->have_io) {
+        pt_json_num(o, "iops", policy_metrics_iops(m));
+        pt_json_num(o, "rd_iops", m->rd_iops);
+        pt_json_num(o, "wr_iops", m->wr_iops);
+        pt_json_num(o, "flush_iops", m->flush_iops);
+        pt_json_num(o, "mbps", m->rd_mbps + m->wr_mbps);
+        pt_json_num(o, "lat_us", m->lat_mean_ns / 1000.0);
+        pt_json_num(o, "queue_depth", m->queue_depth);
+    }
+    if (m->have_cpu) {
+        pt_json_num(o, "cpu_pct", m->cpu_pct);
+        pt_json_num(o, "blocks_per_s", m->blocks_per_s);
+        if (m->have_io)
+            pt_json_num(o, "blocks_per_op", m->blocks_per_op);
+        pt_json_num(o, "run_delay_pct", m->run_delay_pct);
+    }
+    if (m->have_exits) {
+        pt_json_num(o, "exits_per_s", m->exits_per_s);
+        if (m->have_io)
+            pt_json_num(o, "exits_per_op", m->exits_per_op);
+    }
+    return o;
+}
+
+static json_object *
+pt_json_decision(const PolicyDecision *d, const char *outcome, const char *policy)
+{
+    json_object *o = json_object_new_object();
+
+    json_object_object_add(o, "target", json_object_new_string(d->target));
+    json_object_object_add(o, "iothread", json_object_new_string(d->iothread));
+    if (policy)
+        json_object_object_add(o, "policy", json_object_new_string(policy));
+    json_object_object_add(o, "cause", json_object_new_string(policy_cause_to_string(d->cause)));
+    json_object_object_add(o, "new", pt_json_triple(&d->triple));
+    json_object_object_add(o, "applied", json_object_new_boolean(g_strcmp0(outcome, "applied") == 0));
+    json_object_object_add(o, "outcome", json_object_new_string(outcome ? outcome : ""));
+    json_object_object_add(o, "reason", json_object_new_string(d->reason ? d->reason : ""));
+    json_object_object_add(o, "evidence", json_object_new_string(d->evidence ? d->evidence : ""));
+    return o;
+}
+
+static json_object *
+pt_json_override(const StoreOverrideRow *row)
+{
+    json_object *o = json_object_new_object();
+
+    json_object_object_add(o, "id", json_object_new_int64(row->ov.id));
+    json_object_object_add(o, "who", json_object_new_string(row->ov.who ? row->ov.who : ""));
+    json_object_object_add(o, "expires_ms", row->ov.expires_ms == STORE_NULL ? NULL :
+                           json_object_new_int64(row->ov.expires_ms));
+    if (row->ov.triple.poll_max_ns != STORE_NULL)
+        json_object_object_add(o, "poll-max-ns", json_object_new_int64(row->ov.triple.poll_max_ns));
+    if (row->ov.triple.poll_grow != STORE_NULL)
+        json_object_object_add(o, "poll-grow", json_object_new_int64(row->ov.triple.poll_grow));
+    if (row->ov.triple.poll_shrink != STORE_NULL)
+        json_object_object_add(o, "poll-shrink", json_object_new_int64(row->ov.triple.poll_shrink));
+    return o;
+}
+
+static json_object *
+pt_json_iothread(PtDaemon *d, PtTarget *t, PtIothread *io, guint history)
+{
+    json_object *o = json_object_new_object();
+    const StoreOverrideRow *ov = pt_daemon_override_for(d, t->name, io->id);
+    g_autofree char *policy = pt_daemon_policy_for(d, t->name, io->id);
+
+    json_object_object_add(o, "id", json_object_new_string(io->id));
+    json_object_object_add(o, "tid", json_object_new_int(io->tid));
+    json_object_object_add(o, "triple", io->have_triple ? pt_json_triple(&io->triple) : NULL);
+    json_object_object_add(o, "original", io->have_original ? pt_json_triple(&io->original) : NULL);
+    json_object_object_add(o, "policy", json_object_new_string(policy));
+    json_object_object_add(o, "override", ov ? pt_json_override(ov) : NULL);
+    json_object_object_add(o, "metrics", io->history->len ?
+                           pt_json_metrics(&g_array_index(io->history, PolicyMetrics,
+                                                          io->history->len - 1)) : NULL);
+    json_object_object_add(o, "last_decision", io->last_decision ?
+                           pt_json_decision(io->last_decision, io->last_outcome, NULL) : NULL);
+    if (history) {
+        json_object *h = json_object_new_array();
+        guint from = io->history->len > history ? io->history->len - history : 0;
+
+        for (guint i = from; i < io->history->len; i++)
+            json_object_array_add(h, pt_json_metrics(&g_array_index(io->history, PolicyMetrics, i)));
+        json_object_object_add(o, "history", h);
+    }
+    return o;
+}
+
+static gint
+pt_iothread_cmp(gconstpointer a, gconstpointer b)
+{
+    return g_strcmp0((*(PtIothread *const *)a)->id, (*(PtIothread *const *)b)->id);
+}
+
+static GPtrArray *
+pt_sorted_iothreads(PtTarget *t)
+{
+    GPtrArray *out = g_ptr_array_new();
+    GHashTableIter it;
+    gpointer v;
+
+    g_hash_table_iter_init(&it, t->iothreads);
+    while (g_hash_table_iter_next(&it, NULL, &v))
+        g_ptr_array_add(out, v);
+    g_ptr_array_sort(out, pt_iothread_cmp);
+    return out;
+}
+
+static json_object *
+pt_json_target(PtDaemon *d, PtTarget *t, const char *only, guint history)
+{
+    json_object *o = json_object_new_object();
+    json_object *ios = json_object_new_array();
+    g_autoptr(GPtrArray) list = pt_sorted_iothreads(t);
+    g_autofree char *policy = pt_daemon_policy_for(d, t->name, NULL);
+
+    json_object_object_add(o, "name", json_object_new_string(t->name));
+    json_object_object_add(o, "kind", json_object_new_string(store_target_kind_to_string(t->kind)));
+    json_object_object_add(o, "state", json_object_new_string(pt_target_state_to_string(t->state)));
+    if (t->state_reason)
+        json_object_object_add(o, "state_reason", json_object_new_string(t->state_reason));
+    json_object_object_add(o, "pid", json_object_new_int(t->pid));
+    json_object_object_add(o, "policy", json_object_new_string(policy));
+    for (guint i = 0; i < list->len; i++) {
+        PtIothread *io = list->pdata[i];
+
+        if (!only || g_str_equal(only, io->id))
+            json_object_array_add(ios, pt_json_iothread(d, t, io, history));
+    }
+    json_object_object_add(o, "iothreads", ios);
+    return o;
+}
+
+/* ---- commands ---------------------------------------------------------- */
+
+static gboolean
+pt_cmd_version(PtConn *conn, json_object *args, json_object **ret, GError **error)
+{
+    *ret = json_object_new_object();
+    json_object_object_add(*ret, "version", json_object_new_string(PT_VERSION));
+    json_object_object_add(*ret, "protocol", json_object_new_int(1));
+    return TRUE;
+}
+
+static gboolean
+pt_cmd_capabilities(PtConn *conn, json_object *args, json_object **ret, GError **error)
+{
+    *ret = json_object_new_object();
+    return TRUE;
+}
+
+static gboolean
+pt_cmd_status(PtConn *conn, json_object *args, json_object **ret, GError **error)
+{
+    PtDaemon *d = pt_conn_daemon(conn);
+    const PtConf *conf = pt_daemon_get_conf(d);
+    const PolicyHost *h = pt_daemon_get_host(d);
+    g_autoptr(GPtrArray) targets = pt_daemon_list_targets(d);
+    json_object *store = json_object_new_object();
+    json_object *host = json_object_new_object();
+    json_object *tl = json_object_new_array();
+    PtDaemonStats st;
+    StoreStats ss;
+    static const char *const health[] = { "ok", "busy", "full", "failed" };
+
+    pt_daemon_get_stats(d, &st);
+    store_db_get_stats(pt_daemon_get_store(d), &ss);
+    *ret = json_object_new_object();
+    json_object_object_add(*ret, "mode", json_object_new_string(pt_mode_to_string(pt_daemon_get_mode(d))));
+    json_object_object_add(*ret, "interval_ms", json_object_new_int(conf->interval_ms));
+    json_object_object_add(*ret, "uptime_s",
+                           json_object_new_int64((g_get_real_time() / 1000 - st.started_ms) / 1000));
+    json_object_object_add(*ret, "ticks", json_object_new_int64(st.ticks));
+    json_object_object_add(*ret, "overruns", json_object_new_int64(st.overruns));
+    pt_json_num(*ret, "last_tick_ms", st.last_tick_ms);
+    json_object_object_add(store, "path", json_object_new_string(conf->database));
+    json_object_object_add(store, "health", json_object_new_string(health[ss.health & 3]));
+    json_object_object_add(store, "pending", json_object_new_int(ss.pending_ticks));
+    json_object_object_add(store, "dropped", json_object_new_int64(ss.ticks_dropped));
+    json_object_object_add(*ret, "store", store);
+    if (h->have_psi)
+        pt_json_num(host, "psi_some_avg10", h->psi_some_avg10);
+    if (h->have_stat)
+        pt_json_num(host, "cpu_busy_pct", h->cpu_busy_pct);
+    pt_json_num(host, "polling_cores", pt_daemon_polling_cores(d));
+    pt_json_num(host, "budget_cores", conf->policy->budget_cores);
+    json_object_object_add(*ret, "host", host);
+    for (guint i = 0; i < targets->len; i++)
+        json_object_array_add(tl, pt_json_target(d, targets->pdata[i], NULL, 0));
+    json_object_object_add(*ret, "targets", tl);
+    return TRUE;
+}
+
+static gboolean
+pt_cmd_list(PtConn *conn, json_object *args, json_object **ret, GError **error)
+{
+    PtDaemon *d = pt_conn_daemon(conn);
+    g_autoptr(GPtrArray) targets = pt_daemon_list_targets(d);
+    json_object *tl = json_object_new_array();
+
+    for (guint i = 0; i < targets->len; i++) {
+        PtTarget *t = targets->pdata[i];
+        g_autoptr(GPtrArray) ios = pt_sorted_iothreads(t);
+        json_object *o = json_object_new_object();
+        json_object *names = json_object_new_array();
+
+        json_object_object_add(o, "name", json_object_new_string(t->name));
+        json_object_object_add(o, "kind", json_object_new_string(store_target_kind_to_string(t->kind)));
+        json_object_object_add(o, "state", json_object_new_string(pt_target_state_to_string(t->state)));
+        json_object_object_add(o, "pid", json_object_new_int(t->pid));
+        for (guint j = 0; j < ios->len; j++)
+            json_object_array_add(names, json_object_new_string(((PtIothread *)ios->pdata[j])->id));
+        json_object_object_add(o, "iothreads", names);
+        json_object_array_add(tl, o);
+    }
+    *ret = json_object_new_object();
+    json_object_object_add(*ret, "targets", tl);
+    return TRUE;
+}
+
+static PtTarget *
+pt_find(PtConn *conn, json_object *args, const char **iothread, GError **error)
+{
+    const char *name;
+    PtTarget *t;
+
+    if (!pt_arg_str(args, "target", TRUE, &name, error) ||
+        !pt_arg_str(args, "iothread", FALSE, iothread, error))
+        return NULL;
+    t = pt_daemon_find_target(pt_conn_daemon(conn), name);
+    if (!t) {
+        g_set_error(error, PT_CONTROL_ERROR, PT_CONTROL_ERROR_NOT_FOUND,
+                    "%s: no such target", name);
+        return NULL;
+    }
+    if (*iothread && !g_hash_table_contains(t->iothreads, *iothread)) {
+        g_set_error(error, PT_CONTROL_ERROR, PT_CONTROL_ERROR_NOT_FOUND,
+                    "%s/%s: no such iothread", name, *iothread);
+        return NULL;
+    }
+    return t;
+}
+
+static gboolean
+pt_cmd_show(PtConn *conn, json_object *args, json_object **ret, GError **error)
+{
+    PtDaemon *d = pt_conn_daemon(conn);
+    const char *iothread;
+    PtTarget *t = pt_find(conn, args, &iothread, error);
+    gint64 ticks = 60;
+    gboolean have;
+    g_autoptr(GError) err = NULL;
+    json_object *decisions = json_object_new_array();
+    g_autoptr(StoreCursor) cur = NULL;
+    StoreFilter f;
+    const StoreDecisionRow *row;
+    GQueue last = G_QUEUE_INIT;
+
+    if (!t || !pt_arg_int(args, "ticks", &ticks, &have, error)) {
+        json_object_put(decisions);
+        return FALSE;
+    }
+    if (ticks < 1 || ticks > PT_HISTORY_TICKS) {
+        json_object_put(decisions);
+        return pt_arg_bad(error, "ticks", "must be 1..3600");
+    }
+    *ret = pt_json_target(d, t, iothread, ticks);
+    store_filter_init(&f);
+    f.target = t->name;
+    f.iothread = iothread;
+    f.from_ms = g_get_real_time() / 1000 - 7 * G_GINT64_CONSTANT(86400000);
+    cur = store_query_decisions(pt_daemon_get_store(d), &f, &err);
+    while (cur && store_cursor_next_decision(cur, &row, &err) && row) {
+        json_object *o = json_object_new_object();
+
+        json_object_object_add(o, "ts_ms", json_object_new_int64(row->ts_ms));
+        json_object_object_add(o, "iothread", json_object_new_string(row->iothread));
+        json_object_object_add(o, "policy", json_object_new_string(row->policy ? row->policy : ""));
+        json_object_object_add(o, "applied", json_object_new_boolean(row->applied));
+        json_object_object_add(o, "reason", json_object_new_string(row->reason ? row->reason : ""));
+        json_object_object_add(o, "new", pt_json_triple(&(PolicyTriple){
+            row->new_triple.poll_max_ns, row->new_triple.poll_grow, row->new_triple.poll_shrink }));
+        g_queue_push_tail(&last, o);
+        if (last.length > 20)
+            json_object_put(g_queue_pop_head(&last));
+    }
+    while (!g_queue_is_empty(&last))
+        json_object_array_add(decisions, g_queue_pop_head(&last));
+    json_object_object_add(*ret, "decisions", decisions);
+    return TRUE;
+}
+
+static gboolean
+pt_parse_time_arg(json_object *args, const char *key, gint64 now_ms, gint64 *out,
+                  GError **error)
+{
+    const char *v;
+
+    if (!pt_arg_str(args, key, FALSE, &v, error))
+        return FALSE;
+    if (!v)
+        return TRUE;
+    if (!store_time_parse(v, now_ms, out, error)) {
+        g_prefix_error(error, "%s: ", key);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
+pt_filter_from_args(json_object *args, StoreFilter *f, GError **error)
+{
+    gint64 now_ms = g_get_real_time() / 1000;
+    const char *res;
+
+    store_filter_init(f);
+    f->from_ms = now_ms - 3600000;
+    if (!pt_parse_time_arg(args, "since", now_ms, &f->from_ms, error) ||
+        !pt_parse_time_arg(args, "until", now_ms, &f->to_ms, error) ||
+        !pt_arg_str(args, "target", FALSE, &f->target, error) ||
+        !pt_arg_str(args, "iothread", FALSE, &f->iothread, error) ||
+        !pt_arg_str(args, "resolution", FALSE, &res, error))
+        return FALSE;
+    f->resolution = res ? store_resolution_from_string(res) : STORE_RES_RAW;
+    if (f->resolution == STORE_RESOLUTION_INVALID)
+        return pt_arg_bad(error, "resolution", "must be raw, 1m or 1h");
+    return TRUE;
+}
+
+static json_object *
+pt_json_stat(const StoreStat *s, double scale)
+{
+    json_object *o = json_object_new_object();
+
+    if (s->min != STORE_NULL) {
+        pt_json_num(o, "min", s->min * scale);
+        pt_json_num(o, "mean", s->mean * scale);
+        pt_json_num(o, "max", s->max * scale);
+    }
+    if (s->p95 != STORE_NULL)
+        pt_json_num(o, "p95", s->p95 * scale);
+    return o;
+}
+
+static gboolean
+pt_cmd_history(PtConn *conn, json_object *args, json_object **ret, GError **error)
+{
+    PtDaemon *d = pt_conn_daemon(conn);
+    g_autoptr(StoreCursor) cur = NULL;
+    StoreFilter f;
+    const StoreRow *row;
+    json_object *rows;
+    guint n = 0;
+
+    if (!pt_filter_from_args(args, &f, error))
+        return FALSE;
+    if (!f.target)
+        return pt_arg_bad(error, "target", "missing");
+    cur = store_query_range(pt_daemon_get_store(d), &f, error);
+    if (!cur)
+        return FALSE;
+    rows = json_object_new_array();
+    while (n < 10000 && store_cursor_next(cur, &row, error) && row) {
+        json_object *o = json_object_new_object();
+
+        json_object_object_add(o, "ts_ms", json_object_new_int64(row->ts_ms));
+        json_object_object_add(o, "target", json_object_new_string(row->target));
+        json_object_object_add(o, "iothread", json_object_new_string(row->iothread));
+        if (row->resolution == STORE_RES_RAW) {
+            const StoreSample *s = &row->sample;
+            double secs = row->len_ns > 0 ? row->len_ns / 1e9 : 0;
+            gint64 ops = s->io.rd_ops == STORE_NULL ? STORE_NULL :
+                s->io.rd_ops + s->io.wr_ops + s->io.flush_ops;
+            gint64 tns = s->io.rd_time_ns == STORE_NULL ? STORE_NULL :
+                s->io.rd_time_ns + s->io.wr_time_ns + s->io.flush_time_ns;
+
+            if (secs > 0 && ops != STORE_NULL) {
+                pt_json_num(o, "iops", ops / secs);
+                if (ops > 0)
+                    pt_json_num(o, "lat_us", tns / (double)ops / 1000.0);
+            }
+            if (secs > 0 && s->cpu_ns != STORE_NULL)
+                pt_json_num(o, "cpu_pct", s->cpu_ns / 1e9 / secs * 100.0);
+            if (ops != STORE_NULL && ops > 0 && s->ctx_vol != STORE_NULL)
+                pt_json_num(o, "blocks_per_op", s->ctx_vol / (double)ops);
+            json_object_object_add(o, "poll-max-ns", s->poll_max_ns == STORE_NULL ? NULL :
+                                   json_object_new_int64(s->poll_max_ns));
+        } else {
+            json_object_object_add(o, "count", json_object_new_int64(row->count));
+            json_object_object_add(o, "iops", pt_json_stat(&row->iops, 1e-3));
+            json_object_object_add(o, "lat_us", pt_json_stat(&row->lat, 1e-3));
+            json_object_object_add(o, "cpu_pct", pt_json_stat(&row->cpu, 1e-4));
+        }
+        json_object_array_add(rows, o);
+        n++;
+    }
+    if (error && *error) {
+        json_object_put(rows);
+        return FALSE;
+    }
+    *ret = json_object_new_object();
+    json_object_object_add(*ret, "resolution",
+                           json_object_new_string(store_resolution_to_string(f.resolution)));
+    json_object_object_add(*ret, "rows", rows);
+    return TRUE;
+}
+
+static gboolean
+pt_cmd_policy_get(PtConn *conn, json_object *args, json_object **ret, GError **error)
+{
+    PtDaemon *d = pt_conn_daemon(conn);
+    const PtConf *conf = pt_daemon_get_conf(d);
+    g_autoptr(GPtrArray) targets = pt_daemon_list_targets(d);
+    g_autofree char *def = policy_spec_format(&conf->policy->default_spec);
+    json_object *rules = json_object_new_array();
+    json_object *tl = json_object_new_array();
+    const char *only;
+
+    if (!pt_arg_str(args, "target", FALSE, &only, error)) {
+        json_object_put(rules);
+        json_object_put(tl);
+        return FALSE;
+    }
+    for (guint i = 0; i < conf->policy->rules->len; i++) {
+        PolicyRule *r = conf->policy->rules->pdata[i];
+        g_autofree char *spec = policy_spec_format(&r->spec);
+        json_object *o = json_object_new_object();
+
+        json_object_object_add(o, "glob", json_object_new_string(r->glob));
+        json_object_object_add(o, "policy", json_object_new_string(spec));
+        json_object_array_add(rules, o);
+    }
+    for (guint i = 0; i < targets->len; i++) {
+        PtTarget *t = targets->pdata[i];
+        g_autofree char *spec = NULL;
+        json_object *o;
+
+        if (only && !g_str_equal(only, t->name))
+            continue;
+        spec = pt_daemon_policy_for(d, t->name, NULL);
+        o = json_object_new_object();
+        json_object_object_add(o, "name", json_object_new_string(t->name));
+        json_object_object_add(o, "policy", json_object_new_string(spec));
+        json_object_array_add(tl, o);
+    }
+    *ret = json_object_new_object();
+    json_object_object_add(*ret, "default", json_object_new_string(def));
+    json_object_object_add(*ret, "rules", rules);
+    json_object_object_add(*ret, "targets", tl);
+    return TRUE;
+}
+
+static gboolean
+pt_cmd_policy_set(PtConn *conn, json_object *args, json_object **ret, GError **error)
+{
+    const char *target, *policy;
+
+    if (!pt_arg_str(args, "target", TRUE, &target, error) ||
+        !pt_arg_str(args, "policy", TRUE, &policy, error) ||
+        !pt_daemon_policy_set(pt_conn_daemon(conn), target, policy, error))
+        return FALSE;
+    *ret = json_object_new_object();
+    return TRUE;
+}
+
+static gboolean
+pt_cmd_override_set(PtConn *conn, json_object *args, json_object **ret, GError **error)
+{
+    const char *iothread, *for_text, *reason;
+    PtTarget *t = pt_find(conn, args, &iothread, error);
+    gint64 max = 0, grow = -1, shrink = -1, for_ms = 0, id = 0, expires = STORE_NULL;
+    gboolean have_max, have;
+    g_autofree char *who = NULL;
+
+    if (!t ||
+        !pt_arg_int(args, "poll-max-ns", &max, &have_max, error) ||
+        !pt_arg_int(args, "poll-grow", &grow, &have, error) ||
+        !pt_arg_int(args, "poll-shrink", &shrink, &have, error) ||
+        !pt_arg_str(args, "for", FALSE, &for_text, error) ||
+        !pt_arg_str(args, "reason", FALSE, &reason, error))
+        return FALSE;
+    if (!have_max)
+        return pt_arg_bad(error, "poll-max-ns", "missing");
+    if (max < 0)
+        return pt_arg_bad(error, "poll-max-ns", "must not be negative");
+    if (grow < -1 || shrink < -1)
+        return pt_arg_bad(error, grow < -1 ? "poll-grow" : "poll-shrink", "must not be negative");
+    if (for_text) {
+        g_autoptr(GError) err = NULL;
+
+        if (!pt_parse_duration(for_text, &for_ms, &err) || for_ms <= 0)
+            return pt_arg_bad(error, "for", err ? err->message : "must be positive");
+    }
+    who = g_strdup_printf("uid %u", (unsigned)conn->uid);
+    if (!pt_daemon_override_set(pt_conn_daemon(conn), t->name, iothread, max, grow, shrink,
+                                for_ms, who, reason, &id, &expires, error)) {
+        if ((*error)->domain == POLICY_ERROR)
+            (*error)->code = PT_CONTROL_ERROR_INVALID_PARAMETER, (*error)->domain = PT_CONTROL_ERROR;
+        return FALSE;
+    }
+    *ret = json_object_new_object();
+    json_object_object_add(*ret, "id", json_object_new_int64(id));
+    json_object_object_add(*ret, "expires_ms", expires == STORE_NULL ? NULL :
+                           json_object_new_int64(expires));
+    return TRUE;
+}
+
+static gboolean
+pt_cmd_override_clear(PtConn *conn, json_object *args, json_object **ret, GError **error)
+{
+    const char *target = NULL, *iothread = NULL;
+    gint64 id = -1;
+    gboolean have_id;
+    guint n;
+
+    if (!pt_arg_int(args, "id", &id, &have_id, error))
+        return FALSE;
+    if (!have_id && (!pt_arg_str(args, "target", TRUE, &target, error) ||
+                     !pt_arg_str(args, "iothread", FALSE, &iothread, error)))
+        return FALSE;
+    n = pt_daemon_override_clear(pt_conn_daemon(conn), target, iothread,
+                                 have_id ? id : -1, error);
+    if (!n)
+        return FALSE;
+    g_clear_error(error);
+    *ret = json_object_new_object();
+    json_object_object_add(*ret, "cleared", json_object_new_int(n));
+    return TRUE;
+}
+
+static gboolean
+pt_cmd_mode_set(PtConn *conn, json_object *args, json_object **ret, GError **error)
+{
+    const char *mode;
+    PtMode m;
+
+    if (!pt_arg_str(args, "mode", TRUE, &mode, error))
+        return FALSE;
+    if ((m = pt_mode_from_string(mode)) == PT_MODE_INVALID)
+        return pt_arg_bad(error, "mode", "must be observe, recommend or enforce");
+    if (!pt_daemon_set_mode(pt_conn_daemon(conn), m, error))
+        return FALSE;
+    *ret = json_object_new_object();
+    json_object_object_add(*ret, "mode", json_object_new_string(mode));
+    return TRUE;
+}
+
+static gboolean
+pt_cmd_attach(PtConn *conn, json_object *args, json_object **ret, GError **error)
+{
+    const char *path, *name;
+    g_autofree char *got = NULL;
+
+    if (!pt_arg_str(args, "path", TRUE, &path, error) ||
+        !pt_arg_str(args, "name", FALSE, &name, error) ||
+        !pt_daemon_attach_qmp(pt_conn_daemon(conn), path, name, &got, error))
+        return FALSE;
+    *ret = json_object_new_object();
+    json_object_object_add(*ret, "name", json_object_new_string(got));
+    return TRUE;
+}
+
+static gboolean
+pt_cmd_detach(PtConn *conn, json_object *args, json_object **ret, GError **error)
+{
+    const char *name;
+
+    if (!pt_arg_str(args, "name", TRUE, &name, error) ||
+        !pt_daemon_detach(pt_conn_daemon(conn), name, error))
+        return FALSE;
+    *ret = json_object_new_object();
+    return TRUE;
+}
+
+static gboolean
+pt_cmd_metrics(PtConn *conn, json_object *args, json_object **ret, GError **error)
+{
+    g_autofree char *text = pt_daemon_render_metrics(pt_conn_daemon(conn));
+
+    *ret = json_object_new_object();
+    json_object_object_add(*ret, "text", json_object_new_string(text));
+    return TRUE;
+}
+
+static gboolean
+pt_cmd_reload(PtConn *conn, json_object *args, json_object **ret, GError **error)
+{
+    PtDaemon *d = pt_conn_daemon(conn);
+    const PtConf *cur = pt_daemon_get_conf(d);
+    PtConf *conf;
+
+    if (!cur->path) {
+        g_set_error(error, PT_CONTROL_ERROR, PT_CONTROL_ERROR_GENERIC,
+                    "no configuration file to reload");
+        return FALSE;
+    }
+    conf = pt_conf_load(cur->path, FALSE, error);
+    if (!conf) {
+        pt_warn(NULL, NULL, "reload refused, keeping the running configuration: %s",
+                (*error)->message);
+        return FALSE;
+    }
+    /* Command-line settings outlive a reload. */
+    g_free(conf->database);
+    conf->database = g_strdup(cur->database);
+    g_free(conf->control_socket);
+    conf->control_socket = g_strdup(cur->control_socket);
+    if (!pt_daemon_reload(d, conf, error))
+        return FALSE;
+    pt_info(NULL, NULL, "configuration reloaded from %s", cur->path);
+    *ret = json_object_new_object();
+    return TRUE;
+}
+
+gboolean pt_cmd_export(PtConn *conn, json_object *args, json_object **ret, GError **error);
+
+static const PtCmd pt_cmds[] = {
+    { "version", FALSE, pt_cmd_version },
+    { "qmp_capabilities", FALSE, pt_cmd_capabilities },
+    { "status", FALSE, pt_cmd_status },
+    { "list", FALSE, pt_cmd_list },
+    { "show", FALSE, pt_cmd_show },
+    { "history", FALSE, pt_cmd_history },
+    { "policy-get", FALSE, pt_cmd_policy_get },
+    { "export", FALSE, pt_cmd_export },
+    { "metrics", FALSE, pt_cmd_metrics },
+    { "policy-set", TRUE, pt_cmd_policy_set },
+    { "override-set", TRUE, pt_cmd_override_set },
+    { "override-clear", TRUE, pt_cmd_override_clear },
+    { "mode-set", TRUE, pt_cmd_mode_set },
+    { "attach", TRUE, pt_cmd_attach },
+    { "detach", TRUE, pt_cmd_detach },
+    { "reload", TRUE, pt_cmd_reload },
+};
+
+void
+pt_control_dispatch(PtConn *conn, QmpMessage *m)
+{
+    const PtCmd *cmd = NULL;
+    g_autoptr(GError) err = NULL;
+    json_object *ret = NULL;
+
+    for (gsize i = 0; i < G_N_ELEMENTS(pt_cmds) && !cmd; i++)
+        if (g_str_equal(pt_cmds[i].name, m->name))
+            cmd = &pt_cmds[i];
+    if (!cmd) {
+        err = g_error_new(PT_CONTROL_ERROR, PT_CONTROL_ERROR_COMMAND_NOT_FOUND,
+                          "%.64s: no such command", m->name);
+        pt_conn_reply_error(conn, m->id, err);
+        return;
+    }
+    if (!pt_conn_may(conn, cmd->mutating)) {
+        err = g_error_new(PT_CONTROL_ERROR, PT_CONTROL_ERROR_PERMISSION_DENIED,
+                          "%s: uid %u may not %s", cmd->name, (unsigned)conn->uid,
+                          cmd->mutating ? "change settings" : "read status");
+        pt_warn(NULL, NULL, "control: refused %s from uid %u (pid %d)", cmd->name,
+                (unsigned)conn->uid, (int)conn->pid);
+        pt_conn_reply_error(conn, m->id, err);
+        return;
+    }
+    conn->cur_id = m->id;
+    if (!cmd->func(conn, m->body, &ret, &err)) {
+        conn->cur_id = NULL;
+        pt_conn_reply_error(conn, m->id, err);
+        return;
+    }
+    conn->cur_id = NULL;
+    /* export answers by itself, after the data. */
+    if (ret) {
+        pt_conn_reply(conn, m->id, ret);
+        json_object_put(ret);
+    }
+}

@@ -1,0 +1,80 @@
+/*
+ * pt-control-private: shared by the control server and its commands.
+ */
+#pragma once
+
+#include <sys/types.h>
+
+#include "pt-control.h"
+#include "qmp-error.h"
+#include "qmp-json.h"
+#include "qmp-stream.h"
+
+#define PT_CONTROL_ERROR (pt_control_error_quark())
+GQuark pt_control_error_quark(void);
+
+typedef enum {
+    PT_CONTROL_ERROR_GENERIC,
+    PT_CONTROL_ERROR_COMMAND_NOT_FOUND,
+    PT_CONTROL_ERROR_INVALID_PARAMETER,
+    PT_CONTROL_ERROR_NOT_FOUND,
+    PT_CONTROL_ERROR_PERMISSION_DENIED,
+    PT_CONTROL_ERROR_TOO_LARGE,
+    PT_CONTROL_ERROR_BUSY,
+    PT_CONTROL_ERROR_MAX,
+} PtControlErrorCode;
+
+/* The protocol's class name for any error we may reply with. */
+const char *pt_control_error_class(const GError *err);
+
+typedef struct PtExportJob PtExportJob;
+
+struct PtControl {
+    PtDaemon *d;
+    char *path;
+    int fd;
+    guint watch;
+    PtControlLimits lim;
+    gboolean have_read_gid, have_admin_gid;
+    gid_t read_gid, admin_gid;
+    GList *conns;
+    guint n_conns;
+    guint64 refused;
+};
+
+typedef struct {
+    PtControl *ctl;                 /* NULL once closed */
+    int fd;
+    guint in_watch, out_watch, idle_timer;
+    uid_t uid;
+    gid_t gid;
+    pid_t pid;
+    gid_t *groups;
+    int n_groups;
+    QmpStream *stream;
+    GString *out;
+    gsize out_pos;
+    double tokens;
+    gint64 refill_us;
+    gboolean close_after_flush;
+    json_object *cur_id;            /* id of the request being handled */
+    PtExportJob *pending_export;    /* waits for the output to drain */
+    gboolean exporting;             /* a worker thread owns the socket */
+    gboolean orphaned;              /* closed during an export */
+} PtConn;
+
+void pt_conn_send(PtConn *conn, const char *line);
+void pt_conn_reply(PtConn *conn, json_object *id, json_object *ret);
+void pt_conn_reply_error(PtConn *conn, json_object *id, const GError *err);
+gboolean pt_conn_may(PtConn *conn, gboolean mutating);
+void pt_conn_resume(PtConn *conn);
+
+/* pt-control-cmds.c */
+void pt_json_num(json_object *o, const char *key, double v);
+gboolean pt_arg_str(json_object *args, const char *key, gboolean required,
+                    const char **out, GError **error);
+/* since/until/target/iothread/resolution of history and export. */
+gboolean pt_filter_from_args(json_object *args, StoreFilter *f, GError **error);
+void pt_control_dispatch(PtConn *conn, QmpMessage *m);
+/* pt-control-export.c */
+void pt_control_export_start(PtConn *conn);

@@ -1,0 +1,462 @@
+#include "pt-config.h"
+#include "pt-control.h"
+#include "pt-control-private.h"
+#include "pt-log.h"
+#include "qmp-json.h"
+#include "qmp-stream.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include <glib-unix.h>
+#include <glib/gstdio.h>
+
+#define PT_OUT_MAX (4 * 1024 * 1024)
+
+G_DEFINE_QUARK(pt-control-error-quark, pt_control_error)
+
+static const char *const pt_control_class_table[PT_CONTROL_ERROR_MAX] = {
+    [PT_CONTROL_ERROR_GENERIC] = "GenericError",
+    [PT_CONTROL_ERROR_COMMAND_NOT_FOUND] = "CommandNotFound",
+    [PT_CONTROL_ERROR_INVALID_PARAMETER] = "InvalidParameter",
+    [PT_CONTROL_ERROR_NOT_FOUND] = "NotFound",
+    [PT_CONTROL_ERROR_PERMISSION_DENIED] = "PermissionDenied",
+    [PT_CONTROL_ERROR_TOO_LARGE] = "TooLarge",
+    [PT_CONTROL_ERROR_BUSY] = "Busy",
+};
+
+const char *
+pt_control_error_class(const GError *err)
+{
+    if (err->domain == PT_CONTROL_ERROR && err->code >= 0 && err->code < PT_CONTROL_ERROR_MAX)
+        return pt_control_class_table[err->code];
+    if (err->domain == G_IO_ERROR && err->code == G_IO_ERROR_NOT_FOUND)
+        return "NotFound";
+    if (err->domain == G_IO_ERROR && err->code == G_IO_ERROR_INVALID_ARGUMENT)
+        return "InvalidParameter";
+    if (err->domain == POLICY_ERROR)
+        return "InvalidParameter";
+    if (err->domain == STORE_ERROR && err->code == STORE_ERROR_INVALID)
+        return "InvalidParameter";
+    if (err->domain == STORE_ERROR && err->code == STORE_ERROR_NOT_FOUND)
+        return "NotFound";
+    return "GenericError";
+}
+
+/* ---- output ------------------------------------------------------------ */
+
+static gboolean pt_conn_on_writable(int fd, GIOCondition cond, gpointer data);
+static void pt_conn_close(PtConn *conn);
+
+static void
+pt_conn_flush(PtConn *conn)
+{
+    while (conn->fd >= 0 && conn->out_pos < conn->out->len) {
+        ssize_t n = send(conn->fd, conn->out->str + conn->out_pos,
+                         conn->out->len - conn->out_pos, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (!conn->out_watch)
+                conn->out_watch = g_unix_fd_add(conn->fd, G_IO_OUT, pt_conn_on_writable, conn);
+            return;
+        }
+        if (n < 0) {
+            pt_conn_close(conn);
+            return;
+        }
+        conn->out_pos += n;
+    }
+    g_string_truncate(conn->out, 0);
+    conn->out_pos = 0;
+    if (conn->close_after_flush)
+        pt_conn_close(conn);
+    else if (conn->pending_export)
+        pt_control_export_start(conn);
+}
+
+static gboolean
+pt_conn_on_writable(int fd, GIOCondition cond, gpointer data)
+{
+    PtConn *conn = data;
+
+    conn->out_watch = 0;
+    pt_conn_flush(conn);
+    return G_SOURCE_REMOVE;
+}
+
+void
+pt_conn_send(PtConn *conn, const char *line)
+{
+    if (conn->fd < 0)
+        return;
+    /* A client that does not read its replies is not allowed to make us
+     * buffer without bound. */
+    if (conn->out->len - conn->out_pos + strlen(line) > PT_OUT_MAX) {
+        pt_warn(NULL, NULL, "control: uid %u does not read its replies; closing",
+                (unsigned)conn->uid);
+        pt_conn_close(conn);
+        return;
+    }
+    g_string_append(conn->out, line);
+    pt_conn_flush(conn);
+}
+
+void
+pt_conn_reply(PtConn *conn, json_object *id, json_object *ret)
+{
+    g_autofree char *line = qmp_message_build_return(ret, id);
+
+    pt_conn_send(conn, line);
+}
+
+void
+pt_conn_reply_error(PtConn *conn, json_object *id, const GError *err)
+{
+    g_autofree char *line = qmp_message_build_error(pt_control_error_class(err),
+                                                    err->message, id);
+
+    pt_conn_send(conn, line);
+}
+
+/* ---- connections ------------------------------------------------------- */
+
+static void
+pt_conn_free(PtConn *conn)
+{
+    qmp_stream_free(conn->stream);
+    g_string_free(conn->out, TRUE);
+    g_free(conn->groups);
+    g_free(conn);
+}
+
+static void
+pt_conn_close(PtConn *conn)
+{
+    PtControl *ctl = conn->ctl;
+
+    if (conn->fd < 0)
+        return;
+    g_clear_handle_id(&conn->in_watch, g_source_remove);
+    g_clear_handle_id(&conn->out_watch, g_source_remove);
+    g_clear_handle_id(&conn->idle_timer, g_source_remove);
+    /* An export thread owns the socket until it ends; it closes it then. */
+    if (!conn->exporting)
+        close(conn->fd);
+    conn->fd = -1;
+    if (ctl) {
+        ctl->conns = g_list_remove(ctl->conns, conn);
+        ctl->n_conns--;
+    }
+    conn->ctl = NULL;
+    if (conn->exporting)
+        conn->orphaned = TRUE;      /* freed when the export ends */
+    else
+        g_idle_add_once((GSourceOnceFunc)pt_conn_free, conn);
+}
+
+gboolean
+pt_conn_may(PtConn *conn, gboolean mutating)
+{
+    PtControl *ctl = conn->ctl;
+    gboolean have_gid = FALSE;
+    gid_t want;
+
+    if (conn->uid == 0)
+        return TRUE;
+    if (mutating) {
+        if (!ctl->have_admin_gid)
+            return FALSE;
+        want = ctl->admin_gid;
+    } else {
+        if (!ctl->have_read_gid)
+            return FALSE;
+        want = ctl->read_gid;
+    }
+    have_gid = conn->gid == want;
+    for (int i = 0; !have_gid && i < conn->n_groups; i++)
+        have_gid = conn->groups[i] == want;
+    /* Whoever may mutate may also read. */
+    if (!have_gid && !mutating && ctl->have_admin_gid) {
+        have_gid = conn->gid == ctl->admin_gid;
+        for (int i = 0; !have_gid && i < conn->n_groups; i++)
+            have_gid = conn->groups[i] == ctl->admin_gid;
+    }
+    return have_gid;
+}
+
+static gboolean
+pt_conn_take_token(PtConn *conn)
+{
+    gint64 now = g_get_monotonic_time();
+    double rate = conn->ctl->lim.rate_per_s;
+
+    conn->tokens = MIN(rate, conn->tokens + (now - conn->refill_us) * rate / G_USEC_PER_SEC);
+    conn->refill_us = now;
+    if (conn->tokens < 1.0)
+        return FALSE;
+    conn->tokens -= 1.0;
+    return TRUE;
+}
+
+static gboolean
+pt_conn_idle(gpointer data)
+{
+    PtConn *conn = data;
+
+    conn->idle_timer = 0;
+    pt_conn_close(conn);
+    return G_SOURCE_REMOVE;
+}
+
+static void
+pt_conn_touch(PtConn *conn)
+{
+    g_clear_handle_id(&conn->idle_timer, g_source_remove);
+    conn->idle_timer = g_timeout_add(conn->ctl->lim.idle_timeout_ms, pt_conn_idle, conn);
+}
+
+static gboolean
+pt_conn_on_message(const char *text, gsize len, gpointer data, GError **error)
+{
+    PtConn *conn = data;
+    g_autoptr(QmpMessage) m = NULL;
+    g_autoptr(GError) err = NULL;
+
+    if (conn->fd < 0 || !conn->ctl)
+        return FALSE;
+    pt_conn_touch(conn);
+    m = qmp_message_parse(text, len, 32, &err);
+    if (!m) {
+        g_autoptr(GError) e = g_error_new(PT_CONTROL_ERROR, PT_CONTROL_ERROR_INVALID_PARAMETER,
+                                          "request: %s", err->message);
+
+        pt_conn_reply_error(conn, NULL, e);
+        return TRUE;
+    }
+    if (m->kind != QMP_MESSAGE_COMMAND) {
+        g_autoptr(GError) e = g_error_new(PT_CONTROL_ERROR, PT_CONTROL_ERROR_INVALID_PARAMETER,
+                                          "request: expected {\"execute\": ...}");
+
+        pt_conn_reply_error(conn, m->id, e);
+        return TRUE;
+    }
+    if (!pt_conn_take_token(conn)) {
+        g_autoptr(GError) e = g_error_new(PT_CONTROL_ERROR, PT_CONTROL_ERROR_BUSY,
+                                          "%s: more than %u requests per second",
+                                          m->name, conn->ctl->lim.rate_per_s);
+
+        pt_conn_reply_error(conn, m->id, e);
+        return TRUE;
+    }
+    pt_control_dispatch(conn, m);
+    /* An export takes the socket over; stop reading until it is done. */
+    return conn->fd >= 0 && !conn->pending_export && !conn->exporting;
+}
+
+static gboolean
+pt_conn_on_readable(int fd, GIOCondition cond, gpointer data)
+{
+    PtConn *conn = data;
+    char buf[16384];
+    g_autoptr(GError) err = NULL;
+    ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return G_SOURCE_CONTINUE;
+    if (n <= 0) {
+        conn->in_watch = 0;
+        pt_conn_close(conn);
+        return G_SOURCE_REMOVE;
+    }
+    if (!qmp_stream_feed(conn->stream, buf, n, &err)) {
+        if (conn->fd < 0)
+            return G_SOURCE_REMOVE;     /* closed while handling a message */
+        if (conn->pending_export || conn->exporting) {
+            conn->in_watch = 0;
+            return G_SOURCE_REMOVE;
+        }
+        if (err && err->domain == QMP_ERROR) {
+            g_autoptr(GError) e = g_error_new(PT_CONTROL_ERROR,
+                                              err->code == QMP_ERROR_TOO_BIG ?
+                                              PT_CONTROL_ERROR_TOO_LARGE :
+                                              PT_CONTROL_ERROR_INVALID_PARAMETER,
+                                              "request: %s", err->message);
+
+            pt_warn(NULL, NULL, "control: uid %u: %s; closing", (unsigned)conn->uid,
+                    e->message);
+            pt_conn_reply_error(conn, NULL, e);
+            conn->close_after_flush = TRUE;
+            pt_conn_flush(conn);
+        }
+        conn->in_watch = 0;
+        return G_SOURCE_REMOVE;
+    }
+    return G_SOURCE_CONTINUE;
+}
+
+void
+pt_conn_resume(PtConn *conn)
+{
+    if (conn->fd >= 0 && !conn->in_watch)
+        conn->in_watch = g_unix_fd_add(conn->fd, G_IO_IN | G_IO_HUP, pt_conn_on_readable, conn);
+}
+
+static void
+pt_conn_read_creds(PtConn *conn)
+{
+    struct ucred cred;
+    socklen_t len = sizeof(cred);
+    gid_t groups[256];
+    socklen_t glen = sizeof(groups);
+
+    conn->uid = (uid_t)-1;
+    conn->gid = (gid_t)-1;
+    if (getsockopt(conn->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
+        conn->uid = cred.uid;
+        conn->gid = cred.gid;
+        conn->pid = cred.pid;
+    }
+    if (getsockopt(conn->fd, SOL_SOCKET, SO_PEERGROUPS, groups, &glen) == 0) {
+        conn->n_groups = glen / sizeof(gid_t);
+        conn->groups = g_memdup2(groups, glen);
+    }
+}
+
+static gboolean
+pt_control_on_accept(int fd, GIOCondition cond, gpointer data)
+{
+    PtControl *ctl = data;
+    PtConn *conn;
+    int cfd = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    g_autofree char *greeting = NULL;
+
+    if (cfd < 0)
+        return G_SOURCE_CONTINUE;
+    if (ctl->n_conns >= ctl->lim.max_connections) {
+        static const char busy[] = "{\"error\": {\"class\": \"Busy\", \"desc\": "
+                                   "\"too many control connections\"}}\n";
+
+        ctl->refused++;
+        (void)!send(cfd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+        close(cfd);
+        return G_SOURCE_CONTINUE;
+    }
+    conn = g_new0(PtConn, 1);
+    conn->ctl = ctl;
+    conn->fd = cfd;
+    conn->out = g_string_new(NULL);
+    conn->tokens = ctl->lim.rate_per_s;
+    conn->refill_us = g_get_monotonic_time();
+    /* Credentials first, before any byte of a request is read. */
+    pt_conn_read_creds(conn);
+    conn->stream = qmp_stream_new(ctl->lim.max_request, 32, pt_conn_on_message, conn);
+    ctl->conns = g_list_prepend(ctl->conns, conn);
+    ctl->n_conns++;
+    greeting = g_strdup_printf("{\"QMP\": {\"version\": {\"polltune\": {\"major\": %d, "
+                               "\"minor\": %d, \"micro\": %d}, \"protocol\": 1}, "
+                               "\"capabilities\": []}}\n", PT_VERSION_MAJOR,
+                               PT_VERSION_MINOR, PT_VERSION_MICRO);
+    pt_conn_send(conn, greeting);
+    pt_conn_touch(conn);
+    pt_conn_resume(conn);
+    return G_SOURCE_CONTINUE;
+}
+
+/* ---- server ------------------------------------------------------------ */
+
+static gboolean
+pt_control_group(const char *name, gid_t *gid)
+{
+    struct group *g;
+
+    if (!name)
+        return FALSE;
+    g = getgrnam(name);
+    if (!g)
+        return FALSE;
+    *gid = g->gr_gid;
+    return TRUE;
+}
+
+PtControl *
+pt_control_new(PtDaemon *daemon, const char *path, const char *group,
+               const char *admin_group, const PtControlLimits *limits, GError **error)
+{
+    g_autoptr(PtControl) ctl = g_new0(PtControl, 1);
+    struct sockaddr_un sun = { .sun_family = AF_UNIX };
+    g_autofree char *dir = g_path_get_dirname(path);
+
+    ctl->d = daemon;
+    ctl->fd = -1;
+    ctl->lim = (PtControlLimits){ 64, 64 * 1024, 50, 30000 };
+    if (limits)
+        ctl->lim = *limits;
+    ctl->path = g_strdup(path);
+    ctl->have_read_gid = pt_control_group(group, &ctl->read_gid);
+    ctl->have_admin_gid = pt_control_group(admin_group, &ctl->admin_gid);
+    if (group && !ctl->have_read_gid)
+        pt_warn(NULL, NULL, "control: group '%s' does not exist; only root may connect", group);
+
+    if (strlen(path) >= sizeof(sun.sun_path)) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_FILENAME_TOO_LONG,
+                    "%s: control socket path too long", path);
+        return NULL;
+    }
+    if (g_mkdir_with_parents(dir, 0755) < 0) {
+        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno),
+                    "%s: cannot create: %s", dir, g_strerror(errno));
+        return NULL;
+    }
+    strcpy(sun.sun_path, path);
+    ctl->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (ctl->fd < 0)
+        goto fail;
+    /* A socket file left by a daemon that died is stale: replace it. */
+    g_unlink(path);
+    if (bind(ctl->fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ||
+        listen(ctl->fd, 64) < 0)
+        goto fail;
+    chmod(path, 0660);
+    if (ctl->have_read_gid && chown(path, 0, ctl->read_gid) < 0 && geteuid() == 0)
+        pt_warn(NULL, NULL, "control: chown %s: %s", path, g_strerror(errno));
+    ctl->watch = g_unix_fd_add(ctl->fd, G_IO_IN, pt_control_on_accept, ctl);
+    return g_steal_pointer(&ctl);
+
+fail:
+    g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno),
+                "%s: control socket: %s", path, g_strerror(errno));
+    return NULL;
+}
+
+void
+pt_control_free(PtControl *ctl)
+{
+    if (!ctl)
+        return;
+    while (ctl->conns)
+        pt_conn_close(ctl->conns->data);
+    g_clear_handle_id(&ctl->watch, g_source_remove);
+    if (ctl->fd >= 0) {
+        close(ctl->fd);
+        g_unlink(ctl->path);
+    }
+    g_free(ctl->path);
+    g_free(ctl);
+}
+
+guint
+pt_control_n_connections(PtControl *ctl)
+{
+    return ctl->n_conns;
+}
+
+guint64
+pt_control_n_refused(PtControl *ctl)
+{
+    return ctl->refused;
+}

@@ -1,0 +1,611 @@
+/*
+ * The daemon's side of decisions: feeding the policy engine, applying what
+ * it decides, recording every decision with its outcome, overrides, and
+ * putting original values back.
+ */
+#include "pt-daemon-private.h"
+#include "pt-log.h"
+
+#include <glib/gstdio.h>
+
+static StoreTriple
+pt_store_triple(const PolicyTriple *t)
+{
+    return (StoreTriple){ (gint64)MIN(t->poll_max_ns, (guint64)G_MAXINT64),
+                          (gint64)MIN(t->poll_grow, (guint64)G_MAXINT64),
+                          (gint64)MIN(t->poll_shrink, (guint64)G_MAXINT64) };
+}
+
+static PolicyDecision *
+pt_decision_copy(const PolicyDecision *src)
+{
+    PolicyDecision *d = g_new0(PolicyDecision, 1);
+
+    *d = *src;
+    d->target = g_strdup(src->target);
+    d->iothread = g_strdup(src->iothread);
+    d->reason = g_strdup(src->reason);
+    d->evidence = g_strdup(src->evidence);
+    return d;
+}
+
+/* ---- recording --------------------------------------------------------- */
+
+typedef struct {
+    PtDaemon *d;
+    PolicyDecision *dec;
+    PolicyTriple old;
+    char *policy;
+    gboolean restore;
+} PtApplyCtx;
+
+static void
+pt_daemon_record(PtDaemon *d, PtTarget *t, const PolicyDecision *dec,
+                 const PolicyTriple *old, const char *policy, const char *outcome,
+                 gboolean applied)
+{
+    g_autoptr(GError) err = NULL;
+    g_autofree char *reason = NULL;
+    PtIothread *io = g_hash_table_lookup(t->iothreads, dec->iothread);
+    StoreDecision sd = {
+        .ts_ms = g_get_real_time() / 1000,
+        .target = t->name,
+        .iothread = dec->iothread,
+        .policy = policy,
+        .old_triple = pt_store_triple(old),
+        .new_triple = pt_store_triple(&dec->triple),
+        .applied = applied,
+    };
+
+    reason = g_strdup_printf("%s%s%s%s%s", dec->reason,
+                             dec->evidence && *dec->evidence ? " [" : "",
+                             dec->evidence && *dec->evidence ? dec->evidence : "",
+                             dec->evidence && *dec->evidence ? "]" : "",
+                             g_str_has_prefix(outcome, "failed") ? "" : "");
+    if (g_str_has_prefix(outcome, "failed")) {
+        char *r = g_strdup_printf("%s; %s", reason, outcome);
+
+        g_free(reason);
+        reason = r;
+    }
+    sd.reason = reason;
+    if (!store_decision_insert(d->store, &sd, &err))
+        pt_warn(t->name, dec->iothread, "store: decision: %s", err->message);
+    if (io) {
+        policy_decision_free(io->last_decision);
+        io->last_decision = pt_decision_copy(dec);
+        g_free(io->last_outcome);
+        io->last_outcome = g_strdup(outcome);
+    }
+    pt_info(t->name, dec->iothread, "%s %s -> %" G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT
+            "/%" G_GUINT64_FORMAT ": %s", policy, outcome, dec->triple.poll_max_ns,
+            dec->triple.poll_grow, dec->triple.poll_shrink, dec->reason);
+}
+
+static void
+pt_daemon_applied(PtTarget *t, const GError *error, gpointer data)
+{
+    PtApplyCtx *ctx = data;
+    PtDaemon *d = ctx->d;
+
+    if (error) {
+        g_autofree char *outcome = g_strdup_printf("failed: %s", error->message);
+
+        d->stats.decisions_failed++;
+        pt_daemon_record(d, t, ctx->dec, &ctx->old, ctx->policy, outcome, FALSE);
+    } else {
+        PtIothread *io = g_hash_table_lookup(t->iothreads, ctx->dec->iothread);
+
+        d->stats.decisions_applied++;
+        if (io)
+            io->triple = ctx->dec->triple;
+        pt_daemon_record(d, t, ctx->dec, &ctx->old, ctx->policy, "applied", TRUE);
+    }
+    if (ctx->restore && d->pending_restores)
+        d->pending_restores--;
+    policy_decision_free(ctx->dec);
+    g_free(ctx->policy);
+    g_free(ctx);
+}
+
+static void
+pt_daemon_apply(PtDaemon *d, PtTarget *t, PolicyDecision *dec, const char *policy,
+                gint64 bound, gboolean restore)
+{
+    PtApplyCtx *ctx = g_new0(PtApplyCtx, 1);
+    PtIothread *io = g_hash_table_lookup(t->iothreads, dec->iothread);
+
+    ctx->d = d;
+    ctx->dec = dec;
+    ctx->old = io ? io->triple : dec->triple;
+    ctx->policy = g_strdup(policy);
+    ctx->restore = restore;
+    if (restore)
+        d->pending_restores++;
+    pt_target_apply(t, dec->iothread, &dec->triple, bound, pt_daemon_applied, ctx);
+}
+
+/* ---- originals --------------------------------------------------------- */
+
+static void
+pt_daemon_restore_io(PtDaemon *d, PtTarget *t, PtIothread *io, const char *why)
+{
+    PolicyDecision *dec = g_new0(PolicyDecision, 1);
+
+    dec->target = g_strdup(t->name);
+    dec->iothread = g_strdup(io->id);
+    dec->change = dec->apply = TRUE;
+    dec->triple = io->original;
+    dec->cause = POLICY_CAUSE_POLICY;
+    dec->reason = g_strdup_printf("restore the original values: %s", why);
+    dec->evidence = g_strdup("");
+    /* The originals are the operator's own values: no bound of ours. */
+    pt_daemon_apply(d, t, dec, "restore", G_MAXINT64, TRUE);
+}
+
+void
+pt_daemon_capture_original(PtDaemon *d, PtTarget *t, PtIothread *io)
+{
+    g_autoptr(GError) err = NULL;
+    StoreTriple st;
+    gint64 now_ms = g_get_real_time() / 1000;
+
+    if (store_original_get(d->store, t->name, io->id, &st, &err)) {
+        io->original = (PolicyTriple){ (guint64)st.poll_max_ns, (guint64)st.poll_grow,
+                                       (guint64)st.poll_shrink };
+        io->have_original = TRUE;
+        if (d->unclean_start && d->conf->on_restart == PT_RESTART_RESTORE &&
+            !policy_triple_equal(&io->original, &io->triple))
+            pt_daemon_restore_io(d, t, io, "the last run did not exit cleanly");
+        return;
+    }
+    g_clear_error(&err);
+    st = pt_store_triple(&io->triple);
+    if (!store_original_save(d->store, t->name, io->id, &st, now_ms, &err))
+        pt_warn(t->name, io->id, "store: original values: %s", err->message);
+    io->original = io->triple;
+    io->have_original = TRUE;
+}
+
+guint
+pt_daemon_restore_target(PtDaemon *d, PtTarget *t, const char *why)
+{
+    GHashTableIter it;
+    gpointer v;
+    guint n = 0;
+
+    if (t->state != PT_TARGET_ATTACHED)
+        return 0;
+    g_hash_table_iter_init(&it, t->iothreads);
+    while (g_hash_table_iter_next(&it, NULL, &v)) {
+        PtIothread *io = v;
+
+        if (!io->have_original || !io->have_triple ||
+            policy_triple_equal(&io->original, &io->triple))
+            continue;
+        pt_daemon_restore_io(d, t, io, why);
+        n++;
+    }
+    return n;
+}
+
+/* ---- overrides --------------------------------------------------------- */
+
+static gboolean
+pt_override_matches(const StoreOverrideRow *row, const char *target, const char *iothread)
+{
+    return g_str_equal(row->ov.target, target) &&
+           (!row->ov.iothread || !iothread || g_str_equal(row->ov.iothread, iothread));
+}
+
+const StoreOverrideRow *
+pt_daemon_override_for(PtDaemon *d, const char *target, const char *iothread)
+{
+    gint64 now_ms = g_get_real_time() / 1000;
+
+    /* The newest matching override wins; rows are oldest first. */
+    for (guint i = d->overrides->len; i > 0; i--) {
+        const StoreOverrideRow *row = d->overrides->pdata[i - 1];
+
+        if ((row->ov.expires_ms == STORE_NULL || row->ov.expires_ms > now_ms) &&
+            pt_override_matches(row, target, iothread) &&
+            (!row->ov.iothread || (iothread && g_str_equal(row->ov.iothread, iothread))))
+            return row;
+    }
+    return NULL;
+}
+
+static PolicyTriple
+pt_override_triple(const StoreOverrideRow *row, const PolicyTriple *current)
+{
+    PolicyTriple t = *current;
+
+    if (row->ov.triple.poll_max_ns != STORE_NULL)
+        t.poll_max_ns = row->ov.triple.poll_max_ns;
+    if (row->ov.triple.poll_grow != STORE_NULL)
+        t.poll_grow = row->ov.triple.poll_grow;
+    if (row->ov.triple.poll_shrink != STORE_NULL)
+        t.poll_shrink = row->ov.triple.poll_shrink;
+    return t;
+}
+
+/* Tell the engine about every active override, resolved per iothread. */
+static void
+pt_daemon_sync_overrides(PtDaemon *d, gint64 now_ms)
+{
+    for (guint i = 0; i < d->overrides->len;) {
+        StoreOverrideRow *row = d->overrides->pdata[i];
+        PtTarget *t = g_hash_table_lookup(d->targets, row->ov.target);
+        GHashTableIter it;
+        gpointer v;
+
+        if (row->ov.expires_ms != STORE_NULL && row->ov.expires_ms <= now_ms) {
+            pt_info(row->ov.target, row->ov.iothread, "override %" G_GINT64_FORMAT
+                    " expired; control returns to the policy", row->ov.id);
+            if (t) {
+                g_hash_table_iter_init(&it, t->iothreads);
+                while (g_hash_table_iter_next(&it, NULL, &v))
+                    if (pt_override_matches(row, t->name, ((PtIothread *)v)->id))
+                        policy_engine_clear_override(d->engine, t->name, ((PtIothread *)v)->id);
+            }
+            g_ptr_array_remove_index(d->overrides, i);
+            continue;
+        }
+        i++;
+        if (!t)
+            continue;
+        g_hash_table_iter_init(&it, t->iothreads);
+        while (g_hash_table_iter_next(&it, NULL, &v)) {
+            PtIothread *io = v;
+            const StoreOverrideRow *win = pt_daemon_override_for(d, t->name, io->id);
+            g_autoptr(GError) err = NULL;
+            PolicyTriple tr;
+
+            if (win != row || !io->have_triple)
+                continue;
+            tr = pt_override_triple(row, io->have_original ? &io->original : &io->triple);
+            if (row->ov.triple.poll_grow == STORE_NULL)
+                tr.poll_grow = io->triple.poll_grow;
+            if (row->ov.triple.poll_shrink == STORE_NULL)
+                tr.poll_shrink = io->triple.poll_shrink;
+            if (!policy_engine_set_override(d->engine, t->name, io->id, &tr,
+                                            row->ov.expires_ms == STORE_NULL ? 0 :
+                                            row->ov.expires_ms, &err))
+                pt_warn(t->name, io->id, "%s", err->message);
+        }
+    }
+}
+
+/* ---- the policy step of a tick ----------------------------------------- */
+
+static void
+pt_daemon_handle_decision(PtDaemon *d, PtTarget *t, PolicyDecision *dec)
+{
+    g_autofree char *policy = NULL;
+
+    if (!dec->change)
+        return;
+    policy = dec->cause == POLICY_CAUSE_OVERRIDE ? g_strdup("override") :
+             pt_daemon_policy_for(d, t->name, dec->iothread);
+    if (d->mode == PT_MODE_ENFORCE && dec->apply) {
+        pt_daemon_apply(d, t, pt_decision_copy(dec), policy,
+                        (gint64)d->conf->policy->max_poll_max_ns, FALSE);
+    } else {
+        PtIothread *io = g_hash_table_lookup(t->iothreads, dec->iothread);
+        PolicyTriple old = io ? io->triple : dec->triple;
+
+        d->stats.decisions_recommended++;
+        pt_daemon_record(d, t, dec, &old, policy, "recommended", FALSE);
+    }
+}
+
+void
+pt_daemon_run_policy(PtDaemon *d, GPtrArray *targets)
+{
+    g_autoptr(GArray) inputs = g_array_new(FALSE, TRUE, sizeof(PolicyIothreadInput));
+    g_autoptr(GPtrArray) owners = g_ptr_array_new();
+    g_autoptr(GPtrArray) decisions = NULL;
+
+    if (d->mode == PT_MODE_OBSERVE || d->shutting_down)
+        return;
+    pt_daemon_sync_overrides(d, d->tick_now_ms);
+    for (guint i = 0; i < targets->len; i++) {
+        PtTarget *t = targets->pdata[i];
+        GHashTableIter it;
+        gpointer v;
+
+        if (t->detached || t->state != PT_TARGET_ATTACHED)
+            continue;
+        g_hash_table_iter_init(&it, t->iothreads);
+        while (g_hash_table_iter_next(&it, NULL, &v)) {
+            PtIothread *io = v;
+            const PolicySpec *spec = policy_config_lookup(d->conf->policy, t->name, io->id);
+            PolicyIothreadInput in = {
+                .target = t->name,
+                .iothread = io->id,
+                .current = io->triple,
+                .history = (const PolicyMetrics *)io->history->data,
+                .n_history = io->history->len,
+            };
+
+            if (!io->have_triple || !io->history->len)
+                continue;
+            if (spec->kind == POLICY_KIND_OBSERVE && !pt_daemon_override_for(d, t->name, io->id)) {
+                if (!io->restored && io->have_original &&
+                    !policy_triple_equal(&io->original, &io->triple))
+                    pt_daemon_restore_io(d, t, io, "the policy is observe");
+                io->restored = TRUE;
+                continue;
+            }
+            io->restored = FALSE;
+            g_array_append_val(inputs, in);
+            g_ptr_array_add(owners, t);
+        }
+    }
+    if (!inputs->len)
+        return;
+    decisions = policy_engine_tick(d->engine, &d->host_metrics,
+                                   (const PolicyIothreadInput *)inputs->data,
+                                   inputs->len, d->tick_now_ms);
+    for (guint i = 0; i < decisions->len; i++)
+        pt_daemon_handle_decision(d, owners->pdata[i], decisions->pdata[i]);
+}
+
+/* ---- control operations ------------------------------------------------ */
+
+char *
+pt_daemon_policy_for(PtDaemon *d, const char *target, const char *iothread)
+{
+    return policy_spec_format(policy_config_lookup(d->conf->policy, target, iothread));
+}
+
+gboolean
+pt_daemon_set_mode(PtDaemon *d, PtMode mode, GError **error)
+{
+    GHashTableIter it;
+    gpointer v;
+
+    if (mode < 0 || mode >= PT_MODE_MAX) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT, "invalid mode");
+        return FALSE;
+    }
+    if (mode == d->mode)
+        return TRUE;
+    pt_info(NULL, NULL, "mode %s -> %s", pt_mode_to_string(d->mode), pt_mode_to_string(mode));
+    d->mode = mode;
+    d->conf->policy->mode = mode == PT_MODE_ENFORCE ? POLICY_MODE_ENFORCE : POLICY_MODE_RECOMMEND;
+    if (mode == PT_MODE_OBSERVE) {
+        g_hash_table_iter_init(&it, d->targets);
+        while (g_hash_table_iter_next(&it, NULL, &v))
+            pt_daemon_restore_target(d, v, "mode observe");
+    }
+    return TRUE;
+}
+
+gboolean
+pt_daemon_attach_qmp(PtDaemon *d, const char *path, const char *name, char **name_out,
+                     GError **error)
+{
+    g_autofree char *base = NULL;
+
+    if (!path || path[0] != '/') {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                    "path '%s' is not absolute", path ? path : "");
+        return FALSE;
+    }
+    if (!g_file_test(path, G_FILE_TEST_EXISTS)) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND, "%s: no such socket", path);
+        return FALSE;
+    }
+    if (!pt_daemon_attach_path(d, path, name, error))
+        return FALSE;
+    if (name_out) {
+        if (name) {
+            *name_out = g_strdup(name);
+        } else {
+            char *dot;
+
+            base = g_path_get_basename(path);
+            if ((dot = strrchr(base, '.')) && dot != base)
+                *dot = 0;
+            *name_out = g_steal_pointer(&base);
+        }
+    }
+    return TRUE;
+}
+
+gboolean
+pt_daemon_detach(PtDaemon *d, const char *name, GError **error)
+{
+    PtTarget *t = pt_daemon_find_target(d, name);
+
+    if (!t) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND, "%s: no such target", name);
+        return FALSE;
+    }
+    /* The restore writes hold their own reference to the target and its
+     * channel, so they complete after the target leaves our table. */
+    pt_daemon_restore_target(d, t, "detach");
+    t->detached = TRUE;
+    policy_engine_forget(d->engine, t->name);
+    pt_info(t->name, NULL, "detached by request");
+    g_hash_table_remove(d->targets, name);
+    return TRUE;
+}
+
+gboolean
+pt_daemon_policy_set(PtDaemon *d, const char *glob, const char *spec_text, GError **error)
+{
+    PolicySpec spec;
+    PolicyRule *rule;
+
+    if (!glob || !*glob) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT, "target: empty");
+        return FALSE;
+    }
+    if (!policy_spec_parse(spec_text, &spec, error))
+        return FALSE;
+    /* Replace an earlier runtime rule for the same glob, then put the new
+     * one in front of everything so it wins. */
+    for (guint i = 0; i < d->conf->policy->rules->len; i++) {
+        PolicyRule *r = d->conf->policy->rules->pdata[i];
+
+        if (g_str_equal(r->glob, glob) && g_ptr_array_find_with_equal_func(
+                d->runtime_rules, glob, g_str_equal, NULL)) {
+            g_ptr_array_remove_index(d->conf->policy->rules, i);
+            break;
+        }
+    }
+    if (!policy_config_add_rule(d->conf->policy, glob, &spec, error))
+        return FALSE;
+    rule = g_ptr_array_steal_index(d->conf->policy->rules, d->conf->policy->rules->len - 1);
+    g_ptr_array_insert(d->conf->policy->rules, 0, rule);
+    if (!g_ptr_array_find_with_equal_func(d->runtime_rules, glob, g_str_equal, NULL))
+        g_ptr_array_add(d->runtime_rules, g_strdup(glob));
+    pt_info(NULL, NULL, "policy for %s set to %s", glob, spec_text);
+    return TRUE;
+}
+
+gboolean
+pt_daemon_override_set(PtDaemon *d, const char *target, const char *iothread,
+                       gint64 poll_max_ns, gint64 poll_grow, gint64 poll_shrink,
+                       gint64 for_ms, const char *who, const char *reason,
+                       gint64 *id_out, gint64 *expires_out, GError **error)
+{
+    PtTarget *t = pt_daemon_find_target(d, target);
+    gint64 now_ms = g_get_real_time() / 1000;
+    StoreOverride ov = { 0 };
+    PolicyTriple check;
+    gint64 id;
+
+    if (!t) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND, "%s: no such target", target);
+        return FALSE;
+    }
+    if (iothread && !g_hash_table_contains(t->iothreads, iothread)) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND, "%s/%s: no such iothread",
+                    target, iothread);
+        return FALSE;
+    }
+    if (poll_max_ns < 0) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                    "poll-max-ns: %" G_GINT64_FORMAT " is negative", poll_max_ns);
+        return FALSE;
+    }
+    check = (PolicyTriple){ poll_max_ns, poll_grow < 0 ? 0 : poll_grow,
+                            poll_shrink < 0 ? 0 : poll_shrink };
+    if (!policy_config_check_triple(d->conf->policy, &check, error))
+        return FALSE;
+    ov.created_ms = now_ms;
+    ov.expires_ms = for_ms > 0 ? now_ms + for_ms : STORE_NULL;
+    ov.who = who;
+    ov.target = target;
+    ov.iothread = iothread;
+    ov.triple = (StoreTriple){ poll_max_ns, poll_grow < 0 ? STORE_NULL : poll_grow,
+                               poll_shrink < 0 ? STORE_NULL : poll_shrink };
+    ov.reason = reason;
+    if (!store_override_set(d->store, &ov, &id, error))
+        return FALSE;
+    /* Read the active set back, so memory and the store cannot differ. */
+    {
+        g_autoptr(GPtrArray) rows = store_override_list_active(d->store, now_ms, error);
+
+        if (!rows)
+            return FALSE;
+        g_ptr_array_set_size(d->overrides, 0);
+        for (guint i = 0; i < rows->len; i++)
+            g_ptr_array_add(d->overrides, g_steal_pointer(&rows->pdata[i]));
+    }
+    pt_info(target, iothread, "override %" G_GINT64_FORMAT " by %s: poll-max-ns=%"
+            G_GINT64_FORMAT "%s", id, who ? who : "?", poll_max_ns,
+            for_ms > 0 ? " (with expiry)" : "");
+    if (id_out)
+        *id_out = id;
+    if (expires_out)
+        *expires_out = ov.expires_ms;
+    return TRUE;
+}
+
+guint
+pt_daemon_override_clear(PtDaemon *d, const char *target, const char *iothread,
+                         gint64 id, GError **error)
+{
+    gint64 now_ms = g_get_real_time() / 1000;
+    guint n = 0;
+
+    for (guint i = 0; i < d->overrides->len;) {
+        StoreOverrideRow *row = d->overrides->pdata[i];
+        gboolean hit = id >= 0 ? row->ov.id == id :
+            g_str_equal(row->ov.target, target) && g_strcmp0(row->ov.iothread, iothread) == 0;
+        PtTarget *t;
+
+        if (!hit) {
+            i++;
+            continue;
+        }
+        if (!store_override_clear(d->store, row->ov.id, now_ms, error))
+            return n;
+        if ((t = g_hash_table_lookup(d->targets, row->ov.target))) {
+            GHashTableIter it;
+            gpointer v;
+
+            g_hash_table_iter_init(&it, t->iothreads);
+            while (g_hash_table_iter_next(&it, NULL, &v))
+                if (pt_override_matches(row, t->name, ((PtIothread *)v)->id))
+                    policy_engine_clear_override(d->engine, t->name, ((PtIothread *)v)->id);
+        }
+        pt_info(row->ov.target, row->ov.iothread, "override %" G_GINT64_FORMAT " cleared",
+                row->ov.id);
+        g_ptr_array_remove_index(d->overrides, i);
+        n++;
+    }
+    if (!n)
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND, "no active override matches");
+    return n;
+}
+
+/* ---- shutdown ---------------------------------------------------------- */
+
+typedef struct {
+    PtDaemon *d;
+    GCallback done;
+    gpointer user_data;
+    gint64 deadline_us;
+} PtShutdown;
+
+static gboolean
+pt_daemon_shutdown_poll(gpointer data)
+{
+    PtShutdown *s = data;
+
+    if (s->d->pending_restores && g_get_monotonic_time() < s->deadline_us)
+        return G_SOURCE_CONTINUE;
+    if (s->d->pending_restores)
+        pt_warn(NULL, NULL, "%u restores did not complete in time", s->d->pending_restores);
+    if (s->d->run_marker)
+        g_unlink(s->d->run_marker);
+    ((void (*)(gpointer))s->done)(s->user_data);
+    g_free(s);
+    return G_SOURCE_REMOVE;
+}
+
+void
+pt_daemon_shutdown(PtDaemon *d, guint timeout_ms, GCallback done, gpointer user_data)
+{
+    PtShutdown *s = g_new0(PtShutdown, 1);
+    GHashTableIter it;
+    gpointer v;
+
+    s->d = d;
+    s->done = done;
+    s->user_data = user_data;
+    s->deadline_us = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+    d->shutting_down = TRUE;
+    g_clear_handle_id(&d->timer, g_source_remove);
+    if (d->conf->restore_on_exit) {
+        g_hash_table_iter_init(&it, d->targets);
+        while (g_hash_table_iter_next(&it, NULL, &v))
+            pt_daemon_restore_target(d, v, "polltuned is stopping");
+    }
+    g_timeout_add(20, pt_daemon_shutdown_poll, s);
+}

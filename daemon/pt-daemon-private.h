@@ -1,0 +1,62 @@
+/*
+ * pt-daemon-private: the daemon's state, shared by its own files only.
+ */
+#pragma once
+
+#include "pt-daemon.h"
+#include "probe-sampler.h"
+
+struct PtDaemon {
+    PtConf *conf;
+    PtMode mode;
+    char *proc_root, *debugfs_root, *tracefs_root;
+    ProbeRoots proot;
+
+    StoreDb *store;
+    PolicyEngine *engine;
+    GPtrArray *runtime_rules;       /* globs added by policy-set, newest first */
+    GPtrArray *overrides;           /* StoreOverrideRow, active */
+
+    ProbeHostSampler *host;
+    ProbeHostSnap *host_prev;
+    PolicyHost host_metrics;
+    GHashTable *targets;            /* name -> PtTarget */
+    gpointer libvirt;               /* PtDaemonLibvirt, see pt-daemon-libvirt.c */
+
+    guint timer;
+    gboolean tick_running;
+    guint64 tick_id;
+    guint tick_pending;
+    guint tick_deadline;
+    gint64 tick_start_us;
+    gint64 tick_mono_ns;
+    gint64 tick_now_ms;
+    ProbeHostSnap *tick_host;
+    GPtrArray *tick_results;
+
+    PtDaemonStats stats;
+    GArray *tick_ms;                /* recent tick durations */
+
+    char *run_marker;               /* exists while we run: detects kill -9 */
+    gboolean unclean_start;
+    gboolean shutting_down;
+    guint pending_restores;
+};
+
+void pt_daemon_add_target(PtDaemon *d, PtTarget *t);
+void pt_daemon_remove_target(PtDaemon *d, PtTarget *t, const char *why);
+gboolean pt_daemon_attach_path(PtDaemon *d, const char *path, const char *name,
+                               GError **error);
+void pt_daemon_scan_globs(PtDaemon *d);
+gint pt_double_cmp(gconstpointer a, gconstpointer b);
+
+/* pt-daemon-policy.c */
+void pt_daemon_capture_original(PtDaemon *d, PtTarget *t, PtIothread *io);
+/* Decide for the iothreads of @targets, which were sampled this tick. */
+void pt_daemon_run_policy(PtDaemon *d, GPtrArray *targets);
+/* Restore @t's originals; returns how many writes were started. */
+guint pt_daemon_restore_target(PtDaemon *d, PtTarget *t, const char *why);
+
+/* pt-daemon-libvirt.c */
+void pt_daemon_libvirt_start(PtDaemon *d);
+void pt_daemon_libvirt_stop(PtDaemon *d);

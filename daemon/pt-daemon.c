@@ -1,0 +1,606 @@
+#include "pt-daemon.h"
+#include "pt-daemon-private.h"
+#include "pt-history.h"
+#include "pt-log.h"
+#include "probe-derive.h"
+
+#include <errno.h>
+#include <glob.h>
+#include <math.h>
+#include <sys/stat.h>
+
+#define PT_TICK_RING 600
+
+/* ---- lifecycle --------------------------------------------------------- */
+
+static ProbeExitsMode
+pt_exits_mode(const PtConf *conf)
+{
+    ProbeExitsMode m = probe_exits_mode_from_string(conf->exits_source);
+
+    return m == PROBE_EXITS_MODE_INVALID ? PROBE_EXITS_AUTO : m;
+}
+
+static void
+pt_store_options(const PtConf *conf, gint64 now_ms, StoreOptions *opts)
+{
+    store_options_init(opts);
+    opts->now_ms = now_ms;
+    opts->raw_retention_ms = conf->raw_retention_ms;
+    opts->rollup_1m_retention_ms = conf->rollup_1m_retention_ms;
+    opts->rollup_1h_retention_ms = conf->rollup_1h_retention_ms;
+    opts->size_cap_bytes = conf->max_size_bytes;
+}
+
+PtDaemon *
+pt_daemon_new(PtConf *conf, const PtDaemonRoots *roots, GError **error)
+{
+    g_autoptr(PtDaemon) d = g_new0(PtDaemon, 1);
+    StoreOptions opts;
+    gint64 now_ms = g_get_real_time() / 1000;
+
+    d->conf = conf;
+    d->mode = conf->mode;
+    if (roots) {
+        d->proc_root = g_strdup(roots->proc_root);
+        d->debugfs_root = g_strdup(roots->debugfs_root);
+        d->tracefs_root = g_strdup(roots->tracefs_root);
+    }
+    d->proot.proc = d->proc_root;
+    d->proot.debugfs = d->debugfs_root;
+    d->proot.tracefs = d->tracefs_root;
+    d->targets = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                       (GDestroyNotify)pt_target_unref);
+    d->runtime_rules = g_ptr_array_new_with_free_func(g_free);
+    d->overrides = g_ptr_array_new_with_free_func((GDestroyNotify)store_override_row_free);
+    d->tick_ms = g_array_new(FALSE, TRUE, sizeof(double));
+    d->stats.started_ms = now_ms;
+
+    if (g_strcmp0(conf->database, ":memory:") != 0) {
+        g_autofree char *dir = g_path_get_dirname(conf->database);
+
+        if (g_mkdir_with_parents(dir, 0750) < 0) {
+            g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno),
+                        "%s: cannot create: %s", dir, g_strerror(errno));
+            return NULL;
+        }
+        d->run_marker = g_strconcat(conf->database, ".running", NULL);
+    }
+    pt_store_options(conf, now_ms, &opts);
+    d->store = store_db_open(conf->database, &opts, error);
+    if (!d->store)
+        return NULL;
+    d->engine = policy_engine_new(conf->policy, error);
+    if (!d->engine)
+        return NULL;
+    d->host = probe_host_sampler_new(&d->proot);
+    return g_steal_pointer(&d);
+}
+
+void
+pt_daemon_free(PtDaemon *d)
+{
+    if (!d)
+        return;
+    g_clear_handle_id(&d->timer, g_source_remove);
+    g_clear_handle_id(&d->tick_deadline, g_source_remove);
+    pt_daemon_libvirt_stop(d);
+    if (d->targets) {
+        GHashTableIter it;
+        gpointer v;
+
+        g_hash_table_iter_init(&it, d->targets);
+        while (g_hash_table_iter_next(&it, NULL, &v)) {
+            PtTarget *t = v;
+
+            t->detached = TRUE;
+            if (t->ops->close)
+                t->ops->close(t);
+        }
+        g_hash_table_unref(d->targets);
+    }
+    g_clear_pointer(&d->tick_results, g_ptr_array_unref);
+    probe_host_snap_free(d->host_prev);
+    probe_host_snap_free(d->tick_host);
+    probe_host_sampler_free(d->host);
+    policy_engine_free(d->engine);
+    store_db_close(d->store);
+    if (d->runtime_rules)
+        g_ptr_array_unref(d->runtime_rules);
+    if (d->overrides)
+        g_ptr_array_unref(d->overrides);
+    if (d->tick_ms)
+        g_array_unref(d->tick_ms);
+    pt_conf_free(d->conf);
+    g_free(d->run_marker);
+    g_free(d->proc_root);
+    g_free(d->debugfs_root);
+    g_free(d->tracefs_root);
+    g_free(d);
+}
+
+static gboolean pt_daemon_tick(gpointer data);
+
+gboolean
+pt_daemon_start(PtDaemon *d, GError **error)
+{
+    gint64 now_ms = g_get_real_time() / 1000;
+    g_autoptr(GPtrArray) rows = NULL;
+
+    if (d->run_marker) {
+        d->unclean_start = g_file_test(d->run_marker, G_FILE_TEST_EXISTS);
+        if (d->unclean_start)
+            pt_warn(NULL, NULL, "the last run did not exit cleanly; on-restart=%s",
+                    pt_restart_to_string(d->conf->on_restart));
+        if (!g_file_set_contents(d->run_marker, "", 0, error))
+            return FALSE;
+    }
+    rows = store_override_list_active(d->store, now_ms, error);
+    if (!rows)
+        return FALSE;
+    for (guint i = 0; i < rows->len; i++)
+        g_ptr_array_add(d->overrides, g_steal_pointer(&rows->pdata[i]));
+
+    for (guint i = 0; d->conf->qmp_sockets[i]; i++)
+        pt_daemon_attach_path(d, d->conf->qmp_sockets[i], NULL, NULL);
+    pt_daemon_scan_globs(d);
+    if (d->conf->libvirt)
+        pt_daemon_libvirt_start(d);
+    d->timer = g_timeout_add(d->conf->interval_ms, pt_daemon_tick, d);
+    return TRUE;
+}
+
+gboolean
+pt_daemon_reload(PtDaemon *d, PtConf *conf, GError **error)
+{
+    g_autoptr(PtConf) newc = conf;
+    PolicyEngine *engine;
+
+    if (g_strcmp0(conf->database, d->conf->database) != 0) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
+                    "%s: database: changing the database needs a restart", conf->path);
+        return FALSE;
+    }
+    engine = policy_engine_new(conf->policy, error);
+    if (!engine)
+        return FALSE;
+    /* A new engine starts learning afresh; runtime rules from policy-set
+     * are dropped with the old configuration, as documented. */
+    policy_engine_free(d->engine);
+    d->engine = engine;
+    g_ptr_array_set_size(d->runtime_rules, 0);
+    if (conf->interval_ms != d->conf->interval_ms) {
+        g_clear_handle_id(&d->timer, g_source_remove);
+        d->timer = g_timeout_add(conf->interval_ms, pt_daemon_tick, d);
+    }
+    if (conf->mode != d->conf->mode)
+        pt_daemon_set_mode(d, conf->mode, NULL);
+    pt_conf_free(d->conf);
+    d->conf = g_steal_pointer(&newc);
+    return TRUE;
+}
+
+/* ---- targets ----------------------------------------------------------- */
+
+void
+pt_daemon_add_target(PtDaemon *d, PtTarget *t)
+{
+    g_autoptr(GError) err = NULL;
+
+    if (!store_target_register(d->store, t->kind, t->name, t->uuid,
+                               g_get_real_time() / 1000, &err))
+        pt_warn(t->name, NULL, "store: %s", err->message);
+    g_hash_table_replace(d->targets, g_strdup(t->name), t);
+    pt_info(t->name, NULL, "attached (%s)", store_target_kind_to_string(t->kind));
+}
+
+void
+pt_daemon_remove_target(PtDaemon *d, PtTarget *t, const char *why)
+{
+    pt_info(t->name, NULL, "detached: %s", why);
+    t->detached = TRUE;
+    if (t->ops->close)
+        t->ops->close(t);
+    policy_engine_forget(d->engine, t->name);
+    g_hash_table_remove(d->targets, t->name);
+}
+
+gboolean
+pt_daemon_attach_path(PtDaemon *d, const char *path, const char *name, GError **error)
+{
+    g_autofree char *base = NULL;
+    PtTarget *t;
+    GHashTableIter it;
+    gpointer v;
+
+    g_hash_table_iter_init(&it, d->targets);
+    while (g_hash_table_iter_next(&it, NULL, &v)) {
+        PtTarget *o = v;
+
+        if (o->kind == STORE_TARGET_QMP && g_str_equal(pt_target_qmp_path(o), path)) {
+            g_set_error(error, G_IO_ERROR, G_IO_ERROR_EXISTS,
+                        "%s: already attached as %s", path, o->name);
+            return FALSE;
+        }
+    }
+    if (!name) {
+        char *dot;
+
+        base = g_path_get_basename(path);
+        if ((dot = strrchr(base, '.')) && dot != base)
+            *dot = 0;
+        name = base;
+    }
+    if (g_hash_table_contains(d->targets, name)) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_EXISTS,
+                    "%s: a target of that name is attached", name);
+        return FALSE;
+    }
+    t = pt_target_qmp_new(name, path, d->conf->qmp_timeout_ms, &d->proot,
+                          pt_exits_mode(d->conf));
+    pt_daemon_add_target(d, t);
+    return TRUE;
+}
+
+void
+pt_daemon_scan_globs(PtDaemon *d)
+{
+    for (guint i = 0; d->conf->qmp_globs[i]; i++) {
+        glob_t g = { 0 };
+
+        if (glob(d->conf->qmp_globs[i], GLOB_NOSORT, NULL, &g) == 0) {
+            for (size_t j = 0; j < g.gl_pathc; j++) {
+                struct stat st;
+                gboolean known = FALSE;
+                GHashTableIter it;
+                gpointer v;
+
+                if (stat(g.gl_pathv[j], &st) < 0 || !S_ISSOCK(st.st_mode))
+                    continue;
+                g_hash_table_iter_init(&it, d->targets);
+                while (!known && g_hash_table_iter_next(&it, NULL, &v))
+                    known = ((PtTarget *)v)->kind == STORE_TARGET_QMP &&
+                            g_str_equal(pt_target_qmp_path(v), g.gl_pathv[j]);
+                if (!known)
+                    pt_daemon_attach_path(d, g.gl_pathv[j], NULL, NULL);
+            }
+        }
+        globfree(&g);
+    }
+}
+
+static gint
+pt_target_cmp(gconstpointer a, gconstpointer b)
+{
+    return g_strcmp0((*(PtTarget *const *)a)->name, (*(PtTarget *const *)b)->name);
+}
+
+GPtrArray *
+pt_daemon_list_targets(PtDaemon *d)
+{
+    GPtrArray *out = g_ptr_array_new();
+    GHashTableIter it;
+    gpointer v;
+
+    g_hash_table_iter_init(&it, d->targets);
+    while (g_hash_table_iter_next(&it, NULL, &v))
+        g_ptr_array_add(out, v);
+
+    g_ptr_array_sort(out, pt_target_cmp);
+    return out;
+}
+
+PtTarget *
+pt_daemon_find_target(PtDaemon *d, const char *name)
+{
+    return name ? g_hash_table_lookup(d->targets, name) : NULL;
+}
+
+/* ---- the tick ---------------------------------------------------------- */
+
+typedef struct {
+    PtTarget *t;
+    ProbeTargetSnap *snap;
+} PtTickResult;
+
+static void
+pt_tick_result_free(PtTickResult *r)
+{
+    pt_target_unref(r->t);
+    probe_target_snap_free(r->snap);
+    g_free(r);
+}
+
+static void pt_daemon_tick_end(PtDaemon *d);
+
+static void
+pt_daemon_log_news(PtTarget *t)
+{
+    for (guint i = 0; i < t->news->len; i++)
+        pt_info(t->name, NULL, "%s", (char *)t->news->pdata[i]);
+    g_ptr_array_set_size(t->news, 0);
+}
+
+typedef struct {
+    PtDaemon *d;
+    guint64 tick;
+} PtSampleCtx;
+
+static void
+pt_daemon_on_sample(PtTarget *t, ProbeTargetSnap *snap, const GError *error, gpointer data)
+{
+    PtSampleCtx *ctx = data;
+    PtDaemon *d = ctx->d;
+    gboolean current = d && d->tick_running && ctx->tick == d->tick_id;
+
+    g_free(ctx);
+    if (!current || t->detached) {
+        probe_target_snap_free(snap);
+        return;
+    }
+    if (error) {
+        pt_debug(t->name, NULL, "sample: %s", error->message);
+    } else {
+        PtTickResult *r = g_new0(PtTickResult, 1);
+
+        r->t = pt_target_ref(t);
+        r->snap = snap;
+        g_ptr_array_add(d->tick_results, r);
+    }
+    if (--d->tick_pending == 0)
+        pt_daemon_tick_end(d);
+}
+
+static gboolean
+pt_daemon_tick_deadline(gpointer data)
+{
+    PtDaemon *d = data;
+
+    d->tick_deadline = 0;
+    d->stats.late_targets += d->tick_pending;
+    pt_daemon_tick_end(d);
+    return G_SOURCE_REMOVE;
+}
+
+static gboolean
+pt_daemon_tick(gpointer data)
+{
+    PtDaemon *d = data;
+    g_autoptr(GPtrArray) targets = NULL;
+
+    if (d->tick_running) {
+        d->stats.overruns++;
+        pt_warn(NULL, NULL, "tick %" G_GUINT64_FORMAT " still running after %u ms; skipping one",
+                d->tick_id, d->conf->interval_ms);
+        return G_SOURCE_CONTINUE;
+    }
+    d->tick_running = TRUE;
+    d->tick_id++;
+    d->tick_start_us = g_get_monotonic_time();
+    d->tick_mono_ns = d->tick_start_us * 1000;
+    d->tick_now_ms = g_get_real_time() / 1000;
+    d->tick_results = g_ptr_array_new_with_free_func((GDestroyNotify)pt_tick_result_free);
+
+    pt_daemon_scan_globs(d);
+    d->tick_host = probe_host_snap_new(d->tick_mono_ns, d->tick_now_ms);
+    probe_host_sampler_sample(d->host, d->tick_host);
+
+    targets = pt_daemon_list_targets(d);
+    d->tick_pending = 1;        /* held while samples start */
+    for (guint i = 0; i < targets->len; i++) {
+        PtTarget *t = targets->pdata[i];
+        PtSampleCtx *ctx;
+
+        if (t->kind == STORE_TARGET_QMP)
+            pt_target_qmp_retry(t);
+        pt_daemon_log_news(t);
+        if (t->state != PT_TARGET_ATTACHED || t->sampling)
+            continue;
+        if (t->probe)
+            probe_target_sample_vcpus(t->probe, d->tick_host);
+        ctx = g_new0(PtSampleCtx, 1);
+        ctx->d = d;
+        ctx->tick = d->tick_id;
+        d->tick_pending++;
+        pt_target_sample(t, d->tick_mono_ns, d->tick_now_ms, pt_daemon_on_sample, ctx);
+    }
+    if (--d->tick_pending == 0)
+        pt_daemon_tick_end(d);
+    else if (d->tick_running)
+        d->tick_deadline = g_timeout_add(MAX(d->conf->interval_ms * 8 / 10, 50),
+                                         pt_daemon_tick_deadline, d);
+    return G_SOURCE_CONTINUE;
+}
+
+/* Metrics and store rows for one target's fresh snapshot. */
+static void
+pt_daemon_absorb(PtDaemon *d, PtTarget *t, ProbeTargetSnap *snap, GArray *samples)
+{
+    GHashTableIter it;
+    gpointer v;
+
+    g_hash_table_iter_init(&it, t->iothreads);
+    while (g_hash_table_iter_next(&it, NULL, &v))
+        ((PtIothread *)v)->seen = FALSE;
+
+    for (guint i = 0; i < snap->iothreads->len; i++) {
+        ProbeIothreadSnap *ios = snap->iothreads->pdata[i];
+        PtIothread *io = pt_target_iothread(t, ios->id);
+        PolicyMetrics m;
+        StoreSample s;
+
+        io->seen = TRUE;
+        if (ios->have_triple) {
+            io->triple = ios->triple;
+            io->have_triple = TRUE;
+            if (!io->have_original)
+                pt_daemon_capture_original(d, t, io);
+        }
+        probe_derive_iothread(t->prev, snap, ios->id, &m);
+        pt_iothread_push_metrics(io, &m);
+        if (pt_history_sample(t->prev, snap, ios->id, &s)) {
+            s.target = t->name;
+            s.iothread = io->id;
+            g_array_append_val(samples, s);
+        }
+    }
+    /* Iothreads that went away (object-del) leave with their state. */
+    g_hash_table_iter_init(&it, t->iothreads);
+    while (g_hash_table_iter_next(&it, NULL, &v))
+        if (!((PtIothread *)v)->seen)
+            g_hash_table_iter_remove(&it);
+}
+
+static void
+pt_daemon_record_tick_time(PtDaemon *d)
+{
+    double ms = (g_get_monotonic_time() - d->tick_start_us) / 1000.0;
+    g_autoptr(GArray) sorted = NULL;
+
+    d->stats.last_tick_ms = ms;
+    if (d->tick_ms->len >= PT_TICK_RING)
+        g_array_remove_index(d->tick_ms, 0);
+    g_array_append_val(d->tick_ms, ms);
+    sorted = g_array_copy(d->tick_ms);
+    g_array_sort(sorted, (GCompareFunc)pt_double_cmp);
+    d->stats.tick_ms_p50 = g_array_index(sorted, double, sorted->len / 2);
+    d->stats.tick_ms_p99 = g_array_index(sorted, double, MIN(sorted->len - 1,
+                                                             sorted->len * 99 / 100));
+    if (ms > d->conf->interval_ms) {
+        d->stats.overruns++;
+        pt_warn(NULL, NULL, "tick took %.0f ms, longer than the %u ms interval",
+                ms, d->conf->interval_ms);
+    }
+}
+
+gint
+pt_double_cmp(gconstpointer a, gconstpointer b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+static void
+pt_daemon_write_store(PtDaemon *d, GArray *samples)
+{
+    g_autoptr(GError) err = NULL;
+    StoreTick tick;
+    char *notice;
+
+    store_tick_init(&tick);
+    tick.ts_ms = d->tick_now_ms;
+    tick.len_ns = d->host_prev ? d->tick_mono_ns - d->host_prev->mono_ns : 0;
+    pt_history_psi(d->host_prev, d->tick_host, &tick.psi);
+    tick.samples = (const StoreSample *)samples->data;
+    tick.n_samples = samples->len;
+    /* The first tick is the baseline of every counter: nothing to write. */
+    if (tick.len_ns > 0 && samples->len && !store_tick_write(d->store, &tick, &err)) {
+        d->stats.store_errors++;
+        pt_err(NULL, NULL, "store: %s", err->message);
+    }
+    while ((notice = store_db_take_notice(d->store))) {
+        pt_warn(NULL, NULL, "store: %s", notice);
+        g_free(notice);
+    }
+}
+
+static void
+pt_daemon_maintain(PtDaemon *d)
+{
+    g_autoptr(GError) err = NULL;
+    gboolean more = FALSE;
+
+    /* A small slice per tick keeps every tick short; rollups of a busy
+     * hour catch up over a few ticks. */
+    if (!store_maintain_step(d->store, d->tick_now_ms, 10, &more, &err))
+        pt_warn(NULL, NULL, "store maintenance: %s", err->message);
+}
+
+static void
+pt_daemon_tick_end(PtDaemon *d)
+{
+    g_autoptr(GArray) samples = g_array_new(FALSE, TRUE, sizeof(StoreSample));
+    g_autoptr(GPtrArray) results = g_steal_pointer(&d->tick_results);
+    g_autoptr(GPtrArray) sampled = g_ptr_array_new();
+
+    g_clear_handle_id(&d->tick_deadline, g_source_remove);
+    d->tick_running = FALSE;
+
+    probe_derive_host(d->host_prev, d->tick_host, &d->host_metrics);
+    for (guint i = 0; i < results->len; i++) {
+        PtTickResult *r = results->pdata[i];
+
+        pt_daemon_absorb(d, r->t, r->snap, samples);
+        g_ptr_array_add(sampled, r->t);
+        probe_target_snap_free(r->t->prev);
+        r->t->prev = g_steal_pointer(&r->snap);
+    }
+    pt_daemon_write_store(d, samples);
+    probe_host_snap_free(d->host_prev);
+    d->host_prev = g_steal_pointer(&d->tick_host);
+
+    pt_daemon_run_policy(d, sampled);
+    pt_daemon_maintain(d);
+    d->stats.ticks++;
+    pt_daemon_record_tick_time(d);
+}
+
+/* ---- accessors --------------------------------------------------------- */
+
+const PtConf *
+pt_daemon_get_conf(PtDaemon *d)
+{
+    return d->conf;
+}
+
+StoreDb *
+pt_daemon_get_store(PtDaemon *d)
+{
+    return d->store;
+}
+
+PtMode
+pt_daemon_get_mode(PtDaemon *d)
+{
+    return d->mode;
+}
+
+void
+pt_daemon_get_stats(PtDaemon *d, PtDaemonStats *stats)
+{
+    *stats = d->stats;
+}
+
+const PolicyHost *
+pt_daemon_get_host(PtDaemon *d)
+{
+    return &d->host_metrics;
+}
+
+double
+pt_daemon_polling_cores(PtDaemon *d)
+{
+    GHashTableIter it;
+    gpointer v;
+    double cores = 0;
+
+    g_hash_table_iter_init(&it, d->targets);
+    while (g_hash_table_iter_next(&it, NULL, &v)) {
+        GHashTableIter jt;
+        gpointer w;
+
+        g_hash_table_iter_init(&jt, ((PtTarget *)v)->iothreads);
+        while (g_hash_table_iter_next(&jt, NULL, &w)) {
+            PtIothread *io = w;
+            const PolicyMetrics *m;
+
+            if (!io->history->len || !io->have_triple || io->triple.poll_max_ns == 0)
+                continue;
+            m = &g_array_index(io->history, PolicyMetrics, io->history->len - 1);
+            if (m->have_cpu)
+                cores += m->cpu_pct / 100.0;
+        }
+    }
+    return cores;
+}

@@ -1,0 +1,98 @@
+/*
+ * pt-daemon: polltuned's state and its tick.
+ *
+ * One tick (every conf->interval_ms):
+ *   1. read the clocks once; sample the host, and start a sample of every
+ *      attached target at once (each asynchronous, none waits for another);
+ *   2. when all have answered, or at the tick's deadline (80% of the
+ *      interval) for those that have not, derive metrics per iothread;
+ *   3. write the tick to the store in one transaction;
+ *   4. run the policy over the fresh metrics and their history;
+ *   5. apply its decisions through each target's own channel, asynchronously;
+ *   6. record each decision with its outcome when the write completes.
+ * A target that has not answered by the deadline is skipped this tick and
+ * its late answer dropped; the QMP timeout then marks it lost.
+ *
+ * The daemon captures each iothread's original triple at first attach (and
+ * persists it), restores it on detach, in observe, and at exit when
+ * restore-on-exit is set, and after an unclean exit when on-restart says so.
+ */
+#pragma once
+
+#include <gio/gio.h>
+
+#include "pt-conf.h"
+#include "pt-target.h"
+#include "store.h"
+
+typedef struct PtDaemon PtDaemon;
+
+typedef struct {
+    guint64 ticks;
+    guint64 overruns;           /* ticks that took longer than the interval */
+    guint64 late_targets;       /* target samples that missed a deadline */
+    guint64 store_errors;
+    guint64 decisions_applied, decisions_failed, decisions_recommended;
+    double last_tick_ms;
+    double tick_ms_p50, tick_ms_p99;
+    gint64 started_ms;
+} PtDaemonStats;
+
+typedef struct {
+    const char *proc_root;      /* NULL: /proc (tests point these elsewhere) */
+    const char *debugfs_root;
+    const char *tracefs_root;
+} PtDaemonRoots;
+
+/* Takes @conf.  Opens the store; nothing runs until pt_daemon_start(). */
+PtDaemon *pt_daemon_new(PtConf *conf, const PtDaemonRoots *roots, GError **error);
+void pt_daemon_free(PtDaemon *d);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PtDaemon, pt_daemon_free)
+
+/* Attach configured targets, start the tick timer. */
+gboolean pt_daemon_start(PtDaemon *d, GError **error);
+
+/*
+ * Stop ticking; restore originals when restore-on-exit is set, waiting at
+ * most @timeout_ms for the writes; then call @done.  After a kill -9 the
+ * next start recovers instead (see on-restart).
+ */
+void pt_daemon_shutdown(PtDaemon *d, guint timeout_ms, GCallback done, gpointer user_data);
+
+/* Replace the configuration (SIGHUP, `reload`).  On error nothing changes. */
+gboolean pt_daemon_reload(PtDaemon *d, PtConf *conf, GError **error);
+
+const PtConf *pt_daemon_get_conf(PtDaemon *d);
+StoreDb *pt_daemon_get_store(PtDaemon *d);
+PtMode pt_daemon_get_mode(PtDaemon *d);
+void pt_daemon_get_stats(PtDaemon *d, PtDaemonStats *stats);
+const PolicyHost *pt_daemon_get_host(PtDaemon *d);
+/* Targets sorted by name (PtTarget *, borrowed). */
+GPtrArray *pt_daemon_list_targets(PtDaemon *d);
+PtTarget *pt_daemon_find_target(PtDaemon *d, const char *name);
+/* The policy in force for a target or iothread (formatted spec). */
+char *pt_daemon_policy_for(PtDaemon *d, const char *target, const char *iothread);
+/* Active override covering @target/@iothread, or NULL (borrowed). */
+const StoreOverrideRow *pt_daemon_override_for(PtDaemon *d, const char *target,
+                                               const char *iothread);
+/* Estimated polling CPU across all iothreads, in cores, last tick. */
+double pt_daemon_polling_cores(PtDaemon *d);
+
+/* Control operations.  Each validates and fails with a message for operators. */
+gboolean pt_daemon_set_mode(PtDaemon *d, PtMode mode, GError **error);
+gboolean pt_daemon_attach_qmp(PtDaemon *d, const char *path, const char *name,
+                              char **name_out, GError **error);
+gboolean pt_daemon_detach(PtDaemon *d, const char *name, GError **error);
+gboolean pt_daemon_policy_set(PtDaemon *d, const char *glob, const char *spec,
+                              GError **error);
+/* poll_grow/poll_shrink < 0: keep the current value.  @for_ms 0: no expiry. */
+gboolean pt_daemon_override_set(PtDaemon *d, const char *target, const char *iothread,
+                                gint64 poll_max_ns, gint64 poll_grow, gint64 poll_shrink,
+                                gint64 for_ms, const char *who, const char *reason,
+                                gint64 *id_out, gint64 *expires_out, GError **error);
+/* By target (and iothread), or by @id when >= 0.  Returns how many. */
+guint pt_daemon_override_clear(PtDaemon *d, const char *target, const char *iothread,
+                               gint64 id, GError **error);
+
+/* Render the OpenMetrics exposition (pt-metrics.c). */
+char *pt_daemon_render_metrics(PtDaemon *d);

@@ -1,0 +1,13 @@
+/*
+ * pt-history: the store's per-tick deltas from two probe snapshots.
+ */
+#pragma once
+
+#include "probe-snap.h"
+#include "store.h"
+
+/* Fill @s (target and iothread names left to the caller) with what iothread
+ * @id did between @prev (may be NULL) and @cur.  FALSE if @cur lacks @id. */
+gboolean pt_history_sample(const ProbeTargetSnap *prev, const ProbeTargetSnap *cur,
+                           const char *id, StoreSample *s);
+void pt_history_psi(const ProbeHostSnap *prev, const ProbeHostSnap *cur, StorePsi *psi);

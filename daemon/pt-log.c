@@ -1,0 +1,59 @@
+#include "pt-log.h"
+
+#include <stdio.h>
+#include <sys/stat.h>
+#include <systemd/sd-journal.h>
+
+static gboolean pt_log_journal;
+static gboolean pt_log_verbose;
+
+void
+pt_log_init(gboolean verbose)
+{
+    const char *js = g_getenv("JOURNAL_STREAM");
+    struct stat st;
+
+    pt_log_verbose = verbose;
+    /* JOURNAL_STREAM is "dev:ino" of the journal stream systemd gave us;
+     * only trust it while stderr still is that stream. */
+    if (js && fstat(STDERR_FILENO, &st) == 0) {
+        g_autofree char *mine = g_strdup_printf("%lu:%lu", (unsigned long)st.st_dev,
+                                                (unsigned long)st.st_ino);
+
+        pt_log_journal = g_str_equal(js, mine);
+    }
+}
+
+void
+pt_log(int priority, const char *vm, const char *iothread, const char *fmt, ...)
+{
+    g_autofree char *msg = NULL;
+    va_list ap;
+
+    if (priority == LOG_DEBUG && !pt_log_verbose)
+        return;
+    va_start(ap, fmt);
+    msg = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+
+    if (pt_log_journal) {
+        sd_journal_send("MESSAGE=%s%s%s%s%s", vm ? vm : "", iothread ? "/" : "",
+                        iothread ? iothread : "", vm ? ": " : "", msg,
+                        "PRIORITY=%d", priority,
+                        "POLLTUNE_VM=%s", vm ? vm : "",
+                        "POLLTUNE_IOTHREAD=%s", iothread ? iothread : "",
+                        NULL);
+        return;
+    }
+    {
+        static const char *const level[] = { "emerg", "alert", "crit", "error",
+                                              "warning", "notice", "info", "debug" };
+        g_autoptr(GDateTime) now = g_date_time_new_now_utc();
+        g_autofree char *ts = g_date_time_format(now, "%H:%M:%S.%f");
+
+        ts[12] = 0;     /* milliseconds */
+        fprintf(stderr, "%s polltuned %s: %s%s%s%s%s\n", ts, level[priority & 7],
+                vm ? vm : "", iothread ? "/" : "", iothread ? iothread : "",
+                vm ? ": " : "", msg);
+    }
+}

@@ -1,0 +1,302 @@
+/*
+ * The OpenMetrics exposition, served over HTTP with libsoup and returned by
+ * the control command `metrics`.
+ *
+ * Families are per iothread (labels vm, iothread) and for the daemon's own
+ * health.  Names follow the OpenMetrics conventions: counters end in
+ * _total, units are base units (seconds, bytes), and the text ends in
+ * "# EOF".  promtool checks it in the test suite.
+ */
+#include "pt-daemon-private.h"
+#include "pt-metrics.h"
+#include "pt-log.h"
+
+#include <libsoup/soup.h>
+
+/* Label values must escape backslash, double quote and newline. */
+static void
+pt_label(GString *out, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '\\' || *s == '"')
+            g_string_append_c(out, '\\');
+        if (*s == '\n') {
+            g_string_append(out, "\\n");
+            continue;
+        }
+        g_string_append_c(out, *s);
+    }
+}
+
+typedef struct {
+    const char *name;
+    const char *type;
+    const char *unit;
+    const char *help;
+} PtFamily;
+
+static void
+pt_family(GString *out, const PtFamily *f)
+{
+    g_string_append_printf(out, "# TYPE %s %s\n", f->name, f->type);
+    if (f->unit)
+        g_string_append_printf(out, "# UNIT %s %s\n", f->name, f->unit);
+    g_string_append_printf(out, "# HELP %s %s\n", f->name, f->help);
+}
+
+typedef double (*PtGetter)(const PtIothread *io, const PolicyMetrics *m, gboolean *ok);
+
+static double
+get_poll_max(const PtIothread *io, const PolicyMetrics *m, gboolean *ok)
+{
+    *ok = io->have_triple;
+    return io->triple.poll_max_ns / 1e9;
+}
+
+static double
+get_poll_grow(const PtIothread *io, const PolicyMetrics *m, gboolean *ok)
+{
+    *ok = io->have_triple;
+    return io->triple.poll_grow;
+}
+
+static double
+get_poll_shrink(const PtIothread *io, const PolicyMetrics *m, gboolean *ok)
+{
+    *ok = io->have_triple;
+    return io->triple.poll_shrink;
+}
+
+static double
+get_iops(const PtIothread *io, const PolicyMetrics *m, gboolean *ok)
+{
+    *ok = m && m->have_io;
+    return m ? policy_metrics_iops(m) : 0;
+}
+
+static double
+get_lat(const PtIothread *io, const PolicyMetrics *m, gboolean *ok)
+{
+    *ok = m && m->have_io && policy_metrics_iops(m) > 0;
+    return m ? m->lat_mean_ns / 1e9 : 0;
+}
+
+static double
+get_qd(const PtIothread *io, const PolicyMetrics *m, gboolean *ok)
+{
+    *ok = m && m->have_io;
+    return m ? m->queue_depth : 0;
+}
+
+static double
+get_cpu(const PtIothread *io, const PolicyMetrics *m, gboolean *ok)
+{
+    *ok = m && m->have_cpu;
+    return m ? m->cpu_pct / 100.0 : 0;
+}
+
+static double
+get_blocks_per_op(const PtIothread *io, const PolicyMetrics *m, gboolean *ok)
+{
+    *ok = m && m->have_cpu && m->have_io && policy_metrics_iops(m) > 0;
+    return m ? m->blocks_per_op : 0;
+}
+
+static double
+get_exits_per_op(const PtIothread *io, const PolicyMetrics *m, gboolean *ok)
+{
+    *ok = m && m->have_exits && m->have_io && policy_metrics_iops(m) > 0;
+    return m ? m->exits_per_op : 0;
+}
+
+static double
+get_run_delay(const PtIothread *io, const PolicyMetrics *m, gboolean *ok)
+{
+    *ok = m && m->have_cpu;
+    return m ? m->run_delay_pct / 100.0 : 0;
+}
+
+static const struct {
+    PtFamily f;
+    PtGetter get;
+} pt_iothread_families[] = {
+    { { "polltune_poll_max_seconds", "gauge", "seconds", "The iothread's poll-max-ns, in seconds." }, get_poll_max },
+    { { "polltune_poll_grow", "gauge", NULL, "The iothread's poll-grow (0: QEMU's default)." }, get_poll_grow },
+    { { "polltune_poll_shrink", "gauge", NULL, "The iothread's poll-shrink (0: reset)." }, get_poll_shrink },
+    { { "polltune_iops", "gauge", NULL, "I/O operations per second over the last tick." }, get_iops },
+    { { "polltune_latency_seconds", "gauge", "seconds", "Mean latency per operation over the last tick." }, get_lat },
+    { { "polltune_queue_depth", "gauge", NULL, "Mean queue depth by Little's law over the last tick." }, get_qd },
+    { { "polltune_iothread_cpu_ratio", "gauge", "ratio", "CPU the iothread used, in cores, over the last tick." }, get_cpu },
+    { { "polltune_blocks_per_op", "gauge", NULL, "Voluntary context switches of the iothread per I/O operation." }, get_blocks_per_op },
+    { { "polltune_exits_per_op", "gauge", NULL, "KVM exits of the VM per I/O operation of the iothread." }, get_exits_per_op },
+    { { "polltune_run_delay_ratio", "gauge", "ratio", "Share of the tick the iothread waited for a CPU." }, get_run_delay },
+};
+
+static GPtrArray *
+pt_all_iothreads(PtDaemon *d, GPtrArray **owners)
+{
+    g_autoptr(GPtrArray) targets = pt_daemon_list_targets(d);
+    GPtrArray *out = g_ptr_array_new();
+
+    *owners = g_ptr_array_new();
+    for (guint i = 0; i < targets->len; i++) {
+        PtTarget *t = targets->pdata[i];
+        GHashTableIter it;
+        gpointer v;
+
+        g_hash_table_iter_init(&it, t->iothreads);
+        while (g_hash_table_iter_next(&it, NULL, &v)) {
+            g_ptr_array_add(out, v);
+            g_ptr_array_add(*owners, t);
+        }
+    }
+    return out;
+}
+
+char *
+pt_daemon_render_metrics(PtDaemon *d)
+{
+    GString *out = g_string_new(NULL);
+    g_autoptr(GPtrArray) owners = NULL;
+    g_autoptr(GPtrArray) ios = pt_all_iothreads(d, &owners);
+    g_autoptr(GPtrArray) targets = pt_daemon_list_targets(d);
+    StoreStats ss;
+    guint by_state[PT_TARGET_STATE_MAX] = { 0 };
+
+    for (gsize f = 0; f < G_N_ELEMENTS(pt_iothread_families); f++) {
+        pt_family(out, &pt_iothread_families[f].f);
+        for (guint i = 0; i < ios->len; i++) {
+            PtIothread *io = ios->pdata[i];
+            PtTarget *t = owners->pdata[i];
+            const PolicyMetrics *m = io->history->len ?
+                &g_array_index(io->history, PolicyMetrics, io->history->len - 1) : NULL;
+            gboolean ok = FALSE;
+            double v = pt_iothread_families[f].get(io, m, &ok);
+
+            if (!ok)
+                continue;
+            g_string_append_printf(out, "%s{vm=\"", pt_iothread_families[f].f.name);
+            pt_label(out, t->name);
+            g_string_append(out, "\",iothread=\"");
+            pt_label(out, io->id);
+            g_string_append_printf(out, "\"} %.9g\n", v);
+        }
+    }
+
+    pt_family(out, &(PtFamily){ "polltune_ticks", "counter", NULL, "Ticks completed." });
+    g_string_append_printf(out, "polltune_ticks_total %" G_GUINT64_FORMAT "\n", d->stats.ticks);
+    pt_family(out, &(PtFamily){ "polltune_tick_overruns", "counter", NULL,
+                                "Ticks that took longer than the interval." });
+    g_string_append_printf(out, "polltune_tick_overruns_total %" G_GUINT64_FORMAT "\n",
+                           d->stats.overruns);
+    pt_family(out, &(PtFamily){ "polltune_tick_duration_seconds", "gauge", "seconds",
+                                "Duration of the last tick." });
+    g_string_append_printf(out, "polltune_tick_duration_seconds %.6f\n",
+                           d->stats.last_tick_ms / 1000.0);
+    pt_family(out, &(PtFamily){ "polltune_late_samples", "counter", NULL,
+                                "Target samples that missed their tick's deadline." });
+    g_string_append_printf(out, "polltune_late_samples_total %" G_GUINT64_FORMAT "\n",
+                           d->stats.late_targets);
+    store_db_get_stats(d->store, &ss);
+    pt_family(out, &(PtFamily){ "polltune_store_errors", "counter", NULL,
+                                "Tick writes that failed." });
+    g_string_append_printf(out, "polltune_store_errors_total %" G_GUINT64_FORMAT "\n",
+                           d->stats.store_errors);
+    pt_family(out, &(PtFamily){ "polltune_store_dropped_ticks", "counter", NULL,
+                                "Ticks dropped because the pending queue overflowed." });
+    g_string_append_printf(out, "polltune_store_dropped_ticks_total %" G_GUINT64_FORMAT "\n",
+                           ss.ticks_dropped);
+    pt_family(out, &(PtFamily){ "polltune_store_pending_ticks", "gauge", NULL,
+                                "Ticks kept in memory until the database takes them." });
+    g_string_append_printf(out, "polltune_store_pending_ticks %u\n", ss.pending_ticks);
+    pt_family(out, &(PtFamily){ "polltune_decisions", "counter", NULL,
+                                "Policy decisions by outcome." });
+    g_string_append_printf(out, "polltune_decisions_total{outcome=\"applied\"} %" G_GUINT64_FORMAT "\n"
+                           "polltune_decisions_total{outcome=\"failed\"} %" G_GUINT64_FORMAT "\n"
+                           "polltune_decisions_total{outcome=\"recommended\"} %" G_GUINT64_FORMAT "\n",
+                           d->stats.decisions_applied, d->stats.decisions_failed,
+                           d->stats.decisions_recommended);
+    for (guint i = 0; i < targets->len; i++)
+        by_state[((PtTarget *)targets->pdata[i])->state]++;
+    pt_family(out, &(PtFamily){ "polltune_targets", "gauge", NULL, "Targets by state." });
+    for (int s = 0; s < PT_TARGET_STATE_MAX; s++)
+        g_string_append_printf(out, "polltune_targets{state=\"%s\"} %u\n",
+                               pt_target_state_to_string(s), by_state[s]);
+    pt_family(out, &(PtFamily){ "polltune_polling_cores", "gauge", NULL,
+                                "CPU of iothreads with polling enabled, in cores." });
+    g_string_append_printf(out, "polltune_polling_cores %.4f\n", pt_daemon_polling_cores(d));
+    g_string_append(out, "# EOF\n");
+    return g_string_free(out, FALSE);
+}
+
+/* ---- HTTP -------------------------------------------------------------- */
+
+struct PtMetricsServer {
+    SoupServer *server;
+};
+
+static void
+pt_metrics_handler(SoupServer *server, SoupServerMessage *msg, const char *path,
+                   GHashTable *query, gpointer data)
+{
+    PtDaemon *d = data;
+    char *text;
+
+    if (soup_server_message_get_method(msg) != SOUP_METHOD_GET &&
+        soup_server_message_get_method(msg) != SOUP_METHOD_HEAD) {
+        soup_server_message_set_status(msg, SOUP_STATUS_METHOD_NOT_ALLOWED, NULL);
+        return;
+    }
+    text = pt_daemon_render_metrics(d);
+    soup_server_message_set_status(msg, SOUP_STATUS_OK, NULL);
+    soup_server_message_set_response(msg,
+        "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        SOUP_MEMORY_TAKE, text, strlen(text));
+}
+
+PtMetricsServer *
+pt_metrics_server_new(PtDaemon *d, const char *listen, GError **error)
+{
+    g_autofree char *host = g_strdup(listen);
+    char *colon = strrchr(host, ':');
+    guint64 port;
+    g_autoptr(GInetAddress) addr = NULL;
+    g_autoptr(GSocketAddress) sa = NULL;
+    PtMetricsServer *m;
+
+    if (!colon || !g_ascii_string_to_unsigned(colon + 1, 10, 1, 65535, &port, NULL)) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                    "metrics-listen: '%s' is not HOST:PORT", listen);
+        return NULL;
+    }
+    *colon = 0;
+    if (host[0] == '[' && colon[-1] == ']') {
+        colon[-1] = 0;
+        memmove(host, host + 1, strlen(host));
+    }
+    addr = g_inet_address_new_from_string(host);
+    if (!addr) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                    "metrics-listen: '%s' is not an IP address", host);
+        return NULL;
+    }
+    sa = g_inet_socket_address_new(addr, (guint16)port);
+    m = g_new0(PtMetricsServer, 1);
+    m->server = soup_server_new("server-header", "polltuned", NULL);
+    soup_server_add_handler(m->server, "/metrics", pt_metrics_handler, d, NULL);
+    if (!soup_server_listen(m->server, sa, 0, error)) {
+        g_prefix_error(error, "metrics-listen %s: ", listen);
+        pt_metrics_server_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+void
+pt_metrics_server_free(PtMetricsServer *m)
+{
+    if (!m)
+        return;
+    g_clear_object(&m->server);
+    g_free(m);
+}

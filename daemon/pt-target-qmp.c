@@ -1,0 +1,418 @@
+/*
+ * The direct QMP backend of pt-target: a QEMU that libvirt does not manage,
+ * reached through a dedicated -qmp socket.
+ *
+ * One sample is two queries in flight at once, query-iothreads and
+ * query-blockstats (plus query-stats for the vCPUs once QEMU has shown it
+ * has KVM stats), then a qom-get per device not yet mapped to its iothread.
+ * The map is cached: a device keeps its iothread for its lifetime, and a
+ * device that is new or changed shows up under a new qdev path.
+ *
+ * When the monitor goes away the target is lost; every tick it tries again
+ * while the socket file exists, so a restarted QEMU is picked up.
+ */
+#include "pt-target.h"
+#include "qmp-commands.h"
+
+#include <sys/stat.h>
+
+typedef struct {
+    PtTarget parent;
+    char *path;
+    guint timeout_ms;
+    ProbeRoots roots;
+    char *proc_root;
+    QmpClient *client;
+    GHashTable *dev_iothread;       /* qdev -> iothread id ("" = main loop) */
+    gboolean stats_known;           /* query-stats answered with vCPU stats */
+    gboolean stats_absent;          /* ... or showed it has none */
+} PtQmpTarget;
+
+typedef struct {
+    PtQmpTarget *q;
+    ProbeTargetSnap *snap;
+    GPtrArray *iothreads;
+    GPtrArray *blockstats;
+    QmpStats *stats;
+    guint outstanding;
+    GError *error;
+} PtQmpSample;
+
+static void pt_qmp_sample_stage2(PtQmpSample *s);
+
+static void
+pt_qmp_on_closed(QmpClient *c, const GError *reason, gpointer data)
+{
+    PtTarget *t = data;
+
+    pt_target_set_state(t, PT_TARGET_LOST, reason->message);
+}
+
+static void
+pt_qmp_on_ready(GObject *obj, GAsyncResult *res, gpointer data)
+{
+    PtQmpTarget *q = data;
+    PtTarget *t = &q->parent;
+    g_autoptr(GError) err = NULL;
+
+    if (qmp_client_wait_ready_finish(QMP_CLIENT(obj), res, &err) &&
+        QMP_CLIENT(obj) == q->client && !t->detached) {
+        pt_target_set_pid(t, qmp_client_get_peer_pid(q->client), &q->roots);
+        pt_target_set_state(t, PT_TARGET_ATTACHED, NULL);
+    }
+    pt_target_unref(t);
+}
+
+static void
+pt_qmp_connect(PtQmpTarget *q)
+{
+    PtTarget *t = &q->parent;
+    g_autoptr(GError) err = NULL;
+    QmpClientOptions opts = { .name = t->name, .timeout_ms = q->timeout_ms };
+
+    if (q->client) {
+        qmp_client_set_closed_func(q->client, NULL, NULL, NULL);
+        qmp_client_close(q->client, NULL);
+        g_clear_object(&q->client);
+    }
+    q->client = qmp_client_new(NULL, &opts);
+    qmp_client_set_closed_func(q->client, pt_qmp_on_closed, t, NULL);
+    if (!qmp_client_connect_path(q->client, q->path, &err)) {
+        pt_target_set_state(t, PT_TARGET_LOST, err->message);
+        return;
+    }
+    pt_target_set_state(t, PT_TARGET_CONNECTING, NULL);
+    qmp_client_wait_ready_async(q->client, pt_qmp_on_ready, pt_target_ref(t));
+}
+
+void
+pt_target_qmp_retry(PtTarget *t)
+{
+    PtQmpTarget *q = (PtQmpTarget *)t;
+    struct stat st;
+
+    if (t->state != PT_TARGET_LOST || t->detached)
+        return;
+    if (stat(q->path, &st) == 0 && S_ISSOCK(st.st_mode))
+        pt_qmp_connect(q);
+}
+
+const char *
+pt_target_qmp_path(PtTarget *t)
+{
+    return ((PtQmpTarget *)t)->path;
+}
+
+/* ---- sampling ---------------------------------------------------------- */
+
+static void
+pt_qmp_sample_end(PtQmpSample *s)
+{
+    PtTarget *t = &s->q->parent;
+    ProbeTargetSnap *snap = s->snap;
+    GError *err = s->error;
+
+    g_clear_pointer(&s->iothreads, g_ptr_array_unref);
+    g_clear_pointer(&s->blockstats, g_ptr_array_unref);
+    g_clear_pointer(&s->stats, qmp_stats_free);
+    g_free(s);
+    pt_target_sample_finish(t, snap, err);
+}
+
+static void
+pt_qmp_sample_note_error(PtQmpSample *s, GError *err)
+{
+    if (!s->error)
+        s->error = err;
+    else
+        g_error_free(err);
+}
+
+static void
+pt_qmp_got_iothreads(GObject *obj, GAsyncResult *res, gpointer data)
+{
+    PtQmpSample *s = data;
+    GError *err = NULL;
+
+    s->iothreads = qmp_query_iothreads_finish(QMP_CLIENT(obj), res, &err);
+    if (!s->iothreads)
+        pt_qmp_sample_note_error(s, err);
+    if (--s->outstanding == 0)
+        pt_qmp_sample_stage2(s);
+}
+
+static void
+pt_qmp_got_blockstats(GObject *obj, GAsyncResult *res, gpointer data)
+{
+    PtQmpSample *s = data;
+    GError *err = NULL;
+
+    s->blockstats = qmp_query_blockstats_finish(QMP_CLIENT(obj), res, &err);
+    if (!s->blockstats)
+        pt_qmp_sample_note_error(s, err);
+    if (--s->outstanding == 0)
+        pt_qmp_sample_stage2(s);
+}
+
+static void
+pt_qmp_got_stats(GObject *obj, GAsyncResult *res, gpointer data)
+{
+    PtQmpSample *s = data;
+    g_autoptr(GError) err = NULL;
+
+    /* Exits are optional: without them the host-side sources are tried. */
+    s->stats = qmp_query_stats_finish(QMP_CLIENT(obj), res, &err);
+    if (s->stats && s->stats->entities->len > 0)
+        s->q->stats_known = TRUE;
+    else if (!s->q->stats_known)
+        s->q->stats_absent = TRUE;
+    if (--s->outstanding == 0)
+        pt_qmp_sample_stage2(s);
+}
+
+typedef struct {
+    PtQmpSample *s;
+    char *qdev;
+} PtQmpMapJob;
+
+static void pt_qmp_sample_fill(PtQmpSample *s);
+
+static void
+pt_qmp_got_map(GObject *obj, GAsyncResult *res, gpointer data)
+{
+    PtQmpMapJob *job = data;
+    PtQmpSample *s = job->s;
+    g_autoptr(GError) err = NULL;
+    char *iot = NULL;
+
+    if (qmp_device_iothread_finish(QMP_CLIENT(obj), res, &iot, &err))
+        g_hash_table_replace(s->q->dev_iothread, g_steal_pointer(&job->qdev),
+                             iot ? iot : g_strdup(""));
+    else if (g_error_matches(err, QMP_ERROR, QMP_ERROR_COMMAND))
+        /* Not a virtio device: it has no iothread link, so the main loop. */
+        g_hash_table_replace(s->q->dev_iothread, g_steal_pointer(&job->qdev), g_strdup(""));
+    else
+        pt_qmp_sample_note_error(s, g_steal_pointer(&err));
+    g_free(job->qdev);
+    g_free(job);
+    if (--s->outstanding == 0)
+        pt_qmp_sample_fill(s);
+}
+
+static void
+pt_qmp_sample_stage2(PtQmpSample *s)
+{
+    if (s->error) {
+        pt_qmp_sample_end(s);
+        return;
+    }
+    s->outstanding = 1;         /* held while queries are issued */
+    for (guint i = 0; i < s->blockstats->len; i++) {
+        QmpBlockStats *b = s->blockstats->pdata[i];
+        PtQmpMapJob *job;
+
+        if (!b->qdev || !*b->qdev || g_hash_table_contains(s->q->dev_iothread, b->qdev))
+            continue;
+        job = g_new0(PtQmpMapJob, 1);
+        job->s = s;
+        job->qdev = g_strdup(b->qdev);
+        s->outstanding++;
+        qmp_device_iothread_async(s->q->client, b->qdev, pt_qmp_got_map, job);
+    }
+    if (--s->outstanding == 0)
+        pt_qmp_sample_fill(s);
+}
+
+static void
+pt_qmp_sample_fill(PtQmpSample *s)
+{
+    PtTarget *t = &s->q->parent;
+
+    if (s->error) {
+        pt_qmp_sample_end(s);
+        return;
+    }
+    for (guint i = 0; i < s->iothreads->len; i++) {
+        QmpIothread *qi = s->iothreads->pdata[i];
+        ProbeIothreadSnap *io = probe_target_snap_iothread(s->snap, qi->id);
+        PolicyTriple tr = { qi->poll_max_ns, qi->poll_grow, qi->poll_shrink };
+
+        probe_iothread_snap_set_triple(io, &tr);
+        probe_iothread_snap_set_block_read(io);
+        io->tid = (int)qi->thread_id;
+    }
+    for (guint i = 0; i < s->blockstats->len; i++) {
+        QmpBlockStats *b = s->blockstats->pdata[i];
+        const char *iot = b->qdev ? g_hash_table_lookup(s->q->dev_iothread, b->qdev) : NULL;
+        ProbeBlockCounters c = {
+            .rd_ops = b->rd.ops, .wr_ops = b->wr.ops, .flush_ops = b->flush.ops,
+            .rd_bytes = b->rd.bytes, .wr_bytes = b->wr.bytes,
+            .rd_time_ns = b->rd.total_time_ns, .wr_time_ns = b->wr.total_time_ns,
+            .flush_time_ns = b->flush.total_time_ns,
+        };
+        ProbeIothreadSnap *io;
+
+        if (!iot || !*iot || !probe_target_snap_find(s->snap, iot))
+            continue;
+        io = probe_target_snap_iothread(s->snap, iot);
+        probe_iothread_snap_add_device(io, b->node_name ? b->node_name : b->qdev, &c);
+    }
+    if (s->stats && s->stats->entities->len > 0) {
+        static const char *const names[] = { "exits", "io_exits", "mmio_exits",
+                                             "halt_exits", NULL };
+
+        for (guint i = 0; names[i]; i++) {
+            guint64 v;
+
+            if (qmp_stats_sum(s->stats, names[i], &v))
+                probe_exit_counters_add_named(&s->snap->exits, names[i], v);
+        }
+    }
+    pt_target_sample_host_side(t, s->snap);
+    pt_qmp_sample_end(s);
+}
+
+static void
+pt_qmp_sample(PtTarget *t, ProbeTargetSnap *snap)
+{
+    PtQmpTarget *q = (PtQmpTarget *)t;
+    PtQmpSample *s;
+
+    if (!q->client || qmp_client_get_state(q->client) != QMP_CLIENT_READY) {
+        pt_target_sample_finish(t, snap, g_error_new(G_IO_ERROR, G_IO_ERROR_NOT_CONNECTED,
+                                                     "%s: not connected", t->name));
+        return;
+    }
+    s = g_new0(PtQmpSample, 1);
+    s->q = q;
+    s->snap = snap;
+    s->outstanding = 2;
+    qmp_query_iothreads_async(q->client, pt_qmp_got_iothreads, s);
+    qmp_query_blockstats_async(q->client, pt_qmp_got_blockstats, s);
+    if (!q->stats_absent && t->exits_mode != PROBE_EXITS_OFF) {
+        s->outstanding++;
+        qmp_query_stats_async(q->client, QMP_STATS_TARGET_VCPU, pt_qmp_got_stats, s);
+    }
+}
+
+/* ---- applying ---------------------------------------------------------- */
+
+typedef struct {
+    PtQmpTarget *q;
+    char *iothread;
+    QmpIothreadProp props[3];
+    gint64 values[3];
+    guint n, next;
+    gint64 bound;
+    gpointer job;
+} PtQmpApply;
+
+static void pt_qmp_apply_next(PtQmpApply *a);
+
+static void
+pt_qmp_apply_done(GObject *obj, GAsyncResult *res, gpointer data)
+{
+    PtQmpApply *a = data;
+    GError *err = NULL;
+
+    if (!qmp_iothread_set_finish(QMP_CLIENT(obj), res, &err)) {
+        pt_target_apply_finish(a->job, err);
+        g_free(a->iothread);
+        g_free(a);
+        return;
+    }
+    pt_qmp_apply_next(a);
+}
+
+static void
+pt_qmp_apply_next(PtQmpApply *a)
+{
+    QmpIothreadProp p;
+
+    if (a->next == a->n) {
+        pt_target_apply_finish(a->job, NULL);
+        g_free(a->iothread);
+        g_free(a);
+        return;
+    }
+    p = a->props[a->next];
+    qmp_iothread_set_async(a->q->client, a->iothread, p, a->values[a->next],
+                           p == QMP_IOTHREAD_POLL_MAX_NS ? a->bound : 1024,
+                           pt_qmp_apply_done, a);
+    a->next++;
+}
+
+static void
+pt_qmp_apply(PtTarget *t, const char *iothread, const PolicyTriple *from,
+             const PolicyTriple *to, gint64 bound, gpointer job)
+{
+    PtQmpApply *a = g_new0(PtQmpApply, 1);
+
+    a->q = (PtQmpTarget *)t;
+    a->iothread = g_strdup(iothread);
+    a->bound = bound;
+    a->job = job;
+    /* Every write resets QEMU's learned window, so write only what
+     * changes; grow and shrink first, so the new ceiling starts clean. */
+    if (from->poll_grow != to->poll_grow) {
+        a->props[a->n] = QMP_IOTHREAD_POLL_GROW;
+        a->values[a->n++] = (gint64)to->poll_grow;
+    }
+    if (from->poll_shrink != to->poll_shrink) {
+        a->props[a->n] = QMP_IOTHREAD_POLL_SHRINK;
+        a->values[a->n++] = (gint64)to->poll_shrink;
+    }
+    if (from->poll_max_ns != to->poll_max_ns) {
+        a->props[a->n] = QMP_IOTHREAD_POLL_MAX_NS;
+        a->values[a->n++] = (gint64)MIN(to->poll_max_ns, (guint64)G_MAXINT64);
+    }
+    pt_qmp_apply_next(a);
+}
+
+static void
+pt_qmp_close(PtTarget *t)
+{
+    PtQmpTarget *q = (PtQmpTarget *)t;
+
+    if (q->client) {
+        qmp_client_set_closed_func(q->client, NULL, NULL, NULL);
+        qmp_client_close(q->client, NULL);
+    }
+}
+
+static void
+pt_qmp_free(PtTarget *t)
+{
+    PtQmpTarget *q = (PtQmpTarget *)t;
+
+    if (q->client)
+        qmp_client_set_closed_func(q->client, NULL, NULL, NULL);
+    g_clear_object(&q->client);
+    g_hash_table_unref(q->dev_iothread);
+    g_free(q->path);
+    g_free(q->proc_root);
+}
+
+static const PtTargetOps pt_qmp_ops = {
+    .sample = pt_qmp_sample,
+    .apply = pt_qmp_apply,
+    .close = pt_qmp_close,
+    .free = pt_qmp_free,
+};
+
+PtTarget *
+pt_target_qmp_new(const char *name, const char *path, guint timeout_ms,
+                  const ProbeRoots *roots, ProbeExitsMode exits)
+{
+    PtQmpTarget *q = (PtQmpTarget *)pt_target_alloc(sizeof(PtQmpTarget), &pt_qmp_ops,
+                                                    name, STORE_TARGET_QMP);
+
+    q->path = g_strdup(path);
+    q->timeout_ms = timeout_ms;
+    if (roots)
+        q->roots = *roots;
+    q->parent.exits_mode = exits;
+    q->dev_iothread = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    pt_qmp_connect(q);
+    return &q->parent;
+}

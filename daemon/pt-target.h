@@ -1,0 +1,125 @@
+/*
+ * pt-target: one VM the daemon tunes, whatever the channel to it.
+ *
+ * A target is a QEMU reached either through libvirt or through a QMP socket
+ * of its own.  Both fill the same ProbeTargetSnap each tick (triples,
+ * blockstats per iothread, thread counters, exits) and both apply a triple
+ * to one iothread; the backend's ops do the channel-specific part.
+ *
+ * A target keeps, per iothread, the recent metrics the policy reads, the
+ * original triple seen at first attach, and the last decision.
+ *
+ * Sampling and applying are asynchronous and each completes exactly once.
+ * A target is reference counted so that a completion that arrives after the
+ * daemon dropped it (detach, domain gone) finds it still valid and can see
+ * it is detached.
+ */
+#pragma once
+
+#include <gio/gio.h>
+
+#include "policy.h"
+#include "probe-sampler.h"
+#include "store.h"
+
+typedef enum {
+    PT_TARGET_CONNECTING,
+    PT_TARGET_ATTACHED,
+    PT_TARGET_LOST,
+    PT_TARGET_STATE_MAX,
+} PtTargetState;
+
+const char *pt_target_state_to_string(PtTargetState s);
+
+#define PT_HISTORY_TICKS 3600
+
+typedef struct {
+    char *id;
+    int tid;
+    gboolean have_triple;
+    PolicyTriple triple;            /* as last read */
+    gboolean have_original;
+    PolicyTriple original;
+    GArray *history;                /* PolicyMetrics, oldest first, bounded */
+    PolicyDecision *last_decision;  /* may be NULL */
+    char *last_outcome;             /* applied, recommended, failed: ... */
+    gboolean seen;                  /* present in the latest sample */
+    gboolean restored;              /* originals put back for observe */
+} PtIothread;
+
+typedef struct PtTarget PtTarget;
+
+typedef void (*PtSampleDone)(PtTarget *t, ProbeTargetSnap *snap, const GError *error,
+                             gpointer user_data);
+typedef void (*PtApplyDone)(PtTarget *t, const GError *error, gpointer user_data);
+
+typedef struct {
+    /* Fill @snap (owned by the caller until done) and call pt_target_sample_finish(). */
+    void (*sample)(PtTarget *t, ProbeTargetSnap *snap);
+    /* Write the members of @to that differ from @from; call pt_target_apply_finish(). */
+    void (*apply)(PtTarget *t, const char *iothread, const PolicyTriple *from,
+                  const PolicyTriple *to, gint64 bound, gpointer job);
+    /* Called once attached -> about to be dropped; release the channel. */
+    void (*close)(PtTarget *t);
+    void (*free)(PtTarget *t);
+} PtTargetOps;
+
+struct PtTarget {
+    gint ref;
+    const PtTargetOps *ops;
+    char *name;
+    char *uuid;                     /* libvirt only */
+    StoreTargetKind kind;
+    PtTargetState state;
+    char *state_reason;             /* why connecting or lost */
+    int pid;
+    gboolean detached;              /* dropped by the daemon */
+
+    ProbeTarget *probe;             /* NULL until the pid is known */
+    ProbeExitsMode exits_mode;
+    ProbeTargetSnap *prev;          /* last completed sample */
+    GHashTable *iothreads;          /* id -> PtIothread */
+
+    gboolean sampling;
+    PtSampleDone sample_done;
+    gpointer sample_data;
+    GPtrArray *news;                /* messages to log once (source states) */
+};
+
+PtTarget *pt_target_ref(PtTarget *t);
+void pt_target_unref(PtTarget *t);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PtTarget, pt_target_unref)
+
+/* For backends: allocate the common part (@size >= sizeof(PtTarget)). */
+PtTarget *pt_target_alloc(gsize size, const PtTargetOps *ops, const char *name,
+                          StoreTargetKind kind);
+void pt_target_set_state(PtTarget *t, PtTargetState state, const char *reason);
+/* Learn (or change) the QEMU pid; a new pid starts a new ProbeTarget. */
+void pt_target_set_pid(PtTarget *t, int pid, const ProbeRoots *roots);
+
+/* Start a sample; @done is called exactly once, possibly with an error. */
+void pt_target_sample(PtTarget *t, gint64 mono_ns, gint64 when_ms,
+                      PtSampleDone done, gpointer user_data);
+/* For backends: end the sample started by ops->sample. */
+void pt_target_sample_finish(PtTarget *t, ProbeTargetSnap *snap, GError *error);
+
+/* Read thread counters of each iothread in @snap (by tid hint or name) and
+ * the exits when the snapshot has none yet.  For backends. */
+void pt_target_sample_host_side(PtTarget *t, ProbeTargetSnap *snap);
+
+/* Apply @to on @iothread; @done exactly once.  @bound caps poll-max-ns. */
+void pt_target_apply(PtTarget *t, const char *iothread, const PolicyTriple *to,
+                     gint64 bound, PtApplyDone done, gpointer user_data);
+/* For backends: end an apply started by ops->apply. */
+void pt_target_apply_finish(gpointer job, GError *error);
+
+PtIothread *pt_target_iothread(PtTarget *t, const char *id);
+/* Append metrics to the iothread's bounded history. */
+void pt_iothread_push_metrics(PtIothread *io, const PolicyMetrics *m);
+
+/* Direct QMP backend: @path is the monitor socket. */
+PtTarget *pt_target_qmp_new(const char *name, const char *path, guint timeout_ms,
+                            const ProbeRoots *roots, ProbeExitsMode exits);
+const char *pt_target_qmp_path(PtTarget *t);
+/* Reconnect a lost QMP target if its socket is back; no-op otherwise. */
+void pt_target_qmp_retry(PtTarget *t);
