@@ -712,9 +712,10 @@ pt_cmd_reload(PtConn *conn, json_object *args, json_object **ret, GError **error
     conf->database = g_strdup(cur->database);
     g_free(conf->control_socket);
     conf->control_socket = g_strdup(cur->control_socket);
+    pt_info(NULL, NULL, "reloading the configuration from %s", cur->path);
+    /* @cur is gone once the reload succeeds. */
     if (!pt_daemon_reload(d, conf, error))
         return FALSE;
-    pt_info(NULL, NULL, "configuration reloaded from %s", cur->path);
     *ret = json_object_new_object();
     return TRUE;
 }

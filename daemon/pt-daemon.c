@@ -41,6 +41,8 @@ pt_daemon_new(PtConf *conf, const PtDaemonRoots *roots, GError **error)
 
     d->conf = conf;
     d->mode = conf->mode;
+    conf->policy->mode = conf->mode == PT_MODE_ENFORCE ? POLICY_MODE_ENFORCE :
+                                                         POLICY_MODE_RECOMMEND;
     if (roots) {
         d->proc_root = g_strdup(roots->proc_root);
         d->debugfs_root = g_strdup(roots->debugfs_root);
@@ -173,10 +175,11 @@ pt_daemon_reload(PtDaemon *d, PtConf *conf, GError **error)
         g_clear_handle_id(&d->timer, g_source_remove);
         d->timer = g_timeout_add(conf->interval_ms, pt_daemon_tick, d);
     }
-    if (conf->mode != d->conf->mode)
-        pt_daemon_set_mode(d, conf->mode, NULL);
     pt_conf_free(d->conf);
     d->conf = g_steal_pointer(&newc);
+    pt_daemon_set_mode(d, d->conf->mode, NULL);
+    d->conf->policy->mode = d->mode == PT_MODE_ENFORCE ? POLICY_MODE_ENFORCE :
+                                                         POLICY_MODE_RECOMMEND;
     return TRUE;
 }
 

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -58,6 +59,14 @@ socket_accepts(const char *path)
     return ok;
 }
 
+/* A test that aborts must not leave QEMU running (and holding the test's
+ * output pipe open): QEMU dies with the test process. */
+static void
+pt_test_qemu_child_setup(gpointer data)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+}
+
 PtTestQemu *
 pt_test_qemu_start(const char *const *extra_args, GError **error)
 {
@@ -95,7 +104,7 @@ pt_test_qemu_start(const char *const *extra_args, GError **error)
     if (!g_spawn_async(NULL, (char **)argv->pdata, NULL,
                        G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD |
                        G_SPAWN_STDOUT_TO_DEV_NULL,
-                       NULL, NULL, &q->pid, error))
+                       pt_test_qemu_child_setup, NULL, &q->pid, error))
         return NULL;
 
     deadline = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;

@@ -1,0 +1,274 @@
+#include "pt-test-daemon.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <gio/gio.h>
+#include <glib/gstdio.h>
+
+static gboolean
+pt_test_daemon_spawn(PtTestDaemon *d, GError **error)
+{
+    const char *argv[] = { d->binary, "--foreground", "--config", d->conf_path, NULL };
+    int log_fd;
+    gint64 deadline;
+
+    g_unlink(d->socket_path);
+    log_fd = open(d->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (log_fd < 0) {
+        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno), "%s: %s",
+                    d->log_path, g_strerror(errno));
+        return FALSE;
+    }
+    if (!g_spawn_async_with_fds(NULL, (char **)argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD,
+                                NULL, NULL, &d->pid, -1, log_fd, log_fd, error)) {
+        close(log_fd);
+        return FALSE;
+    }
+    close(log_fd);
+    deadline = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
+    while (!g_file_test(d->socket_path, G_FILE_TEST_EXISTS)) {
+        int status;
+
+        if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
+            g_autofree char *log = NULL;
+
+            d->pid = 0;
+            g_file_get_contents(d->log_path, &log, NULL, NULL);
+            g_set_error(error, G_SPAWN_ERROR, G_SPAWN_ERROR_FAILED,
+                        "polltuned exited with status %d:\n%s", status, log ? log : "");
+            return FALSE;
+        }
+        if (g_get_monotonic_time() > deadline) {
+            g_set_error(error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT,
+                        "polltuned did not create %s within 20 s", d->socket_path);
+            return FALSE;
+        }
+        g_usleep(20000);
+    }
+    return TRUE;
+}
+
+PtTestDaemon *
+pt_test_daemon_start(const char *conf_body, GError **error)
+{
+    g_autoptr(PtTestDaemon) d = g_new0(PtTestDaemon, 1);
+    g_autofree char *conf = NULL;
+    const char *build = g_getenv("PT_BUILD_ROOT");
+
+    d->binary = g_build_filename(build ? build : ".", "daemon", "polltuned", NULL);
+    d->dir = g_dir_make_tmp("pt-daemon-XXXXXX", error);
+    if (!d->dir)
+        return NULL;
+    d->conf_path = g_build_filename(d->dir, "polltuned.conf", NULL);
+    d->db_path = g_build_filename(d->dir, "history.db", NULL);
+    d->socket_path = g_build_filename(d->dir, "control.sock", NULL);
+    d->log_path = g_build_filename(d->dir, "polltuned.log", NULL);
+    conf = g_strdup_printf("[daemon]\ndatabase = %s\ncontrol-socket = %s\n%s",
+                           d->db_path, d->socket_path, conf_body);
+    if (!g_file_set_contents(d->conf_path, conf, -1, error))
+        return NULL;
+    if (!pt_test_daemon_spawn(d, error))
+        return NULL;
+    return g_steal_pointer(&d);
+}
+
+gboolean
+pt_test_daemon_restart(PtTestDaemon *d, GError **error)
+{
+    g_return_val_if_fail(d->pid == 0, FALSE);
+    return pt_test_daemon_spawn(d, error);
+}
+
+int
+pt_test_daemon_stop(PtTestDaemon *d)
+{
+    int status = -1;
+
+    if (d->pid > 0) {
+        kill(d->pid, SIGTERM);
+        waitpid(d->pid, &status, 0);
+        g_spawn_close_pid(d->pid);
+        d->pid = 0;
+    }
+    return status;
+}
+
+void
+pt_test_daemon_kill(PtTestDaemon *d)
+{
+    if (d->pid > 0) {
+        kill(d->pid, SIGKILL);
+        waitpid(d->pid, NULL, 0);
+        g_spawn_close_pid(d->pid);
+        d->pid = 0;
+    }
+}
+
+static void
+pt_rm_rf(const char *dir)
+{
+    g_autoptr(GDir) gd = g_dir_open(dir, 0, NULL);
+    const char *n;
+
+    while (gd && (n = g_dir_read_name(gd))) {
+        g_autofree char *p = g_build_filename(dir, n, NULL);
+
+        if (g_file_test(p, G_FILE_TEST_IS_DIR) && !g_file_test(p, G_FILE_TEST_IS_SYMLINK))
+            pt_rm_rf(p);
+        else
+            g_unlink(p);
+    }
+    g_rmdir(dir);
+}
+
+void
+pt_test_daemon_free(PtTestDaemon *d)
+{
+    if (!d)
+        return;
+    pt_test_daemon_kill(d);
+    if (d->dir && !g_getenv("PT_KEEP_TEST_DIRS"))
+        pt_rm_rf(d->dir);
+    g_free(d->dir);
+    g_free(d->conf_path);
+    g_free(d->db_path);
+    g_free(d->socket_path);
+    g_free(d->log_path);
+    g_free(d->binary);
+    g_free(d);
+}
+
+static char *
+pt_read_line(int fd, GError **error)
+{
+    GString *s = g_string_new(NULL);
+    char c;
+
+    for (;;) {
+        ssize_t n = read(fd, &c, 1);
+
+        if (n <= 0) {
+            g_set_error(error, G_IO_ERROR, G_IO_ERROR_CLOSED, "control socket closed");
+            g_string_free(s, TRUE);
+            return NULL;
+        }
+        if (c == '\n')
+            return g_string_free(s, FALSE);
+        g_string_append_c(s, c);
+    }
+}
+
+json_object *
+pt_test_daemon_call(PtTestDaemon *d, const char *command, const char *args_json,
+                    GError **error)
+{
+    struct sockaddr_un sun = { .sun_family = AF_UNIX };
+    g_autofree char *greeting = NULL;
+    g_autofree char *req = NULL;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    json_object *reply = NULL;
+
+    g_strlcpy(sun.sun_path, d->socket_path, sizeof(sun.sun_path));
+    if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
+        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno), "%s: %s",
+                    d->socket_path, g_strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    greeting = pt_read_line(fd, error);
+    if (!greeting) {
+        close(fd);
+        return NULL;
+    }
+    req = g_strdup_printf("{\"execute\": \"%s\", \"arguments\": %s, \"id\": 1}\n",
+                          command, args_json ? args_json : "{}");
+    if (write(fd, req, strlen(req)) != (ssize_t)strlen(req)) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "write failed");
+        close(fd);
+        return NULL;
+    }
+    for (;;) {
+        g_autofree char *line = pt_read_line(fd, error);
+
+        if (!line)
+            break;
+        reply = json_tokener_parse(line);
+        if (reply && json_object_object_get_ex(reply, "event", NULL)) {
+            json_object_put(reply);
+            reply = NULL;
+            continue;
+        }
+        break;
+    }
+    close(fd);
+    return reply;
+}
+
+json_object *
+pt_test_daemon_ok(PtTestDaemon *d, const char *command, const char *args_json)
+{
+    g_autoptr(GError) err = NULL;
+    json_object *reply = pt_test_daemon_call(d, command, args_json, &err);
+    json_object *ret = NULL;
+
+    g_assert_no_error(err);
+    g_assert_nonnull(reply);
+    if (!json_object_object_get_ex(reply, "return", &ret))
+        g_error("%s %s: %s", command, args_json ? args_json : "",
+                json_object_to_json_string(reply));
+    json_object_get(ret);
+    json_object_put(reply);
+    return ret;
+}
+
+gboolean
+pt_test_wait(gboolean (*cond)(gpointer), gpointer data, guint timeout_ms)
+{
+    gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+
+    while (!cond(data)) {
+        if (g_get_monotonic_time() > deadline)
+            return FALSE;
+        g_usleep(50000);
+    }
+    return TRUE;
+}
+
+json_object *
+pt_json_path(json_object *root, const char *path)
+{
+    g_auto(GStrv) parts = g_strsplit(path, "/", -1);
+    json_object *cur = root;
+
+    for (guint i = 0; cur && parts[i]; i++) {
+        if (json_object_is_type(cur, json_type_array)) {
+            gsize idx = g_ascii_strtoull(parts[i], NULL, 10);
+
+            cur = idx < json_object_array_length(cur) ? json_object_array_get_idx(cur, idx) : NULL;
+        } else if (!json_object_object_get_ex(cur, parts[i], &cur)) {
+            cur = NULL;
+        }
+    }
+    return cur;
+}
+
+gint64
+pt_json_path_int(json_object *root, const char *path)
+{
+    json_object *v = pt_json_path(root, path);
+
+    return v ? json_object_get_int64(v) : G_MININT64;
+}
+
+const char *
+pt_json_path_str(json_object *root, const char *path)
+{
+    json_object *v = pt_json_path(root, path);
+
+    return v ? json_object_get_string(v) : NULL;
+}

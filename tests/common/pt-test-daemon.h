@@ -1,0 +1,49 @@
+/*
+ * pt-test-daemon: run the real polltuned for a test and talk to it.
+ *
+ * The daemon runs as a child process with a private directory holding its
+ * configuration, database and control socket.  pt_test_daemon_call() sends
+ * one control request and returns the reply object as JSON text parsed by
+ * json-c, so tests assert on what an operator's client would see.
+ */
+#pragma once
+
+#include <glib.h>
+#include <json-c/json.h>
+
+typedef struct {
+    GPid pid;
+    char *dir;
+    char *conf_path;
+    char *db_path;
+    char *socket_path;
+    char *log_path;
+    char *binary;
+} PtTestDaemon;
+
+/* Write @conf_body (without [daemon] database/control-socket, which this
+ * fills in) to DIR/polltuned.conf and start polltuned in the foreground. */
+PtTestDaemon *pt_test_daemon_start(const char *conf_body, GError **error);
+/* Start again with the same directory (after a stop or a kill). */
+gboolean pt_test_daemon_restart(PtTestDaemon *d, GError **error);
+/* SIGTERM and wait (clean stop); returns the exit status. */
+int pt_test_daemon_stop(PtTestDaemon *d);
+/* SIGKILL and reap. */
+void pt_test_daemon_kill(PtTestDaemon *d);
+void pt_test_daemon_free(PtTestDaemon *d);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PtTestDaemon, pt_test_daemon_free)
+
+/* Send {"execute": @command, "arguments": @args_json} and return the whole
+ * reply ({"return": ...} or {"error": ...}); NULL with @error on I/O. */
+json_object *pt_test_daemon_call(PtTestDaemon *d, const char *command,
+                                 const char *args_json, GError **error);
+/* The same, asserting success; returns a new reference to "return". */
+json_object *pt_test_daemon_ok(PtTestDaemon *d, const char *command, const char *args_json);
+
+/* Poll @cond every 50 ms for at most @timeout_ms. */
+gboolean pt_test_wait(gboolean (*cond)(gpointer), gpointer data, guint timeout_ms);
+
+/* A JSON path lookup: "targets/0/iothreads/1/triple/poll-max-ns". */
+json_object *pt_json_path(json_object *root, const char *path);
+gint64 pt_json_path_int(json_object *root, const char *path);
+const char *pt_json_path_str(json_object *root, const char *path);

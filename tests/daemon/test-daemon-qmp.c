@@ -1,0 +1,485 @@
+/*
+ * polltuned against real QEMU through direct QMP sockets: discovery,
+ * policies applied and seen by QEMU, overrides and their expiry, restore on
+ * stop and after kill -9, reloads good and bad, control authorisation, and
+ * a stopped QEMU that must not hold up another's samples.
+ *
+ * Each QEMU gets two monitors: one for the daemon (found through the
+ * configured glob) and one for the test, which reads back what QEMU really
+ * has with its own QMP client.
+ */
+#include "pt-test-daemon.h"
+#include "pt-test-qemu.h"
+#include "qmp-commands.h"
+#include "qmp-json.h"
+
+#include <grp.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <glib/gstdio.h>
+
+typedef struct {
+    PtTestQemu *qemu;
+    QmpClient *qmp;             /* the test's own monitor */
+    char *daemon_sock;
+} Vm;
+
+static char *vm_dir;
+
+static Vm *
+vm_start(const char *name, const char *extra_iothread_opts)
+{
+    g_autoptr(GError) err = NULL;
+    g_autofree char *qmp_arg = NULL;
+    g_autofree char *io1 = g_strdup_printf("iothread,id=iot1%s", extra_iothread_opts ? extra_iothread_opts : "");
+    Vm *vm = g_new0(Vm, 1);
+
+    vm->daemon_sock = g_strdup_printf("%s/%s.qmp", vm_dir, name);
+    qmp_arg = g_strdup_printf("unix:%s,server=on,wait=off", vm->daemon_sock);
+    {
+        const char *args[] = { "-object", "iothread,id=iot0", "-object", io1,
+                               "-blockdev", "null-co,node-name=null0",
+                               "-qmp", qmp_arg, NULL };
+
+        vm->qemu = pt_test_qemu_start(args, &err);
+    }
+    g_assert_no_error(err);
+    vm->qmp = qmp_client_new(NULL, &(QmpClientOptions){ .name = name });
+    g_assert_true(qmp_client_connect_path(vm->qmp, vm->qemu->qmp_path, &err));
+    g_assert_true(qmp_client_wait_ready_sync(vm->qmp, &err));
+    return vm;
+}
+
+static void
+vm_free(Vm *vm)
+{
+    if (!vm)
+        return;
+    g_clear_object(&vm->qmp);
+    pt_test_qemu_free(vm->qemu);
+    g_unlink(vm->daemon_sock);
+    g_free(vm->daemon_sock);
+    g_free(vm);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Vm, vm_free)
+
+/* What QEMU itself says iothread @id is set to. */
+static QmpIothread *
+vm_iothread(Vm *vm, const char *id, GPtrArray **keep)
+{
+    g_autoptr(GError) err = NULL;
+
+    *keep = qmp_query_iothreads_sync(vm->qmp, &err);
+    g_assert_no_error(err);
+    for (guint i = 0; i < (*keep)->len; i++)
+        if (g_str_equal(((QmpIothread *)(*keep)->pdata[i])->id, id))
+            return (*keep)->pdata[i];
+    g_assert_not_reached();
+}
+
+static guint64
+vm_poll_max(Vm *vm, const char *id)
+{
+    g_autoptr(GPtrArray) keep = NULL;
+
+    return vm_iothread(vm, id, &keep)->poll_max_ns;
+}
+
+typedef struct {
+    Vm *vm;
+    const char *iothread;
+    guint64 want;
+} PollWait;
+
+static gboolean
+poll_is(gpointer data)
+{
+    PollWait *w = data;
+
+    return vm_poll_max(w->vm, w->iothread) == w->want;
+}
+
+static gboolean
+wait_poll(Vm *vm, const char *iothread, guint64 want, guint ms)
+{
+    PollWait w = { vm, iothread, want };
+
+    return pt_test_wait(poll_is, &w, ms);
+}
+
+static char *
+conf_for(const char *policy, const char *extra)
+{
+    return g_strdup_printf("interval = 200ms\nmetrics-listen =\n%s"
+                           "[targets]\nlibvirt = false\nqmp-globs = %s/*.qmp\n"
+                           "[policy]\ndefault = %s\nmin-dwell = 0\n",
+                           extra ? extra : "", vm_dir, policy);
+}
+
+typedef struct {
+    PtTestDaemon *d;
+    const char *target;
+    guint n;
+} TargetWait;
+
+static gboolean
+target_attached(gpointer data)
+{
+    TargetWait *w = data;
+    g_autoptr(json_object) st = pt_test_daemon_ok(w->d, "status", NULL);
+    json_object *tl = pt_json_path(st, "targets");
+
+    for (size_t i = 0; i < json_object_array_length(tl); i++) {
+        json_object *t = json_object_array_get_idx(tl, i);
+
+        if (g_str_equal(pt_json_path_str(t, "name"), w->target) &&
+            g_str_equal(pt_json_path_str(t, "state"), "attached") &&
+            json_object_array_length(pt_json_path(t, "iothreads")) == 2)
+            return TRUE;
+    }
+    return FALSE;
+}
+
+static gboolean
+skip_without_qemu(void)
+{
+    g_autofree char *why = NULL;
+
+    if (pt_test_have_qemu(&why))
+        return FALSE;
+    g_test_skip(why);
+    return TRUE;
+}
+
+static void
+test_discover_apply_restore(void)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(Vm) vm = NULL;
+    g_autoptr(PtTestDaemon) d = NULL;
+    g_autofree char *conf = NULL;
+    g_autoptr(json_object) st = NULL;
+    TargetWait tw;
+    gint64 t0;
+
+    if (skip_without_qemu())
+        return;
+    vm = vm_start("vm-a", ",poll-max-ns=1000,poll-grow=3");
+    conf = conf_for("static:70000/2/2", NULL);
+    t0 = g_get_monotonic_time();
+    d = pt_test_daemon_start(conf, &err);
+    g_assert_no_error(err);
+
+    /* Discovery through the glob, within 2 s of start. */
+    tw = (TargetWait){ d, "vm-a", 0 };
+    g_assert_true(pt_test_wait(target_attached, &tw, 2000));
+    g_assert_cmpint(g_get_monotonic_time() - t0, <, 2 * G_USEC_PER_SEC + 500000);
+
+    /* The static policy reaches QEMU. */
+    g_assert_true(wait_poll(vm, "iot0", 70000, 3000));
+    g_assert_true(wait_poll(vm, "iot1", 70000, 3000));
+    st = pt_test_daemon_ok(d, "status", NULL);
+    g_assert_cmpint(pt_json_path_int(st, "targets/0/iothreads/1/original/poll-max-ns"), ==, 1000);
+    g_assert_cmpint(pt_json_path_int(st, "targets/0/iothreads/1/original/poll-grow"), ==, 3);
+    g_assert_cmpstr(pt_json_path_str(st, "targets/0/iothreads/0/last_decision/outcome"), ==, "applied");
+
+    /* A clean stop puts the originals back. */
+    g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
+    g_assert_cmpuint(vm_poll_max(vm, "iot0"), ==, 32768);
+    g_assert_cmpuint(vm_poll_max(vm, "iot1"), ==, 1000);
+    {
+        g_autoptr(GPtrArray) keep = NULL;
+
+        g_assert_cmpuint(vm_iothread(vm, "iot1", &keep)->poll_grow, ==, 3);
+    }
+}
+
+static void
+test_kill_and_restart(void)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(Vm) vm = NULL;
+    g_autoptr(PtTestDaemon) d = NULL;
+    g_autofree char *conf = NULL;
+    TargetWait tw;
+
+    if (skip_without_qemu())
+        return;
+    vm = vm_start("vm-k", NULL);
+    conf = conf_for("static:90000/0/0", "on-restart = restore\n");
+    d = pt_test_daemon_start(conf, &err);
+    g_assert_no_error(err);
+    g_assert_true(wait_poll(vm, "iot0", 90000, 3000));
+
+    /* kill -9: nothing restores, the VM keeps what the policy chose. */
+    pt_test_daemon_kill(d);
+    g_assert_cmpuint(vm_poll_max(vm, "iot0"), ==, 90000);
+
+    /* The next start sees the unclean exit and restores, as configured,
+     * then the policy takes over again. */
+    g_assert_true(pt_test_daemon_restart(d, &err));
+    g_assert_no_error(err);
+    tw = (TargetWait){ d, "vm-k", 0 };
+    g_assert_true(pt_test_wait(target_attached, &tw, 3000));
+    g_assert_true(wait_poll(vm, "iot0", 90000, 5000));
+    {
+        g_autofree char *log = NULL;
+
+        g_file_get_contents(d->log_path, &log, NULL, NULL);
+        g_assert_nonnull(strstr(log, "did not exit cleanly"));
+        g_assert_nonnull(strstr(log, "restore applied -> 32768/0/0"));
+    }
+}
+
+static void
+test_override_expiry_detach(void)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(Vm) vm = NULL;
+    g_autoptr(PtTestDaemon) d = NULL;
+    g_autofree char *conf = NULL;
+    g_autoptr(json_object) ov = NULL;
+    g_autoptr(json_object) reply = NULL;
+    g_autoptr(json_object) st = NULL;
+    TargetWait tw;
+
+    if (skip_without_qemu())
+        return;
+    vm = vm_start("vm-o", NULL);
+    conf = conf_for("off", NULL);
+    d = pt_test_daemon_start(conf, &err);
+    g_assert_no_error(err);
+    tw = (TargetWait){ d, "vm-o", 0 };
+    g_assert_true(pt_test_wait(target_attached, &tw, 3000));
+    g_assert_true(wait_poll(vm, "iot1", 0, 3000));
+
+    /* A bad value is refused and names the bound. */
+    reply = pt_test_daemon_call(d, "override-set",
+                                "{\"target\": \"vm-o\", \"iothread\": \"iot1\", \"poll-max-ns\": 99999999}", &err);
+    g_assert_cmpstr(pt_json_path_str(reply, "error/class"), ==, "InvalidParameter");
+    g_clear_pointer(&reply, json_object_put);
+    reply = pt_test_daemon_call(d, "override-set",
+                                "{\"target\": \"nosuch\", \"poll-max-ns\": 1}", &err);
+    g_assert_cmpstr(pt_json_path_str(reply, "error/class"), ==, "NotFound");
+
+    /* An override wins over the policy, then expires back to it. */
+    ov = pt_test_daemon_ok(d, "override-set",
+                           "{\"target\": \"vm-o\", \"iothread\": \"iot1\", \"poll-max-ns\": 40000, \"for\": \"2s\"}");
+    g_assert_cmpint(pt_json_path_int(ov, "id"), >, 0);
+    g_assert_true(wait_poll(vm, "iot1", 40000, 3000));
+    g_assert_cmpuint(vm_poll_max(vm, "iot0"), ==, 0);
+    st = pt_test_daemon_ok(d, "status", NULL);
+    g_assert_cmpint(pt_json_path_int(st, "targets/0/iothreads/1/override/poll-max-ns"), ==, 40000);
+    g_assert_true(wait_poll(vm, "iot1", 0, 5000));
+
+    /* Cleared by hand. */
+    g_clear_pointer(&ov, json_object_put);
+    ov = pt_test_daemon_ok(d, "override-set",
+                           "{\"target\": \"vm-o\", \"poll-max-ns\": 20000}");
+    g_assert_true(wait_poll(vm, "iot0", 20000, 3000));
+    g_clear_pointer(&ov, json_object_put);
+    ov = pt_test_daemon_ok(d, "override-clear", "{\"target\": \"vm-o\"}");
+    g_assert_cmpint(pt_json_path_int(ov, "cleared"), ==, 1);
+    g_assert_true(wait_poll(vm, "iot0", 0, 3000));
+
+    /* Detach restores at once; attach by path brings it back. */
+    g_clear_pointer(&ov, json_object_put);
+    ov = pt_test_daemon_ok(d, "detach", "{\"name\": \"vm-o\"}");
+    g_assert_true(wait_poll(vm, "iot0", 32768, 3000));
+    g_clear_pointer(&ov, json_object_put);
+    {
+        g_autofree char *args = g_strdup_printf("{\"path\": \"%s\", \"name\": \"again\"}",
+                                                vm->daemon_sock);
+
+        ov = pt_test_daemon_ok(d, "attach", args);
+    }
+    g_assert_cmpstr(pt_json_path_str(ov, "name"), ==, "again");
+    g_assert_true(wait_poll(vm, "iot0", 0, 3000));
+}
+
+static void
+test_reload(void)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(Vm) vm = NULL;
+    g_autoptr(PtTestDaemon) d = NULL;
+    g_autofree char *conf = NULL;
+    g_autofree char *good = NULL;
+    g_autofree char *body = NULL;
+    g_autoptr(json_object) reply = NULL;
+    g_autoptr(json_object) ok = NULL;
+
+    if (skip_without_qemu())
+        return;
+    vm = vm_start("vm-r", NULL);
+    conf = conf_for("static:11000/0/0", NULL);
+    d = pt_test_daemon_start(conf, &err);
+    g_assert_no_error(err);
+    g_assert_true(wait_poll(vm, "iot0", 11000, 3000));
+
+    /* A broken file: refused with file, line and key; the old one runs on. */
+    g_file_get_contents(d->conf_path, &good, NULL, NULL);
+    body = g_strconcat(good, "[rule vm-*]\npolicy = static:abc\n", NULL);
+    g_assert_true(g_file_set_contents(d->conf_path, body, -1, NULL));
+    reply = pt_test_daemon_call(d, "reload", NULL, &err);
+    g_assert_nonnull(pt_json_path(reply, "error"));
+    g_assert_nonnull(strstr(pt_json_path_str(reply, "error/desc"), "polltuned.conf:"));
+    g_assert_nonnull(strstr(pt_json_path_str(reply, "error/desc"), "[rule vm-*] policy"));
+    kill(d->pid, SIGHUP);
+    g_usleep(300000);
+    g_assert_cmpint(waitpid(d->pid, NULL, WNOHANG), ==, 0);
+    g_assert_cmpuint(vm_poll_max(vm, "iot0"), ==, 11000);
+
+    /* A good one takes effect. */
+    g_free(body);
+    body = g_strconcat(good, "[rule vm-r]\npolicy = static:22000/0/0\n", NULL);
+    g_assert_true(g_file_set_contents(d->conf_path, body, -1, NULL));
+    ok = pt_test_daemon_ok(d, "reload", NULL);
+    g_assert_true(wait_poll(vm, "iot0", 22000, 3000));
+}
+
+/* Run @command as uid/gid nobody:nogroup in a child; return the class of the
+ * error or "ok". */
+static char *
+call_as_nobody(PtTestDaemon *d, const char *command, const char *args)
+{
+    int pipefd[2];
+    pid_t pid;
+    char buf[128] = { 0 };
+
+    g_assert_cmpint(pipe(pipefd), ==, 0);
+    pid = fork();
+    if (pid == 0) {
+        g_autoptr(json_object) reply = NULL;
+        const char *cls;
+
+        close(pipefd[0]);
+        if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0)
+            _exit(3);
+        reply = pt_test_daemon_call(d, command, args, NULL);
+        cls = !reply ? "io" : pt_json_path(reply, "return") ? "ok" :
+              pt_json_path_str(reply, "error/class");
+        (void)!write(pipefd[1], cls, strlen(cls));
+        _exit(0);
+    }
+    close(pipefd[1]);
+    (void)!read(pipefd[0], buf, sizeof(buf) - 1);
+    close(pipefd[0]);
+    waitpid(pid, NULL, 0);
+    return g_strdup(buf);
+}
+
+static void
+test_authorisation(void)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(PtTestDaemon) d = NULL;
+    g_autofree char *conf = NULL;
+    g_autofree char *r1 = NULL, *r2 = NULL;
+
+    if (geteuid() != 0) {
+        g_test_skip("needs root to act as another uid");
+        return;
+    }
+    if (!getgrgid(65534)) {
+        g_test_skip("no group 65534 (nogroup) on this system");
+        return;
+    }
+    conf = conf_for("observe", "control-group = nogroup\n");
+    d = pt_test_daemon_start(conf, &err);
+    g_assert_no_error(err);
+    /* The private directory must let nobody reach the socket. */
+    g_chmod(d->dir, 0755);
+    r1 = call_as_nobody(d, "status", NULL);
+    g_assert_cmpstr(r1, ==, "ok");
+    r2 = call_as_nobody(d, "mode-set", "{\"mode\": \"enforce\"}");
+    g_assert_cmpstr(r2, ==, "PermissionDenied");
+    {
+        g_autofree char *log = NULL;
+
+        g_file_get_contents(d->log_path, &log, NULL, NULL);
+        g_assert_nonnull(strstr(log, "refused mode-set from uid 65534"));
+    }
+}
+
+typedef struct {
+    PtTestDaemon *d;
+    const char *target;
+    gint64 after_ms;
+} FreshWait;
+
+static gint64
+metrics_ts(PtTestDaemon *d, const char *target)
+{
+    g_autoptr(json_object) st = pt_test_daemon_ok(d, "status", NULL);
+    json_object *tl = pt_json_path(st, "targets");
+
+    for (size_t i = 0; i < json_object_array_length(tl); i++) {
+        json_object *t = json_object_array_get_idx(tl, i);
+
+        if (g_str_equal(pt_json_path_str(t, "name"), target))
+            return pt_json_path_int(t, "iothreads/0/metrics/ts_ms");
+    }
+    return G_MININT64;
+}
+
+static void
+test_stopped_qemu(void)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(Vm) a = NULL;
+    g_autoptr(Vm) b = NULL;
+    g_autoptr(PtTestDaemon) d = NULL;
+    g_autofree char *conf = NULL;
+    TargetWait tw;
+    gint64 before, after;
+    g_autoptr(json_object) st1 = NULL;
+    g_autoptr(json_object) st2 = NULL;
+
+    if (skip_without_qemu())
+        return;
+    a = vm_start("vm-s1", NULL);
+    b = vm_start("vm-s2", NULL);
+    conf = conf_for("observe", "qmp-timeout = 500ms\n");
+    d = pt_test_daemon_start(conf, &err);
+    g_assert_no_error(err);
+    tw = (TargetWait){ d, "vm-s1", 0 };
+    g_assert_true(pt_test_wait(target_attached, &tw, 3000));
+    tw.target = "vm-s2";
+    g_assert_true(pt_test_wait(target_attached, &tw, 3000));
+    g_usleep(500000);
+
+    pt_test_qemu_signal(a->qemu, SIGSTOP);
+    st1 = pt_test_daemon_ok(d, "status", NULL);
+    before = metrics_ts(d, "vm-s2");
+    g_usleep(3 * G_USEC_PER_SEC);
+    after = metrics_ts(d, "vm-s2");
+    st2 = pt_test_daemon_ok(d, "status", NULL);
+    /* 3 s at 200 ms: the other VM kept being sampled, tick after tick. */
+    g_assert_cmpint(after - before, >=, 2500);
+    g_assert_cmpint(pt_json_path_int(st2, "ticks") - pt_json_path_int(st1, "ticks"), >=, 12);
+    pt_test_qemu_signal(a->qemu, SIGCONT);
+    /* The stopped one was declared lost, then comes back. */
+    tw.target = "vm-s1";
+    g_assert_true(pt_test_wait(target_attached, &tw, 5000));
+}
+
+int
+main(int argc, char **argv)
+{
+    int rc;
+
+    signal(SIGPIPE, SIG_IGN);
+    g_test_init(&argc, &argv, NULL);
+    vm_dir = g_dir_make_tmp("pt-vms-XXXXXX", NULL);
+    g_test_add_func("/daemon/qmp/discover-apply-restore", test_discover_apply_restore);
+    g_test_add_func("/daemon/qmp/kill-and-restart", test_kill_and_restart);
+    g_test_add_func("/daemon/qmp/override-expiry-detach", test_override_expiry_detach);
+    g_test_add_func("/daemon/qmp/reload", test_reload);
+    g_test_add_func("/daemon/qmp/authorisation", test_authorisation);
+    g_test_add_func("/daemon/qmp/stopped-qemu", test_stopped_qemu);
+    rc = g_test_run();
+    g_rmdir(vm_dir);
+    return rc;
+}
