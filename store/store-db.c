@@ -315,6 +315,7 @@ connection_open(StoreDb *db, GError **error)
      * the last commits on power loss, and saves an fsync per tick. */
     if (!store_exec(db, "PRAGMA synchronous = NORMAL;"
                         "PRAGMA journal_size_limit = 16777216;"
+                        "PRAGMA wal_autocheckpoint = 256;"
                         "PRAGMA cache_size = -8192;"
                         "PRAGMA temp_store = MEMORY;", error)) {
         connection_close(db);

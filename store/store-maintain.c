@@ -23,7 +23,7 @@
 
 #define MINUTE_MS 60000
 #define HOUR_MS 3600000
-#define DELETE_ROWS_PER_UNIT 6000
+#define DELETE_ROWS_PER_UNIT 3000
 
 typedef struct {
     gboolean have;
@@ -297,6 +297,17 @@ rollup_unit(StoreDb *db, const RollLevel *lv, gint64 cut, gboolean *did, GError 
     return finish(db, ok, error);
 }
 
+/* Everything before the returned time is summarised at @lv: the start of
+ * the first bucket with data still to roll up, or @cut if there is none. */
+static gint64
+rolled_until(StoreDb *db, const RollLevel *lv, gint64 cut)
+{
+    gint64 next = store_meta_get_int(db, lv->next_key, G_MININT64);
+    gint64 todo = store_query_i64(db, lv->first_sql, next, STORE_NULL);
+
+    return todo == STORE_NULL ? cut : MIN(floor_to(todo, lv->width), cut);
+}
+
 /* Deletes raw ticks with id < @hi (and their samples) in one transaction. */
 static gboolean
 raw_delete_below(StoreDb *db, gint64 hi, GError **error)
@@ -405,18 +416,19 @@ static gboolean
 maintain_unit(StoreDb *db, gint64 now_ms, gboolean *did, GError **error)
 {
     gint64 cut = MIN(now_ms, store_pending_oldest_ts(db));
-    gint64 rolled_1m;
+    gint64 rolled_1m, rolled_1h;
 
-    UNIT(cap_unit(db, did, error));
+    /* Rollups first, so that pruning for the cap never loses a minute
+     * that was not summarised yet. */
     UNIT(rollup_unit(db, &level_1m, cut, did, error));
-    rolled_1m = store_meta_get_int(db, level_1m.next_key, G_MININT64);
+    rolled_1m = rolled_until(db, &level_1m, cut);
     UNIT(rollup_unit(db, &level_1h, rolled_1m, did, error));
-    /* Raw data is kept until rolled up, whatever the retention says. */
+    rolled_1h = rolled_until(db, &level_1h, rolled_1m);
+    UNIT(cap_unit(db, did, error));
+    /* Data is kept until rolled up, whatever the retention says. */
     UNIT(raw_prune_unit(db, MIN(now_ms - db->opts.raw_retention_ms, rolled_1m), did, error));
     UNIT(rollup_prune_unit(db, "rollup_1m", MINUTE_MS,
-                           MIN(now_ms - db->opts.rollup_1m_retention_ms,
-                               store_meta_get_int(db, level_1h.next_key, G_MININT64)),
-                           did, error));
+                           MIN(now_ms - db->opts.rollup_1m_retention_ms, rolled_1h), did, error));
     UNIT(rollup_prune_unit(db, "rollup_1h", HOUR_MS, now_ms - db->opts.rollup_1h_retention_ms,
                            did, error));
     return vacuum_unit(db, did, error);
