@@ -96,6 +96,3 @@ gboolean store_resolve_iothread(StoreDb *db, const char *target, const char *iot
                                 GError **error);
 void store_pending_free_all(StoreDb *db);
 gint64 store_pending_oldest_ts(StoreDb *db);
-
-/* store-export.c */
-gsize store_format_iso8601(gint64 ms, char *buf);

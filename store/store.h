@@ -341,6 +341,10 @@ StoreCursor *store_query_latest(StoreDb *db, GError **error);
  */
 gboolean store_time_parse(const char *text, gint64 now_ms, gint64 *ms_out, GError **error);
 
+/* Writes @ms as "2026-12-01T10:00:00.000Z" and a NUL into @buf; returns
+ * the length (24 for years 0-9999). */
+gsize store_time_format(gint64 ms, char buf[32]);
+
 typedef enum {
     STORE_EXPORT_SAMPLES,
     STORE_EXPORT_DECISIONS,

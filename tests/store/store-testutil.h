@@ -25,5 +25,15 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(TestTick, test_tick_free)
 char *test_dir_new(void);
 void test_dir_remove(const char *dir);
 
+/* A database in a fresh temporary folder. */
+typedef struct {
+    char *dir;
+    char *path;
+    StoreDb *db;
+} TestDb;
+
+void test_db_setup(TestDb *fx, const StoreOptions *opts);
+void test_db_teardown(TestDb *fx);
+
 /* Runs a query returning one integer on a separate connection to @path. */
 gint64 test_sql_int(const char *path, const char *sql);

@@ -7,33 +7,22 @@
 
 #define T0 1764590400000    /* 2025-12-01T12:00:00Z */
 
-typedef struct {
-    char *dir;
-    char *path;
-    StoreDb *db;
-} Fixture;
+typedef TestDb Fixture;
 
 static void
 fixture_setup(Fixture *fx, gconstpointer data)
 {
-    g_autoptr(GError) error = NULL;
     StoreOptions opts;
 
     store_options_init(&opts);
     opts.now_ms = T0;
-    fx->dir = test_dir_new();
-    fx->path = g_build_filename(fx->dir, "h.db", NULL);
-    fx->db = store_db_open(fx->path, &opts, &error);
-    g_assert_no_error(error);
+    test_db_setup(fx, &opts);
 }
 
 static void
 fixture_teardown(Fixture *fx, gconstpointer data)
 {
-    store_db_close(fx->db);
-    test_dir_remove(fx->dir);
-    g_free(fx->dir);
-    g_free(fx->path);
+    test_db_teardown(fx);
 }
 
 static void
