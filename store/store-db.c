@@ -422,9 +422,7 @@ store_db_close(StoreDb *db)
 /*
  * Someone deleted or replaced the file under us (logrotate-style scripts,
  * an operator restoring a backup).  Writing on would go to an unlinked
- * inode and vanish, so reopen the path.  Closing first lets sqlite
- * checkpoint and remove our own WAL, which would otherwise be replayed
- * into the new file.
+ * inode and vanish, so reopen the path.
  */
 gboolean
 store_db_check_file(StoreDb *db, gint64 now_ms, GError **error)
@@ -440,6 +438,9 @@ store_db_check_file(StoreDb *db, gint64 now_ms, GError **error)
         what = "replaced";
     else
         return TRUE;
+    /* sqlite keeps the WAL of a file that is no longer at its path; an
+     * emptied WAL cannot be replayed into whatever is there now. */
+    sqlite3_wal_checkpoint_v2(db->sql, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
     connection_close(db);
     db->stats.reopens++;
     if (!connection_open(db, error))

@@ -50,6 +50,7 @@ struct StoreDb {
     GQueue notices;             /* char* */
     StoreStats stats;
     gint64 rows_per_tick;       /* recent sample rows per tick, for chunking */
+    gboolean dropping;          /* ticks dropped since health was last OK */
 };
 
 /* store-schema.c */

@@ -413,6 +413,7 @@ health_set(StoreDb *db, StoreHealth health, const GError *cause)
         return;
     switch (health) {
     case STORE_HEALTH_OK:
+        db->dropping = FALSE;
         store_notice(db, "history database %s: writing again; %" G_GUINT64_FORMAT
                      " ticks dropped so far", db->path, db->stats.ticks_dropped);
         break;
@@ -497,9 +498,11 @@ pending_push(StoreDb *db, const StoreTick *tick)
 
     while (db->pending.length >= limit) {
         pending_free(g_queue_pop_head(&db->pending));
-        if (db->stats.ticks_dropped++ == 0)
+        db->stats.ticks_dropped++;
+        if (!db->dropping)
             store_notice(db, "history database %s: %u ticks pending, dropping the oldest",
                          db->path, limit);
+        db->dropping = TRUE;
     }
     g_queue_push_tail(&db->pending, pending_copy(tick));
 }
