@@ -269,6 +269,25 @@ pragma_text_is(sqlite3 *sql, const char *pragma, const char *want, int *rc_out)
     return same;
 }
 
+/*
+ * Checkpoints copy the WAL into the database and fsync both, which takes
+ * tens of milliseconds on a slow disk.  Rather than let sqlite do that
+ * inside a tick's commit, maintenance does it (store_maintain_step); the
+ * commit does it only if maintenance has not run for a long while.
+ */
+static int
+wal_hook(void *data, sqlite3 *sql, const char *name, int frames)
+{
+    StoreDb *db = data;
+
+    db->wal_frames = frames;
+    if (frames >= STORE_WAL_FORCE_FRAMES) {
+        sqlite3_wal_checkpoint_v2(sql, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+        db->wal_frames = 0;
+    }
+    return SQLITE_OK;
+}
+
 /* Opens the connection and brings the schema up to date.  A corrupt file
  * is reported as STORE_ERROR_CORRUPT so the caller can move it aside. */
 static gboolean
@@ -315,12 +334,12 @@ connection_open(StoreDb *db, GError **error)
      * the last commits on power loss, and saves an fsync per tick. */
     if (!store_exec(db, "PRAGMA synchronous = NORMAL;"
                         "PRAGMA journal_size_limit = 16777216;"
-                        "PRAGMA wal_autocheckpoint = 256;"
                         "PRAGMA cache_size = -8192;"
                         "PRAGMA temp_store = MEMORY;", error)) {
         connection_close(db);
         return FALSE;
     }
+    sqlite3_wal_hook(db->sql, wal_hook, db);
     if (!db->is_memory) {
         struct stat st;
 

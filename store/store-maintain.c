@@ -411,6 +411,24 @@ vacuum_unit(StoreDb *db, gboolean *did, GError **error)
     return store_exec(db, "PRAGMA incremental_vacuum(512)", error);
 }
 
+/* Copies the WAL into the database once it has grown; see wal_hook. */
+static gboolean
+checkpoint_unit(StoreDb *db, gboolean *did, GError **error)
+{
+    int rc;
+
+    *did = db->wal_frames >= STORE_WAL_CHECKPOINT_FRAMES;
+    if (!*did)
+        return TRUE;
+    db->wal_frames = 0;
+    rc = sqlite3_wal_checkpoint_v2(db->sql, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+    if (rc != SQLITE_OK && rc != SQLITE_BUSY) {
+        store_set_error(db, error, rc, "checkpoint");
+        return FALSE;
+    }
+    return TRUE;
+}
+
 /* Runs the first unit that has work; *did is FALSE when none had any. */
 static gboolean
 maintain_unit(StoreDb *db, gint64 now_ms, gboolean *did, GError **error)
@@ -420,6 +438,7 @@ maintain_unit(StoreDb *db, gint64 now_ms, gboolean *did, GError **error)
 
     /* Rollups first, so that pruning for the cap never loses a minute
      * that was not summarised yet. */
+    UNIT(checkpoint_unit(db, did, error));
     UNIT(rollup_unit(db, &level_1m, cut, did, error));
     rolled_1m = rolled_until(db, &level_1m, cut);
     UNIT(rollup_unit(db, &level_1h, rolled_1m, did, error));

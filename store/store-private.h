@@ -8,6 +8,11 @@
 
 #include "store.h"
 
+/* WAL sizes (in pages) at which maintenance checkpoints, and at which a
+ * commit does because maintenance has not. */
+#define STORE_WAL_CHECKPOINT_FRAMES 512
+#define STORE_WAL_FORCE_FRAMES 16384
+
 /* Statements prepared once per connection and reused. */
 typedef enum {
     STMT_BEGIN,
@@ -50,7 +55,8 @@ struct StoreDb {
     GQueue notices;             /* char* */
     StoreStats stats;
     gint64 rows_per_tick;       /* recent sample rows per tick, for chunking */
-    gboolean dropping;          /* ticks dropped since health was last OK */
+    gboolean dropping;
+    int wal_frames;             /* WAL size after the last commit */          /* ticks dropped since health was last OK */
 };
 
 /* store-schema.c */

@@ -300,9 +300,11 @@ test_unit_time(void)
 
     /* The machine is shared: a unit preempted by someone else's build is
      * not ours to blame, so the best of three runs must meet the bound. */
-    for (int i = 0; i < 3 && best >= 50000; i++)
+    int runs = test_timing_is_meaningful() ? 3 : 1;
+
+    for (int i = 0; i < runs && best >= 50000; i++)
         best = MIN(best, unit_time_run());
-    if (!g_getenv("PT_UNDER_VALGRIND"))
+    if (runs > 1)
         g_assert_cmpint(best, <, 50000);
 }
 
