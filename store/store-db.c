@@ -167,13 +167,33 @@ static const char *const stmt_sql[STMT_MAX] = {
         " RETURNING id",
 };
 
+/* "INSERT INTO samples VALUES (?,...),(?,...),..." for a batch. */
+static char *
+sample_batch_sql(void)
+{
+    GString *sql = g_string_new("INSERT INTO samples VALUES ");
+
+    for (int r = 0; r < STORE_SAMPLE_BATCH; r++) {
+        g_string_append(sql, r ? ",(?" : "(?");
+        for (int c = 1; c < STORE_SAMPLE_COLUMNS; c++)
+            g_string_append(sql, ",?");
+        g_string_append_c(sql, ')');
+    }
+    return g_string_free(sql, FALSE);
+}
+
 sqlite3_stmt *
 store_stmt(StoreDb *db, StoreStmt which, GError **error)
 {
-    if (!db->stmt[which])
+    if (!db->stmt[which] && which == STMT_SAMPLE_INSERT_BATCH) {
+        g_autofree char *sql = sample_batch_sql();
+
+        db->stmt[which] = store_prepare(db, sql, error);
+    } else if (!db->stmt[which]) {
         db->stmt[which] = store_prepare(db, stmt_sql[which], error);
-    else
+    } else {
         sqlite3_reset(db->stmt[which]);
+    }
     return db->stmt[which];
 }
 

@@ -13,6 +13,11 @@
 #define STORE_WAL_CHECKPOINT_FRAMES 512
 #define STORE_WAL_FORCE_FRAMES 16384
 
+/* Sample rows per multi-row INSERT: one statement step instead of 32
+ * saves most of the per-row statement overhead. */
+#define STORE_SAMPLE_BATCH 32
+#define STORE_SAMPLE_COLUMNS 21
+
 /* Statements prepared once per connection and reused. */
 typedef enum {
     STMT_BEGIN,
@@ -20,6 +25,7 @@ typedef enum {
     STMT_ROLLBACK,
     STMT_TICK_INSERT,
     STMT_SAMPLE_INSERT,
+    STMT_SAMPLE_INSERT_BATCH,   /* STORE_SAMPLE_BATCH rows at once */
     STMT_DEVSAMPLE_INSERT,
     STMT_TARGET_UPSERT,
     STMT_TARGET_TOUCH,

@@ -223,31 +223,52 @@ step_done(StoreDb *db, sqlite3_stmt *st, const char *what, GError **error)
     return TRUE;
 }
 
+/* Binds sample @s as the row whose first parameter is @base + 1. */
 static gboolean
-write_sample(StoreDb *db, gint64 tick_id, const StoreSample *s, gint64 now_ms, GError **error)
+bind_sample(StoreDb *db, sqlite3_stmt *st, int base, gint64 tick_id, const StoreSample *s,
+            gint64 now_ms, GError **error)
 {
     gint64 iothread_id;
-    sqlite3_stmt *st;
 
     if (!store_resolve_iothread(db, s->target, s->iothread, now_ms, TRUE, &iothread_id, error))
         return FALSE;
-    if (!(st = store_stmt(db, STMT_SAMPLE_INSERT, error)))
-        return FALSE;
-    sqlite3_bind_int64(st, 1, tick_id);
-    sqlite3_bind_int64(st, 2, iothread_id);
-    store_bind_i64(st, 3, s->poll_max_ns);
-    store_bind_i64(st, 4, s->poll_grow);
-    store_bind_i64(st, 5, s->poll_shrink);
-    store_bind_i64(st, 6, s->cpu_ns);
-    store_bind_i64(st, 7, s->ctx_vol);
-    store_bind_i64(st, 8, s->ctx_invol);
-    store_bind_i64(st, 9, s->runq_wait_ns);
-    bind_io(st, 10, &s->io);
-    store_bind_i64(st, 18, s->kvm_exits);
-    store_bind_i64(st, 19, s->io_exits);
-    store_bind_i64(st, 20, s->mmio_exits);
-    store_bind_i64(st, 21, s->halt_exits);
-    return step_done(db, st, s->iothread, error);
+    sqlite3_bind_int64(st, base + 1, tick_id);
+    sqlite3_bind_int64(st, base + 2, iothread_id);
+    store_bind_i64(st, base + 3, s->poll_max_ns);
+    store_bind_i64(st, base + 4, s->poll_grow);
+    store_bind_i64(st, base + 5, s->poll_shrink);
+    store_bind_i64(st, base + 6, s->cpu_ns);
+    store_bind_i64(st, base + 7, s->ctx_vol);
+    store_bind_i64(st, base + 8, s->ctx_invol);
+    store_bind_i64(st, base + 9, s->runq_wait_ns);
+    bind_io(st, base + 10, &s->io);
+    store_bind_i64(st, base + 18, s->kvm_exits);
+    store_bind_i64(st, base + 19, s->io_exits);
+    store_bind_i64(st, base + 20, s->mmio_exits);
+    store_bind_i64(st, base + 21, s->halt_exits);
+    return TRUE;
+}
+
+static gboolean
+write_samples(StoreDb *db, gint64 tick_id, const StoreTick *tick, GError **error)
+{
+    for (guint i = 0; i < tick->n_samples;) {
+        gboolean batch = tick->n_samples - i >= STORE_SAMPLE_BATCH;
+        guint n = batch ? STORE_SAMPLE_BATCH : 1;
+        sqlite3_stmt *st = store_stmt(db, batch ? STMT_SAMPLE_INSERT_BATCH : STMT_SAMPLE_INSERT,
+                                      error);
+
+        if (!st)
+            return FALSE;
+        for (guint j = 0; j < n; j++)
+            if (!bind_sample(db, st, (int)j * STORE_SAMPLE_COLUMNS, tick_id,
+                             &tick->samples[i + j], tick->ts_ms, error))
+                return FALSE;
+        if (!step_done(db, st, tick->samples[i].iothread, error))
+            return FALSE;
+        i += n;
+    }
+    return TRUE;
 }
 
 /* How many of the tick's devices share @d's iothread. */
@@ -313,9 +334,8 @@ write_tick_sql(StoreDb *db, const StoreTick *tick, GError **error)
     if (!step_done(db, st, "insert tick", error))
         goto fail;
     tick_id = sqlite3_last_insert_rowid(db->sql);
-    for (guint i = 0; i < tick->n_samples; i++)
-        if (!write_sample(db, tick_id, &tick->samples[i], tick->ts_ms, error))
-            goto fail;
+    if (!write_samples(db, tick_id, tick, error))
+        goto fail;
     for (guint i = 0; i < tick->n_devices; i++)
         if (!write_device(db, tick_id, tick, &tick->devices[i], error))
             goto fail;
