@@ -207,9 +207,10 @@ typedef struct {
 static const RollLevel level_1m = {
     "rollup_1m_next", MINUTE_MS,
     "SELECT min(ts) FROM ticks WHERE ts >= ?1",
-    "SELECT s.iothread_id, t.len_ns, s.cpu_ns, s.rd_ops, s.wr_ops, s.flush_ops,"
-    " s.rd_time_ns, s.wr_time_ns, s.flush_time_ns"
-    " FROM ticks t JOIN samples s ON s.tick_id = t.id WHERE t.ts >= ?1 AND t.ts < ?2",
+    "SELECT s.key & " STORE_KEY_MASK_SQL ", t.len_ns, s.cpu_ns, s.rd_ops, s.wr_ops,"
+    " s.flush_ops, s.rd_time_ns, s.wr_time_ns, s.flush_time_ns FROM ticks t JOIN samples s"
+    " ON s.key >= t.id << " STORE_KEY_SHIFT_SQL " AND s.key < (t.id + 1) << " STORE_KEY_SHIFT_SQL
+    " WHERE t.ts >= ?1 AND t.ts < ?2",
     "INSERT OR REPLACE INTO rollup_1m VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     acc_add_raw,
 };
@@ -314,7 +315,7 @@ raw_delete_below(StoreDb *db, gint64 hi, GError **error)
 {
     g_autofree char *sql = g_strdup_printf(
         "BEGIN IMMEDIATE;"
-        "DELETE FROM samples WHERE tick_id < %1$" G_GINT64_FORMAT ";"
+        "DELETE FROM samples WHERE key < %1$" G_GINT64_FORMAT " << " STORE_KEY_SHIFT_SQL ";"
         "DELETE FROM device_samples WHERE tick_id < %1$" G_GINT64_FORMAT ";"
         "DELETE FROM ticks WHERE id < %1$" G_GINT64_FORMAT ";"
         "COMMIT;", hi);

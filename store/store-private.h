@@ -11,12 +11,18 @@
 /* WAL sizes (in pages) at which maintenance checkpoints, and at which a
  * commit does because maintenance has not. */
 #define STORE_WAL_CHECKPOINT_FRAMES 512
-#define STORE_WAL_FORCE_FRAMES 16384
+#define STORE_WAL_FORCE_FRAMES 4096
 
 /* Sample rows per multi-row INSERT: one statement step instead of 32
  * saves most of the per-row statement overhead. */
 #define STORE_SAMPLE_BATCH 32
-#define STORE_SAMPLE_COLUMNS 21
+#define STORE_SAMPLE_COLUMNS 20
+
+/* samples.key = tick id << STORE_KEY_SHIFT | iothread id */
+#define STORE_KEY_SHIFT 20
+#define STORE_KEY_SHIFT_SQL "20"
+#define STORE_KEY_MASK_SQL "1048575"
+#define STORE_KEY(tick_id, iothread_id) (((tick_id) << STORE_KEY_SHIFT) | (iothread_id))
 
 /* Statements prepared once per connection and reused. */
 typedef enum {

@@ -232,20 +232,25 @@ bind_sample(StoreDb *db, sqlite3_stmt *st, int base, gint64 tick_id, const Store
 
     if (!store_resolve_iothread(db, s->target, s->iothread, now_ms, TRUE, &iothread_id, error))
         return FALSE;
-    sqlite3_bind_int64(st, base + 1, tick_id);
-    sqlite3_bind_int64(st, base + 2, iothread_id);
-    store_bind_i64(st, base + 3, s->poll_max_ns);
-    store_bind_i64(st, base + 4, s->poll_grow);
-    store_bind_i64(st, base + 5, s->poll_shrink);
-    store_bind_i64(st, base + 6, s->cpu_ns);
-    store_bind_i64(st, base + 7, s->ctx_vol);
-    store_bind_i64(st, base + 8, s->ctx_invol);
-    store_bind_i64(st, base + 9, s->runq_wait_ns);
-    bind_io(st, base + 10, &s->io);
-    store_bind_i64(st, base + 18, s->kvm_exits);
-    store_bind_i64(st, base + 19, s->io_exits);
-    store_bind_i64(st, base + 20, s->mmio_exits);
-    store_bind_i64(st, base + 21, s->halt_exits);
+    if (iothread_id >> STORE_KEY_SHIFT) {
+        g_set_error(error, STORE_ERROR, STORE_ERROR_FAILED, "%s: %s/%s: iothread id %"
+                    G_GINT64_FORMAT " exceeds the sample key", db->path, s->target, s->iothread,
+                    iothread_id);
+        return FALSE;
+    }
+    sqlite3_bind_int64(st, base + 1, STORE_KEY(tick_id, iothread_id));
+    store_bind_i64(st, base + 2, s->poll_max_ns);
+    store_bind_i64(st, base + 3, s->poll_grow);
+    store_bind_i64(st, base + 4, s->poll_shrink);
+    store_bind_i64(st, base + 5, s->cpu_ns);
+    store_bind_i64(st, base + 6, s->ctx_vol);
+    store_bind_i64(st, base + 7, s->ctx_invol);
+    store_bind_i64(st, base + 8, s->runq_wait_ns);
+    bind_io(st, base + 9, &s->io);
+    store_bind_i64(st, base + 17, s->kvm_exits);
+    store_bind_i64(st, base + 18, s->io_exits);
+    store_bind_i64(st, base + 19, s->mmio_exits);
+    store_bind_i64(st, base + 20, s->halt_exits);
     return TRUE;
 }
 

@@ -179,9 +179,9 @@ write_sql_file(const char *path, int n_iothreads, gint64 n_ticks)
         for (int i = 0; i < n_iothreads; i++) {
             const StoreSample *s = &t->samples[i];
 
-            fprintf(f, "INSERT INTO samples VALUES (%" G_GINT64_FORMAT ", %d, %s, %s, %s",
-                    k + 1, i + 1, sql_int(b[0], s->poll_max_ns), sql_int(b[1], s->poll_grow),
-                    sql_int(b[2], s->poll_shrink));
+            fprintf(f, "INSERT INTO samples VALUES (%" G_GINT64_FORMAT ", %s, %s, %s",
+                    ((k + 1) << 20) | (i + 1), sql_int(b[0], s->poll_max_ns),
+                    sql_int(b[1], s->poll_grow), sql_int(b[2], s->poll_shrink));
             fprintf(f, ", %s, %s, %s, %s", sql_int(b[0], s->cpu_ns), sql_int(b[1], s->ctx_vol),
                     sql_int(b[2], s->ctx_invol), sql_int(b[3], s->runq_wait_ns));
             sql_io(f, &s->io);
@@ -273,8 +273,9 @@ static const char export_select[] =
     " s.poll_shrink, s.cpu_ns, s.ctx_vol, s.ctx_invol, s.runq_wait_ns, s.rd_ops, s.rd_bytes,"
     " s.rd_time_ns, s.wr_ops, s.wr_bytes, s.wr_time_ns, s.flush_ops, s.flush_time_ns,"
     " s.kvm_exits, s.io_exits, s.mmio_exits, s.halt_exits"
-    " FROM ticks t JOIN samples s ON s.tick_id = t.id JOIN iothreads i ON i.id = s.iothread_id"
-    " JOIN targets g ON g.id = i.target_id ORDER BY t.id, s.iothread_id";
+    " FROM ticks t JOIN samples s ON s.key >= t.id << 20 AND s.key < (t.id + 1) << 20"
+    " JOIN iothreads i ON i.id = s.key & 1048575 JOIN targets g ON g.id = i.target_id"
+    " ORDER BY t.id, s.key";
 
 static double
 export_ours(const char *db_path, const char *out_path)
