@@ -20,6 +20,7 @@
 #include <gio/gunixoutputstream.h>
 #include <glib/gstdio.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "store-testutil.h"
@@ -49,6 +50,17 @@ static double
 now_s(void)
 {
     return g_get_monotonic_time() / 1e6;
+}
+
+/* CPU seconds (user + system) of this process or of its reaped children. */
+static double
+cpu_s(int who)
+{
+    struct rusage ru;
+
+    getrusage(who, &ru);
+    return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+           (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
 static int
@@ -85,10 +97,12 @@ remove_db(const char *path)
 }
 
 /* Runs argv with stdin/stdout redirected to files (NULL: inherit); returns
- * its wall time in seconds. */
+ * its wall time in seconds, and its CPU time in @cpu. */
 static double
-run_timed(const char *const *argv, const char *in, const char *out)
+run_timed(const char *const *argv, const char *in, const char *out, double *cpu)
 {
+    double cpu0 = cpu_s(RUSAGE_CHILDREN), wall;
+
     g_autoptr(GSubprocessLauncher) l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_NONE);
     g_autoptr(GSubprocess) p = NULL;
     g_autoptr(GError) error = NULL;
@@ -102,7 +116,10 @@ run_timed(const char *const *argv, const char *in, const char *out)
     p = g_subprocess_launcher_spawnv(l, argv, &error);
     if (!p || !g_subprocess_wait_check(p, NULL, &error))
         die(argv[0], error);
-    return now_s() - start;
+    wall = now_s() - start;
+    if (cpu)
+        *cpu = cpu_s(RUSAGE_CHILDREN) - cpu0;
+    return wall;
 }
 
 /* Writes @n_ticks ticks of @n_iothreads; returns seconds, per-tick us in @lat. */
@@ -214,6 +231,8 @@ bench_insert(const char *dir)
     g_autoptr(GArray) t_ours = g_array_new(FALSE, FALSE, sizeof(double));
     g_autoptr(GArray) t_ref = g_array_new(FALSE, FALSE, sizeof(double));
     g_autoptr(GArray) t_path = g_array_new(FALSE, FALSE, sizeof(double));
+    g_autoptr(GArray) c_ours = g_array_new(FALSE, FALSE, sizeof(double));
+    g_autoptr(GArray) c_ref = g_array_new(FALSE, FALSE, sizeof(double));
     g_autoptr(GArray) lat = g_array_new(FALSE, FALSE, sizeof(double));
     const char *argv[] = { "sqlite3", ref, NULL };
     double rows = (double)opt_iothreads * opt_ticks, m_ours, m_ref, m_path;
@@ -222,11 +241,12 @@ bench_insert(const char *dir)
         write_sql_file(sql, opt_iothreads, opt_ticks);
     for (int rep = 0; rep < opt_reps; rep++) {
         StoreDb *db;
-        double secs, start;
+        double secs, start, cpu;
 
         remove_db(ours);
         db = open_or_die(ours);
         g_array_set_size(lat, 0);
+        cpu = cpu_s(RUSAGE_SELF);
         start = now_s();
         secs = write_ticks(db, opt_iothreads, opt_ticks, 0, lat);
         g_array_append_val(t_path, secs);
@@ -234,13 +254,16 @@ bench_insert(const char *dir)
         store_db_close(db);
         secs = now_s() - start;
         g_array_append_val(t_ours, secs);
+        cpu = cpu_s(RUSAGE_SELF) - cpu;
+        g_array_append_val(c_ours, cpu);
 
         if (opt_ours_only)
             continue;
         remove_db(ref);
         store_db_close(open_or_die(ref));   /* the same schema, empty */
-        secs = run_timed(argv, sql, "/dev/null");
+        secs = run_timed(argv, sql, "/dev/null", &cpu);
         g_array_append_val(t_ref, secs);
+        g_array_append_val(c_ref, cpu);
     }
     m_ours = median(t_ours);
     m_path = median(t_path);
@@ -258,6 +281,8 @@ bench_insert(const char *dir)
     printf("  sqlite3 CLI < prepared .sql:   %9.0f rows/s  (%.3f s)\n", rows / m_ref, m_ref);
     printf("  ratio ours (with close) / CLI: %9.2f   goal >= 300000 rows/s: %s\n",
            m_ref / m_ours, rows / m_ours >= 300000 ? "met" : "NOT met");
+    printf("  per CPU second (user+sys): ours %.0f rows/s, CLI %.0f rows/s, ratio %.2f\n",
+           rows / median(c_ours), rows / median(c_ref), median(c_ref) / median(c_ours));
     printf("  tick write latency (last rep): p50 %.0f us, p99 %.0f us, max %.0f us\n",
            g_array_index(lat, double, lat->len / 2),
            g_array_index(lat, double, lat->len * 99 / 100),
@@ -278,8 +303,9 @@ static const char export_select[] =
     " ORDER BY t.id, s.key";
 
 static double
-export_ours(const char *db_path, const char *out_path)
+export_ours(const char *db_path, const char *out_path, double *cpu)
 {
+    double cpu0 = cpu_s(RUSAGE_SELF), wall;
     g_autoptr(GError) error = NULL;
     g_autoptr(GOutputStream) out = NULL;
     double start = now_s();
@@ -295,7 +321,9 @@ export_ours(const char *db_path, const char *out_path)
         !g_output_stream_close(out, NULL, &error))
         die("export", error);
     store_db_close(db);
-    return now_s() - start;
+    wall = now_s() - start;
+    *cpu = cpu_s(RUSAGE_SELF) - cpu0;
+    return wall;
 }
 
 static void
@@ -306,7 +334,10 @@ bench_export(const char *dir)
     g_autofree char *b = g_build_filename(dir, "export-cli.csv", NULL);
     g_autoptr(GArray) t_ours = g_array_new(FALSE, FALSE, sizeof(double));
     g_autoptr(GArray) t_ref = g_array_new(FALSE, FALSE, sizeof(double));
-    const char *argv[] = { "sqlite3", "-csv", "-header", db_path, export_select, NULL };
+    g_autoptr(GArray) c_ours = g_array_new(FALSE, FALSE, sizeof(double));
+    g_autoptr(GArray) c_ref = g_array_new(FALSE, FALSE, sizeof(double));
+    const char *argv[] = { "sqlite3", "-csv", "-header", "-newline", "\r\n", db_path,
+                           export_select, NULL };
     const char *cmp_argv[] = { "cmp", a, b, NULL };
     int n_iothreads = 200;
     gint64 n_ticks = opt_rows / n_iothreads;
@@ -324,13 +355,15 @@ bench_export(const char *dir)
         store_db_close(db);
     }
     for (int rep = 0; rep < opt_reps; rep++) {
-        double secs = export_ours(db_path, a);
+        double cpu, secs = export_ours(db_path, a, &cpu);
 
         g_array_append_val(t_ours, secs);
-        secs = run_timed(argv, NULL, b);
+        g_array_append_val(c_ours, cpu);
+        secs = run_timed(argv, NULL, b, &cpu);
         g_array_append_val(t_ref, secs);
+        g_array_append_val(c_ref, cpu);
     }
-    run_timed(cmp_argv, NULL, NULL);    /* fails the run if they differ */
+    run_timed(cmp_argv, NULL, NULL, NULL);  /* fails the run if they differ */
     g_stat(a, &st);
     m_ours = median(t_ours);
     m_ref = median(t_ref);
@@ -340,6 +373,8 @@ bench_export(const char *dir)
     printf("  sqlite3 -csv SELECT: %10.0f rows/s  (%.3f s)\n", rows / m_ref, m_ref);
     printf("  ratio (CLI time / ours): %.2f   goal >= 1.0: %s\n", m_ref / m_ours,
            m_ref / m_ours >= 1.0 ? "met" : "NOT met");
+    printf("  per CPU second (user+sys): ours %.0f rows/s, CLI %.0f rows/s, ratio %.2f\n",
+           rows / median(c_ours), rows / median(c_ref), median(c_ref) / median(c_ours));
     g_unlink(a);
     g_unlink(b);
 }
