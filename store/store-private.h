@@ -110,8 +110,8 @@ store_column_i64(sqlite3_stmt *st, int col)
 }
 
 /* store-write.c */
+/* The id of target/iothread, creating either row if missing. */
 gboolean store_resolve_iothread(StoreDb *db, const char *target, const char *iothread,
-                                gint64 now_ms, gboolean create, gint64 *id_out,
-                                GError **error);
+                                gint64 now_ms, gint64 *id_out, GError **error);
 void store_pending_free_all(StoreDb *db);
 gint64 store_pending_oldest_ts(StoreDb *db);

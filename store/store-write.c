@@ -183,7 +183,7 @@ child_resolve(StoreDb *db, StoreTargetEntry *t, GHashTable *table, StoreStmt ups
 
 gboolean
 store_resolve_iothread(StoreDb *db, const char *target, const char *iothread, gint64 now_ms,
-                       gboolean create, gint64 *id_out, GError **error)
+                       gint64 *id_out, GError **error)
 {
     StoreTargetEntry *t = target_resolve(db, target, now_ms, error);
     StoreIdEntry *e;
@@ -230,7 +230,7 @@ bind_sample(StoreDb *db, sqlite3_stmt *st, int base, gint64 tick_id, const Store
 {
     gint64 iothread_id;
 
-    if (!store_resolve_iothread(db, s->target, s->iothread, now_ms, TRUE, &iothread_id, error))
+    if (!store_resolve_iothread(db, s->target, s->iothread, now_ms, &iothread_id, error))
         return FALSE;
     if (iothread_id >> STORE_KEY_SHIFT) {
         g_set_error(error, STORE_ERROR, STORE_ERROR_FAILED, "%s: %s/%s: iothread id %"
@@ -301,7 +301,7 @@ write_device(StoreDb *db, gint64 tick_id, const StoreTick *tick, const StoreDevi
     sqlite3_stmt *st;
 
     if (d->iothread &&
-        !store_resolve_iothread(db, d->target, d->iothread, tick->ts_ms, TRUE, &mapped, error))
+        !store_resolve_iothread(db, d->target, d->iothread, tick->ts_ms, &mapped, error))
         return FALSE;
     if (!(t = target_resolve(db, d->target, tick->ts_ms, error)))
         return FALSE;
