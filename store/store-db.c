@@ -148,7 +148,7 @@ static const char *const stmt_sql[STMT_MAX] = {
         "INSERT INTO ticks (ts, len_ns, psi_cpu_some_us, psi_io_some_us,"
         " psi_io_full_us, psi_mem_some_us, psi_mem_full_us) VALUES (?,?,?,?,?,?,?)",
     [STMT_SAMPLE_INSERT] =
-        "INSERT INTO samples VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        "INSERT INTO samples VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [STMT_DEVSAMPLE_INSERT] = "INSERT INTO device_samples VALUES (?,?,?,?,?,?,?,?,?,?)",
     [STMT_TARGET_UPSERT] =
         "INSERT INTO targets (kind, name, uuid, first_seen, last_seen) VALUES (?1,?2,?3,?4,?4)"
@@ -167,13 +167,33 @@ static const char *const stmt_sql[STMT_MAX] = {
         " RETURNING id",
 };
 
+/* "INSERT INTO samples VALUES (?,...),(?,...),..." for a batch. */
+static char *
+sample_batch_sql(void)
+{
+    GString *sql = g_string_new("INSERT INTO samples VALUES ");
+
+    for (int r = 0; r < STORE_SAMPLE_BATCH; r++) {
+        g_string_append(sql, r ? ",(?" : "(?");
+        for (int c = 1; c < STORE_SAMPLE_COLUMNS; c++)
+            g_string_append(sql, ",?");
+        g_string_append_c(sql, ')');
+    }
+    return g_string_free(sql, FALSE);
+}
+
 sqlite3_stmt *
 store_stmt(StoreDb *db, StoreStmt which, GError **error)
 {
-    if (!db->stmt[which])
+    if (!db->stmt[which] && which == STMT_SAMPLE_INSERT_BATCH) {
+        g_autofree char *sql = sample_batch_sql();
+
+        db->stmt[which] = store_prepare(db, sql, error);
+    } else if (!db->stmt[which]) {
         db->stmt[which] = store_prepare(db, stmt_sql[which], error);
-    else
+    } else {
         sqlite3_reset(db->stmt[which]);
+    }
     return db->stmt[which];
 }
 
@@ -269,6 +289,25 @@ pragma_text_is(sqlite3 *sql, const char *pragma, const char *want, int *rc_out)
     return same;
 }
 
+/*
+ * Checkpoints copy the WAL into the database and fsync both, which takes
+ * tens of milliseconds on a slow disk.  Rather than let sqlite do that
+ * inside a tick's commit, maintenance does it (store_maintain_step); the
+ * commit does it only if maintenance has not run for a long while.
+ */
+static int
+wal_hook(void *data, sqlite3 *sql, const char *name, int frames)
+{
+    StoreDb *db = data;
+
+    db->wal_frames = frames;
+    if (frames >= STORE_WAL_FORCE_FRAMES) {
+        sqlite3_wal_checkpoint_v2(sql, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+        db->wal_frames = 0;
+    }
+    return SQLITE_OK;
+}
+
 /* Opens the connection and brings the schema up to date.  A corrupt file
  * is reported as STORE_ERROR_CORRUPT so the caller can move it aside. */
 static gboolean
@@ -320,6 +359,7 @@ connection_open(StoreDb *db, GError **error)
         connection_close(db);
         return FALSE;
     }
+    sqlite3_wal_hook(db->sql, wal_hook, db);
     if (!db->is_memory) {
         struct stat st;
 
@@ -421,9 +461,7 @@ store_db_close(StoreDb *db)
 /*
  * Someone deleted or replaced the file under us (logrotate-style scripts,
  * an operator restoring a backup).  Writing on would go to an unlinked
- * inode and vanish, so reopen the path.  Closing first lets sqlite
- * checkpoint and remove our own WAL, which would otherwise be replayed
- * into the new file.
+ * inode and vanish, so reopen the path.
  */
 gboolean
 store_db_check_file(StoreDb *db, gint64 now_ms, GError **error)
@@ -439,6 +477,9 @@ store_db_check_file(StoreDb *db, gint64 now_ms, GError **error)
         what = "replaced";
     else
         return TRUE;
+    /* sqlite keeps the WAL of a file that is no longer at its path; an
+     * emptied WAL cannot be replayed into whatever is there now. */
+    sqlite3_wal_checkpoint_v2(db->sql, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
     connection_close(db);
     db->stats.reopens++;
     if (!connection_open(db, error))

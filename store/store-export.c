@@ -160,7 +160,7 @@ civil_from_days(gint64 z, int *y, int *m, int *d)
 }
 
 gsize
-store_format_iso8601(gint64 ms, char *buf)
+store_time_format(gint64 ms, char buf[32])
 {
     gint64 sec = ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000);
     gint64 days = sec >= 0 ? sec / 86400 : -((-sec + 86399) / 86400);
@@ -178,7 +178,7 @@ out_time(Out *o, gint64 ms)
     int frac = (int)(ms % 1000);
 
     if (ms < 0 || sec != o->iso_second) {
-        store_format_iso8601(ms, o->iso);
+        store_time_format(ms, o->iso);
         o->iso_second = ms < 0 ? G_MININT64 : sec;
     } else {
         o->iso[20] = (char)('0' + frac / 100);

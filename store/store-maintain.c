@@ -23,7 +23,7 @@
 
 #define MINUTE_MS 60000
 #define HOUR_MS 3600000
-#define DELETE_ROWS_PER_UNIT 6000
+#define DELETE_ROWS_PER_UNIT 3000
 
 typedef struct {
     gboolean have;
@@ -207,9 +207,10 @@ typedef struct {
 static const RollLevel level_1m = {
     "rollup_1m_next", MINUTE_MS,
     "SELECT min(ts) FROM ticks WHERE ts >= ?1",
-    "SELECT s.iothread_id, t.len_ns, s.cpu_ns, s.rd_ops, s.wr_ops, s.flush_ops,"
-    " s.rd_time_ns, s.wr_time_ns, s.flush_time_ns"
-    " FROM ticks t JOIN samples s ON s.tick_id = t.id WHERE t.ts >= ?1 AND t.ts < ?2",
+    "SELECT s.key & " STORE_KEY_MASK_SQL ", t.len_ns, s.cpu_ns, s.rd_ops, s.wr_ops,"
+    " s.flush_ops, s.rd_time_ns, s.wr_time_ns, s.flush_time_ns FROM ticks t JOIN samples s"
+    " ON s.key >= t.id << " STORE_KEY_SHIFT_SQL " AND s.key < (t.id + 1) << " STORE_KEY_SHIFT_SQL
+    " WHERE t.ts >= ?1 AND t.ts < ?2",
     "INSERT OR REPLACE INTO rollup_1m VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     acc_add_raw,
 };
@@ -297,13 +298,24 @@ rollup_unit(StoreDb *db, const RollLevel *lv, gint64 cut, gboolean *did, GError 
     return finish(db, ok, error);
 }
 
+/* Everything before the returned time is summarised at @lv: the start of
+ * the first bucket with data still to roll up, or @cut if there is none. */
+static gint64
+rolled_until(StoreDb *db, const RollLevel *lv, gint64 cut)
+{
+    gint64 next = store_meta_get_int(db, lv->next_key, G_MININT64);
+    gint64 todo = store_query_i64(db, lv->first_sql, next, STORE_NULL);
+
+    return todo == STORE_NULL ? cut : MIN(floor_to(todo, lv->width), cut);
+}
+
 /* Deletes raw ticks with id < @hi (and their samples) in one transaction. */
 static gboolean
 raw_delete_below(StoreDb *db, gint64 hi, GError **error)
 {
     g_autofree char *sql = g_strdup_printf(
         "BEGIN IMMEDIATE;"
-        "DELETE FROM samples WHERE tick_id < %1$" G_GINT64_FORMAT ";"
+        "DELETE FROM samples WHERE key < %1$" G_GINT64_FORMAT " << " STORE_KEY_SHIFT_SQL ";"
         "DELETE FROM device_samples WHERE tick_id < %1$" G_GINT64_FORMAT ";"
         "DELETE FROM ticks WHERE id < %1$" G_GINT64_FORMAT ";"
         "COMMIT;", hi);
@@ -400,23 +412,43 @@ vacuum_unit(StoreDb *db, gboolean *did, GError **error)
     return store_exec(db, "PRAGMA incremental_vacuum(512)", error);
 }
 
+/* Copies the WAL into the database once it has grown; see wal_hook. */
+static gboolean
+checkpoint_unit(StoreDb *db, gboolean *did, GError **error)
+{
+    int rc;
+
+    *did = db->wal_frames >= STORE_WAL_CHECKPOINT_FRAMES;
+    if (!*did)
+        return TRUE;
+    db->wal_frames = 0;
+    rc = sqlite3_wal_checkpoint_v2(db->sql, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+    if (rc != SQLITE_OK && rc != SQLITE_BUSY) {
+        store_set_error(db, error, rc, "checkpoint");
+        return FALSE;
+    }
+    return TRUE;
+}
+
 /* Runs the first unit that has work; *did is FALSE when none had any. */
 static gboolean
 maintain_unit(StoreDb *db, gint64 now_ms, gboolean *did, GError **error)
 {
     gint64 cut = MIN(now_ms, store_pending_oldest_ts(db));
-    gint64 rolled_1m;
+    gint64 rolled_1m, rolled_1h;
 
-    UNIT(cap_unit(db, did, error));
+    /* Rollups first, so that pruning for the cap never loses a minute
+     * that was not summarised yet. */
+    UNIT(checkpoint_unit(db, did, error));
     UNIT(rollup_unit(db, &level_1m, cut, did, error));
-    rolled_1m = store_meta_get_int(db, level_1m.next_key, G_MININT64);
+    rolled_1m = rolled_until(db, &level_1m, cut);
     UNIT(rollup_unit(db, &level_1h, rolled_1m, did, error));
-    /* Raw data is kept until rolled up, whatever the retention says. */
+    rolled_1h = rolled_until(db, &level_1h, rolled_1m);
+    UNIT(cap_unit(db, did, error));
+    /* Data is kept until rolled up, whatever the retention says. */
     UNIT(raw_prune_unit(db, MIN(now_ms - db->opts.raw_retention_ms, rolled_1m), did, error));
     UNIT(rollup_prune_unit(db, "rollup_1m", MINUTE_MS,
-                           MIN(now_ms - db->opts.rollup_1m_retention_ms,
-                               store_meta_get_int(db, level_1h.next_key, G_MININT64)),
-                           did, error));
+                           MIN(now_ms - db->opts.rollup_1m_retention_ms, rolled_1h), did, error));
     UNIT(rollup_prune_unit(db, "rollup_1h", HOUR_MS, now_ms - db->opts.rollup_1h_retention_ms,
                            did, error));
     return vacuum_unit(db, did, error);

@@ -8,6 +8,22 @@
 
 #include "store.h"
 
+/* WAL sizes (in pages) at which maintenance checkpoints, and at which a
+ * commit does because maintenance has not. */
+#define STORE_WAL_CHECKPOINT_FRAMES 512
+#define STORE_WAL_FORCE_FRAMES 4096
+
+/* Sample rows per multi-row INSERT: one statement step instead of 32
+ * saves most of the per-row statement overhead. */
+#define STORE_SAMPLE_BATCH 32
+#define STORE_SAMPLE_COLUMNS 20
+
+/* samples.key = tick id << STORE_KEY_SHIFT | iothread id */
+#define STORE_KEY_SHIFT 20
+#define STORE_KEY_SHIFT_SQL "20"
+#define STORE_KEY_MASK_SQL "1048575"
+#define STORE_KEY(tick_id, iothread_id) (((tick_id) << STORE_KEY_SHIFT) | (iothread_id))
+
 /* Statements prepared once per connection and reused. */
 typedef enum {
     STMT_BEGIN,
@@ -15,6 +31,7 @@ typedef enum {
     STMT_ROLLBACK,
     STMT_TICK_INSERT,
     STMT_SAMPLE_INSERT,
+    STMT_SAMPLE_INSERT_BATCH,   /* STORE_SAMPLE_BATCH rows at once */
     STMT_DEVSAMPLE_INSERT,
     STMT_TARGET_UPSERT,
     STMT_TARGET_TOUCH,
@@ -50,6 +67,8 @@ struct StoreDb {
     GQueue notices;             /* char* */
     StoreStats stats;
     gint64 rows_per_tick;       /* recent sample rows per tick, for chunking */
+    gboolean dropping;
+    int wal_frames;             /* WAL size after the last commit */          /* ticks dropped since health was last OK */
 };
 
 /* store-schema.c */
@@ -91,11 +110,8 @@ store_column_i64(sqlite3_stmt *st, int col)
 }
 
 /* store-write.c */
+/* The id of target/iothread, creating either row if missing. */
 gboolean store_resolve_iothread(StoreDb *db, const char *target, const char *iothread,
-                                gint64 now_ms, gboolean create, gint64 *id_out,
-                                GError **error);
+                                gint64 now_ms, gint64 *id_out, GError **error);
 void store_pending_free_all(StoreDb *db);
 gint64 store_pending_oldest_ts(StoreDb *db);
-
-/* store-export.c */
-gsize store_format_iso8601(gint64 ms, char *buf);

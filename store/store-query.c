@@ -4,8 +4,8 @@
  * A cursor holds one sqlite statement and the id -> name map of iothreads
  * (small: one entry per iothread ever seen), so reading any number of rows
  * takes constant memory.  Raw ranges are turned into a range of tick ids
- * first, so the scan walks ticks by primary key and samples by their
- * (tick, iothread) key without a sort.
+ * first, so the scan walks ticks by primary key and, for each, the range
+ * of sample keys of that tick, without a sort.
  */
 #include "store-private.h"
 
@@ -38,7 +38,7 @@ struct StoreCursor {
 };
 
 #define SAMPLE_COLUMNS                                                          \
-    "t.ts, t.len_ns, s.iothread_id, s.poll_max_ns, s.poll_grow, s.poll_shrink," \
+    "t.ts, t.len_ns, s.key & " STORE_KEY_MASK_SQL ", s.poll_max_ns, s.poll_grow, s.poll_shrink," \
     " s.cpu_ns, s.ctx_vol, s.ctx_invol, s.runq_wait_ns, s.rd_ops, s.rd_bytes,"   \
     " s.rd_time_ns, s.wr_ops, s.wr_bytes, s.wr_time_ns, s.flush_ops,"           \
     " s.flush_time_ns, s.kvm_exits, s.io_exits, s.mmio_exits, s.halt_exits"
@@ -180,11 +180,13 @@ store_query_range(StoreDb *db, const StoreFilter *f, GError **error)
         gint64 lo = store_query_i64(db, "SELECT min(id) FROM ticks WHERE ts >= ?", from, 0);
         gint64 hi = store_query_i64(db, "SELECT max(id) FROM ticks WHERE ts < ?", to, -1);
         g_autofree char *select = g_strdup_printf(
-            "SELECT " SAMPLE_COLUMNS " FROM ticks t JOIN samples s ON s.tick_id = t.id"
+            "SELECT " SAMPLE_COLUMNS " FROM ticks t JOIN samples s"
+            " ON s.key >= t.id << " STORE_KEY_SHIFT_SQL " AND s.key < (t.id + 1) << "
+            STORE_KEY_SHIFT_SQL
             " WHERE t.id BETWEEN %" G_GINT64_FORMAT " AND %" G_GINT64_FORMAT
             " AND t.ts >= ?1 AND t.ts < ?2", lo, hi);
 
-        if (!cursor_prepare(cur, f, select, "s.iothread_id", " ORDER BY t.id, s.iothread_id",
+        if (!cursor_prepare(cur, f, select, "s.key & " STORE_KEY_MASK_SQL, " ORDER BY t.id, s.key",
                             from, to, error))
             return NULL;
     } else {
@@ -244,8 +246,10 @@ store_query_latest(StoreDb *db, GError **error)
         return NULL;
     }
     cur->st = store_prepare(db, "SELECT " SAMPLE_COLUMNS " FROM samples s JOIN ticks t"
-                            " ON t.id = s.tick_id WHERE s.iothread_id = ?1 AND s.tick_id >= ?2"
-                            " ORDER BY s.tick_id DESC LIMIT 1", error);
+                            " ON t.id = s.key >> " STORE_KEY_SHIFT_SQL
+                            " WHERE s.key & " STORE_KEY_MASK_SQL " = ?1"
+                            " AND s.key >= ?2 << " STORE_KEY_SHIFT_SQL
+                            " ORDER BY s.key DESC LIMIT 1", error);
     if (!cur->st)
         return NULL;
     return g_steal_pointer(&cur);

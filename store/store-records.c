@@ -57,7 +57,7 @@ store_decision_insert(StoreDb *db, const StoreDecision *d, GError **error)
 
     if (!name_ok(db, d->target, d->iothread, "decision", error) ||
         !store_db_check_file(db, d->ts_ms, error) ||
-        !store_resolve_iothread(db, d->target, d->iothread, d->ts_ms, TRUE, &iothread_id, error) ||
+        !store_resolve_iothread(db, d->target, d->iothread, d->ts_ms, &iothread_id, error) ||
         !(st = store_prepare(db, "INSERT INTO decisions (ts, iothread_id, policy, old_max_ns,"
                              " old_grow, old_shrink, new_max_ns, new_grow, new_shrink,"
                              " reason, applied) VALUES (?,?,?,?,?,?,?,?,?,?,?)", error)))
@@ -88,7 +88,7 @@ store_override_set(StoreDb *db, const StoreOverride *ov, gint64 *id_out, GError 
     /* Resolving an iothread also resolves (creates) its target; for a
      * whole-target override use a lookup of the target alone. */
     if (ov->iothread &&
-        !store_resolve_iothread(db, ov->target, ov->iothread, ov->created_ms, TRUE, &iothread_id,
+        !store_resolve_iothread(db, ov->target, ov->iothread, ov->created_ms, &iothread_id,
                                 error))
         return FALSE;
     st = store_prepare(db, "INSERT INTO overrides (created, expires, who, target_id, iothread_id,"
@@ -220,7 +220,7 @@ store_original_save(StoreDb *db, const char *target, const char *iothread,
 
     if (!name_ok(db, target, iothread, "save original", error) ||
         !store_db_check_file(db, now_ms, error) ||
-        !store_resolve_iothread(db, target, iothread, now_ms, TRUE, &iothread_id, error) ||
+        !store_resolve_iothread(db, target, iothread, now_ms, &iothread_id, error) ||
         !(st = store_prepare(db, "INSERT OR IGNORE INTO originals VALUES (?,?,?,?,?)", error)))
         return FALSE;
     sqlite3_bind_int64(st, 1, iothread_id);

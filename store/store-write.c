@@ -183,7 +183,7 @@ child_resolve(StoreDb *db, StoreTargetEntry *t, GHashTable *table, StoreStmt ups
 
 gboolean
 store_resolve_iothread(StoreDb *db, const char *target, const char *iothread, gint64 now_ms,
-                       gboolean create, gint64 *id_out, GError **error)
+                       gint64 *id_out, GError **error)
 {
     StoreTargetEntry *t = target_resolve(db, target, now_ms, error);
     StoreIdEntry *e;
@@ -223,31 +223,57 @@ step_done(StoreDb *db, sqlite3_stmt *st, const char *what, GError **error)
     return TRUE;
 }
 
+/* Binds sample @s as the row whose first parameter is @base + 1. */
 static gboolean
-write_sample(StoreDb *db, gint64 tick_id, const StoreSample *s, gint64 now_ms, GError **error)
+bind_sample(StoreDb *db, sqlite3_stmt *st, int base, gint64 tick_id, const StoreSample *s,
+            gint64 now_ms, GError **error)
 {
     gint64 iothread_id;
-    sqlite3_stmt *st;
 
-    if (!store_resolve_iothread(db, s->target, s->iothread, now_ms, TRUE, &iothread_id, error))
+    if (!store_resolve_iothread(db, s->target, s->iothread, now_ms, &iothread_id, error))
         return FALSE;
-    if (!(st = store_stmt(db, STMT_SAMPLE_INSERT, error)))
+    if (iothread_id >> STORE_KEY_SHIFT) {
+        g_set_error(error, STORE_ERROR, STORE_ERROR_FAILED, "%s: %s/%s: iothread id %"
+                    G_GINT64_FORMAT " exceeds the sample key", db->path, s->target, s->iothread,
+                    iothread_id);
         return FALSE;
-    sqlite3_bind_int64(st, 1, tick_id);
-    sqlite3_bind_int64(st, 2, iothread_id);
-    store_bind_i64(st, 3, s->poll_max_ns);
-    store_bind_i64(st, 4, s->poll_grow);
-    store_bind_i64(st, 5, s->poll_shrink);
-    store_bind_i64(st, 6, s->cpu_ns);
-    store_bind_i64(st, 7, s->ctx_vol);
-    store_bind_i64(st, 8, s->ctx_invol);
-    store_bind_i64(st, 9, s->runq_wait_ns);
-    bind_io(st, 10, &s->io);
-    store_bind_i64(st, 18, s->kvm_exits);
-    store_bind_i64(st, 19, s->io_exits);
-    store_bind_i64(st, 20, s->mmio_exits);
-    store_bind_i64(st, 21, s->halt_exits);
-    return step_done(db, st, s->iothread, error);
+    }
+    sqlite3_bind_int64(st, base + 1, STORE_KEY(tick_id, iothread_id));
+    store_bind_i64(st, base + 2, s->poll_max_ns);
+    store_bind_i64(st, base + 3, s->poll_grow);
+    store_bind_i64(st, base + 4, s->poll_shrink);
+    store_bind_i64(st, base + 5, s->cpu_ns);
+    store_bind_i64(st, base + 6, s->ctx_vol);
+    store_bind_i64(st, base + 7, s->ctx_invol);
+    store_bind_i64(st, base + 8, s->runq_wait_ns);
+    bind_io(st, base + 9, &s->io);
+    store_bind_i64(st, base + 17, s->kvm_exits);
+    store_bind_i64(st, base + 18, s->io_exits);
+    store_bind_i64(st, base + 19, s->mmio_exits);
+    store_bind_i64(st, base + 20, s->halt_exits);
+    return TRUE;
+}
+
+static gboolean
+write_samples(StoreDb *db, gint64 tick_id, const StoreTick *tick, GError **error)
+{
+    for (guint i = 0; i < tick->n_samples;) {
+        gboolean batch = tick->n_samples - i >= STORE_SAMPLE_BATCH;
+        guint n = batch ? STORE_SAMPLE_BATCH : 1;
+        sqlite3_stmt *st = store_stmt(db, batch ? STMT_SAMPLE_INSERT_BATCH : STMT_SAMPLE_INSERT,
+                                      error);
+
+        if (!st)
+            return FALSE;
+        for (guint j = 0; j < n; j++)
+            if (!bind_sample(db, st, (int)j * STORE_SAMPLE_COLUMNS, tick_id,
+                             &tick->samples[i + j], tick->ts_ms, error))
+                return FALSE;
+        if (!step_done(db, st, tick->samples[i].iothread, error))
+            return FALSE;
+        i += n;
+    }
+    return TRUE;
 }
 
 /* How many of the tick's devices share @d's iothread. */
@@ -275,7 +301,7 @@ write_device(StoreDb *db, gint64 tick_id, const StoreTick *tick, const StoreDevi
     sqlite3_stmt *st;
 
     if (d->iothread &&
-        !store_resolve_iothread(db, d->target, d->iothread, tick->ts_ms, TRUE, &mapped, error))
+        !store_resolve_iothread(db, d->target, d->iothread, tick->ts_ms, &mapped, error))
         return FALSE;
     if (!(t = target_resolve(db, d->target, tick->ts_ms, error)))
         return FALSE;
@@ -313,9 +339,8 @@ write_tick_sql(StoreDb *db, const StoreTick *tick, GError **error)
     if (!step_done(db, st, "insert tick", error))
         goto fail;
     tick_id = sqlite3_last_insert_rowid(db->sql);
-    for (guint i = 0; i < tick->n_samples; i++)
-        if (!write_sample(db, tick_id, &tick->samples[i], tick->ts_ms, error))
-            goto fail;
+    if (!write_samples(db, tick_id, tick, error))
+        goto fail;
     for (guint i = 0; i < tick->n_devices; i++)
         if (!write_device(db, tick_id, tick, &tick->devices[i], error))
             goto fail;
@@ -413,6 +438,7 @@ health_set(StoreDb *db, StoreHealth health, const GError *cause)
         return;
     switch (health) {
     case STORE_HEALTH_OK:
+        db->dropping = FALSE;
         store_notice(db, "history database %s: writing again; %" G_GUINT64_FORMAT
                      " ticks dropped so far", db->path, db->stats.ticks_dropped);
         break;
@@ -497,9 +523,11 @@ pending_push(StoreDb *db, const StoreTick *tick)
 
     while (db->pending.length >= limit) {
         pending_free(g_queue_pop_head(&db->pending));
-        if (db->stats.ticks_dropped++ == 0)
+        db->stats.ticks_dropped++;
+        if (!db->dropping)
             store_notice(db, "history database %s: %u ticks pending, dropping the oldest",
                          db->path, limit);
+        db->dropping = TRUE;
     }
     g_queue_push_tail(&db->pending, pending_copy(tick));
 }

@@ -10,8 +10,10 @@
  *
  * Contract
  * - store/ depends on sqlite3 and GLib only; its structs are its own.
- * - Time is passed in (`now_ms`, UTC milliseconds since the epoch).  The only
- *   clock read inside is the monotonic one that bounds a maintenance step.
+ * - Time is passed in (`now_ms`, UTC milliseconds since the epoch).  Inside,
+ *   only the monotonic clock is read: to bound a maintenance step and to
+ *   measure writes for StoreStats.  (store_db_open() reads the wall clock
+ *   only if StoreOptions.now_ms is 0.)
  * - Functions that can fail take `GError **error` last and return FALSE or
  *   NULL on failure, with the error set in STORE_ERROR or G_IO_ERROR.  They
  *   never log; conditions an operator should see once (disk full, database
@@ -270,10 +272,13 @@ gboolean store_original_get(StoreDb *db, const char *target, const char *iothrea
 
 /*
  * Does maintenance work for about @budget_ms, in units that each hold the
- * database for well under 50 ms: 1-minute rollups of complete minutes,
- * 1-hour rollups of complete hours, retention, then the size cap (oldest raw
- * first, then the oldest 1-minute, then 1-hour rollups).  Sets @more to TRUE
- * when work remains, so the caller can schedule the next step soon.
+ * database for well under 50 ms: a WAL checkpoint once the WAL has grown,
+ * 1-minute rollups of complete minutes, 1-hour rollups of complete hours,
+ * the size cap (oldest raw first, then the oldest 1-minute, then 1-hour
+ * rollups), retention, and returning free pages while the file exceeds the
+ * cap.  Sets @more to TRUE when work remains, so the caller can schedule the
+ * next step soon.  Call it every tick or few: it also keeps checkpoints
+ * (and their fsync) out of store_tick_write().
  */
 gboolean store_maintain_step(StoreDb *db, gint64 now_ms, guint budget_ms,
                              gboolean *more, GError **error);
@@ -340,6 +345,10 @@ StoreCursor *store_query_latest(StoreDb *db, GError **error);
  * or a relative span back from @now_ms ("7d", "12h", "30m", "45s", "2w").
  */
 gboolean store_time_parse(const char *text, gint64 now_ms, gint64 *ms_out, GError **error);
+
+/* Writes @ms as "2026-12-01T10:00:00.000Z" and a NUL into @buf; returns
+ * the length (24 for years 0-9999). */
+gsize store_time_format(gint64 ms, char buf[32]);
 
 typedef enum {
     STORE_EXPORT_SAMPLES,

@@ -90,6 +90,36 @@ test_dir_remove(const char *dir)
     g_rmdir(dir);
 }
 
+gboolean
+test_timing_is_meaningful(void)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    return FALSE;
+#else
+    return g_getenv("PT_UNDER_VALGRIND") == NULL;
+#endif
+}
+
+void
+test_db_setup(TestDb *fx, const StoreOptions *opts)
+{
+    g_autoptr(GError) error = NULL;
+
+    fx->dir = test_dir_new();
+    fx->path = g_build_filename(fx->dir, "h.db", NULL);
+    fx->db = store_db_open(fx->path, opts, &error);
+    g_assert_no_error(error);
+}
+
+void
+test_db_teardown(TestDb *fx)
+{
+    store_db_close(fx->db);
+    test_dir_remove(fx->dir);
+    g_free(fx->dir);
+    g_free(fx->path);
+}
+
 gint64
 test_sql_int(const char *path, const char *sql)
 {

@@ -25,5 +25,19 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(TestTick, test_tick_free)
 char *test_dir_new(void);
 void test_dir_remove(const char *dir);
 
+/* Whether wall-time bounds mean anything: not under valgrind or the
+ * address sanitizer, which slow everything down several times. */
+gboolean test_timing_is_meaningful(void);
+
+/* A database in a fresh temporary folder. */
+typedef struct {
+    char *dir;
+    char *path;
+    StoreDb *db;
+} TestDb;
+
+void test_db_setup(TestDb *fx, const StoreOptions *opts);
+void test_db_teardown(TestDb *fx);
+
 /* Runs a query returning one integer on a separate connection to @path. */
 gint64 test_sql_int(const char *path, const char *sql);

@@ -1,0 +1,288 @@
+/*
+ * Export: time bounds, CSV per RFC 4180, JSON Lines, filters, rollups,
+ * decisions, and memory that stays flat however many rows go out.
+ */
+#include <fcntl.h>
+#include <gio/gunixoutputstream.h>
+#include <json.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "store-testutil.h"
+
+#define T0 G_GINT64_CONSTANT(1764590400000)   /* 2025-12-01T12:00:00Z */
+
+static void
+test_time_parse(void)
+{
+    g_autoptr(GError) error = NULL;
+    gint64 now = T0 + 123, ms = 0;
+
+    g_assert_true(store_time_parse("2025-12-01T12:00:00Z", now, &ms, &error));
+    g_assert_cmpint(ms, ==, T0);
+    g_assert_true(store_time_parse("2025-12-01T13:00:00.250+01:00", now, &ms, &error));
+    g_assert_cmpint(ms, ==, T0 + 250);
+    g_assert_true(store_time_parse("2025-12-01T12:00:00", now, &ms, &error));
+    g_assert_cmpint(ms, ==, T0);
+    g_assert_true(store_time_parse("2025-12-01", now, &ms, &error));
+    g_assert_cmpint(ms, ==, T0 - 12 * 3600000);
+    g_assert_true(store_time_parse("7d", now, &ms, &error));
+    g_assert_cmpint(ms, ==, now - 7 * 86400000);
+    g_assert_true(store_time_parse("12h", now, &ms, &error));
+    g_assert_cmpint(ms, ==, now - 12 * 3600000);
+    g_assert_true(store_time_parse("30m", now, &ms, &error));
+    g_assert_cmpint(ms, ==, now - 30 * 60000);
+    g_assert_true(store_time_parse("now", now, &ms, &error));
+    g_assert_cmpint(ms, ==, now);
+    g_assert_no_error(error);
+    for (guint i = 0; i < 6; i++) {
+        const char *bad[] = { "", "7x", "d", "-5h", "2025-13-01T00:00:00Z", "99999999999999999999d" };
+
+        g_assert_false(store_time_parse(bad[i], now, &ms, &error));
+        g_assert_error(error, STORE_ERROR, STORE_ERROR_INVALID);
+        g_clear_error(&error);
+    }
+}
+
+static void
+test_iso_format(void)
+{
+    char buf[32];
+
+    store_time_format(T0 + 7, buf);
+    g_assert_cmpstr(buf, ==, "2025-12-01T12:00:00.007Z");
+    store_time_format(951782400000 + 86399999, buf);    /* leap day */
+    g_assert_cmpstr(buf, ==, "2000-02-29T23:59:59.999Z");
+    store_time_format(0, buf);
+    g_assert_cmpstr(buf, ==, "1970-01-01T00:00:00.000Z");
+}
+
+typedef TestDb Fixture;
+
+/* Three ticks of vm0 and 'we,ird "vm"' (one iothread each, NULLs in
+ * every row) and two decisions. */
+static void
+fixture_setup(Fixture *fx, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    StoreSample s[2];
+    StoreTick tick;
+    StoreDecision d = {
+        .target = "vm0", .iothread = "iothread0", .policy = "adaptive",
+        .old_triple = { 32768, 0, 0 }, .new_triple = { 0, 0, 0 },
+        .reason = "idle, \"no\" I/O\nfor 5 min", .applied = TRUE,
+    };
+
+    test_db_setup(fx, NULL);
+    for (int k = 0; k < 3; k++) {
+        for (int i = 0; i < 2; i++) {
+            store_sample_init(&s[i]);
+            s[i].iothread = "iothread0";
+            s[i].poll_max_ns = 32768;
+            s[i].cpu_ns = 1000 * (k + 1);
+            s[i].io.rd_ops = k;
+        }
+        s[0].target = "vm0";
+        s[1].target = "we,ird \"vm\"";
+        store_tick_init(&tick);
+        tick.ts_ms = T0 + k * 1000;
+        tick.len_ns = 1000000000;
+        tick.samples = s;
+        tick.n_samples = 2;
+        g_assert_true(store_tick_write(fx->db, &tick, &error));
+    }
+    d.ts_ms = T0 + 500;
+    g_assert_true(store_decision_insert(fx->db, &d, &error));
+    d.ts_ms = T0 + 1500;
+    d.reason = "plain";
+    d.applied = FALSE;
+    g_assert_true(store_decision_insert(fx->db, &d, &error));
+}
+
+static void
+fixture_teardown(Fixture *fx, gconstpointer data)
+{
+    test_db_teardown(fx);
+}
+
+static char *
+export_to_string(StoreDb *db, const StoreFilter *f, StoreExportWhat what, StoreFormat format)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GOutputStream) out = g_memory_output_stream_new_resizable();
+
+    g_assert_true(store_export(db, f, what, format, out, NULL, &error));
+    g_assert_no_error(error);
+    g_assert_true(g_output_stream_write_all(out, "", 1, NULL, NULL, NULL));
+    g_assert_true(g_output_stream_close(out, NULL, NULL));
+    return g_memory_output_stream_steal_data(G_MEMORY_OUTPUT_STREAM(out));
+}
+
+static void
+test_csv(Fixture *fx, gconstpointer data)
+{
+    g_autofree char *csv = NULL;
+    g_auto(GStrv) lines = NULL;
+    StoreFilter f;
+
+    store_filter_init(&f);
+    csv = export_to_string(fx->db, &f, STORE_EXPORT_SAMPLES, STORE_FORMAT_CSV);
+    g_assert_true(g_str_has_suffix(csv, "\r\n"));
+    lines = g_strsplit(csv, "\r\n", -1);
+    g_assert_cmpuint(g_strv_length(lines), ==, 1 + 6 + 1);
+    g_assert_cmpstr(lines[0], ==,
+                    "time,target,iothread,tick_ns,poll_max_ns,poll_grow,poll_shrink,cpu_ns,"
+                    "ctx_vol,ctx_invol,runq_wait_ns,rd_ops,rd_bytes,rd_time_ns,wr_ops,wr_bytes,"
+                    "wr_time_ns,flush_ops,flush_time_ns,kvm_exits,io_exits,mmio_exits,halt_exits");
+    /* rows in time order; NULL is an empty field; quotes doubled */
+    g_assert_cmpstr(lines[1], ==, "2025-12-01T12:00:00.000Z,vm0,iothread0,1000000000,32768,,,"
+                                  "1000,,,,0,,,,,,,,,,,");
+    g_assert_cmpstr(lines[2], ==, "2025-12-01T12:00:00.000Z,\"we,ird \"\"vm\"\"\",iothread0,"
+                                  "1000000000,32768,,,1000,,,,0,,,,,,,,,,,");
+    g_assert_true(g_str_has_prefix(lines[6], "2025-12-01T12:00:02.000Z,"));
+    g_assert_cmpstr(lines[7], ==, "");
+}
+
+static void
+test_jsonl(Fixture *fx, gconstpointer data)
+{
+    g_autofree char *text = NULL;
+    g_auto(GStrv) lines = NULL;
+    StoreFilter f;
+
+    store_filter_init(&f);
+    f.target = "we,ird \"vm\"";
+    f.from_ms = T0 + 1000;
+    text = export_to_string(fx->db, &f, STORE_EXPORT_SAMPLES, STORE_FORMAT_JSONL);
+    lines = g_strsplit(text, "\n", -1);
+    g_assert_cmpuint(g_strv_length(lines), ==, 3);
+    for (int i = 0; i < 2; i++) {
+        json_object *o = json_tokener_parse(lines[i]), *v = NULL;
+
+        g_assert_nonnull(o);
+        g_assert_true(json_object_object_get_ex(o, "target", &v));
+        g_assert_cmpstr(json_object_get_string(v), ==, "we,ird \"vm\"");
+        g_assert_true(json_object_object_get_ex(o, "time", &v));
+        g_assert_cmpstr(json_object_get_string(v), ==,
+                        i == 0 ? "2025-12-01T12:00:01.000Z" : "2025-12-01T12:00:02.000Z");
+        g_assert_true(json_object_object_get_ex(o, "cpu_ns", &v));
+        g_assert_cmpint(json_object_get_int64(v), ==, 1000 * (i + 2));
+        g_assert_true(json_object_object_get_ex(o, "wr_ops", &v));
+        g_assert_null(v);
+        json_object_put(o);
+    }
+    g_assert_cmpstr(lines[2], ==, "");
+}
+
+static void
+test_decisions(Fixture *fx, gconstpointer data)
+{
+    g_autofree char *csv = NULL, *jsonl = NULL;
+    g_auto(GStrv) lines = NULL;
+    json_object *o, *v = NULL;
+    StoreFilter f;
+
+    store_filter_init(&f);
+    csv = export_to_string(fx->db, &f, STORE_EXPORT_DECISIONS, STORE_FORMAT_CSV);
+    g_assert_true(g_str_has_prefix(csv, "time,target,iothread,old_poll_max_ns,old_poll_grow,"
+                                        "old_poll_shrink,new_poll_max_ns,new_poll_grow,"
+                                        "new_poll_shrink,applied,policy,reason\r\n"));
+    /* a line break inside a quoted field stays in the field */
+    g_assert_nonnull(strstr(csv, "\r\n2025-12-01T12:00:00.500Z,vm0,iothread0,32768,0,0,0,0,0,1,"
+                                 "adaptive,\"idle, \"\"no\"\" I/O\nfor 5 min\"\r\n"));
+    f.from_ms = T0 + 1000;
+    jsonl = export_to_string(fx->db, &f, STORE_EXPORT_DECISIONS, STORE_FORMAT_JSONL);
+    lines = g_strsplit(jsonl, "\n", -1);
+    g_assert_cmpuint(g_strv_length(lines), ==, 2);
+    o = json_tokener_parse(lines[0]);
+    g_assert_nonnull(o);
+    g_assert_true(json_object_object_get_ex(o, "applied", &v));
+    g_assert_cmpint(json_object_get_int(v), ==, 0);
+    g_assert_true(json_object_object_get_ex(o, "reason", &v));
+    g_assert_cmpstr(json_object_get_string(v), ==, "plain");
+    json_object_put(o);
+}
+
+static void
+test_rollup_export(Fixture *fx, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree char *csv = NULL;
+    g_auto(GStrv) lines = NULL;
+    gboolean more;
+    StoreFilter f;
+
+    g_assert_true(store_maintain_step(fx->db, T0 + 60000, 100, &more, &error));
+    store_filter_init(&f);
+    f.resolution = STORE_RES_1M;
+    f.target = "vm0";
+    csv = export_to_string(fx->db, &f, STORE_EXPORT_SAMPLES, STORE_FORMAT_CSV);
+    lines = g_strsplit(csv, "\r\n", -1);
+    g_assert_cmpuint(g_strv_length(lines), ==, 3);
+    g_assert_cmpstr(lines[0], ==, "time,target,iothread,count,span_ms,iops_min,iops_mean,iops_max,"
+                                  "iops_p95,lat_min_ns,lat_mean_ns,lat_max_ns,lat_p95_ns,"
+                                  "cpu_min_pct,cpu_mean_pct,cpu_max_pct");
+    /* 0, 1, 2 reads per second; CPU 1, 2, 3 us per second */
+    g_assert_cmpstr(lines[1], ==, "2025-12-01T12:00:00.000Z,vm0,iothread0,3,3000,0.000,1.000,"
+                                  "2.000,2.000,,,,,0.0001,0.0002,0.0003");
+}
+
+static glong
+max_rss_kb(void)
+{
+    struct rusage ru;
+
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss;
+}
+
+static void
+test_constant_memory(void)
+{
+    g_autofree char *dir = test_dir_new();
+    g_autofree char *path = g_build_filename(dir, "h.db", NULL);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(StoreDb) db = store_db_open(path, NULL, &error);
+    g_autoptr(TestTick) t = test_tick_new(50);
+    g_autoptr(GOutputStream) out = NULL;
+    int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    StoreFilter f;
+    glong before;
+
+    g_assert_cmpint(fd, >=, 0);
+    for (int k = 0; k < 4000; k++) {
+        test_tick_fill(t, T0 + k * 1000, k);
+        g_assert_true(store_tick_write(db, &t->tick, &error));
+    }
+    /* Close and reopen so the page cache of the writes is not counted. */
+    g_clear_pointer(&db, store_db_close);
+    db = store_db_open(path, NULL, &error);
+    out = g_unix_output_stream_new(fd, TRUE);
+    store_filter_init(&f);
+    before = max_rss_kb();
+    /* 200,000 rows, about 25 MB of CSV and 60 MB of JSON */
+    g_assert_true(store_export(db, &f, STORE_EXPORT_SAMPLES, STORE_FORMAT_CSV, out, NULL, &error));
+    g_assert_true(store_export(db, &f, STORE_EXPORT_SAMPLES, STORE_FORMAT_JSONL, out, NULL,
+                               &error));
+    g_assert_no_error(error);
+    g_test_message("peak RSS grew by %ld kB", max_rss_kb() - before);
+    /* the sqlite page cache (8 MiB) and the output buffer, not the rows */
+    g_assert_cmpint(max_rss_kb() - before, <, 16 * 1024);
+    g_clear_pointer(&db, store_db_close);
+    test_dir_remove(dir);
+}
+
+int
+main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/store/export/time-parse", test_time_parse);
+    g_test_add_func("/store/export/iso-format", test_iso_format);
+#define ADD(name, fn) g_test_add(name, Fixture, NULL, fixture_setup, fn, fixture_teardown)
+    ADD("/store/export/csv", test_csv);
+    ADD("/store/export/jsonl", test_jsonl);
+    ADD("/store/export/decisions", test_decisions);
+    ADD("/store/export/rollup", test_rollup_export);
+    g_test_add_func("/store/export/constant-memory", test_constant_memory);
+    return g_test_run();
+}

@@ -1,0 +1,432 @@
+/*
+ * Faults: a database locked by another process, a full disk (a real
+ * small tmpfs), a corrupt file at open, SIGKILL in the middle of writing,
+ * and the file deleted or replaced while open.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <glib/gstdio.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "store-testutil.h"
+
+#define T0 G_GINT64_CONSTANT(1764590400000)   /* 2025-12-01T12:00:00Z */
+
+/* Takes every queued notice; returns how many contained @needle. */
+static guint
+notices_matching(StoreDb *db, const char *needle, guint *total)
+{
+    guint n = 0;
+    char *msg;
+
+    *total = 0;
+    while ((msg = store_db_take_notice(db))) {
+        g_test_message("notice: %s", msg);
+        if (strstr(msg, needle))
+            n++;
+        (*total)++;
+        g_free(msg);
+    }
+    return n;
+}
+
+static void
+write_tick(StoreDb *db, TestTick *t, gint64 ts)
+{
+    g_autoptr(GError) error = NULL;
+
+    test_tick_fill(t, ts, (guint64)ts / 1000);
+    g_assert_true(store_tick_write(db, &t->tick, &error));
+    g_assert_no_error(error);
+}
+
+/* ---- locked by another process -------------------------------------- */
+
+static void
+test_locked(void)
+{
+    g_autofree char *dir = test_dir_new();
+    g_autofree char *path = g_build_filename(dir, "h.db", NULL);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(StoreDb) db = store_db_open(path, NULL, &error);
+    g_autoptr(TestTick) t = test_tick_new(4);
+    int locked[2], release[2], status;
+    StoreStats stats;
+    gint64 start, took;
+    guint total;
+    pid_t pid;
+    char c;
+
+    g_assert_no_error(error);
+    g_assert_cmpint(pipe(locked), ==, 0);
+    g_assert_cmpint(pipe(release), ==, 0);
+    pid = fork();
+    g_assert_cmpint(pid, >=, 0);
+    if (pid == 0) {
+        sqlite3 *other = NULL;
+
+        if (sqlite3_open(path, &other) != SQLITE_OK ||
+            sqlite3_exec(other, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+            _exit(1);
+        if (write(locked[1], "L", 1) != 1 || read(release[0], &c, 1) != 1)
+            _exit(2);
+        if (sqlite3_exec(other, "COMMIT", NULL, NULL, NULL) == SQLITE_OK &&
+            sqlite3_close(other) == SQLITE_OK && write(locked[1], "D", 1) != 1)
+            _exit(3);
+        _exit(0);
+    }
+    g_assert_cmpint(read(locked[0], &c, 1), ==, 1);
+
+    start = g_get_monotonic_time();
+    write_tick(db, t, T0);
+    took = g_get_monotonic_time() - start;
+    write_tick(db, t, T0 + 1000);
+    store_db_get_stats(db, &stats);
+    g_assert_cmpint(stats.health, ==, STORE_HEALTH_BUSY);
+    g_assert_cmpuint(stats.pending_ticks, ==, 2);
+    /* waited for the busy timeout (100 ms), not much longer */
+    g_assert_cmpint(took, >=, 90000);
+    g_assert_cmpint(took, <, 2000000);
+    /* one notice for the whole episode */
+    g_assert_cmpuint(notices_matching(db, "locked by another process", &total), ==, 1);
+    g_assert_cmpuint(total, ==, 1);
+
+    g_assert_cmpint(write(release[1], "U", 1), ==, 1);
+    /* The child reports its own success: under valgrind its exit status
+     * also carries leak reports about memory it inherited. */
+    g_assert_cmpint(read(locked[0], &c, 1), ==, 1);
+    g_assert_cmpint(c, ==, 'D');
+    g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+    g_assert_true(WIFEXITED(status));
+    write_tick(db, t, T0 + 2000);
+    store_db_get_stats(db, &stats);
+    g_assert_cmpint(stats.health, ==, STORE_HEALTH_OK);
+    g_assert_cmpuint(stats.pending_ticks, ==, 0);
+    g_assert_cmpuint(notices_matching(db, "writing again", &total), ==, 1);
+    /* all three, in order */
+    g_assert_cmpint(test_sql_int(path, "SELECT count(*) FROM ticks"), ==, 3);
+    g_assert_cmpint(test_sql_int(path, "SELECT count(*) FROM ticks a JOIN ticks b"
+                                       " ON b.id = a.id + 1 WHERE b.ts <= a.ts"), ==, 0);
+    for (int i = 0; i < 2; i++) {
+        close(locked[i]);
+        close(release[i]);
+    }
+    g_clear_pointer(&db, store_db_close);
+    test_dir_remove(dir);
+}
+
+/* ---- disk full -------------------------------------------------------- */
+
+/* Fills the filesystem of @path until ENOSPC. */
+static void
+fill_up(const char *path)
+{
+    static char block[4096];
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+    g_assert_cmpint(fd, >=, 0);
+    while (write(fd, block, sizeof(block)) > 0)
+        ;
+    g_assert_cmpint(errno, ==, ENOSPC);
+    close(fd);
+}
+
+static void
+test_disk_full(void)
+{
+    g_autofree char *dir = test_dir_new();
+    g_autofree char *path = g_build_filename(dir, "h.db", NULL);
+    g_autofree char *filler = g_build_filename(dir, "filler", NULL);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(StoreDb) db = NULL;
+    g_autoptr(TestTick) t = test_tick_new(8);
+    StoreOptions opts;
+    StoreStats stats;
+    gint64 ts = T0, slowest = 0;
+    guint total;
+
+    /* A real small filesystem, in a mount namespace of our own so nothing
+     * outlives the test. */
+    if (unshare(CLONE_NEWNS) != 0) {
+        g_autofree char *why = g_strdup_printf("cannot create a mount namespace: %s",
+                                               g_strerror(errno));
+        g_test_skip(why);
+        test_dir_remove(dir);
+        return;
+    }
+    if (mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) != 0 ||
+        mount("tmpfs", dir, "tmpfs", 0, "size=2m") != 0) {
+        g_autofree char *why = g_strdup_printf("cannot mount a 2 MiB tmpfs: %s",
+                                               g_strerror(errno));
+        g_test_skip(why);
+        test_dir_remove(dir);
+        return;
+    }
+
+    store_options_init(&opts);
+    opts.max_pending_ticks = 20;
+    db = store_db_open(path, &opts, &error);
+    g_assert_no_error(error);
+    for (int i = 0; i < 10; i++, ts += 1000)
+        write_tick(db, t, ts);
+    fill_up(filler);
+
+    /* Keep ticking, as the daemon would, until the store notices. */
+    for (int i = 0; i < 5000; i++, ts += 1000) {
+        write_tick(db, t, ts);
+        store_db_get_stats(db, &stats);
+        if (stats.health == STORE_HEALTH_FULL)
+            break;
+    }
+    g_assert_cmpint(stats.health, ==, STORE_HEALTH_FULL);
+    for (int i = 0; i < 50; i++, ts += 1000) {
+        gint64 start = g_get_monotonic_time();
+
+        write_tick(db, t, ts);
+        slowest = MAX(slowest, g_get_monotonic_time() - start);
+    }
+    store_db_get_stats(db, &stats);
+    g_test_message("slowest tick while full: %" G_GINT64_FORMAT " us", slowest);
+    g_assert_cmpint(slowest, <, 500000);
+    g_assert_cmpuint(stats.pending_ticks, ==, 20);
+    g_assert_cmpuint(stats.ticks_dropped, >=, 30);
+    /* logged once: one notice that the disk is full, one that ticks drop */
+    g_assert_cmpuint(notices_matching(db, "disk full", &total), ==, 1);
+    g_assert_cmpuint(total, ==, 2);
+
+    /* Space returns: the pending ticks and the new one are written. */
+    g_assert_cmpint(g_unlink(filler), ==, 0);
+    write_tick(db, t, ts);
+    store_db_get_stats(db, &stats);
+    g_assert_cmpint(stats.health, ==, STORE_HEALTH_OK);
+    g_assert_cmpuint(stats.pending_ticks, ==, 0);
+    g_assert_cmpuint(notices_matching(db, "writing again", &total), ==, 1);
+    g_assert_cmpint(test_sql_int(path, "SELECT count(*) FROM ticks"), ==,
+                    (gint64)stats.ticks_written);
+    /* the newest 21 ticks are all there */
+    {
+        g_autofree char *sql = g_strdup_printf("SELECT count(*) FROM ticks WHERE ts >= %"
+                                               G_GINT64_FORMAT, ts - 20000);
+
+        g_assert_cmpint(test_sql_int(path, sql), ==, 21);
+    }
+    g_assert_cmpint(test_sql_int(path, "SELECT integrity_check = 'ok' FROM pragma_integrity_check"),
+                    ==, 1);
+    g_clear_pointer(&db, store_db_close);
+    umount(dir);
+    test_dir_remove(dir);
+}
+
+/* ---- corrupt file at open -------------------------------------------- */
+
+static void
+test_corrupt_header(void)
+{
+    g_autofree char *dir = test_dir_new();
+    g_autofree char *path = g_build_filename(dir, "h.db", NULL);
+    g_autofree char *aside = g_strconcat(path, ".corrupt-20251201T120000Z", NULL);
+    g_autofree char *garbage = g_strnfill(8192, 'x');
+    g_autofree char *kept = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(StoreDb) db = NULL;
+    g_autoptr(TestTick) t = test_tick_new(2);
+    StoreOptions opts;
+    StoreStats stats;
+    guint total;
+
+    g_assert_true(g_file_set_contents(path, garbage, -1, &error));
+    store_options_init(&opts);
+    opts.now_ms = T0;
+    db = store_db_open(path, &opts, &error);
+    g_assert_no_error(error);
+    g_assert_nonnull(db);
+    g_assert_cmpuint(notices_matching(db, aside, &total), ==, 1);
+    g_assert_true(g_file_get_contents(aside, &kept, NULL, &error));
+    g_assert_cmpstr(kept, ==, garbage);
+    store_db_get_stats(db, &stats);
+    g_assert_cmpuint(stats.reopens, ==, 1);
+    write_tick(db, t, T0);
+    g_assert_cmpint(test_sql_int(path, "PRAGMA user_version"), ==, store_schema_version());
+    g_assert_cmpint(test_sql_int(path, "SELECT count(*) FROM samples"), ==, 2);
+    g_clear_pointer(&db, store_db_close);
+    test_dir_remove(dir);
+}
+
+static void
+test_corrupt_page(void)
+{
+    g_autofree char *dir = test_dir_new();
+    g_autofree char *path = g_build_filename(dir, "h.db", NULL);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(StoreDb) db = store_db_open(path, NULL, &error);
+    g_autoptr(TestTick) t = test_tick_new(20);
+    StoreOptions opts;
+    guint total;
+    char junk[4096];
+    int fd;
+
+    for (int i = 0; i < 200; i++)
+        write_tick(db, t, T0 + i * 1000);
+    g_clear_pointer(&db, store_db_close);
+    /* scribble over a b-tree page in the middle of the file */
+    memset(junk, 0xa5, sizeof(junk));
+    fd = open(path, O_WRONLY | O_CLOEXEC);
+    g_assert_cmpint(pwrite(fd, junk, sizeof(junk), 20 * 4096), ==, sizeof(junk));
+    close(fd);
+
+    store_options_init(&opts);
+    opts.now_ms = T0;
+    opts.verify_at_open = TRUE;
+    db = store_db_open(path, &opts, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(notices_matching(db, "was corrupt", &total), ==, 1);
+    g_assert_cmpint(test_sql_int(path, "SELECT count(*) FROM samples"), ==, 0);
+    g_clear_pointer(&db, store_db_close);
+    test_dir_remove(dir);
+}
+
+/* ---- SIGKILL while writing ------------------------------------------- */
+
+static G_GNUC_NORETURN void
+writer_child(const char *path, gint64 first_ts, int ack_fd)
+{
+    StoreDb *db = store_db_open(path, NULL, NULL);
+    TestTick *t = test_tick_new(16);
+    StoreStats stats;
+
+    if (!db)
+        _exit(3);
+    for (gint64 ts = first_ts;; ts += 1000) {
+        test_tick_fill(t, ts, (guint64)ts / 1000);
+        if (!store_tick_write(db, &t->tick, NULL))
+            _exit(4);
+        store_db_get_stats(db, &stats);
+        if (stats.pending_ticks == 0 && write(ack_fd, &ts, sizeof(ts)) != sizeof(ts))
+            _exit(5);
+    }
+}
+
+static void
+test_sigkill(void)
+{
+    g_autofree char *dir = test_dir_new();
+    g_autofree char *path = g_build_filename(dir, "h.db", NULL);
+    gint64 next_ts = T0;
+
+    for (int iter = 0; iter < 8; iter++) {
+        gint64 start = g_get_monotonic_time();
+        gint64 deadline = start + g_test_rand_int_range(20, 200) * 1000;
+        gint64 first = next_ts, acked = G_MININT64, ts;
+        g_autofree char *sql = NULL;
+        int fds[2], status;
+        guint acks = 0;
+        pid_t pid;
+
+        g_assert_cmpint(pipe(fds), ==, 0);
+        pid = fork();
+        g_assert_cmpint(pid, >=, 0);
+        if (pid == 0) {
+            close(fds[0]);
+            writer_child(path, first, fds[1]);
+        }
+        close(fds[1]);
+        /* The first acknowledgement (slow under sanitizers) starts the clock. */
+        g_assert_cmpint(read(fds[0], &ts, sizeof(ts)), ==, sizeof(ts));
+        acked = ts;
+        acks++;
+        deadline += g_get_monotonic_time() - start;
+        /* Read acknowledgements until the deadline, then kill mid-write. */
+        while (g_get_monotonic_time() < deadline) {
+            struct pollfd p = { fds[0], POLLIN, 0 };
+
+            if (poll(&p, 1, 5) > 0 && read(fds[0], &ts, sizeof(ts)) == sizeof(ts)) {
+                acked = ts;
+                acks++;
+            }
+        }
+        kill(pid, SIGKILL);
+        g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+        g_assert_true(WIFSIGNALED(status));
+        while (read(fds[0], &ts, sizeof(ts)) == sizeof(ts)) {
+            acked = ts;
+            acks++;
+        }
+        close(fds[0]);
+        g_assert_cmpuint(acks, >, 0);
+
+        g_assert_cmpint(test_sql_int(path, "SELECT integrity_check = 'ok'"
+                                           " FROM pragma_integrity_check"), ==, 1);
+        /* Every acknowledged tick is there; at most the one in flight
+         * (written but not yet acknowledged) beyond it. */
+        sql = g_strdup_printf("SELECT count(*) FROM ticks WHERE ts BETWEEN %" G_GINT64_FORMAT
+                              " AND %" G_GINT64_FORMAT, first, acked);
+        g_assert_cmpint(test_sql_int(path, sql), ==, (acked - first) / 1000 + 1);
+        g_clear_pointer(&sql, g_free);
+        sql = g_strdup_printf("SELECT count(*) FROM ticks WHERE ts > %" G_GINT64_FORMAT, acked);
+        g_assert_cmpint(test_sql_int(path, sql), <=, 1);
+        g_assert_cmpint(test_sql_int(path, "SELECT count(*) FROM ticks t WHERE NOT EXISTS"
+                                           " (SELECT 1 FROM samples s WHERE s.key >> 20 = t.id"
+                                           " AND s.key BETWEEN t.id << 20 AND (t.id + 1) << 20)"),
+                        ==, 0);
+        next_ts = test_sql_int(path, "SELECT max(ts) FROM ticks") + 1000;
+    }
+    test_dir_remove(dir);
+}
+
+/* ---- deleted or replaced while open ---------------------------------- */
+
+static void
+test_deleted_replaced(void)
+{
+    g_autofree char *dir = test_dir_new();
+    g_autofree char *path = g_build_filename(dir, "h.db", NULL);
+    g_autofree char *other_path = g_build_filename(dir, "other.db", NULL);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(StoreDb) db = store_db_open(path, NULL, &error);
+    g_autoptr(TestTick) t = test_tick_new(2);
+    StoreDb *other;
+    StoreStats stats;
+    guint total;
+
+    write_tick(db, t, T0);
+    g_assert_cmpint(g_unlink(path), ==, 0);
+    write_tick(db, t, T0 + 1000);
+    g_assert_cmpuint(notices_matching(db, "was deleted while open", &total), ==, 1);
+    g_assert_cmpint(test_sql_int(path, "SELECT count(*) FROM ticks"), ==, 1);
+    g_assert_cmpint(test_sql_int(path, "SELECT ts FROM ticks"), ==, T0 + 1000);
+
+    /* someone restores another database over ours */
+    other = store_db_open(other_path, NULL, &error);
+    g_assert_no_error(error);
+    write_tick(other, t, T0 - 60000);
+    store_db_close(other);
+    g_assert_cmpint(g_rename(other_path, path), ==, 0);
+    write_tick(db, t, T0 + 2000);
+    g_assert_cmpuint(notices_matching(db, "was replaced while open", &total), ==, 1);
+    g_assert_cmpint(test_sql_int(path, "SELECT count(*) FROM ticks"), ==, 2);
+    g_assert_cmpint(test_sql_int(path, "SELECT min(ts) FROM ticks"), ==, T0 - 60000);
+    store_db_get_stats(db, &stats);
+    g_assert_cmpuint(stats.reopens, ==, 2);
+    g_assert_cmpuint(stats.pending_ticks, ==, 0);
+    g_clear_pointer(&db, store_db_close);
+    test_dir_remove(dir);
+}
+
+int
+main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/store/faults/locked", test_locked);
+    g_test_add_func("/store/faults/corrupt-header", test_corrupt_header);
+    g_test_add_func("/store/faults/corrupt-page", test_corrupt_page);
+    g_test_add_func("/store/faults/sigkill", test_sigkill);
+    g_test_add_func("/store/faults/deleted-replaced", test_deleted_replaced);
+    /* last: it leaves this process in a mount namespace of its own */
+    g_test_add_func("/store/faults/disk-full", test_disk_full);
+    return g_test_run();
+}

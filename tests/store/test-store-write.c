@@ -1,0 +1,373 @@
+/*
+ * Tick writes and what queries give back: values and NULLs round-trip,
+ * device rows, latest per iothread, range filters, decisions, overrides
+ * and originals.
+ */
+#include "store-testutil.h"
+
+#define T0 1764590400000    /* 2025-12-01T12:00:00Z */
+
+typedef TestDb Fixture;
+
+static void
+fixture_setup(Fixture *fx, gconstpointer data)
+{
+    StoreOptions opts;
+
+    store_options_init(&opts);
+    opts.now_ms = T0;
+    test_db_setup(fx, &opts);
+}
+
+static void
+fixture_teardown(Fixture *fx, gconstpointer data)
+{
+    test_db_teardown(fx);
+}
+
+static void
+test_roundtrip(Fixture *fx, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(StoreCursor) cur = NULL;
+    StoreSample s;
+    StoreTick tick;
+    StoreFilter f;
+    const StoreRow *row;
+    StoreStats stats;
+
+    store_sample_init(&s);
+    s.target = "db,1 \"primary\"";
+    s.iothread = "iothread0";
+    s.poll_max_ns = 32768;
+    s.poll_grow = 2;
+    s.poll_shrink = 0;
+    s.cpu_ns = 123456789;
+    s.ctx_vol = 4000;
+    s.ctx_invol = 0;
+    s.runq_wait_ns = 77;
+    s.io.rd_ops = 10;
+    s.io.rd_bytes = 40960;
+    s.io.rd_time_ns = G_GINT64_CONSTANT(9000000000000);
+    /* wr, flush and KVM counters stay unavailable */
+    store_tick_init(&tick);
+    tick.ts_ms = T0 + 1000;
+    tick.len_ns = 999999937;
+    tick.psi.io_some_us = 5;
+    tick.samples = &s;
+    tick.n_samples = 1;
+    g_assert_true(store_tick_write(fx->db, &tick, &error));
+    g_assert_no_error(error);
+
+    store_filter_init(&f);
+    cur = store_query_range(fx->db, &f, &error);
+    g_assert_no_error(error);
+    g_assert_true(store_cursor_next(cur, &row, &error));
+    g_assert_nonnull(row);
+    g_assert_cmpint(row->ts_ms, ==, T0 + 1000);
+    g_assert_cmpint(row->len_ns, ==, 999999937);
+    g_assert_cmpstr(row->target, ==, s.target);
+    g_assert_cmpint(row->sample.poll_grow, ==, 2);
+    g_assert_cmpint(row->sample.ctx_invol, ==, 0);
+    g_assert_cmpint(row->sample.io.rd_time_ns, ==, s.io.rd_time_ns);
+    g_assert_cmpint(row->sample.io.wr_ops, ==, STORE_NULL);
+    g_assert_cmpint(row->sample.io.flush_time_ns, ==, STORE_NULL);
+    g_assert_cmpint(row->sample.halt_exits, ==, STORE_NULL);
+    g_assert_true(store_cursor_next(cur, &row, &error));
+    g_assert_null(row);
+
+    /* Stored as SQL NULL and integers, never REAL. */
+    g_assert_cmpint(test_sql_int(fx->path, "SELECT count(*) FROM samples WHERE wr_ops IS NULL"
+                                           " AND kvm_exits IS NULL AND ctx_invol = 0"), ==, 1);
+    g_assert_cmpint(test_sql_int(fx->path, "SELECT typeof(cpu_ns) = 'integer' FROM samples"),
+                    ==, 1);
+    g_assert_cmpint(test_sql_int(fx->path, "SELECT count(*) FROM ticks WHERE psi_io_some_us = 5"
+                                           " AND psi_cpu_some_us IS NULL"), ==, 1);
+    store_db_get_stats(fx->db, &stats);
+    g_assert_cmpuint(stats.ticks_written, ==, 1);
+    g_assert_cmpint(stats.health, ==, STORE_HEALTH_OK);
+    g_assert_null(store_db_take_notice(fx->db));
+}
+
+static void
+test_invalid(Fixture *fx, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    StoreSample s;
+    StoreTick tick;
+    StoreStats stats;
+
+    store_sample_init(&s);
+    s.target = "vm";
+    store_tick_init(&tick);
+    tick.ts_ms = T0;
+    tick.len_ns = 1000;
+    tick.samples = &s;
+    tick.n_samples = 1;
+    g_assert_false(store_tick_write(fx->db, &tick, &error));
+    g_assert_error(error, STORE_ERROR, STORE_ERROR_INVALID);
+    store_db_get_stats(fx->db, &stats);
+    g_assert_cmpuint(stats.pending_ticks, ==, 0);
+}
+
+static void
+test_devices(Fixture *fx, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(TestTick) t = test_tick_new(2);
+    StoreDeviceSample d[3];
+
+    for (int i = 0; i < 3; i++) {
+        store_device_sample_init(&d[i]);
+        d[i].target = "vm0";
+        d[i].io.rd_ops = i + 1;
+    }
+    /* two disks on iothread0, one on iothread1 */
+    d[0].device = "disk0";
+    d[0].iothread = "iothread0";
+    d[1].device = "disk1";
+    d[1].iothread = "iothread0";
+    d[2].device = "disk2";
+    d[2].iothread = "iothread1";
+    test_tick_fill(t, T0 + 1000, 1);
+    t->tick.devices = d;
+    t->tick.n_devices = 3;
+    g_assert_true(store_tick_write(fx->db, &t->tick, &error));
+    g_assert_cmpint(test_sql_int(fx->path, "SELECT count(*) FROM devices"), ==, 3);
+    /* disk2 alone on its iothread: its row would repeat the iothread's */
+    g_assert_cmpint(test_sql_int(fx->path, "SELECT count(*) FROM device_samples"), ==, 2);
+    g_assert_cmpint(test_sql_int(fx->path, "SELECT count(*) FROM devices d JOIN iothreads i"
+                                           " ON i.id = d.iothread_id WHERE d.name = 'disk2'"
+                                           " AND i.name = 'iothread1'"), ==, 1);
+    /* remapping a device updates its mapping */
+    d[2].iothread = "iothread0";
+    test_tick_fill(t, T0 + 2000, 2);
+    g_assert_true(store_tick_write(fx->db, &t->tick, &error));
+    g_assert_cmpint(test_sql_int(fx->path, "SELECT count(*) FROM devices d JOIN iothreads i"
+                                           " ON i.id = d.iothread_id WHERE d.name = 'disk2'"
+                                           " AND i.name = 'iothread0'"), ==, 1);
+    g_assert_cmpint(test_sql_int(fx->path, "SELECT count(*) FROM device_samples"), ==, 5);
+}
+
+static guint
+count_rows(StoreDb *db, const StoreFilter *f)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(StoreCursor) cur = store_query_range(db, f, &error);
+    const StoreRow *row;
+    gint64 last = G_MININT64;
+    guint n = 0;
+
+    g_assert_no_error(error);
+    while (store_cursor_next(cur, &row, &error) && row) {
+        g_assert_cmpint(row->ts_ms, >=, last);
+        last = row->ts_ms;
+        if (f->target)
+            g_assert_cmpstr(row->target, ==, f->target);
+        if (f->iothread)
+            g_assert_cmpstr(row->iothread, ==, f->iothread);
+        n++;
+    }
+    g_assert_no_error(error);
+    return n;
+}
+
+static void
+test_range_and_latest(Fixture *fx, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(TestTick) t = test_tick_new(8);   /* vm0, vm1 x iothread0..3 */
+    g_autoptr(StoreCursor) cur = NULL;
+    const StoreRow *row;
+    StoreFilter f;
+    guint n = 0;
+
+    for (int i = 0; i < 10; i++) {
+        test_tick_fill(t, T0 + i * 1000, i);
+        /* vm1/iothread3 goes away after the fifth tick */
+        t->tick.n_samples = i < 5 ? 8 : 7;
+        g_assert_true(store_tick_write(fx->db, &t->tick, &error));
+    }
+    store_filter_init(&f);
+    g_assert_cmpuint(count_rows(fx->db, &f), ==, 5 * 8 + 5 * 7);
+    f.target = "vm1";
+    g_assert_cmpuint(count_rows(fx->db, &f), ==, 5 * 4 + 5 * 3);
+    f.iothread = "iothread3";
+    g_assert_cmpuint(count_rows(fx->db, &f), ==, 5);
+    f.target = NULL;
+    g_assert_cmpuint(count_rows(fx->db, &f), ==, 10 + 5);
+    f.iothread = NULL;
+    f.from_ms = T0 + 2000;
+    f.to_ms = T0 + 4000;
+    g_assert_cmpuint(count_rows(fx->db, &f), ==, 16);
+    f.target = "nosuch";
+    g_assert_cmpuint(count_rows(fx->db, &f), ==, 0);
+
+    cur = store_query_latest(fx->db, &error);
+    g_assert_no_error(error);
+    while (store_cursor_next(cur, &row, &error) && row) {
+        if (g_str_equal(row->target, "vm1") && g_str_equal(row->iothread, "iothread3"))
+            g_assert_cmpint(row->ts_ms, ==, T0 + 4000);
+        else
+            g_assert_cmpint(row->ts_ms, ==, T0 + 9000);
+        n++;
+    }
+    g_assert_no_error(error);
+    g_assert_cmpuint(n, ==, 8);
+}
+
+static void
+test_decisions(Fixture *fx, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(StoreCursor) cur = NULL;
+    const StoreDecisionRow *d;
+    StoreDecision in = {
+        .ts_ms = T0, .target = "vm0", .iothread = "iothread0", .policy = "adaptive",
+        .old_triple = { 32768, 0, 0 }, .new_triple = { 65536, 2, STORE_NULL },
+        .reason = "latency above target", .applied = TRUE,
+    };
+    StoreFilter f;
+
+    g_assert_true(store_decision_insert(fx->db, &in, &error));
+    in.ts_ms = T0 + 5000;
+    in.iothread = "iothread1";
+    in.applied = FALSE;
+    g_assert_true(store_decision_insert(fx->db, &in, &error));
+    g_assert_no_error(error);
+
+    store_filter_init(&f);
+    f.iothread = "iothread1";
+    cur = store_query_decisions(fx->db, &f, &error);
+    g_assert_no_error(error);
+    g_assert_true(store_cursor_next_decision(cur, &d, &error));
+    g_assert_nonnull(d);
+    g_assert_cmpint(d->ts_ms, ==, T0 + 5000);
+    g_assert_cmpstr(d->policy, ==, "adaptive");
+    g_assert_cmpstr(d->reason, ==, "latency above target");
+    g_assert_cmpint(d->new_triple.poll_grow, ==, 2);
+    g_assert_cmpint(d->new_triple.poll_shrink, ==, STORE_NULL);
+    g_assert_false(d->applied);
+    g_assert_true(store_cursor_next_decision(cur, &d, &error));
+    g_assert_null(d);
+    /* a decision cursor refuses to be read as samples */
+    {
+        const StoreRow *row;
+
+        g_assert_false(store_cursor_next(cur, &row, &error));
+        g_assert_error(error, STORE_ERROR, STORE_ERROR_INVALID);
+    }
+}
+
+static void
+test_overrides(Fixture *fx, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) active = NULL;
+    gint64 id1 = 0, id2 = 0, id3 = 0;
+    StoreOverride ov = {
+        .created_ms = T0, .expires_ms = T0 + 3600000, .who = "uid 1000", .target = "vm0",
+        .iothread = "iothread0", .triple = { 0, STORE_NULL, STORE_NULL },
+        .reason = "latency test",
+    };
+
+    g_assert_true(store_override_set(fx->db, &ov, &id1, &error));
+    ov.iothread = NULL;
+    ov.expires_ms = STORE_NULL;
+    ov.policy = "off";
+    ov.triple = (StoreTriple){ STORE_NULL, STORE_NULL, STORE_NULL };
+    g_assert_true(store_override_set(fx->db, &ov, &id2, &error));
+    ov.created_ms = T0 + 10;
+    g_assert_true(store_override_set(fx->db, &ov, &id3, &error));
+    g_assert_no_error(error);
+    g_assert_cmpint(id1, !=, id2);
+
+    active = store_override_list_active(fx->db, T0 + 1000, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(active->len, ==, 3);
+    {
+        StoreOverrideRow *r = active->pdata[0];
+
+        g_assert_cmpint(r->ov.id, ==, id1);
+        g_assert_cmpstr(r->ov.who, ==, "uid 1000");
+        g_assert_cmpstr(r->ov.iothread, ==, "iothread0");
+        g_assert_cmpint(r->ov.triple.poll_max_ns, ==, 0);
+        g_assert_cmpint(r->ov.triple.poll_grow, ==, STORE_NULL);
+        g_assert_null(r->ov.policy);
+        r = active->pdata[1];
+        g_assert_null(r->ov.iothread);
+        g_assert_cmpstr(r->ov.policy, ==, "off");
+        g_assert_cmpint(r->ov.expires_ms, ==, STORE_NULL);
+    }
+    g_clear_pointer(&active, g_ptr_array_unref);
+
+    g_assert_true(store_override_clear(fx->db, id2, T0 + 2000, &error));
+    g_assert_false(store_override_clear(fx->db, id2, T0 + 2000, &error));
+    g_assert_error(error, STORE_ERROR, STORE_ERROR_NOT_FOUND);
+    g_clear_error(&error);
+    /* after the first one's expiry only the third is left */
+    active = store_override_list_active(fx->db, T0 + 3600000, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(active->len, ==, 1);
+    g_assert_cmpint(((StoreOverrideRow *)active->pdata[0])->ov.id, ==, id3);
+
+    ov.target = "unknown-vm";
+    g_assert_false(store_override_set(fx->db, &ov, NULL, &error));
+    g_assert_error(error, STORE_ERROR, STORE_ERROR_NOT_FOUND);
+}
+
+static void
+test_originals(Fixture *fx, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    StoreTriple first = { 32768, 0, 0 }, later = { 1000, 4, 2 }, got;
+
+    g_assert_true(store_original_save(fx->db, "vm0", "iothread0", &first, T0, &error));
+    g_assert_true(store_original_save(fx->db, "vm0", "iothread0", &later, T0 + 1, &error));
+    g_assert_true(store_original_get(fx->db, "vm0", "iothread0", &got, &error));
+    g_assert_no_error(error);
+    g_assert_cmpint(got.poll_max_ns, ==, 32768);
+    g_assert_cmpint(got.poll_grow, ==, 0);
+    g_assert_false(store_original_get(fx->db, "vm0", "iothread9", &got, &error));
+    g_assert_error(error, STORE_ERROR, STORE_ERROR_NOT_FOUND);
+}
+
+static void
+test_tick_write_time(Fixture *fx, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(TestTick) t = test_tick_new(200);
+    StoreStats stats;
+
+    for (int i = 0; i < 50; i++) {
+        test_tick_fill(t, T0 + i * 1000, i);
+        g_assert_true(store_tick_write(fx->db, &t->tick, &error));
+    }
+    store_db_get_stats(fx->db, &stats);
+    g_assert_cmpuint(stats.ticks_written, ==, 50);
+    g_test_message("tick of 200 iothreads: last %" G_GINT64_FORMAT " us, max %" G_GINT64_FORMAT
+                   " us", stats.last_write_us, stats.max_write_us);
+    /* Generous for sanitizers and a shared machine; the benchmark gives
+     * the real figure. */
+    if (test_timing_is_meaningful())
+        g_assert_cmpint(stats.last_write_us, <, 100000);
+    g_assert_cmpint(test_sql_int(fx->path, "SELECT count(*) FROM samples"), ==, 50 * 200);
+    /* last_seen is refreshed once a minute, not every tick */
+    g_assert_cmpint(test_sql_int(fx->path, "SELECT max(last_seen) FROM iothreads"), ==, T0);
+}
+
+int
+main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+#define ADD(name, fn) g_test_add(name, Fixture, NULL, fixture_setup, fn, fixture_teardown)
+    ADD("/store/write/roundtrip", test_roundtrip);
+    ADD("/store/write/invalid", test_invalid);
+    ADD("/store/write/devices", test_devices);
+    ADD("/store/write/range-and-latest", test_range_and_latest);
+    ADD("/store/write/decisions", test_decisions);
+    ADD("/store/write/overrides", test_overrides);
+    ADD("/store/write/originals", test_originals);
+    ADD("/store/write/tick-time", test_tick_write_time);
+    return g_test_run();
+}
