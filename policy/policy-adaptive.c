@@ -14,6 +14,9 @@
 
 #include "policy-private.h"
 
+/* Below this many blocks per I/O a polling window catches most events. */
+#define POLICY_CATCHING_BLOCKS_PER_OP 0.5
+
 /*
  * Score in natural-log units of IOPS, so 0.01 is about 1%.
  *  latency:    ln(IOPS) - ln(mean latency); CPU does not count.
@@ -159,6 +162,7 @@ explore_next(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
     policy_metrics_describe(p->evidence, "best_", &st->best_m);
     if (!policy_triple_equal(&st->best, cur)) {
         st->want = TRUE;
+        p->returns_to_best = TRUE;
         policy_proposal_set(p, &st->best, POLICY_CAUSE_ROLLBACK,
                             "adaptive: the objective was better at %s, returning to it", bt);
     } else {
@@ -221,6 +225,7 @@ policy_adaptive_step(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
 
             policy_proposal_set(p, &st->best, POLICY_CAUSE_ROLLBACK,
                                 "adaptive: the objective was better at %s, returning to it", bt);
+            p->returns_to_best = TRUE;
             return;
         }
     }
@@ -257,7 +262,14 @@ policy_adaptive_step(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
     {
         PolicyTriple w = wide_triple(cfg);
 
-        if (policy_triple_equal(&w, cur))
+        /*
+         * A window that already catches the events (few blocks per
+         * operation) would gain nothing from being wider: only off is
+         * worth a probe then.
+         */
+        if (policy_triple_equal(&w, cur) ||
+            (cur->poll_max_ns > 0 && m->have_cpu &&
+             m->blocks_per_op <= POLICY_CATCHING_BLOCKS_PER_OP))
             st->pending &= ~POLICY_CAND_WIDE;
     }
     st->have_off = st->have_poll = FALSE;

@@ -280,7 +280,11 @@ finish(PolicyEngine *e, PolicyProposal *p, gint64 now_ms)
     d->iothread = g_strdup(p->in->iothread);
     d->triple = p->in->current;
     d->cause = POLICY_CAUSE_NONE;
-    if (differs && !p->is_override && st->last_write_ms != G_MININT64 &&
+    /*
+     * The dwell holds back new decisions; it does not hold back the end of
+     * a probe, which is a deliberate one-tick measurement.
+     */
+    if (differs && !p->is_override && !p->returns_to_best && st->last_write_ms != G_MININT64 &&
         now_ms - st->last_write_ms < cfg->min_dwell_ms) {
         g_autofree char *t = policy_triple_format(&p->triple);
 

@@ -51,6 +51,7 @@ typedef struct {
     gboolean adaptive;
     PolicyObjective objective;
     gboolean is_override;
+    gboolean returns_to_best;   /* ends a probe: not held back by dwell */
     guint trial_cand;           /* POLICY_CAND_* this proposal probes, or 0 */
     gboolean guard_cut;         /* contention/budget forced polling off */
     PolicyTriple triple;        /* proposed */
