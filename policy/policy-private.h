@@ -60,7 +60,6 @@ typedef struct {
     GString *evidence;
 } PolicyProposal;
 
-double policy_objective_score(PolicyObjective o, const PolicyMetrics *m);
 void policy_metrics_describe(GString *out, const char *prefix, const PolicyMetrics *m);
 
 void policy_adaptive_step(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms);

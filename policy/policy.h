@@ -76,6 +76,17 @@ PolicyMode policy_mode_from_string(const char *s);
 const char *policy_cause_to_string(PolicyCause cause);
 PolicyCause policy_cause_from_string(const char *s);
 
+/*
+ * What an objective maximises for one tick of one iothread, in natural-log
+ * units of IOPS (0.01 is about 1%):
+ *   latency     ln(IOPS) - ln(mean latency in us)
+ *   balanced    ln(IOPS) - 0.10 * iothread cores
+ *   efficiency  ln(IOPS) - 0.50 * iothread cores
+ * policy_objective_cpu_weight() is the per-core weight (0, 0.10, 0.50).
+ */
+double policy_objective_score(PolicyObjective o, const PolicyMetrics *m);
+double policy_objective_cpu_weight(PolicyObjective o);
+
 gboolean policy_triple_equal(const PolicyTriple *a, const PolicyTriple *b);
 /* "poll-max-ns/poll-grow/poll-shrink", e.g. "32768/0/0". */
 char *policy_triple_format(const PolicyTriple *t);
@@ -117,6 +128,7 @@ typedef struct {
     double change_ratio;        /* relative IOPS change that means a new workload */
     double idle_iops;           /* below this adaptive turns polling off */
     guint64 probe_poll_max_ns;  /* the wide window adaptive tries */
+    double saving_per_block_ns; /* at most what one avoided block saves */
 
     /* Contention guard: thresholds in %, 0 disables the signal. */
     double psi_some_limit;
