@@ -37,9 +37,9 @@ calibrate(void)
 static void
 print_run(const SimScenario *scn, const SimRun *r, const SimRun *off)
 {
-    printf("| %s | %s | %.0f | %+.1f%% | %.1f | %.1f | %.2f | %.0f | %u |\n", scn->name, r->label,
-           r->iops, 100 * (r->iops / MAX(off->iops, 1e-9) - 1), r->lat_mean_us, r->lat_p99_us,
-           r->poll_core_s, r->exits_per_s, r->n_writes);
+    printf("| %s | %s | %.0f | %+.1f%% | %.1f | %.1f | %.2f | %.0f | %.3f | %u |\n", scn->name,
+           r->label, r->iops, 100 * (r->iops / MAX(off->iops, 1e-9) - 1), r->lat_mean_us,
+           r->lat_p99_us, r->poll_core_s, r->exits_per_s, r->vcpu_cores, r->n_writes);
 }
 
 int
@@ -80,8 +80,8 @@ main(int argc, char **argv)
         return ok ? 0 : 1;
 
     printf("\n| scenario | policy | IOPS | vs off | mean lat us | p99 lat us | "
-           "polling core-s | exits/s | writes |\n");
-    printf("|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+           "polling core-s | exits/s | vCPU app cores | writes |\n");
+    printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (guint i = 0; i < sim_n_scenarios; i++) {
         const SimScenario *scn = &sim_scenarios[i];
         g_autoptr(SimResult) r = NULL;
