@@ -271,6 +271,13 @@ policy_adaptive_step(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
             return;
         }
     }
+    if (st->trial && !policy_triple_equal(cur, &st->expected)) {
+        /* The probe never landed (the write failed): nothing was measured. */
+        policy_adaptive_reset(st);
+        policy_proposal_set(p, cur, POLICY_CAUSE_NONE,
+                            "adaptive: the probe was not applied, exploring again next tick");
+        return;
+    }
     if (st->trial) {
         st->trial = FALSE;
         record_sample(st, o, m);

@@ -17,6 +17,8 @@
 #define NVME .service = SIM_NVME_SERVICE, .dev_occupancy = SIM_NVME_OCCUPANCY
 #define SLOW .service = { SIM_DIST_NORMAL, 200000 - WAKE_NS, 20000 }, \
              .dev_occupancy = SIM_NVME_OCCUPANCY
+#define GAP100 .service = { SIM_DIST_NORMAL, 100000 - WAKE_NS, 10000 }, \
+               .dev_occupancy = SIM_NVME_OCCUPANCY
 #define GAP45 .service = { SIM_DIST_UNIFORM, 40000 - WAKE_NS, 50000 - WAKE_NS }, \
               .dev_occupancy = SIM_NVME_OCCUPANCY
 
@@ -39,7 +41,7 @@ const SimScenario sim_scenarios[] = {
       { { 4, { { .qd = 1, .compute = TRUE, GAP45 } } } }, 1, 0, G_MAXUINT },
     { "S8", "16 iothreads, 2-core budget, 4 benefit", 24, 1, 30,
       { { 6, { { .qd = 0, .open_iops = 10, NVME } } },
-        { 6, { { .qd = 1, SLOW } } },
+        { 6, { { .qd = 1, GAP100 } } },
         { 4, { { .qd = 8, NVME } } } }, 3, 2.0, 2 },
 };
 const guint sim_n_scenarios = G_N_ELEMENTS(sim_scenarios);

@@ -50,6 +50,7 @@ struct Case {
     Hook hook;
     guint quiet_from;           /* no change at or after this tick (0: off) */
     Expect expect[MAX_EXPECT];
+    guint drop_write_tick;      /* the write decided at this tick fails */
     gboolean check_final;
     gint64 final_poll[MAX_IOT];
 };
@@ -183,6 +184,12 @@ static const Case cases[] = {
                   { 6, 0, 1, 0, POLICY_CAUSE_PROBE, "polling off", 1 },
                   { 7, 0, 0, -1, POLICY_CAUSE_ACCEPT, NULL, -1 } },
       .check_final = TRUE, .final_poll = { 0 } },
+    { .name = "failed-write-abandons-probe", .spec = "adaptive", .n_ticks = 6, .n_iot = 1,
+      .start = { 0, 0, 0 }, .load = { FAST }, .drop_write_tick = 1, .quiet_from = 4,
+      .expect = { { 1, 0, 1, 262144, POLICY_CAUSE_PROBE, NULL, 1 },
+                  { 2, 0, 0, -1, POLICY_CAUSE_NONE, "not applied", -1 },
+                  { 3, 0, 1, 262144, POLICY_CAUSE_PROBE, NULL, 1 } },
+      .check_final = TRUE, .final_poll = { 262144 } },
     { .name = "override-wins-then-expires", .spec = "off", .n_ticks = 8, .n_iot = 1,
       .start = { 32768, 0, 0 }, .load = { FAST }, .hook = hook_override_expiring,
       .quiet_from = 6,
@@ -340,7 +347,7 @@ run_case(gconstpointer data)
                 if (x->apply >= 0)
                     g_assert_cmpint(d->apply, ==, x->apply);
             }
-            if (d->change && d->apply)
+            if (d->change && d->apply && tick != c->drop_write_tick)
                 cur[i] = d->triple;
         }
     }
