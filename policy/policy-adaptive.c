@@ -4,11 +4,13 @@
  * QEMU already sizes the poll window at the microsecond scale; what it cannot
  * know is whether polling pays at all here, and whether its ceiling is too
  * low for the gaps this device shows.  So the adaptive policy does not guess
- * windows: it measures.  When the workload changes it explores two
+ * windows: it measures.  When the workload changes it explores up to two
  * candidates, polling off and a wide window (probe_poll_max_ns, QEMU's own
  * growth below it), one tick each, compares them with the objective, and
- * settles on the best one measured, the starting triple included.  Between
- * explorations it writes nothing, because every write resets QEMU's window.
+ * settles on the best one measured, the starting triple included.  Probes
+ * that cannot win are skipped: a wider window when the current one already
+ * catches, a wide one when even the best case cannot pay for its core.
+ * Between explorations it writes nothing: every write resets QEMU's window.
  */
 #include <math.h>
 

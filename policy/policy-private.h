@@ -1,5 +1,5 @@
 /*
- * policy-private: state and helpers shared by the engine's files.  Not
+ * policy-private: state and functions shared by the engine's files.  Not
  * installed, not for other components.
  */
 #pragma once

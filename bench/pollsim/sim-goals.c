@@ -1,6 +1,6 @@
 /*
- * sim-goals: see sim-goals.h.  The goals are the issue's, verbatim in
- * spirit; docs/BENCHMARKS.md lists them with the numbers.
+ * sim-goals: see sim-goals.h.  The goals are the project's targets for the
+ * policy; docs/BENCHMARKS.md lists them with the numbers.
  */
 #include <math.h>
 
