@@ -180,7 +180,10 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(PolicyDecision, policy_decision_free)
 
 typedef struct _PolicyEngine PolicyEngine;
 
-/* The engine copies nothing from @config: it keeps a reference until freed. */
+/*
+ * The engine copies nothing from @config: it keeps the pointer until freed,
+ * so a configuration the caller edits (a reload) applies from the next tick.
+ */
 PolicyEngine *policy_engine_new(const PolicyConfig *config, GError **error);
 void policy_engine_free(PolicyEngine *engine);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(PolicyEngine, policy_engine_free)
@@ -195,6 +198,20 @@ gboolean policy_engine_set_override(PolicyEngine *engine, const char *target,
                                     gint64 expires_ms, GError **error);
 gboolean policy_engine_clear_override(PolicyEngine *engine, const char *target,
                                       const char *iothread);
+/* An active override, as listed for operators. */
+typedef struct {
+    char *target;
+    char *iothread;             /* NULL: every iothread of the target */
+    PolicyTriple triple;
+    gint64 expires_ms;          /* 0: until cleared */
+} PolicyOverrideInfo;
+
+void policy_override_info_free(PolicyOverrideInfo *o);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PolicyOverrideInfo, policy_override_info_free)
+
+/* PolicyOverrideInfo *, those not expired at @now_ms, in the order set. */
+GPtrArray *policy_engine_list_overrides(const PolicyEngine *engine, gint64 now_ms);
+
 /* Drop all state of a target that went away. */
 void policy_engine_forget(PolicyEngine *engine, const char *target);
 

@@ -372,6 +372,33 @@ test_override_rejected(void)
     g_assert_false(policy_engine_clear_override(e, "vm", "iothread0"));
 }
 
+static void
+test_override_list(void)
+{
+    g_autoptr(PolicyConfig) cfg = policy_config_new();
+    g_autoptr(PolicyEngine) e = policy_engine_new(cfg, NULL);
+    g_autoptr(GPtrArray) now = NULL, later = NULL;
+    PolicyTriple a = { 10000, 0, 0 }, b = { 20000, 2, 2 };
+    const PolicyOverrideInfo *o;
+
+    g_assert_true(policy_engine_set_override(e, "vm", NULL, &a, 0, NULL));
+    g_assert_true(policy_engine_set_override(e, "vm", "iothread1", &b, 5000, NULL));
+    /* Setting again replaces rather than duplicates. */
+    g_assert_true(policy_engine_set_override(e, "vm", "iothread1", &b, 6000, NULL));
+    now = policy_engine_list_overrides(e, 1000);
+    g_assert_cmpuint(now->len, ==, 2);
+    o = g_ptr_array_index(now, 0);
+    g_assert_cmpstr(o->target, ==, "vm");
+    g_assert_null(o->iothread);
+    g_assert_true(policy_triple_equal(&o->triple, &a));
+    o = g_ptr_array_index(now, 1);
+    g_assert_cmpstr(o->iothread, ==, "iothread1");
+    g_assert_cmpint(o->expires_ms, ==, 6000);
+    later = policy_engine_list_overrides(e, 6000);
+    g_assert_cmpuint(later->len, ==, 1);
+    g_assert_true(policy_engine_clear_override(e, "vm", NULL));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -381,5 +408,6 @@ main(int argc, char **argv)
         g_test_add_data_func(path, &cases[i], run_case);
     }
     g_test_add_func("/policy/engine/override-rejected", test_override_rejected);
+    g_test_add_func("/policy/engine/override-list", test_override_list);
     return g_test_run();
 }
