@@ -24,6 +24,7 @@ typedef struct {
 } SimGoal;
 
 void sim_goal_free(SimGoal *g);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimGoal, sim_goal_free)
 
 /* Append the scenario's goals (SimGoal *) to @out. */
 void sim_goals_check(const SimScenario *scn, const SimResult *r, double scale, GPtrArray *out);
