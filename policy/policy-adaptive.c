@@ -4,15 +4,20 @@
  * QEMU already sizes the poll window at the microsecond scale; what it cannot
  * know is whether polling pays at all here, and whether its ceiling is too
  * low for the gaps this device shows.  So the adaptive policy does not guess
- * windows: it measures.  When the workload changes it explores two
+ * windows: it measures.  When the workload changes it explores up to two
  * candidates, polling off and a wide window (probe_poll_max_ns, QEMU's own
  * growth below it), one tick each, compares them with the objective, and
- * settles on the best one measured, the starting triple included.  Between
- * explorations it writes nothing, because every write resets QEMU's window.
+ * settles on the best one measured, the starting triple included.  Probes
+ * that cannot win are skipped: a wider window when the current one already
+ * catches, a wide one when even the best case cannot pay for its core.
+ * Between explorations it writes nothing: every write resets QEMU's window.
  */
 #include <math.h>
 
 #include "policy-private.h"
+
+/* Below this many blocks per I/O a polling window catches most events. */
+#define POLICY_CATCHING_BLOCKS_PER_OP 0.5
 
 /*
  * Score in natural-log units of IOPS, so 0.01 is about 1%.
@@ -21,23 +26,29 @@
  *  efficiency: ln(IOPS) - 0.50 * iothread cores; a core must buy >= 65%.
  */
 double
+policy_objective_cpu_weight(PolicyObjective o)
+{
+    switch (o) {
+    case POLICY_OBJECTIVE_LATENCY:
+        return 0.0;
+    case POLICY_OBJECTIVE_EFFICIENCY:
+        return 0.50;
+    case POLICY_OBJECTIVE_BALANCED:
+    default:
+        return 0.10;
+    }
+}
+
+double
 policy_objective_score(PolicyObjective o, const PolicyMetrics *m)
 {
     double iops = MAX(policy_metrics_iops(m), 1e-3);
     double cores = m->have_cpu ? m->cpu_pct / 100.0 : 0.0;
-    double s = log(iops);
+    double s = log(iops) - policy_objective_cpu_weight(o) * cores;
 
-    switch (o) {
-    case POLICY_OBJECTIVE_LATENCY:
-        if (m->lat_mean_ns > 0)
-            s -= log(m->lat_mean_ns / 1000.0);
-        return s;
-    case POLICY_OBJECTIVE_EFFICIENCY:
-        return s - 0.50 * cores;
-    case POLICY_OBJECTIVE_BALANCED:
-    default:
-        return s - 0.10 * cores;
-    }
+    if (o == POLICY_OBJECTIVE_LATENCY && m->lat_mean_ns > 0)
+        s -= log(m->lat_mean_ns / 1000.0);
+    return s;
 }
 
 void
@@ -89,10 +100,37 @@ candidate_wins(const PolicyConfig *cfg, PolicyObjective o, const PolicyMetrics *
     return sc >= sb - cfg->rollback_tolerance;
 }
 
+/* Polling that catches most events, as opposed to a window cycling in vain. */
+static gboolean
+catches(const PolicyMetrics *m)
+{
+    return m->triple.poll_max_ns > 0 && m->have_cpu &&
+           m->blocks_per_op <= POLICY_CATCHING_BLOCKS_PER_OP;
+}
+
+/*
+ * The most polling could gain here, in objective units: each avoided block
+ * saves at most saving_per_block_ns of the time one operation takes.
+ * Minus what the polling core would cost.  Probing when this is negative
+ * would burn a core for a tick to learn nothing.
+ */
+static double
+polling_upper_bound(const PolicyConfig *cfg, PolicyObjective o, const PolicyMetrics *m)
+{
+    double iops = policy_metrics_iops(m);
+    double per_op_ns = iops > 0 ? 1e9 / iops : G_MAXDOUBLE;
+    double blocks = m->have_cpu ? m->blocks_per_op : 2.0;
+    double idle = m->have_cpu ? MAX(0.0, 1.0 - m->cpu_pct / 100.0) : 1.0;
+
+    return log1p(blocks * cfg->saving_per_block_ns / per_op_ns) -
+           policy_objective_cpu_weight(o) * idle;
+}
+
 static void
 record_sample(PolicyIothreadState *st, PolicyObjective o, const PolicyMetrics *m)
 {
-    if (m->triple.poll_max_ns == 0) {
+    /* A window that catches nothing behaves like polling off, at a cost. */
+    if (!catches(m)) {
         st->off_m = *m;
         st->have_off = TRUE;
     } else {
@@ -129,6 +167,15 @@ explore_next(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
     const PolicyTriple *cur = &p->in->current;
     g_autofree char *bt = NULL;
 
+    if (st->pending & POLICY_CAND_WIDE && cur->poll_max_ns > 0 && !catches(&st->best_m) &&
+        now_ms >= st->holdoff_until_ms) {
+        /* Polling in vain now: first see whether a wider window catches. */
+        PolicyTriple w = wide_triple(cfg);
+
+        policy_proposal_set(p, &w, POLICY_CAUSE_PROBE, "adaptive: measuring a wide poll window");
+        p->trial_cand = POLICY_CAND_WIDE;
+        return;
+    }
     if (st->pending & POLICY_CAND_OFF) {
         if (cur->poll_max_ns > 0) {
             PolicyTriple off = policy_adaptive_off(cur);
@@ -159,6 +206,7 @@ explore_next(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
     policy_metrics_describe(p->evidence, "best_", &st->best_m);
     if (!policy_triple_equal(&st->best, cur)) {
         st->want = TRUE;
+        p->returns_to_best = TRUE;
         policy_proposal_set(p, &st->best, POLICY_CAUSE_ROLLBACK,
                             "adaptive: the objective was better at %s, returning to it", bt);
     } else {
@@ -221,13 +269,27 @@ policy_adaptive_step(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
 
             policy_proposal_set(p, &st->best, POLICY_CAUSE_ROLLBACK,
                                 "adaptive: the objective was better at %s, returning to it", bt);
+            p->returns_to_best = TRUE;
             return;
         }
+    }
+    if (st->trial && !policy_triple_equal(cur, &st->expected)) {
+        /* The probe never landed (the write failed): nothing was measured. */
+        policy_adaptive_reset(st);
+        policy_proposal_set(p, cur, POLICY_CAUSE_NONE,
+                            "adaptive: the probe was not applied, exploring again next tick");
+        return;
     }
     if (st->trial) {
         st->trial = FALSE;
         record_sample(st, o, m);
         if (candidate_wins(cfg, o, m, &st->best_m)) {
+            /*
+             * A wide window that beat a window catching nothing also beats
+             * off: the off probe would only cost a tick.
+             */
+            if (cur->poll_max_ns > 0 && !catches(&st->best_m))
+                st->pending &= ~POLICY_CAND_OFF;
             st->best = *cur;
             st->best_m = *m;
         }
@@ -257,8 +319,18 @@ policy_adaptive_step(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
     {
         PolicyTriple w = wide_triple(cfg);
 
-        if (policy_triple_equal(&w, cur))
+        /*
+         * A window that already catches the events (few blocks per
+         * operation) would gain nothing from being wider: only off is
+         * worth a probe then.
+         */
+        if (policy_triple_equal(&w, cur) || catches(m))
             st->pending &= ~POLICY_CAND_WIDE;
+        if (st->pending & POLICY_CAND_WIDE && polling_upper_bound(cfg, o, m) < 0) {
+            st->pending &= ~POLICY_CAND_WIDE;
+            g_string_append_printf(p->evidence, " polling_bound=%.3f",
+                                   polling_upper_bound(cfg, o, m));
+        }
     }
     st->have_off = st->have_poll = FALSE;
     st->best = *cur;

@@ -205,6 +205,7 @@ policy_config_new(void)
     c->change_ratio = 0.25;
     c->idle_iops = 100.0;
     c->probe_poll_max_ns = 262144;
+    c->saving_per_block_ns = 8000;
     c->psi_some_limit = 20.0;
     c->vcpu_delay_limit = 10.0;
     c->iothread_delay_limit = 10.0;
@@ -263,6 +264,8 @@ policy_config_validate(const PolicyConfig *c, GError **error)
         why = "durations must not be negative";
     else if (c->budget_cores < 0)
         why = "budget must not be negative";
+    else if (c->saving_per_block_ns < 0)
+        why = "saving per block must not be negative";
     else if (c->probe_poll_max_ns == 0)
         why = "probe poll-max-ns must be positive";
     if (why) {

@@ -12,12 +12,7 @@
 
 #include "policy-private.h"
 
-typedef struct {
-    char *target;
-    char *iothread;             /* NULL: all of the target */
-    PolicyTriple triple;
-    gint64 expires_ms;          /* 0: never */
-} PolicyOverride;
+typedef PolicyOverrideInfo PolicyOverride;
 
 struct _PolicyEngine {
     const PolicyConfig *config;
@@ -25,16 +20,41 @@ struct _PolicyEngine {
     GPtrArray *overrides;       /* PolicyOverride * */
 };
 
-static void
-override_free(gpointer p)
+void
+policy_override_info_free(PolicyOverrideInfo *o)
 {
-    PolicyOverride *o = p;
-
     if (!o)
         return;
     g_free(o->target);
     g_free(o->iothread);
     g_free(o);
+}
+
+static void
+override_free(gpointer p)
+{
+    policy_override_info_free(p);
+}
+
+GPtrArray *
+policy_engine_list_overrides(const PolicyEngine *e, gint64 now_ms)
+{
+    GPtrArray *out = g_ptr_array_new_with_free_func(override_free);
+
+    for (guint i = 0; i < e->overrides->len; i++) {
+        const PolicyOverride *o = g_ptr_array_index(e->overrides, i);
+        PolicyOverrideInfo *c;
+
+        if (o->expires_ms && now_ms >= o->expires_ms)
+            continue;
+        c = g_new0(PolicyOverrideInfo, 1);
+        c->target = g_strdup(o->target);
+        c->iothread = g_strdup(o->iothread);
+        c->triple = o->triple;
+        c->expires_ms = o->expires_ms;
+        g_ptr_array_add(out, c);
+    }
+    return out;
 }
 
 static void
@@ -280,7 +300,11 @@ finish(PolicyEngine *e, PolicyProposal *p, gint64 now_ms)
     d->iothread = g_strdup(p->in->iothread);
     d->triple = p->in->current;
     d->cause = POLICY_CAUSE_NONE;
-    if (differs && !p->is_override && st->last_write_ms != G_MININT64 &&
+    /*
+     * The dwell holds back new decisions; it does not hold back the end of
+     * a probe, which is a deliberate one-tick measurement.
+     */
+    if (differs && !p->is_override && !p->returns_to_best && st->last_write_ms != G_MININT64 &&
         now_ms - st->last_write_ms < cfg->min_dwell_ms) {
         g_autofree char *t = policy_triple_format(&p->triple);
 

@@ -1,5 +1,5 @@
 /*
- * policy-private: state and helpers shared by the engine's files.  Not
+ * policy-private: state and functions shared by the engine's files.  Not
  * installed, not for other components.
  */
 #pragma once
@@ -51,6 +51,7 @@ typedef struct {
     gboolean adaptive;
     PolicyObjective objective;
     gboolean is_override;
+    gboolean returns_to_best;   /* ends a probe: not held back by dwell */
     guint trial_cand;           /* POLICY_CAND_* this proposal probes, or 0 */
     gboolean guard_cut;         /* contention/budget forced polling off */
     PolicyTriple triple;        /* proposed */
@@ -59,7 +60,6 @@ typedef struct {
     GString *evidence;
 } PolicyProposal;
 
-double policy_objective_score(PolicyObjective o, const PolicyMetrics *m);
 void policy_metrics_describe(GString *out, const char *prefix, const PolicyMetrics *m);
 
 void policy_adaptive_step(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms);

@@ -76,6 +76,17 @@ PolicyMode policy_mode_from_string(const char *s);
 const char *policy_cause_to_string(PolicyCause cause);
 PolicyCause policy_cause_from_string(const char *s);
 
+/*
+ * What an objective maximises for one tick of one iothread, in natural-log
+ * units of IOPS (0.01 is about 1%):
+ *   latency     ln(IOPS) - ln(mean latency in us)
+ *   balanced    ln(IOPS) - 0.10 * iothread cores
+ *   efficiency  ln(IOPS) - 0.50 * iothread cores
+ * policy_objective_cpu_weight() is the per-core weight (0, 0.10, 0.50).
+ */
+double policy_objective_score(PolicyObjective o, const PolicyMetrics *m);
+double policy_objective_cpu_weight(PolicyObjective o);
+
 gboolean policy_triple_equal(const PolicyTriple *a, const PolicyTriple *b);
 /* "poll-max-ns/poll-grow/poll-shrink", e.g. "32768/0/0". */
 char *policy_triple_format(const PolicyTriple *t);
@@ -117,6 +128,7 @@ typedef struct {
     double change_ratio;        /* relative IOPS change that means a new workload */
     double idle_iops;           /* below this adaptive turns polling off */
     guint64 probe_poll_max_ns;  /* the wide window adaptive tries */
+    double saving_per_block_ns; /* at most what one avoided block saves */
 
     /* Contention guard: thresholds in %, 0 disables the signal. */
     double psi_some_limit;
@@ -168,7 +180,10 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(PolicyDecision, policy_decision_free)
 
 typedef struct _PolicyEngine PolicyEngine;
 
-/* The engine copies nothing from @config: it keeps a reference until freed. */
+/*
+ * The engine copies nothing from @config: it keeps the pointer until freed,
+ * so a configuration the caller edits (a reload) applies from the next tick.
+ */
 PolicyEngine *policy_engine_new(const PolicyConfig *config, GError **error);
 void policy_engine_free(PolicyEngine *engine);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(PolicyEngine, policy_engine_free)
@@ -183,6 +198,20 @@ gboolean policy_engine_set_override(PolicyEngine *engine, const char *target,
                                     gint64 expires_ms, GError **error);
 gboolean policy_engine_clear_override(PolicyEngine *engine, const char *target,
                                       const char *iothread);
+/* An active override, as listed for operators. */
+typedef struct {
+    char *target;
+    char *iothread;             /* NULL: every iothread of the target */
+    PolicyTriple triple;
+    gint64 expires_ms;          /* 0: until cleared */
+} PolicyOverrideInfo;
+
+void policy_override_info_free(PolicyOverrideInfo *o);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PolicyOverrideInfo, policy_override_info_free)
+
+/* PolicyOverrideInfo *, those not expired at @now_ms, in the order set. */
+GPtrArray *policy_engine_list_overrides(const PolicyEngine *engine, gint64 now_ms);
+
 /* Drop all state of a target that went away. */
 void policy_engine_forget(PolicyEngine *engine, const char *target);
 

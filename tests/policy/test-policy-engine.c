@@ -50,6 +50,7 @@ struct Case {
     Hook hook;
     guint quiet_from;           /* no change at or after this tick (0: off) */
     Expect expect[MAX_EXPECT];
+    guint drop_write_tick;      /* the write decided at this tick fails */
     gboolean check_final;
     gint64 final_poll[MAX_IOT];
 };
@@ -58,6 +59,7 @@ struct Case {
 #define SLOW { 4500, 4700, 250000, 5, 100, 0 }
 #define HURTS { 150000, 140000, 16000, 80, 100, 0 }
 #define IDLE { 10, 10, 1000000, 0.1, 0.1, 0 }
+#define MARGINAL { 25000, 25500, 40000, 20, 100, 0 }
 
 static void
 hook_dwell5(PolicyConfig *c, PolicyEngine *e, guint tick)
@@ -139,28 +141,29 @@ static const Case cases[] = {
       .expect = { { 1, 0, 1, 262144, POLICY_CAUSE_PROBE, "wide poll window", 1 },
                   { 2, 0, 0, -1, POLICY_CAUSE_ACCEPT, "measured best", -1 } },
       .check_final = TRUE, .final_poll = { 262144 } },
-    { .name = "adaptive-slow-device-rolls-back", .spec = "adaptive", .n_ticks = 10, .n_iot = 1,
-      .start = { 32768, 0, 0 }, .load = { SLOW }, .quiet_from = 6,
+    { .name = "adaptive-slow-device-not-worth-a-probe", .spec = "adaptive", .n_ticks = 10,
+      .n_iot = 1, .start = { 32768, 0, 0 }, .load = { SLOW }, .quiet_from = 2,
       .expect = { { 1, 0, 1, 0, POLICY_CAUSE_PROBE, "polling off", 1 },
-                  { 2, 0, 0, -1, POLICY_CAUSE_NONE, "dwell", -1 },
-                  { 3, 0, 1, 262144, POLICY_CAUSE_PROBE, "wide", 1 },
-                  { 4, 0, 0, -1, POLICY_CAUSE_NONE, "dwell", -1 },
-                  { 5, 0, 1, 0, POLICY_CAUSE_ROLLBACK, "better at 0/0/0", 1 } },
+                  { 2, 0, 0, -1, POLICY_CAUSE_ACCEPT, "0/0/0 measured best", -1 } },
       .check_final = TRUE, .final_poll = { 0 } },
     { .name = "hysteresis-polling-hurts", .spec = "adaptive", .n_ticks = 8, .n_iot = 1,
-      .start = { 0, 0, 0 }, .load = { HURTS }, .quiet_from = 4,
+      .start = { 0, 0, 0 }, .load = { HURTS }, .quiet_from = 3,
       .expect = { { 1, 0, 1, 262144, POLICY_CAUSE_PROBE, NULL, 1 },
-                  { 3, 0, 1, 0, POLICY_CAUSE_ROLLBACK, NULL, 1 } },
+                  { 2, 0, 1, 0, POLICY_CAUSE_ROLLBACK, NULL, 1 } },
       .check_final = TRUE, .final_poll = { 0 } },
+    { .name = "catching-window-skips-wide-probe", .spec = "adaptive", .n_ticks = 8, .n_iot = 1,
+      .start = { 32768, 0, 0 }, .load = { FAST }, .quiet_from = 3,
+      .expect = { { 1, 0, 1, 0, POLICY_CAUSE_PROBE, "polling off", 1 },
+                  { 2, 0, 1, 32768, POLICY_CAUSE_ROLLBACK, "better at 32768/0/0", 1 } },
+      .check_final = TRUE, .final_poll = { 32768 } },
     { .name = "adaptive-latency-objective-polls-slow-device", .spec = "adaptive:latency",
       .n_ticks = 8, .n_iot = 1, .start = { 0, 0, 0 }, .load = { SLOW }, .quiet_from = 2,
       .expect = { { 1, 0, 1, 262144, POLICY_CAUSE_PROBE, NULL, 1 },
                   { 2, 0, 0, -1, POLICY_CAUSE_ACCEPT, NULL, -1 } },
       .check_final = TRUE, .final_poll = { 262144 } },
     { .name = "adaptive-efficiency-objective-declines", .spec = "adaptive:efficiency",
-      .n_ticks = 8, .n_iot = 1, .start = { 0, 0, 0 }, .load = { FAST }, .quiet_from = 4,
-      .expect = { { 1, 0, 1, 262144, POLICY_CAUSE_PROBE, NULL, 1 },
-                  { 3, 0, 1, 0, POLICY_CAUSE_ROLLBACK, NULL, 1 } },
+      .n_ticks = 8, .n_iot = 1, .start = { 0, 0, 0 }, .load = { FAST }, .quiet_from = 1,
+      .expect = { { 1, 0, 0, -1, POLICY_CAUSE_ACCEPT, "0/0/0 measured best", -1 } },
       .check_final = TRUE, .final_poll = { 0 } },
     { .name = "adaptive-idle", .spec = "adaptive", .n_ticks = 6, .n_iot = 1,
       .start = { 32768, 0, 0 }, .load = { IDLE }, .quiet_from = 2,
@@ -173,12 +176,20 @@ static const Case cases[] = {
                   { 6, 0, 1, 0, POLICY_CAUSE_PROBE, NULL, 1 },
                   { 7, 0, 0, -1, POLICY_CAUSE_ACCEPT, "0/0/0 measured best", -1 } },
       .check_final = TRUE, .final_poll = { 0 } },
-    { .name = "dwell-defers-rollback", .spec = "adaptive", .n_ticks = 9, .n_iot = 1,
-      .start = { 0, 0, 0 }, .load = { HURTS }, .hook = hook_dwell5, .quiet_from = 7,
-      .expect = { { 1, 0, 1, 262144, POLICY_CAUSE_PROBE, NULL, 1 },
+    { .name = "dwell-defers-probes", .spec = "adaptive", .n_ticks = 10, .n_iot = 1,
+      .start = { 32768, 0, 0 }, .load = { MARGINAL }, .hook = hook_dwell5, .quiet_from = 7,
+      .expect = { { 1, 0, 1, 262144, POLICY_CAUSE_PROBE, "wide", 1 },
                   { 2, 0, 0, -1, POLICY_CAUSE_NONE, "dwell: last write 1.0 s ago", -1 },
                   { 5, 0, 0, -1, POLICY_CAUSE_NONE, "minimum 5.0 s", -1 },
-                  { 6, 0, 1, 0, POLICY_CAUSE_ROLLBACK, NULL, 1 } } },
+                  { 6, 0, 1, 0, POLICY_CAUSE_PROBE, "polling off", 1 },
+                  { 7, 0, 0, -1, POLICY_CAUSE_ACCEPT, NULL, -1 } },
+      .check_final = TRUE, .final_poll = { 0 } },
+    { .name = "failed-write-abandons-probe", .spec = "adaptive", .n_ticks = 6, .n_iot = 1,
+      .start = { 0, 0, 0 }, .load = { FAST }, .drop_write_tick = 1, .quiet_from = 4,
+      .expect = { { 1, 0, 1, 262144, POLICY_CAUSE_PROBE, NULL, 1 },
+                  { 2, 0, 0, -1, POLICY_CAUSE_NONE, "not applied", -1 },
+                  { 3, 0, 1, 262144, POLICY_CAUSE_PROBE, NULL, 1 } },
+      .check_final = TRUE, .final_poll = { 262144 } },
     { .name = "override-wins-then-expires", .spec = "off", .n_ticks = 8, .n_iot = 1,
       .start = { 32768, 0, 0 }, .load = { FAST }, .hook = hook_override_expiring,
       .quiet_from = 6,
@@ -336,7 +347,7 @@ run_case(gconstpointer data)
                 if (x->apply >= 0)
                     g_assert_cmpint(d->apply, ==, x->apply);
             }
-            if (d->change && d->apply)
+            if (d->change && d->apply && tick != c->drop_write_tick)
                 cur[i] = d->triple;
         }
     }
@@ -361,6 +372,33 @@ test_override_rejected(void)
     g_assert_false(policy_engine_clear_override(e, "vm", "iothread0"));
 }
 
+static void
+test_override_list(void)
+{
+    g_autoptr(PolicyConfig) cfg = policy_config_new();
+    g_autoptr(PolicyEngine) e = policy_engine_new(cfg, NULL);
+    g_autoptr(GPtrArray) now = NULL, later = NULL;
+    PolicyTriple a = { 10000, 0, 0 }, b = { 20000, 2, 2 };
+    const PolicyOverrideInfo *o;
+
+    g_assert_true(policy_engine_set_override(e, "vm", NULL, &a, 0, NULL));
+    g_assert_true(policy_engine_set_override(e, "vm", "iothread1", &b, 5000, NULL));
+    /* Setting again replaces rather than duplicates. */
+    g_assert_true(policy_engine_set_override(e, "vm", "iothread1", &b, 6000, NULL));
+    now = policy_engine_list_overrides(e, 1000);
+    g_assert_cmpuint(now->len, ==, 2);
+    o = g_ptr_array_index(now, 0);
+    g_assert_cmpstr(o->target, ==, "vm");
+    g_assert_null(o->iothread);
+    g_assert_true(policy_triple_equal(&o->triple, &a));
+    o = g_ptr_array_index(now, 1);
+    g_assert_cmpstr(o->iothread, ==, "iothread1");
+    g_assert_cmpint(o->expires_ms, ==, 6000);
+    later = policy_engine_list_overrides(e, 6000);
+    g_assert_cmpuint(later->len, ==, 1);
+    g_assert_true(policy_engine_clear_override(e, "vm", NULL));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -370,5 +408,6 @@ main(int argc, char **argv)
         g_test_add_data_func(path, &cases[i], run_case);
     }
     g_test_add_func("/policy/engine/override-rejected", test_override_rejected);
+    g_test_add_func("/policy/engine/override-list", test_override_list);
     return g_test_run();
 }

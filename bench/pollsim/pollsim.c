@@ -1,0 +1,109 @@
+/*
+ * bench/pollsim: calibrate the simulator against seed 004, run the scenario
+ * suite against off, qemu-default and the oracle, and enforce the goals.
+ *
+ *   pollsim --calibrate        the seed 004 table, simulated
+ *   pollsim --suite            every scenario, its table and its goals
+ *   pollsim --suite --scenario S4 --scale 0.25
+ * Exit status 1 when a calibration row or a goal fails.
+ */
+#include <math.h>
+#include <stdio.h>
+
+#include "sim-calib.h"
+#include "sim-goals.h"
+
+static gboolean
+calibrate(void)
+{
+    gboolean ok = TRUE;
+
+    printf("| poll-max-ns | QD1 seed | QD1 sim | err | QD32 seed | QD32 sim | err |\n");
+    printf("|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (guint i = 0; i < sim_calib_n_rows; i++) {
+        const SimCalibRow *r = &sim_calib_table[i];
+        double q1 = sim_calib_iops(r->poll_max_ns, 1, 1e9, 1);
+        double q32 = sim_calib_iops(r->poll_max_ns, 32, 1e9, 1);
+        double e1 = q1 / r->iops_qd1 - 1, e32 = q32 / r->iops_qd32 - 1;
+
+        ok &= fabs(e1) <= 0.10 && fabs(e32) <= 0.10;
+        printf("| %" G_GUINT64_FORMAT " | %.0f | %.0f | %+.1f%% | %.0f | %.0f | %+.1f%% |\n",
+               r->poll_max_ns, r->iops_qd1, q1, 100 * e1, r->iops_qd32, q32, 100 * e32);
+    }
+    printf("calibration: %s (every row within +-10%%)\n", ok ? "PASS" : "FAIL");
+    return ok;
+}
+
+static void
+print_run(const SimScenario *scn, const SimRun *r, const SimRun *off)
+{
+    printf("| %s | %s | %.0f | %+.1f%% | %.1f | %.1f | %.2f | %.0f | %.3f | %u |\n", scn->name,
+           r->label, r->iops, 100 * (r->iops / MAX(off->iops, 1e-9) - 1), r->lat_mean_us,
+           r->lat_p99_us, r->poll_core_s, r->exits_per_s, r->vcpu_cores, r->n_writes);
+}
+
+int
+main(int argc, char **argv)
+{
+    gboolean do_calibrate = FALSE, do_suite = FALSE;
+    g_autofree char *only = NULL;
+    double scale = 1.0;
+    gint64 seed = 1;
+    GOptionEntry entries[] = {
+        { "calibrate", 0, 0, G_OPTION_ARG_NONE, &do_calibrate, "Reproduce seed 004's table", NULL },
+        { "suite", 0, 0, G_OPTION_ARG_NONE, &do_suite, "Run the scenario suite and its goals", NULL },
+        { "scenario", 0, 0, G_OPTION_ARG_STRING, &only, "Only this scenario (S1..S8)", "NAME" },
+        { "scale", 0, 0, G_OPTION_ARG_DOUBLE, &scale, "Shorten phases by this factor", "X" },
+        { "seed", 0, 0, G_OPTION_ARG_INT64, &seed, "PRNG seed", "N" },
+        { NULL },
+    };
+    g_autoptr(GOptionContext) ctx = g_option_context_new("- QEMU iothread polling simulator");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) goals = g_ptr_array_new_with_free_func((GDestroyNotify)sim_goal_free);
+    gboolean ok = TRUE;
+    guint failed = 0;
+
+    g_option_context_add_main_entries(ctx, entries, NULL);
+    if (!g_option_context_parse(ctx, &argc, &argv, &error)) {
+        fprintf(stderr, "pollsim: %s\n", error->message);
+        return 2;
+    }
+    if (!do_calibrate && !do_suite)
+        do_suite = TRUE;
+    if (scale <= 0 || scale > 1) {
+        fprintf(stderr, "pollsim: --scale must be in (0, 1]\n");
+        return 2;
+    }
+    if (do_calibrate)
+        ok &= calibrate();
+    if (!do_suite)
+        return ok ? 0 : 1;
+
+    printf("\n| scenario | policy | IOPS | vs off | mean lat us | p99 lat us | "
+           "polling core-s | exits/s | vCPU app cores | writes |\n");
+    printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (guint i = 0; i < sim_n_scenarios; i++) {
+        const SimScenario *scn = &sim_scenarios[i];
+        g_autoptr(SimResult) r = NULL;
+
+        if (only && g_ascii_strcasecmp(only, scn->name) != 0)
+            continue;
+        r = sim_result_run(scn, scale, (guint64)seed);
+        print_run(scn, r->off, r->off);
+        print_run(scn, r->qemu_default, r->off);
+        print_run(scn, r->oracle, r->off);
+        print_run(scn, r->adaptive, r->off);
+        fflush(stdout);
+        sim_goals_check(scn, r, scale, goals);
+    }
+    printf("\n| scenario | goal | result | numbers |\n|---|---|---|---|\n");
+    for (guint i = 0; i < goals->len; i++) {
+        const SimGoal *g = g_ptr_array_index(goals, i);
+
+        failed += !g->pass;
+        printf("| %s | %s | %s | %s |\n", g->scenario, g->goal, g->pass ? "PASS" : "FAIL",
+               g->detail);
+    }
+    printf("\ngoals: %u of %u pass\n", goals->len - failed, goals->len);
+    return ok && failed == 0 ? 0 : 1;
+}

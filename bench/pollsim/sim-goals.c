@@ -1,0 +1,159 @@
+/*
+ * sim-goals: see sim-goals.h.  The goals are the project's targets for the
+ * policy; docs/BENCHMARKS.md lists them with the numbers.
+ */
+#include <math.h>
+
+#include "sim-goals.h"
+
+void
+sim_result_free(SimResult *r)
+{
+    if (!r)
+        return;
+    sim_run_free(r->off);
+    sim_run_free(r->qemu_default);
+    sim_run_free(r->adaptive);
+    sim_run_free(r->oracle);
+    g_free(r);
+}
+
+SimResult *
+sim_result_run(const SimScenario *scn, double scale, guint64 seed)
+{
+    SimResult *r = g_new0(SimResult, 1);
+    PolicySpec spec = { .objective = POLICY_OBJECTIVE_BALANCED };
+
+    spec.kind = POLICY_KIND_OFF;
+    r->off = sim_scenario_run(scn, &spec, NULL, scale, seed);
+    spec.kind = POLICY_KIND_QEMU_DEFAULT;
+    r->qemu_default = sim_scenario_run(scn, &spec, NULL, scale, seed);
+    spec.kind = POLICY_KIND_ADAPTIVE;
+    r->adaptive = sim_scenario_run(scn, &spec, NULL, scale, seed);
+    sim_scenario_oracle(scn, scale, seed, r->oracle_triples);
+    r->oracle = sim_scenario_run(scn, NULL, r->oracle_triples, scale, seed);
+    return r;
+}
+
+void
+sim_goal_free(SimGoal *g)
+{
+    if (!g)
+        return;
+    g_free(g->scenario);
+    g_free(g->goal);
+    g_free(g->detail);
+    g_free(g);
+}
+
+static void G_GNUC_PRINTF(5, 6)
+add(GPtrArray *out, const SimScenario *scn, const char *goal, gboolean pass,
+    const char *fmt, ...)
+{
+    SimGoal *g = g_new0(SimGoal, 1);
+    va_list ap;
+
+    g->scenario = g_strdup(scn->name);
+    g->goal = g_strdup(goal);
+    va_start(ap, fmt);
+    g->detail = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    g->pass = pass;
+    g_ptr_array_add(out, g);
+}
+
+static gboolean
+is(const SimScenario *scn, const char *name)
+{
+    return g_str_equal(scn->name, name);
+}
+
+/* Ticks of phase @p until adaptive is within 5% of the phase oracle. */
+static guint
+recovery_ticks(const SimScenario *scn, const SimResult *r, double scale, guint p)
+{
+    guint tpp = r->adaptive->n_ticks / scn->n_phases;
+    double target = sim_run_phase_iops(r->oracle, scn, scale, p, 1);
+    double slack = MAX(0.05 * target, 50.0);
+
+    for (guint k = 0; k < tpp; k++)
+        if (fabs(r->adaptive->ticks[p * tpp + k].iops - target) <= slack)
+            return k + 1;
+    return G_MAXUINT;
+}
+
+void
+sim_goals_check(const SimScenario *scn, const SimResult *r, double scale, GPtrArray *out)
+{
+    const SimRun *a = r->adaptive, *off = r->off, *d = r->qemu_default, *o = r->oracle;
+
+    if (is(scn, "S1") || is(scn, "S2") || is(scn, "S4")) {
+        double gain = o->iops - off->iops, got = a->iops - off->iops;
+        double share = gain > 0 ? got / gain : 1.0;
+
+        add(out, scn, ">= 95% of the oracle's IOPS gain over off", share >= 0.95,
+            "off %.0f, oracle %.0f, adaptive %.0f: %.0f%% of the gain",
+            off->iops, o->iops, a->iops, 100 * share);
+    }
+    /* Steady single-VM scenarios; S7 and S8 trade IOPS for their own goals. */
+    if (scn->n_phases == 1 && sim_scenario_n_vms(scn) == 1) {
+        add(out, scn, "never > 3% below the best static IOPS", a->iops >= 0.97 * o->iops,
+            "adaptive %.0f vs oracle %.0f (%+.1f%%)", a->iops, o->iops,
+            100 * (a->iops / MAX(o->iops, 1e-9) - 1));
+    }
+    if (is(scn, "S3") || is(scn, "S5")) {
+        gboolean ok = a->poll_core_s <= 0.10 * d->poll_core_s + 1e-9;
+
+        add(out, scn, "polling CPU <= 10% of qemu-default's", ok,
+            "adaptive %.3f core-s, qemu-default %.3f core-s", a->poll_core_s, d->poll_core_s);
+    }
+    if (is(scn, "S4")) {
+        gboolean ok = a->iops >= 1.2 * d->iops || a->iot_core_s <= 0.8 * d->iot_core_s;
+
+        add(out, scn, "beats qemu-default by >= 20% on IOPS or CPU", ok,
+            "IOPS %.0f vs %.0f (%+.1f%%), iothread CPU %.1f vs %.1f core-s",
+            a->iops, d->iops, 100 * (a->iops / MAX(d->iops, 1e-9) - 1),
+            a->iot_core_s, d->iot_core_s);
+    }
+    if (is(scn, "S6")) {
+        for (guint p = 0; p < scn->n_phases; p++) {
+            double ai = sim_run_phase_iops(a, scn, scale, p, 5);
+            double oi = sim_run_phase_iops(o, scn, scale, p, 5);
+            g_autofree char *goal = g_strdup_printf("phase %u: never > 3%% below the best static", p + 1);
+
+            add(out, scn, goal, ai >= 0.97 * oi - 50, "adaptive %.0f vs oracle %.0f", ai, oi);
+            if (p > 0) {
+                guint k = recovery_ticks(scn, r, scale, p);
+                g_autofree char *g2 = g_strdup_printf("phase %u: within 5%% of the oracle in <= 5 ticks",
+                                                      p + 1);
+
+                add(out, scn, g2, k <= 5, k == G_MAXUINT ? "never" : "after %u ticks", k);
+            }
+        }
+    }
+    if (is(scn, "S7")) {
+        gboolean ok = a->vcpu_cores >= 0.99 * off->vcpu_cores && a->iops >= 0.99 * off->iops;
+
+        add(out, scn, "vCPU throughput and I/O at least as under off (1% noise)", ok,
+            "vCPU %.3f vs %.3f cores, IOPS %.0f vs %.0f", a->vcpu_cores, off->vcpu_cores,
+            a->iops, off->iops);
+    }
+    if (is(scn, "S8")) {
+        guint run = 0, worst = 0, tail = MIN(10, a->n_ticks), got = 0;
+        guint n_benef = scn->groups[scn->beneficiary_group].count;
+        double peak = 0;
+
+        for (guint t = 0; t < a->n_ticks; t++) {
+            peak = MAX(peak, a->ticks[t].poll_cores);
+            run = a->ticks[t].poll_cores > 1.05 * scn->budget_cores ? run + 1 : 0;
+            worst = MAX(worst, run);
+        }
+        add(out, scn, "budget never exceeded by > 5% for > 2 ticks in a row", worst <= 2,
+            "peak %.2f cores of %.2f, longest excess %u ticks", peak, scn->budget_cores, worst);
+        for (guint t = a->n_ticks - tail; t < a->n_ticks; t++)
+            got += a->ticks[t].benef_polling == n_benef && a->ticks[t].n_polling == n_benef;
+        add(out, scn, "the beneficiaries get the polling", got == tail,
+            "last %u ticks: %u with exactly the %u beneficiaries polling (now %u polling)",
+            tail, got, n_benef, a->ticks[a->n_ticks - 1].n_polling);
+    }
+}

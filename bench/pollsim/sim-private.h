@@ -1,0 +1,140 @@
+/*
+ * sim-private: the simulator's internal state, shared by sim-core.c (event
+ * queue, PRNG, processor-sharing CPU) and sim-vm.c (guest, iothread, device).
+ */
+#pragma once
+
+#include "sim.h"
+
+#define SIM_RING 4096           /* requests in flight per VM, at most */
+
+typedef enum {
+    EV_DEVICE_DONE,             /* arg: request */
+    EV_POLL_DEADLINE,           /* arg: poll generation */
+    EV_WAKE,                    /* blocked iothread is scheduled again */
+    EV_IRQ,                     /* interrupt reaches the guest */
+    EV_KICK,                    /* ioeventfd signalled */
+    EV_ARRIVAL,                 /* open-loop request, arg: generation */
+} SimEventKind;
+
+typedef struct {
+    double t;
+    guint64 seq;
+    guint32 kind;
+    guint32 vm;
+    guint32 arg;
+} SimEvent;
+
+typedef enum { THREAD_IOT, THREAD_VCPU } SimThreadKind;
+
+typedef struct {
+    SimThreadKind kind;
+    guint vm;
+    gboolean runnable;
+    gboolean has_chunk;
+    double vf;                  /* virtual time at which the chunk is done */
+    double v_mark, t_mark;      /* accounting marks while runnable */
+    double cpu_ns, delay_ns;
+    int rq;                     /* index in the run list, -1 if not runnable */
+} SimThread;
+
+typedef struct {
+    guint32 buf[SIM_RING];
+    guint head, len;
+} SimFifo;
+
+typedef enum { IOT_BLOCKED, IOT_WAKING, IOT_WAKE_CPU, IOT_POLLING, IOT_RUNNING } SimIotState;
+
+typedef enum { VCPU_ITEM_IRQ, VCPU_ITEM_SUBMIT, VCPU_ITEM_KICK } SimVcpuItemKind;
+
+typedef struct {
+    guint32 kind;
+    guint32 req;
+} SimVcpuItem;
+
+typedef struct {
+    double t_guest;             /* guest began submitting */
+    double t_qemu;              /* iothread submitted to the device */
+} SimReq;
+
+typedef struct {
+    SimWorkload w;
+    PolicyTriple triple;
+
+    /* iothread */
+    SimThread iot;
+    SimIotState st;
+    double poll_ns;             /* QEMU's adaptive window */
+    double loop_start;
+    guint32 poll_gen;
+    double poll_v_start;
+    gboolean sub_suppress;      /* inside virtqueue processing: no kicks */
+    gboolean poll_started;      /* notifications suppressed by polling */
+    gboolean adjust_at_end;     /* v4: block_ns includes this dispatch */
+    gboolean kick_armed;        /* event index: the next request may kick */
+    gboolean kick_pending;
+    SimFifo avail, cq;          /* guest-visible requests, device completions */
+    guint32 taken_sub[SIM_RING], taken_cpl[SIM_RING];
+    guint n_sub, n_cpl;
+
+    /* device: one pipeline stage, then the rest of the latency */
+    double dev_free_at;
+
+    /* guest */
+    SimThread vcpu;
+    SimVcpuItem items[SIM_RING];
+    guint item_head, item_len;
+    SimVcpuItem cur_item;
+    guint irq_reaped;
+    guint32 irq_reqs[SIM_RING];
+    SimFifo used;
+    gboolean irq_active;
+    gboolean halted;
+    gboolean computing;
+    double compute_v_start;
+    guint inflight;             /* closed-loop requests in the system */
+    guint32 arrival_gen;
+
+    /* requests */
+    SimReq reqs[SIM_RING];
+    guint32 free_reqs[SIM_RING];
+    guint n_free;
+
+    /* counters */
+    guint64 ops, total_ns, vol_ctxsw;
+    SimTruth truth;
+} SimVm;
+
+struct _Sim {
+    SimCosts costs;
+    guint n_cores;
+    gboolean qemu_v4;
+    guint64 rng[4];
+
+    double now;
+    double v;                   /* processor-sharing virtual time */
+    SimThread **runlist;
+    guint n_run, cap_run;
+    double psi_some_ns, busy_ns;
+
+    SimEvent *heap;
+    guint n_heap, cap_heap;
+    guint64 seq;
+
+    SimVm **vms;
+    guint n_vms;
+};
+
+/* sim-core.c */
+double sim_rand01(Sim *sim);
+double sim_rand_exp(Sim *sim, double mean);
+double sim_rand_dist(Sim *sim, const SimDist *d);
+void sim_event_push(Sim *sim, double t, SimEventKind kind, guint vm, guint32 arg);
+void sim_thread_run(Sim *sim, SimThread *th, double work_ns);   /* runnable with a chunk */
+void sim_thread_spin(Sim *sim, SimThread *th);                  /* runnable, no chunk */
+void sim_thread_stop(Sim *sim, SimThread *th);                  /* not runnable */
+void sim_thread_flush(Sim *sim, SimThread *th);
+
+/* sim-vm.c */
+void sim_vm_handle_event(Sim *sim, const SimEvent *ev);
+void sim_vm_chunk_done(Sim *sim, SimThread *th);

@@ -1,0 +1,300 @@
+/*
+ * sim-scenario: see sim-scenario.h.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "policy-counters.h"
+#include "sim-calib.h"
+#include "sim-scenario.h"
+
+/*
+ * A "completion gap" is what QEMU's loop measures with polling off: the
+ * block_ns of an iteration waiting for the device, that is the device's
+ * latency plus the wake-up (wake_lat + wake_cpu of the calibrated costs).
+ */
+#define WAKE_NS 2680
+#define NVME .service = SIM_NVME_SERVICE, .dev_occupancy = SIM_NVME_OCCUPANCY
+#define SLOW .service = { SIM_DIST_NORMAL, 200000 - WAKE_NS, 20000 }, \
+             .dev_occupancy = SIM_NVME_OCCUPANCY
+#define GAP100 .service = { SIM_DIST_NORMAL, 100000 - WAKE_NS, 10000 }, \
+               .dev_occupancy = SIM_NVME_OCCUPANCY
+#define GAP45 .service = { SIM_DIST_UNIFORM, 40000 - WAKE_NS, 50000 - WAKE_NS }, \
+              .dev_occupancy = SIM_NVME_OCCUPANCY
+
+#define QD1 { .qd = 1, NVME }
+#define QD32 { .qd = 32, NVME }
+#define IDLE { .qd = 0, .open_iops = 0, NVME }
+
+const SimScenario sim_scenarios[] = {
+    { "S1", "steady QD1, fast NVMe (seed 004)", 4, 1, 60, { { 1, { QD1 } } }, 1, 0, G_MAXUINT },
+    { "S2", "steady QD32, fast NVMe", 4, 1, 60, { { 1, { QD32 } } }, 1, 0, G_MAXUINT },
+    { "S3", "slow device, ~200 us completion gap", 4, 1, 60,
+      { { 1, { { .qd = 1, SLOW } } } }, 1, 0, G_MAXUINT },
+    { "S4", "device with a 40-50 us gap", 4, 1, 60,
+      { { 1, { { .qd = 1, GAP45 } } } }, 1, 0, G_MAXUINT },
+    { "S5", "nearly idle, 10 IOPS", 4, 1, 60,
+      { { 1, { { .qd = 0, .open_iops = 10, NVME } } } }, 1, 0, G_MAXUINT },
+    { "S6", "phases: idle, QD1, QD32, slow, QD1", 4, 5, 60,
+      { { 1, { IDLE, QD1, QD32, { .qd = 1, SLOW }, QD1 } } }, 1, 0, G_MAXUINT },
+    { "S7", "4 VMs, CPU-bound vCPUs + QD1 on the 40-50 us device, 2 cores", 2, 1, 60,
+      { { 4, { { .qd = 1, .compute = TRUE, GAP45 } } } }, 1, 0, G_MAXUINT },
+    { "S8", "16 iothreads, 2-core budget, 4 benefit", 24, 1, 30,
+      { { 6, { { .qd = 0, .open_iops = 10, NVME } } },
+        { 6, { { .qd = 1, GAP100 } } },
+        { 4, { { .qd = 8, NVME } } } }, 3, 2.0, 2 },
+};
+const guint sim_n_scenarios = G_N_ELEMENTS(sim_scenarios);
+
+const SimScenario *
+sim_scenario_find(const char *name)
+{
+    for (guint i = 0; i < sim_n_scenarios; i++)
+        if (g_ascii_strcasecmp(sim_scenarios[i].name, name) == 0)
+            return &sim_scenarios[i];
+    return NULL;
+}
+
+void
+sim_run_free(SimRun *run)
+{
+    if (!run)
+        return;
+    g_free(run->label);
+    g_free(run->ticks);
+    g_free(run);
+}
+
+guint
+sim_scenario_n_vms(const SimScenario *scn)
+{
+    guint n = 0;
+
+    for (guint g = 0; g < scn->n_groups; g++)
+        n += scn->groups[g].count;
+    return n;
+}
+
+static guint
+group_of(const SimScenario *scn, guint vm)
+{
+    for (guint g = 0; g < scn->n_groups; g++) {
+        if (vm < scn->groups[g].count)
+            return g;
+        vm -= scn->groups[g].count;
+    }
+    return 0;
+}
+
+static guint
+ticks_per_phase(const SimScenario *scn, double scale)
+{
+    return MAX(2, (guint)lround(scn->phase_s * scale));
+}
+
+#define HISTORY 16
+
+typedef struct {
+    PolicyCounters prev;
+    PolicyMetrics hist[HISTORY];
+    guint n_hist;
+    SimTruth truth0;
+    char name[32];
+} VmLoop;
+
+static void
+hist_push(VmLoop *l, const PolicyMetrics *m)
+{
+    if (l->n_hist == HISTORY) {
+        memmove(l->hist, l->hist + 1, sizeof(l->hist[0]) * (HISTORY - 1));
+        l->n_hist--;
+    }
+    l->hist[l->n_hist++] = *m;
+}
+
+SimRun *
+sim_scenario_run(const SimScenario *scn, const PolicySpec *spec,
+                 const PolicyTriple *phase_triples, double scale, guint64 seed)
+{
+    guint n = sim_scenario_n_vms(scn), tpp = ticks_per_phase(scn, scale);
+    guint n_ticks = tpp * scn->n_phases;
+    g_autoptr(Sim) sim = sim_new(scn->n_cores, sim_costs_calibrated(), seed);
+    g_autoptr(PolicyConfig) cfg = policy_config_new();
+    g_autoptr(PolicyEngine) engine = NULL;
+    g_autofree VmLoop *loops = g_new0(VmLoop, n);
+    g_autofree PolicyIothreadInput *inputs = g_new0(PolicyIothreadInput, n);
+    g_autofree guint64 *hist0 = g_new0(guint64, 2048);
+    SimRun *run = g_new0(SimRun, 1);
+    PolicyHostCounters hprev, hcur;
+    double lat_sum = 0, ops_sum = 0;
+    guint64 hist_all[2048] = { 0 };
+
+    run->n_ticks = n_ticks;
+    run->ticks = g_new0(SimTickStats, n_ticks);
+    if (spec) {
+        cfg->default_spec = *spec;
+        cfg->budget_cores = scn->budget_cores;
+        engine = policy_engine_new(cfg, NULL);
+        run->label = policy_spec_format(spec);
+    } else {
+        run->label = g_strdup("oracle");
+    }
+    for (guint i = 0; i < n; i++) {
+        PolicyTriple start = phase_triples ? phase_triples[0] : POLICY_TRIPLE_QEMU_DEFAULT;
+
+        sim_add_vm(sim, &scn->groups[group_of(scn, i)].phase[0], &start);
+        g_snprintf(loops[i].name, sizeof(loops[i].name), "iothread%u", i);
+        sim_vm_counters(sim, i, &loops[i].prev);
+    }
+    sim_host_counters(sim, &hprev);
+
+    for (guint t = 0; t < n_ticks; t++) {
+        SimTickStats *ts = &run->ticks[t];
+        PolicyHost host;
+        g_autoptr(GPtrArray) ds = NULL;
+
+        sim_run_until(sim, (t + 1) * 1e9);
+        sim_host_counters(sim, &hcur);
+        policy_host_from_counters(&hprev, &hcur, &host, NULL);
+        hprev = hcur;
+        for (guint i = 0; i < n; i++) {
+            PolicyCounters cur;
+            PolicyMetrics m;
+            const SimTruth *tr;
+
+            sim_vm_counters(sim, i, &cur);
+            policy_metrics_from_counters(&loops[i].prev, &cur, &m, NULL);
+            loops[i].prev = cur;
+            hist_push(&loops[i], &m);
+            tr = sim_vm_truth(sim, i);
+            ts->iops += policy_metrics_iops(&m);
+            ts->poll_cores += (tr->poll_cpu_ns - loops[i].truth0.poll_cpu_ns) / 1e9;
+            ts->iot_cores += (tr->iot_cpu_ns - loops[i].truth0.iot_cpu_ns) / 1e9;
+            ts->vcpu_compute_cores += (tr->vcpu_compute_ns - loops[i].truth0.vcpu_compute_ns) / 1e9;
+            ts->exits_per_s += m.exits_per_s;
+            if (t > 0) {
+                lat_sum += tr->guest_lat_sum_ns - loops[i].truth0.guest_lat_sum_ns;
+                ops_sum += tr->guest_ops - loops[i].truth0.guest_ops;
+                for (guint b = 0; b < 2048; b++)
+                    hist_all[b] += tr->lat_hist[b] - loops[i].truth0.lat_hist[b];
+            }
+            loops[i].truth0 = *tr;
+            inputs[i] = (PolicyIothreadInput){ "vm", loops[i].name, sim_vm_triple(sim, i),
+                                               loops[i].hist, loops[i].n_hist };
+        }
+        if (engine) {
+            ds = policy_engine_tick(engine, &host, inputs, n, (gint64)(t + 1) * 1000);
+            for (guint i = 0; i < n; i++) {
+                const PolicyDecision *d = g_ptr_array_index(ds, i);
+
+                if (d->change && d->apply) {
+                    sim_vm_set_triple(sim, i, &d->triple);
+                    run->n_writes++;
+                }
+            }
+        }
+        if ((t + 1) % tpp == 0 && t + 1 < n_ticks) {
+            guint p = (t + 1) / tpp;
+
+            for (guint i = 0; i < n; i++) {
+                sim_vm_set_workload(sim, i, &scn->groups[group_of(scn, i)].phase[p]);
+                if (phase_triples) {
+                    sim_vm_set_triple(sim, i, &phase_triples[p]);
+                    run->n_writes++;
+                }
+            }
+        }
+        for (guint i = 0; i < n; i++) {
+            PolicyTriple tr = sim_vm_triple(sim, i);
+
+            if (tr.poll_max_ns > 0) {
+                ts->n_polling++;
+                if (group_of(scn, i) == scn->beneficiary_group)
+                    ts->benef_polling++;
+            }
+        }
+    }
+    for (guint t = 1; t < n_ticks; t++) {
+        run->iops += run->ticks[t].iops;
+        run->poll_core_s += run->ticks[t].poll_cores;
+        run->iot_core_s += run->ticks[t].iot_cores;
+        run->exits_per_s += run->ticks[t].exits_per_s;
+        run->vcpu_cores += run->ticks[t].vcpu_compute_cores;
+    }
+    run->iops /= n_ticks - 1;
+    run->exits_per_s /= n_ticks - 1;
+    run->vcpu_cores /= n_ticks - 1;
+    run->lat_mean_us = ops_sum > 0 ? lat_sum / ops_sum / 1000 : 0;
+    run->lat_p99_us = sim_hist_quantile(hist_all, NULL, 0.99) / 1000;
+    return run;
+}
+
+double
+sim_run_phase_iops(const SimRun *run, const SimScenario *scn, double scale, guint p, guint skip)
+{
+    guint tpp = ticks_per_phase(scn, scale), from = p * tpp + skip, to = (p + 1) * tpp;
+    double sum = 0;
+
+    if (from >= to)
+        return 0;
+    for (guint t = from; t < to; t++)
+        sum += run->ticks[t].iops;
+    return sum / (to - from);
+}
+
+/* The grid the oracle searches. */
+/* Multi-VM scenarios search a coarser grid on shorter runs. */
+static const PolicyTriple oracle_grid_small[] = {
+    { 0, 0, 0 }, { 16384, 0, 0 }, { 32768, 0, 0 }, { 65536, 0, 0 }, { 262144, 0, 0 },
+};
+
+static const PolicyTriple oracle_grid[] = {
+    { 0, 0, 0 },      { 8192, 0, 0 },   { 16384, 0, 0 },  { 24576, 0, 0 },
+    { 32768, 0, 0 },  { 49152, 0, 0 },  { 65536, 0, 0 },  { 131072, 0, 0 },
+    { 262144, 0, 0 }, { 500000, 0, 0 }, { 65536, 2, 2 },  { 262144, 2, 2 },
+};
+
+/*
+ * The oracle ranks static triples by the balanced objective, the one the
+ * suite runs adaptive with, per VM: ln(IOPS) - 0.10 * iothread cores.
+ */
+static double
+oracle_score(const SimRun *r, guint n_vms)
+{
+    PolicyMetrics m = { .have_cpu = TRUE };
+    double secs = r->n_ticks - 1;
+
+    m.rd_iops = r->iops / n_vms;
+    m.cpu_pct = 100.0 * r->iot_core_s / secs / n_vms;
+    return policy_objective_score(POLICY_OBJECTIVE_BALANCED, &m);
+}
+
+void
+sim_scenario_oracle(const SimScenario *scn, double scale, guint64 seed,
+                    PolicyTriple out[SIM_MAX_PHASES])
+{
+    for (guint p = 0; p < scn->n_phases; p++) {
+        SimScenario one = *scn;
+        double best = 0;
+
+        gboolean small = sim_scenario_n_vms(scn) > 1;
+        const PolicyTriple *grid = small ? oracle_grid_small : oracle_grid;
+        guint n_grid = small ? G_N_ELEMENTS(oracle_grid_small) : G_N_ELEMENTS(oracle_grid);
+
+        one.n_phases = 1;
+        one.phase_s = MIN(scn->phase_s * scale, small ? 3.0 : 6.0) / scale;
+        for (guint g = 0; g < scn->n_groups; g++)
+            one.groups[g].phase[0] = scn->groups[g].phase[p];
+        out[p] = grid[0];
+        for (guint k = 0; k < n_grid; k++) {
+            PolicyTriple tr[1] = { grid[k] };
+            g_autoptr(SimRun) r = sim_scenario_run(&one, NULL, tr, scale, seed);
+            double score = oracle_score(r, sim_scenario_n_vms(&one));
+
+            if (k == 0 || score > best) {
+                best = score;
+                out[p] = grid[k];
+            }
+        }
+    }
+}

@@ -1,0 +1,77 @@
+/*
+ * sim-scenario: the scenario suite S1..S8, the closed loop that runs the
+ * policy library against the simulator at a 1 s tick, the grid-search
+ * oracle, and the goals of the suite.
+ *
+ * A run converts the simulator's counters into PolicyMetrics/PolicyHost with
+ * policy-counters.h, exactly as the daemon's samplers do, and applies the
+ * engine's decisions with sim_vm_set_triple() (a qom-set).
+ */
+#pragma once
+
+#include "policy.h"
+#include "sim.h"
+
+#define SIM_MAX_PHASES 5
+#define SIM_MAX_GROUPS 3
+
+typedef struct {
+    guint count;                        /* VMs in this group */
+    SimWorkload phase[SIM_MAX_PHASES];  /* the group's workload in each phase */
+} SimGroup;
+
+typedef struct {
+    const char *name;
+    const char *what;
+    guint n_cores;
+    guint n_phases;
+    double phase_s;                     /* seconds per phase */
+    SimGroup groups[SIM_MAX_GROUPS];
+    guint n_groups;
+    double budget_cores;                /* 0: none */
+    guint beneficiary_group;            /* S8: the group that should poll, else G_MAXUINT */
+} SimScenario;
+
+extern const SimScenario sim_scenarios[];
+extern const guint sim_n_scenarios;
+const SimScenario *sim_scenario_find(const char *name);
+guint sim_scenario_n_vms(const SimScenario *scn);
+
+/* Per tick, summed over the VMs unless noted. */
+typedef struct {
+    double iops;
+    double poll_cores;          /* truth: iothread CPU spent polling */
+    double iot_cores;
+    double vcpu_compute_cores;
+    double exits_per_s;
+    guint n_polling;            /* VMs whose poll-max-ns > 0 at the end of the tick */
+    guint benef_polling;        /* of those, in the beneficiary group */
+} SimTickStats;
+
+typedef struct {
+    char *label;                /* "off", "qemu-default", "adaptive", "oracle" */
+    guint n_ticks;
+    SimTickStats *ticks;        /* [n_ticks], tick i covers (i, i+1] s */
+    /* whole run after the first tick (the policy has no sample before it) */
+    double iops, lat_mean_us, lat_p99_us, poll_core_s, iot_core_s, exits_per_s, vcpu_cores;
+    guint n_writes;
+} SimRun;
+
+void sim_run_free(SimRun *run);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimRun, sim_run_free)
+
+/*
+ * Run @scn with @spec on every iothread (NULL with @phase_triples: the
+ * oracle, which sets phase_triples[p] at the start of each phase).  @scale
+ * shortens every phase (1.0 = as defined).
+ */
+SimRun *sim_scenario_run(const SimScenario *scn, const PolicySpec *spec,
+                         const PolicyTriple *phase_triples, double scale, guint64 seed);
+
+/* The best static triple for each phase by grid search on IOPS. */
+void sim_scenario_oracle(const SimScenario *scn, double scale, guint64 seed,
+                         PolicyTriple out[SIM_MAX_PHASES]);
+
+/* Mean IOPS over the ticks of phase @p, skipping its first @skip ticks. */
+double sim_run_phase_iops(const SimRun *run, const SimScenario *scn, double scale,
+                          guint p, guint skip);

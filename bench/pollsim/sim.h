@@ -1,0 +1,108 @@
+/*
+ * pollsim: a discrete-event simulator of QEMU 7.2 iothreads polling.
+ *
+ * A host has n_cores shared by processor sharing among its runnable threads
+ * (vCPUs and iothreads).  Each VM has one vCPU, one iothread and one disk.
+ * The iothread runs QEMU 7.2's aio_poll loop with its adaptive poll window
+ * (sim-vm.c has the exact rules); the guest submits requests, kicks when
+ * notifications are enabled (a VM exit), takes interrupts and resubmits;
+ * the device completes after a sampled service time.
+ *
+ * The simulator exposes only what production samplers read (cumulative
+ * counters in the shape of policy-counters.h) plus ground truth used for
+ * scoring (guest-side latency, polling CPU, vCPU compute).  Deterministic:
+ * all randomness comes from one seeded PRNG per simulation.
+ *
+ * docs/SIMULATOR.md describes the model and the calibrated parameters.
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "policy-counters.h"
+
+/* Device service-time distribution. */
+typedef enum {
+    SIM_DIST_NORMAL,            /* a = mean, b = standard deviation, >= a/4 */
+    SIM_DIST_UNIFORM,           /* in [a, b] */
+} SimDistKind;
+
+typedef struct {
+    SimDistKind kind;
+    double a, b;                /* ns */
+} SimDist;
+
+/*
+ * Costs of the machinery, in ns.  One set is fitted to seed 004 (Fam
+ * Zheng's virtio-blk on NVMe table) and used for every scenario.
+ */
+typedef struct {
+    double wake_lat;            /* eventfd signal -> blocked iothread runs again */
+    double wake_cpu;            /* CPU the iothread burns returning from ppoll */
+    double kick_lat;            /* guest notify write -> ioeventfd signalled */
+    double exit_cpu;            /* vCPU time lost per notification exit */
+    double irq_lat;             /* irqfd injection -> guest handler starts */
+    double irq_cpu;             /* iothread CPU to inject one interrupt */
+    double sub_fixed, sub_per;  /* iothread: one virtqueue pass + io_submit; per request */
+    double cpl_fixed, cpl_per;  /* iothread: one completion pass + irq; per request */
+    double g_irq;               /* guest: interrupt entry/exit */
+    double g_cpl;               /* guest: per completion reaped (driver + fio) */
+    double g_sub;               /* guest: per request submitted */
+} SimCosts;
+
+/* What the guest does. */
+typedef struct {
+    guint qd;                   /* closed loop depth; 0 = open loop */
+    double open_iops;           /* open loop Poisson arrival rate */
+    double think_ns;            /* guest CPU per completion before resubmitting */
+    gboolean compute;           /* a CPU-bound app fills the vCPU's idle time */
+    SimDist service;            /* device latency of one request */
+    double dev_occupancy;       /* ns the device's single pipeline stage is busy per request */
+} SimWorkload;
+
+typedef struct _Sim Sim;
+
+Sim *sim_new(guint n_cores, const SimCosts *costs, guint64 seed);
+void sim_free(Sim *sim);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Sim, sim_free)
+
+/*
+ * Model the v4 polling series (2016) that seed 004 measured instead of
+ * QEMU 7.2: a successful poll's handler time counts in block_ns.
+ */
+void sim_set_qemu_v4(Sim *sim, gboolean v4);
+
+/* Returns the VM index. */
+guint sim_add_vm(Sim *sim, const SimWorkload *w, const PolicyTriple *triple);
+guint sim_n_vms(const Sim *sim);
+/* Change the workload; requests in flight finish normally. */
+void sim_vm_set_workload(Sim *sim, guint vm, const SimWorkload *w);
+/* A qom-set of the triple: like QEMU, it resets the learned window to 0. */
+void sim_vm_set_triple(Sim *sim, guint vm, const PolicyTriple *triple);
+PolicyTriple sim_vm_triple(const Sim *sim, guint vm);
+
+/* Run until simulated time @t_ns. */
+void sim_run_until(Sim *sim, double t_ns);
+double sim_now(const Sim *sim);
+
+/* What production would sample. */
+void sim_vm_counters(Sim *sim, guint vm, PolicyCounters *out);
+void sim_host_counters(Sim *sim, PolicyHostCounters *out);
+
+/* Ground truth for scoring: cumulative since start. */
+typedef struct {
+    guint64 guest_ops;          /* completions seen by the guest */
+    double guest_lat_sum_ns;
+    double poll_cpu_ns;         /* iothread CPU spent polling */
+    double iot_cpu_ns;
+    double vcpu_compute_ns;     /* CPU the guest's app got */
+    guint64 exits;
+    guint64 lat_hist[2048];     /* guest latency, 1 us buckets, last = overflow */
+} SimTruth;
+
+const SimTruth *sim_vm_truth(const Sim *sim, guint vm);
+/* p-quantile (0..1) of the latency between two snapshots of lat_hist, in ns. */
+double sim_hist_quantile(const guint64 *now, const guint64 *before, double q);
+
+/* The calibrated machinery costs (docs/SIMULATOR.md). */
+const SimCosts *sim_costs_calibrated(void);

@@ -1,0 +1,157 @@
+/*
+ * The polling simulator: calibration against seed 004 (every row within
+ * +-10%), determinism, QEMU's window rules as observed from outside, and a
+ * fast subset of the suite's goals (S1, S3, S4, S5, S7 at half length).  The
+ * full suite is bench/pollsim.
+ */
+#include <math.h>
+
+#include "sim-calib.h"
+#include "sim-goals.h"
+
+/* Long enough for +-1% noise on the IOPS, short enough for the test suite. */
+#define CALIB_SPAN_NS 300e6
+
+static void
+test_calibration(gconstpointer data)
+{
+    guint qd = GPOINTER_TO_UINT(data);
+
+    for (guint i = 0; i < sim_calib_n_rows; i++) {
+        const SimCalibRow *r = &sim_calib_table[i];
+        double want = qd == 1 ? r->iops_qd1 : r->iops_qd32;
+        double got = sim_calib_iops(r->poll_max_ns, qd, CALIB_SPAN_NS, 1);
+
+        g_test_message("poll-max-ns=%" G_GUINT64_FORMAT " qd=%u: seed %.0f sim %.0f (%+.1f%%)",
+                       r->poll_max_ns, qd, want, got, 100 * (got / want - 1));
+        g_assert_cmpfloat(fabs(got / want - 1), <=, 0.10);
+    }
+}
+
+static void
+run_counters(guint64 seed, PolicyCounters *out)
+{
+    g_autoptr(Sim) sim = sim_new(4, sim_costs_calibrated(), seed);
+    SimWorkload w = sim_calib_workload(4);
+    PolicyTriple t = POLICY_TRIPLE_QEMU_DEFAULT;
+
+    sim_add_vm(sim, &w, &t);
+    sim_run_until(sim, 50e6);
+    sim_vm_counters(sim, 0, out);
+}
+
+static void
+test_deterministic(void)
+{
+    PolicyCounters a, b, c;
+
+    run_counters(7, &a);
+    run_counters(7, &b);
+    run_counters(8, &c);
+    g_assert_cmpuint(a.rd_ops, ==, b.rd_ops);
+    g_assert_cmpuint(a.rd_total_ns, ==, b.rd_total_ns);
+    g_assert_cmpuint(a.cpu_ns, ==, b.cpu_ns);
+    g_assert_cmpuint(a.exits, ==, b.exits);
+    g_assert_cmpuint(a.rd_total_ns, !=, c.rd_total_ns);
+}
+
+/* What a poll-max-ns does, as the samplers would see it over 100 ms at QD1. */
+static void
+measure(guint64 poll_max_ns, PolicyMetrics *m, double *poll_cores)
+{
+    g_autoptr(Sim) sim = sim_new(4, sim_costs_calibrated(), 3);
+    SimWorkload w = sim_calib_workload(1);
+    PolicyTriple t = { poll_max_ns, 0, 0 };
+    PolicyCounters a, b;
+    double p0;
+
+    sim_add_vm(sim, &w, &t);
+    sim_run_until(sim, 10e6);
+    sim_vm_counters(sim, 0, &a);
+    p0 = sim_vm_truth(sim, 0)->poll_cpu_ns;
+    sim_run_until(sim, 110e6);
+    sim_vm_counters(sim, 0, &b);
+    g_assert_true(policy_metrics_from_counters(&a, &b, m, NULL));
+    *poll_cores = (sim_vm_truth(sim, 0)->poll_cpu_ns - p0) / 100e6;
+}
+
+static void
+test_window_rules(void)
+{
+    PolicyMetrics off, tiny, wide;
+    double p_off, p_tiny, p_wide;
+
+    measure(0, &off, &p_off);
+    measure(1, &tiny, &p_tiny);
+    measure(262144, &wide, &p_wide);
+    /* poll-max-ns 0: no polling, every event is a block and every request a kick. */
+    g_assert_cmpfloat(p_off, ==, 0.0);
+    g_assert_cmpfloat(off.blocks_per_op, >, 1.9);
+    g_assert_cmpfloat(off.exits_per_op, >, 1.9);
+    /* 1 ns: every block exceeds the ceiling, the window never leaves 0. */
+    g_assert_cmpfloat(p_tiny, ==, 0.0);
+    /* A window above the gaps catches nearly everything: no blocks, no kicks. */
+    g_assert_cmpfloat(wide.blocks_per_op, <, 0.05);
+    g_assert_cmpfloat(wide.exits_per_op, <, off.exits_per_op - 0.9);
+    g_assert_cmpfloat(p_wide, >, 0.5);
+    g_assert_cmpfloat(policy_metrics_iops(&wide), >, 1.3 * policy_metrics_iops(&off));
+}
+
+static void
+test_write_resets_window(void)
+{
+    g_autoptr(Sim) sim = sim_new(4, sim_costs_calibrated(), 5);
+    SimWorkload w = sim_calib_workload(1);
+    PolicyTriple t = { 262144, 0, 0 };
+    double p0, p1;
+
+    sim_add_vm(sim, &w, &t);
+    sim_run_until(sim, 20e6);
+    /* Rewriting the same triple every 30 us keeps the window at 0. */
+    p0 = sim_vm_truth(sim, 0)->poll_cpu_ns;
+    for (int i = 1; i <= 1000; i++) {
+        sim_vm_set_triple(sim, 0, &t);
+        sim_run_until(sim, 20e6 + i * 30e3);
+    }
+    p1 = sim_vm_truth(sim, 0)->poll_cpu_ns;
+    g_assert_cmpfloat((p1 - p0) / 30e6, <, 0.3);
+}
+
+static void
+test_goals_fast(gconstpointer data)
+{
+    const SimScenario *scn = sim_scenario_find(data);
+    g_autoptr(SimResult) r = NULL;
+    g_autoptr(GPtrArray) goals = g_ptr_array_new_with_free_func((GDestroyNotify)sim_goal_free);
+
+    g_assert_nonnull(scn);
+    r = sim_result_run(scn, 0.5, 1);
+    sim_goals_check(scn, r, 0.5, goals);
+    g_assert_cmpuint(goals->len, >, 0);
+    for (guint i = 0; i < goals->len; i++) {
+        const SimGoal *g = g_ptr_array_index(goals, i);
+
+        g_test_message("%s: %s: %s: %s", g->scenario, g->goal, g->pass ? "PASS" : "FAIL",
+                       g->detail);
+    }
+    for (guint i = 0; i < goals->len; i++)
+        g_assert_true(((SimGoal *)g_ptr_array_index(goals, i))->pass);
+}
+
+int
+main(int argc, char **argv)
+{
+    static const char *const fast[] = { "S1", "S3", "S4", "S5", "S7" };
+
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_data_func("/pollsim/calibration/qd1", GUINT_TO_POINTER(1), test_calibration);
+    g_test_add_data_func("/pollsim/calibration/qd32", GUINT_TO_POINTER(32), test_calibration);
+    g_test_add_func("/pollsim/deterministic", test_deterministic);
+    g_test_add_func("/pollsim/window-rules", test_window_rules);
+    g_test_add_func("/pollsim/write-resets-window", test_write_resets_window);
+    for (guint i = 0; i < G_N_ELEMENTS(fast); i++) {
+        g_autofree char *path = g_strdup_printf("/pollsim/goals/%s", fast[i]);
+        g_test_add_data_func(path, fast[i], test_goals_fast);
+    }
+    return g_test_run();
+}
