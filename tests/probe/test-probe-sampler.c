@@ -4,6 +4,7 @@
  * this very process with software events.
  */
 #include <linux/perf_event.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include "probe-perf.h"
@@ -28,11 +29,15 @@ tmp_teardown(TmpTree *t, gconstpointer data)
     g_free(t->root);
 }
 
+/* A thread exits: reads through kept descriptors fail (as /proc's do
+ * with ESRCH), and its directory goes. */
 static void
 remove_thread(const char *root, int pid, int tid)
 {
     g_autofree char *dir = g_strdup_printf("%s/%d/task/%d", root, pid, tid);
+    g_autofree char *stat = g_strdup_printf("%d/task/%d/stat", pid, tid);
 
+    probe_test_write(root, stat, "");
     probe_test_rmtree(dir);
 }
 
@@ -273,6 +278,44 @@ sleeper(gpointer data)
     return NULL;
 }
 
+static gpointer
+named_thread(gpointer data)
+{
+    GAsyncQueue *q = data;
+
+    pthread_setname_np(pthread_self(), "IO mine");
+    g_async_queue_push(q, g_strdup("named"));
+    g_free(g_async_queue_pop(q));
+    return NULL;
+}
+
+/* On the real /proc, a kept descriptor of an exited thread fails. */
+static void
+test_thread_exit_real(void)
+{
+    g_autoptr(GAsyncQueue) q = g_async_queue_new();
+    g_autoptr(ProbeTarget) t = probe_target_new(NULL, getpid());
+    g_autoptr(ProbeTargetSnap) snap = probe_target_snap_new(getpid(), 0, 0);
+    g_autoptr(GError) error = NULL;
+    ProbeIothreadSnap *io = probe_target_snap_iothread(snap, "mine");
+    GThread *th = g_thread_new("named", named_thread, q);
+    int tid;
+
+    g_free(g_async_queue_pop(q));
+    g_assert_true(probe_target_sample_iothread(t, io, 0, &error));
+    g_assert_no_error(error);
+    tid = io->tid;
+    g_assert_cmpint(tid, !=, getpid());
+    g_assert_true(probe_target_sample_iothread(t, io, 0, &error));
+    g_assert_cmpint(io->tid, ==, tid);
+
+    g_async_queue_push(q, g_strdup("exit"));
+    g_thread_join(th);
+    g_assert_false(probe_target_sample_iothread(t, io, 0, &error));
+    g_assert_error(error, PROBE_ERROR, PROBE_ERROR_MISSING);
+    g_assert_cmpint(probe_target_iothread_tid(t, "mine"), ==, 0);
+}
+
 static void
 test_perf_follows_threads(void)
 {
@@ -344,6 +387,7 @@ main(int argc, char **argv)
     g_test_add_func("/probe/sampler/exits-unavailable", test_exits_unavailable);
     g_test_add_func("/probe/sampler/host", test_host_sampler);
     g_test_add_func("/probe/sampler/names", test_source_names);
+    g_test_add_func("/probe/sampler/thread-exit-real", test_thread_exit_real);
     g_test_add_func("/probe/perf/follows-threads", test_perf_follows_threads);
     g_test_add_func("/probe/perf/errors", test_perf_errors);
     return g_test_run();
