@@ -54,20 +54,17 @@ read_fd(int fd, const char *path, ProbeBuf *buf, gsize max_size,
     buf->len = 0;
     buf->data[0] = '\0';
     for (;;) {
+        gsize want;
         ssize_t n;
 
-        if (buf->len > max_size) {
-            g_set_error(error, PROBE_ERROR, PROBE_ERROR_PARSE,
-                        "%s: larger than %" G_GSIZE_FORMAT " bytes",
-                        path, max_size);
-            return FALSE;
-        }
+        if (buf->len > max_size)
+            break;
         if (buf->cap - buf->len < 2) {
             buf->cap *= 2;
             buf->data = g_realloc(buf->data, buf->cap);
         }
-        n = pread(fd, buf->data + buf->len, buf->cap - buf->len - 1,
-                  (off_t)buf->len);
+        want = buf->cap - buf->len - 1;
+        n = pread(fd, buf->data + buf->len, want, (off_t)buf->len);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -77,6 +74,16 @@ read_fd(int fd, const char *path, ProbeBuf *buf, gsize max_size,
         if (n == 0)
             break;
         buf->len += (gsize)n;
+        /* Regular files, seq files and debugfs attributes fill the buffer
+         * whenever more follows, so a short read is the end.  Asking again
+         * would make a seq file generate its content a second time. */
+        if ((gsize)n < want)
+            break;
+    }
+    if (buf->len > max_size) {
+        g_set_error(error, PROBE_ERROR, PROBE_ERROR_PARSE,
+                    "%s: larger than %" G_GSIZE_FORMAT " bytes", path, max_size);
+        return FALSE;
     }
     buf->data[buf->len] = '\0';
     /* A NUL inside the file ends the text: parsers see a short file. */
