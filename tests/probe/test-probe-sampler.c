@@ -278,14 +278,21 @@ sleeper(gpointer data)
     return NULL;
 }
 
+/* Two queues: one toward the thread, one back; one would let the thread
+ * take its own message. */
+typedef struct {
+    GAsyncQueue *to_thread;
+    GAsyncQueue *to_test;
+} Channel;
+
 static gpointer
 named_thread(gpointer data)
 {
-    GAsyncQueue *q = data;
+    Channel *ch = data;
 
     pthread_setname_np(pthread_self(), "IO mine");
-    g_async_queue_push(q, g_strdup("named"));
-    g_free(g_async_queue_pop(q));
+    g_async_queue_push(ch->to_test, g_strdup("named"));
+    g_free(g_async_queue_pop(ch->to_thread));
     return NULL;
 }
 
@@ -293,15 +300,17 @@ named_thread(gpointer data)
 static void
 test_thread_exit_real(void)
 {
-    g_autoptr(GAsyncQueue) q = g_async_queue_new();
+    g_autoptr(GAsyncQueue) to_thread = g_async_queue_new();
+    g_autoptr(GAsyncQueue) to_test = g_async_queue_new();
+    Channel ch = { to_thread, to_test };
     g_autoptr(ProbeTarget) t = probe_target_new(NULL, getpid());
     g_autoptr(ProbeTargetSnap) snap = probe_target_snap_new(getpid(), 0, 0);
     g_autoptr(GError) error = NULL;
     ProbeIothreadSnap *io = probe_target_snap_iothread(snap, "mine");
-    GThread *th = g_thread_new("named", named_thread, q);
+    GThread *th = g_thread_new("named", named_thread, &ch);
     int tid;
 
-    g_free(g_async_queue_pop(q));
+    g_free(g_async_queue_pop(to_test));
     g_assert_true(probe_target_sample_iothread(t, io, 0, &error));
     g_assert_no_error(error);
     tid = io->tid;
@@ -309,7 +318,7 @@ test_thread_exit_real(void)
     g_assert_true(probe_target_sample_iothread(t, io, 0, &error));
     g_assert_cmpint(io->tid, ==, tid);
 
-    g_async_queue_push(q, g_strdup("exit"));
+    g_async_queue_push(to_thread, g_strdup("exit"));
     g_thread_join(th);
     g_assert_false(probe_target_sample_iothread(t, io, 0, &error));
     g_assert_error(error, PROBE_ERROR, PROBE_ERROR_MISSING);
