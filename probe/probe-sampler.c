@@ -204,6 +204,37 @@ fail:
     return FALSE;
 }
 
+void
+probe_target_forget_iothread(ProbeTarget *t, const char *id)
+{
+    g_hash_table_remove(t->iothreads, id);
+}
+
+guint
+probe_target_sample_snap(ProbeTarget *t, ProbeTargetSnap *snap,
+                         ProbeExitsMode mode, GPtrArray *errors)
+{
+    GHashTableIter iter;
+    gpointer key;
+    guint n = 0;
+
+    g_hash_table_iter_init(&iter, t->iothreads);
+    while (g_hash_table_iter_next(&iter, &key, NULL))
+        if (!probe_target_snap_find(snap, key))
+            g_hash_table_iter_remove(&iter);
+    for (guint i = 0; i < snap->iothreads->len; i++) {
+        ProbeIothreadSnap *io = snap->iothreads->pdata[i];
+        g_autoptr(GError) error = NULL;
+
+        if (probe_target_sample_iothread(t, io, io->tid, &error))
+            n++;
+        else if (errors)
+            g_ptr_array_add(errors, g_strdup(error->message));
+    }
+    probe_target_sample_exits(t, mode, snap);
+    return n;
+}
+
 static gboolean
 list_vcpus(ProbeTarget *t, GError **error)
 {

@@ -38,7 +38,7 @@ typedef struct {
     PolicyTriple triple;
     gboolean have_block;        /* blockstats were read this tick */
     GArray *devices;            /* ProbeDevice of the devices it serves */
-    int tid;
+    int tid;                    /* before sampling: QEMU's thread-id or 0 */
     gboolean have_thread;
     ProbeThreadCounters thread;
 } ProbeIothreadSnap;

@@ -229,6 +229,41 @@ test_exits_unavailable(void)
 }
 
 static void
+test_sample_snap(void)
+{
+    ProbeRoots roots = {
+        .proc = probe_test_fixture("proc-good"),
+        .debugfs = probe_test_fixture("debugfs-good"),
+    };
+    g_autoptr(ProbeTarget) t = probe_target_new(&roots, 100);
+    g_autoptr(ProbeTargetSnap) a = probe_target_snap_new(100, 0, 0);
+    g_autoptr(ProbeTargetSnap) b = probe_target_snap_new(100, 1, 0);
+    g_autoptr(GPtrArray) errors = g_ptr_array_new_with_free_func(g_free);
+
+    probe_target_snap_iothread(a, "iothread1");
+    probe_target_snap_iothread(a, "iothread2")->tid = 102;    /* from QMP */
+    probe_target_snap_iothread(a, "missing");
+    g_assert_cmpuint(probe_target_sample_snap(t, a, PROBE_EXITS_AUTO, errors),
+                     ==, 2);
+    g_assert_cmpuint(errors->len, ==, 1);
+    g_assert_nonnull(strstr(errors->pdata[0], "iothread missing"));
+    g_assert_cmpint(probe_target_snap_find(a, "iothread1")->tid, ==, 101);
+    g_assert_true(probe_target_snap_find(a, "iothread2")->have_thread);
+    g_assert_false(probe_target_snap_find(a, "missing")->have_thread);
+    g_assert_cmpint(a->exits.source, ==, PROBE_EXIT_SOURCE_DEBUGFS);
+    g_assert_cmpint(probe_target_iothread_tid(t, "iothread2"), ==, 102);
+
+    /* iothread2 was deleted: what was kept for it goes. */
+    probe_target_snap_iothread(b, "iothread1");
+    g_assert_cmpuint(probe_target_sample_snap(t, b, PROBE_EXITS_OFF, NULL), ==, 1);
+    g_assert_cmpint(probe_target_iothread_tid(t, "iothread2"), ==, 0);
+    g_assert_cmpint(probe_target_iothread_tid(t, "iothread1"), ==, 101);
+    g_assert_cmpint(b->exits.source, ==, PROBE_EXIT_SOURCE_NONE);
+    probe_target_forget_iothread(t, "iothread1");
+    g_assert_cmpint(probe_target_iothread_tid(t, "iothread1"), ==, 0);
+}
+
+static void
 test_host_sampler(void)
 {
     ProbeRoots good = { .proc = probe_test_fixture("proc-good") };
@@ -394,6 +429,7 @@ main(int argc, char **argv)
     g_test_add_func("/probe/sampler/vcpus", test_vcpus);
     g_test_add_func("/probe/sampler/exits-auto", test_exits_auto);
     g_test_add_func("/probe/sampler/exits-unavailable", test_exits_unavailable);
+    g_test_add_func("/probe/sampler/sample-snap", test_sample_snap);
     g_test_add_func("/probe/sampler/host", test_host_sampler);
     g_test_add_func("/probe/sampler/names", test_source_names);
     g_test_add_func("/probe/sampler/thread-exit-real", test_thread_exit_real);
