@@ -71,12 +71,28 @@ probe_exit_counters_add_named(ProbeExitCounters *c, const char *name,
     return TRUE;
 }
 
+/* The counters debugfs has: all but the tracepoint-only ones. */
+#define DEBUGFS_N_COUNTERS PROBE_EXIT_USERSPACE_EXITS
+
+typedef struct {
+    ProbeFile files[DEBUGFS_N_COUNTERS];
+} VmDir;
+
 struct ProbeKvmDebugfs {
     char *kvm_dir;          /* <debugfs>/kvm */
     int pid;
-    GPtrArray *vm_dirs;     /* full paths of <pid>-* directories */
+    GArray *vm_dirs;        /* VmDir of each <pid>-* directory */
     ProbeBuf buf;
 };
+
+static void
+vm_dir_clear(gpointer p)
+{
+    VmDir *v = p;
+
+    for (int k = 0; k < DEBUGFS_N_COUNTERS; k++)
+        probe_file_clear(&v->files[k]);
+}
 
 ProbeKvmDebugfs *
 probe_kvm_debugfs_new(const char *debugfs_root, int pid)
@@ -85,7 +101,8 @@ probe_kvm_debugfs_new(const char *debugfs_root, int pid)
 
     d->kvm_dir = g_build_filename(debugfs_root, "kvm", NULL);
     d->pid = pid;
-    d->vm_dirs = g_ptr_array_new_with_free_func(g_free);
+    d->vm_dirs = g_array_new(FALSE, TRUE, sizeof(VmDir));
+    g_array_set_clear_func(d->vm_dirs, vm_dir_clear);
     return d;
 }
 
@@ -95,9 +112,25 @@ probe_kvm_debugfs_free(ProbeKvmDebugfs *d)
     if (!d)
         return;
     g_free(d->kvm_dir);
-    g_ptr_array_unref(d->vm_dirs);
+    g_array_unref(d->vm_dirs);
     probe_buf_clear(&d->buf);
     g_free(d);
+}
+
+/* Note which counter files @dir has: kernels differ in the halt_* set. */
+static void
+vm_dir_add(ProbeKvmDebugfs *d, const char *dir)
+{
+    VmDir v;
+
+    for (int k = 0; k < DEBUGFS_N_COUNTERS; k++) {
+        char *path = g_build_filename(dir, exit_counter_names[k], NULL);
+
+        if (k != PROBE_EXIT_EXITS && !g_file_test(path, G_FILE_TEST_EXISTS))
+            g_clear_pointer(&path, g_free);
+        probe_file_init(&v.files[k], path);
+    }
+    g_array_append_val(d->vm_dirs, v);
 }
 
 static gboolean
@@ -108,7 +141,7 @@ debugfs_scan(ProbeKvmDebugfs *d, GError **error)
     g_autofree char *prefix = g_strdup_printf("%d-", d->pid);
     const char *name;
 
-    g_ptr_array_set_size(d->vm_dirs, 0);
+    g_array_set_size(d->vm_dirs, 0);
     dir = g_dir_open(d->kvm_dir, 0, &local);
     if (!dir) {
         g_set_error(error, PROBE_ERROR,
@@ -120,9 +153,14 @@ debugfs_scan(ProbeKvmDebugfs *d, GError **error)
         return FALSE;
     }
     /* Only the pid prefix is stable; what follows it has changed before. */
-    while ((name = g_dir_read_name(dir)))
-        if (g_str_has_prefix(name, prefix))
-            g_ptr_array_add(d->vm_dirs, g_build_filename(d->kvm_dir, name, NULL));
+    while ((name = g_dir_read_name(dir))) {
+        g_autofree char *path = NULL;
+
+        if (!g_str_has_prefix(name, prefix))
+            continue;
+        path = g_build_filename(d->kvm_dir, name, NULL);
+        vm_dir_add(d, path);
+    }
     if (d->vm_dirs->len == 0) {
         g_set_error(error, PROBE_ERROR, PROBE_ERROR_MISSING,
                     "%s: no directory for process %d (not a KVM guest?)",
@@ -133,30 +171,24 @@ debugfs_scan(ProbeKvmDebugfs *d, GError **error)
 }
 
 static gboolean
-debugfs_read_dir(ProbeKvmDebugfs *d, const char *vm_dir, ProbeExitCounters *c,
+debugfs_read_dir(ProbeKvmDebugfs *d, VmDir *v, ProbeExitCounters *c,
                  GError **error)
 {
-    for (int k = 0; k < PROBE_EXIT_USERSPACE_EXITS; k++) {
-        char path[PATH_MAX];
-        g_autoptr(GError) local = NULL;
+    for (int k = 0; k < DEBUGFS_N_COUNTERS; k++) {
+        ProbeFile *f = &v->files[k];
         const char *p;
-        guint64 v;
+        guint64 value;
 
-        g_snprintf(path, sizeof(path), "%s/%s", vm_dir, exit_counter_names[k]);
-        if (!probe_file_read(path, &d->buf, 4096, &local)) {
-            /* Older and newer kernels differ in the halt_* set. */
-            if (k != PROBE_EXIT_EXITS &&
-                g_error_matches(local, PROBE_ERROR, PROBE_ERROR_MISSING))
-                continue;
-            g_propagate_error(error, g_steal_pointer(&local));
+        if (!f->path)
+            continue;
+        if (!probe_file_reread(f, &d->buf, 4096, error))
             return FALSE;
-        }
         p = d->buf.data;
-        if (!probe_parse_u64(&p, &v) || (*p != '\n' && *p != '\0')) {
-            probe_set_parse_error(error, path, "not a single unsigned number");
+        if (!probe_parse_u64(&p, &value) || (*p != '\n' && *p != '\0')) {
+            probe_set_parse_error(error, f->path, "not a single unsigned number");
             return FALSE;
         }
-        counters_add(c, k, v);
+        counters_add(c, k, value);
     }
     return TRUE;
 }
@@ -165,28 +197,31 @@ gboolean
 probe_kvm_debugfs_read(ProbeKvmDebugfs *d, ProbeExitCounters *out,
                        GError **error)
 {
-    ProbeExitCounters c = { .source = PROBE_EXIT_SOURCE_DEBUGFS };
     gboolean rescanned = FALSE;
 
-    if (d->vm_dirs->len == 0) {
-        if (!debugfs_scan(d, error))
-            return FALSE;
-        rescanned = TRUE;
-    }
-    for (guint i = 0; i < d->vm_dirs->len; i++) {
+    for (;;) {
+        ProbeExitCounters c = { .source = PROBE_EXIT_SOURCE_DEBUGFS };
         g_autoptr(GError) local = NULL;
+        guint i;
 
-        if (debugfs_read_dir(d, d->vm_dirs->pdata[i], &c, &local))
-            continue;
-        /* The VM (or the process) went away: look again once. */
-        if (!rescanned &&
-            g_error_matches(local, PROBE_ERROR, PROBE_ERROR_MISSING)) {
-            g_ptr_array_set_size(d->vm_dirs, 0);
-            return probe_kvm_debugfs_read(d, out, error);
+        if (d->vm_dirs->len == 0) {
+            if (!debugfs_scan(d, error))
+                return FALSE;
+            rescanned = TRUE;
         }
-        g_propagate_error(error, g_steal_pointer(&local));
-        return FALSE;
+        for (i = 0; i < d->vm_dirs->len; i++)
+            if (!debugfs_read_dir(d, &g_array_index(d->vm_dirs, VmDir, i), &c,
+                                  &local))
+                break;
+        if (i == d->vm_dirs->len) {
+            *out = c;
+            return TRUE;
+        }
+        /* The VM went away, or a file did: look again, once. */
+        g_array_set_size(d->vm_dirs, 0);
+        if (rescanned || g_error_matches(local, PROBE_ERROR, PROBE_ERROR_PARSE)) {
+            g_propagate_error(error, g_steal_pointer(&local));
+            return FALSE;
+        }
     }
-    *out = c;
-    return TRUE;
 }

@@ -65,14 +65,23 @@ probe_psi_parse(const char *text, const char *path, ProbePsi *out,
 }
 
 gboolean
+probe_psi_reread(ProbeFile *f, ProbeBuf *buf, ProbePsi *out, GError **error)
+{
+    return probe_file_reread(f, buf, HOST_FILE_MAX, error) &&
+           probe_psi_parse(buf->data, f->path, out, error);
+}
+
+gboolean
 probe_psi_read(const char *proc_root, ProbeBuf *buf, ProbePsi *out,
                GError **error)
 {
-    char path[PATH_MAX];
+    ProbeFile f;
+    gboolean ok;
 
-    g_snprintf(path, sizeof(path), "%s/pressure/cpu", proc_root);
-    return probe_file_read(path, buf, HOST_FILE_MAX, error) &&
-           probe_psi_parse(buf->data, path, out, error);
+    probe_file_init(&f, g_strdup_printf("%s/pressure/cpu", proc_root));
+    ok = probe_psi_reread(&f, buf, out, error);
+    probe_file_clear(&f);
+    return ok;
 }
 
 static gboolean
@@ -128,12 +137,22 @@ probe_cpu_stat_parse(const char *text, const char *path, ProbeCpuStat *out,
 }
 
 gboolean
+probe_cpu_stat_reread(ProbeFile *f, ProbeBuf *buf, ProbeCpuStat *out,
+                      GError **error)
+{
+    return probe_file_reread(f, buf, HOST_FILE_MAX, error) &&
+           probe_cpu_stat_parse(buf->data, f->path, out, error);
+}
+
+gboolean
 probe_cpu_stat_read(const char *proc_root, ProbeBuf *buf, ProbeCpuStat *out,
                     GError **error)
 {
-    char path[PATH_MAX];
+    ProbeFile f;
+    gboolean ok;
 
-    g_snprintf(path, sizeof(path), "%s/stat", proc_root);
-    return probe_file_read(path, buf, HOST_FILE_MAX, error) &&
-           probe_cpu_stat_parse(buf->data, path, out, error);
+    probe_file_init(&f, g_strdup_printf("%s/stat", proc_root));
+    ok = probe_cpu_stat_reread(&f, buf, out, error);
+    probe_file_clear(&f);
+    return ok;
 }

@@ -1,6 +1,7 @@
 #include "probe-perf.h"
 #include "probe-thread.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <linux/perf_event.h>
@@ -15,6 +16,7 @@ typedef struct {
 
 struct ProbePerf {
     char *task_dir;
+    DIR *dir;               /* task_dir, kept open */
     int pid;
     gboolean kvm;
     guint n_events;
@@ -132,34 +134,46 @@ add_saturating(guint64 *acc, guint64 v)
         *acc = G_MAXUINT64;
 }
 
-/* List the task directory; open new threads, retire vanished ones. */
+static PerfThread *
+thread_find(ProbePerf *p, int tid, guint n)
+{
+    for (guint i = 0; i < n; i++) {
+        PerfThread *t = &g_array_index(p->threads, PerfThread, i);
+
+        if (t->tid == tid)
+            return t;
+    }
+    return NULL;
+}
+
+/* List the task directory; open new threads, retire vanished ones.  The
+ * directory stays open: rewinding it costs less than opening it. */
 static gboolean
 perf_follow(ProbePerf *p, GError **error)
 {
-    g_autoptr(GDir) dir = NULL;
-    g_autoptr(GError) local = NULL;
-    g_autoptr(GHashTable) known = g_hash_table_new(NULL, NULL);
-    const char *name;
+    guint n_known = p->threads->len;
+    struct dirent *de;
 
-    dir = g_dir_open(p->task_dir, 0, &local);
-    if (!dir) {
-        g_set_error(error, PROBE_ERROR, PROBE_ERROR_MISSING, "%s",
-                    local->message);
-        return FALSE;
+    if (!p->dir) {
+        p->dir = opendir(p->task_dir);
+        if (!p->dir) {
+            g_set_error(error, PROBE_ERROR, PROBE_ERROR_MISSING, "%s: %s",
+                        p->task_dir, g_strerror(errno));
+            return FALSE;
+        }
+    } else {
+        rewinddir(p->dir);
     }
-    for (guint i = 0; i < p->threads->len; i++) {
-        PerfThread *t = &g_array_index(p->threads, PerfThread, i);
-
-        t->seen = FALSE;
-        g_hash_table_insert(known, GINT_TO_POINTER(t->tid), t);
-    }
-    while ((name = g_dir_read_name(dir))) {
+    for (guint i = 0; i < n_known; i++)
+        g_array_index(p->threads, PerfThread, i).seen = FALSE;
+    while ((de = readdir(p->dir))) {
         PerfThread *t, fresh;
         int tid, rc;
 
-        if (!probe_parse_tid(name, &tid))
+        if (!probe_parse_tid(de->d_name, &tid))
             continue;
-        t = g_hash_table_lookup(known, GINT_TO_POINTER(tid));
+        /* Threads are few (tens): a scan beats a hash table here. */
+        t = thread_find(p, tid, n_known);
         if (t) {
             t->seen = TRUE;
             continue;
@@ -244,6 +258,8 @@ probe_perf_free(ProbePerf *p)
             thread_close(&g_array_index(p->threads, PerfThread, i));
         g_array_unref(p->threads);
     }
+    if (p->dir)
+        closedir(p->dir);
     g_free(p->task_dir);
     g_free(p);
 }

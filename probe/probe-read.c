@@ -41,56 +41,111 @@ set_errno_error(GError **error, const char *path, const char *op, int err)
                 path, op, g_strerror(err));
 }
 
-gboolean
-probe_file_read(const char *path, ProbeBuf *buf, gsize max_size, GError **error)
+/* Read @fd from offset 0 into @buf; pread regenerates seq_file and
+ * debugfs attribute files, so a descriptor can be kept and read again. */
+static gboolean
+read_fd(int fd, const char *path, ProbeBuf *buf, gsize max_size,
+        GError **error)
 {
-    int fd;
-
     if (buf->cap < PROBE_BUF_MIN) {
         buf->data = g_realloc(buf->data, PROBE_BUF_MIN);
         buf->cap = PROBE_BUF_MIN;
     }
     buf->len = 0;
     buf->data[0] = '\0';
-
-    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0) {
-        set_errno_error(error, path, "open", errno);
-        return FALSE;
-    }
     for (;;) {
+        gsize want;
         ssize_t n;
 
-        if (buf->len > max_size) {
-            close(fd);
-            g_set_error(error, PROBE_ERROR, PROBE_ERROR_PARSE,
-                        "%s: larger than %" G_GSIZE_FORMAT " bytes",
-                        path, max_size);
-            return FALSE;
-        }
+        if (buf->len > max_size)
+            break;
         if (buf->cap - buf->len < 2) {
             buf->cap *= 2;
             buf->data = g_realloc(buf->data, buf->cap);
         }
-        n = read(fd, buf->data + buf->len, buf->cap - buf->len - 1);
+        want = buf->cap - buf->len - 1;
+        n = pread(fd, buf->data + buf->len, want, (off_t)buf->len);
         if (n < 0) {
-            int err = errno;
-
-            if (err == EINTR)
+            if (errno == EINTR)
                 continue;
-            close(fd);
-            set_errno_error(error, path, "read", err);
+            set_errno_error(error, path, "read", errno);
             return FALSE;
         }
         if (n == 0)
             break;
         buf->len += (gsize)n;
+        /* Regular files, seq files and debugfs attributes fill the buffer
+         * whenever more follows, so a short read is the end.  Asking again
+         * would make a seq file generate its content a second time. */
+        if ((gsize)n < want)
+            break;
     }
-    close(fd);
+    if (buf->len > max_size) {
+        g_set_error(error, PROBE_ERROR, PROBE_ERROR_PARSE,
+                    "%s: larger than %" G_GSIZE_FORMAT " bytes", path, max_size);
+        return FALSE;
+    }
     buf->data[buf->len] = '\0';
     /* A NUL inside the file ends the text: parsers see a short file. */
     buf->len = strlen(buf->data);
     return TRUE;
+}
+
+static int
+open_ro(const char *path, GError **error)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+
+    if (fd < 0)
+        set_errno_error(error, path, "open", errno);
+    return fd;
+}
+
+gboolean
+probe_file_read(const char *path, ProbeBuf *buf, gsize max_size, GError **error)
+{
+    int fd = open_ro(path, error);
+    gboolean ok;
+
+    if (fd < 0)
+        return FALSE;
+    ok = read_fd(fd, path, buf, max_size, error);
+    close(fd);
+    return ok;
+}
+
+void
+probe_file_init(ProbeFile *f, char *path)
+{
+    f->path = path;
+    f->fd = -1;
+}
+
+void
+probe_file_clear(ProbeFile *f)
+{
+    if (!f)
+        return;
+    if (f->fd >= 0)
+        close(f->fd);
+    f->fd = -1;
+    g_clear_pointer(&f->path, g_free);
+}
+
+gboolean
+probe_file_reread(ProbeFile *f, ProbeBuf *buf, gsize max_size, GError **error)
+{
+    if (f->fd < 0) {
+        f->fd = open_ro(f->path, error);
+        if (f->fd < 0)
+            return FALSE;
+    }
+    if (read_fd(f->fd, f->path, buf, max_size, error))
+        return TRUE;
+    /* Gone (ESRCH from a dead task) or broken: open afresh next time. */
+    close(f->fd);
+    f->fd = -1;
+    return FALSE;
 }
 
 gboolean

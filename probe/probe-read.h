@@ -48,6 +48,25 @@ gboolean probe_file_read(const char *path, ProbeBuf *buf, gsize max_size,
                          GError **error);
 
 /*
+ * A file read again every tick through a descriptor kept open: pread from
+ * offset 0 makes /proc's seq files and debugfs attributes generate fresh
+ * content, and saves the path walk of open().  A descriptor of a task that
+ * has exited fails with ESRCH (PROBE_ERROR_MISSING) and never reads a
+ * later task that reuses the tid.  After a failure the next read opens the
+ * path again.
+ */
+typedef struct {
+    char *path;
+    int fd;                 /* -1: not open */
+} ProbeFile;
+
+/* Take @path; nothing is opened until the first read. */
+void probe_file_init(ProbeFile *f, char *path);
+void probe_file_clear(ProbeFile *f);
+gboolean probe_file_reread(ProbeFile *f, ProbeBuf *buf, gsize max_size,
+                           GError **error);
+
+/*
  * Parse one unsigned decimal number at *@p, after optional spaces and tabs.
  * On success, store it in *@out, move *@p past it and return TRUE.  Return
  * FALSE without moving *@p when there is no digit or the value exceeds

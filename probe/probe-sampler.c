@@ -28,12 +28,25 @@ struct ProbeTarget {
     char *tracefs;
     int pid;
     ProbeBuf buf;
-    GHashTable *tids;               /* iothread id -> tid */
-    GArray *vcpu_tids;              /* int; NULL until listed */
+    GHashTable *iothreads;          /* id -> ProbeThreadFiles */
+    GArray *vcpus;                  /* ProbeThreadFiles; NULL until listed */
     ProbeKvmDebugfs *kvm_debugfs;
     ProbePerf *perf;
     ProbeSource src[PROBE_SOURCE_MAX];
 };
+
+static void
+thread_files_free(gpointer p)
+{
+    probe_thread_files_clear(p);
+    g_free(p);
+}
+
+static void
+thread_files_clear(gpointer p)
+{
+    probe_thread_files_clear(p);
+}
 
 ProbeTarget *
 probe_target_new(const ProbeRoots *roots, int pid)
@@ -45,7 +58,8 @@ probe_target_new(const ProbeRoots *roots, int pid)
                                                   : "/sys/kernel/debug");
     t->tracefs = g_strdup(roots ? roots->tracefs : NULL);
     t->pid = pid;
-    t->tids = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    t->iothreads = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                         thread_files_free);
     for (int k = 0; k < PROBE_SOURCE_MAX; k++)
         probe_source_init(&t->src[k], k);
     return t;
@@ -60,9 +74,9 @@ probe_target_free(ProbeTarget *t)
         probe_source_clear(&t->src[k]);
     probe_perf_free(t->perf);
     probe_kvm_debugfs_free(t->kvm_debugfs);
-    if (t->vcpu_tids)
-        g_array_unref(t->vcpu_tids);
-    g_hash_table_unref(t->tids);
+    if (t->vcpus)
+        g_array_unref(t->vcpus);
+    g_hash_table_unref(t->iothreads);
     probe_buf_clear(&t->buf);
     g_free(t->proc);
     g_free(t->debugfs);
@@ -79,20 +93,36 @@ probe_target_pid(const ProbeTarget *t)
 int
 probe_target_iothread_tid(const ProbeTarget *t, const char *id)
 {
-    return GPOINTER_TO_INT(g_hash_table_lookup(t->tids, id));
+    const ProbeThreadFiles *f = g_hash_table_lookup(t->iothreads, id);
+
+    return f ? f->tid : 0;
 }
 
-/* Thread counters of @tid, but only if it still carries name @want. */
-static gboolean
-read_named(ProbeTarget *t, int tid, const char *want, ProbeThreadCounters *c,
-           GError **error)
+/* The kept files of iothread @id, (re)opened on @tid. */
+static ProbeThreadFiles *
+iothread_files(ProbeTarget *t, const char *id, int tid)
 {
-    if (!probe_thread_read(t->proc, t->pid, tid, &t->buf, c, error))
+    ProbeThreadFiles *f = g_hash_table_lookup(t->iothreads, id);
+
+    if (f && f->tid == tid)
+        return f;
+    f = g_new0(ProbeThreadFiles, 1);
+    probe_thread_files_init(f, t->proc, t->pid, tid);
+    g_hash_table_insert(t->iothreads, g_strdup(id), f);
+    return f;
+}
+
+/* Thread counters from @f, but only if it still carries name @want. */
+static gboolean
+read_named(ProbeTarget *t, ProbeThreadFiles *f, const char *want,
+           ProbeThreadCounters *c, GError **error)
+{
+    if (!probe_thread_files_read(f, &t->buf, c, error))
         return FALSE;
     if (want && strcmp(c->comm, want) != 0) {
         g_set_error(error, PROBE_ERROR, PROBE_ERROR_MISSING,
                     "thread %d of process %d is now named '%s', not '%s'",
-                    tid, t->pid, c->comm, want);
+                    f->tid, t->pid, c->comm, want);
         return FALSE;
     }
     return TRUE;
@@ -135,39 +165,74 @@ probe_target_sample_iothread(ProbeTarget *t, ProbeIothreadSnap *io,
     ProbeThreadCounters c;
     g_autoptr(GError) local = NULL;
     char want[PROBE_COMM_MAX];
+    ProbeThreadFiles *f;
     int tid;
 
     io->have_thread = FALSE;
     probe_iothread_comm(io->id, want);
     if (tid_hint > 0) {
         /* QEMU said so; without debug-threads the name is not "IO <id>". */
-        tid = tid_hint;
-        if (!probe_thread_read(t->proc, t->pid, tid, &t->buf, &c, &local)) {
+        f = iothread_files(t, io->id, tid_hint);
+        if (!read_named(t, f, NULL, &c, &local)) {
             if (g_error_matches(local, PROBE_ERROR, PROBE_ERROR_MISSING))
                 g_prefix_error(&local, "thread %d is not a live thread of "
-                               "process %d: ", tid, t->pid);
+                               "process %d: ", tid_hint, t->pid);
             goto fail;
         }
     } else {
         tid = probe_target_iothread_tid(t, io->id);
-        if (tid == 0 || !read_named(t, tid, want, &c, NULL)) {
+        f = tid ? iothread_files(t, io->id, tid) : NULL;
+        if (!f || !read_named(t, f, want, &c, NULL)) {
             /* Unknown yet, gone or renamed: look the name up again. */
             tid = resolve_iothread(t, io->id, &local);
-            if (tid == 0 || !read_named(t, tid, want, &c, &local))
+            if (tid == 0)
+                goto fail;
+            f = iothread_files(t, io->id, tid);
+            if (!read_named(t, f, want, &c, &local))
                 goto fail;
         }
     }
-    g_hash_table_insert(t->tids, g_strdup(io->id), GINT_TO_POINTER(tid));
-    probe_iothread_snap_set_thread(io, tid, &c);
+    probe_iothread_snap_set_thread(io, f->tid, &c);
     note_thread_result(t, &c, NULL);
     return TRUE;
 
 fail:
-    g_hash_table_remove(t->tids, io->id);
+    g_hash_table_remove(t->iothreads, io->id);
     note_thread_result(t, NULL, local);
     g_prefix_error(&local, "iothread %s: ", io->id);
     g_propagate_error(error, g_steal_pointer(&local));
     return FALSE;
+}
+
+void
+probe_target_forget_iothread(ProbeTarget *t, const char *id)
+{
+    g_hash_table_remove(t->iothreads, id);
+}
+
+guint
+probe_target_sample_snap(ProbeTarget *t, ProbeTargetSnap *snap,
+                         ProbeExitsMode mode, GPtrArray *errors)
+{
+    GHashTableIter iter;
+    gpointer key;
+    guint n = 0;
+
+    g_hash_table_iter_init(&iter, t->iothreads);
+    while (g_hash_table_iter_next(&iter, &key, NULL))
+        if (!probe_target_snap_find(snap, key))
+            g_hash_table_iter_remove(&iter);
+    for (guint i = 0; i < snap->iothreads->len; i++) {
+        ProbeIothreadSnap *io = snap->iothreads->pdata[i];
+        g_autoptr(GError) error = NULL;
+
+        if (probe_target_sample_iothread(t, io, io->tid, &error))
+            n++;
+        else if (errors)
+            g_ptr_array_add(errors, g_strdup(error->message));
+    }
+    probe_target_sample_exits(t, mode, snap);
+    return n;
 }
 
 static gboolean
@@ -177,17 +242,22 @@ list_vcpus(ProbeTarget *t, GError **error)
 
     if (!tasks)
         return FALSE;
-    if (t->vcpu_tids)
-        g_array_set_size(t->vcpu_tids, 0);
-    else
-        t->vcpu_tids = g_array_new(FALSE, FALSE, sizeof(int));
+    if (t->vcpus)
+        g_array_set_size(t->vcpus, 0);
+    else {
+        t->vcpus = g_array_new(FALSE, TRUE, sizeof(ProbeThreadFiles));
+        g_array_set_clear_func(t->vcpus, thread_files_clear);
+    }
     for (guint i = 0; i < tasks->len; i++) {
         const ProbeTask *task = &g_array_index(tasks, ProbeTask, i);
+        ProbeThreadFiles f;
 
-        if (probe_comm_is_vcpu(task->comm, NULL))
-            g_array_append_val(t->vcpu_tids, task->tid);
+        if (!probe_comm_is_vcpu(task->comm, NULL))
+            continue;
+        probe_thread_files_init(&f, t->proc, t->pid, task->tid);
+        g_array_append_val(t->vcpus, f);
     }
-    if (t->vcpu_tids->len == 0) {
+    if (t->vcpus->len == 0) {
         g_set_error(error, PROBE_ERROR, PROBE_ERROR_MISSING,
                     "process %d has no thread named 'CPU <n>/KVM' or "
                     "'CPU <n>/TCG' (no vCPUs, or debug-threads off)", t->pid);
@@ -202,20 +272,19 @@ read_vcpus(ProbeTarget *t, ProbeHostSnap *host, GError **error)
 {
     guint first = host->vcpus->len;
 
-    for (guint i = 0; i < t->vcpu_tids->len; i++) {
-        int tid = g_array_index(t->vcpu_tids, int, i);
+    for (guint i = 0; i < t->vcpus->len; i++) {
+        ProbeThreadFiles *f = &g_array_index(t->vcpus, ProbeThreadFiles, i);
         ProbeThreadCounters c;
 
-        if (!probe_thread_read_schedstat(t->proc, t->pid, tid, &t->buf, &c,
-                                         error))
+        if (!probe_thread_files_read_schedstat(f, &t->buf, &c, error))
             goto undo;
         if (!c.have_schedstat) {
             g_set_error(error, PROBE_ERROR, PROBE_ERROR_PARSE,
-                        "%s/%d/task/%d/schedstat is all zero (kernel without "
-                        "scheduler statistics?)", t->proc, t->pid, tid);
+                        "%s is all zero (kernel without scheduler "
+                        "statistics?)", f->schedstat.path);
             goto undo;
         }
-        probe_host_snap_add_vcpu(host, t->pid, tid, c.wait_ns);
+        probe_host_snap_add_vcpu(host, t->pid, f->tid, c.wait_ns);
     }
     return TRUE;
 undo:
@@ -231,7 +300,7 @@ probe_target_sample_vcpus(ProbeTarget *t, ProbeHostSnap *host)
 
     if (!probe_source_should_try(src))
         return 0;
-    if (!t->vcpu_tids && !list_vcpus(t, &error))
+    if (!t->vcpus && !list_vcpus(t, &error))
         goto fail;
     if (!read_vcpus(t, host, NULL)) {
         /* A vCPU went away or came: list them again, once. */
@@ -239,11 +308,11 @@ probe_target_sample_vcpus(ProbeTarget *t, ProbeHostSnap *host)
             goto fail;
     }
     probe_source_set_available(src);
-    return t->vcpu_tids->len;
+    return t->vcpus->len;
 
 fail:
-    if (t->vcpu_tids)
-        g_clear_pointer(&t->vcpu_tids, g_array_unref);
+    if (t->vcpus)
+        g_clear_pointer(&t->vcpus, g_array_unref);
     probe_source_set_unavailable(src, g_strdup(error->message));
     return 0;
 }
@@ -345,7 +414,8 @@ probe_target_take_news(ProbeTarget *t)
 }
 
 struct ProbeHostSampler {
-    char *proc;
+    ProbeFile psi_file;
+    ProbeFile stat_file;
     ProbeBuf buf;
     ProbeSource src[PROBE_SOURCE_MAX];
 };
@@ -354,8 +424,10 @@ ProbeHostSampler *
 probe_host_sampler_new(const ProbeRoots *roots)
 {
     ProbeHostSampler *h = g_new0(ProbeHostSampler, 1);
+    const char *proc = roots && roots->proc ? roots->proc : "/proc";
 
-    h->proc = g_strdup(roots && roots->proc ? roots->proc : "/proc");
+    probe_file_init(&h->psi_file, g_strdup_printf("%s/pressure/cpu", proc));
+    probe_file_init(&h->stat_file, g_strdup_printf("%s/stat", proc));
     for (int k = 0; k < PROBE_SOURCE_MAX; k++)
         probe_source_init(&h->src[k], k);
     return h;
@@ -369,7 +441,8 @@ probe_host_sampler_free(ProbeHostSampler *h)
     for (int k = 0; k < PROBE_SOURCE_MAX; k++)
         probe_source_clear(&h->src[k]);
     probe_buf_clear(&h->buf);
-    g_free(h->proc);
+    probe_file_clear(&h->psi_file);
+    probe_file_clear(&h->stat_file);
     g_free(h);
 }
 
@@ -383,7 +456,8 @@ probe_host_sampler_sample(ProbeHostSampler *h, ProbeHostSnap *snap)
     snap->have_psi = FALSE;
     snap->have_stat = FALSE;
     if (probe_source_should_try(psi)) {
-        snap->have_psi = probe_psi_read(h->proc, &h->buf, &snap->psi, &error);
+        snap->have_psi = probe_psi_reread(&h->psi_file, &h->buf, &snap->psi,
+                                          &error);
         if (snap->have_psi)
             probe_source_set_available(psi);
         else
@@ -391,8 +465,8 @@ probe_host_sampler_sample(ProbeHostSampler *h, ProbeHostSnap *snap)
         g_clear_error(&error);
     }
     if (probe_source_should_try(stat)) {
-        snap->have_stat = probe_cpu_stat_read(h->proc, &h->buf, &snap->stat,
-                                              &error);
+        snap->have_stat = probe_cpu_stat_reread(&h->stat_file, &h->buf,
+                                                &snap->stat, &error);
         if (snap->have_stat)
             probe_source_set_available(stat);
         else

@@ -60,6 +60,19 @@ gboolean probe_target_sample_iothread(ProbeTarget *t, ProbeIothreadSnap *io,
 /* The tid the last sample of iothread @id used, or 0. */
 int probe_target_iothread_tid(const ProbeTarget *t, const char *id);
 
+/* Close what is kept open for iothread @id (it was deleted). */
+void probe_target_forget_iothread(ProbeTarget *t, const char *id);
+
+/*
+ * One call per tick for the whole VM: sample every iothread of @snap (each
+ * io->tid, when set, is QEMU's thread-id and used as the hint), forget the
+ * iothreads @snap no longer has, and fill the exits per @mode.  Returns
+ * how many iothreads were read; the errors of the others are appended to
+ * @errors (if non-NULL) as strings.
+ */
+guint probe_target_sample_snap(ProbeTarget *t, ProbeTargetSnap *snap,
+                               ProbeExitsMode mode, GPtrArray *errors);
+
 /*
  * Add the run-queue wait of every vCPU thread ("CPU <n>/KVM" or "/TCG") to
  * @host.  Returns the number of vCPU threads read; 0 with the VCPU source

@@ -111,6 +111,13 @@ probe_iothread_snap_set_thread(ProbeIothreadSnap *io, int tid,
     io->have_thread = TRUE;
 }
 
+static void
+add_sat(guint64 *acc, guint64 v)
+{
+    if (!g_uint64_checked_add(acc, *acc, v))
+        *acc = G_MAXUINT64;
+}
+
 void
 probe_iothread_snap_block_totals(const ProbeIothreadSnap *io,
                                  ProbeBlockCounters *sum)
@@ -120,14 +127,14 @@ probe_iothread_snap_block_totals(const ProbeIothreadSnap *io,
         const ProbeBlockCounters *c =
             &g_array_index(io->devices, ProbeDevice, i).c;
 
-        sum->rd_ops += c->rd_ops;
-        sum->wr_ops += c->wr_ops;
-        sum->flush_ops += c->flush_ops;
-        sum->rd_bytes += c->rd_bytes;
-        sum->wr_bytes += c->wr_bytes;
-        sum->rd_time_ns += c->rd_time_ns;
-        sum->wr_time_ns += c->wr_time_ns;
-        sum->flush_time_ns += c->flush_time_ns;
+        add_sat(&sum->rd_ops, c->rd_ops);
+        add_sat(&sum->wr_ops, c->wr_ops);
+        add_sat(&sum->flush_ops, c->flush_ops);
+        add_sat(&sum->rd_bytes, c->rd_bytes);
+        add_sat(&sum->wr_bytes, c->wr_bytes);
+        add_sat(&sum->rd_time_ns, c->rd_time_ns);
+        add_sat(&sum->wr_time_ns, c->wr_time_ns);
+        add_sat(&sum->flush_time_ns, c->flush_time_ns);
     }
 }
 

@@ -38,7 +38,7 @@ typedef struct {
     PolicyTriple triple;
     gboolean have_block;        /* blockstats were read this tick */
     GArray *devices;            /* ProbeDevice of the devices it serves */
-    int tid;
+    int tid;                    /* before sampling: QEMU's thread-id or 0 */
     gboolean have_thread;
     ProbeThreadCounters thread;
 } ProbeIothreadSnap;
@@ -72,7 +72,7 @@ void probe_iothread_snap_add_device(ProbeIothreadSnap *io, const char *name,
 void probe_iothread_snap_set_block_read(ProbeIothreadSnap *io);
 void probe_iothread_snap_set_thread(ProbeIothreadSnap *io, int tid,
                                     const ProbeThreadCounters *c);
-/* The sum over the iothread's devices. */
+/* The sum over the iothread's devices (saturating), for display. */
 void probe_iothread_snap_block_totals(const ProbeIothreadSnap *io,
                                       ProbeBlockCounters *sum);
 

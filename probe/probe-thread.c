@@ -115,45 +115,71 @@ probe_thread_parse_schedstat(const char *text, const char *path,
     return TRUE;
 }
 
-static void
-task_path(char *path, gsize size, const char *proc_root, int pid, int tid,
-          const char *file)
+static char *
+task_path(const char *proc_root, int pid, int tid, const char *file)
 {
-    g_snprintf(path, size, "%s/%d/task/%d/%s", proc_root, pid, tid, file);
+    return g_strdup_printf("%s/%d/task/%d/%s", proc_root, pid, tid, file);
+}
+
+void
+probe_thread_files_init(ProbeThreadFiles *f, const char *proc_root, int pid,
+                        int tid)
+{
+    f->pid = pid;
+    f->tid = tid;
+    probe_file_init(&f->stat, task_path(proc_root, pid, tid, "stat"));
+    probe_file_init(&f->status, task_path(proc_root, pid, tid, "status"));
+    probe_file_init(&f->schedstat, task_path(proc_root, pid, tid, "schedstat"));
+}
+
+void
+probe_thread_files_clear(ProbeThreadFiles *f)
+{
+    if (!f)
+        return;
+    probe_file_clear(&f->stat);
+    probe_file_clear(&f->status);
+    probe_file_clear(&f->schedstat);
 }
 
 gboolean
-probe_thread_read_schedstat(const char *proc_root, int pid, int tid,
-                            ProbeBuf *buf, ProbeThreadCounters *out,
-                            GError **error)
+probe_thread_files_read_schedstat(ProbeThreadFiles *f, ProbeBuf *buf,
+                                  ProbeThreadCounters *out, GError **error)
 {
-    char path[PATH_MAX];
-
     out->have_schedstat = FALSE;
-    task_path(path, sizeof(path), proc_root, pid, tid, "schedstat");
-    return probe_file_read(path, buf, THREAD_FILE_MAX, error) &&
-           probe_thread_parse_schedstat(buf->data, path, out, error);
+    return probe_file_reread(&f->schedstat, buf, THREAD_FILE_MAX, error) &&
+           probe_thread_parse_schedstat(buf->data, f->schedstat.path, out, error);
+}
+
+gboolean
+probe_thread_files_read(ProbeThreadFiles *f, ProbeBuf *buf,
+                        ProbeThreadCounters *out, GError **error)
+{
+    ProbeThreadCounters c = { 0 };
+
+    if (!probe_file_reread(&f->stat, buf, THREAD_FILE_MAX, error) ||
+        !probe_thread_parse_stat(buf->data, f->stat.path, &c, error))
+        return FALSE;
+    if (!probe_file_reread(&f->status, buf, THREAD_FILE_MAX, error) ||
+        !probe_thread_parse_status(buf->data, f->status.path, &c, error))
+        return FALSE;
+    /* Optional: without it there is no run delay, but CPU time remains. */
+    probe_thread_files_read_schedstat(f, buf, &c, NULL);
+    *out = c;
+    return TRUE;
 }
 
 gboolean
 probe_thread_read(const char *proc_root, int pid, int tid, ProbeBuf *buf,
                   ProbeThreadCounters *out, GError **error)
 {
-    char path[PATH_MAX];
-    ProbeThreadCounters c = { 0 };
+    ProbeThreadFiles f;
+    gboolean ok;
 
-    task_path(path, sizeof(path), proc_root, pid, tid, "stat");
-    if (!probe_file_read(path, buf, THREAD_FILE_MAX, error) ||
-        !probe_thread_parse_stat(buf->data, path, &c, error))
-        return FALSE;
-    task_path(path, sizeof(path), proc_root, pid, tid, "status");
-    if (!probe_file_read(path, buf, THREAD_FILE_MAX, error) ||
-        !probe_thread_parse_status(buf->data, path, &c, error))
-        return FALSE;
-    /* Optional: without it there is no run delay, but CPU time remains. */
-    probe_thread_read_schedstat(proc_root, pid, tid, buf, &c, NULL);
-    *out = c;
-    return TRUE;
+    probe_thread_files_init(&f, proc_root, pid, tid);
+    ok = probe_thread_files_read(&f, buf, out, error);
+    probe_thread_files_clear(&f);
+    return ok;
 }
 
 gboolean

@@ -45,19 +45,39 @@ gboolean probe_thread_parse_schedstat(const char *text, const char *path,
                                       ProbeThreadCounters *out, GError **error);
 
 /*
- * Read stat, status and schedstat of one thread.  A missing or malformed
- * schedstat leaves have_schedstat FALSE and is not an error; a missing
- * stat or status is (PROBE_ERROR_MISSING when the thread is gone).
- * @buf is scratch space the caller keeps between calls.
+ * One thread's files, kept open from tick to tick (see ProbeFile).  Reads
+ * fail with PROBE_ERROR_MISSING once the thread has exited, even if its
+ * tid is reused: the caller then resolves the thread again.
  */
+typedef struct {
+    int pid;
+    int tid;
+    ProbeFile stat;
+    ProbeFile status;
+    ProbeFile schedstat;
+} ProbeThreadFiles;
+
+void probe_thread_files_init(ProbeThreadFiles *f, const char *proc_root,
+                             int pid, int tid);
+void probe_thread_files_clear(ProbeThreadFiles *f);
+
+/*
+ * Read stat, status and schedstat.  A missing or malformed schedstat
+ * leaves have_schedstat FALSE and is not an error; a missing stat or
+ * status is (PROBE_ERROR_MISSING when the thread is gone).  @buf is
+ * scratch space the caller keeps between calls.
+ */
+gboolean probe_thread_files_read(ProbeThreadFiles *f, ProbeBuf *buf,
+                                 ProbeThreadCounters *out, GError **error);
+/* Only schedstat (vCPU run delay); have_schedstat FALSE if all zero. */
+gboolean probe_thread_files_read_schedstat(ProbeThreadFiles *f, ProbeBuf *buf,
+                                           ProbeThreadCounters *out,
+                                           GError **error);
+
+/* probe_thread_files_read() once, by path. */
 gboolean probe_thread_read(const char *proc_root, int pid, int tid,
                            ProbeBuf *buf, ProbeThreadCounters *out,
                            GError **error);
-
-/* Read only schedstat (vCPU run delay). */
-gboolean probe_thread_read_schedstat(const char *proc_root, int pid, int tid,
-                                     ProbeBuf *buf, ProbeThreadCounters *out,
-                                     GError **error);
 
 /* TRUE if @tid is a thread of @pid; else PROBE_ERROR_MISSING. */
 gboolean probe_thread_check(const char *proc_root, int pid, int tid,

@@ -6,6 +6,7 @@
 
 #include <glib.h>
 #include <glib/gstdio.h>
+#include <stdio.h>
 
 /* tests/probe/fixtures/<name> in the source tree. */
 static inline const char *
@@ -14,17 +15,22 @@ probe_test_fixture(const char *name)
     return g_test_get_filename(G_TEST_DIST, "probe", "fixtures", name, NULL);
 }
 
-/* Write @text to @dir/@rel, creating directories. */
+/*
+ * Write @text to @dir/@rel in place (same inode, so that a descriptor the
+ * reader keeps open sees the change, as with /proc), creating directories.
+ */
 static inline void
 probe_test_write(const char *dir, const char *rel, const char *text)
 {
     g_autofree char *path = g_build_filename(dir, rel, NULL);
     g_autofree char *parent = g_path_get_dirname(path);
-    g_autoptr(GError) error = NULL;
+    FILE *f;
 
     g_assert_cmpint(g_mkdir_with_parents(parent, 0755), ==, 0);
-    g_file_set_contents(path, text, -1, &error);
-    g_assert_no_error(error);
+    f = fopen(path, "w");
+    g_assert_nonnull(f);
+    g_assert_cmpint(fputs(text, f), >=, 0);
+    g_assert_cmpint(fclose(f), ==, 0);
 }
 
 /* Remove @path and everything below it. */

@@ -411,6 +411,49 @@ test_perf_kvm_errors(void)
     g_assert_error(error, PROBE_ERROR, PROBE_ERROR_MISSING);
 }
 
+/* Mutated copies of good files: parsers must fail cleanly or parse, never
+ * read out of bounds (run under ASan/valgrind to see it). */
+static void
+test_mutations(void)
+{
+    static const char *const files[] = {
+        "proc-good/100/task/101/stat", "proc-good/100/task/101/status",
+        "proc-good/100/task/101/schedstat", "proc-good/pressure/cpu",
+        "proc-good/stat",
+    };
+    GRand *rand = g_rand_new_with_seed(7);
+
+    for (guint f = 0; f < G_N_ELEMENTS(files); f++) {
+        g_autofree char *good = NULL;
+        gsize len;
+
+        g_assert_true(g_file_get_contents(probe_test_fixture(files[f]), &good,
+                                          &len, NULL));
+        for (int i = 0; i < 3000; i++) {
+            g_autofree char *text = g_strndup(good, len);
+            gsize cut = g_rand_int_range(rand, 0, (gint32)len + 1);
+            ProbeThreadCounters c = { 0 };
+            ProbePsi psi;
+            ProbeCpuStat st;
+
+            for (int k = g_rand_int_range(rand, 0, 4); k > 0; k--)
+                text[g_rand_int_range(rand, 0, (gint32)len)] =
+                    (char)g_rand_int_range(rand, 1, 256);
+            if (i % 3 == 0)
+                text[cut] = '\0';
+            switch (f) {
+            case 0: probe_thread_parse_stat(text, "m", &c, NULL); break;
+            case 1: probe_thread_parse_status(text, "m", &c, NULL); break;
+            case 2: probe_thread_parse_schedstat(text, "m", &c, NULL); break;
+            case 3: probe_psi_parse(text, "m", &psi, NULL); break;
+            default: probe_cpu_stat_parse(text, "m", &st, NULL); break;
+            }
+            g_assert_cmpuint(strlen(c.comm), <, PROBE_COMM_MAX);
+        }
+    }
+    g_rand_free(rand);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -421,6 +464,7 @@ main(int argc, char **argv)
     g_test_add_func("/probe/thread/old-kernel", test_thread_old_kernel);
     g_test_add_func("/probe/thread/malformed", test_thread_malformed);
     g_test_add_func("/probe/thread/tasks", test_tasks);
+    g_test_add_func("/probe/parse/mutations", test_mutations);
     g_test_add_func("/probe/host/psi", test_psi);
     g_test_add_func("/probe/host/stat", test_cpu_stat);
     g_test_add_func("/probe/debugfs/good", test_debugfs);

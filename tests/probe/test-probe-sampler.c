@@ -4,6 +4,7 @@
  * this very process with software events.
  */
 #include <linux/perf_event.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include "probe-perf.h"
@@ -28,11 +29,15 @@ tmp_teardown(TmpTree *t, gconstpointer data)
     g_free(t->root);
 }
 
+/* A thread exits: reads through kept descriptors fail (as /proc's do
+ * with ESRCH), and its directory goes. */
 static void
 remove_thread(const char *root, int pid, int tid)
 {
     g_autofree char *dir = g_strdup_printf("%s/%d/task/%d", root, pid, tid);
+    g_autofree char *stat = g_strdup_printf("%d/task/%d/stat", pid, tid);
 
+    probe_test_write(root, stat, "");
     probe_test_rmtree(dir);
 }
 
@@ -224,6 +229,41 @@ test_exits_unavailable(void)
 }
 
 static void
+test_sample_snap(void)
+{
+    ProbeRoots roots = {
+        .proc = probe_test_fixture("proc-good"),
+        .debugfs = probe_test_fixture("debugfs-good"),
+    };
+    g_autoptr(ProbeTarget) t = probe_target_new(&roots, 100);
+    g_autoptr(ProbeTargetSnap) a = probe_target_snap_new(100, 0, 0);
+    g_autoptr(ProbeTargetSnap) b = probe_target_snap_new(100, 1, 0);
+    g_autoptr(GPtrArray) errors = g_ptr_array_new_with_free_func(g_free);
+
+    probe_target_snap_iothread(a, "iothread1");
+    probe_target_snap_iothread(a, "iothread2")->tid = 102;    /* from QMP */
+    probe_target_snap_iothread(a, "missing");
+    g_assert_cmpuint(probe_target_sample_snap(t, a, PROBE_EXITS_AUTO, errors),
+                     ==, 2);
+    g_assert_cmpuint(errors->len, ==, 1);
+    g_assert_nonnull(strstr(errors->pdata[0], "iothread missing"));
+    g_assert_cmpint(probe_target_snap_find(a, "iothread1")->tid, ==, 101);
+    g_assert_true(probe_target_snap_find(a, "iothread2")->have_thread);
+    g_assert_false(probe_target_snap_find(a, "missing")->have_thread);
+    g_assert_cmpint(a->exits.source, ==, PROBE_EXIT_SOURCE_DEBUGFS);
+    g_assert_cmpint(probe_target_iothread_tid(t, "iothread2"), ==, 102);
+
+    /* iothread2 was deleted: what was kept for it goes. */
+    probe_target_snap_iothread(b, "iothread1");
+    g_assert_cmpuint(probe_target_sample_snap(t, b, PROBE_EXITS_OFF, NULL), ==, 1);
+    g_assert_cmpint(probe_target_iothread_tid(t, "iothread2"), ==, 0);
+    g_assert_cmpint(probe_target_iothread_tid(t, "iothread1"), ==, 101);
+    g_assert_cmpint(b->exits.source, ==, PROBE_EXIT_SOURCE_NONE);
+    probe_target_forget_iothread(t, "iothread1");
+    g_assert_cmpint(probe_target_iothread_tid(t, "iothread1"), ==, 0);
+}
+
+static void
 test_host_sampler(void)
 {
     ProbeRoots good = { .proc = probe_test_fixture("proc-good") };
@@ -271,6 +311,53 @@ sleeper(gpointer data)
     for (int i = 0; i < 50; i++)
         g_usleep(200);
     return NULL;
+}
+
+/* Two queues: one toward the thread, one back; one would let the thread
+ * take its own message. */
+typedef struct {
+    GAsyncQueue *to_thread;
+    GAsyncQueue *to_test;
+} Channel;
+
+static gpointer
+named_thread(gpointer data)
+{
+    Channel *ch = data;
+
+    pthread_setname_np(pthread_self(), "IO mine");
+    g_async_queue_push(ch->to_test, g_strdup("named"));
+    g_free(g_async_queue_pop(ch->to_thread));
+    return NULL;
+}
+
+/* On the real /proc, a kept descriptor of an exited thread fails. */
+static void
+test_thread_exit_real(void)
+{
+    g_autoptr(GAsyncQueue) to_thread = g_async_queue_new();
+    g_autoptr(GAsyncQueue) to_test = g_async_queue_new();
+    Channel ch = { to_thread, to_test };
+    g_autoptr(ProbeTarget) t = probe_target_new(NULL, getpid());
+    g_autoptr(ProbeTargetSnap) snap = probe_target_snap_new(getpid(), 0, 0);
+    g_autoptr(GError) error = NULL;
+    ProbeIothreadSnap *io = probe_target_snap_iothread(snap, "mine");
+    GThread *th = g_thread_new("named", named_thread, &ch);
+    int tid;
+
+    g_free(g_async_queue_pop(to_test));
+    g_assert_true(probe_target_sample_iothread(t, io, 0, &error));
+    g_assert_no_error(error);
+    tid = io->tid;
+    g_assert_cmpint(tid, !=, getpid());
+    g_assert_true(probe_target_sample_iothread(t, io, 0, &error));
+    g_assert_cmpint(io->tid, ==, tid);
+
+    g_async_queue_push(to_thread, g_strdup("exit"));
+    g_thread_join(th);
+    g_assert_false(probe_target_sample_iothread(t, io, 0, &error));
+    g_assert_error(error, PROBE_ERROR, PROBE_ERROR_MISSING);
+    g_assert_cmpint(probe_target_iothread_tid(t, "mine"), ==, 0);
 }
 
 static void
@@ -342,8 +429,10 @@ main(int argc, char **argv)
     g_test_add_func("/probe/sampler/vcpus", test_vcpus);
     g_test_add_func("/probe/sampler/exits-auto", test_exits_auto);
     g_test_add_func("/probe/sampler/exits-unavailable", test_exits_unavailable);
+    g_test_add_func("/probe/sampler/sample-snap", test_sample_snap);
     g_test_add_func("/probe/sampler/host", test_host_sampler);
     g_test_add_func("/probe/sampler/names", test_source_names);
+    g_test_add_func("/probe/sampler/thread-exit-real", test_thread_exit_real);
     g_test_add_func("/probe/perf/follows-threads", test_perf_follows_threads);
     g_test_add_func("/probe/perf/errors", test_perf_errors);
     return g_test_run();
