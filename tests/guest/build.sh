@@ -59,7 +59,7 @@ if [ -n "${PT_GUEST_KERNEL_DEB:-}" ]; then
     deb=$PT_GUEST_KERNEL_DEB
     [ -f "$deb" ] || die "PT_GUEST_KERNEL_DEB=$deb does not exist"
 elif [ $force = 0 ] && [ -f "$cache/stamp" ] && [ -f "$cache/deb-path" ] &&
-    [ -f "$(cat "$cache/deb-path")" ] && ! [ "$lists" -nt "$cache/stamp" ]; then
+    [ -f "$(cat "$cache/deb-path")" ] && [ -z "$(find "$lists" -prune -newer "$cache/stamp")" ]; then
     deb=$(cat "$cache/deb-path")
 else
     pkg=$(apt-cache depends linux-image-cloud-amd64 2>/dev/null |
@@ -128,8 +128,11 @@ config=$work/pkg/boot/config-$kver
 root=$work/root
 mkdir -p "$root/bin" "$root/lib/modules"
 
+# depends= names modules with '_', while some files use '-' (virtio-rng.ko
+# is module virtio_rng), so the pattern accepts either.
 module_path() {
-    find "$moddir/kernel" -name "$1.ko" -o -name "$1.ko.xz" -o -name "$1.ko.zst" -o -name "$1.ko.gz" |
+    pat=$(echo "$1" | sed 's/_/[_-]/g')
+    find "$moddir/kernel" -name "$pat.ko" -o -name "$pat.ko.xz" -o -name "$pat.ko.zst" -o -name "$pat.ko.gz" |
         head -n 1
 }
 
@@ -150,7 +153,7 @@ module_install() {
 module_visit() {
     grep -qx "$1" "$work/seen" 2>/dev/null && return 0
     echo "$1" >>"$work/seen"
-    if grep -q "/$1.ko\$" "$moddir/modules.builtin" 2>/dev/null; then
+    if grep -q "/$(echo "$1" | sed 's/_/[_-]/g')\.ko\$" "$moddir/modules.builtin" 2>/dev/null; then
         return 0
     fi
     src=$(module_path "$1")
