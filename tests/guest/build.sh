@@ -33,6 +33,13 @@ die() {
 mkdir -p "$cache/deb"
 cache=$(cd "$cache" && pwd)
 
+# Tests may call this concurrently; one builds, the others then find the
+# cache current.  flock is util-linux, present wherever apt is.
+if command -v flock >/dev/null 2>&1; then
+    exec 9>"$cache/lock"
+    flock 9
+fi
+
 for tool in dpkg-deb cpio gzip gcc sha256sum; do
     command -v "$tool" >/dev/null 2>&1 || die "missing $tool"
 done
@@ -181,8 +188,10 @@ strip "$root/bin/loadgen" 2>/dev/null || true
 cp "$here/init" "$root/init"
 chmod 755 "$root/init" "$root/bin/busybox" "$root/bin/loadgen"
 
-# Sorted names and no owner make the archive depend only on its inputs.
-(cd "$root" && find . | LC_ALL=C sort | cpio --quiet -o -H newc -R 0:0) | gzip -9n >"$work/initramfs.gz"
+# Sorted names, fixed owner and times: the same inputs give the same bytes.
+find "$root" -exec touch -h -d @0 {} +
+(cd "$root" && find . | LC_ALL=C sort | cpio --quiet --reproducible -o -H newc -R 0:0) |
+    gzip -9n >"$work/initramfs.gz"
 cp "$vmlinuz" "$work/vmlinuz"
 cp "$config" "$work/config"
 
