@@ -143,7 +143,7 @@ module_path() {
         head -n 1
 }
 
-# Newer Debian kernels compress modules; busybox insmod cannot read every
+# Some kernels ship compressed modules; busybox insmod cannot read every
 # compression, so they go into the initramfs plain.
 module_install() {
     case "$1" in

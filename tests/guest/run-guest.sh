@@ -12,6 +12,9 @@
 #   -P NS       initial poll-max-ns of the iothreads (default: QEMU's)
 #   -a AFTER    after the schedule: poweroff (default) or idle
 #   -n NAME     guest name, shown in QMP and in thread names (default pt-guest)
+#   -A ACCEL    accelerator (default tcg); kvm only where a stock guest
+#               boots under it, which nested KVM without hardware
+#               virtualisation does not
 #   -c CPUS     vCPUs (default 1)
 #   -m MIB      memory (default 256)
 #   -k ARGS     extra kernel command-line arguments
@@ -32,6 +35,7 @@ niothreads=1
 poll_max_ns=
 after=poweroff
 name=pt-guest
+accel=tcg
 cpus=1
 mem=256
 kargs=
@@ -42,7 +46,7 @@ usage() {
     exit 2
 }
 
-while getopts p:d:s:q:i:P:a:n:c:m:k:Nh opt; do
+while getopts p:d:s:q:i:P:a:n:A:c:m:k:Nh opt; do
     case $opt in
     p) phases=$OPTARG ;;
     d) disk=$OPTARG ;;
@@ -52,6 +56,7 @@ while getopts p:d:s:q:i:P:a:n:c:m:k:Nh opt; do
     P) poll_max_ns=$OPTARG ;;
     a) after=$OPTARG ;;
     n) name=$OPTARG ;;
+    A) accel=$OPTARG ;;
     c) cpus=$OPTARG ;;
     m) mem=$OPTARG ;;
     k) kargs=$OPTARG ;;
@@ -90,7 +95,7 @@ poll=
 [ -n "$poll_max_ns" ] && poll=",poll-max-ns=$poll_max_ns"
 
 set -- -name "$name,debug-threads=on" \
-    -machine q35 -accel tcg -cpu max -smp "$cpus" -m "$mem" \
+    -machine q35 -accel "$accel" -cpu max -smp "$cpus" -m "$mem" \
     -nodefaults -no-user-config -display none -no-reboot \
     -kernel "$PT_GUEST_KERNEL" -initrd "$PT_GUEST_INITRD" \
     -append "console=ttyS0 quiet panic=-1 pt.phases=$phases pt.after=$after $kargs" \

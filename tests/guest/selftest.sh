@@ -86,7 +86,8 @@ if [ $use_libvirt = 0 ]; then
             echo "$((t / 1000)) $line"
         done >"$log"
     rc=${PIPESTATUS[0]}
-    [ $rc = 0 ] || { cat "$tmp/qemu.err"; fail "QEMU exited with status $rc"; }
+    [ "$rc" != 124 ] || fail "no PT-DONE within $limit s"
+    [ "$rc" = 0 ] || { cat "$tmp/qemu.err"; fail "QEMU exited with status $rc"; }
 else
     serial=$tmp/serial.raw
     chmod 755 "$tmp"
