@@ -98,7 +98,7 @@ typedef struct {
 static void emit(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void emit(const char *fmt, ...)
 {
-    char line[512];
+    char line[2048]; /* PT-START echoes a schedule of up to 64 phases */
     va_list ap;
 
     va_start(ap, fmt);
@@ -388,6 +388,17 @@ static bool gen_open(Gen *g, const char *dev, bool need_write)
     return true;
 }
 
+/* Tolerates a half-opened Gen, so every exit path can call it. */
+static void gen_close(Gen *g)
+{
+    if (g->ctx)
+        syscall(SYS_io_destroy, g->ctx);
+    for (unsigned i = 0; i < MAX_QD; i++)
+        free(g->bufs[i]);
+    if (g->fd >= 0)
+        close(g->fd);
+}
+
 static void usage(void)
 {
     fprintf(stderr, "usage: loadgen [-d DEVICE] [-t TICK_MS] [-s SEED] KIND:SECONDS[,...]\n"
@@ -437,6 +448,7 @@ int main(int argc, char **argv)
 
     if (!gen_open(&g, dev, need_write)) {
         emit("PT-DONE status=error phases=0 t_ms=%" PRIu64, ns_to_ms(now_ns()));
+        gen_close(&g);
         return 1;
     }
     emit("PT-START dev=%s size_bytes=%" PRIu64 " phases=%s t_ms=%" PRIu64, dev,
@@ -453,6 +465,7 @@ int main(int argc, char **argv)
             phase_idle(&g, (unsigned)i, ph, start);
         } else if (!phase_io(&g, (unsigned)i, ph, start, &st)) {
             emit("PT-DONE status=error phases=%d t_ms=%" PRIu64, i, ns_to_ms(now_ns()));
+            gen_close(&g);
             return 1;
         }
         uint64_t end = now_ns();
@@ -466,5 +479,6 @@ int main(int argc, char **argv)
              st.ops ? (double)st.lat_ns_sum / (double)st.ops / 1e3 : 0.0);
     }
     emit("PT-DONE status=ok phases=%d t_ms=%" PRIu64, nphases, ns_to_ms(now_ns()));
+    gen_close(&g);
     return 0;
 }
