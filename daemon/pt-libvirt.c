@@ -481,12 +481,15 @@ worker_set(PtLibvirt *lv, const Job *job, GError **error)
     virDomainPtr dom;
     virTypedParameterPtr params = NULL;
     int nparams = 0, maxparams = 0, rc;
+    g_autofree char *name = NULL;
 
     dom = virDomainLookupByUUIDString(lv->conn, job->uuid);
     if (!dom) {
         *error = virt_error(PT_LIBVIRT_ERROR_FAILED, "domain %s: lookup", job->uuid);
         return FALSE;
     }
+    /* Every libvirt call clears the last error: take the name first. */
+    name = g_strdup(virDomainGetName(dom));
     if (virTypedParamsAddULLong(&params, &nparams, &maxparams,
                                 VIR_DOMAIN_IOTHREAD_POLL_MAX_NS, job->poll_max_ns) < 0 ||
         virTypedParamsAddUInt(&params, &nparams, &maxparams,
@@ -501,7 +504,7 @@ worker_set(PtLibvirt *lv, const Job *job, GError **error)
         *error = virt_error(PT_LIBVIRT_ERROR_FAILED,
                             "domain %s/iothread%u: set poll-max-ns=%" G_GUINT64_FORMAT
                             " poll-grow=%u poll-shrink=%u",
-                            virDomainGetName(dom), job->iothread, job->poll_max_ns,
+                            name, job->iothread, job->poll_max_ns,
                             job->poll_grow, job->poll_shrink);
     virTypedParamsFree(params, nparams);
     virDomainFree(dom);
@@ -552,6 +555,7 @@ worker_main(gpointer data)
     PtLibvirt *lv = data;
     guint backoff_ms = BACKOFF_MIN_MS;
     gint64 next_try = 0;
+    gboolean reported = FALSE;  /* the caller knows we are disconnected */
     Job *job;
 
     for (;;) {
@@ -562,8 +566,13 @@ worker_main(gpointer data)
 
             if (worker_connect(lv, &error)) {
                 backoff_ms = BACKOFF_MIN_MS;
+                reported = FALSE;
                 notice_simple(lv, NOTICE_CONNECTED, NULL);
             } else {
+                /* Say why once, not at every retry. */
+                if (!reported)
+                    notice_simple(lv, NOTICE_DISCONNECTED, g_steal_pointer(&error));
+                reported = TRUE;
                 next_try = now + (gint64)backoff_ms * 1000;
                 backoff_ms = MIN(backoff_ms * 2, BACKOFF_MAX_MS);
             }
@@ -588,6 +597,7 @@ worker_main(gpointer data)
                                           lv->uri, close_reason(job->lost_reason)));
                 next_try = 0;
                 backoff_ms = BACKOFF_MIN_MS;
+                reported = TRUE;
             }
         } else {
             worker_run(lv, job);

@@ -13,13 +13,17 @@
  * Contract
  * - Create, start, call and free a PtLibvirt from the thread that runs @ctx.
  *   Async calls follow GIO's pattern: the callback runs in the thread-default
- *   main context of the calling thread, which must be @ctx.
+ *   main context of the calling thread, which must be @ctx.  PtLibvirt is no
+ *   GObject, so the callback's source object is NULL: pass what you need in
+ *   user_data.
  * - pt_libvirt_start() connects in the background.  While libvirtd is absent
- *   the worker retries with exponential backoff (0.5 s doubling to 30 s).
+ *   the worker retries with exponential backoff (0.5 s doubling to 30 s); the
+ *   disconnected callback tells the first failure's cause once.
  *   Keepalive (3 s x 3) and a close callback detect a restarted or dead
  *   libvirtd: the disconnected callback fires, the worker reconnects with the
  *   same backoff, and the connected callback fires again.  The caller should
- *   re-list domains on every connected callback.
+ *   re-list domains on every connected callback (events missed while
+ *   disconnected are not replayed).
  * - An async call made while disconnected fails at once with
  *   PT_LIBVIRT_ERROR_NOT_CONNECTED; it does not wait for a reconnect.
  * - Every call has a deadline (default 5 s, pt_libvirt_set_timeout()).  When
@@ -122,14 +126,16 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(PtLibvirtDomain, pt_libvirt_domain_free)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(PtLibvirtDomainStats, pt_libvirt_domain_stats_free)
 
 /*
- * @uri: NULL for PT_LIBVIRT_DEFAULT_URI.  @ctx: NULL for the default main
- * context.  @cb is copied and may be NULL.
+ * @uri: NULL for PT_LIBVIRT_DEFAULT_URI.  @ctx: NULL for the calling
+ * thread's default main context.  @cb is copied and may be NULL.
  */
 PtLibvirt *pt_libvirt_new(const char *uri, GMainContext *ctx,
                           const PtLibvirtCallbacks *cb, gpointer user_data);
 
-/* Settings; call before pt_libvirt_start(). */
+/* Where QEMU pid files are (PT_LIBVIRT_DEFAULT_PID_DIR); before start. */
 void pt_libvirt_set_pid_dir(PtLibvirt *lv, const char *dir);
+
+/* Deadline of calls made from now on (PT_LIBVIRT_DEFAULT_TIMEOUT_MS). */
 void pt_libvirt_set_timeout(PtLibvirt *lv, guint timeout_ms);
 
 /* Start the worker and connect in the background.  Calling it twice is a no-op. */

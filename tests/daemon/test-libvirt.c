@@ -306,6 +306,8 @@ test_stats_and_set(Fixture *f, gconstpointer data)
     g_assert_error(error, PT_LIBVIRT_ERROR, PT_LIBVIRT_ERROR_FAILED);
     g_assert_nonnull(strstr(error->message, dom->name));
     g_assert_nonnull(strstr(error->message, "iothread99"));
+    g_assert_null(strstr(error->message, "unknown libvirt error"));
+    g_test_message("%s", error->message);
 }
 
 static void
@@ -319,6 +321,7 @@ test_unknown_uuid(Fixture *f, gconstpointer data)
     g_assert_false(do_set(f, uuid, 1, 1000, 0, 0, &error));
     g_assert_error(error, PT_LIBVIRT_ERROR, PT_LIBVIRT_ERROR_NOT_FOUND);
     g_assert_nonnull(strstr(error->message, uuid));
+    g_test_message("%s", error->message);
 }
 
 static void
@@ -338,6 +341,7 @@ test_stuck_libvirtd(Fixture *f, gconstpointer data)
     g_assert_true(pt_test_libvirtd_signal(lvd, SIGCONT, NULL));
     g_assert_null(stats);
     g_assert_error(error, PT_LIBVIRT_ERROR, PT_LIBVIRT_ERROR_TIMEOUT);
+    g_test_message("%s", error->message);
     g_assert_cmpint(elapsed, >=, 450 * 1000);
     g_assert_cmpint(elapsed, <, 2 * G_USEC_PER_SEC);
     g_clear_error(&error);
@@ -364,6 +368,7 @@ test_reconnect(Fixture *f, gconstpointer data)
     g_assert_true(pt_test_libvirtd_kill(lvd, &error));
     g_assert_true(wait_count(&f->disconnected, 0, 5000));
     g_assert_nonnull(strstr(f->disconnect_why, "connection lost"));
+    g_test_message("%s", f->disconnect_why);
     g_assert_false(pt_libvirt_is_connected(f->lv));
 
     stats = do_stats(f, &error);
@@ -396,6 +401,9 @@ test_no_libvirtd(void)
                         NULL, &callbacks, &f);
     pt_libvirt_start(lv);
     g_assert_false(wait_count(&f.connected, 0, 1200));
+    /* The first failure is reported once, with its cause; retries are not. */
+    g_assert_cmpuint(f.disconnected, ==, 1);
+    g_assert_nonnull(strstr(f.disconnect_why, "/nonexistent/pt/libvirt-sock"));
     pt_libvirt_list_async(lv, NULL, got_result, &res);
     list = pt_libvirt_list_finish(lv, wait_result(&res), &error);
     g_assert_null(list);
@@ -405,6 +413,7 @@ test_no_libvirtd(void)
     t0 = g_get_monotonic_time();
     g_clear_pointer(&lv, pt_libvirt_free);
     g_assert_cmpint(g_get_monotonic_time() - t0, <, G_USEC_PER_SEC);
+    g_free(f.disconnect_why);
 }
 
 int
