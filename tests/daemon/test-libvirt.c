@@ -213,6 +213,19 @@ test_discovery(Fixture *f, gconstpointer data)
     g_assert_cmpstr(disk->dev, ==, "vda");
     g_assert_cmpuint(disk->iothread, ==, 1);
 
+    /* A second connection made while the domain runs finds it on start. */
+    {
+        Fixture f2 = { 0 };
+        g_autoptr(GPtrArray) list2 = NULL;
+
+        fixture_setup(&f2, NULL);
+        list2 = do_list(&f2, &error);
+        g_assert_no_error(error);
+        g_assert_nonnull(pt_libvirt_domains_find(list2, dom->uuid));
+        g_assert_cmpuint(f2.started->len, ==, 0);
+        fixture_teardown(&f2, NULL);
+    }
+
     stopped = g_strdup_printf("%s destroyed", dom->uuid);
     g_assert_cmpuint(f->stopped->len, ==, 0);
     {
