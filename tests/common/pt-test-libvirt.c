@@ -154,7 +154,9 @@ pt_test_libvirtd_start(GError **error)
     if (!start_watchdog(lvd, error))
         return NULL;
 
-    script = g_strdup_printf("mount --bind '%s' /run/libvirt && "
+    /* /run/libvirt exists only once some libvirtd has run on the host. */
+    script = g_strdup_printf("mkdir -p /run/libvirt && "
+                             "mount --bind '%s' /run/libvirt && "
                              "virtlogd -d -p '%s/virtlogd.pid' && "
                              "libvirtd -d -p '%s/libvirtd.pid'",
                              lvd->run_dir, lvd->dir, lvd->dir);
