@@ -1,0 +1,345 @@
+#include "pt-libvirt-parse.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void
+disk_clear(gpointer p)
+{
+    PtLibvirtDisk *disk = p;
+
+    g_clear_pointer(&disk->dev, g_free);
+}
+
+static void
+disk_stats_clear(gpointer p)
+{
+    PtLibvirtDiskStats *disk = p;
+
+    g_clear_pointer(&disk->name, g_free);
+}
+
+PtLibvirtDomain *
+pt_libvirt_domain_new(const char *name, const char *uuid)
+{
+    PtLibvirtDomain *d = g_new0(PtLibvirtDomain, 1);
+
+    d->name = g_strdup(name);
+    d->uuid = g_strdup(uuid);
+    d->iothread_ids = g_array_new(FALSE, FALSE, sizeof(guint));
+    d->disks = g_array_new(FALSE, TRUE, sizeof(PtLibvirtDisk));
+    g_array_set_clear_func(d->disks, disk_clear);
+    return d;
+}
+
+void
+pt_libvirt_domain_free(PtLibvirtDomain *d)
+{
+    if (!d)
+        return;
+    g_free(d->name);
+    g_free(d->uuid);
+    g_clear_pointer(&d->iothread_ids, g_array_unref);
+    g_clear_pointer(&d->disks, g_array_unref);
+    g_free(d);
+}
+
+void
+pt_libvirt_domain_stats_free(PtLibvirtDomainStats *s)
+{
+    if (!s)
+        return;
+    g_free(s->name);
+    g_free(s->uuid);
+    g_clear_pointer(&s->iothreads, g_array_unref);
+    g_clear_pointer(&s->disks, g_array_unref);
+    g_clear_pointer(&s->vm, g_hash_table_unref);
+    g_free(s);
+}
+
+/* ---- domain XML ------------------------------------------------------- */
+
+typedef struct {
+    PtLibvirtDomain *d;
+    guint n_iothreads;          /* from <iothreads>N</iothreads> */
+    gboolean in_disk;
+    PtLibvirtDisk disk;         /* the <disk> being read */
+} XmlState;
+
+/* TRUE if the open elements are exactly @path, innermost first. */
+static gboolean
+at_path(GMarkupParseContext *pc, const char *const *path)
+{
+    const GSList *stack = g_markup_parse_context_get_element_stack(pc);
+
+    for (; *path; path++, stack = stack->next)
+        if (!stack || !g_str_equal(stack->data, *path))
+            return FALSE;
+    return stack == NULL;
+}
+
+static const char *
+attr_get(const char **names, const char **values, const char *want)
+{
+    for (guint i = 0; names[i]; i++)
+        if (g_str_equal(names[i], want))
+            return values[i];
+    return NULL;
+}
+
+static gboolean
+parse_uint(const char *s, guint *out)
+{
+    guint64 v;
+
+    if (!s || !g_ascii_string_to_unsigned(s, 10, 0, G_MAXUINT, &v, NULL))
+        return FALSE;
+    *out = (guint)v;
+    return TRUE;
+}
+
+static void
+xml_start(GMarkupParseContext *pc, const char *element, const char **names,
+          const char **values, gpointer user_data, GError **error)
+{
+    static const char *const iothread_path[] = { "iothread", "iothreadids", "domain", NULL };
+    static const char *const disk_path[] = { "disk", "devices", "domain", NULL };
+    static const char *const driver_path[] = { "driver", "disk", "devices", "domain", NULL };
+    static const char *const target_path[] = { "target", "disk", "devices", "domain", NULL };
+    XmlState *st = user_data;
+    guint id;
+
+    if (at_path(pc, iothread_path)) {
+        if (!parse_uint(attr_get(names, values, "id"), &id)) {
+            g_set_error(error, G_MARKUP_ERROR, G_MARKUP_ERROR_INVALID_CONTENT,
+                        "<iothread> without a valid id");
+            return;
+        }
+        g_array_append_val(st->d->iothread_ids, id);
+    } else if (at_path(pc, disk_path)) {
+        st->in_disk = TRUE;
+        memset(&st->disk, 0, sizeof(st->disk));
+    } else if (st->in_disk && at_path(pc, driver_path)) {
+        const char *iot = attr_get(names, values, "iothread");
+
+        if (iot && !parse_uint(iot, &st->disk.iothread)) {
+            g_set_error(error, G_MARKUP_ERROR, G_MARKUP_ERROR_INVALID_CONTENT,
+                        "disk driver iothread='%s' is not a number", iot);
+            return;
+        }
+    } else if (st->in_disk && at_path(pc, target_path)) {
+        g_free(st->disk.dev);
+        st->disk.dev = g_strdup(attr_get(names, values, "dev"));
+    }
+}
+
+static void
+xml_end(GMarkupParseContext *pc, const char *element, gpointer user_data,
+        GError **error)
+{
+    static const char *const disk_path[] = { "disk", "devices", "domain", NULL };
+    XmlState *st = user_data;
+
+    if (st->in_disk && at_path(pc, disk_path)) {
+        st->in_disk = FALSE;
+        if (st->disk.dev)
+            g_array_append_val(st->d->disks, st->disk);
+        memset(&st->disk, 0, sizeof(st->disk));
+    }
+}
+
+static void
+xml_text(GMarkupParseContext *pc, const char *text, gsize len,
+         gpointer user_data, GError **error)
+{
+    static const char *const iothreads_path[] = { "iothreads", "domain", NULL };
+    XmlState *st = user_data;
+    g_autofree char *s = NULL;
+
+    if (!at_path(pc, iothreads_path))
+        return;
+    s = g_strstrip(g_strndup(text, len));
+    if (!parse_uint(s, &st->n_iothreads))
+        g_set_error(error, G_MARKUP_ERROR, G_MARKUP_ERROR_INVALID_CONTENT,
+                    "<iothreads>%s</iothreads> is not a number", s);
+}
+
+static gint
+uint_cmp(gconstpointer a, gconstpointer b)
+{
+    guint x = *(const guint *)a, y = *(const guint *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+gboolean
+pt_libvirt_domain_xml_parse(PtLibvirtDomain *d, const char *xml, GError **error)
+{
+    static const GMarkupParser parser = {
+        .start_element = xml_start,
+        .end_element = xml_end,
+        .text = xml_text,
+    };
+    XmlState st = { .d = d };
+    g_autoptr(GMarkupParseContext) pc =
+        g_markup_parse_context_new(&parser, 0, &st, NULL);
+    gboolean ok;
+
+    ok = g_markup_parse_context_parse(pc, xml, -1, error) &&
+         g_markup_parse_context_end_parse(pc, error);
+    g_free(st.disk.dev);
+    if (!ok) {
+        g_prefix_error(error, "domain %s: XML: ", d->name ? d->name : "?");
+        return FALSE;
+    }
+    /* Without <iothreadids>, libvirt numbers iothreads 1..N. */
+    if (d->iothread_ids->len == 0)
+        for (guint id = 1; id <= st.n_iothreads; id++)
+            g_array_append_val(d->iothread_ids, id);
+    g_array_sort(d->iothread_ids, uint_cmp);
+    return TRUE;
+}
+
+/* ---- stats records ---------------------------------------------------- */
+
+static gboolean
+param_u64(const virTypedParameter *p, guint64 *out)
+{
+    switch (p->type) {
+    case VIR_TYPED_PARAM_INT:     *out = p->value.i < 0 ? 0 : (guint64)p->value.i; return TRUE;
+    case VIR_TYPED_PARAM_UINT:    *out = p->value.ui; return TRUE;
+    case VIR_TYPED_PARAM_LLONG:   *out = p->value.l < 0 ? 0 : (guint64)p->value.l; return TRUE;
+    case VIR_TYPED_PARAM_ULLONG:  *out = p->value.ul; return TRUE;
+    case VIR_TYPED_PARAM_BOOLEAN: *out = p->value.b != 0; return TRUE;
+    case VIR_TYPED_PARAM_DOUBLE:  *out = p->value.d < 0 ? 0 : (guint64)p->value.d; return TRUE;
+    default:                      return FALSE;
+    }
+}
+
+static PtLibvirtIothreadStats *
+iothread_get(GArray *a, guint id)
+{
+    PtLibvirtIothreadStats fresh = { .id = id };
+
+    for (guint i = 0; i < a->len; i++)
+        if (g_array_index(a, PtLibvirtIothreadStats, i).id == id)
+            return &g_array_index(a, PtLibvirtIothreadStats, i);
+    g_array_append_val(a, fresh);
+    return &g_array_index(a, PtLibvirtIothreadStats, a->len - 1);
+}
+
+/* "iothread.<id>.<field>" */
+static void
+iothread_param(GArray *iothreads, const char *rest, const virTypedParameter *p)
+{
+    char *end;
+    guint64 id = g_ascii_strtoull(rest, &end, 10), v;
+    PtLibvirtIothreadStats *t;
+
+    if (end == rest || *end != '.' || id > G_MAXUINT || !param_u64(p, &v))
+        return;
+    t = iothread_get(iothreads, (guint)id);
+    if (g_str_equal(end + 1, "poll-max-ns"))
+        t->poll_max_ns = v;
+    else if (g_str_equal(end + 1, "poll-grow"))
+        t->poll_grow = v;
+    else if (g_str_equal(end + 1, "poll-shrink"))
+        t->poll_shrink = v;
+}
+
+static const struct {
+    const char *field;
+    gsize offset;
+} disk_fields[] = {
+    { "rd.reqs",  G_STRUCT_OFFSET(PtLibvirtDiskStats, rd_reqs) },
+    { "rd.bytes", G_STRUCT_OFFSET(PtLibvirtDiskStats, rd_bytes) },
+    { "rd.times", G_STRUCT_OFFSET(PtLibvirtDiskStats, rd_times) },
+    { "wr.reqs",  G_STRUCT_OFFSET(PtLibvirtDiskStats, wr_reqs) },
+    { "wr.bytes", G_STRUCT_OFFSET(PtLibvirtDiskStats, wr_bytes) },
+    { "wr.times", G_STRUCT_OFFSET(PtLibvirtDiskStats, wr_times) },
+    { "fl.reqs",  G_STRUCT_OFFSET(PtLibvirtDiskStats, fl_reqs) },
+    { "fl.times", G_STRUCT_OFFSET(PtLibvirtDiskStats, fl_times) },
+};
+
+/* "block.<index>.<field>"; block.count tells how many indexes follow. */
+static void
+block_param(GArray *disks, const char *rest, const virTypedParameter *p)
+{
+    char *end;
+    guint64 idx = g_ascii_strtoull(rest, &end, 10), v;
+    PtLibvirtDiskStats *disk;
+
+    if (end == rest || *end != '.' || idx >= 4096)
+        return;
+    if (idx >= disks->len)
+        g_array_set_size(disks, (guint)idx + 1);
+    disk = &g_array_index(disks, PtLibvirtDiskStats, idx);
+    if (g_str_equal(end + 1, "name")) {
+        if (p->type == VIR_TYPED_PARAM_STRING) {
+            g_free(disk->name);
+            disk->name = g_strdup(p->value.s);
+        }
+        return;
+    }
+    if (!param_u64(p, &v))
+        return;
+    for (guint i = 0; i < G_N_ELEMENTS(disk_fields); i++)
+        if (g_str_equal(end + 1, disk_fields[i].field))
+            G_STRUCT_MEMBER(guint64, disk, disk_fields[i].offset) = v;
+}
+
+static gint
+iothread_cmp(gconstpointer a, gconstpointer b)
+{
+    guint x = ((const PtLibvirtIothreadStats *)a)->id;
+    guint y = ((const PtLibvirtIothreadStats *)b)->id;
+
+    return x < y ? -1 : x > y;
+}
+
+PtLibvirtDomainStats *
+pt_libvirt_stats_from_params(const char *name, const char *uuid,
+                             const virTypedParameter *params, int nparams)
+{
+    PtLibvirtDomainStats *s = g_new0(PtLibvirtDomainStats, 1);
+
+    s->name = g_strdup(name);
+    s->uuid = g_strdup(uuid);
+    s->iothreads = g_array_new(FALSE, TRUE, sizeof(PtLibvirtIothreadStats));
+    s->disks = g_array_new(FALSE, TRUE, sizeof(PtLibvirtDiskStats));
+    g_array_set_clear_func(s->disks, disk_stats_clear);
+    s->vm = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+
+    for (int i = 0; i < nparams; i++) {
+        const virTypedParameter *p = &params[i];
+        guint64 v;
+
+        if (g_str_has_prefix(p->field, "iothread."))
+            iothread_param(s->iothreads, p->field + strlen("iothread."), p);
+        else if (g_str_has_prefix(p->field, "block."))
+            block_param(s->disks, p->field + strlen("block."), p);
+        else if (g_str_has_prefix(p->field, "vm.") && param_u64(p, &v))
+            g_hash_table_replace(s->vm, g_strdup(p->field + strlen("vm.")),
+                                 g_memdup2(&v, sizeof(v)));
+    }
+    g_array_sort(s->iothreads, iothread_cmp);
+    return s;
+}
+
+GPid
+pt_libvirt_pid_read(const char *dir, const char *name)
+{
+    g_autofree char *path = NULL;
+    g_autofree char *text = NULL;
+    guint64 pid;
+
+    if (!dir || !name || strchr(name, '/'))
+        return 0;
+    path = g_strdup_printf("%s/%s.pid", dir, name);
+    if (!g_file_get_contents(path, &text, NULL, NULL))
+        return 0;
+    g_strstrip(text);
+    if (!g_ascii_string_to_unsigned(text, 10, 1, G_MAXINT32, &pid, NULL))
+        return 0;
+    return (GPid)pid;
+}

@@ -1,0 +1,182 @@
+/* The pure half of pt-libvirt: domain XML and stats records to structs. */
+#include <glib/gstdio.h>
+
+#include "pt-libvirt-parse.h"
+
+static const char live_xml[] =
+    "<domain type='qemu' id='3'>\n"
+    "  <name>vm-a</name>\n"
+    "  <uuid>0b5bd1c2-9f3e-4a53-9a3b-0f8a1d1e2c3d</uuid>\n"
+    "  <iothreads>3</iothreads>\n"
+    "  <iothreadids>\n"
+    "    <iothread id='7'/>\n"
+    "    <iothread id='2'/>\n"
+    "    <iothread id='4'/>\n"
+    "  </iothreadids>\n"
+    "  <devices>\n"
+    "    <disk type='file' device='disk'>\n"
+    "      <driver name='qemu' type='raw' iothread='4'/>\n"
+    "      <source file='/var/lib/a.raw' index='2'/>\n"
+    "      <target dev='vda' bus='virtio'/>\n"
+    "    </disk>\n"
+    "    <disk type='file' device='cdrom'>\n"
+    "      <driver name='qemu' type='raw'/>\n"
+    "      <target dev='sda' bus='sata'/>\n"
+    "    </disk>\n"
+    "    <controller type='scsi'><driver iothread='2'/></controller>\n"
+    "  </devices>\n"
+    "  <seclabel type='dynamic'><label>x&amp;y</label></seclabel>\n"
+    "</domain>\n";
+
+static void
+test_xml_iothreadids(void)
+{
+    g_autoptr(PtLibvirtDomain) d = pt_libvirt_domain_new("vm-a", "u");
+    g_autoptr(GError) error = NULL;
+
+    g_assert_true(pt_libvirt_domain_xml_parse(d, live_xml, &error));
+    g_assert_no_error(error);
+    g_assert_cmpuint(d->iothread_ids->len, ==, 3);
+    g_assert_cmpuint(g_array_index(d->iothread_ids, guint, 0), ==, 2);
+    g_assert_cmpuint(g_array_index(d->iothread_ids, guint, 1), ==, 4);
+    g_assert_cmpuint(g_array_index(d->iothread_ids, guint, 2), ==, 7);
+    /* The controller's <driver iothread> is no disk's. */
+    g_assert_cmpuint(d->disks->len, ==, 2);
+    g_assert_cmpstr(g_array_index(d->disks, PtLibvirtDisk, 0).dev, ==, "vda");
+    g_assert_cmpuint(g_array_index(d->disks, PtLibvirtDisk, 0).iothread, ==, 4);
+    g_assert_cmpstr(g_array_index(d->disks, PtLibvirtDisk, 1).dev, ==, "sda");
+    g_assert_cmpuint(g_array_index(d->disks, PtLibvirtDisk, 1).iothread, ==, 0);
+}
+
+static void
+test_xml_count_only(void)
+{
+    g_autoptr(PtLibvirtDomain) d = pt_libvirt_domain_new("vm-b", "u");
+    g_autoptr(GError) error = NULL;
+
+    g_assert_true(pt_libvirt_domain_xml_parse(d,
+        "<domain><name>vm-b</name><iothreads> 2 </iothreads><devices/></domain>",
+        &error));
+    g_assert_cmpuint(d->iothread_ids->len, ==, 2);
+    g_assert_cmpuint(g_array_index(d->iothread_ids, guint, 0), ==, 1);
+    g_assert_cmpuint(g_array_index(d->iothread_ids, guint, 1), ==, 2);
+    g_assert_cmpuint(d->disks->len, ==, 0);
+}
+
+static void
+test_xml_bad(void)
+{
+    static const char *const bad[] = {
+        "<domain><iothreads>two</iothreads></domain>",
+        "<domain><iothreadids><iothread/></iothreadids></domain>",
+        "<domain><devices><disk><driver iothread='-1'/></disk></devices></domain>",
+        "<domain><devices>",
+        "not xml at all <",
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_autoptr(PtLibvirtDomain) d = pt_libvirt_domain_new("vm-bad", "u");
+        g_autoptr(GError) error = NULL;
+
+        g_assert_false(pt_libvirt_domain_xml_parse(d, bad[i], &error));
+        g_assert_nonnull(error);
+        g_assert_true(g_str_has_prefix(error->message, "domain vm-bad: XML: "));
+    }
+}
+
+static void
+test_stats_params(void)
+{
+    virTypedParameterPtr p = NULL;
+    int n = 0, max = 0;
+    g_autoptr(PtLibvirtDomainStats) s = NULL;
+    const PtLibvirtIothreadStats *t;
+    const PtLibvirtDiskStats *disk;
+
+    virTypedParamsAddUInt(&p, &n, &max, "iothread.count", 2);
+    virTypedParamsAddULLong(&p, &n, &max, "iothread.2.poll-max-ns", 32768);
+    virTypedParamsAddUInt(&p, &n, &max, "iothread.2.poll-grow", 0);
+    virTypedParamsAddUInt(&p, &n, &max, "iothread.2.poll-shrink", 0);
+    virTypedParamsAddULLong(&p, &n, &max, "iothread.1.poll-max-ns", 50000);
+    virTypedParamsAddUInt(&p, &n, &max, "iothread.1.poll-grow", 2);
+    virTypedParamsAddUInt(&p, &n, &max, "iothread.1.poll-shrink", 4);
+    virTypedParamsAddUInt(&p, &n, &max, "block.count", 1);
+    virTypedParamsAddString(&p, &n, &max, "block.0.name", "vda");
+    virTypedParamsAddString(&p, &n, &max, "block.0.path", "/x.raw");
+    virTypedParamsAddULLong(&p, &n, &max, "block.0.rd.reqs", 11);
+    virTypedParamsAddULLong(&p, &n, &max, "block.0.rd.bytes", 5632);
+    virTypedParamsAddULLong(&p, &n, &max, "block.0.rd.times", 6011055);
+    virTypedParamsAddULLong(&p, &n, &max, "block.0.wr.reqs", 3);
+    virTypedParamsAddULLong(&p, &n, &max, "block.0.wr.bytes", 1536);
+    virTypedParamsAddULLong(&p, &n, &max, "block.0.wr.times", 900);
+    virTypedParamsAddULLong(&p, &n, &max, "block.0.fl.reqs", 1);
+    virTypedParamsAddULLong(&p, &n, &max, "block.0.fl.times", 70);
+    virTypedParamsAddULLong(&p, &n, &max, "block.0.capacity", 16777216);
+    virTypedParamsAddULLong(&p, &n, &max, "vm.exits.sum", 123456);
+    virTypedParamsAddLLong(&p, &n, &max, "vm.halt_poll_success_ns.sum", 99);
+    virTypedParamsAddString(&p, &n, &max, "vm.name", "ignored");
+
+    s = pt_libvirt_stats_from_params("vm-a", "u", p, n);
+    virTypedParamsFree(p, n);
+
+    g_assert_cmpstr(s->name, ==, "vm-a");
+    g_assert_cmpuint(s->iothreads->len, ==, 2);
+    t = &g_array_index(s->iothreads, PtLibvirtIothreadStats, 0);
+    g_assert_cmpuint(t->id, ==, 1);
+    g_assert_cmpuint(t->poll_max_ns, ==, 50000);
+    g_assert_cmpuint(t->poll_grow, ==, 2);
+    g_assert_cmpuint(t->poll_shrink, ==, 4);
+    t = &g_array_index(s->iothreads, PtLibvirtIothreadStats, 1);
+    g_assert_cmpuint(t->id, ==, 2);
+    g_assert_cmpuint(t->poll_max_ns, ==, 32768);
+
+    g_assert_cmpuint(s->disks->len, ==, 1);
+    disk = &g_array_index(s->disks, PtLibvirtDiskStats, 0);
+    g_assert_cmpstr(disk->name, ==, "vda");
+    g_assert_cmpuint(disk->rd_reqs, ==, 11);
+    g_assert_cmpuint(disk->rd_bytes, ==, 5632);
+    g_assert_cmpuint(disk->rd_times, ==, 6011055);
+    g_assert_cmpuint(disk->wr_reqs, ==, 3);
+    g_assert_cmpuint(disk->wr_bytes, ==, 1536);
+    g_assert_cmpuint(disk->wr_times, ==, 900);
+    g_assert_cmpuint(disk->fl_reqs, ==, 1);
+    g_assert_cmpuint(disk->fl_times, ==, 70);
+
+    g_assert_cmpuint(g_hash_table_size(s->vm), ==, 2);
+    g_assert_cmpuint(*(guint64 *)g_hash_table_lookup(s->vm, "exits.sum"), ==, 123456);
+    g_assert_cmpuint(*(guint64 *)g_hash_table_lookup(s->vm, "halt_poll_success_ns.sum"), ==, 99);
+}
+
+static void
+test_pid_file(void)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree char *dir = g_dir_make_tmp("pt-pid-XXXXXX", &error);
+    g_autofree char *good = g_build_filename(dir, "vm-a.pid", NULL);
+    g_autofree char *bad = g_build_filename(dir, "vm-b.pid", NULL);
+
+    g_assert_no_error(error);
+    g_assert_true(g_file_set_contents(good, "4242\n", -1, NULL));
+    g_assert_true(g_file_set_contents(bad, "42x", -1, NULL));
+    g_assert_cmpint(pt_libvirt_pid_read(dir, "vm-a"), ==, 4242);
+    g_assert_cmpint(pt_libvirt_pid_read(dir, "vm-b"), ==, 0);
+    g_assert_cmpint(pt_libvirt_pid_read(dir, "vm-c"), ==, 0);
+    g_assert_cmpint(pt_libvirt_pid_read(dir, "../vm-a"), ==, 0);
+    g_unlink(good);
+    g_unlink(bad);
+    g_rmdir(dir);
+}
+
+int
+main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    /* virTypedParamsAdd* use libvirt's per-thread error state. */
+    g_assert_cmpint(virInitialize(), ==, 0);
+    g_test_add_func("/daemon/libvirt-parse/xml-iothreadids", test_xml_iothreadids);
+    g_test_add_func("/daemon/libvirt-parse/xml-count-only", test_xml_count_only);
+    g_test_add_func("/daemon/libvirt-parse/xml-bad", test_xml_bad);
+    g_test_add_func("/daemon/libvirt-parse/stats-params", test_stats_params);
+    g_test_add_func("/daemon/libvirt-parse/pid-file", test_pid_file);
+    return g_test_run();
+}
