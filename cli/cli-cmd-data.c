@@ -160,9 +160,9 @@ history_print_group(json_object *rows, GArray *idx, gboolean rollup)
     g_autofree double *lat = g_new(double, MAX(n, 1));
     g_autofree double *cpu = g_new(double, MAX(n, 1));
     g_autoptr(CliTable) t = rollup
-        ? cli_table_new("TIME (UTC)", ">IOPS", ">IOPS-P95", ">LAT-\302\265S", ">LAT-P95",
+        ? cli_table_new("TIME (UTC)", ">IOPS", ">IOPS-P95", ">LAT-\302\265s", ">LAT-P95",
                         ">CPU-%", ">CPU-MAX", ">N", NULL)
-        : cli_table_new("TIME (UTC)", ">IOPS", ">LAT-\302\265S", ">CPU-%", ">POLL-MAX-NS", NULL);
+        : cli_table_new("TIME (UTC)", ">IOPS", ">LAT-\302\265s", ">CPU-%", ">POLL-MAX-NS", NULL);
     g_autofree char *table = NULL;
     CliPoint first = { 0 }, last = { 0 };
 

@@ -154,7 +154,7 @@ cli_cmd_status(CliContext *ctx, char **args, guint n, GError **error)
     print_status_header(st);
     targets = member(st, "targets");
     t = cli_table_new("VM/IOTHREAD", "STATE", ">POLL-MAX-NS", ">GROW", ">SHRINK", "POLICY",
-                      ">IOPS", ">LAT-\302\265S", ">CPU-%", ">BLK/OP", ">EXIT/OP", NULL);
+                      ">IOPS", ">LAT-\302\265s", ">CPU-%", ">BLK/OP", ">EXIT/OP", NULL);
     d = cli_table_new("VM/IOTHREAD", "WHEN", "OUTCOME", "POLL-MAX-NS", "REASON", NULL);
     for (gsize i = 0; i < array_len(targets); i++) {
         json_object *tg = json_object_array_get_idx(targets, i);
