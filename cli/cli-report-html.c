@@ -32,7 +32,7 @@ static const char style[] =
     "svg{display:block;font-size:10px}svg .tick{fill:#5b6573}svg .label{fill:#1d232b;font-size:11px}"
     "svg .grid{stroke:#e6e9ee;stroke-width:1}svg .axis{stroke:#9aa3ae;stroke-width:1}"
     "svg path.series{stroke-width:1.5;stroke-linejoin:round}"
-    "svg .decision{stroke-width:1.2}svg .decision.applied{stroke:#c0392b}"
+    "svg .decision{stroke-width:1;stroke-opacity:.5}svg .decision.applied{stroke:#c0392b}"
     "svg .decision.recommended{stroke:#8e44ad;stroke-dasharray:3 2}"
     "svg .bar{fill:#3366cc}"
     ".legend{font-size:12px;color:#4a5563}.legend span{margin-right:12px}"
@@ -41,7 +41,8 @@ static const char style[] =
     "table{border-collapse:collapse;margin:6px 0 12px;font-size:13px}"
     "th,td{padding:3px 10px;border-bottom:1px solid #e6e9ee;text-align:right;"
     "vertical-align:top}th{background:#f3f5f8}"
-    "th:first-child,td:first-child{text-align:left}td.text{text-align:left;max-width:520px}"
+    "th:first-child,td:first-child{text-align:left}td.text{max-width:520px}"
+    "table.log th,table.log td{text-align:left}"
     ".key{font-size:12px;color:#5b6573}.key b.applied{color:#c0392b}"
     ".key b.recommended{color:#8e44ad}";
 
@@ -114,14 +115,14 @@ host_cores_chart(GString *h, CliReport *r, GPtrArray *by_cores)
     guint top = MIN(by_cores->len, TOP_VMS);
     gboolean others = by_cores->len > top;
     g_autofree CliSvgSeries *series = g_new0(CliSvgSeries, top + 1);
-    g_autofree double *rest = g_new(double, NB);
+    g_autofree double *rest = g_new(double, r->nb);
 
     for (guint i = 0; i < top; i++) {
         ReportVm *vm = g_ptr_array_index(by_cores, i);
 
         series[i] = (CliSvgSeries){ vm->name, palette[i % G_N_ELEMENTS(palette)], vm->cores };
     }
-    for (guint b = 0; b < NB; b++) {
+    for (guint b = 0; b < r->nb; b++) {
         rest[b] = NAN;
         for (guint i = top; i < by_cores->len; i++) {
             double v = ((ReportVm *)g_ptr_array_index(by_cores, i))->cores[b];
@@ -134,7 +135,7 @@ host_cores_chart(GString *h, CliReport *r, GPtrArray *by_cores)
         series[top] = (CliSvgSeries){ "other VMs", "#aab2bd", rest };
     cli_svg_chart(h, &(CliSvgChart){
         .title = "Cores spent polling, host total", .unit = "cores, stacked by VM",
-        .from_ms = r->from_ms, .to_ms = r->to_ms, .n = NB, .series = series,
+        .from_ms = r->from_ms, .to_ms = r->to_ms, .n = r->nb, .series = series,
         .n_series = top + (others ? 1 : 0), .stacked = TRUE, .width = 760, .height = 220 });
 }
 
@@ -217,9 +218,9 @@ decision_label(const ReportDecision *d)
 static void
 series_charts(GString *h, CliReport *r, ReportSeries *s)
 {
-    g_autofree double *iops = g_new(double, NB);
-    g_autofree double *lat = g_new(double, NB);
-    g_autofree double *cpu = g_new(double, NB);
+    g_autofree double *iops = g_new(double, r->nb);
+    g_autofree double *lat = g_new(double, r->nb);
+    g_autofree double *cpu = g_new(double, r->nb);
     g_autofree CliSvgMarker *marks = g_new0(CliSvgMarker, MAX(s->decisions->len, 1));
     g_autoptr(GPtrArray) labels = g_ptr_array_new_with_free_func(g_free);
     const struct {
@@ -231,7 +232,7 @@ series_charts(GString *h, CliReport *r, ReportSeries *s)
         { "Polling CPU", "% of one core", "#dc7633", cpu },
     };
 
-    for (guint i = 0; i < NB; i++) {
+    for (guint i = 0; i < r->nb; i++) {
         iops[i] = report_bucket_iops(&s->b[i]);
         lat[i] = report_bucket_lat(&s->b[i]);
         cpu[i] = report_bucket_cpu(&s->b[i]);
@@ -247,7 +248,7 @@ series_charts(GString *h, CliReport *r, ReportSeries *s)
     for (gsize c = 0; c < G_N_ELEMENTS(charts); c++)
         cli_svg_chart(h, &(CliSvgChart){
             .title = charts[c].title, .unit = charts[c].unit, .from_ms = r->from_ms,
-            .to_ms = r->to_ms, .n = NB,
+            .to_ms = r->to_ms, .n = r->nb,
             .series = &(CliSvgSeries){ NULL, charts[c].color, charts[c].y }, .n_series = 1,
             .markers = marks, .n_markers = s->decisions->len });
     g_string_append(h, "</div>");
@@ -264,7 +265,7 @@ series_decisions(GString *h, ReportSeries *s)
     }
     g_string_append_printf(h, "<p class=\"key\">%u decisions in this range "
                            "(<b class=\"applied\">|</b> applied, <b class=\"recommended\">"
-                           "&#166;</b> recommended); the latest %u:</p><table><tr><th>time "
+                           "&#166;</b> recommended); the latest %u:</p><table class=\"log\"><tr><th>time "
                            "(UTC)</th><th>outcome</th><th>poll-max-ns</th><th>policy</th>"
                            "<th>reason</th></tr>", s->decisions_total, shown);
     for (guint i = n; i-- > n - shown;) {
@@ -310,13 +311,15 @@ cli_report_write(CliReport *r, GOutputStream *out, gint64 now_ms, GError **error
     for (guint v = 0; v < vms->len; v++) {
         ReportVm *vm = g_ptr_array_index(vms, v);
         g_autofree char *iops = cli_format_si(vm->mean_iops);
+        g_autofree char *cores = cli_format_fixed(vm->mean_cores, 3);
+        g_autofree char *iops95 = cli_format_si(vm->iops_p95);
+        g_autofree char *lat95 = cli_format_fixed(vm->lat_p95, 1);
 
         g_string_append(h, "<h3>");
         esc(h, vm->name);
-        g_string_append_printf(h, "</h3><p class=\"meta\">mean %s IOPS, %.3f polling cores, "
-                               "IOPS p95 %.0f, latency p95 %.1f &#181;s</p>", iops,
-                               isnan(vm->mean_cores) ? 0.0 : vm->mean_cores, vm->iops_p95,
-                               vm->lat_p95);
+        g_string_append_printf(h, "</h3><p class=\"meta\">mean %s IOPS, %s polling cores, "
+                               "IOPS p95 %s, latency p95 %s &#181;s</p>", iops, cores, iops95,
+                               lat95);
         for (guint i = 0; i < vm->series->len; i++) {
             ReportSeries *s = g_ptr_array_index(vm->series, i);
 

@@ -7,7 +7,6 @@
 
 #include "cli-report.h"
 
-#define NB CLI_REPORT_BUCKETS
 /* Decisions kept per iothread for the markers and the table. */
 #define REPORT_MAX_DECISIONS 2000
 
@@ -25,7 +24,7 @@ typedef struct {
 
 typedef struct {
     char *target, *iothread;
-    ReportBucket *b;            /* NB buckets */
+    ReportBucket *b;            /* nb buckets */
     GArray *decisions;          /* ReportDecision, in arrival order */
     guint decisions_total;
     guint64 n_points;
@@ -35,7 +34,7 @@ typedef struct {
 typedef struct {
     const char *name;
     GPtrArray *series;          /* ReportSeries, borrowed */
-    double *iops, *cores, *lat; /* NB each; NAN where no iothread had data */
+    double *iops, *cores, *lat; /* nb each; NAN where no iothread had data */
     double mean_iops, mean_cores;
     double iops_p50, iops_p95, lat_p50, lat_p95, cores_p50, cores_p95;
     guint decisions;
@@ -45,6 +44,7 @@ struct CliReport {
     gint64 from_ms, to_ms;
     char *source;
     StoreResolution resolution;
+    guint nb;                   /* time buckets per chart */
     GHashTable *by_key;         /* "target\x1fiothread" -> ReportSeries */
     GPtrArray *series;          /* ReportSeries, owned, in first-seen order */
     GPtrArray *notes;

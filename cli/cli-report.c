@@ -37,6 +37,12 @@ cli_report_new(gint64 from_ms, gint64 to_ms, const char *source, StoreResolution
     r->to_ms = MAX(to_ms, from_ms + 1);
     r->source = g_strdup(source);
     r->resolution = resolution;
+    r->nb = CLI_REPORT_MAX_BUCKETS;
+    if (resolution != STORE_RES_RAW) {
+        gint64 step = resolution == STORE_RES_1M ? 60000 : 3600000;
+
+        r->nb = (guint)CLAMP((r->to_ms - r->from_ms) / step, 1, CLI_REPORT_MAX_BUCKETS);
+    }
     r->by_key = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     r->series = g_ptr_array_new_with_free_func(series_free);
     r->notes = g_ptr_array_new_with_free_func(g_free);
@@ -66,7 +72,7 @@ series_get(CliReport *r, const char *target, const char *iothread)
     s = g_new0(ReportSeries, 1);
     s->target = g_strdup(target);
     s->iothread = g_strdup(iothread);
-    s->b = g_new0(ReportBucket, NB);
+    s->b = g_new0(ReportBucket, r->nb);
     s->decisions = g_array_new(FALSE, FALSE, sizeof(ReportDecision));
     g_array_set_clear_func(s->decisions, decision_clear);
     g_hash_table_insert(r->by_key, g_steal_pointer(&key), s);
@@ -80,8 +86,8 @@ report_bucket_of(const CliReport *r, gint64 ts_ms, guint *i)
     if (ts_ms < r->from_ms || ts_ms >= r->to_ms)
         return FALSE;
     /* 128-bit-free: the span is at most a few years of milliseconds. */
-    *i = (guint)((double)(ts_ms - r->from_ms) / (double)(r->to_ms - r->from_ms) * NB);
-    *i = MIN(*i, NB - 1);
+    *i = (guint)((double)(ts_ms - r->from_ms) / (double)(r->to_ms - r->from_ms) * r->nb);
+    *i = MIN(*i, r->nb - 1);
     return TRUE;
 }
 
@@ -226,9 +232,9 @@ vm_free(gpointer p)
 }
 
 static void
-vm_sum(ReportVm *vm)
+vm_sum(ReportVm *vm, guint nb)
 {
-    for (guint i = 0; i < NB; i++) {
+    for (guint i = 0; i < nb; i++) {
         double iops = 0, cores = 0, lat_w = 0, lat_wsum = 0, lat_sum = 0;
         guint n_iops = 0, n_cpu = 0, n_lat = 0;
 
@@ -258,14 +264,14 @@ vm_sum(ReportVm *vm)
         vm->cores[i] = n_cpu ? cores : NAN;
         vm->lat[i] = lat_w > 0 ? lat_wsum / lat_w : n_lat ? lat_sum / n_lat : NAN;
     }
-    vm->mean_iops = report_mean(vm->iops, NB);
-    vm->mean_cores = report_mean(vm->cores, NB);
-    vm->iops_p50 = report_percentile(vm->iops, NB, 50);
-    vm->iops_p95 = report_percentile(vm->iops, NB, 95);
-    vm->lat_p50 = report_percentile(vm->lat, NB, 50);
-    vm->lat_p95 = report_percentile(vm->lat, NB, 95);
-    vm->cores_p50 = report_percentile(vm->cores, NB, 50);
-    vm->cores_p95 = report_percentile(vm->cores, NB, 95);
+    vm->mean_iops = report_mean(vm->iops, nb);
+    vm->mean_cores = report_mean(vm->cores, nb);
+    vm->iops_p50 = report_percentile(vm->iops, nb, 50);
+    vm->iops_p95 = report_percentile(vm->iops, nb, 95);
+    vm->lat_p50 = report_percentile(vm->lat, nb, 50);
+    vm->lat_p95 = report_percentile(vm->lat, nb, 95);
+    vm->cores_p50 = report_percentile(vm->cores, nb, 50);
+    vm->cores_p95 = report_percentile(vm->cores, nb, 95);
 }
 
 static int
@@ -291,15 +297,15 @@ report_vms_build(CliReport *r)
             vm = g_new0(ReportVm, 1);
             vm->name = s->target;
             vm->series = g_ptr_array_new();
-            vm->iops = g_new(double, NB);
-            vm->cores = g_new(double, NB);
-            vm->lat = g_new(double, NB);
+            vm->iops = g_new(double, r->nb);
+            vm->cores = g_new(double, r->nb);
+            vm->lat = g_new(double, r->nb);
             g_ptr_array_add(vms, vm);
         }
         g_ptr_array_add(vm->series, s);
         vm->decisions += s->decisions_total;
     }
     for (guint i = 0; i < vms->len; i++)
-        vm_sum(g_ptr_array_index(vms, i));
+        vm_sum(g_ptr_array_index(vms, i), r->nb);
     return vms;
 }

@@ -18,8 +18,10 @@
 
 G_BEGIN_DECLS
 
-/* Buckets per chart: at 30 days of 1-hour rollups, one per hour. */
-#define CLI_REPORT_BUCKETS 720
+/* At most this many time buckets per chart (one per hour over 30 days);
+ * fewer when the resolution is coarser than range / 720, so that every
+ * bucket holds a row and the lines have no holes. */
+#define CLI_REPORT_MAX_BUCKETS 720
 
 typedef struct CliReport CliReport;
 

@@ -91,8 +91,12 @@ axis_time(GString *out, const Frame *f)
 static void
 axis_values(GString *out, const Frame *f)
 {
-    for (int i = 0; i <= 4; i++) {
-        double v = f->ymax * i / 4, y = frame_y(f, v);
+    /* Steps of 1, 2, 2.5 or 5 times a power of ten: round labels. */
+    double lead = f->ymax / pow(10, floor(log10(f->ymax)));
+    int steps = fabs(lead - 2.5) < 1e-9 || fabs(lead - 5) < 1e-9 ? 5 : 4;
+
+    for (int i = 0; i <= steps; i++) {
+        double v = f->ymax * i / steps, y = frame_y(f, v);
         g_autofree char *label = cli_format_si(v);
 
         g_string_append_printf(out, "<line class=\"%s\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" "
@@ -102,36 +106,56 @@ axis_values(GString *out, const Frame *f)
     }
 }
 
-/* A line through the buckets that have a value; gaps break it. */
+/* Empty buckets up to this many in a row are bridged; a longer run is a
+ * gap in the data (the daemon was down, the VM was off) and breaks the line. */
+#define MAX_BRIDGED 3
+
+/* The end of the segment starting at @i: the last bucket with a value
+ * before a run of more than MAX_BRIDGED empty ones. */
+static guint
+segment_end(const double *y, guint n, guint i)
+{
+    guint last = i;
+
+    for (guint j = i + 1; j < n && j - last <= MAX_BRIDGED + 1; j++)
+        if (!isnan(y[j]))
+            last = j;
+    return last;
+}
+
+/* A line (or, with @fill, an area down to @base) through the buckets that
+ * have a value. */
 static guint
 path_line(GString *out, const Frame *f, const double *y, const double *base, guint n,
           const char *color, gboolean fill)
 {
     guint points = 0;
-    gboolean pen = FALSE;
     gsize start = out->len;
 
     g_string_append_printf(out, "<path class=\"series\" fill=\"%s\" stroke=\"%s\" d=\"",
                            fill ? color : "none", color);
     for (guint i = 0; i < n; i++) {
-        double v = y[i];
+        guint end;
 
-        if (isnan(v)) {
-            pen = FALSE;
+        if (isnan(y[i]))
             continue;
+        end = segment_end(y, n, i);
+        for (guint j = i; j <= end; j++) {
+            if (isnan(y[j]))
+                continue;
+            g_string_append_printf(out, "%c%.1f %.1f", j == i ? 'M' : 'L',
+                                   frame_x_bucket(f, j, n),
+                                   frame_y(f, base ? base[j] + y[j] : y[j]));
+            points++;
         }
-        g_string_append_printf(out, "%c%.1f %.1f", pen ? 'L' : 'M', frame_x_bucket(f, i, n),
-                               frame_y(f, base ? base[i] + v : v));
-        pen = TRUE;
-        points++;
-    }
-    if (fill && points > 0) {
-        /* Close the area back along the series below it. */
-        for (guint i = n; i-- > 0;)
-            if (!isnan(y[i]))
-                g_string_append_printf(out, "L%.1f %.1f", frame_x_bucket(f, i, n),
-                                       frame_y(f, base ? base[i] : 0));
-        g_string_append_c(out, 'Z');
+        /* Close an area back along the series below it. */
+        for (guint j = end + 1; fill && j-- > i;)
+            if (!isnan(y[j]))
+                g_string_append_printf(out, "L%.1f %.1f", frame_x_bucket(f, j, n),
+                                       frame_y(f, base ? base[j] : 0));
+        if (fill)
+            g_string_append_c(out, 'Z');
+        i = end;
     }
     if (points == 0) {
         g_string_truncate(out, start);
@@ -177,7 +201,8 @@ chart_max(const CliSvgChart *c)
         }
         max = MAX(max, sum);
     }
-    return cli_svg_nice_ceiling(max);
+    /* Headroom, so a flat series does not run along the top edge. */
+    return cli_svg_nice_ceiling(max * 1.08);
 }
 
 void
