@@ -2,6 +2,8 @@
  * cli-cmd-data: history, export and report, from the daemon or, with
  * --db, from a database file read-only with no daemon at all.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <gio/gunixoutputstream.h>
 #include <math.h>
 #include <stdio.h>
@@ -313,6 +315,18 @@ cli_output_open(CliOutput *o, const char *path, GError **error)
     if (!path || g_str_equal(path, "-")) {
         o->base = g_unix_output_stream_new(STDOUT_FILENO, FALSE);
         return TRUE;
+    }
+    if (g_file_test(path, G_FILE_TEST_EXISTS) && !g_file_test(path, G_FILE_TEST_IS_REGULAR)) {
+        /* A device or a pipe (/dev/null, a FIFO): write to it in place. */
+        int fd = open(path, O_WRONLY | O_CLOEXEC);
+
+        if (fd < 0) {
+            int e = errno;
+
+            g_set_error(error, CLI_ERROR, CLI_ERROR_FAILED, "%s: %s", path, g_strerror(e));
+            return FALSE;
+        }
+        o->base = g_unix_output_stream_new(fd, TRUE);
     } else {
         g_autoptr(GFile) f = g_file_new_for_commandline_arg(path);
         g_autoptr(GError) local = NULL;
@@ -320,7 +334,12 @@ cli_output_open(CliOutput *o, const char *path, GError **error)
         o->base = G_OUTPUT_STREAM(g_file_replace(f, NULL, FALSE, G_FILE_CREATE_NONE, NULL,
                                                  &local));
         if (!o->base) {
-            g_set_error(error, CLI_ERROR, CLI_ERROR_FAILED, "%s", local->message);
+            /* GIO's messages usually name the file already. */
+            if (strstr(local->message, path))
+                g_set_error_literal(error, CLI_ERROR, CLI_ERROR_FAILED, local->message);
+            else
+                g_set_error(error, CLI_ERROR, CLI_ERROR_FAILED, "%s: %s", path,
+                            local->message);
             return FALSE;
         }
     }
