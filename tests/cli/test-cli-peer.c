@@ -480,6 +480,127 @@ test_history_and_metrics(void)
     cli_run_clear(&r);
 }
 
+static void
+test_report_online(void)
+{
+    static const char *const list[] = {
+        "{\"return\": {\"targets\": [{\"name\": \"vm-3\", \"kind\": \"qmp\", \"state\": "
+        "\"attached\", \"pid\": 1234, \"iothreads\": [\"iothread1\"]}]}, \"id\": @ID@}\n", NULL,
+    };
+    static const char *const history[] = {
+        "{\"return\": {\"resolution\": \"1m\", \"rows\": ["
+        "{\"ts_ms\": 1764684000000, \"target\": \"vm-3\", \"iothread\": \"iothread1\", \"count\":"
+        " 60, \"iops\": {\"min\": 900, \"mean\": 1000, \"max\": 1100, \"p95\": 1080}, \"lat_us\":"
+        " {\"mean\": 400}, \"cpu_pct\": {\"mean\": 10}},"
+        "{\"ts_ms\": 1764684060000, \"target\": \"vm-3\", \"iothread\": \"iothread1\", \"count\":"
+        " 60, \"iops\": {\"mean\": 3000}, \"lat_us\": {\"mean\": 300}, \"cpu_pct\": {\"mean\": 20}}"
+        "]}, \"id\": @ID@}\n", NULL,
+    };
+    static const char *const decisions[] = {
+        "{\"event\": \"EXPORT_DATA\", \"data\": {\"chunk\": \"{\\\"time\\\":\\\"2025-12-02T14:"
+        "00:30.000Z\\\",\\\"target\\\":\\\"vm-3\\\",\\\"iothread\\\":\\\"iothread1\\\",\\\"old_p"
+        "oll_max_ns\\\":16384,\\\"new_poll_max_ns\\\":32768,\\\"applied\\\":1,\\\"policy\\\":"
+        "\\\"adaptive:latency\\\",\\\"reason\\\":\\\"probe <IOPS> & more\\\"}\\n\"}}\n",
+        "{\"return\": {\"rows\": 1, \"bytes\": 200}, \"id\": @ID@}\n", NULL,
+    };
+    static const PeerStep steps[] = {
+        { "list", list }, { "history", history }, { "export", decisions },
+    };
+    PeerScript s = { .steps = steps, .n_steps = 3 };
+    g_autofree char *dir = test_dir_new();
+    g_autofree char *out = g_build_filename(dir, "report.html", NULL);
+    g_autofree char *html = NULL;
+    g_autofree char *want = NULL;
+    CliRun r = { 0 };
+    json_object *h, *e;
+
+    run_against(&s, &r, (const char *[]){ "report", "--since", "2025-12-02T14:00:00Z",
+                                          "--until", "2025-12-02T16:00:00Z", "-o", out, NULL });
+    g_assert_cmpstr(r.err, ==, "");
+    g_assert_cmpint(r.status, ==, 0);
+    want = g_strdup_printf("wrote %s (2 points at 1m resolution)\n", out);
+    g_assert_cmpstr(r.out, ==, want);
+    g_assert_true(g_file_get_contents(out, &html, NULL, NULL));
+    g_assert_nonnull(strstr(html, "polltuned at "));
+    g_assert_nonnull(strstr(html, "data-points=\"2\""));
+    g_assert_nonnull(strstr(html, "class=\"decision applied\""));
+    g_assert_nonnull(strstr(html, "probe &lt;IOPS&gt; &amp; more"));
+    g_assert_nonnull(strstr(html, "16384 &#8594; 32768"));
+    /* Every request covers the same absolute range. */
+    h = request_args(&s, 1);
+    e = request_args(&s, 2);
+    g_assert_cmpstr(qmp_json_get_string(h, "target"), ==, "vm-3");
+    g_assert_cmpstr(qmp_json_get_string(h, "iothread"), ==, "iothread1");
+    g_assert_cmpstr(qmp_json_get_string(h, "resolution"), ==, "1m");
+    g_assert_cmpstr(qmp_json_get_string(h, "since"), ==, "2025-12-02T14:00:00.000000Z");
+    g_assert_cmpstr(qmp_json_get_string(h, "until"), ==, "2025-12-02T16:00:00.000000Z");
+    g_assert_cmpstr(qmp_json_get_string(e, "since"), ==, qmp_json_get_string(h, "since"));
+    g_assert_cmpstr(qmp_json_get_string(e, "until"), ==, qmp_json_get_string(h, "until"));
+    g_assert_cmpstr(qmp_json_get_string(e, "format"), ==, "jsonl");
+    script_clear(&s);
+    cli_run_clear(&r);
+    test_dir_remove(dir);
+}
+
+static void
+test_show_and_policy(void)
+{
+    static const char *const show[] = {
+        "{\"return\": {\"name\": \"vm-3\", \"kind\": \"libvirt\", \"state\": \"attached\", "
+        "\"pid\": 1234, \"policy\": \"adaptive:balanced\", \"iothreads\": [{\"id\": "
+        "\"iothread1\", \"tid\": 1240, \"triple\": {\"poll-max-ns\": 65536, \"poll-grow\": 2, "
+        "\"poll-shrink\": 2}, \"policy\": \"adaptive:balanced\", \"override\": {\"id\": 7, "
+        "\"expires_ms\": 1764691800000}, \"metrics\": {\"iops\": 2410.0, \"lat_us\": 402.1}, "
+        "\"history\": [{\"ts_ms\": 1764690000000, \"iops\": 100.0}, {\"ts_ms\": 1764690001000,"
+        " \"iops\": 900.0}], \"decisions\": [{\"ts_ms\": 1764689000000, \"outcome\": "
+        "\"recommended\", \"old\": {\"poll-max-ns\": 0}, \"new\": {\"poll-max-ns\": 8192}, "
+        "\"policy\": \"adaptive:balanced\", \"cause\": \"probe\", \"reason\": \"first\"}, "
+        "{\"ts_ms\": 1764689500000, \"outcome\": \"failed: qom-set timed out\", \"old\": "
+        "{\"poll-max-ns\": 8192}, \"new\": {\"poll-max-ns\": 65536}, \"policy\": "
+        "\"adaptive:balanced\", \"cause\": \"probe\", \"reason\": \"second\"}]}]}, "
+        "\"id\": @ID@}\n", NULL,
+    };
+    static const char *const policy[] = {
+        "{\"return\": {\"default\": \"adaptive:balanced\", \"rules\": [{\"glob\": \"db-*\", "
+        "\"policy\": \"static:70000/2/2\"}], \"targets\": [{\"name\": \"vm-3\", \"policy\": "
+        "\"adaptive:balanced\"}]}, \"id\": @ID@}\n", NULL,
+    };
+    static const PeerStep steps[] = { { "show", show } };
+    static const PeerStep psteps[] = { { "policy-get", policy } };
+    PeerScript s = { .steps = steps, .n_steps = 1 };
+    CliRun r = { 0 };
+    const char *second, *first;
+
+    run_against(&s, &r, (const char *[]){ "show", "vm-3/iothread1", "--ticks", "2", NULL });
+    g_assert_cmpstr(r.err, ==, "");
+    g_assert_cmpint(r.status, ==, 0);
+    g_assert_true(g_str_has_prefix(r.out, "vm-3 (libvirt, attached, pid 1234) \302\267 policy "
+                                          "adaptive:balanced\n"));
+    g_assert_nonnull(strstr(r.out, "iothread1 (tid 1240): poll-max-ns 65536, poll-grow 2, "
+                                   "poll-shrink 2"));
+    g_assert_nonnull(strstr(r.out, "last 2 ticks:"));
+    g_assert_nonnull(strstr(r.out, "IOPS     \342\226\201\342\226\210  min 100  mean 500  "
+                                   "max 900"));
+    /* The decision log is newest first. */
+    second = strstr(r.out, "failed: qom-set timed out  8192 \342\206\222 65536");
+    first = strstr(r.out, "recommended                0 \342\206\222 8192");
+    g_assert_nonnull(second);
+    g_assert_nonnull(first);
+    g_assert_true(second < first);
+    g_assert_cmpint(json_object_get_int(json_object_object_get(request_args(&s, 0), "ticks")),
+                    ==, 2);
+    script_clear(&s);
+
+    s = (PeerScript){ .steps = psteps, .n_steps = 1 };
+    run_against(&s, &r, (const char *[]){ "policy", "get", NULL });
+    g_assert_cmpint(r.status, ==, 0);
+    g_assert_cmpstr(r.out, ==, "default policy: adaptive:balanced\n\nrules, first match wins:\n"
+                               "GLOB  POLICY\ndb-*  static:70000/2/2\n\nTARGET  POLICY\n"
+                               "vm-3    adaptive:balanced\n");
+    script_clear(&s);
+    cli_run_clear(&r);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -490,5 +611,7 @@ main(int argc, char **argv)
     g_test_add_func("/cli/peer/failures", test_failures);
     g_test_add_func("/cli/peer/override-request", test_override_request);
     g_test_add_func("/cli/peer/history-metrics", test_history_and_metrics);
+    g_test_add_func("/cli/peer/report", test_report_online);
+    g_test_add_func("/cli/peer/show-policy", test_show_and_policy);
     return g_test_run();
 }
