@@ -17,6 +17,8 @@
  *   ("NotFound", "PermissionDenied", ...) until the next call.
  * - Every read waits at most the client's timeout; a silent daemon is an
  *   error, never a hang.
+ * - A request refused as Busy (the daemon's per-connection rate limit) is
+ *   sent again after a pause, for up to two seconds.
  */
 #pragma once
 

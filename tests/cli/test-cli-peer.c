@@ -601,6 +601,34 @@ test_show_and_policy(void)
     cli_run_clear(&r);
 }
 
+static void
+test_busy_retry(void)
+{
+    static const char *const busy[] = {
+        "{\"error\": {\"class\": \"Busy\", \"desc\": \"more than 50 requests per second\"}, "
+        "\"id\": @ID@}\n", NULL,
+    };
+    static const char *const ok[] = { "{\"return\": {\"mode\": \"observe\"}, \"id\": @ID@}\n",
+                                      NULL };
+    static const PeerStep steps[] = { { "mode-set", busy }, { "mode-set", busy },
+                                      { "mode-set", ok } };
+    PeerScript s = { .steps = steps, .n_steps = 3 };
+    CliRun r = { 0 };
+    json_object *id1, *id3;
+
+    /* Refused twice for the rate, then run: the operator sees only success. */
+    run_against(&s, &r, (const char *[]){ "mode", "observe", NULL });
+    g_assert_cmpstr(r.err, ==, "");
+    g_assert_cmpint(r.status, ==, 0);
+    g_assert_cmpstr(r.out, ==, "mode observe\n");
+    g_assert_cmpuint(s.requests->len, ==, 3);
+    json_object_object_get_ex(g_ptr_array_index(s.requests, 0), "id", &id1);
+    json_object_object_get_ex(g_ptr_array_index(s.requests, 2), "id", &id3);
+    g_assert_cmpint(json_object_get_int(id1), !=, json_object_get_int(id3));
+    script_clear(&s);
+    cli_run_clear(&r);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -611,6 +639,7 @@ main(int argc, char **argv)
     g_test_add_func("/cli/peer/failures", test_failures);
     g_test_add_func("/cli/peer/override-request", test_override_request);
     g_test_add_func("/cli/peer/history-metrics", test_history_and_metrics);
+    g_test_add_func("/cli/peer/busy-retry", test_busy_retry);
     g_test_add_func("/cli/peer/report", test_report_online);
     g_test_add_func("/cli/peer/show-policy", test_show_and_policy);
     return g_test_run();
