@@ -416,6 +416,74 @@ test_report_well_formed(void)
     cli_run_clear(&r);
 }
 
+static guint
+count(const char *haystack, const char *needle)
+{
+    guint n = 0;
+
+    for (const char *p = haystack; (p = strstr(p, needle)); p++)
+        n++;
+    return n;
+}
+
+/* Loads the report in headless Chromium: the page renders, nothing is
+ * fetched, and the charts are in the DOM with their data points. */
+static void
+test_report_chromium(void)
+{
+    g_autofree char *chromium = g_find_program_in_path("chromium");
+    g_autofree char *out = g_build_filename(tmp_dir, "report-c.html", NULL);
+    g_autofree char *png = g_build_filename(tmp_dir, "report-c.png", NULL);
+    g_autofree char *url = NULL;
+    g_autofree char *shot = NULL;
+    g_autofree char *since = iso(t0_ms);
+    g_autofree char *until = iso(t0_ms + N_TICKS * 1000);
+    const char *argv[] = { "--db", db_path, "report", "--since", since, "--until", until,
+                           "-o", out, NULL };
+    g_autofree char *dom = NULL;
+    g_autofree char *err = NULL;
+    g_autofree char *data = NULL;
+    gsize len = 0;
+    CliRun r = { 0 };
+    int status = 0;
+
+    if (!chromium)
+        chromium = g_find_program_in_path("chromium-browser");
+    if (!chromium) {
+        g_test_skip("chromium is not installed");
+        return;
+    }
+    cli_run(&r, argv);
+    g_assert_cmpint(r.status, ==, 0);
+    url = g_strconcat("file://", out, NULL);
+    shot = g_strconcat("--screenshot=", png, NULL);
+    {
+        const char *dump[] = { chromium, "--headless=new", "--no-sandbox", "--disable-gpu",
+                               "--enable-logging=stderr", "--v=0", "--dump-dom", url, NULL };
+        const char *snap[] = { chromium, "--headless=new", "--no-sandbox", "--disable-gpu",
+                               "--hide-scrollbars", "--window-size=1240,1600", shot, url,
+                               NULL };
+
+        g_assert_true(g_spawn_sync(NULL, (char **)dump, NULL, G_SPAWN_DEFAULT, NULL, NULL,
+                                   &dom, &err, &status, NULL));
+        g_assert_true(g_spawn_check_wait_status(status, NULL));
+        g_assert_true(g_spawn_sync(NULL, (char **)snap, NULL, G_SPAWN_STDOUT_TO_DEV_NULL |
+                                   G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, NULL, NULL,
+                                   &status, NULL));
+        g_assert_true(g_spawn_check_wait_status(status, NULL));
+    }
+    /* Nothing failed to load (there is nothing to load). */
+    g_assert_null(strstr(err, "net::ERR_"));
+    g_assert_null(strstr(err, "Uncaught"));
+    /* 3 iothreads x 3 charts, the host's stacked chart and the bars. */
+    g_assert_cmpuint(count(dom, "<svg"), ==, 3 * 3 + 2);
+    g_assert_cmpuint(count(dom, "data-points=\"120\""), ==, 3 * 3 + 2);
+    g_assert_true(g_file_get_contents(png, &data, &len, NULL));
+    g_assert_cmpuint(len, >, 10000);
+    g_assert_true(memcmp(data, "\211PNG\r\n\032\n", 8) == 0);
+    cli_run_clear(&r);
+}
+
 typedef struct {
     const char *argv[12];
     int status;
@@ -549,6 +617,7 @@ main(int argc, char **argv)
     g_test_add_func("/cli/offline/history-table", test_history_table);
     g_test_add_func("/cli/offline/report", test_report);
     g_test_add_func("/cli/offline/report-well-formed", test_report_well_formed);
+    g_test_add_func("/cli/offline/report-chromium", test_report_chromium);
     g_test_add_func("/cli/errors", test_errors);
     g_test_add_func("/cli/offline/db-untouched", test_db_untouched);
     rc = g_test_run();
