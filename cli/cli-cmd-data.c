@@ -112,7 +112,7 @@ static json_object *
 history_offline(CliContext *ctx, const CliRange *r, const char *target, const char *iothread,
                 GError **error)
 {
-    g_autoptr(CliDb) db = cli_db_open(ctx->db_path, error);
+    g_autoptr(CliDb) db = cli_context_db_open(ctx, error);
     g_autoptr(StoreCursor) cur = NULL;
     g_autoptr(json_object) reply = json_object_new_object();
     json_object *rows = json_object_new_array();
@@ -428,7 +428,7 @@ static gboolean
 export_offline(CliContext *ctx, const CliRange *r, StoreFormat format, GOutputStream *out,
                guint64 *rows, GError **error)
 {
-    g_autoptr(CliDb) db = cli_db_open(ctx->db_path, error);
+    g_autoptr(CliDb) db = cli_context_db_open(ctx, error);
     StoreFilter f;
     CliRange raw = *r;
 
@@ -653,7 +653,7 @@ cli_cmd_report(CliContext *ctx, char **args, guint n, GError **error)
     r.since = since_iso;
     r.until = until_iso;
     if (ctx->db_path) {
-        if (!(db = cli_db_open(ctx->db_path, error)))
+        if (!(db = cli_context_db_open(ctx, error)))
             return FALSE;
         source = g_strdup_printf("database %s", ctx->db_path);
     } else {

@@ -12,6 +12,7 @@
 #include <json-c/json.h>
 
 #include "cli-client.h"
+#include "cli-data.h"
 #include "store.h"
 
 G_BEGIN_DECLS
@@ -54,6 +55,10 @@ void cli_print_json(json_object *obj);
 
 /* "VM" or "VM/IOTHREAD" into its parts (@iothread NULL when absent). */
 gboolean cli_target_split(const char *text, char **target, char **iothread, GError **error);
+
+/* Opens a database snapshot (cli_db_open) and makes sure it is removed
+ * even when polltunectl is interrupted or crashes. */
+CliDb *cli_context_db_open(CliContext *ctx, GError **error);
 
 /* Adds "target" and, when given, "iothread" from VM[/IOTHREAD] to @req. */
 gboolean cli_target_add(json_object *req, const char *text, GError **error);

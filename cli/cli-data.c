@@ -15,26 +15,30 @@ struct CliDb {
     StoreDb *store;
     char *dir;                  /* the snapshot's private folder */
     char *copy;
+    char *paths[6];             /* copy, -wal, -shm, -journal, dir, NULL */
 };
 
 void
 cli_db_close(CliDb *db)
 {
-    static const char *const suffixes[] = { "", "-wal", "-shm", "-journal" };
-
     if (!db)
         return;
     store_db_close(db->store);
-    for (gsize i = 0; db->copy && i < G_N_ELEMENTS(suffixes); i++) {
-        g_autofree char *p = g_strconcat(db->copy, suffixes[i], NULL);
-
-        g_unlink(p);
-    }
+    for (int i = 0; i < 4 && db->paths[i]; i++)
+        g_unlink(db->paths[i]);
     if (db->dir)
         g_rmdir(db->dir);
+    for (int i = 0; i < 4; i++)
+        g_free(db->paths[i]);
     g_free(db->copy);
     g_free(db->dir);
     g_free(db);
+}
+
+const char *const *
+cli_db_snapshot_paths(CliDb *db)
+{
+    return (const char *const *)db->paths;
 }
 
 StoreDb *
@@ -159,6 +163,11 @@ cli_db_open(const char *path, GError **error)
         return NULL;
     }
     db->copy = g_build_filename(db->dir, "history.db", NULL);
+    db->paths[0] = g_strdup(db->copy);
+    db->paths[1] = g_strconcat(db->copy, "-wal", NULL);
+    db->paths[2] = g_strconcat(db->copy, "-shm", NULL);
+    db->paths[3] = g_strconcat(db->copy, "-journal", NULL);
+    db->paths[4] = db->dir;
     ok = source_check(path, src, error) && snapshot(path, src, db->copy, error);
     sqlite3_close(src);
     if (!ok)

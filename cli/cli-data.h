@@ -51,6 +51,9 @@ typedef struct CliDb CliDb;
 /* Opens a snapshot of @path for history, export and report. */
 CliDb *cli_db_open(const char *path, GError **error);
 StoreDb *cli_db_store(CliDb *db);
+/* The snapshot's files, then its folder, NULL-terminated (owned by @db):
+ * for a caller that removes them if the process is killed. */
+const char *const *cli_db_snapshot_paths(CliDb *db);
 void cli_db_close(CliDb *db);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(CliDb, cli_db_close)
 

@@ -4,6 +4,9 @@
  * over the same range; and the command line's exit codes and messages.
  */
 #include <errno.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <glib/gstdio.h>
 #include "qmp-json.h"
 #include <sqlite3.h>
@@ -484,6 +487,35 @@ test_report_chromium(void)
     cli_run_clear(&r);
 }
 
+/* A reader that goes away (| head) kills polltunectl with SIGPIPE in the
+ * middle of an export: its snapshot of the database must go too. */
+static void
+test_snapshot_removed_when_killed(void)
+{
+    g_autofree char *tdir = g_build_filename(tmp_dir, "tmp", NULL);
+    g_auto(GStrv) env = g_environ_setenv(g_get_environ(), "TMPDIR", tdir, TRUE);
+    const char *argv[] = { g_getenv("PT_POLLTUNECTL"), "--db", db_path, "export",
+                           "--since", "2000-01-01", NULL };
+    g_autoptr(GDir) dir = NULL;
+    g_autoptr(GError) error = NULL;
+    GPid pid;
+    int out = -1, status = 0;
+
+    g_assert_cmpint(g_mkdir(tdir, 0700), ==, 0);
+    g_assert_true(g_spawn_async_with_pipes(NULL, (char **)argv, env,
+                                           G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid, NULL,
+                                           &out, NULL, &error));
+    g_assert_no_error(error);
+    close(out);
+    g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+    g_spawn_close_pid(pid);
+    g_assert_true(WIFSIGNALED(status));
+    g_assert_cmpint(WTERMSIG(status), ==, SIGPIPE);
+    dir = g_dir_open(tdir, 0, NULL);
+    g_assert_null(g_dir_read_name(dir));
+    g_rmdir(tdir);
+}
+
 typedef struct {
     const char *argv[12];
     int status;
@@ -618,6 +650,7 @@ main(int argc, char **argv)
     g_test_add_func("/cli/offline/report", test_report);
     g_test_add_func("/cli/offline/report-well-formed", test_report_well_formed);
     g_test_add_func("/cli/offline/report-chromium", test_report_chromium);
+    g_test_add_func("/cli/offline/snapshot-removed", test_snapshot_removed_when_killed);
     g_test_add_func("/cli/errors", test_errors);
     g_test_add_func("/cli/offline/db-untouched", test_db_untouched);
     rc = g_test_run();
