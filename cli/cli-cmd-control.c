@@ -1,0 +1,359 @@
+/*
+ * cli-cmd-control: commands that change what the daemon does: policy,
+ * override, mode, attach, detach, reload.  What can be checked here is
+ * checked before connecting, so a typo is a usage error (exit 2) and never
+ * reaches the daemon; the daemon still checks everything (bounds, names).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli-commands.h"
+#include "cli-format.h"
+#include "qmp-json.h"
+
+static char *opt_for;
+static char *opt_reason;
+static gint64 opt_clear_id = -1;
+static char *opt_attach_name;
+
+const GOptionEntry cli_override_set_entries[] = {
+    { "for", 'f', 0, G_OPTION_ARG_STRING, &opt_for,
+      "End the override after this long (90s, 30m, 12h, 7d); default: until cleared",
+      "DURATION" },
+    { "reason", 'r', 0, G_OPTION_ARG_STRING, &opt_reason, "Why, for the decision log", "TEXT" },
+    { NULL },
+};
+
+const GOptionEntry cli_override_clear_entries[] = {
+    { "id", 0, 0, G_OPTION_ARG_INT64, &opt_clear_id, "Clear the override with this id",
+      "ID" },
+    { NULL },
+};
+
+const GOptionEntry cli_attach_entries[] = {
+    { "name", 'n', 0, G_OPTION_ARG_STRING, &opt_attach_name,
+      "The target's name (default: QEMU's -name, else the socket's file name)", "NAME" },
+    { NULL },
+};
+
+typedef enum {
+    MODE_OBSERVE,
+    MODE_RECOMMEND,
+    MODE_ENFORCE,
+    MODE_MAX,
+    MODE_INVALID = -1,
+} CliMode;
+
+static const char *const mode_names[MODE_MAX] = {
+    [MODE_OBSERVE] = "observe",
+    [MODE_RECOMMEND] = "recommend",
+    [MODE_ENFORCE] = "enforce",
+};
+
+static const char *const policy_names[] = { "observe", "off", "qemu-default", "adaptive" };
+static const char *const objective_names[] = { "latency", "efficiency", "balanced" };
+
+static gboolean
+name_in(const char *s, const char *const *names, gsize n)
+{
+    for (gsize i = 0; i < n; i++)
+        if (g_str_equal(s, names[i]))
+            return TRUE;
+    return FALSE;
+}
+
+/* "static:MAX/GROW/SHRINK" with three non-negative integers. */
+static gboolean
+static_spec_valid(const char *spec)
+{
+    g_auto(GStrv) parts = g_strsplit(spec + strlen("static:"), "/", -1);
+
+    if (g_strv_length(parts) != 3)
+        return FALSE;
+    for (int i = 0; i < 3; i++)
+        if (!g_ascii_string_to_unsigned(parts[i], 10, 0, G_MAXINT64, NULL, NULL))
+            return FALSE;
+    return TRUE;
+}
+
+static void
+print_done(CliContext *ctx, json_object *reply, const char *text)
+{
+    if (ctx->json)
+        cli_print_json(reply);
+    else if (text)
+        printf("%s\n", text);
+}
+
+gboolean
+cli_cmd_policy_get(CliContext *ctx, char **args, guint n, GError **error)
+{
+    g_autoptr(json_object) req = json_object_new_object();
+    g_autoptr(json_object) r = NULL;
+    g_autoptr(CliTable) rules = NULL;
+    g_autoptr(CliTable) targets = NULL;
+    g_autofree char *rt = NULL;
+    g_autofree char *tt = NULL;
+    json_object *a;
+
+    if (n > 0)
+        json_object_object_add(req, "target", json_object_new_string(args[0]));
+    if (!(r = cli_context_call(ctx, "policy-get", req, error)))
+        return FALSE;
+    if (ctx->json) {
+        cli_print_json(r);
+        return TRUE;
+    }
+    printf("default policy: %s\n", qmp_json_get_string(r, "default") ?: "-");
+    rules = cli_table_new("GLOB", "POLICY", NULL);
+    if (json_object_object_get_ex(r, "rules", &a) && json_object_is_type(a, json_type_array))
+        for (gsize i = 0; i < json_object_array_length(a); i++) {
+            json_object *e = json_object_array_get_idx(a, i);
+
+            cli_table_row(rules);
+            cli_table_cell(rules, qmp_json_get_string(e, "glob"));
+            cli_table_cell(rules, qmp_json_get_string(e, "policy"));
+        }
+    targets = cli_table_new("TARGET", "POLICY", NULL);
+    if (json_object_object_get_ex(r, "targets", &a) && json_object_is_type(a, json_type_array))
+        for (gsize i = 0; i < json_object_array_length(a); i++) {
+            json_object *e = json_object_array_get_idx(a, i);
+
+            cli_table_row(targets);
+            cli_table_cell(targets, qmp_json_get_string(e, "name"));
+            cli_table_cell(targets, qmp_json_get_string(e, "policy"));
+        }
+    if (cli_table_n_rows(rules) > 0) {
+        rt = cli_table_render(rules);
+        printf("\nrules, first match wins:\n%s", rt);
+    }
+    if (cli_table_n_rows(targets) > 0) {
+        tt = cli_table_render(targets);
+        printf("\n%s", tt);
+    }
+    return TRUE;
+}
+
+gboolean
+cli_cmd_policy_set(CliContext *ctx, char **args, guint n, GError **error)
+{
+    g_autoptr(json_object) req = json_object_new_object();
+    g_autoptr(json_object) r = NULL;
+    g_autofree char *spec = NULL;
+    g_autofree char *done = NULL;
+    const char *policy = args[1];
+    gboolean known = name_in(policy, policy_names, G_N_ELEMENTS(policy_names)) ||
+                     (g_str_has_prefix(policy, "static:") && static_spec_valid(policy)) ||
+                     (g_str_has_prefix(policy, "adaptive:") &&
+                      name_in(policy + strlen("adaptive:"), objective_names,
+                              G_N_ELEMENTS(objective_names)));
+
+    if (!known) {
+        g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "policy set: %s: expected observe, off, "
+                    "qemu-default, static:MAX/GROW/SHRINK, adaptive or adaptive:OBJECTIVE",
+                    policy);
+        return FALSE;
+    }
+    if (n == 3) {
+        if (!g_str_equal(policy, "adaptive") ||
+            !name_in(args[2], objective_names, G_N_ELEMENTS(objective_names))) {
+            g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "policy set: objective %s: only "
+                        "for adaptive, and one of latency, efficiency, balanced", args[2]);
+            return FALSE;
+        }
+        spec = g_strdup_printf("adaptive:%s", args[2]);
+    } else {
+        spec = g_strdup(policy);
+    }
+    json_object_object_add(req, "target", json_object_new_string(args[0]));
+    json_object_object_add(req, "policy", json_object_new_string(spec));
+    if (!(r = cli_context_call(ctx, "policy-set", req, error)))
+        return FALSE;
+    done = g_strdup_printf("%s: policy %s (until polltuned reloads or restarts)", args[0], spec);
+    print_done(ctx, r, done);
+    return TRUE;
+}
+
+/* One "key=N" of override set. */
+static gboolean
+override_value(const char *arg, json_object *req, GError **error)
+{
+    static const char *const keys[] = { "poll-max-ns", "poll-grow", "poll-shrink" };
+    const char *eq = strchr(arg, '=');
+    g_autofree char *key = eq ? g_strndup(arg, eq - arg) : g_strdup(arg);
+    guint64 v;
+
+    if (!eq || !name_in(key, keys, G_N_ELEMENTS(keys))) {
+        g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "override set: %s: expected "
+                    "poll-max-ns=N, poll-grow=N or poll-shrink=N", arg);
+        return FALSE;
+    }
+    if (json_object_object_get_ex(req, key, NULL)) {
+        g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "override set: %s given twice", key);
+        return FALSE;
+    }
+    if (!g_ascii_string_to_unsigned(eq + 1, 10, 0, G_MAXINT64, &v, NULL)) {
+        g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "override set: %s: \"%s\" is not a "
+                    "non-negative integer", key, eq + 1);
+        return FALSE;
+    }
+    json_object_object_add(req, key, json_object_new_int64((gint64)v));
+    return TRUE;
+}
+
+gboolean
+cli_cmd_override_set(CliContext *ctx, char **args, guint n, GError **error)
+{
+    g_autoptr(json_object) req = json_object_new_object();
+    g_autoptr(json_object) r = NULL;
+    g_autofree char *done = NULL;
+    g_autofree char *until = NULL;
+    gint64 id = -1, expires;
+
+    if (!cli_target_add(req, args[0], error))
+        return FALSE;
+    for (guint i = 1; i < n; i++)
+        if (!override_value(args[i], req, error))
+            return FALSE;
+    if (!json_object_object_get_ex(req, "poll-max-ns", NULL)) {
+        g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "override set: poll-max-ns=N is "
+                    "required");
+        return FALSE;
+    }
+    if (opt_for) {
+        if (!cli_time_check("--for", opt_for, ctx->now_ms, FALSE, NULL, error))
+            return FALSE;
+        json_object_object_add(req, "for", json_object_new_string(opt_for));
+    }
+    if (opt_reason)
+        json_object_object_add(req, "reason", json_object_new_string(opt_reason));
+    if (!(r = cli_context_call(ctx, "override-set", req, error)))
+        return FALSE;
+    qmp_json_get_int(r, "id", &id);
+    if (qmp_json_get_int(r, "expires_ms", &expires)) {
+        g_autofree char *t = cli_format_time_ms(expires, FALSE);
+
+        until = g_strdup_printf("until %s UTC", t);
+    }
+    done = g_strdup_printf("override %" G_GINT64_FORMAT " on %s: %s", id, args[0],
+                           until ? until : "until cleared");
+    print_done(ctx, r, done);
+    return TRUE;
+}
+
+gboolean
+cli_cmd_override_clear(CliContext *ctx, char **args, guint n, GError **error)
+{
+    g_autoptr(json_object) req = json_object_new_object();
+    g_autoptr(json_object) r = NULL;
+    g_autofree char *done = NULL;
+    gint64 cleared = 0;
+
+    if ((n == 0) == (opt_clear_id < 0)) {
+        g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "override clear: give VM[/IOTHREAD] "
+                    "or --id N, not both");
+        return FALSE;
+    }
+    if (n > 0) {
+        if (!cli_target_add(req, args[0], error))
+            return FALSE;
+    } else {
+        json_object_object_add(req, "id", json_object_new_int64(opt_clear_id));
+    }
+    if (!(r = cli_context_call(ctx, "override-clear", req, error)))
+        return FALSE;
+    qmp_json_get_int(r, "cleared", &cleared);
+    done = g_strdup_printf("cleared %" G_GINT64_FORMAT " override%s", cleared,
+                           cleared == 1 ? "" : "s");
+    print_done(ctx, r, done);
+    return TRUE;
+}
+
+gboolean
+cli_cmd_mode(CliContext *ctx, char **args, guint n, GError **error)
+{
+    g_autoptr(json_object) req = json_object_new_object();
+    g_autoptr(json_object) r = NULL;
+
+    if (n == 0) {
+        /* No argument: show the mode, from status. */
+        g_autoptr(json_object) mode = NULL;
+
+        if (!(r = cli_context_call(ctx, "status", NULL, error)))
+            return FALSE;
+        if (ctx->json) {
+            mode = json_object_new_object();
+            json_object_object_add(mode, "mode", json_object_new_string(
+                                       qmp_json_get_string(r, "mode") ?: ""));
+            cli_print_json(mode);
+        } else {
+            printf("%s\n", qmp_json_get_string(r, "mode") ?: "-");
+        }
+        return TRUE;
+    }
+    if (!name_in(args[0], mode_names, MODE_MAX)) {
+        g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "mode %s: expected observe, recommend "
+                    "or enforce", args[0]);
+        return FALSE;
+    }
+    json_object_object_add(req, "mode", json_object_new_string(args[0]));
+    if (!(r = cli_context_call(ctx, "mode-set", req, error)))
+        return FALSE;
+    if (ctx->json)
+        cli_print_json(r);
+    else
+        printf("mode %s\n", qmp_json_get_string(r, "mode") ?: args[0]);
+    return TRUE;
+}
+
+gboolean
+cli_cmd_attach(CliContext *ctx, char **args, guint n, GError **error)
+{
+    g_autoptr(json_object) req = json_object_new_object();
+    g_autoptr(json_object) r = NULL;
+    g_autofree char *path = NULL;
+    g_autofree char *cwd = NULL;
+    g_autofree char *done = NULL;
+
+    /* The daemon's working directory is not ours. */
+    if (g_path_is_absolute(args[0])) {
+        path = g_strdup(args[0]);
+    } else {
+        cwd = g_get_current_dir();
+        path = g_build_filename(cwd, args[0], NULL);
+    }
+    json_object_object_add(req, "path", json_object_new_string(path));
+    if (opt_attach_name)
+        json_object_object_add(req, "name", json_object_new_string(opt_attach_name));
+    if (!(r = cli_context_call(ctx, "attach", req, error)))
+        return FALSE;
+    done = g_strdup_printf("attached %s as %s", path, qmp_json_get_string(r, "name") ?: "?");
+    print_done(ctx, r, done);
+    return TRUE;
+}
+
+gboolean
+cli_cmd_detach(CliContext *ctx, char **args, guint n, GError **error)
+{
+    g_autoptr(json_object) req = json_object_new_object();
+    g_autoptr(json_object) r = NULL;
+    g_autofree char *done = NULL;
+
+    json_object_object_add(req, "name", json_object_new_string(args[0]));
+    if (!(r = cli_context_call(ctx, "detach", req, error)))
+        return FALSE;
+    done = g_strdup_printf("detached %s; its original values are restored", args[0]);
+    print_done(ctx, r, done);
+    return TRUE;
+}
+
+gboolean
+cli_cmd_reload(CliContext *ctx, char **args, guint n, GError **error)
+{
+    g_autoptr(json_object) r = cli_context_call(ctx, "reload", NULL, error);
+
+    if (!r)
+        return FALSE;
+    print_done(ctx, r, "configuration reloaded");
+    return TRUE;
+}

@@ -1,0 +1,419 @@
+/*
+ * cli-cmd-view: the read-only daemon commands: status, list, show,
+ * metrics, version.
+ */
+#include <math.h>
+#include <stdio.h>
+
+#include "cli-commands.h"
+#include "cli-format.h"
+#include "pt-config.h"
+#include "qmp-json.h"
+
+static gint opt_show_ticks;
+
+const GOptionEntry cli_show_entries[] = {
+    { "ticks", 'n', 0, G_OPTION_ARG_INT, &opt_show_ticks,
+      "Ticks of recent history (default 60, at most 3600)", "N" },
+    { NULL },
+};
+
+static json_object *
+member(json_object *o, const char *key)
+{
+    json_object *v = NULL;
+
+    if (!o || !json_object_is_type(o, json_type_object) ||
+        !json_object_object_get_ex(o, key, &v) || json_object_is_type(v, json_type_null))
+        return NULL;
+    return v;
+}
+
+static double
+number(json_object *o, const char *key)
+{
+    json_object *v = member(o, key);
+
+    if (!v || !(json_object_is_type(v, json_type_double) ||
+                json_object_is_type(v, json_type_int)))
+        return NAN;
+    return json_object_get_double(v);
+}
+
+static char *
+num_text(json_object *o, const char *key, int decimals)
+{
+    double v = number(o, key);
+
+    return decimals < 0 ? cli_format_si(v) : cli_format_fixed(v, decimals);
+}
+
+static char *
+int_text(json_object *o, const char *key)
+{
+    gint64 v;
+
+    return qmp_json_get_int(o, key, &v) ? g_strdup_printf("%" G_GINT64_FORMAT, v)
+                                         : g_strdup("-");
+}
+
+static const char *
+str(json_object *o, const char *key)
+{
+    const char *s = qmp_json_get_string(o, key);
+
+    return s ? s : "-";
+}
+
+static gsize
+array_len(json_object *a)
+{
+    return a && json_object_is_type(a, json_type_array) ? json_object_array_length(a) : 0;
+}
+
+static char *
+age_text(CliContext *ctx, json_object *o, const char *key)
+{
+    gint64 ts;
+    g_autofree char *d = NULL;
+
+    if (!qmp_json_get_int(o, key, &ts))
+        return g_strdup("-");
+    d = cli_format_duration_ms(MAX(ctx->now_ms - ts, 0));
+    return g_strdup_printf("%s ago", d);
+}
+
+static char *
+triple_change(json_object *decision)
+{
+    g_autofree char *old = int_text(member(decision, "old"), "poll-max-ns");
+    g_autofree char *new = int_text(member(decision, "new"), "poll-max-ns");
+
+    return g_strdup_printf("%s \342\206\222 %s", old, new);
+}
+
+/* The policy column: the override wins while it lasts. */
+static char *
+policy_text(CliContext *ctx, json_object *it)
+{
+    json_object *ov = member(it, "override");
+    gint64 expires;
+
+    if (!ov)
+        return g_strdup(str(it, "policy"));
+    if (qmp_json_get_int(ov, "expires_ms", &expires)) {
+        g_autofree char *left = cli_format_duration_ms(MAX(expires - ctx->now_ms, 0));
+
+        return g_strdup_printf("override (%s left)", left);
+    }
+    return g_strdup("override");
+}
+
+static void
+print_status_header(json_object *st)
+{
+    json_object *store = member(st, "store"), *host = member(st, "host");
+    g_autofree char *ticks = int_text(st, "ticks");
+    g_autofree char *interval = int_text(st, "interval_ms");
+    g_autofree char *overruns = int_text(st, "overruns");
+    g_autofree char *last = num_text(st, "last_tick_ms", 1);
+    g_autofree char *pending = int_text(store, "pending");
+    g_autofree char *dropped = int_text(store, "dropped");
+    g_autofree char *busy = num_text(host, "cpu_busy_pct", 1);
+    g_autofree char *psi = num_text(host, "psi_some_avg10", 2);
+    g_autofree char *polling = num_text(host, "polling_cores", 2);
+    g_autofree char *budget = num_text(host, "budget_cores", 2);
+    g_autofree char *up = NULL;
+    gint64 uptime_s = 0;
+
+    qmp_json_get_int(st, "uptime_s", &uptime_s);
+    up = cli_format_duration_ms(uptime_s * 1000);
+    printf("mode    %s \302\267 up %s \302\267 %s ticks every %s ms \302\267 last tick %s ms "
+           "\302\267 %s overruns\n", str(st, "mode"), up, ticks, interval, last, overruns);
+    printf("store   %s: %s \302\267 %s pending \302\267 %s dropped\n", str(store, "path"),
+           str(store, "health"), pending, dropped);
+    printf("host    CPU busy %s%% \302\267 PSI cpu some %s \302\267 polling %s of %s cores "
+           "budget\n", busy, psi, polling, budget);
+}
+
+gboolean
+cli_cmd_status(CliContext *ctx, char **args, guint n, GError **error)
+{
+    g_autoptr(json_object) st = cli_context_call(ctx, "status", NULL, error);
+    g_autoptr(CliTable) t = NULL;
+    g_autoptr(CliTable) d = NULL;
+    g_autofree char *table = NULL;
+    json_object *targets;
+
+    if (!st)
+        return FALSE;
+    if (ctx->json) {
+        cli_print_json(st);
+        return TRUE;
+    }
+    print_status_header(st);
+    targets = member(st, "targets");
+    t = cli_table_new("VM/IOTHREAD", "STATE", ">POLL-MAX-NS", ">GROW", ">SHRINK", "POLICY",
+                      ">IOPS", ">LAT-\302\265s", ">CPU-%", ">BLK/OP", ">EXIT/OP", NULL);
+    d = cli_table_new("VM/IOTHREAD", "WHEN", "OUTCOME", "POLL-MAX-NS", "REASON", NULL);
+    for (gsize i = 0; i < array_len(targets); i++) {
+        json_object *tg = json_object_array_get_idx(targets, i);
+        json_object *its = member(tg, "iothreads");
+
+        if (array_len(its) == 0) {
+            cli_table_row(t);
+            cli_table_cell(t, str(tg, "name"));
+            cli_table_cell(t, str(tg, "state"));
+            continue;
+        }
+        for (gsize k = 0; k < array_len(its); k++) {
+            json_object *it = json_object_array_get_idx(its, k);
+            json_object *tr = member(it, "triple"), *m = member(it, "metrics");
+            json_object *last = member(it, "last_decision");
+            g_autofree char *name = g_strdup_printf("%s/%s", str(tg, "name"), str(it, "id"));
+            g_autofree char *pmax = int_text(tr, "poll-max-ns");
+            g_autofree char *grow = int_text(tr, "poll-grow");
+            g_autofree char *shrink = int_text(tr, "poll-shrink");
+            g_autofree char *policy = policy_text(ctx, it);
+            g_autofree char *iops = num_text(m, "iops", -1);
+            g_autofree char *lat = num_text(m, "lat_us", 1);
+            g_autofree char *cpu = num_text(m, "cpu_pct", 1);
+            g_autofree char *bpo = num_text(m, "blocks_per_op", 2);
+            g_autofree char *epo = num_text(m, "exits_per_op", 2);
+
+            cli_table_row(t);
+            cli_table_cell(t, name);
+            cli_table_cell(t, str(tg, "state"));
+            cli_table_cell(t, pmax);
+            cli_table_cell(t, grow);
+            cli_table_cell(t, shrink);
+            cli_table_cell(t, policy);
+            cli_table_cell(t, iops);
+            cli_table_cell(t, lat);
+            cli_table_cell(t, cpu);
+            cli_table_cell(t, bpo);
+            cli_table_cell(t, epo);
+            if (last) {
+                g_autofree char *age = age_text(ctx, last, "ts_ms");
+                g_autofree char *change = triple_change(last);
+
+                cli_table_row(d);
+                cli_table_cell(d, name);
+                cli_table_cell(d, age);
+                cli_table_cell(d, str(last, "outcome"));
+                cli_table_cell(d, change);
+                cli_table_cell(d, str(last, "reason"));
+            }
+        }
+    }
+    if (cli_table_n_rows(t) == 0) {
+        printf("\nNo targets attached.\n");
+        return TRUE;
+    }
+    table = cli_table_render(t);
+    printf("\n%s", table);
+    if (cli_table_n_rows(d) > 0) {
+        g_autofree char *dt = cli_table_render(d);
+
+        printf("\nLast decisions\n%s", dt);
+    }
+    return TRUE;
+}
+
+gboolean
+cli_cmd_list(CliContext *ctx, char **args, guint n, GError **error)
+{
+    g_autoptr(json_object) r = cli_context_call(ctx, "list", NULL, error);
+    g_autoptr(CliTable) t = NULL;
+    g_autofree char *out = NULL;
+    json_object *targets;
+
+    if (!r)
+        return FALSE;
+    if (ctx->json) {
+        cli_print_json(r);
+        return TRUE;
+    }
+    targets = member(r, "targets");
+    t = cli_table_new("NAME", "KIND", "STATE", ">PID", "IOTHREADS", NULL);
+    for (gsize i = 0; i < array_len(targets); i++) {
+        json_object *tg = json_object_array_get_idx(targets, i);
+        json_object *its = member(tg, "iothreads");
+        g_autoptr(GString) names = g_string_new(NULL);
+        g_autofree char *pid = int_text(tg, "pid");
+
+        for (gsize k = 0; k < array_len(its); k++) {
+            json_object *id = json_object_array_get_idx(its, k);
+
+            g_string_append_printf(names, "%s%s", k ? "," : "",
+                                   json_object_is_type(id, json_type_string)
+                                   ? json_object_get_string(id) : "?");
+        }
+        cli_table_row(t);
+        cli_table_cell(t, str(tg, "name"));
+        cli_table_cell(t, str(tg, "kind"));
+        cli_table_cell(t, str(tg, "state"));
+        cli_table_cell(t, pid);
+        cli_table_cell(t, names->len ? names->str : "-");
+    }
+    out = cli_table_render(t);
+    fputs(out, stdout);
+    return TRUE;
+}
+
+static void
+print_history(json_object *history)
+{
+    static const struct {
+        const char *label, *key;
+    } metrics[] = { { "IOPS", "iops" }, { "lat \302\265s", "lat_us" }, { "CPU %", "cpu_pct" } };
+    gsize n = array_len(history);
+    g_autofree double *v = g_new(double, MAX(n, 1));
+
+    if (n == 0)
+        return;
+    printf("  last %zu ticks:\n", n);
+    for (gsize m = 0; m < G_N_ELEMENTS(metrics); m++) {
+        g_autofree char *line = NULL;
+
+        for (gsize i = 0; i < n; i++)
+            v[i] = number(json_object_array_get_idx(history, i), metrics[m].key);
+        line = cli_sparkline_summary(metrics[m].label, 7, v, n, 60);
+        printf("    %s\n", line);
+    }
+}
+
+static void
+print_decisions(CliContext *ctx, json_object *decisions)
+{
+    g_autoptr(CliTable) t = cli_table_new("WHEN", "OUTCOME", "POLL-MAX-NS", "POLICY", "CAUSE",
+                                          "REASON", NULL);
+    g_autofree char *out = NULL;
+    g_auto(GStrv) lines = NULL;
+
+    if (array_len(decisions) == 0) {
+        printf("  no decisions yet\n");
+        return;
+    }
+    /* Newest first: that is what an operator looks for. */
+    for (gsize i = array_len(decisions); i-- > 0;) {
+        json_object *d = json_object_array_get_idx(decisions, i);
+        g_autofree char *age = age_text(ctx, d, "ts_ms");
+        g_autofree char *change = triple_change(d);
+
+        cli_table_row(t);
+        cli_table_cell(t, age);
+        cli_table_cell(t, str(d, "outcome"));
+        cli_table_cell(t, change);
+        cli_table_cell(t, str(d, "policy"));
+        cli_table_cell(t, str(d, "cause"));
+        cli_table_cell(t, str(d, "reason"));
+    }
+    out = cli_table_render(t);
+    lines = g_strsplit(out, "\n", -1);
+    printf("  decisions:\n");
+    for (char **p = lines; *p; p++)
+        if (**p)
+            printf("    %s\n", *p);
+}
+
+static void
+print_iothread(CliContext *ctx, json_object *it)
+{
+    json_object *tr = member(it, "triple"), *m = member(it, "metrics");
+    g_autofree char *tid = int_text(it, "tid");
+    g_autofree char *pmax = int_text(tr, "poll-max-ns");
+    g_autofree char *grow = int_text(tr, "poll-grow");
+    g_autofree char *shrink = int_text(tr, "poll-shrink");
+    g_autofree char *policy = policy_text(ctx, it);
+
+    printf("\n%s (tid %s): poll-max-ns %s, poll-grow %s, poll-shrink %s \302\267 policy %s\n",
+           str(it, "id"), tid, pmax, grow, shrink, policy);
+    if (member(it, "override")) {
+        json_object *ov = member(it, "override");
+
+        printf("  override: %s\n", json_object_to_json_string_ext(ov, JSON_C_TO_STRING_PLAIN));
+    }
+    if (m) {
+        g_autofree char *iops = num_text(m, "iops", -1);
+        g_autofree char *lat = num_text(m, "lat_us", 1);
+        g_autofree char *cpu = num_text(m, "cpu_pct", 1);
+        g_autofree char *bpo = num_text(m, "blocks_per_op", 2);
+        g_autofree char *epo = num_text(m, "exits_per_op", 2);
+        g_autofree char *qd = num_text(m, "queue_depth", 2);
+
+        printf("  now: %s IOPS \302\267 %s \302\265s \302\267 queue depth %s \302\267 CPU %s%% "
+               "\302\267 %s blocks/op \302\267 %s exits/op\n", iops, lat, qd, cpu, bpo, epo);
+    }
+    print_history(member(it, "history"));
+    print_decisions(ctx, member(it, "decisions"));
+}
+
+gboolean
+cli_cmd_show(CliContext *ctx, char **args, guint n, GError **error)
+{
+    g_autoptr(json_object) req = json_object_new_object();
+    g_autoptr(json_object) r = NULL;
+    g_autofree char *pid = NULL;
+    json_object *its;
+
+    if (!cli_target_add(req, args[0], error))
+        return FALSE;
+    if (opt_show_ticks < 0 || opt_show_ticks > 3600) {
+        g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "show: --ticks %d: expected 1 to 3600",
+                    opt_show_ticks);
+        return FALSE;
+    }
+    if (opt_show_ticks > 0)
+        json_object_object_add(req, "ticks", json_object_new_int(opt_show_ticks));
+    if (!(r = cli_context_call(ctx, "show", req, error)))
+        return FALSE;
+    if (ctx->json) {
+        cli_print_json(r);
+        return TRUE;
+    }
+    pid = int_text(r, "pid");
+    printf("%s (%s, %s, pid %s) \302\267 policy %s\n", str(r, "name"), str(r, "kind"),
+           str(r, "state"), pid, str(r, "policy"));
+    its = member(r, "iothreads");
+    for (gsize i = 0; i < array_len(its); i++)
+        print_iothread(ctx, json_object_array_get_idx(its, i));
+    return TRUE;
+}
+
+gboolean
+cli_cmd_metrics(CliContext *ctx, char **args, guint n, GError **error)
+{
+    g_autoptr(json_object) r = cli_context_call(ctx, "metrics", NULL, error);
+    const char *text;
+
+    if (!r)
+        return FALSE;
+    if (ctx->json) {
+        cli_print_json(r);
+        return TRUE;
+    }
+    if (!(text = qmp_json_get_string(r, "text"))) {
+        g_set_error(error, CLI_ERROR, CLI_ERROR_PROTOCOL, "metrics: the reply has no text");
+        return FALSE;
+    }
+    fputs(text, stdout);
+    return TRUE;
+}
+
+gboolean
+cli_cmd_version(CliContext *ctx, char **args, guint n, GError **error)
+{
+    g_autoptr(json_object) r = cli_context_call(ctx, "version", NULL, error);
+
+    if (!r)
+        return FALSE;
+    json_object_object_add(r, "client", json_object_new_string(PT_VERSION));
+    if (ctx->json) {
+        cli_print_json(r);
+        return TRUE;
+    }
+    printf("polltunectl %s\npolltuned %s (control protocol %s)\n", PT_VERSION,
+           str(r, "version"), json_object_to_json_string(member(r, "protocol")));
+    return TRUE;
+}

@@ -1,0 +1,80 @@
+/*
+ * cli-data: history as polltunectl sees it, from the daemon or a file.
+ *
+ * The daemon answers `history` with JSON rows (docs/CONTROL.md); offline,
+ * polltunectl reads the same history from the database file through store/.
+ * Both end up here: offline rows are turned into exactly the JSON the
+ * daemon would send, so `--json` output and the tables do not depend on
+ * where the data came from, and both kinds of rows reduce to a CliPoint for
+ * sparklines and the report.
+ *
+ * Contract
+ * - cli_db_open() never writes to, creates, migrates or moves the file.
+ *   store_db_open() has no read-only mode (it sets pragmas that write,
+ *   migrates, and moves a corrupt file aside), so the file is read through
+ *   a read-only sqlite connection into a private snapshot (sqlite's online
+ *   backup: consistent even while polltuned writes), and store/ opens the
+ *   snapshot.  The snapshot is deleted by cli_db_close().
+ * - Rates are derived from the stored deltas exactly as CONTROL.md defines
+ *   them; a member whose source was unavailable is left out, as the
+ *   daemon does.
+ */
+#pragma once
+
+#include <json-c/json.h>
+
+#include "store.h"
+
+G_BEGIN_DECLS
+
+/* One iothread at one time: the figures charts and sparklines use. */
+typedef struct {
+    gint64 ts_ms;
+    const char *target;         /* borrowed from the row it came from */
+    const char *iothread;
+    double iops;                /* NAN when unknown */
+    double lat_us;
+    double cpu_pct;             /* percent of one core */
+    gint64 poll_max_ns;         /* -1 when unknown (rollups) */
+} CliPoint;
+
+/* One decision, from a store cursor or an export line. */
+typedef struct {
+    gint64 ts_ms;
+    const char *target, *iothread, *policy, *reason;
+    gint64 old_max_ns, new_max_ns;      /* -1 when unknown */
+    gboolean applied;
+} CliDecision;
+
+typedef struct CliDb CliDb;
+
+/* Opens a snapshot of @path for history, export and report. */
+CliDb *cli_db_open(const char *path, GError **error);
+StoreDb *cli_db_store(CliDb *db);
+/* The snapshot's files, then its folder, NULL-terminated (owned by @db):
+ * for a caller that removes them if the process is killed. */
+const char *const *cli_db_snapshot_paths(CliDb *db);
+void cli_db_close(CliDb *db);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CliDb, cli_db_close)
+
+/* A store row as the daemon's `history` row (a new object). */
+json_object *cli_row_to_json(const StoreRow *row);
+
+/* Fills @p from a store row or a `history` row (raw or rollup).  FALSE when
+ * @row lacks ts_ms, target or iothread. */
+void cli_point_from_row(const StoreRow *row, CliPoint *p);
+gboolean cli_point_from_json(json_object *row, CliPoint *p);
+
+/* Fills @d from a store decision row or one JSON Lines export line. */
+void cli_decision_from_row(const StoreDecisionRow *row, CliDecision *d);
+gboolean cli_decision_from_json(json_object *line, CliDecision *d);
+
+/* Parses "raw", "1m", "1h"; @what names the option in the error. */
+gboolean cli_resolution_parse(const char *text, StoreResolution *out, GError **error);
+
+/* The resolution the report and history pick for a span when none is given:
+ * raw up to 1 h, 1-minute rollups up to 6 d, then 1-hour rollups.  The
+ * bounds keep one iothread's rows under the daemon's 10,000-row limit. */
+StoreResolution cli_resolution_for_span(gint64 span_ms);
+
+G_END_DECLS

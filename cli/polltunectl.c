@@ -1,0 +1,325 @@
+/*
+ * polltunectl: polltune's operator command line.
+ *
+ * Global options, the command table and dispatch.  Exit status: 0 ok,
+ * 1 error, 2 usage.
+ */
+#include <limits.h>
+#include <locale.h>
+#include <signal.h>
+#include <unistd.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli-commands.h"
+#include "pt-config.h"
+#include "qmp-json.h"
+
+static char *opt_socket;
+static char *opt_db;
+static gboolean opt_json;
+static gint opt_timeout_s = 30;
+static gboolean opt_version;
+
+static const GOptionEntry global_entries[] = {
+    { "socket", 's', 0, G_OPTION_ARG_FILENAME, &opt_socket,
+      "polltuned's control socket (default " CLI_DEFAULT_SOCKET ")", "PATH" },
+    { "db", 0, 0, G_OPTION_ARG_FILENAME, &opt_db,
+      "Read this history database, read-only, instead of asking the daemon "
+      "(history, export, report)", "FILE" },
+    { "json", 'j', 0, G_OPTION_ARG_NONE, &opt_json, "Machine-readable output", NULL },
+    { "timeout", 0, 0, G_OPTION_ARG_INT, &opt_timeout_s,
+      "Seconds to wait for the daemon (default 30)", "SECONDS" },
+    { NULL },
+};
+
+static const GOptionEntry top_entries[] = {
+    { "version", 'V', 0, G_OPTION_ARG_NONE, &opt_version, "Print the version and exit", NULL },
+    { NULL },
+};
+
+const CliCommand cli_commands[] = {
+    { "status", NULL, "", "Mode, tick health and every iothread at a glance", NULL, 0, 0,
+      FALSE, cli_cmd_status },
+    { "list", NULL, "", "Targets and their iothreads", NULL, 0, 0, FALSE, cli_cmd_list },
+    { "show", NULL, "VM[/IOTHREAD]", "One target: values, recent history, decisions",
+      cli_show_entries, 1, 1, FALSE, cli_cmd_show },
+    { "policy", "get", "[TARGET]", "Show the default policy, the rules and each target's",
+      NULL, 0, 1, FALSE, cli_cmd_policy_get },
+    { "policy", "set", "GLOB POLICY [OBJECTIVE]",
+      "Set the policy of targets matching GLOB until the daemon reloads", NULL, 2, 3, FALSE,
+      cli_cmd_policy_set },
+    { "override", "set", "VM[/IOTHREAD] poll-max-ns=N [poll-grow=N] [poll-shrink=N]",
+      "Pin polling values on an iothread or a whole VM", cli_override_set_entries, 2, 4,
+      FALSE, cli_cmd_override_set },
+    { "override", "clear", "VM[/IOTHREAD]", "End an override", cli_override_clear_entries, 0,
+      1, FALSE, cli_cmd_override_clear },
+    { "mode", NULL, "[observe|recommend|enforce]", "Show or set the daemon's mode", NULL, 0, 1,
+      FALSE, cli_cmd_mode },
+    { "attach", NULL, "PATH", "Attach a QEMU by its QMP socket", cli_attach_entries, 1, 1,
+      FALSE, cli_cmd_attach },
+    { "detach", NULL, "NAME", "Restore a target's values and detach it", NULL, 1, 1, FALSE,
+      cli_cmd_detach },
+    { "history", NULL, "VM[/IOTHREAD]", "A table with sparklines of IOPS, latency and CPU",
+      cli_history_entries, 1, 1, TRUE, cli_cmd_history },
+    { "export", NULL, "", "Stream history as CSV or JSON Lines", cli_export_entries, 0, 0,
+      TRUE, cli_cmd_export },
+    { "report", NULL, "", "Write a self-contained HTML capacity-planning report",
+      cli_report_entries, 0, 0, TRUE, cli_cmd_report },
+    { "metrics", NULL, "", "The daemon's OpenMetrics text", NULL, 0, 0, FALSE,
+      cli_cmd_metrics },
+    { "reload", NULL, "", "Make the daemon re-read its configuration", NULL, 0, 0, FALSE,
+      cli_cmd_reload },
+    { "version", NULL, "", "polltunectl's and the daemon's versions", NULL, 0, 0, FALSE,
+      cli_cmd_version },
+    { NULL },
+};
+
+/* What the fatal-signal handler removes: a snapshot can be as large as the
+ * database, and must not be left in $TMPDIR by ^C or a crash.  Copied into
+ * static storage because the handler may only make async-signal-safe calls. */
+#define CLEANUP_PATHS 5
+static char cleanup_paths[CLEANUP_PATHS][PATH_MAX];
+
+static void
+cleanup_on_signal(int sig)
+{
+    for (int i = 0; i < CLEANUP_PATHS - 1; i++)
+        if (cleanup_paths[i][0])
+            unlink(cleanup_paths[i]);
+    if (cleanup_paths[CLEANUP_PATHS - 1][0])
+        rmdir(cleanup_paths[CLEANUP_PATHS - 1]);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+CliDb *
+cli_context_db_open(CliContext *ctx, GError **error)
+{
+    static const int fatal[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGABRT, SIGSEGV, SIGBUS };
+    CliDb *db = cli_db_open(ctx->db_path, error);
+    const char *const *paths;
+    struct sigaction sa = { .sa_handler = cleanup_on_signal, .sa_flags = SA_RESETHAND };
+
+    if (!db)
+        return NULL;
+    paths = cli_db_snapshot_paths(db);
+    for (int i = 0; i < CLEANUP_PATHS && paths[i]; i++)
+        g_strlcpy(cleanup_paths[i], paths[i], PATH_MAX);
+    sigemptyset(&sa.sa_mask);
+    for (gsize i = 0; i < G_N_ELEMENTS(fatal); i++)
+        sigaction(fatal[i], &sa, NULL);
+    return db;
+}
+
+CliClient *
+cli_context_client(CliContext *ctx, GError **error)
+{
+    if (!ctx->client)
+        ctx->client = cli_client_connect(ctx->socket_path, ctx->timeout_ms, error);
+    return ctx->client;
+}
+
+json_object *
+cli_context_call(CliContext *ctx, const char *command, json_object *args, GError **error)
+{
+    CliClient *c = cli_context_client(ctx, error);
+
+    return c ? cli_client_call(c, command, args, NULL, NULL, error) : NULL;
+}
+
+void
+cli_print_json(json_object *obj)
+{
+    fputs(json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PRETTY |
+                                         JSON_C_TO_STRING_SPACED |
+                                         JSON_C_TO_STRING_NOSLASHESCAPE), stdout);
+    fputc('\n', stdout);
+}
+
+gboolean
+cli_target_split(const char *text, char **target, char **iothread, GError **error)
+{
+    const char *slash = strchr(text, '/');
+
+    if (!*text || slash == text || (slash && (!slash[1] || strchr(slash + 1, '/')))) {
+        g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "\"%s\": expected VM or VM/IOTHREAD",
+                    text);
+        return FALSE;
+    }
+    *target = slash ? g_strndup(text, slash - text) : g_strdup(text);
+    *iothread = slash ? g_strdup(slash + 1) : NULL;
+    return TRUE;
+}
+
+gboolean
+cli_target_add(json_object *req, const char *text, GError **error)
+{
+    g_autofree char *target = NULL;
+    g_autofree char *iothread = NULL;
+
+    if (!cli_target_split(text, &target, &iothread, error))
+        return FALSE;
+    json_object_object_add(req, "target", json_object_new_string(target));
+    if (iothread)
+        json_object_object_add(req, "iothread", json_object_new_string(iothread));
+    return TRUE;
+}
+
+gboolean
+cli_time_check(const char *option, const char *text, gint64 now_ms, gboolean absolute_ok,
+               gint64 *ms_out, GError **error)
+{
+    g_autoptr(GError) local = NULL;
+    gsize len = strlen(text);
+    gboolean relative = len >= 2 && g_ascii_isdigit(text[0]) && strchr("smhdw", text[len - 1]);
+    gint64 ms;
+
+    if ((!relative && !absolute_ok) || !store_time_parse(text, now_ms, &ms, &local)) {
+        g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "%s %s: expected %s", option, text,
+                    absolute_ok ? "a span back from now (30m, 12h, 7d) or an ISO 8601 time "
+                                  "(2026-12-01T10:00:00Z)"
+                                : "a duration such as 90s, 30m, 12h or 7d");
+        return FALSE;
+    }
+    if (ms_out)
+        *ms_out = ms;
+    return TRUE;
+}
+
+static char *
+commands_description(void)
+{
+    GString *s = g_string_new("Commands:\n");
+
+    for (const CliCommand *c = cli_commands; c->name; c++) {
+        g_autofree char *name = g_strdup_printf("%s%s%s%s%s", c->name, c->sub ? " " : "",
+                                                c->sub ? c->sub : "", *c->params ? " " : "",
+                                                c->params);
+
+        if (strlen(name) > 32)
+            g_string_append_printf(s, "  %s\n  %-32s %s\n", name, "", c->summary);
+        else
+            g_string_append_printf(s, "  %-32s %s\n", name, c->summary);
+    }
+    g_string_append(s, "\nRun \"polltunectl COMMAND --help\" for a command's options. "
+                    "Exit status: 0 ok, 1 error, 2 usage.");
+    return g_string_free(s, FALSE);
+}
+
+static const CliCommand *
+command_find(int argc, char **argv, int *consumed, GError **error)
+{
+    gboolean name_known = FALSE;
+
+    for (const CliCommand *c = cli_commands; c->name; c++) {
+        if (!g_str_equal(c->name, argv[0]))
+            continue;
+        name_known = TRUE;
+        if (!c->sub) {
+            *consumed = 1;
+            return c;
+        }
+        if (argc > 1 && g_str_equal(c->sub, argv[1])) {
+            *consumed = 2;
+            return c;
+        }
+    }
+    if (name_known)
+        g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "%s: expected %s", argv[0],
+                    g_str_equal(argv[0], "policy") ? "get or set" : "set or clear");
+    else
+        g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "%s: unknown command (try --help)",
+                    argv[0]);
+    return NULL;
+}
+
+static gboolean
+command_run(CliContext *ctx, const CliCommand *cmd, int argc, char **argv, GError **error)
+{
+    g_autofree char *name = g_strjoin(" ", cmd->name, cmd->sub, NULL);
+    g_autofree char *params = g_strdup_printf("%s - %s", cmd->params, cmd->summary);
+    g_autoptr(GOptionContext) oc = g_option_context_new(params);
+    GOptionGroup *global = g_option_group_new("global", "Global options:",
+                                              "Show global options", NULL, NULL);
+    g_autofree char *prgname = g_strdup_printf("polltunectl %s", name);
+    g_autoptr(GError) local = NULL;
+    guint n;
+
+    g_set_prgname(prgname);
+    g_option_group_add_entries(global, global_entries);
+    g_option_context_add_group(oc, global);
+    if (cmd->entries)
+        g_option_context_add_main_entries(oc, cmd->entries, NULL);
+    if (!g_option_context_parse(oc, &argc, &argv, &local)) {
+        g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "%s: %s", name, local->message);
+        return FALSE;
+    }
+    /* argv[0] is the command's name; the rest are its parameters. */
+    n = argc > 0 ? (guint)argc - 1 : 0;
+    if (n < cmd->min_args || n > cmd->max_args) {
+        g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "%s: expected %s (try \"polltunectl "
+                    "%s --help\")", name, *cmd->params ? cmd->params : "no parameters", name);
+        return FALSE;
+    }
+    ctx->socket_path = opt_socket ? opt_socket : CLI_DEFAULT_SOCKET;
+    ctx->db_path = opt_db;
+    ctx->json = opt_json;
+    ctx->timeout_ms = opt_timeout_s > 0 ? (guint)opt_timeout_s * 1000 : 30000;
+    if (opt_db && !cmd->offline) {
+        g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "%s: --db works only with history, "
+                    "export and report; this command needs polltuned", name);
+        return FALSE;
+    }
+    return cmd->run(ctx, argv + 1, n, error);
+}
+
+int
+main(int argc, char **argv)
+{
+    g_autoptr(GOptionContext) oc = g_option_context_new("COMMAND [ARGS...]");
+    g_autofree char *description = commands_description();
+    g_autoptr(GError) error = NULL;
+    CliContext ctx = { .now_ms = g_get_real_time() / 1000 };
+    const CliCommand *cmd;
+    int consumed = 0, status;
+
+    setlocale(LC_ALL, "");
+    g_option_context_set_summary(oc, "polltune's operator tool: talks to polltuned over its "
+                                 "control socket, or reads a history database offline.");
+    g_option_context_set_description(oc, description);
+    g_option_context_add_main_entries(oc, global_entries, NULL);
+    g_option_context_add_main_entries(oc, top_entries, NULL);
+    /* Stop at the command name: the rest belongs to the command. */
+    g_option_context_set_strict_posix(oc, TRUE);
+    if (!g_option_context_parse(oc, &argc, &argv, &error)) {
+        g_printerr("polltunectl: %s (try --help)\n", error->message);
+        return 2;
+    }
+    if (opt_version) {
+        printf("polltunectl %s\n", PT_VERSION);
+        return 0;
+    }
+    if (argc < 2) {
+        g_printerr("polltunectl: no command given (try --help)\n");
+        return 2;
+    }
+    if (!(cmd = command_find(argc - 1, argv + 1, &consumed, &error))) {
+        g_printerr("polltunectl: %s\n", error->message);
+        return 2;
+    }
+    /* The command's own parse sees "NAME args...". */
+    argv[consumed] = argv[0];
+    if (!command_run(&ctx, cmd, argc - consumed, argv + consumed, &error)) {
+        status = g_error_matches(error, CLI_ERROR, CLI_ERROR_USAGE) ? 2 : 1;
+        g_printerr("polltunectl: %s\n", error->message);
+    } else {
+        status = 0;
+    }
+    if (fflush(stdout) != 0 && status == 0) {
+        g_printerr("polltunectl: writing the output failed\n");
+        status = 1;
+    }
+    cli_client_free(ctx.client);
+    return status;
+}

@@ -1,0 +1,135 @@
+/*
+ * cli-testdb: see cli-testdb.h.
+ */
+#include <math.h>
+#include <sys/wait.h>
+
+#include "cli-testdb.h"
+
+static void
+sample_fill(StoreSample *s, const char *target, const char *iothread, double iops,
+            double lat_us, double cpu_frac, gint64 max_ns, gint64 len_ns, gboolean exits)
+{
+    double secs = len_ns / 1e9;
+    gint64 rd = (gint64)(iops * secs * 0.7), wr = (gint64)(iops * secs * 0.3);
+
+    store_sample_init(s);
+    s->target = target;
+    s->iothread = iothread;
+    s->poll_max_ns = max_ns;
+    s->poll_grow = 0;
+    s->poll_shrink = 0;
+    s->cpu_ns = (gint64)(cpu_frac * len_ns);
+    s->ctx_vol = (gint64)((rd + wr) * (max_ns > 0 ? 0.3 : 1.0));
+    s->ctx_invol = 3;
+    s->runq_wait_ns = len_ns / 500;
+    s->io.rd_ops = rd;
+    s->io.rd_bytes = rd * 4096;
+    s->io.rd_time_ns = (gint64)(rd * lat_us * 1000);
+    s->io.wr_ops = wr;
+    s->io.wr_bytes = wr * 4096;
+    s->io.wr_time_ns = (gint64)(wr * lat_us * 1300);
+    s->io.flush_ops = 0;
+    s->io.flush_time_ns = 0;
+    if (exits) {
+        s->kvm_exits = (gint64)((rd + wr) * (max_ns > 0 ? 0.2 : 1.1));
+        s->io_exits = s->kvm_exits / 2;
+        s->mmio_exits = s->kvm_exits / 3;
+        s->halt_exits = 50;
+    }
+}
+
+void
+cli_testdb_create(const char *path, const CliTestDbSpec *spec)
+{
+    g_autoptr(GError) error = NULL;
+    StoreOptions opts;
+    g_autoptr(StoreDb) db = NULL;
+    StoreSample samples[3];
+    gint64 max_ns = 16384, len_ns = spec->tick_ms * 1000000;
+    gint64 end_ms = spec->start_ms + (gint64)spec->n_ticks * spec->tick_ms;
+
+    store_options_init(&opts);
+    opts.now_ms = end_ms;
+    /* Keep every raw tick: tests compare exports against them. */
+    opts.raw_retention_ms = G_MAXINT64 / 4;
+    db = store_db_open(path, &opts, &error);
+    g_assert_no_error(error);
+    g_assert_true(store_target_register(db, STORE_TARGET_LIBVIRT, "db-1", NULL,
+                                        spec->start_ms, &error));
+    g_assert_no_error(error);
+    for (guint i = 0; i < spec->n_ticks; i++) {
+        gint64 ts = spec->start_ms + (gint64)(i + 1) * spec->tick_ms;
+        double phase = (double)i / spec->n_ticks * 2 * G_PI * 3;
+        double wave = 0.5 + 0.5 * sin(phase);
+        double gain = max_ns >= 32768 ? 1.35 : 1.0;
+        StoreTick tick;
+
+        if (spec->decision_every && i > 0 && i % spec->decision_every == 0) {
+            gint64 next = max_ns >= 65536 ? 16384 : max_ns * 2;
+            StoreDecision d = {
+                .ts_ms = ts, .target = "db-1", .iothread = "iothread0",
+                .policy = "adaptive:balanced",
+                .old_triple = { max_ns, 0, 0 }, .new_triple = { next, 0, 0 },
+                .reason = next > max_ns ? "probe: IOPS rose, CPU has room, \"grow\"" :
+                          "back off: CPU, budget spent",
+                .applied = (i / spec->decision_every) % 3 != 2,
+            };
+
+            g_assert_true(store_decision_insert(db, &d, &error));
+            g_assert_no_error(error);
+            if (d.applied)
+                max_ns = next;
+        }
+        sample_fill(&samples[0], "db-1", "iothread0", (2500 + 6000 * wave) * gain,
+                    420 / gain - 80 * wave, 0.05 + 0.25 * wave * max_ns / 65536.0, max_ns,
+                    len_ns, TRUE);
+        sample_fill(&samples[1], "db-1", "iothread1", 900 + 300 * wave, 310, 0.04, 8192,
+                    len_ns, TRUE);
+        sample_fill(&samples[2], "web-1", "iothread0", 120 + 40 * (1 - wave), 650, 0.01, 0,
+                    len_ns, FALSE);
+        store_tick_init(&tick);
+        tick.ts_ms = ts;
+        tick.len_ns = len_ns;
+        tick.samples = samples;
+        tick.n_samples = G_N_ELEMENTS(samples);
+        g_assert_true(store_tick_write(db, &tick, &error));
+        g_assert_no_error(error);
+    }
+    if (spec->rollups) {
+        gboolean more = TRUE;
+
+        while (more) {
+            g_assert_true(store_maintain_step(db, end_ms + 2 * 3600 * 1000, 1000, &more,
+                                              &error));
+            g_assert_no_error(error);
+        }
+    }
+}
+
+void
+cli_run_clear(CliRun *r)
+{
+    g_clear_pointer(&r->out, g_free);
+    g_clear_pointer(&r->err, g_free);
+}
+
+void
+cli_run(CliRun *r, const char *const *argv)
+{
+    const char *exe = g_getenv("PT_POLLTUNECTL");
+    g_autoptr(GPtrArray) args = g_ptr_array_new();
+    g_autoptr(GError) error = NULL;
+    int wait_status = 0;
+
+    g_assert_nonnull(exe);
+    cli_run_clear(r);
+    g_ptr_array_add(args, (char *)exe);
+    for (const char *const *a = argv; *a; a++)
+        g_ptr_array_add(args, (char *)*a);
+    g_ptr_array_add(args, NULL);
+    g_assert_true(g_spawn_sync(NULL, (char **)args->pdata, NULL, G_SPAWN_DEFAULT, NULL, NULL,
+                               &r->out, &r->err, &wait_status, &error));
+    g_assert_no_error(error);
+    r->status = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1;
+}

@@ -1,0 +1,662 @@
+/*
+ * polltunectl with --db: history, export and report against a real
+ * database written through store/, checked against direct sqlite queries
+ * over the same range; and the command line's exit codes and messages.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <glib/gstdio.h>
+#include "qmp-json.h"
+#include <sqlite3.h>
+#include <string.h>
+
+#include "cli-testdb.h"
+#include "store-testutil.h"
+
+static char *tmp_dir;
+static char *db_path;
+static char *db_digest;
+static gint64 t0_ms;            /* start of the test data */
+
+#define N_TICKS 7200            /* two hours of 1 s ticks */
+
+static char *
+iso(gint64 ms)
+{
+    g_autoptr(GDateTime) s = g_date_time_new_from_unix_utc(ms / 1000);
+    g_autofree char *secs = g_date_time_format(s, "%Y-%m-%dT%H:%M:%S");
+
+    return g_strdup_printf("%s.%03dZ", secs, (int)(ms % 1000));
+}
+
+static char *
+file_digest(const char *path)
+{
+    g_autofree char *data = NULL;
+    gsize len;
+
+    g_assert_true(g_file_get_contents(path, &data, &len, NULL));
+    return g_compute_checksum_for_data(G_CHECKSUM_SHA256, (const guchar *)data, len);
+}
+
+static sqlite3 *
+sql_open(void)
+{
+    sqlite3 *sql = NULL;
+
+    g_assert_cmpint(sqlite3_open_v2(db_path, &sql, SQLITE_OPEN_READONLY, NULL), ==, SQLITE_OK);
+    return sql;
+}
+
+/* A value as the export writes it: scaled integers as decimals. */
+static void
+append_value(GString *s, sqlite3_stmt *st, int col, int decimals)
+{
+    gint64 v, p = 1;
+
+    if (sqlite3_column_type(st, col) == SQLITE_NULL)
+        return;
+    v = sqlite3_column_int64(st, col);
+    if (decimals == 0) {
+        g_string_append_printf(s, "%" G_GINT64_FORMAT, v);
+        return;
+    }
+    for (int i = 0; i < decimals; i++)
+        p *= 10;
+    g_string_append_printf(s, "%" G_GINT64_FORMAT ".%0*" G_GINT64_FORMAT, v / p, decimals,
+                           v % p);
+}
+
+static void
+append_csv_text(GString *s, const char *t)
+{
+    if (!t)
+        return;
+    if (!strpbrk(t, ",\"\r\n")) {
+        g_string_append(s, t);
+        return;
+    }
+    g_string_append_c(s, '"');
+    for (; *t; t++) {
+        if (*t == '"')
+            g_string_append_c(s, '"');
+        g_string_append_c(s, *t);
+    }
+    g_string_append_c(s, '"');
+}
+
+/*
+ * The CSV lines the database holds for @sql (time, target, iothread, then
+ * numbers with the given decimals, then texts), built independently of
+ * store/'s export code.
+ */
+static GPtrArray *
+expected_csv(const char *query, gint64 from, gint64 to, const int *decimals, int n_num,
+             int n_text)
+{
+    sqlite3 *sql = sql_open();
+    sqlite3_stmt *st = NULL;
+    GPtrArray *lines = g_ptr_array_new_with_free_func(g_free);
+
+    g_assert_cmpint(sqlite3_prepare_v2(sql, query, -1, &st, NULL), ==, SQLITE_OK);
+    sqlite3_bind_int64(st, 1, from);
+    sqlite3_bind_int64(st, 2, to);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        GString *s = g_string_new(NULL);
+        g_autofree char *t = iso(sqlite3_column_int64(st, 0));
+
+        g_string_append_printf(s, "%s,%s,%s", t, sqlite3_column_text(st, 1),
+                               sqlite3_column_text(st, 2));
+        for (int i = 0; i < n_num; i++) {
+            g_string_append_c(s, ',');
+            append_value(s, st, 3 + i, decimals[i]);
+        }
+        for (int i = 0; i < n_text; i++) {
+            g_string_append_c(s, ',');
+            append_csv_text(s, (const char *)sqlite3_column_text(st, 3 + n_num + i));
+        }
+        g_ptr_array_add(lines, g_string_free(s, FALSE));
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(sql);
+    return lines;
+}
+
+#define RAW_QUERY                                                                       \
+    "SELECT t.ts, g.name, i.name, t.len_ns, s.poll_max_ns, s.poll_grow, s.poll_shrink,"  \
+    " s.cpu_ns, s.ctx_vol, s.ctx_invol, s.runq_wait_ns, s.rd_ops, s.rd_bytes,"           \
+    " s.rd_time_ns, s.wr_ops, s.wr_bytes, s.wr_time_ns, s.flush_ops, s.flush_time_ns,"   \
+    " s.kvm_exits, s.io_exits, s.mmio_exits, s.halt_exits FROM ticks t"                  \
+    " JOIN samples s ON s.tick_id = t.id JOIN iothreads i ON i.id = s.iothread_id"       \
+    " JOIN targets g ON g.id = i.target_id WHERE t.ts >= ?1 AND t.ts < ?2"               \
+    " ORDER BY t.id, s.iothread_id"
+
+static const char *const raw_names[] = {
+    "tick_ns", "poll_max_ns", "poll_grow", "poll_shrink", "cpu_ns", "ctx_vol", "ctx_invol",
+    "runq_wait_ns", "rd_ops", "rd_bytes", "rd_time_ns", "wr_ops", "wr_bytes", "wr_time_ns",
+    "flush_ops", "flush_time_ns", "kvm_exits", "io_exits", "mmio_exits", "halt_exits",
+};
+
+static char **
+run_export(const char *format, gint64 from, gint64 to, const char *extra, const char *path)
+{
+    g_autofree char *since = iso(from);
+    g_autofree char *until = iso(to);
+    const char *argv[] = { "--db", db_path, "export", "--format", format, "--since", since,
+                           "--until", until, "-o", path, extra, NULL };
+    CliRun r = { 0 };
+    g_autofree char *data = NULL;
+
+    cli_run(&r, argv);
+    g_assert_cmpstr(r.err, ==, "");
+    g_assert_cmpint(r.status, ==, 0);
+    g_assert_nonnull(strstr(r.out, "wrote "));
+    cli_run_clear(&r);
+    g_assert_true(g_file_get_contents(path, &data, NULL, NULL));
+    return g_strsplit(data, g_str_equal(format, "csv") ? "\r\n" : "\n", -1);
+}
+
+static void
+assert_lines_equal(char **got, guint skip, GPtrArray *want)
+{
+    guint n = g_strv_length(got);
+
+    /* Every line ends with a terminator, so the split ends with "". */
+    g_assert_cmpstr(got[n - 1], ==, "");
+    g_assert_cmpuint(n - 1 - skip, ==, want->len);
+    for (guint i = 0; i < want->len; i++)
+        g_assert_cmpstr(got[skip + i], ==, g_ptr_array_index(want, i));
+}
+
+static void
+test_export_csv_raw(void)
+{
+    static const int dec[20] = { 0 };
+    g_autofree char *out = g_build_filename(tmp_dir, "raw.csv", NULL);
+    gint64 from = t0_ms + 600 * 1000 + 500, to = t0_ms + 1500 * 1000;
+    g_autoptr(GPtrArray) want = expected_csv(RAW_QUERY, from, to, dec, 20, 0);
+    g_auto(GStrv) got = run_export("csv", from, to, NULL, out);
+    g_autoptr(GString) want_header = g_string_new("time,target,iothread");
+
+    /* 900 ticks (the lower bound falls inside a tick), 3 iothreads. */
+    g_assert_cmpuint(want->len, ==, 899 * 3);
+    for (gsize i = 0; i < G_N_ELEMENTS(raw_names); i++)
+        g_string_append_printf(want_header, ",%s", raw_names[i]);
+    g_assert_cmpstr(got[0], ==, want_header->str);
+    assert_lines_equal(got, 1, want);
+}
+
+static void
+test_export_jsonl_raw(void)
+{
+    g_autofree char *out = g_build_filename(tmp_dir, "raw.jsonl", NULL);
+    gint64 from = t0_ms + 3600 * 1000, to = t0_ms + 4000 * 1000;
+    g_auto(GStrv) got = run_export("jsonl", from, to, "--vm=db-1", out);
+    sqlite3 *sql = sql_open();
+    sqlite3_stmt *st = NULL;
+    g_autofree char *query = g_strdup_printf("SELECT * FROM (%s) WHERE 1", RAW_QUERY);
+    guint row = 0;
+
+    g_assert_cmpint(sqlite3_prepare_v2(sql, query, -1, &st, NULL), ==, SQLITE_OK);
+    sqlite3_bind_int64(st, 1, from);
+    sqlite3_bind_int64(st, 2, to);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        g_autoptr(json_object) line = NULL;
+        g_autofree char *t = iso(sqlite3_column_int64(st, 0));
+        json_object *v;
+
+        /* --vm=db-1: the direct query's web-1 rows must be absent. */
+        if (g_str_equal((const char *)sqlite3_column_text(st, 1), "web-1"))
+            continue;
+        g_assert_nonnull(got[row]);
+        line = json_tokener_parse(got[row++]);
+        g_assert_nonnull(line);
+        g_assert_true(json_object_object_get_ex(line, "time", &v));
+        g_assert_cmpstr(json_object_get_string(v), ==, t);
+        g_assert_true(json_object_object_get_ex(line, "target", &v));
+        g_assert_cmpstr(json_object_get_string(v), ==, (const char *)sqlite3_column_text(st, 1));
+        g_assert_true(json_object_object_get_ex(line, "iothread", &v));
+        g_assert_cmpstr(json_object_get_string(v), ==, (const char *)sqlite3_column_text(st, 2));
+        for (guint c = 0; c < G_N_ELEMENTS(raw_names); c++) {
+            g_assert_true(json_object_object_get_ex(line, raw_names[c], &v));
+            if (sqlite3_column_type(st, 3 + c) == SQLITE_NULL)
+                g_assert_true(v == NULL);
+            else
+                g_assert_cmpint(json_object_get_int64(v), ==, sqlite3_column_int64(st, 3 + c));
+        }
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(sql);
+    g_assert_cmpuint(row, ==, 400 * 2);
+    g_assert_cmpstr(got[row], ==, "");
+    g_assert_null(got[row + 1]);
+}
+
+static void
+test_export_rollup_and_decisions(void)
+{
+    static const int rollup_dec[13] = { 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 4, 4, 4 };
+    static const int decision_dec[7] = { 0 };
+    g_autofree char *out = g_build_filename(tmp_dir, "rollup.csv", NULL);
+    g_autofree char *dout = g_build_filename(tmp_dir, "decisions.csv", NULL);
+    gint64 from = t0_ms, to = t0_ms + N_TICKS * 1000;
+    g_autoptr(GPtrArray) want = expected_csv(
+        "SELECT r.bucket, g.name, i.name, n, span_ms, iops_min, iops_mean, iops_max, iops_p95,"
+        " lat_min, lat_mean, lat_max, lat_p95, cpu_min, cpu_mean, cpu_max FROM rollup_1m r"
+        " JOIN iothreads i ON i.id = r.iothread_id JOIN targets g ON g.id = i.target_id"
+        " WHERE bucket >= ?1 AND bucket < ?2 ORDER BY bucket, r.iothread_id",
+        from, to, rollup_dec, 13, 0);
+    g_autoptr(GPtrArray) dwant = expected_csv(
+        "SELECT d.ts, g.name, i.name, old_max_ns, old_grow, old_shrink, new_max_ns, new_grow,"
+        " new_shrink, applied, policy, reason FROM decisions d"
+        " JOIN iothreads i ON i.id = d.iothread_id JOIN targets g ON g.id = i.target_id"
+        " WHERE ts >= ?1 AND ts < ?2 ORDER BY ts, d.id", from, to, decision_dec, 7, 2);
+    g_auto(GStrv) got = run_export("csv", from, to, "--resolution=1m", out);
+    g_auto(GStrv) dgot = run_export("csv", from, to, "--decisions", dout);
+
+    /* Two hours of complete minutes for three iothreads. */
+    g_assert_cmpuint(want->len, ==, 120 * 3);
+    assert_lines_equal(got, 1, want);
+    g_assert_cmpuint(dwant->len, ==, N_TICKS / 600 - 1);
+    assert_lines_equal(dgot, 1, dwant);
+}
+
+static void
+test_history_json(void)
+{
+    g_autofree char *since = iso(t0_ms + 60 * 1000);
+    g_autofree char *until = iso(t0_ms + 120 * 1000);
+    const char *argv[] = { "--db", db_path, "history", "db-1/iothread0", "--since", since,
+                           "--until", until, "--resolution", "raw", "--json", NULL };
+    CliRun r = { 0 };
+    g_autoptr(json_object) reply = NULL;
+    json_object *rows, *row, *v;
+    sqlite3 *sql = sql_open();
+    sqlite3_stmt *st = NULL;
+
+    cli_run(&r, argv);
+    g_assert_cmpint(r.status, ==, 0);
+    reply = json_tokener_parse(r.out);
+    g_assert_nonnull(reply);
+    g_assert_true(json_object_object_get_ex(reply, "resolution", &v));
+    g_assert_cmpstr(json_object_get_string(v), ==, "raw");
+    g_assert_true(json_object_object_get_ex(reply, "rows", &rows));
+    g_assert_cmpuint(json_object_array_length(rows), ==, 60);
+    /* The first row's rates against the counters in the database. */
+    g_assert_cmpint(sqlite3_prepare_v2(sql, "SELECT t.ts, t.len_ns, s.rd_ops + s.wr_ops +"
+                                       " s.flush_ops, s.rd_time_ns + s.wr_time_ns +"
+                                       " s.flush_time_ns, s.cpu_ns FROM ticks t JOIN samples s"
+                                       " ON s.tick_id = t.id WHERE t.ts >= ?1 AND"
+                                       " s.iothread_id = (SELECT id FROM iothreads WHERE"
+                                       " name = 'iothread0' AND target_id = (SELECT id FROM"
+                                       " targets WHERE name = 'db-1')) ORDER BY t.id LIMIT 1",
+                                       -1, &st, NULL), ==, SQLITE_OK);
+    sqlite3_bind_int64(st, 1, t0_ms + 60 * 1000);
+    g_assert_cmpint(sqlite3_step(st), ==, SQLITE_ROW);
+    row = json_object_array_get_idx(rows, 0);
+    g_assert_true(json_object_object_get_ex(row, "ts_ms", &v));
+    g_assert_cmpint(json_object_get_int64(v), ==, sqlite3_column_int64(st, 0));
+    g_assert_true(json_object_object_get_ex(row, "iops", &v));
+    g_assert_cmpfloat_with_epsilon(json_object_get_double(v),
+                                   sqlite3_column_int64(st, 2) /
+                                   (sqlite3_column_int64(st, 1) / 1e9), 1e-6);
+    g_assert_true(json_object_object_get_ex(row, "lat_us", &v));
+    g_assert_cmpfloat_with_epsilon(json_object_get_double(v),
+                                   sqlite3_column_int64(st, 3) /
+                                   (double)sqlite3_column_int64(st, 2) / 1000, 1e-6);
+    g_assert_true(json_object_object_get_ex(row, "cpu_pct", &v));
+    g_assert_cmpfloat_with_epsilon(json_object_get_double(v),
+                                   sqlite3_column_int64(st, 4) * 100.0 /
+                                   sqlite3_column_int64(st, 1), 1e-6);
+    g_assert_true(json_object_object_get_ex(row, "target", &v));
+    g_assert_cmpstr(json_object_get_string(v), ==, "db-1");
+    sqlite3_finalize(st);
+    sqlite3_close(sql);
+    cli_run_clear(&r);
+}
+
+static void
+test_history_table(void)
+{
+    g_autofree char *since = iso(t0_ms);
+    g_autofree char *until = iso(t0_ms + N_TICKS * 1000);
+    const char *argv[] = { "--db", db_path, "history", "db-1", "--since", since, "--until",
+                           until, NULL };
+    CliRun r = { 0 };
+    g_auto(GStrv) lines = NULL;
+    guint data_rows = 0;
+
+    cli_run(&r, argv);
+    g_assert_cmpint(r.status, ==, 0);
+    g_assert_cmpstr(r.err, ==, "");
+    /* Two hours pick 1-minute rollups: one group per iothread of db-1. */
+    g_assert_true(g_str_has_prefix(r.out, "resolution 1m\n"));
+    g_assert_nonnull(strstr(r.out, "db-1/iothread0 \302\267"));
+    g_assert_nonnull(strstr(r.out, "db-1/iothread1 \302\267"));
+    g_assert_null(strstr(r.out, "web-1"));
+    /* A wave in the data: the sparkline uses the lowest and highest block. */
+    g_assert_nonnull(strstr(r.out, "\342\226\201"));
+    g_assert_nonnull(strstr(r.out, "\342\226\210"));
+    g_assert_nonnull(strstr(r.out, "IOPS-P95"));
+    lines = g_strsplit(r.out, "\n", -1);
+    for (char **l = lines; *l; l++)
+        if (g_str_has_prefix(*l, "2026-"))
+            data_rows++;
+    g_assert_cmpuint(data_rows, ==, 2 * 120);
+    cli_run_clear(&r);
+}
+
+static void
+test_report(void)
+{
+    g_autofree char *out = g_build_filename(tmp_dir, "report.html", NULL);
+    g_autofree char *since = iso(t0_ms);
+    g_autofree char *until = iso(t0_ms + N_TICKS * 1000);
+    const char *argv[] = { "--db", db_path, "report", "--since", since, "--until", until,
+                           "-o", out, "--json", NULL };
+    CliRun r = { 0 };
+    g_autofree char *html = NULL;
+    g_autoptr(json_object) summary = NULL;
+    guint charts = 0, markers = 0;
+    json_object *v;
+
+    cli_run(&r, argv);
+    g_assert_cmpstr(r.err, ==, "");
+    g_assert_cmpint(r.status, ==, 0);
+    summary = json_tokener_parse(r.out);
+    g_assert_true(json_object_object_get_ex(summary, "points", &v));
+    g_assert_cmpint(json_object_get_int64(v), ==, 120 * 3);
+    g_assert_true(g_file_get_contents(out, &html, NULL, NULL));
+    g_assert_true(g_str_has_prefix(html, "<!DOCTYPE html>"));
+    /* Self-contained: nothing to fetch, no scripts. */
+    g_assert_null(strstr(html, "http://"));
+    g_assert_null(strstr(html, "https://"));
+    g_assert_null(strstr(html, "<script"));
+    g_assert_null(strstr(html, " src="));
+    g_assert_null(strstr(html, "url("));
+    g_assert_null(strstr(html, "nan"));
+    for (const char *p = html; (p = strstr(p, "<path class=\"series\"")); p++)
+        charts++;
+    for (const char *p = html; (p = strstr(p, "class=\"decision applied\"")); p++)
+        markers++;
+    /* 3 iothreads x 3 charts, plus the host's stacked areas (2 VMs). */
+    g_assert_cmpuint(charts, ==, 3 * 3 + 2);
+    /* 11 decisions, 7 of them applied, each marked on 3 charts. */
+    g_assert_cmpuint(markers, ==, 3 * 7);
+    g_assert_nonnull(strstr(html, "data-points=\"120\""));
+    g_assert_nonnull(strstr(html, "<h3>Sizing</h3>"));
+    g_assert_nonnull(strstr(html, "IOPS per polling core"));
+    g_assert_nonnull(strstr(html, "probe: IOPS rose, CPU has room, &quot;grow&quot;"));
+    cli_run_clear(&r);
+}
+
+static void
+test_report_well_formed(void)
+{
+    g_autofree char *xmllint = g_find_program_in_path("xmllint");
+    g_autofree char *out = g_build_filename(tmp_dir, "report-x.html", NULL);
+    g_autofree char *since = iso(t0_ms);
+    g_autofree char *until = iso(t0_ms + N_TICKS * 1000);
+    const char *argv[] = { "--db", db_path, "report", "--since", since, "--until", until,
+                           "--resolution", "raw", "-o", out, NULL };
+    const char *lint[] = { xmllint, "--noout", "--nonet", out, NULL };
+    CliRun r = { 0 };
+    g_autofree char *err = NULL;
+    int status = 0;
+
+    if (!xmllint) {
+        g_test_skip("xmllint is not installed");
+        return;
+    }
+    cli_run(&r, argv);
+    g_assert_cmpint(r.status, ==, 0);
+    g_assert_true(g_spawn_sync(NULL, (char **)lint, NULL, G_SPAWN_STDOUT_TO_DEV_NULL, NULL,
+                               NULL, NULL, &err, &status, NULL));
+    g_assert_cmpstr(err, ==, "");
+    g_assert_cmpint(status, ==, 0);
+    cli_run_clear(&r);
+}
+
+static guint
+count(const char *haystack, const char *needle)
+{
+    guint n = 0;
+
+    for (const char *p = haystack; (p = strstr(p, needle)); p++)
+        n++;
+    return n;
+}
+
+/* Loads the report in headless Chromium: the page renders, nothing is
+ * fetched, and the charts are in the DOM with their data points. */
+static void
+test_report_chromium(void)
+{
+    g_autofree char *chromium = g_find_program_in_path("chromium");
+    g_autofree char *out = g_build_filename(tmp_dir, "report-c.html", NULL);
+    g_autofree char *png = g_build_filename(tmp_dir, "report-c.png", NULL);
+    g_autofree char *url = NULL;
+    g_autofree char *shot = NULL;
+    g_autofree char *since = iso(t0_ms);
+    g_autofree char *until = iso(t0_ms + N_TICKS * 1000);
+    const char *argv[] = { "--db", db_path, "report", "--since", since, "--until", until,
+                           "-o", out, NULL };
+    g_autofree char *dom = NULL;
+    g_autofree char *err = NULL;
+    g_autofree char *data = NULL;
+    gsize len = 0;
+    CliRun r = { 0 };
+    int status = 0;
+
+    if (!chromium)
+        chromium = g_find_program_in_path("chromium-browser");
+    if (!chromium) {
+        g_test_skip("chromium is not installed");
+        return;
+    }
+    cli_run(&r, argv);
+    g_assert_cmpint(r.status, ==, 0);
+    url = g_strconcat("file://", out, NULL);
+    shot = g_strconcat("--screenshot=", png, NULL);
+    {
+        const char *dump[] = { chromium, "--headless=new", "--no-sandbox", "--disable-gpu",
+                               "--enable-logging=stderr", "--v=0", "--dump-dom", url, NULL };
+        const char *snap[] = { chromium, "--headless=new", "--no-sandbox", "--disable-gpu",
+                               "--hide-scrollbars", "--window-size=1240,1600", shot, url,
+                               NULL };
+
+        g_assert_true(g_spawn_sync(NULL, (char **)dump, NULL, G_SPAWN_DEFAULT, NULL, NULL,
+                                   &dom, &err, &status, NULL));
+        g_assert_true(g_spawn_check_wait_status(status, NULL));
+        g_assert_true(g_spawn_sync(NULL, (char **)snap, NULL, G_SPAWN_STDOUT_TO_DEV_NULL |
+                                   G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, NULL, NULL,
+                                   &status, NULL));
+        g_assert_true(g_spawn_check_wait_status(status, NULL));
+    }
+    /* Nothing failed to load (there is nothing to load). */
+    g_assert_null(strstr(err, "net::ERR_"));
+    g_assert_null(strstr(err, "Uncaught"));
+    /* 3 iothreads x 3 charts, the host's stacked chart and the bars. */
+    g_assert_cmpuint(count(dom, "<svg"), ==, 3 * 3 + 2);
+    g_assert_cmpuint(count(dom, "data-points=\"120\""), ==, 3 * 3 + 2);
+    g_assert_true(g_file_get_contents(png, &data, &len, NULL));
+    g_assert_cmpuint(len, >, 10000);
+    g_assert_true(memcmp(data, "\211PNG\r\n\032\n", 8) == 0);
+    cli_run_clear(&r);
+}
+
+/* A reader that goes away (| head) kills polltunectl with SIGPIPE in the
+ * middle of an export: its snapshot of the database must go too. */
+static void
+test_snapshot_removed_when_killed(void)
+{
+    g_autofree char *tdir = g_build_filename(tmp_dir, "tmp", NULL);
+    g_auto(GStrv) env = g_environ_setenv(g_get_environ(), "TMPDIR", tdir, TRUE);
+    const char *argv[] = { g_getenv("PT_POLLTUNECTL"), "--db", db_path, "export",
+                           "--since", "2000-01-01", NULL };
+    g_autoptr(GDir) dir = NULL;
+    g_autoptr(GError) error = NULL;
+    GPid pid;
+    int out = -1, status = 0;
+
+    g_assert_cmpint(g_mkdir(tdir, 0700), ==, 0);
+    g_assert_true(g_spawn_async_with_pipes(NULL, (char **)argv, env,
+                                           G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid, NULL,
+                                           &out, NULL, &error));
+    g_assert_no_error(error);
+    close(out);
+    g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+    g_spawn_close_pid(pid);
+    g_assert_true(WIFSIGNALED(status));
+    g_assert_cmpint(WTERMSIG(status), ==, SIGPIPE);
+    dir = g_dir_open(tdir, 0, NULL);
+    g_assert_null(g_dir_read_name(dir));
+    g_rmdir(tdir);
+}
+
+typedef struct {
+    const char *argv[12];
+    int status;
+    const char *message;        /* part of stderr */
+} Case;
+
+static void
+run_cases(const Case *cases, gsize n)
+{
+    for (gsize i = 0; i < n; i++) {
+        CliRun r = { 0 };
+
+        cli_run(&r, cases[i].argv);
+        if (r.status != cases[i].status || !strstr(r.err, cases[i].message))
+            g_error("case %zu (%s %s): status %d, stderr \"%s\"; want %d and \"%s\"", i,
+                    cases[i].argv[0], cases[i].argv[1], r.status, r.err, cases[i].status,
+                    cases[i].message);
+        /* Errors go to stderr alone, prefixed with the program's name. */
+        g_assert_cmpstr(r.out, ==, "");
+        g_assert_true(g_str_has_prefix(r.err, "polltunectl: "));
+        cli_run_clear(&r);
+    }
+}
+
+static void
+test_errors(void)
+{
+    g_autofree char *sock = g_build_filename(tmp_dir, "nothing.sock", NULL);
+    g_autofree char *missing = g_build_filename(tmp_dir, "missing.db", NULL);
+    g_autofree char *junk = g_build_filename(tmp_dir, "junk.db", NULL);
+    g_autofree char *expect_sock = g_strdup_printf("%s: connect: No such file or directory "
+                                                   "(is polltuned running?)", sock);
+    const char *junk_text = "this is a text file, not a database\n";
+    const Case cases[] = {
+        /* No daemon: the socket does not exist. */
+        { { "--socket", sock, "status", NULL }, 1, expect_sock },
+        { { "list", "--socket", sock, NULL }, 1, expect_sock },
+        { { "-s", sock, "history", "vm-1", NULL }, 1, expect_sock },
+        { { "-s", sock, "override", "set", "vm-1/iothread0", "poll-max-ns=4000", NULL }, 1,
+          expect_sock },
+        /* Usage: exit 2, and never a connection attempt. */
+        { { NULL }, 2, "no command given" },
+        { { "frobnicate", NULL }, 2, "frobnicate: unknown command" },
+        { { "-s", sock, "show", NULL }, 2, "show: expected VM[/IOTHREAD]" },
+        { { "-s", sock, "status", "extra", NULL }, 2, "status: expected no parameters" },
+        { { "-s", sock, "status", "--bogus", NULL }, 2, "Unknown option --bogus" },
+        { { "-s", sock, "policy", NULL }, 2, "policy: expected get or set" },
+        { { "-s", sock, "policy", "set", "vm-1", "fastest", NULL }, 2,
+          "policy set: fastest: expected" },
+        { { "-s", sock, "policy", "set", "vm-1", "static:1/2", NULL }, 2, "static:1/2" },
+        { { "-s", sock, "policy", "set", "vm-1", "off", "latency", NULL }, 2,
+          "objective latency: only for adaptive" },
+        { { "-s", sock, "mode", "turbo", NULL }, 2, "mode turbo: expected observe" },
+        { { "-s", sock, "history", "vm-1", "--since", "yesterday", NULL }, 2,
+          "--since yesterday: expected" },
+        { { "-s", sock, "history", "vm-1", "--resolution", "5m", NULL }, 2,
+          "--resolution 5m: expected raw, 1m or 1h" },
+        { { "-s", sock, "history", "vm-1/", NULL }, 2, "expected VM or VM/IOTHREAD" },
+        { { "-s", sock, "export", "--format", "xml", NULL }, 2, "--format xml" },
+        { { "-s", sock, "export", "--since", "1h", "--until", "2h", NULL }, 2,
+          "is not before --until" },
+        /* Bad override values. */
+        { { "-s", sock, "override", "set", "vm-1", "poll-max-ns=abc", NULL }, 2,
+          "poll-max-ns: \"abc\" is not a non-negative integer" },
+        { { "-s", sock, "override", "set", "vm-1", "poll-max-ns=-5", NULL }, 2,
+          "\"-5\" is not a non-negative integer" },
+        { { "-s", sock, "override", "set", "vm-1", "poll-max-ns=99999999999999999999", NULL },
+          2, "is not a non-negative integer" },
+        { { "-s", sock, "override", "set", "vm-1", "poll-grow=2", NULL }, 2,
+          "poll-max-ns=N is required" },
+        { { "-s", sock, "override", "set", "vm-1", "poll-max-ns=1", "poll-max-ns=2", NULL },
+          2, "poll-max-ns given twice" },
+        { { "-s", sock, "override", "set", "vm-1", "max=3", NULL }, 2, "max=3: expected" },
+        { { "-s", sock, "override", "set", "vm-1", "poll-max-ns=1", "--for", "soon", NULL },
+          2, "--for soon: expected a duration" },
+        { { "-s", sock, "override", "set", "vm-1", "poll-max-ns=1", "--for",
+            "2026-01-01T00:00:00Z", NULL }, 2, "expected a duration" },
+        { { "-s", sock, "override", "clear", NULL }, 2, "give VM[/IOTHREAD] or --id N" },
+        /* --db is for history, export and report only. */
+        { { "--db", missing, "status", NULL }, 2, "--db works only with" },
+        /* Offline errors name the file. */
+        { { "--db", missing, "history", "vm-1", NULL }, 1, "missing.db: No such file" },
+        { { "--db", junk, "export", NULL }, 1, "junk.db: cannot read it as a database" },
+    };
+
+    g_assert_true(g_file_set_contents(junk, junk_text, -1, NULL));
+    run_cases(cases, G_N_ELEMENTS(cases));
+    /* Read-only means read-only: nothing created, nothing moved aside. */
+    g_assert_false(g_file_test(missing, G_FILE_TEST_EXISTS));
+    {
+        g_autofree char *data = NULL;
+        g_autoptr(GDir) dir = g_dir_open(tmp_dir, 0, NULL);
+        const char *name;
+
+        g_assert_true(g_file_get_contents(junk, &data, NULL, NULL));
+        g_assert_cmpstr(data, ==, junk_text);
+        while ((name = g_dir_read_name(dir)))
+            g_assert_null(strstr(name, "corrupt"));
+    }
+}
+
+static void
+test_db_untouched(void)
+{
+    g_autofree char *now = file_digest(db_path);
+
+    /* Runs last: every offline command before it left the file as it was. */
+    g_assert_cmpstr(now, ==, db_digest);
+}
+
+int
+main(int argc, char **argv)
+{
+    g_autoptr(GDateTime) t0 = g_date_time_new_utc(2026, 11, 30, 22, 0, 0);
+    CliTestDbSpec spec = { 0 };
+    int rc;
+
+    g_test_init(&argc, &argv, NULL);
+    t0_ms = g_date_time_to_unix(t0) * 1000;
+    tmp_dir = test_dir_new();
+    db_path = g_build_filename(tmp_dir, "history.db", NULL);
+    spec = (CliTestDbSpec){ .start_ms = t0_ms, .n_ticks = N_TICKS, .tick_ms = 1000,
+                            .decision_every = 600, .rollups = TRUE };
+    cli_testdb_create(db_path, &spec);
+    db_digest = file_digest(db_path);
+
+    g_test_add_func("/cli/offline/export-csv-raw", test_export_csv_raw);
+    g_test_add_func("/cli/offline/export-jsonl-raw", test_export_jsonl_raw);
+    g_test_add_func("/cli/offline/export-rollup-decisions", test_export_rollup_and_decisions);
+    g_test_add_func("/cli/offline/history-json", test_history_json);
+    g_test_add_func("/cli/offline/history-table", test_history_table);
+    g_test_add_func("/cli/offline/report", test_report);
+    g_test_add_func("/cli/offline/report-well-formed", test_report_well_formed);
+    g_test_add_func("/cli/offline/report-chromium", test_report_chromium);
+    g_test_add_func("/cli/offline/snapshot-removed", test_snapshot_removed_when_killed);
+    g_test_add_func("/cli/errors", test_errors);
+    g_test_add_func("/cli/offline/db-untouched", test_db_untouched);
+    rc = g_test_run();
+    test_dir_remove(tmp_dir);
+    g_free(db_digest);
+    g_free(db_path);
+    g_free(tmp_dir);
+    return rc;
+}
