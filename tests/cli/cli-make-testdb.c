@@ -14,7 +14,8 @@
 
 /* Copies the last tick's samples forward, one tick per second, in SQL:
  * minutes for tens of millions of rows, where store_tick_write() would take
- * hours.  The rows are as store/ lays them out (ticks, then samples). */
+ * hours.  The rows are as store/ lays them out (ticks, then samples keyed
+ * by tick id << 20 | iothread id, see store-private.h). */
 static void
 bulk_fill(const char *path, guint64 rows)
 {
@@ -22,16 +23,16 @@ bulk_fill(const char *path, guint64 rows)
     char *err = NULL;
     g_autofree char *script = g_strdup_printf(
         "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; BEGIN;"
-        "CREATE TEMP TABLE proto AS SELECT s.* FROM samples s"
+        "CREATE TEMP TABLE proto AS SELECT s.* FROM samples_v s"
         "  WHERE s.tick_id = (SELECT max(id) FROM ticks);"
         "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < %" G_GUINT64_FORMAT ")"
         "  INSERT INTO ticks (id, ts, len_ns) SELECT (SELECT max(id) FROM ticks) + i,"
         "  (SELECT max(ts) FROM ticks) + i * 1000, 1000000000 FROM n;"
-        "INSERT INTO samples SELECT t.id, p.iothread_id, p.poll_max_ns, p.poll_grow,"
+        "INSERT INTO samples SELECT (t.id << 20) | p.iothread_id, p.poll_max_ns, p.poll_grow,"
         "  p.poll_shrink, p.cpu_ns + t.id %% 1000, p.ctx_vol, p.ctx_invol, p.runq_wait_ns,"
         "  p.rd_ops + t.id %% 97, p.rd_bytes, p.rd_time_ns, p.wr_ops, p.wr_bytes, p.wr_time_ns,"
         "  p.flush_ops, p.flush_time_ns, p.kvm_exits, p.io_exits, p.mmio_exits, p.halt_exits"
-        "  FROM ticks t, proto p WHERE t.id > (SELECT max(tick_id) FROM samples)"
+        "  FROM ticks t, proto p WHERE t.id > (SELECT max(tick_id) FROM samples_v)"
         "  ORDER BY t.id, p.iothread_id;"
         "COMMIT;", rows / 3);
 

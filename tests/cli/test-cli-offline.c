@@ -129,7 +129,7 @@ expected_csv(const char *query, gint64 from, gint64 to, const int *decimals, int
     " s.cpu_ns, s.ctx_vol, s.ctx_invol, s.runq_wait_ns, s.rd_ops, s.rd_bytes,"           \
     " s.rd_time_ns, s.wr_ops, s.wr_bytes, s.wr_time_ns, s.flush_ops, s.flush_time_ns,"   \
     " s.kvm_exits, s.io_exits, s.mmio_exits, s.halt_exits FROM ticks t"                  \
-    " JOIN samples s ON s.tick_id = t.id JOIN iothreads i ON i.id = s.iothread_id"       \
+    " JOIN samples_v s ON s.tick_id = t.id JOIN iothreads i ON i.id = s.iothread_id"       \
     " JOIN targets g ON g.id = i.target_id WHERE t.ts >= ?1 AND t.ts < ?2"               \
     " ORDER BY t.id, s.iothread_id"
 
@@ -287,7 +287,7 @@ test_history_json(void)
     /* The first row's rates against the counters in the database. */
     g_assert_cmpint(sqlite3_prepare_v2(sql, "SELECT t.ts, t.len_ns, s.rd_ops + s.wr_ops +"
                                        " s.flush_ops, s.rd_time_ns + s.wr_time_ns +"
-                                       " s.flush_time_ns, s.cpu_ns FROM ticks t JOIN samples s"
+                                       " s.flush_time_ns, s.cpu_ns FROM ticks t JOIN samples_v s"
                                        " ON s.tick_id = t.id WHERE t.ts >= ?1 AND"
                                        " s.iothread_id = (SELECT id FROM iothreads WHERE"
                                        " name = 'iothread0' AND target_id = (SELECT id FROM"
