@@ -121,6 +121,7 @@ pt_conf_new_default(void)
     c->exits_source = g_strdup("auto");
     c->libvirt = TRUE;
     c->libvirt_uri = g_strdup("qemu:///system");
+    c->libvirt_pid_dir = g_strdup("/run/libvirt/qemu");
     c->qmp_sockets = g_new0(char *, 1);
     c->qmp_globs = g_new0(char *, 1);
     c->database = g_strdup(PT_DEFAULT_DATABASE);
@@ -143,6 +144,7 @@ pt_conf_free(PtConf *c)
     g_free(c->path);
     g_free(c->exits_source);
     g_free(c->libvirt_uri);
+    g_free(c->libvirt_pid_dir);
     g_strfreev(c->qmp_sockets);
     g_strfreev(c->qmp_globs);
     g_free(c->database);
@@ -347,7 +349,7 @@ static const char *const pt_keys_daemon[] = {
     "exits-source", "database", "control-socket", "control-group",
     "admin-group", "metrics-listen", NULL };
 static const char *const pt_keys_targets[] = {
-    "libvirt", "libvirt-uri", "qmp-sockets", "qmp-globs", NULL };
+    "libvirt", "libvirt-uri", "libvirt-pid-dir", "qmp-sockets", "qmp-globs", NULL };
 static const char *const pt_keys_retention[] = {
     "raw", "rollup-1m", "rollup-1h", "max-size", NULL };
 static const char *const pt_keys_policy[] = {
@@ -424,6 +426,7 @@ pt_conf_read_targets(PtConfReader *r, PtConf *c, GError **error)
     return pt_conf_check_keys(r, pt_keys_targets, error) &&
            pt_conf_get_bool(r, "libvirt", &c->libvirt, error) &&
            pt_conf_get_str(r, "libvirt-uri", &c->libvirt_uri, FALSE, error) &&
+           pt_conf_get_str(r, "libvirt-pid-dir", &c->libvirt_pid_dir, FALSE, error) &&
            pt_conf_get_list(r, "qmp-sockets", &c->qmp_sockets, error) &&
            pt_conf_get_list(r, "qmp-globs", &c->qmp_globs, error);
 }

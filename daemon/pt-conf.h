@@ -48,6 +48,7 @@ typedef struct {
 
     gboolean libvirt;
     char *libvirt_uri;
+    char *libvirt_pid_dir;      /* where libvirt keeps QEMU pid files */
     char **qmp_sockets;         /* NULL-terminated */
     char **qmp_globs;
 

@@ -334,10 +334,11 @@ pt_daemon_on_sample(PtTarget *t, ProbeTargetSnap *snap, const GError *error, gpo
 {
     PtSampleCtx *ctx = data;
     PtDaemon *d = ctx->d;
-    gboolean current = d && d->tick_running && ctx->tick == d->tick_id;
+    /* A detached target's daemon may be gone: look at it first. */
+    gboolean current = !t->detached && d->tick_running && ctx->tick == d->tick_id;
 
     g_free(ctx);
-    if (!current || t->detached) {
+    if (!current) {
         probe_target_snap_free(snap);
         return;
     }

@@ -1,0 +1,135 @@
+/*
+ * polltuned against a real libvirtd (private, in its own mount namespace)
+ * and real TCG domains: discovery at start and on domain start, detach on
+ * destroy, a policy change that `virsh domstats --iothread` confirms, and a
+ * reconnect after libvirtd is killed and started again.
+ */
+#include "pt-test-daemon.h"
+#include "pt-test-libvirt.h"
+#include "qmp-json.h"
+
+#include <signal.h>
+
+typedef struct {
+    PtTestDaemon *d;
+    const char *name;
+    gboolean want;
+} Seen;
+
+static gboolean
+target_seen(gpointer data)
+{
+    Seen *w = data;
+    g_autoptr(json_object) st = pt_test_daemon_ok(w->d, "list", NULL);
+    json_object *tl = pt_json_path(st, "targets");
+    gboolean found = FALSE;
+
+    for (size_t i = 0; i < json_object_array_length(tl); i++) {
+        json_object *t = json_object_array_get_idx(tl, i);
+
+        if (g_str_equal(pt_json_path_str(t, "name"), w->name) &&
+            g_str_equal(pt_json_path_str(t, "state"), "attached") &&
+            pt_json_path_int(t, "pid") > 0 &&
+            json_object_array_length(pt_json_path(t, "iothreads")) == 2)
+            found = TRUE;
+    }
+    return found == w->want;
+}
+
+typedef struct {
+    PtTestLibvirtd *lvd;
+    const char *name;
+    const char *needle;
+} VirshWait;
+
+static gboolean
+domstats_has(gpointer data)
+{
+    VirshWait *w = data;
+    g_autofree char *out = pt_test_libvirtd_virsh(w->lvd, NULL, "domstats", "--iothread",
+                                                  w->name, NULL);
+
+    return out && strstr(out, w->needle);
+}
+
+static void
+test_libvirt(void)
+{
+    g_autofree char *why = NULL;
+    g_autoptr(GError) err = NULL;
+    g_autoptr(PtTestLibvirtd) lvd = NULL;
+    g_autoptr(PtTestDomain) before = NULL;
+    g_autoptr(PtTestDomain) after = NULL;
+    g_autoptr(PtTestDaemon) d = NULL;
+    g_autofree char *conf = NULL;
+    Seen seen;
+    VirshWait vw;
+
+    if (!pt_test_have_libvirtd(&why)) {
+        g_test_skip(why);
+        return;
+    }
+    lvd = pt_test_libvirtd_start(&err);
+    g_assert_no_error(err);
+    before = pt_test_domain_start(lvd, &err);
+    g_assert_no_error(err);
+
+    conf = g_strdup_printf("interval = 500ms\nmetrics-listen =\n"
+                           "[targets]\nlibvirt = true\nlibvirt-uri = %s\nlibvirt-pid-dir = %s\n"
+                           "[policy]\ndefault = static:60000/2/2\nmin-dwell = 0\n",
+                           lvd->uri, lvd->pid_dir);
+    d = pt_test_daemon_start(conf, &err);
+    g_assert_no_error(err);
+
+    /* A domain running at start is found, with its pid and iothreads. */
+    seen = (Seen){ d, before->name, TRUE };
+    g_assert_true(pt_test_wait(target_seen, &seen, 5000));
+    /* The policy reaches QEMU through libvirt, as virsh sees it. */
+    vw = (VirshWait){ lvd, before->name, "iothread.1.poll-max-ns=60000" };
+    g_assert_true(pt_test_wait(domstats_has, &vw, 5000));
+    vw.needle = "iothread.2.poll-grow=2";
+    g_assert_true(pt_test_wait(domstats_has, &vw, 5000));
+
+    /* A domain started later is found through the lifecycle event. */
+    after = pt_test_domain_start(lvd, &err);
+    g_assert_no_error(err);
+    seen = (Seen){ d, after->name, TRUE };
+    g_assert_true(pt_test_wait(target_seen, &seen, 3000));
+
+    /* Destroyed: detached. */
+    g_clear_pointer(&after, pt_test_domain_free);
+    seen.want = FALSE;
+    g_assert_true(pt_test_wait(target_seen, &seen, 3000));
+
+    /* libvirtd killed and restarted: the daemon reconnects and carries on. */
+    g_assert_true(pt_test_libvirtd_kill(lvd, &err));
+    g_assert_no_error(err);
+    g_usleep(1500000);
+    g_assert_true(pt_test_libvirtd_restart(lvd, &err));
+    g_assert_no_error(err);
+    seen = (Seen){ d, before->name, TRUE };
+    g_assert_true(pt_test_wait(target_seen, &seen, 40000));
+    {
+        g_autofree char *args = g_strdup_printf(
+            "{\"target\": \"%s\", \"iothread\": \"iothread1\", \"poll-max-ns\": 12345}",
+            before->name);
+        g_autoptr(json_object) ov = pt_test_daemon_ok(d, "override-set", args);
+
+        vw = (VirshWait){ lvd, before->name, "iothread.1.poll-max-ns=12345" };
+        g_assert_true(pt_test_wait(domstats_has, &vw, 5000));
+    }
+
+    /* A clean stop restores libvirt's view to the original values. */
+    g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
+    vw.needle = "iothread.1.poll-max-ns=32768";
+    g_assert_true(pt_test_wait(domstats_has, &vw, 3000));
+}
+
+int
+main(int argc, char **argv)
+{
+    signal(SIGPIPE, SIG_IGN);
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/daemon/libvirt/discover-apply-reconnect", test_libvirt);
+    return g_test_run();
+}
