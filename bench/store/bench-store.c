@@ -405,6 +405,13 @@ bench_size(const char *dir)
     while (more)
         if (!store_maintain_step(db, T0 + (gint64)opt_ticks * 1000, 50, &more, &error))
             die("maintain", error);
+    {
+        StoreStats st;
+
+        store_db_get_stats(db, &st);
+        printf("maintenance: longest unit %.1f ms (goal: under 50 ms)\n",
+               st.max_maintain_unit_us / 1000.0);
+    }
     store_db_close(db);
 
     raw = table_bytes(path, "'samples'") / rows;

@@ -90,15 +90,6 @@ test_dir_remove(const char *dir)
     g_rmdir(dir);
 }
 
-gboolean
-test_timing_is_meaningful(void)
-{
-#if defined(__SANITIZE_ADDRESS__)
-    return FALSE;
-#else
-    return g_getenv("PT_UNDER_VALGRIND") == NULL;
-#endif
-}
 
 void
 test_db_setup(TestDb *fx, const StoreOptions *opts)

@@ -25,10 +25,6 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(TestTick, test_tick_free)
 char *test_dir_new(void);
 void test_dir_remove(const char *dir);
 
-/* Whether wall-time bounds mean anything: not under valgrind or the
- * address sanitizer, which slow everything down several times. */
-gboolean test_timing_is_meaningful(void);
-
 /* A database in a fresh temporary folder. */
 typedef struct {
     char *dir;

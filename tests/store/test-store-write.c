@@ -347,10 +347,8 @@ test_tick_write_time(Fixture *fx, gconstpointer data)
     g_assert_cmpuint(stats.ticks_written, ==, 50);
     g_test_message("tick of 200 iothreads: last %" G_GINT64_FORMAT " us, max %" G_GINT64_FORMAT
                    " us", stats.last_write_us, stats.max_write_us);
-    /* Generous for sanitizers and a shared machine; the benchmark gives
-     * the real figure. */
-    if (test_timing_is_meaningful())
-        g_assert_cmpint(stats.last_write_us, <, 100000);
+    /* How long it took is bench/store's business: a timed assertion here
+     * would measure the machine's load, not the code. */
     g_assert_cmpint(test_sql_int(fx->path, "SELECT count(*) FROM samples"), ==, 50 * 200);
     /* last_seen is refreshed once a minute, not every tick */
     g_assert_cmpint(test_sql_int(fx->path, "SELECT max(last_seen) FROM iothreads"), ==, T0);
