@@ -30,6 +30,7 @@ policy_metrics_from_counters(const PolicyCounters *prev, const PolicyCounters *c
                              PolicyMetrics *out, GError **error)
 {
     double secs, rd, wr, fl, rb, wb, rt, wt, ft, cpu, vol, nvol, delay, ex;
+    double ops = 0;             /* I/O operations in the tick, 0 without I/O figures */
     PolicyMetrics m = { 0 };
 
     if (!interval_ok(prev->mono_ns, cur->mono_ns, error))
@@ -46,8 +47,7 @@ policy_metrics_from_counters(const PolicyCounters *prev, const PolicyCounters *c
         delta(prev->rd_total_ns, cur->rd_total_ns, &rt) &&
         delta(prev->wr_total_ns, cur->wr_total_ns, &wt) &&
         delta(prev->flush_total_ns, cur->flush_total_ns, &ft)) {
-        double ops = rd + wr + fl;
-
+        ops = rd + wr + fl;
         m.have_io = TRUE;
         m.rd_iops = rd / secs;
         m.wr_iops = wr / secs;
@@ -55,14 +55,13 @@ policy_metrics_from_counters(const PolicyCounters *prev, const PolicyCounters *c
         m.rd_mbps = rb / secs / 1e6;
         m.wr_mbps = wb / secs / 1e6;
         m.lat_mean_ns = ops > 0 ? (rt + wt + ft) / ops : 0.0;
+        /* Little's law: request time per unit of time is the mean depth. */
         m.queue_depth = (rt + wt + ft) / m.interval_ns;
     }
     if (prev->have_cpu && cur->have_cpu && delta(prev->cpu_ns, cur->cpu_ns, &cpu) &&
         delta(prev->vol_ctxsw, cur->vol_ctxsw, &vol) &&
         delta(prev->nonvol_ctxsw, cur->nonvol_ctxsw, &nvol) &&
         delta(prev->run_delay_ns, cur->run_delay_ns, &delay)) {
-        double ops = policy_metrics_iops(&m) * secs;
-
         m.have_cpu = TRUE;
         m.cpu_pct = 100.0 * cpu / m.interval_ns;
         m.blocks_per_s = vol / secs;
@@ -71,8 +70,6 @@ policy_metrics_from_counters(const PolicyCounters *prev, const PolicyCounters *c
         m.run_delay_pct = 100.0 * delay / m.interval_ns;
     }
     if (prev->have_exits && cur->have_exits && delta(prev->exits, cur->exits, &ex)) {
-        double ops = policy_metrics_iops(&m) * secs;
-
         m.have_exits = TRUE;
         m.exits_per_s = ex / secs;
         m.exits_per_op = ops > 0 ? ex / ops : 0.0;
@@ -86,27 +83,32 @@ policy_host_from_counters(const PolicyHostCounters *prev, const PolicyHostCounte
                           PolicyHost *out, GError **error)
 {
     PolicyHost h = { 0 };
-    double d, interval;
+    double d, busy, total, interval;
 
     if (!interval_ok(prev->mono_ns, cur->mono_ns, error))
         return FALSE;
     interval = (double)(cur->mono_ns - prev->mono_ns);
     h.when_ms = cur->when_ms;
     h.n_cpus = cur->n_cpus;
-    if (cur->have_psi) {
+    /* The averages come with the total: one group, present only when the
+     * total gives this tick's share (not on a first reading). */
+    if (prev->have_psi && cur->have_psi &&
+        delta(prev->psi_some_total_us, cur->psi_some_total_us, &d)) {
         h.have_psi = TRUE;
         h.psi_some_avg10 = cur->psi_some_avg10;
         h.psi_full_avg10 = cur->psi_full_avg10;
-        if (prev->have_psi && delta(prev->psi_some_total_us, cur->psi_some_total_us, &d))
-            h.psi_some_pct = 100.0 * d * 1000.0 / interval;
-        else
-            h.psi_some_pct = cur->psi_some_avg10;
+        h.psi_some_pct = 100.0 * d * 1000.0 / interval;
     }
-    if (prev->have_stat && cur->have_stat && delta(prev->busy_ns, cur->busy_ns, &d)) {
+    /* Busy over total time, not over the interval: exact whatever the unit
+     * (clock ticks) and however far the reading is from mono_ns. */
+    if (prev->have_stat && cur->have_stat && prev->n_cpus == cur->n_cpus &&
+        delta(prev->cpu_busy, cur->cpu_busy, &busy) &&
+        delta(prev->cpu_total, cur->cpu_total, &total) && total > 0) {
         h.have_stat = TRUE;
-        h.cpu_busy_pct = 100.0 * d / interval;
+        h.cpu_busy_pct = 100.0 * cur->n_cpus * busy / total;
     }
     if (prev->have_vcpu_delay && cur->have_vcpu_delay && cur->n_vcpus > 0 &&
+        prev->n_vcpus == cur->n_vcpus &&
         delta(prev->vcpu_run_delay_ns, cur->vcpu_run_delay_ns, &d)) {
         h.have_vcpu_delay = TRUE;
         h.vcpu_run_delay_pct = 100.0 * d / cur->n_vcpus / interval;

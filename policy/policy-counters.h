@@ -2,10 +2,18 @@
  * policy-counters: raw cumulative counters and their conversion into the
  * per-tick rates of policy-metrics.h.
  *
- * Whoever samples (the daemon's samplers, the polling simulator) fills a
- * PolicyCounters per iothread and a PolicyHostCounters per host each tick and
- * converts consecutive pairs with the functions below, so that production
- * and simulation derive every rate the same way.  Pure: no I/O.
+ * Whoever samples (the daemon's samplers through probe-derive, the polling
+ * simulator) fills a PolicyCounters per iothread and a PolicyHostCounters per
+ * host each tick and converts consecutive pairs with the functions below.
+ * This is the only place where a rate is computed, so that production and
+ * simulation derive every figure the same way.  Pure: no I/O.
+ *
+ * Only differences between the two readings matter, so a sampler may rebase
+ * a group (give prev zeros and cur the per-tick increase), e.g. when its
+ * counters are sums that could exceed 64 bits.  A group is used only when
+ * both readings have it; a sampler that knows a group's two readings do not
+ * belong together (another device set, another thread) clears have_* on one
+ * side.
  */
 #pragma once
 
@@ -22,9 +30,9 @@ typedef struct {
     guint64 rd_total_ns, wr_total_ns, flush_total_ns;
 
     gboolean have_cpu;          /* /proc/<pid>/task/<tid>/{stat,status,schedstat} */
-    guint64 cpu_ns;             /* utime + stime */
+    guint64 cpu_ns;             /* time on a CPU: schedstat run time, or utime+stime */
     guint64 vol_ctxsw, nonvol_ctxsw;
-    guint64 run_delay_ns;       /* schedstat field 2 */
+    guint64 run_delay_ns;       /* schedstat run-queue wait; 0 in both when unknown */
 
     gboolean have_exits;        /* KVM exits of the whole VM */
     guint64 exits;
@@ -35,22 +43,25 @@ typedef struct {
     gint64 mono_ns;
     guint n_cpus;
 
-    gboolean have_psi;
-    double psi_some_avg10, psi_full_avg10;
+    gboolean have_psi;          /* /proc/pressure/cpu */
+    double psi_some_avg10, psi_full_avg10;  /* full: 0 when the kernel has none */
     guint64 psi_some_total_us;
 
-    gboolean have_stat;
-    guint64 busy_ns;            /* all CPUs, non-idle time */
+    gboolean have_stat;         /* /proc/stat, all CPUs, any one unit */
+    guint64 cpu_busy;           /* non-idle time */
+    guint64 cpu_total;          /* busy + idle time */
 
     gboolean have_vcpu_delay;
-    guint n_vcpus;
-    guint64 vcpu_run_delay_ns;  /* summed over vCPU threads */
+    guint n_vcpus;              /* the same threads in both readings */
+    guint64 vcpu_run_delay_ns;  /* summed over those vCPU threads */
 } PolicyHostCounters;
 
 /*
  * Rates over (prev, cur].  FALSE with an error when the interval is not
  * positive; a counter that went backwards (a restarted QEMU) clears the
- * have_* flag of its group instead of producing a negative rate.
+ * have_* flag of its group instead of producing a negative rate.  The host's
+ * CPU figures also need the same n_cpus in both readings, its vCPU figures
+ * the same n_vcpus.
  */
 gboolean policy_metrics_from_counters(const PolicyCounters *prev, const PolicyCounters *cur,
                                       PolicyMetrics *out, GError **error);

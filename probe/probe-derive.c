@@ -1,21 +1,27 @@
+/*
+ * probe-derive: snapshots to PolicyCounters, rates by policy-counters.
+ *
+ * This file decides which counters of two snapshots belong together (same
+ * pid, tid, device set, exit source) and lays them out as a prev/cur pair of
+ * PolicyCounters; every rate formula is policy_metrics_from_counters' and
+ * policy_host_from_counters', the ones the polling simulator uses too.
+ */
 #include "probe-derive.h"
+#include "policy-counters.h"
 
-/* cur - prev, or FALSE if the counter went backwards. */
-static inline gboolean
-delta(guint64 prev, guint64 cur, guint64 *d)
+/*
+ * Add cur - prev to *sum (saturating), or FALSE if the counter went
+ * backwards.  Sums over devices or threads are rebased to one tick's
+ * increase: the sum of several cumulative counters may not fit 64 bits.
+ */
+static gboolean
+delta_add(guint64 prev, guint64 cur, guint64 *sum)
 {
     if (cur < prev)
         return FALSE;
-    *d = cur - prev;
+    *sum = cur - prev > G_MAXUINT64 - *sum ? G_MAXUINT64 : *sum + (cur - prev);
     return TRUE;
 }
-
-/* Per-device deltas summed in doubles: no overflow with huge counters. */
-typedef struct {
-    double rd_ops, wr_ops, flush_ops;
-    double rd_bytes, wr_bytes;
-    double time_ns;
-} BlockDelta;
 
 static const ProbeDevice *
 device_find(const GArray *devices, const char *name)
@@ -29,116 +35,108 @@ device_find(const GArray *devices, const char *name)
     return NULL;
 }
 
-static gboolean
-block_delta(const ProbeIothreadSnap *a, const ProbeIothreadSnap *b,
-            BlockDelta *out)
+/* The I/O group: only over the same set of devices, none going backwards. */
+static void
+counters_io(const ProbeIothreadSnap *a, const ProbeIothreadSnap *b,
+            PolicyCounters *pc, PolicyCounters *cc)
 {
-    BlockDelta sum = { 0 };
+    PolicyCounters s = { 0 };
 
     if (!a->have_block || !b->have_block || a->devices->len != b->devices->len)
-        return FALSE;
+        return;
     for (guint i = 0; i < b->devices->len; i++) {
         const ProbeDevice *db = &g_array_index(b->devices, ProbeDevice, i);
         const ProbeDevice *da = device_find(a->devices, db->name);
         const ProbeBlockCounters *p, *c;
-        guint64 d[8];
 
         if (!da)
-            return FALSE;
+            return;
         p = &da->c;
         c = &db->c;
-        if (!delta(p->rd_ops, c->rd_ops, &d[0]) ||
-            !delta(p->wr_ops, c->wr_ops, &d[1]) ||
-            !delta(p->flush_ops, c->flush_ops, &d[2]) ||
-            !delta(p->rd_bytes, c->rd_bytes, &d[3]) ||
-            !delta(p->wr_bytes, c->wr_bytes, &d[4]) ||
-            !delta(p->rd_time_ns, c->rd_time_ns, &d[5]) ||
-            !delta(p->wr_time_ns, c->wr_time_ns, &d[6]) ||
-            !delta(p->flush_time_ns, c->flush_time_ns, &d[7]))
-            return FALSE;
-        sum.rd_ops += (double)d[0];
-        sum.wr_ops += (double)d[1];
-        sum.flush_ops += (double)d[2];
-        sum.rd_bytes += (double)d[3];
-        sum.wr_bytes += (double)d[4];
-        sum.time_ns += (double)d[5] + (double)d[6] + (double)d[7];
+        if (!delta_add(p->rd_ops, c->rd_ops, &s.rd_ops) ||
+            !delta_add(p->wr_ops, c->wr_ops, &s.wr_ops) ||
+            !delta_add(p->flush_ops, c->flush_ops, &s.flush_ops) ||
+            !delta_add(p->rd_bytes, c->rd_bytes, &s.rd_bytes) ||
+            !delta_add(p->wr_bytes, c->wr_bytes, &s.wr_bytes) ||
+            !delta_add(p->rd_time_ns, c->rd_time_ns, &s.rd_total_ns) ||
+            !delta_add(p->wr_time_ns, c->wr_time_ns, &s.wr_total_ns) ||
+            !delta_add(p->flush_time_ns, c->flush_time_ns, &s.flush_total_ns))
+            return;
     }
-    *out = sum;
+    pc->have_io = TRUE;     /* prev stays zero: cur holds the increase */
+    cc->have_io = TRUE;
+    cc->rd_ops = s.rd_ops;
+    cc->wr_ops = s.wr_ops;
+    cc->flush_ops = s.flush_ops;
+    cc->rd_bytes = s.rd_bytes;
+    cc->wr_bytes = s.wr_bytes;
+    cc->rd_total_ns = s.rd_total_ns;
+    cc->wr_total_ns = s.wr_total_ns;
+    cc->flush_total_ns = s.flush_total_ns;
+}
+
+/* utime+stime in ns, floor(ticks * 1e9 / hz) without overflowing early. */
+static gboolean
+ticks_ns(const ProbeThreadCounters *t, guint64 hz, guint64 *ns)
+{
+    guint64 ticks = t->utime_ticks + t->stime_ticks;
+
+    if (ticks < t->utime_ticks || ticks / hz > G_MAXUINT64 / 1000000000 - 1)
+        return FALSE;
+    *ns = ticks / hz * 1000000000 + ticks % hz * 1000000000 / hz;
     return TRUE;
 }
 
+/*
+ * The CPU group: only for the same tid.  CPU time is schedstat's run time
+ * when both snapshots have it, else utime+stime (whose run-queue wait is
+ * unknown: 0 on both sides).
+ */
 static void
-derive_io(const ProbeIothreadSnap *a, const ProbeIothreadSnap *b, double secs,
-          double interval_ns, PolicyMetrics *m, double *ops)
-{
-    BlockDelta d;
-
-    *ops = 0;
-    if (!block_delta(a, b, &d))
-        return;
-    *ops = d.rd_ops + d.wr_ops + d.flush_ops;
-    m->have_io = TRUE;
-    m->rd_iops = d.rd_ops / secs;
-    m->wr_iops = d.wr_ops / secs;
-    m->flush_iops = d.flush_ops / secs;
-    m->rd_mbps = d.rd_bytes / 1e6 / secs;
-    m->wr_mbps = d.wr_bytes / 1e6 / secs;
-    m->lat_mean_ns = *ops > 0 ? d.time_ns / *ops : 0;
-    /* Little's law: busy request-time per unit of time is the mean depth. */
-    m->queue_depth = d.time_ns / interval_ns;
-}
-
-static void
-derive_cpu(const ProbeTargetSnap *prev, const ProbeTargetSnap *cur,
-           const ProbeIothreadSnap *a, const ProbeIothreadSnap *b,
-           double secs, double interval_ns, double ops, PolicyMetrics *m)
+counters_cpu(const ProbeTargetSnap *prev, const ProbeTargetSnap *cur,
+             const ProbeIothreadSnap *a, const ProbeIothreadSnap *b,
+             PolicyCounters *pc, PolicyCounters *cc)
 {
     const ProbeThreadCounters *p = &a->thread, *c = &b->thread;
-    guint64 vcsw, nvcsw, cpu, wait = 0;
-    double cpu_ns;
-    gboolean sched = p->have_schedstat && c->have_schedstat;
 
     if (!a->have_thread || !b->have_thread || a->tid != b->tid)
         return;
-    if (!delta(p->vcsw, c->vcsw, &vcsw) || !delta(p->nvcsw, c->nvcsw, &nvcsw))
-        return;
-    if (sched) {
-        if (!delta(p->run_ns, c->run_ns, &cpu) ||
-            !delta(p->wait_ns, c->wait_ns, &wait))
-            return;
-        cpu_ns = (double)cpu;
+    if (p->have_schedstat && c->have_schedstat) {
+        pc->cpu_ns = p->run_ns;
+        cc->cpu_ns = c->run_ns;
+        pc->run_delay_ns = p->wait_ns;
+        cc->run_delay_ns = c->wait_ns;
     } else {
-        guint64 du, ds;
-
-        if (!delta(p->utime_ticks, c->utime_ticks, &du) ||
-            !delta(p->stime_ticks, c->stime_ticks, &ds) || cur->clk_tck == 0 ||
-            prev->clk_tck != cur->clk_tck)
+        /* Each of utime and stime is a counter: neither may go back. */
+        if (cur->clk_tck == 0 || prev->clk_tck != cur->clk_tck ||
+            c->utime_ticks < p->utime_ticks || c->stime_ticks < p->stime_ticks ||
+            !ticks_ns(p, cur->clk_tck, &pc->cpu_ns) ||
+            !ticks_ns(c, cur->clk_tck, &cc->cpu_ns))
             return;
-        cpu_ns = ((double)du + (double)ds) * 1e9 / (double)cur->clk_tck;
     }
-    m->have_cpu = TRUE;
-    m->cpu_pct = 100.0 * cpu_ns / interval_ns;
-    m->blocks_per_s = (double)vcsw / secs;
-    m->blocks_per_op = ops > 0 ? (double)vcsw / ops : 0;
-    m->nvcsw_per_s = (double)nvcsw / secs;
-    m->run_delay_pct = 100.0 * (double)wait / interval_ns;
+    pc->vol_ctxsw = p->vcsw;
+    cc->vol_ctxsw = c->vcsw;
+    pc->nonvol_ctxsw = p->nvcsw;
+    cc->nonvol_ctxsw = c->nvcsw;
+    pc->have_cpu = TRUE;
+    cc->have_cpu = TRUE;
 }
 
+/* The exits group: never subtract one source's count from another's. */
 static void
-derive_exits(const ProbeTargetSnap *prev, const ProbeTargetSnap *cur,
-             double secs, double ops, PolicyMetrics *m)
+counters_exits(const ProbeTargetSnap *prev, const ProbeTargetSnap *cur,
+               PolicyCounters *pc, PolicyCounters *cc)
 {
     const ProbeExitCounters *p = &prev->exits, *c = &cur->exits;
-    guint64 d;
 
     if (c->source == PROBE_EXIT_SOURCE_NONE || p->source != c->source ||
         !probe_exit_counters_has(p, PROBE_EXIT_EXITS) ||
-        !probe_exit_counters_has(c, PROBE_EXIT_EXITS) ||
-        !delta(p->v[PROBE_EXIT_EXITS], c->v[PROBE_EXIT_EXITS], &d))
+        !probe_exit_counters_has(c, PROBE_EXIT_EXITS))
         return;
-    m->have_exits = TRUE;
-    m->exits_per_s = (double)d / secs;
-    m->exits_per_op = ops > 0 ? (double)d / ops : 0;
+    pc->have_exits = TRUE;
+    cc->have_exits = TRUE;
+    pc->exits = p->v[PROBE_EXIT_EXITS];
+    cc->exits = c->v[PROBE_EXIT_EXITS];
 }
 
 gboolean
@@ -146,28 +144,30 @@ probe_derive_iothread(const ProbeTargetSnap *prev, const ProbeTargetSnap *cur,
                       const char *id, PolicyMetrics *out)
 {
     const ProbeIothreadSnap *a, *b;
-    double interval_ns, secs, ops;
-    PolicyMetrics m = { 0 };
+    PolicyCounters pc = { 0 }, cc = { 0 };
 
-    m.when_ms = cur->when_ms;
+    *out = (PolicyMetrics){ .when_ms = cur->when_ms };
     b = probe_target_snap_find(cur, id);
     if (b && b->have_triple)
-        m.triple = b->triple;
-    *out = m;
-    if (!b || !prev || prev->pid != cur->pid || cur->mono_ns <= prev->mono_ns)
+        out->triple = b->triple;
+    if (!b || !prev || prev->pid != cur->pid)
         return FALSE;
     a = probe_target_snap_find(prev, id);
     if (!a)
         return FALSE;
 
-    m.interval_ns = cur->mono_ns - prev->mono_ns;
-    interval_ns = (double)m.interval_ns;
-    secs = interval_ns / 1e9;
-    derive_io(a, b, secs, interval_ns, &m, &ops);
-    derive_cpu(prev, cur, a, b, secs, interval_ns, ops, &m);
-    derive_exits(prev, cur, secs, ops, &m);
-    *out = m;
-    return m.have_io || m.have_cpu || m.have_exits;
+    pc.when_ms = prev->when_ms;
+    pc.mono_ns = prev->mono_ns;
+    cc.when_ms = cur->when_ms;
+    cc.mono_ns = cur->mono_ns;
+    cc.triple = out->triple;
+    counters_io(a, b, &pc, &cc);
+    counters_cpu(prev, cur, a, b, &pc, &cc);
+    counters_exits(prev, cur, &pc, &cc);
+    /* FALSE only when time did not advance: no rates, @out stays as set. */
+    if (!policy_metrics_from_counters(&pc, &cc, out, NULL))
+        return FALSE;
+    return out->have_io || out->have_cpu || out->have_exits;
 }
 
 static const ProbeVcpuWait *
@@ -183,62 +183,46 @@ vcpu_find(const GArray *vcpus, int pid, int tid)
 }
 
 static void
-derive_vcpu_delay(const ProbeHostSnap *prev, const ProbeHostSnap *cur,
-                  double interval_ns, PolicyHost *h)
+host_counters(const ProbeHostSnap *s, PolicyHostCounters *hc)
 {
-    double sum = 0;
-    guint n = 0;
-
-    for (guint i = 0; i < cur->vcpus->len; i++) {
-        const ProbeVcpuWait *c = &g_array_index(cur->vcpus, ProbeVcpuWait, i);
-        const ProbeVcpuWait *p = vcpu_find(prev->vcpus, c->pid, c->tid);
-        guint64 d;
-
-        /* New threads and restarted counters join at the next tick. */
-        if (!p || !delta(p->wait_ns, c->wait_ns, &d))
-            continue;
-        sum += 100.0 * (double)d / interval_ns;
-        n++;
+    hc->when_ms = s->when_ms;
+    hc->mono_ns = s->mono_ns;
+    hc->have_psi = s->have_psi;
+    hc->psi_some_avg10 = s->psi.some_avg10;
+    hc->psi_full_avg10 = s->psi.have_full ? s->psi.full_avg10 : 0;
+    hc->psi_some_total_us = s->psi.some_total_us;
+    hc->have_stat = s->have_stat;
+    if (s->have_stat) {
+        hc->n_cpus = s->stat.n_cpus;
+        hc->cpu_busy = s->stat.busy_ticks;
+        hc->cpu_total = s->stat.total_ticks;
     }
-    if (n == 0)
-        return;
-    h->have_vcpu_delay = TRUE;
-    h->vcpu_run_delay_pct = sum / n;
 }
 
 gboolean
 probe_derive_host(const ProbeHostSnap *prev, const ProbeHostSnap *cur,
                   PolicyHost *out)
 {
-    PolicyHost h = { 0 };
-    double interval_ns;
-    guint64 d, busy, total;
+    PolicyHostCounters pc = { 0 }, cc = { 0 };
+    guint n = 0;
 
-    h.when_ms = cur->when_ms;
-    if (cur->have_stat)
-        h.n_cpus = cur->stat.n_cpus;
-    *out = h;
-    if (!prev || cur->mono_ns <= prev->mono_ns)
+    host_counters(cur, &cc);
+    *out = (PolicyHost){ .when_ms = cur->when_ms, .n_cpus = cc.n_cpus };
+    if (!prev)
         return FALSE;
-    interval_ns = (double)(cur->mono_ns - prev->mono_ns);
+    host_counters(prev, &pc);
+    /* The vCPU threads present in both: new threads and restarted
+     * counters join at the next tick. */
+    for (guint i = 0; i < cur->vcpus->len; i++) {
+        const ProbeVcpuWait *c = &g_array_index(cur->vcpus, ProbeVcpuWait, i);
+        const ProbeVcpuWait *p = vcpu_find(prev->vcpus, c->pid, c->tid);
 
-    if (prev->have_psi && cur->have_psi &&
-        delta(prev->psi.some_total_us, cur->psi.some_total_us, &d)) {
-        h.have_psi = TRUE;
-        h.psi_some_avg10 = cur->psi.some_avg10;
-        h.psi_full_avg10 = cur->psi.have_full ? cur->psi.full_avg10 : 0;
-        h.psi_some_pct = 100.0 * (double)d * 1000.0 / interval_ns;
+        if (p && delta_add(p->wait_ns, c->wait_ns, &cc.vcpu_run_delay_ns))
+            n++;
     }
-    /* Ticks, not time: busy over total is exact whatever the tick rate. */
-    if (prev->have_stat && cur->have_stat &&
-        prev->stat.n_cpus == cur->stat.n_cpus &&
-        delta(prev->stat.busy_ticks, cur->stat.busy_ticks, &busy) &&
-        delta(prev->stat.total_ticks, cur->stat.total_ticks, &total) &&
-        total > 0) {
-        h.have_stat = TRUE;
-        h.cpu_busy_pct = 100.0 * cur->stat.n_cpus * (double)busy / (double)total;
-    }
-    derive_vcpu_delay(prev, cur, interval_ns, &h);
-    *out = h;
-    return h.have_psi || h.have_stat || h.have_vcpu_delay;
+    pc.have_vcpu_delay = cc.have_vcpu_delay = n > 0;
+    pc.n_vcpus = cc.n_vcpus = n;
+    if (!policy_host_from_counters(&pc, &cc, out, NULL))
+        return FALSE;
+    return out->have_psi || out->have_stat || out->have_vcpu_delay;
 }

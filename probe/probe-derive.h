@@ -15,6 +15,9 @@
  *     (ns) when both snapshots have it, else utime+stime in clock ticks;
  *   - exit figures need the same exit source in both snapshots;
  *   - per-operation ratios are 0 when there was no I/O (or no I/O figures).
+ * The rates themselves are policy-counters.h's: the snapshots are laid out
+ * as a pair of PolicyCounters (PolicyHostCounters), so the daemon and the
+ * polling simulator share every formula.
  */
 #pragma once
 

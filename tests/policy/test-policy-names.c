@@ -208,13 +208,24 @@ test_host_counters(void)
 
     b.mono_ns = 1000000000;
     b.psi_some_total_us = 250000;   /* 25% of the second */
-    b.busy_ns = 1500000000;         /* 1.5 cores */
+    b.cpu_busy = 1500000000;        /* 1.5 of the 2 cores */
+    b.cpu_total = 2000000000;
     b.vcpu_run_delay_ns = 400000000; /* 0.1 s per vCPU */
     g_assert_true(policy_host_from_counters(&a, &b, &h, NULL));
     g_assert_cmpfloat_with_epsilon(h.psi_some_pct, 25, 1e-9);
     g_assert_cmpfloat_with_epsilon(h.cpu_busy_pct, 150, 1e-9);
     g_assert_cmpfloat_with_epsilon(h.vcpu_run_delay_pct, 10, 1e-9);
     g_assert_true(isfinite(h.psi_some_pct));
+
+    /* A first PSI reading has no share of this tick yet: no PSI group. */
+    a.have_psi = FALSE;
+    /* Another vCPU set or CPU count: those sums do not compare. */
+    a.n_vcpus = 3;
+    a.n_cpus = 4;
+    g_assert_true(policy_host_from_counters(&a, &b, &h, NULL));
+    g_assert_false(h.have_psi || h.have_stat || h.have_vcpu_delay);
+    g_assert_cmpfloat(h.psi_some_pct, ==, 0);
+    g_assert_cmpfloat(h.cpu_busy_pct, ==, 0);
 }
 
 int

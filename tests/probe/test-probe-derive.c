@@ -240,6 +240,12 @@ test_ticks_fallback(void)
     g_assert_cmpfloat(m.run_delay_pct, ==, 0);
     b->clk_tck = 0;
     g_assert_false(probe_derive_iothread(a, b, "iot0", &m));
+    /* utime went back, stime more than made up for it: still a restart. */
+    b->clk_tck = 100;
+    cb = (ProbeThreadCounters){ .utime_ticks = 90, .stime_ticks = 200 };
+    probe_iothread_snap_set_thread(probe_target_snap_iothread(b, "iot0"), 5, &cb);
+    g_assert_false(probe_derive_iothread(a, b, "iot0", &m));
+    g_assert_false(m.have_cpu);
 }
 
 static void
