@@ -62,6 +62,7 @@ test_libvirt(void)
     g_autoptr(PtTestDomain) after = NULL;
     g_autoptr(PtTestDaemon) d = NULL;
     g_autofree char *conf = NULL;
+    g_autofree char *after_name = NULL;
     Seen seen;
     VirshWait vw;
 
@@ -93,7 +94,8 @@ test_libvirt(void)
     /* A domain started later is found through the lifecycle event. */
     after = pt_test_domain_start(lvd, &err);
     g_assert_no_error(err);
-    seen = (Seen){ d, after->name, TRUE };
+    after_name = g_strdup(after->name);     /* outlives the domain handle */
+    seen = (Seen){ d, after_name, TRUE };
     g_assert_true(pt_test_wait(target_seen, &seen, 3000));
 
     /* Destroyed: detached. */
