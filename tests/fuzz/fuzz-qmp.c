@@ -7,7 +7,8 @@
  */
 #include "qmp-decode.h"
 #include "qmp-json.h"
-#include "qmp-stream.h"
+
+#include "fuzz-stream.h"
 
 #include <stdint.h>
 
@@ -50,17 +51,6 @@ on_message(const char *text, gsize len, gpointer user_data, GError **error)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    g_autoptr(QmpStream) s = NULL;
-    gsize chunk;
-
-    if (size < 1)
-        return 0;
-    chunk = data[0] ? data[0] : size;
-    data++;
-    size--;
-    s = qmp_stream_new(64 * 1024, 32, on_message, NULL);
-    for (gsize off = 0; off < size; off += chunk)
-        if (!qmp_stream_feed(s, (const char *)data + off, MIN(chunk, size - off), NULL))
-            break;
+    fuzz_stream_feed(data, size, on_message);
     return 0;
 }

@@ -1,0 +1,264 @@
+/*
+ * polltuned.conf loading: the shipped example parses and means the
+ * defaults, and every kind of mistake is refused with an error that names
+ * the file, the line, the group and the key, so the operator can go
+ * straight to it.
+ */
+#include "pt-conf.h"
+
+#include <string.h>
+
+static void
+test_example(void)
+{
+    const char *root = g_getenv("PT_SOURCE_ROOT");
+    g_autofree char *path = NULL;
+    g_autoptr(GError) err = NULL;
+    g_autoptr(PtConf) conf = NULL;
+    g_autoptr(PtConf) def = pt_conf_new_default();
+
+    g_assert_nonnull(root);
+    path = g_build_filename(root, "docs", "polltuned.conf.example", NULL);
+    conf = pt_conf_load(path, TRUE, &err);
+    g_assert_no_error(err);
+    g_assert_nonnull(conf);
+
+    /* The example sets every key to its default, as it says. */
+    g_assert_cmpuint(conf->interval_ms, ==, def->interval_ms);
+    g_assert_cmpint(conf->mode, ==, def->mode);
+    g_assert_cmpint(conf->restore_on_exit, ==, def->restore_on_exit);
+    g_assert_cmpint(conf->on_restart, ==, def->on_restart);
+    g_assert_cmpuint(conf->qmp_timeout_ms, ==, def->qmp_timeout_ms);
+    g_assert_cmpstr(conf->exits_source, ==, def->exits_source);
+    g_assert_cmpstr(conf->database, ==, def->database);
+    g_assert_cmpstr(conf->control_socket, ==, def->control_socket);
+    g_assert_cmpstr(conf->control_group, ==, def->control_group);
+    g_assert_null(conf->admin_group);
+    g_assert_cmpstr(conf->metrics_listen, ==, def->metrics_listen);
+    g_assert_true(conf->libvirt);
+    g_assert_cmpstr(conf->libvirt_uri, ==, def->libvirt_uri);
+    g_assert_cmpuint(g_strv_length(conf->qmp_sockets), ==, 0);
+    g_assert_cmpuint(g_strv_length(conf->qmp_globs), ==, 0);
+    g_assert_cmpint(conf->raw_retention_ms, ==, def->raw_retention_ms);
+    g_assert_cmpint(conf->rollup_1m_retention_ms, ==, def->rollup_1m_retention_ms);
+    g_assert_cmpint(conf->rollup_1h_retention_ms, ==, def->rollup_1h_retention_ms);
+    g_assert_cmpint(conf->max_size_bytes, ==, def->max_size_bytes);
+    g_assert_true(memcmp(&conf->policy->default_spec, &def->policy->default_spec,
+                         sizeof(PolicySpec)) == 0);
+    g_assert_cmpuint(conf->policy->max_poll_max_ns, ==, def->policy->max_poll_max_ns);
+    g_assert_cmpuint(conf->policy->grow_min, ==, def->policy->grow_min);
+    g_assert_cmpuint(conf->policy->grow_max, ==, def->policy->grow_max);
+    g_assert_cmpuint(conf->policy->shrink_min, ==, def->policy->shrink_min);
+    g_assert_cmpuint(conf->policy->shrink_max, ==, def->policy->shrink_max);
+    g_assert_cmpint(conf->policy->min_dwell_ms, ==, def->policy->min_dwell_ms);
+    g_assert_cmpint(conf->policy->revalidate_ms, ==, def->policy->revalidate_ms);
+    g_assert_cmpfloat(conf->policy->idle_iops, ==, def->policy->idle_iops);
+    g_assert_cmpfloat(conf->policy->budget_cores, ==, def->policy->budget_cores);
+    g_assert_cmpfloat(conf->policy->psi_some_limit, ==, def->policy->psi_some_limit);
+    g_assert_cmpfloat(conf->policy->vcpu_delay_limit, ==, def->policy->vcpu_delay_limit);
+    g_assert_cmpfloat(conf->policy->iothread_delay_limit, ==,
+                      def->policy->iothread_delay_limit);
+    g_assert_cmpuint(conf->policy->rules->len, ==, 0);
+}
+
+static void
+test_missing(void)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(PtConf) conf = pt_conf_load("/nonexistent/polltuned.conf", FALSE, &err);
+    g_autoptr(PtConf) strict = NULL;
+
+    g_assert_no_error(err);
+    g_assert_nonnull(conf);
+    g_assert_cmpuint(conf->interval_ms, ==, 1000);
+    strict = pt_conf_load("/nonexistent/polltuned.conf", TRUE, &err);
+    g_assert_null(strict);
+    g_assert_nonnull(err);
+    g_assert_nonnull(strstr(err->message, "/nonexistent/polltuned.conf"));
+}
+
+static void
+test_values(void)
+{
+    static const char text[] =
+        "[daemon]\n"
+        "interval = 250ms\n"
+        "mode = observe\n"
+        "restore-on-exit = no\n"
+        "on-restart = restore\n"
+        "database = :memory:\n"
+        "admin-group = wheel\n"
+        "metrics-listen =\n"
+        "[targets]\n"
+        "libvirt = false\n"
+        "qmp-sockets = /run/a.sock; /run/b.sock\n"
+        "qmp-globs = /run/qemu/*.qmp\n"
+        "[retention]\n"
+        "raw = 2d\n"
+        "max-size = 512 MiB\n"
+        "[policy]\n"
+        "default = static:32768/2/2\n"
+        "budget-cores = 1.5\n"
+        "[rule db-*]\n"
+        "policy = adaptive:latency\n"
+        "[rule web-*/iothread1]\n"
+        "policy = off\n";
+    g_autoptr(GError) err = NULL;
+    g_autoptr(PtConf) c = pt_conf_load_data(text, strlen(text), "t.conf", &err);
+    const PolicySpec *s;
+
+    g_assert_no_error(err);
+    g_assert_cmpuint(c->interval_ms, ==, 250);
+    g_assert_cmpint(c->mode, ==, PT_MODE_OBSERVE);
+    g_assert_false(c->restore_on_exit);
+    g_assert_cmpint(c->on_restart, ==, PT_RESTART_RESTORE);
+    g_assert_cmpstr(c->database, ==, ":memory:");
+    g_assert_cmpstr(c->admin_group, ==, "wheel");
+    g_assert_null(c->metrics_listen);
+    g_assert_false(c->libvirt);
+    g_assert_cmpuint(g_strv_length(c->qmp_sockets), ==, 2);
+    g_assert_cmpstr(c->qmp_sockets[1], ==, "/run/b.sock");
+    g_assert_cmpstr(c->qmp_globs[0], ==, "/run/qemu/*.qmp");
+    g_assert_cmpint(c->raw_retention_ms, ==, 2 * 86400000LL);
+    g_assert_cmpint(c->max_size_bytes, ==, 512LL << 20);
+    g_assert_cmpint(c->policy->default_spec.kind, ==, POLICY_KIND_STATIC);
+    g_assert_cmpfloat(c->policy->budget_cores, ==, 1.5);
+    /* Rules keep file order; the first match wins. */
+    g_assert_cmpuint(c->policy->rules->len, ==, 2);
+    s = policy_config_lookup(c->policy, "db-7", "iothread0");
+    g_assert_cmpint(s->kind, ==, POLICY_KIND_ADAPTIVE);
+    g_assert_cmpint(s->objective, ==, POLICY_OBJECTIVE_LATENCY);
+    s = policy_config_lookup(c->policy, "web-1", "iothread1");
+    g_assert_cmpint(s->kind, ==, POLICY_KIND_OFF);
+    s = policy_config_lookup(c->policy, "web-1", "iothread0");
+    g_assert_cmpint(s->kind, ==, POLICY_KIND_STATIC);
+}
+
+typedef struct {
+    const char *name;
+    const char *text;
+    gsize len;              /* 0: strlen(text) */
+    /* Each must appear in the message; NULL ends the list. */
+    const char *expect[4];
+} BadCase;
+
+#define NUL_TEXT "[daemon]\ninterval = 1s\n\0mode = observe\n"
+
+static const BadCase bad_cases[] = {
+    { "unknown-key", "[daemon]\ninterval = 1s\nintervall = 2s\n", 0,
+      { "bad.conf:3:", "[daemon]", "intervall", "unknown key" } },
+    { "unknown-group", "[daemon]\nmode = observe\n\n[deamon]\n", 0,
+      { "bad.conf:4:", "unknown group", "[deamon]" } },
+    { "bad-duration", "[daemon]\n# tick\ninterval = 5 parsecs\n", 0,
+      { "bad.conf:3:", "[daemon]", "interval", "unknown unit" } },
+    { "duration-range", "[daemon]\ninterval = 10ms\n", 0,
+      { "bad.conf:2:", "[daemon]", "interval", "outside" } },
+    { "duration-overflow", "[retention]\nraw = 99999999999999999999w\n", 0,
+      { "bad.conf:2:", "[retention]", "raw", "too large" } },
+    { "bad-mode", "[daemon]\nmode = enforcing\n", 0,
+      { "bad.conf:2:", "[daemon]", "mode", "'enforcing'" } },
+    { "bad-restart", "[daemon]\non-restart = maybe\n", 0,
+      { "bad.conf:2:", "[daemon]", "on-restart", "restore or resume" } },
+    { "bad-bool", "[daemon]\nrestore-on-exit = sometimes\n", 0,
+      { "bad.conf:2:", "[daemon]", "restore-on-exit", "true or false" } },
+    { "bad-exits", "[daemon]\nexits-source = ebpf\n", 0,
+      { "bad.conf:2:", "[daemon]", "exits-source", "'ebpf'" } },
+    { "relative-database", "[daemon]\ndatabase = history.db\n", 0,
+      { "bad.conf:2:", "[daemon]", "database", "absolute path" } },
+    { "relative-socket", "[daemon]\ncontrol-socket = control.sock\n", 0,
+      { "bad.conf:2:", "[daemon]", "control-socket", "absolute path" } },
+    { "relative-qmp", "[targets]\nqmp-sockets = /run/a.sock;b.sock\n", 0,
+      { "bad.conf:2:", "[targets]", "qmp-sockets", "'b.sock'" } },
+    { "empty-group", "[daemon]\ncontrol-group =\n", 0,
+      { "bad.conf:2:", "[daemon]", "control-group", "empty" } },
+    { "bad-listen", "[daemon]\nmetrics-listen = localhost\n", 0,
+      { "bad.conf:2:", "[daemon]", "metrics-listen", "HOST:PORT" } },
+    { "bad-size", "[retention]\nmax-size = 2 parsecs\n", 0,
+      { "bad.conf:2:", "[retention]", "max-size", "unknown unit" } },
+    { "small-size", "[retention]\nmax-size = 1MiB\n", 0,
+      { "bad.conf:2:", "[retention]", "max-size", "16MiB" } },
+    { "bad-default-policy", "[policy]\ndefault = aggressive\n", 0,
+      { "bad.conf:2:", "[policy]", "default", "unknown name" } },
+    { "bad-number", "[policy]\nbudget-cores = lots\n", 0,
+      { "bad.conf:2:", "[policy]", "budget-cores", "'lots'" } },
+    { "bad-uint", "[policy]\nmax-poll-max-ns = -5\n", 0,
+      { "bad.conf:2:", "[policy]", "max-poll-max-ns", "whole number" } },
+    { "rule-bad-spec", "[policy]\n\n[rule db-*]\npolicy = static:fast\n", 0,
+      { "bad.conf:4:", "[rule db-*]", "policy", "'fast'" } },
+    { "rule-out-of-bounds", "[policy]\nmax-poll-max-ns = 1000\n[rule x]\npolicy = static:5000\n", 0,
+      { "bad.conf:4:", "[rule x]", "policy", "policy rule 'x'" } },
+    { "rule-without-policy", "[rule x]\n", 0,
+      { "bad.conf", "[rule x]", "policy", "needs a policy" } },
+    { "rule-unknown-key", "[rule x]\npolicy = off\nobjective = latency\n", 0,
+      { "bad.conf:3:", "[rule x]", "objective", "unknown key" } },
+    { "nul-byte", NUL_TEXT, sizeof(NUL_TEXT) - 1,
+      { "bad.conf", "NUL" } },
+    { "syntax", "[daemon]\nthis line has no equals sign\n", 0,
+      { "bad.conf" } },
+};
+
+static void
+test_bad(gconstpointer data)
+{
+    const BadCase *bc = data;
+    gsize len = bc->len ? bc->len : strlen(bc->text);
+    g_autoptr(GError) err = NULL;
+    g_autoptr(PtConf) c = pt_conf_load_data(bc->text, len, "bad.conf", &err);
+
+    g_assert_null(c);
+    g_assert_nonnull(err);
+    g_test_message("%s: %s", bc->name, err->message);
+    for (guint i = 0; i < G_N_ELEMENTS(bc->expect) && bc->expect[i]; i++)
+        if (!strstr(err->message, bc->expect[i]))
+            g_error("%s: '%s' does not mention '%s'", bc->name, err->message, bc->expect[i]);
+    /* Every message leads with the file's name. */
+    g_assert_true(g_str_has_prefix(err->message, "bad.conf"));
+}
+
+static void
+test_units(void)
+{
+    static const struct {
+        const char *text;
+        gboolean duration;
+        gint64 value;       /* -1: must fail */
+    } cases[] = {
+        { "1500", TRUE, 1500 }, { "250ms", TRUE, 250 }, { "2s", TRUE, 2000 },
+        { "3m", TRUE, 180000 }, { "48h", TRUE, 172800000 }, { "2w", TRUE, 1209600000 },
+        { "1 S", TRUE, 1000 }, { "", TRUE, -1 }, { "-1s", TRUE, -1 }, { "1y", TRUE, -1 },
+        { "s", TRUE, -1 }, { "4096", FALSE, 4096 }, { "16MiB", FALSE, 16 << 20 },
+        { "2G", FALSE, 2LL << 30 }, { "1TiB", FALSE, 1LL << 40 }, { "1 kib", FALSE, 1024 },
+        { "1PB", FALSE, -1 }, { "99999999999T", FALSE, -1 },
+    };
+
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autoptr(GError) err = NULL;
+        gint64 v = 0;
+        gboolean ok = cases[i].duration ? pt_parse_duration(cases[i].text, &v, &err)
+                                        : pt_parse_size(cases[i].text, &v, &err);
+
+        if (cases[i].value < 0) {
+            g_assert_false(ok);
+            g_assert_nonnull(err);
+        } else {
+            g_assert_no_error(err);
+            g_assert_cmpint(v, ==, cases[i].value);
+        }
+    }
+}
+
+int
+main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/conf/example", test_example);
+    g_test_add_func("/conf/missing", test_missing);
+    g_test_add_func("/conf/values", test_values);
+    g_test_add_func("/conf/units", test_units);
+    for (gsize i = 0; i < G_N_ELEMENTS(bad_cases); i++) {
+        g_autofree char *path = g_strdup_printf("/conf/bad/%s", bad_cases[i].name);
+
+        g_test_add_data_func(path, &bad_cases[i], test_bad);
+    }
+    return g_test_run();
+}

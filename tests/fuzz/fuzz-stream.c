@@ -1,0 +1,18 @@
+#include "fuzz-stream.h"
+
+void
+fuzz_stream_feed(const uint8_t *data, size_t size, QmpStreamMessageFunc on_message)
+{
+    g_autoptr(QmpStream) s = NULL;
+    gsize chunk;
+
+    if (size < 1)
+        return;
+    chunk = data[0] ? data[0] : size;
+    data++;
+    size--;
+    s = qmp_stream_new(64 * 1024, 32, on_message, NULL);
+    for (gsize off = 0; off < size; off += chunk)
+        if (!qmp_stream_feed(s, (const char *)data + off, MIN(chunk, size - off), NULL))
+            break;
+}

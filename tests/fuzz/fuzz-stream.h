@@ -1,0 +1,14 @@
+/*
+ * Feed fuzz input through a QmpStream as a peer's bytes would arrive.
+ *
+ * The first input byte picks the chunk size (0: all at once), so messages
+ * torn at every boundary are explored too; the rest is the stream.  Limits
+ * are the daemon's: 64 KiB per message, nesting depth 32.
+ */
+#pragma once
+
+#include "qmp-stream.h"
+
+#include <stdint.h>
+
+void fuzz_stream_feed(const uint8_t *data, size_t size, QmpStreamMessageFunc on_message);
