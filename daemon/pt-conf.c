@@ -500,6 +500,9 @@ pt_conf_read_policy(PtConfReader *r, PtConf *c, GError **error)
     r->group = "policy";
     if (!policy_config_validate(p, &err))
         return pt_conf_fail(r, "default", error, "%s", err->message);
+    if (p->default_spec.kind == POLICY_KIND_STATIC &&
+        !policy_config_check_triple(p, &p->default_spec.triple, &err))
+        return pt_conf_fail(r, "default", error, "%s", err->message);
     return TRUE;
 }
 
@@ -519,6 +522,21 @@ pt_conf_load_data(const char *data, gsize len, const char *name, GError **error)
         g_set_error(error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_PARSE,
                     "%s: contains a NUL byte", name);
         return NULL;
+    }
+    /* GKeyFile quietly drops values that are not UTF-8, which would turn a
+     * typo into a default; name the line instead. */
+    {
+        const char *bad = NULL;
+
+        if (!g_utf8_validate(text, len, &bad)) {
+            guint line = 1;
+
+            for (const char *p = text; p < bad; p++)
+                line += *p == '\n';
+            g_set_error(error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_PARSE,
+                        "%s:%u: not valid UTF-8", name, line);
+            return NULL;
+        }
     }
     if (!g_key_file_load_from_data(kf, text, len, G_KEY_FILE_NONE, &err)) {
         g_set_error(error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_PARSE, "%s: %s",

@@ -145,6 +145,10 @@ typedef struct {
 #define NUL_TEXT "[daemon]\ninterval = 1s\n\0mode = observe\n"
 
 static const BadCase bad_cases[] = {
+    { "not-utf8", "[daemon]\ninterval = 1s\nmode = \xff\n", 0,
+      { "bad.conf:3:", "not valid UTF-8" } },
+    { "static-default-out-of-bounds", "[policy]\ndefault = static:900000/0/0\n", 0,
+      { "bad.conf:2:", "[policy]", "default" } },
     { "unknown-key", "[daemon]\ninterval = 1s\nintervall = 2s\n", 0,
       { "bad.conf:3:", "[daemon]", "intervall", "unknown key" } },
     { "unknown-group", "[daemon]\nmode = observe\n\n[deamon]\n", 0,
