@@ -175,6 +175,34 @@ test_mode(void)
     CTL_FAILS(2, "mode", "mode", "sideways");
 }
 
+static void
+test_reload(void)
+{
+    g_autofree char *out = NULL;
+    g_autofree char *good = NULL;
+    g_autofree char *bad = NULL;
+    g_autoptr(json_object) empty = NULL;
+
+    if (!cli_live_setup())
+        return;
+    /* A rule from policy set lasts until the reload. */
+    g_free(CTL_OK("policy", "set", "vm-*", "static:50000/2/2"));
+    cli_assert_poll("iot0", 50000, 3000);
+    out = CTL_OK("reload");
+    g_assert_cmpstr(out, ==, "configuration reloaded\n");
+    cli_assert_poll("iot0", 70000, 3000);
+
+    /* A broken file is refused, naming file, line and key. */
+    g_assert_true(g_file_get_contents(cli_live.d->conf_path, &good, NULL, NULL));
+    bad = g_strconcat(good, "[rule vm-*]\npolicy = static:abc\n", NULL);
+    g_assert_true(g_file_set_contents(cli_live.d->conf_path, bad, -1, NULL));
+    CTL_FAILS(1, "reload: GenericError: ", "reload");
+    CTL_FAILS(1, "[rule vm-*] policy", "reload");
+    g_assert_true(g_file_set_contents(cli_live.d->conf_path, good, -1, NULL));
+    empty = CTL_JSON("reload");
+    g_assert_cmpint(json_object_object_length(empty), ==, 0);
+}
+
 static gboolean
 listed(const char *name)
 {
@@ -340,6 +368,7 @@ main(int argc, char **argv)
     cli_live_add("/cli/daemon/override-expires", test_override_expires);
     cli_live_add("/cli/daemon/mode", test_mode);
     cli_live_add("/cli/daemon/attach-detach", test_attach_detach);
+    cli_live_add("/cli/daemon/reload", test_reload);
     cli_live_add("/cli/daemon/permission", test_permission);
     return cli_live_run(NULL);
 }

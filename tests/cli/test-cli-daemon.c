@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 
 #include "cli-live.h"
+#include "pt-config.h"
 
 /* ---- the read commands ------------------------------------------------ */
 
@@ -193,12 +194,12 @@ test_history(void)
 }
 
 static char **
-export_lines(const char *format, gint64 from, gint64 to, const char *path)
+export_lines(const char *format, gint64 from, gint64 to, const char *path, const char *extra)
 {
     g_autofree char *since = cli_test_iso(from);
     g_autofree char *until = cli_test_iso(to);
     g_autofree char *out = CTL_OK("export", "--format", format, "--since", since, "--until",
-                                  until, "-o", path);
+                                  until, "-o", path, extra);
     g_autofree char *data = NULL;
 
     g_assert_true(g_str_has_prefix(out, "wrote "));
@@ -223,8 +224,8 @@ test_export(void)
     settled_range(&from, &to);
     want = cli_expected_csv(cli_live.d->db_path, CLI_RAW_QUERY, from, to, dec, CLI_N_RAW, 0);
     g_assert_cmpuint(want->len, >=, 16);
-    csv = export_lines("csv", from, to, csv_path);
-    jsonl = export_lines("jsonl", from, to, jsonl_path);
+    csv = export_lines("csv", from, to, csv_path, NULL);
+    jsonl = export_lines("jsonl", from, to, jsonl_path, NULL);
 
     n = g_strv_length(csv);
     g_assert_true(g_str_has_prefix(csv[0], "time,target,iothread,tick_ns,poll_max_ns,"));
@@ -253,6 +254,50 @@ test_export(void)
         }
     }
     g_assert_cmpstr(jsonl[want->len], ==, "");
+}
+
+static void
+test_export_decisions(void)
+{
+    static const int dec[7] = { 0 };
+    g_autofree char *path = g_build_filename(cli_live.tmp_dir, "d.csv", NULL);
+    g_autoptr(GPtrArray) want = NULL;
+    g_auto(GStrv) got = NULL;
+    gint64 from, to;
+    guint n;
+
+    if (!cli_live_setup())
+        return;
+    settled_range(&from, &to);
+    /* Since before the daemon started: the decisions that applied the
+     * policy at attach are in it. */
+    from = g_get_real_time() / 1000 - 600 * 1000;
+    want = cli_expected_csv(cli_live.d->db_path, CLI_DECISIONS_QUERY, from, to, dec, 7, 2);
+    got = export_lines("csv", from, to, path, "--decisions");
+    g_assert_cmpuint(want->len, >=, 2);
+    n = g_strv_length(got);
+    g_assert_true(g_str_has_prefix(got[0], "time,target,iothread,old_poll_max_ns,"));
+    g_assert_cmpstr(got[n - 1], ==, "");
+    g_assert_cmpuint(n - 2, ==, want->len);
+    for (guint i = 0; i < want->len; i++)
+        g_assert_cmpstr(got[1 + i], ==, g_ptr_array_index(want, i));
+}
+
+static void
+test_version(void)
+{
+    g_autofree char *text = NULL;
+    g_autoptr(json_object) v = NULL;
+
+    if (!cli_live_setup())
+        return;
+    text = CTL_OK("version");
+    g_assert_cmpstr(text, ==, "polltunectl " PT_VERSION "\npolltuned " PT_VERSION
+                    " (control protocol 1)\n");
+    v = CTL_JSON("version");
+    g_assert_cmpstr(pt_json_path_str(v, "version"), ==, PT_VERSION);
+    g_assert_cmpint(pt_json_path_int(v, "protocol"), ==, 1);
+    g_assert_cmpstr(pt_json_path_str(v, "client"), ==, PT_VERSION);
 }
 
 static void
@@ -344,15 +389,17 @@ test_metrics(void)
 int
 main(int argc, char **argv)
 {
-    static const char *const leftovers[] = { "e.csv", "e.jsonl", "report.html", "metrics.txt",
+    static const char *const leftovers[] = { "e.csv", "e.jsonl", "d.csv", "report.html", "metrics.txt",
                                              NULL };
 
     g_test_init(&argc, &argv, NULL);
+    cli_live_add("/cli/daemon/version", test_version);
     cli_live_add("/cli/daemon/status", test_status);
     cli_live_add("/cli/daemon/list", test_list);
     cli_live_add("/cli/daemon/show", test_show);
     cli_live_add("/cli/daemon/history", test_history);
     cli_live_add("/cli/daemon/export", test_export);
+    cli_live_add("/cli/daemon/export-decisions", test_export_decisions);
     cli_live_add("/cli/daemon/report", test_report);
     cli_live_add("/cli/daemon/metrics", test_metrics);
     return cli_live_run(leftovers);

@@ -144,17 +144,14 @@ test_export_rollup_and_decisions(void)
     g_autofree char *out = g_build_filename(tmp_dir, "rollup.csv", NULL);
     g_autofree char *dout = g_build_filename(tmp_dir, "decisions.csv", NULL);
     gint64 from = t0_ms, to = t0_ms + N_TICKS * 1000;
-    g_autoptr(GPtrArray) want = cli_expected_csv(db_path, 
+    g_autoptr(GPtrArray) want = cli_expected_csv(db_path,
         "SELECT r.bucket, g.name, i.name, n, span_ms, iops_min, iops_mean, iops_max, iops_p95,"
         " lat_min, lat_mean, lat_max, lat_p95, cpu_min, cpu_mean, cpu_max FROM rollup_1m r"
         " JOIN iothreads i ON i.id = r.iothread_id JOIN targets g ON g.id = i.target_id"
         " WHERE bucket >= ?1 AND bucket < ?2 ORDER BY bucket, r.iothread_id",
         from, to, rollup_dec, 13, 0);
-    g_autoptr(GPtrArray) dwant = cli_expected_csv(db_path, 
-        "SELECT d.ts, g.name, i.name, old_max_ns, old_grow, old_shrink, new_max_ns, new_grow,"
-        " new_shrink, applied, policy, reason FROM decisions d"
-        " JOIN iothreads i ON i.id = d.iothread_id JOIN targets g ON g.id = i.target_id"
-        " WHERE ts >= ?1 AND ts < ?2 ORDER BY ts, d.id", from, to, decision_dec, 7, 2);
+    g_autoptr(GPtrArray) dwant = cli_expected_csv(db_path, CLI_DECISIONS_QUERY, from, to,
+                                                  decision_dec, 7, 2);
     g_auto(GStrv) got = run_export("csv", from, to, "--resolution=1m", out);
     g_auto(GStrv) dgot = run_export("csv", from, to, "--decisions", dout);
 
