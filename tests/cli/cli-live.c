@@ -213,11 +213,12 @@ cli_daemon_start(const char *conf)
 }
 
 /*
- * Fails the test on a GLib warning or critical in @d's log.  One is known:
- * polltuned's control connection stops its QMP stream for an export by
- * returning FALSE from the message callback without setting the GError,
- * and qmp_stream_feed() then calls g_propagate_error() with NULL; until
- * daemon/pt-control.c sets an error there, that is reported as a TODO.
+ * Fails the test on a GLib warning or critical, or a sanitizer's report,
+ * in @d's log.  One critical is known: polltuned's control connection
+ * stops its QMP stream for an export by returning FALSE from the message
+ * callback without setting the GError, and qmp_stream_feed() then calls
+ * g_propagate_error() with NULL; until daemon/pt-control.c sets an error
+ * there, that one is reported as a TODO.
  */
 void
 cli_daemon_log_check(PtTestDaemon *d)
@@ -229,6 +230,8 @@ cli_daemon_log_check(PtTestDaemon *d)
         return;
     lines = g_strsplit(log, "\n", -1);
     for (char **l = lines; *l; l++) {
+        if (strstr(*l, "runtime error:") || strstr(*l, "AddressSanitizer"))
+            g_error("polltuned logged: %s", *l);
         if (!strstr(*l, "-CRITICAL **") && !strstr(*l, "-WARNING **"))
             continue;
         if (strstr(*l, "g_propagate_error: assertion 'src != NULL' failed"))
