@@ -269,14 +269,9 @@ cli_row_to_json(const StoreRow *r)
         const StoreSample *s = &r->sample;
 
         raw_metrics(r, o);
-        if (have(s->poll_max_ns) && have(s->poll_grow) && have(s->poll_shrink)) {
-            json_object *t = json_object_new_object();
-
-            json_object_object_add(t, "poll-max-ns", json_object_new_int64(s->poll_max_ns));
-            json_object_object_add(t, "poll-grow", json_object_new_int64(s->poll_grow));
-            json_object_object_add(t, "poll-shrink", json_object_new_int64(s->poll_shrink));
-            json_object_object_add(o, "triple", t);
-        }
+        /* As the daemon's history rows: null when unknown. */
+        json_object_object_add(o, "poll-max-ns", have(s->poll_max_ns) ?
+                               json_object_new_int64(s->poll_max_ns) : NULL);
         return o;
     }
     /* Rollups keep milli-ops/s, ns per op and ppm of a core. */
@@ -337,7 +332,6 @@ json_metric(json_object *row, const char *key)
 gboolean
 cli_point_from_json(json_object *row, CliPoint *p)
 {
-    json_object *triple;
     gint64 max_ns;
 
     *p = (CliPoint){ .poll_max_ns = -1 };
@@ -348,8 +342,7 @@ cli_point_from_json(json_object *row, CliPoint *p)
     p->iops = json_metric(row, "iops");
     p->lat_us = json_metric(row, "lat_us");
     p->cpu_pct = json_metric(row, "cpu_pct");
-    if (json_object_object_get_ex(row, "triple", &triple) &&
-        qmp_json_get_int(triple, "poll-max-ns", &max_ns))
+    if (qmp_json_get_int(row, "poll-max-ns", &max_ns))
         p->poll_max_ns = max_ns;
     return TRUE;
 }

@@ -348,6 +348,49 @@ pt_find(PtConn *conn, json_object *args, const char **iothread, GError **error)
     return t;
 }
 
+/* The last 20 decisions of one iothread, from the store, oldest first;
+ * "cause" and "evidence" are not stored, so they are absent. */
+static json_object *
+pt_json_stored_decisions(PtDaemon *d, const char *target, const char *iothread)
+{
+    json_object *decisions = json_object_new_array();
+    g_autoptr(GError) err = NULL;
+    g_autoptr(StoreCursor) cur = NULL;
+    StoreFilter f;
+    const StoreDecisionRow *row;
+    GQueue last = G_QUEUE_INIT;
+
+    store_filter_init(&f);
+    f.target = target;
+    f.iothread = iothread;
+    f.from_ms = g_get_real_time() / 1000 - 7 * G_GINT64_CONSTANT(86400000);
+    cur = store_query_decisions(pt_daemon_get_store(d), &f, &err);
+    while (cur && store_cursor_next_decision(cur, &row, &err) && row) {
+        json_object *o = json_object_new_object();
+
+        json_object_object_add(o, "ts_ms", json_object_new_int64(row->ts_ms));
+        json_object_object_add(o, "target", json_object_new_string(row->target));
+        json_object_object_add(o, "iothread", json_object_new_string(row->iothread));
+        json_object_object_add(o, "policy", json_object_new_string(row->policy ? row->policy : ""));
+        json_object_object_add(o, "old", row->old_triple.poll_max_ns == STORE_NULL ? NULL :
+                               pt_json_triple(&(PolicyTriple){ row->old_triple.poll_max_ns,
+                                                               row->old_triple.poll_grow,
+                                                               row->old_triple.poll_shrink }));
+        json_object_object_add(o, "new", pt_json_triple(&(PolicyTriple){
+            row->new_triple.poll_max_ns, row->new_triple.poll_grow, row->new_triple.poll_shrink }));
+        json_object_object_add(o, "applied", json_object_new_boolean(row->applied));
+        json_object_object_add(o, "outcome",
+                               json_object_new_string(row->applied ? "applied" : "recommended"));
+        json_object_object_add(o, "reason", json_object_new_string(row->reason ? row->reason : ""));
+        g_queue_push_tail(&last, o);
+        if (last.length > 20)
+            json_object_put(g_queue_pop_head(&last));
+    }
+    while (!g_queue_is_empty(&last))
+        json_object_array_add(decisions, g_queue_pop_head(&last));
+    return decisions;
+}
+
 static gboolean
 pt_cmd_show(PtConn *conn, json_object *args, json_object **ret, GError **error)
 {
@@ -356,44 +399,20 @@ pt_cmd_show(PtConn *conn, json_object *args, json_object **ret, GError **error)
     PtTarget *t = pt_find(conn, args, &iothread, error);
     gint64 ticks = 60;
     gboolean have;
-    g_autoptr(GError) err = NULL;
-    json_object *decisions = json_object_new_array();
-    g_autoptr(StoreCursor) cur = NULL;
-    StoreFilter f;
-    const StoreDecisionRow *row;
-    GQueue last = G_QUEUE_INIT;
+    json_object *ios;
 
-    if (!t || !pt_arg_int(args, "ticks", &ticks, &have, error)) {
-        json_object_put(decisions);
+    if (!t || !pt_arg_int(args, "ticks", &ticks, &have, error))
         return FALSE;
-    }
-    if (ticks < 1 || ticks > PT_HISTORY_TICKS) {
-        json_object_put(decisions);
+    if (ticks < 1 || ticks > PT_HISTORY_TICKS)
         return pt_arg_bad(error, "ticks", "must be 1..3600");
-    }
     *ret = pt_json_target(d, t, iothread, ticks);
-    store_filter_init(&f);
-    f.target = t->name;
-    f.iothread = iothread;
-    f.from_ms = g_get_real_time() / 1000 - 7 * G_GINT64_CONSTANT(86400000);
-    cur = store_query_decisions(pt_daemon_get_store(d), &f, &err);
-    while (cur && store_cursor_next_decision(cur, &row, &err) && row) {
-        json_object *o = json_object_new_object();
+    ios = json_object_object_get(*ret, "iothreads");
+    for (size_t i = 0; i < json_object_array_length(ios); i++) {
+        json_object *io = json_object_array_get_idx(ios, i);
+        const char *id = json_object_get_string(json_object_object_get(io, "id"));
 
-        json_object_object_add(o, "ts_ms", json_object_new_int64(row->ts_ms));
-        json_object_object_add(o, "iothread", json_object_new_string(row->iothread));
-        json_object_object_add(o, "policy", json_object_new_string(row->policy ? row->policy : ""));
-        json_object_object_add(o, "applied", json_object_new_boolean(row->applied));
-        json_object_object_add(o, "reason", json_object_new_string(row->reason ? row->reason : ""));
-        json_object_object_add(o, "new", pt_json_triple(&(PolicyTriple){
-            row->new_triple.poll_max_ns, row->new_triple.poll_grow, row->new_triple.poll_shrink }));
-        g_queue_push_tail(&last, o);
-        if (last.length > 20)
-            json_object_put(g_queue_pop_head(&last));
+        json_object_object_add(io, "decisions", pt_json_stored_decisions(d, t->name, id));
     }
-    while (!g_queue_is_empty(&last))
-        json_object_array_add(decisions, g_queue_pop_head(&last));
-    json_object_object_add(*ret, "decisions", decisions);
     return TRUE;
 }
 
@@ -449,6 +468,52 @@ pt_json_stat(const StoreStat *s, double scale)
     return o;
 }
 
+/* A raw row's rates, as the *metrics* object of CONTROL.md; a member whose
+ * counters were unavailable is absent. */
+static void
+pt_json_raw_metrics(const StoreRow *row, json_object *o)
+{
+    const StoreSample *s = &row->sample;
+    const StoreIo *io = &s->io;
+    double secs = row->len_ns / 1e9;
+    gboolean have_ops = io->rd_ops != STORE_NULL && io->wr_ops != STORE_NULL &&
+                        io->flush_ops != STORE_NULL;
+    gboolean have_time = io->rd_time_ns != STORE_NULL && io->wr_time_ns != STORE_NULL &&
+                         io->flush_time_ns != STORE_NULL;
+    gint64 ops = have_ops ? io->rd_ops + io->wr_ops + io->flush_ops : 0;
+    gint64 tns = have_time ? io->rd_time_ns + io->wr_time_ns + io->flush_time_ns : 0;
+
+    if (secs <= 0)
+        return;
+    if (have_ops) {
+        pt_json_num(o, "iops", ops / secs);
+        pt_json_num(o, "rd_iops", io->rd_ops / secs);
+        pt_json_num(o, "wr_iops", io->wr_ops / secs);
+        pt_json_num(o, "flush_iops", io->flush_ops / secs);
+    }
+    if (io->rd_bytes != STORE_NULL && io->wr_bytes != STORE_NULL)
+        pt_json_num(o, "mbps", (io->rd_bytes + io->wr_bytes) / secs / 1e6);
+    if (have_ops && have_time) {
+        if (ops > 0)
+            pt_json_num(o, "lat_us", tns / (double)ops / 1000.0);
+        pt_json_num(o, "queue_depth", tns / (double)row->len_ns);
+    }
+    if (s->cpu_ns != STORE_NULL)
+        pt_json_num(o, "cpu_pct", s->cpu_ns * 100.0 / row->len_ns);
+    if (s->ctx_vol != STORE_NULL) {
+        pt_json_num(o, "blocks_per_s", s->ctx_vol / secs);
+        if (have_ops)
+            pt_json_num(o, "blocks_per_op", ops > 0 ? s->ctx_vol / (double)ops : 0.0);
+    }
+    if (s->runq_wait_ns != STORE_NULL)
+        pt_json_num(o, "run_delay_pct", s->runq_wait_ns * 100.0 / row->len_ns);
+    if (s->kvm_exits != STORE_NULL) {
+        pt_json_num(o, "exits_per_s", s->kvm_exits / secs);
+        if (have_ops)
+            pt_json_num(o, "exits_per_op", ops > 0 ? s->kvm_exits / (double)ops : 0.0);
+    }
+}
+
 static gboolean
 pt_cmd_history(PtConn *conn, json_object *args, json_object **ret, GError **error)
 {
@@ -474,24 +539,9 @@ pt_cmd_history(PtConn *conn, json_object *args, json_object **ret, GError **erro
         json_object_object_add(o, "target", json_object_new_string(row->target));
         json_object_object_add(o, "iothread", json_object_new_string(row->iothread));
         if (row->resolution == STORE_RES_RAW) {
-            const StoreSample *s = &row->sample;
-            double secs = row->len_ns > 0 ? row->len_ns / 1e9 : 0;
-            gint64 ops = s->io.rd_ops == STORE_NULL ? STORE_NULL :
-                s->io.rd_ops + s->io.wr_ops + s->io.flush_ops;
-            gint64 tns = s->io.rd_time_ns == STORE_NULL ? STORE_NULL :
-                s->io.rd_time_ns + s->io.wr_time_ns + s->io.flush_time_ns;
-
-            if (secs > 0 && ops != STORE_NULL) {
-                pt_json_num(o, "iops", ops / secs);
-                if (ops > 0)
-                    pt_json_num(o, "lat_us", tns / (double)ops / 1000.0);
-            }
-            if (secs > 0 && s->cpu_ns != STORE_NULL)
-                pt_json_num(o, "cpu_pct", s->cpu_ns / 1e9 / secs * 100.0);
-            if (ops != STORE_NULL && ops > 0 && s->ctx_vol != STORE_NULL)
-                pt_json_num(o, "blocks_per_op", s->ctx_vol / (double)ops);
-            json_object_object_add(o, "poll-max-ns", s->poll_max_ns == STORE_NULL ? NULL :
-                                   json_object_new_int64(s->poll_max_ns));
+            pt_json_raw_metrics(row, o);
+            json_object_object_add(o, "poll-max-ns", row->sample.poll_max_ns == STORE_NULL ? NULL :
+                                   json_object_new_int64(row->sample.poll_max_ns));
         } else {
             json_object_object_add(o, "count", json_object_new_int64(row->count));
             json_object_object_add(o, "iops", pt_json_stat(&row->iops, 1e-3));

@@ -6,6 +6,9 @@
 
 #include "cli-testdb.h"
 
+#include <sqlite3.h>
+#include <string.h>
+
 static void
 sample_fill(StoreSample *s, const char *target, const char *iothread, double iops,
             double lat_us, double cpu_frac, gint64 max_ns, gint64 len_ns, gboolean exits)
@@ -133,3 +136,91 @@ cli_run(CliRun *r, const char *const *argv)
     g_assert_no_error(error);
     r->status = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1;
 }
+
+char *
+cli_test_iso(gint64 ms)
+{
+    g_autoptr(GDateTime) s = g_date_time_new_from_unix_utc(ms / 1000);
+    g_autofree char *secs = g_date_time_format(s, "%Y-%m-%dT%H:%M:%S");
+
+    return g_strdup_printf("%s.%03dZ", secs, (int)(ms % 1000));
+}
+
+const char *const cli_raw_names[CLI_N_RAW] = {
+    "tick_ns", "poll_max_ns", "poll_grow", "poll_shrink", "cpu_ns", "ctx_vol", "ctx_invol",
+    "runq_wait_ns", "rd_ops", "rd_bytes", "rd_time_ns", "wr_ops", "wr_bytes", "wr_time_ns",
+    "flush_ops", "flush_time_ns", "kvm_exits", "io_exits", "mmio_exits", "halt_exits",
+};
+
+
+/* A value as the export writes it: scaled integers as decimals. */
+static void
+append_value(GString *s, sqlite3_stmt *st, int col, int decimals)
+{
+    gint64 v, p = 1;
+
+    if (sqlite3_column_type(st, col) == SQLITE_NULL)
+        return;
+    v = sqlite3_column_int64(st, col);
+    if (decimals == 0) {
+        g_string_append_printf(s, "%" G_GINT64_FORMAT, v);
+        return;
+    }
+    for (int i = 0; i < decimals; i++)
+        p *= 10;
+    g_string_append_printf(s, "%" G_GINT64_FORMAT ".%0*" G_GINT64_FORMAT, v / p, decimals,
+                           v % p);
+}
+
+static void
+append_csv_text(GString *s, const char *t)
+{
+    if (!t)
+        return;
+    if (!strpbrk(t, ",\"\r\n")) {
+        g_string_append(s, t);
+        return;
+    }
+    g_string_append_c(s, '"');
+    for (; *t; t++) {
+        if (*t == '"')
+            g_string_append_c(s, '"');
+        g_string_append_c(s, *t);
+    }
+    g_string_append_c(s, '"');
+}
+
+GPtrArray *
+cli_expected_csv(const char *db_path, const char *query, gint64 from, gint64 to,
+                 const int *decimals, int n_num, int n_text)
+{
+    sqlite3 *sql = NULL;
+
+    g_assert_cmpint(sqlite3_open_v2(db_path, &sql, SQLITE_OPEN_READONLY, NULL), ==, SQLITE_OK);
+    sqlite3_stmt *st = NULL;
+    GPtrArray *lines = g_ptr_array_new_with_free_func(g_free);
+
+    g_assert_cmpint(sqlite3_prepare_v2(sql, query, -1, &st, NULL), ==, SQLITE_OK);
+    sqlite3_bind_int64(st, 1, from);
+    sqlite3_bind_int64(st, 2, to);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        GString *s = g_string_new(NULL);
+        g_autofree char *t = cli_test_iso(sqlite3_column_int64(st, 0));
+
+        g_string_append_printf(s, "%s,%s,%s", t, sqlite3_column_text(st, 1),
+                               sqlite3_column_text(st, 2));
+        for (int i = 0; i < n_num; i++) {
+            g_string_append_c(s, ',');
+            append_value(s, st, 3 + i, decimals[i]);
+        }
+        for (int i = 0; i < n_text; i++) {
+            g_string_append_c(s, ',');
+            append_csv_text(s, (const char *)sqlite3_column_text(st, 3 + n_num + i));
+        }
+        g_ptr_array_add(lines, g_string_free(s, FALSE));
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(sql);
+    return lines;
+}
+

@@ -32,3 +32,34 @@ typedef struct {
 void cli_run_clear(CliRun *r);
 /* Runs polltunectl (PT_POLLTUNECTL, else the build tree's) with @argv. */
 void cli_run(CliRun *r, const char *const *argv);
+
+/* @ms as the export writes times: 2026-12-01T10:00:00.000Z. */
+char *cli_test_iso(gint64 ms);
+
+/* The raw export's query over [?1, ?2), built independently of store/'s
+ * export code, and its numeric columns after time, target and iothread. */
+#define CLI_RAW_QUERY                                                                       \
+    "SELECT t.ts, g.name, i.name, t.len_ns, s.poll_max_ns, s.poll_grow, s.poll_shrink,"  \
+    " s.cpu_ns, s.ctx_vol, s.ctx_invol, s.runq_wait_ns, s.rd_ops, s.rd_bytes,"           \
+    " s.rd_time_ns, s.wr_ops, s.wr_bytes, s.wr_time_ns, s.flush_ops, s.flush_time_ns,"   \
+    " s.kvm_exits, s.io_exits, s.mmio_exits, s.halt_exits FROM ticks t"                  \
+    " JOIN samples_v s ON s.tick_id = t.id JOIN iothreads i ON i.id = s.iothread_id"       \
+    " JOIN targets g ON g.id = i.target_id WHERE t.ts >= ?1 AND t.ts < ?2"               \
+    " ORDER BY t.id, s.iothread_id"
+
+/* The decision export's: 7 numbers, then policy and reason. */
+#define CLI_DECISIONS_QUERY                                                              \
+    "SELECT d.ts, g.name, i.name, old_max_ns, old_grow, old_shrink, new_max_ns, new_grow," \
+    " new_shrink, applied, policy, reason FROM decisions d"                                \
+    " JOIN iothreads i ON i.id = d.iothread_id JOIN targets g ON g.id = i.target_id"       \
+    " WHERE ts >= ?1 AND ts < ?2 ORDER BY ts, d.id"
+
+#define CLI_N_RAW 20
+extern const char *const cli_raw_names[CLI_N_RAW];
+
+/*
+ * The CSV lines database @db_path holds for @query (time, target, iothread,
+ * then numbers with the given decimals, then texts) over [@from, @to).
+ */
+GPtrArray *cli_expected_csv(const char *db_path, const char *query, gint64 from, gint64 to,
+                            const int *decimals, int n_num, int n_text);

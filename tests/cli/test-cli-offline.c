@@ -23,15 +23,6 @@ static gint64 t0_ms;            /* start of the test data */
 #define N_TICKS 7200            /* two hours of 1 s ticks */
 
 static char *
-iso(gint64 ms)
-{
-    g_autoptr(GDateTime) s = g_date_time_new_from_unix_utc(ms / 1000);
-    g_autofree char *secs = g_date_time_format(s, "%Y-%m-%dT%H:%M:%S");
-
-    return g_strdup_printf("%s.%03dZ", secs, (int)(ms % 1000));
-}
-
-static char *
 file_digest(const char *path)
 {
     g_autofree char *data = NULL;
@@ -50,100 +41,11 @@ sql_open(void)
     return sql;
 }
 
-/* A value as the export writes it: scaled integers as decimals. */
-static void
-append_value(GString *s, sqlite3_stmt *st, int col, int decimals)
-{
-    gint64 v, p = 1;
-
-    if (sqlite3_column_type(st, col) == SQLITE_NULL)
-        return;
-    v = sqlite3_column_int64(st, col);
-    if (decimals == 0) {
-        g_string_append_printf(s, "%" G_GINT64_FORMAT, v);
-        return;
-    }
-    for (int i = 0; i < decimals; i++)
-        p *= 10;
-    g_string_append_printf(s, "%" G_GINT64_FORMAT ".%0*" G_GINT64_FORMAT, v / p, decimals,
-                           v % p);
-}
-
-static void
-append_csv_text(GString *s, const char *t)
-{
-    if (!t)
-        return;
-    if (!strpbrk(t, ",\"\r\n")) {
-        g_string_append(s, t);
-        return;
-    }
-    g_string_append_c(s, '"');
-    for (; *t; t++) {
-        if (*t == '"')
-            g_string_append_c(s, '"');
-        g_string_append_c(s, *t);
-    }
-    g_string_append_c(s, '"');
-}
-
-/*
- * The CSV lines the database holds for @sql (time, target, iothread, then
- * numbers with the given decimals, then texts), built independently of
- * store/'s export code.
- */
-static GPtrArray *
-expected_csv(const char *query, gint64 from, gint64 to, const int *decimals, int n_num,
-             int n_text)
-{
-    sqlite3 *sql = sql_open();
-    sqlite3_stmt *st = NULL;
-    GPtrArray *lines = g_ptr_array_new_with_free_func(g_free);
-
-    g_assert_cmpint(sqlite3_prepare_v2(sql, query, -1, &st, NULL), ==, SQLITE_OK);
-    sqlite3_bind_int64(st, 1, from);
-    sqlite3_bind_int64(st, 2, to);
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        GString *s = g_string_new(NULL);
-        g_autofree char *t = iso(sqlite3_column_int64(st, 0));
-
-        g_string_append_printf(s, "%s,%s,%s", t, sqlite3_column_text(st, 1),
-                               sqlite3_column_text(st, 2));
-        for (int i = 0; i < n_num; i++) {
-            g_string_append_c(s, ',');
-            append_value(s, st, 3 + i, decimals[i]);
-        }
-        for (int i = 0; i < n_text; i++) {
-            g_string_append_c(s, ',');
-            append_csv_text(s, (const char *)sqlite3_column_text(st, 3 + n_num + i));
-        }
-        g_ptr_array_add(lines, g_string_free(s, FALSE));
-    }
-    sqlite3_finalize(st);
-    sqlite3_close(sql);
-    return lines;
-}
-
-#define RAW_QUERY                                                                       \
-    "SELECT t.ts, g.name, i.name, t.len_ns, s.poll_max_ns, s.poll_grow, s.poll_shrink,"  \
-    " s.cpu_ns, s.ctx_vol, s.ctx_invol, s.runq_wait_ns, s.rd_ops, s.rd_bytes,"           \
-    " s.rd_time_ns, s.wr_ops, s.wr_bytes, s.wr_time_ns, s.flush_ops, s.flush_time_ns,"   \
-    " s.kvm_exits, s.io_exits, s.mmio_exits, s.halt_exits FROM ticks t"                  \
-    " JOIN samples_v s ON s.tick_id = t.id JOIN iothreads i ON i.id = s.iothread_id"       \
-    " JOIN targets g ON g.id = i.target_id WHERE t.ts >= ?1 AND t.ts < ?2"               \
-    " ORDER BY t.id, s.iothread_id"
-
-static const char *const raw_names[] = {
-    "tick_ns", "poll_max_ns", "poll_grow", "poll_shrink", "cpu_ns", "ctx_vol", "ctx_invol",
-    "runq_wait_ns", "rd_ops", "rd_bytes", "rd_time_ns", "wr_ops", "wr_bytes", "wr_time_ns",
-    "flush_ops", "flush_time_ns", "kvm_exits", "io_exits", "mmio_exits", "halt_exits",
-};
-
 static char **
 run_export(const char *format, gint64 from, gint64 to, const char *extra, const char *path)
 {
-    g_autofree char *since = iso(from);
-    g_autofree char *until = iso(to);
+    g_autofree char *since = cli_test_iso(from);
+    g_autofree char *until = cli_test_iso(to);
     const char *argv[] = { "--db", db_path, "export", "--format", format, "--since", since,
                            "--until", until, "-o", path, extra, NULL };
     CliRun r = { 0 };
@@ -176,14 +78,14 @@ test_export_csv_raw(void)
     static const int dec[20] = { 0 };
     g_autofree char *out = g_build_filename(tmp_dir, "raw.csv", NULL);
     gint64 from = t0_ms + 600 * 1000 + 500, to = t0_ms + 1500 * 1000;
-    g_autoptr(GPtrArray) want = expected_csv(RAW_QUERY, from, to, dec, 20, 0);
+    g_autoptr(GPtrArray) want = cli_expected_csv(db_path, CLI_RAW_QUERY, from, to, dec, 20, 0);
     g_auto(GStrv) got = run_export("csv", from, to, NULL, out);
     g_autoptr(GString) want_header = g_string_new("time,target,iothread");
 
     /* 900 ticks (the lower bound falls inside a tick), 3 iothreads. */
     g_assert_cmpuint(want->len, ==, 899 * 3);
-    for (gsize i = 0; i < G_N_ELEMENTS(raw_names); i++)
-        g_string_append_printf(want_header, ",%s", raw_names[i]);
+    for (gsize i = 0; i < CLI_N_RAW; i++)
+        g_string_append_printf(want_header, ",%s", cli_raw_names[i]);
     g_assert_cmpstr(got[0], ==, want_header->str);
     assert_lines_equal(got, 1, want);
 }
@@ -196,7 +98,7 @@ test_export_jsonl_raw(void)
     g_auto(GStrv) got = run_export("jsonl", from, to, "--vm=db-1", out);
     sqlite3 *sql = sql_open();
     sqlite3_stmt *st = NULL;
-    g_autofree char *query = g_strdup_printf("SELECT * FROM (%s) WHERE 1", RAW_QUERY);
+    g_autofree char *query = g_strdup_printf("SELECT * FROM (%s) WHERE 1", CLI_RAW_QUERY);
     guint row = 0;
 
     g_assert_cmpint(sqlite3_prepare_v2(sql, query, -1, &st, NULL), ==, SQLITE_OK);
@@ -204,7 +106,7 @@ test_export_jsonl_raw(void)
     sqlite3_bind_int64(st, 2, to);
     while (sqlite3_step(st) == SQLITE_ROW) {
         g_autoptr(json_object) line = NULL;
-        g_autofree char *t = iso(sqlite3_column_int64(st, 0));
+        g_autofree char *t = cli_test_iso(sqlite3_column_int64(st, 0));
         json_object *v;
 
         /* --vm=db-1: the direct query's web-1 rows must be absent. */
@@ -219,8 +121,8 @@ test_export_jsonl_raw(void)
         g_assert_cmpstr(json_object_get_string(v), ==, (const char *)sqlite3_column_text(st, 1));
         g_assert_true(json_object_object_get_ex(line, "iothread", &v));
         g_assert_cmpstr(json_object_get_string(v), ==, (const char *)sqlite3_column_text(st, 2));
-        for (guint c = 0; c < G_N_ELEMENTS(raw_names); c++) {
-            g_assert_true(json_object_object_get_ex(line, raw_names[c], &v));
+        for (guint c = 0; c < CLI_N_RAW; c++) {
+            g_assert_true(json_object_object_get_ex(line, cli_raw_names[c], &v));
             if (sqlite3_column_type(st, 3 + c) == SQLITE_NULL)
                 g_assert_true(v == NULL);
             else
@@ -242,17 +144,14 @@ test_export_rollup_and_decisions(void)
     g_autofree char *out = g_build_filename(tmp_dir, "rollup.csv", NULL);
     g_autofree char *dout = g_build_filename(tmp_dir, "decisions.csv", NULL);
     gint64 from = t0_ms, to = t0_ms + N_TICKS * 1000;
-    g_autoptr(GPtrArray) want = expected_csv(
+    g_autoptr(GPtrArray) want = cli_expected_csv(db_path,
         "SELECT r.bucket, g.name, i.name, n, span_ms, iops_min, iops_mean, iops_max, iops_p95,"
         " lat_min, lat_mean, lat_max, lat_p95, cpu_min, cpu_mean, cpu_max FROM rollup_1m r"
         " JOIN iothreads i ON i.id = r.iothread_id JOIN targets g ON g.id = i.target_id"
         " WHERE bucket >= ?1 AND bucket < ?2 ORDER BY bucket, r.iothread_id",
         from, to, rollup_dec, 13, 0);
-    g_autoptr(GPtrArray) dwant = expected_csv(
-        "SELECT d.ts, g.name, i.name, old_max_ns, old_grow, old_shrink, new_max_ns, new_grow,"
-        " new_shrink, applied, policy, reason FROM decisions d"
-        " JOIN iothreads i ON i.id = d.iothread_id JOIN targets g ON g.id = i.target_id"
-        " WHERE ts >= ?1 AND ts < ?2 ORDER BY ts, d.id", from, to, decision_dec, 7, 2);
+    g_autoptr(GPtrArray) dwant = cli_expected_csv(db_path, CLI_DECISIONS_QUERY, from, to,
+                                                  decision_dec, 7, 2);
     g_auto(GStrv) got = run_export("csv", from, to, "--resolution=1m", out);
     g_auto(GStrv) dgot = run_export("csv", from, to, "--decisions", dout);
 
@@ -266,8 +165,8 @@ test_export_rollup_and_decisions(void)
 static void
 test_history_json(void)
 {
-    g_autofree char *since = iso(t0_ms + 60 * 1000);
-    g_autofree char *until = iso(t0_ms + 120 * 1000);
+    g_autofree char *since = cli_test_iso(t0_ms + 60 * 1000);
+    g_autofree char *until = cli_test_iso(t0_ms + 120 * 1000);
     const char *argv[] = { "--db", db_path, "history", "db-1/iothread0", "--since", since,
                            "--until", until, "--resolution", "raw", "--json", NULL };
     CliRun r = { 0 };
@@ -320,8 +219,8 @@ test_history_json(void)
 static void
 test_history_table(void)
 {
-    g_autofree char *since = iso(t0_ms);
-    g_autofree char *until = iso(t0_ms + N_TICKS * 1000);
+    g_autofree char *since = cli_test_iso(t0_ms);
+    g_autofree char *until = cli_test_iso(t0_ms + N_TICKS * 1000);
     const char *argv[] = { "--db", db_path, "history", "db-1", "--since", since, "--until",
                            until, NULL };
     CliRun r = { 0 };
@@ -352,8 +251,8 @@ static void
 test_report(void)
 {
     g_autofree char *out = g_build_filename(tmp_dir, "report.html", NULL);
-    g_autofree char *since = iso(t0_ms);
-    g_autofree char *until = iso(t0_ms + N_TICKS * 1000);
+    g_autofree char *since = cli_test_iso(t0_ms);
+    g_autofree char *until = cli_test_iso(t0_ms + N_TICKS * 1000);
     const char *argv[] = { "--db", db_path, "report", "--since", since, "--until", until,
                            "-o", out, "--json", NULL };
     CliRun r = { 0 };
@@ -397,8 +296,8 @@ test_report_well_formed(void)
 {
     g_autofree char *xmllint = g_find_program_in_path("xmllint");
     g_autofree char *out = g_build_filename(tmp_dir, "report-x.html", NULL);
-    g_autofree char *since = iso(t0_ms);
-    g_autofree char *until = iso(t0_ms + N_TICKS * 1000);
+    g_autofree char *since = cli_test_iso(t0_ms);
+    g_autofree char *until = cli_test_iso(t0_ms + N_TICKS * 1000);
     const char *argv[] = { "--db", db_path, "report", "--since", since, "--until", until,
                            "--resolution", "raw", "-o", out, NULL };
     const char *lint[] = { xmllint, "--noout", "--nonet", out, NULL };
@@ -439,8 +338,8 @@ test_report_chromium(void)
     g_autofree char *png = g_build_filename(tmp_dir, "report-c.png", NULL);
     g_autofree char *url = NULL;
     g_autofree char *shot = NULL;
-    g_autofree char *since = iso(t0_ms);
-    g_autofree char *until = iso(t0_ms + N_TICKS * 1000);
+    g_autofree char *since = cli_test_iso(t0_ms);
+    g_autofree char *until = cli_test_iso(t0_ms + N_TICKS * 1000);
     const char *argv[] = { "--db", db_path, "report", "--since", since, "--until", until,
                            "-o", out, NULL };
     g_autofree char *dom = NULL;

@@ -1,0 +1,75 @@
+/*
+ * cli-live: polltunectl against the real polltuned attached to real QEMU,
+ * for the tests.
+ *
+ * One QEMU (-machine none, iothreads iot0 and iot1, a null-co drive) named
+ * vm-a has two monitors: polltuned finds one through its [targets]
+ * qmp-globs, the test keeps the other and reads back with its own QMP
+ * client what QEMU really has.  polltuned runs with a private
+ * configuration (interval 200 ms, default policy static:70000/2/2).  Both
+ * start with the first test that calls cli_live_setup() and are shared by
+ * the tests of one program, which run in order.
+ */
+#pragma once
+
+#include "cli-testdb.h"
+#include "pt-test-daemon.h"
+#include "pt-test-qemu.h"
+#include "qmp-commands.h"
+#include "qmp-json.h"
+
+typedef struct {
+    PtTestQemu *qemu;
+    QmpClient *qmp;             /* the test's own monitor */
+    char *daemon_sock;          /* the monitor polltuned uses */
+} CliVm;
+
+typedef struct {
+    char *vm_dir;               /* sockets matched by the daemon's glob */
+    char *tmp_dir;              /* everything else */
+    CliVm *vm;                  /* vm-a */
+    PtTestDaemon *d;
+    char *qemu_skip;            /* why QEMU cannot run, or NULL */
+    gint64 started_us;          /* when the shared daemon started */
+} CliLive;
+
+extern CliLive cli_live;
+
+/* QEMU with a second monitor at @dir/@name.qmp. */
+CliVm *cli_vm_start(const char *dir, const char *name);
+void cli_vm_free(CliVm *v);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CliVm, cli_vm_free)
+/* What QEMU itself says iothread @id's poll-max-ns is. */
+guint64 cli_vm_poll_max(CliVm *v, const char *id);
+/* Waits for vm-a's @iothread to reach @want; fails the test otherwise. */
+void cli_assert_poll(const char *iothread, guint64 want, guint ms);
+
+/* Starts QEMU and polltuned unless done; FALSE (test skipped) without QEMU. */
+gboolean cli_live_setup(void);
+gboolean cli_skip_without_qemu(void);
+char *cli_conf_for(const char *extra);
+PtTestDaemon *cli_daemon_start(const char *conf);
+void cli_daemon_log_check(PtTestDaemon *d);
+
+/* polltunectl -s SOCKET ARGS... against @d (NULL: the shared daemon). */
+void cli_ctl(CliRun *r, PtTestDaemon *d, const char *const *args);
+char *cli_ctl_ok(const char *const *args);
+json_object *cli_ctl_json(const char *const *args);
+void cli_ctl_fails(PtTestDaemon *d, int status, const char *needle, const char *const *args);
+/* Runs a command that must succeed and returns its stdout. */
+#define CTL_OK(...) cli_ctl_ok((const char *const[]){ __VA_ARGS__, NULL })
+
+/* The same with --json, parsed. */
+#define CTL_JSON(...) cli_ctl_json((const char *const[]){ __VA_ARGS__, "--json", NULL })
+
+/* Runs a command that must fail with @status and say @needle on stderr. */
+#define CTL_FAILS(status, needle, ...) \
+    cli_ctl_fails(NULL, status, needle, (const char *const[]){ __VA_ARGS__, NULL })
+
+/* The iothread object of a status reply, or NULL. */
+json_object *cli_iothread_of(json_object *status, const char *target, const char *iothread);
+
+/* Registers @test, to be followed by a check of the daemon's log. */
+void cli_live_add(const char *path, void (*test)(void));
+/* Runs the tests; removes @leftovers (file names in tmp_dir) afterwards. */
+int cli_live_run(const char *const *leftovers);

@@ -1,0 +1,374 @@
+/*
+ * polltunectl's mutating commands and its errors against the real
+ * polltuned attached to real QEMU (see cli-live.h): each effect is read
+ * back from QEMU itself.  Policies, overrides (with --for, cleared by
+ * target and by id, expired), mode, attach and detach; no daemon, a caller
+ * who may read but not change, an unknown VM, bad override values.
+ */
+#include <grp.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <glib/gstdio.h>
+
+#include "cli-live.h"
+
+/* ---- policies, overrides, mode ---------------------------------------- */
+
+typedef struct {
+    const char *iothread;
+    gint64 want;
+} StatusWait;
+
+/* The daemon's own view, through polltunectl status --json. */
+static gboolean
+status_shows(gpointer data)
+{
+    StatusWait *w = data;
+    g_autoptr(json_object) st = CTL_JSON("status");
+    json_object *io = cli_iothread_of(st, "vm-a", w->iothread);
+
+    return io && pt_json_path_int(io, "triple/poll-max-ns") == w->want;
+}
+
+static void
+test_policy(void)
+{
+    g_autofree char *set = NULL;
+    g_autofree char *get = NULL;
+    g_autofree char *table = NULL;
+    g_autoptr(json_object) pj = NULL;
+    g_autoptr(json_object) empty = NULL;
+    StatusWait w = { "iot0", 50000 };
+
+    if (!cli_live_setup())
+        return;
+    set = CTL_OK("policy", "set", "vm-*", "static:50000/2/2");
+    g_assert_nonnull(strstr(set, "vm-*: policy static:50000/2/2"));
+    cli_assert_poll("iot0", 50000, 3000);
+    cli_assert_poll("iot1", 50000, 3000);
+    g_assert_true(pt_test_wait(status_shows, &w, 3000));
+    table = CTL_OK("status");
+    g_assert_true(g_regex_match_simple("\nvm-a/iot1 +attached +50000 +2 +2 +static:50000/2/2",
+                                          table, 0, 0));
+
+    get = CTL_OK("policy", "get");
+    g_assert_nonnull(strstr(get, "default policy: static:70000/2/2"));
+    g_assert_true(g_regex_match_simple("\nvm-\\* +static:50000/2/2\n", get, 0, 0));
+    pj = CTL_JSON("policy", "get", "vm-a");
+    g_assert_cmpstr(pt_json_path_str(pj, "default"), ==, "static:70000/2/2");
+    g_assert_cmpstr(pt_json_path_str(pj, "rules/0/glob"), ==, "vm-*");
+    g_assert_cmpstr(pt_json_path_str(pj, "targets/0/name"), ==, "vm-a");
+    g_assert_cmpstr(pt_json_path_str(pj, "targets/0/policy"), ==, "static:50000/2/2");
+
+    /* The objective as a third word; a bad spec is the daemon's to refuse. */
+    empty = CTL_JSON("policy", "set", "other-*", "adaptive", "latency");
+    g_assert_cmpint(json_object_object_length(empty), ==, 0);
+    CTL_FAILS(1, "policy-set: InvalidParameter: ", "policy", "set", "vm-*", "static:1/1/1");
+}
+
+static void
+test_override(void)
+{
+    g_autoptr(json_object) ov = NULL;
+    g_autoptr(json_object) st = NULL;
+    g_autoptr(json_object) cl = NULL;
+    g_autofree char *set = NULL;
+    g_autofree char *table = NULL;
+    g_autofree char *clear = NULL;
+    gint64 now_ms, id;
+
+    if (!cli_live_setup())
+        return;
+    g_free(CTL_OK("policy", "set", "vm-*", "static:50000/2/2"));
+    cli_assert_poll("iot1", 50000, 3000);
+
+    now_ms = g_get_real_time() / 1000;
+    ov = CTL_JSON("override", "set", "vm-a/iot1", "poll-max-ns=40000", "poll-grow=4",
+                  "--for", "30m", "--reason", "test pin");
+    id = pt_json_path_int(ov, "id");
+    g_assert_cmpint(id, >, 0);
+    g_assert_cmpint(pt_json_path_int(ov, "expires_ms"), >=, now_ms + 30 * 60000 - 1000);
+    g_assert_cmpint(pt_json_path_int(ov, "expires_ms"), <=, now_ms + 30 * 60000 + 5000);
+    /* QEMU has it on iot1 only. */
+    cli_assert_poll("iot1", 40000, 3000);
+    g_assert_cmpuint(cli_vm_poll_max(cli_live.vm, "iot0"), ==, 50000);
+    table = CTL_OK("status");
+    g_assert_true(g_regex_match_simple("\nvm-a/iot1 +attached +40000 +4 +2 +override \\(",
+                                          table, 0, 0));
+    st = CTL_JSON("status");
+    g_assert_cmpint(pt_json_path_int(cli_iothread_of(st, "vm-a", "iot1"), "override/id"), ==, id);
+    g_assert_null(pt_json_path(cli_iothread_of(st, "vm-a", "iot0"), "override"));
+
+    /* Cleared by VM/IOTHREAD: the policy takes over again. */
+    clear = CTL_OK("override", "clear", "vm-a/iot1");
+    g_assert_cmpstr(clear, ==, "cleared 1 override\n");
+    cli_assert_poll("iot1", 50000, 3000);
+    CTL_FAILS(1, "override-clear: NotFound: ", "override", "clear", "vm-a/iot1");
+
+    /* On every iothread, cleared by id. */
+    set = CTL_OK("override", "set", "vm-a", "poll-max-ns=30000");
+    g_assert_true(g_str_has_prefix(set, "override "));
+    g_assert_nonnull(strstr(set, "on vm-a: until cleared"));
+    cli_assert_poll("iot0", 30000, 3000);
+    cli_assert_poll("iot1", 30000, 3000);
+    {
+        g_autofree char *idtext = g_strndup(set + strlen("override "),
+                                            strcspn(set + strlen("override "), " "));
+
+        cl = CTL_JSON("override", "clear", "--id", idtext);
+    }
+    g_assert_cmpint(pt_json_path_int(cl, "cleared"), ==, 1);
+    cli_assert_poll("iot0", 50000, 3000);
+    cli_assert_poll("iot1", 50000, 3000);
+}
+
+static void
+test_override_expires(void)
+{
+    g_autoptr(json_object) ov = NULL;
+    g_autoptr(json_object) st = NULL;
+    gint64 now_ms;
+
+    if (!cli_live_setup())
+        return;
+    g_free(CTL_OK("policy", "set", "vm-*", "static:50000/2/2"));
+    cli_assert_poll("iot0", 50000, 3000);
+    now_ms = g_get_real_time() / 1000;
+    ov = CTL_JSON("override", "set", "vm-a/iot0", "poll-max-ns=12000", "--for", "1s");
+    g_assert_cmpint(pt_json_path_int(ov, "expires_ms"), <=, now_ms + 1000 + 2000);
+    cli_assert_poll("iot0", 12000, 2000);
+    /* Gone after the second, and QEMU back under the policy. */
+    cli_assert_poll("iot0", 50000, 4000);
+    st = CTL_JSON("status");
+    g_assert_null(pt_json_path(cli_iothread_of(st, "vm-a", "iot0"), "override"));
+    g_assert_cmpstr(pt_json_path_str(cli_iothread_of(st, "vm-a", "iot0"), "policy"), ==,
+                    "static:50000/2/2");
+    CTL_FAILS(1, "override-clear: NotFound: ", "override", "clear", "vm-a/iot0");
+}
+
+static void
+test_mode(void)
+{
+    g_autofree char *now = NULL;
+    g_autofree char *set = NULL;
+    g_autoptr(json_object) m = NULL;
+    g_autoptr(json_object) back = NULL;
+
+    if (!cli_live_setup())
+        return;
+    now = CTL_OK("mode");
+    g_assert_cmpstr(now, ==, "enforce\n");
+    set = CTL_OK("mode", "recommend");
+    g_assert_cmpstr(set, ==, "mode recommend\n");
+    m = CTL_JSON("mode");
+    g_assert_cmpstr(pt_json_path_str(m, "mode"), ==, "recommend");
+    /* Recommend changes nothing in QEMU. */
+    g_free(CTL_OK("policy", "set", "vm-*", "static:60000/2/2"));
+    g_usleep(600000);
+    g_assert_cmpuint(cli_vm_poll_max(cli_live.vm, "iot0"), ==, 50000);
+    back = CTL_JSON("mode", "enforce");
+    g_assert_cmpstr(pt_json_path_str(back, "mode"), ==, "enforce");
+    cli_assert_poll("iot0", 60000, 3000);
+    g_free(CTL_OK("policy", "set", "vm-*", "static:50000/2/2"));
+    cli_assert_poll("iot0", 50000, 3000);
+    CTL_FAILS(2, "mode", "mode", "sideways");
+}
+
+static void
+test_reload(void)
+{
+    g_autofree char *out = NULL;
+    g_autofree char *good = NULL;
+    g_autofree char *bad = NULL;
+    g_autoptr(json_object) empty = NULL;
+
+    if (!cli_live_setup())
+        return;
+    /* A rule from policy set lasts until the reload. */
+    g_free(CTL_OK("policy", "set", "vm-*", "static:50000/2/2"));
+    cli_assert_poll("iot0", 50000, 3000);
+    out = CTL_OK("reload");
+    g_assert_cmpstr(out, ==, "configuration reloaded\n");
+    cli_assert_poll("iot0", 70000, 3000);
+
+    /* A broken file is refused, naming file, line and key. */
+    g_assert_true(g_file_get_contents(cli_live.d->conf_path, &good, NULL, NULL));
+    bad = g_strconcat(good, "[rule vm-*]\npolicy = static:abc\n", NULL);
+    g_assert_true(g_file_set_contents(cli_live.d->conf_path, bad, -1, NULL));
+    CTL_FAILS(1, "reload: GenericError: ", "reload");
+    CTL_FAILS(1, "[rule vm-*] policy", "reload");
+    g_assert_true(g_file_set_contents(cli_live.d->conf_path, good, -1, NULL));
+    empty = CTL_JSON("reload");
+    g_assert_cmpint(json_object_object_length(empty), ==, 0);
+}
+
+static gboolean
+listed(const char *name)
+{
+    g_autoptr(json_object) l = CTL_JSON("list");
+    json_object *tl = pt_json_path(l, "targets");
+
+    for (size_t i = 0; i < json_object_array_length(tl); i++)
+        if (g_str_equal(pt_json_path_str(json_object_array_get_idx(tl, i), "name"), name))
+            return TRUE;
+    return FALSE;
+}
+
+static gboolean
+listed_attached(gpointer data)
+{
+    g_autoptr(json_object) st = CTL_JSON("status");
+
+    return cli_iothread_of(st, data, "iot0") != NULL;
+}
+
+static void
+test_attach_detach(void)
+{
+    g_autoptr(CliVm) other = NULL;
+    g_autoptr(json_object) at = NULL;
+    g_autofree char *out = NULL;
+    g_autofree char *cwd = g_get_current_dir();
+
+    if (!cli_live_setup())
+        return;
+    /* A QEMU outside the daemon's glob: only attach brings it in.  The path
+     * is given relative, polltunectl makes it absolute. */
+    other = cli_vm_start(cli_live.tmp_dir, "extra");
+    g_assert_false(listed("extra"));
+    g_assert_cmpint(g_chdir(cli_live.tmp_dir), ==, 0);
+    at = CTL_JSON("attach", "extra.qmp", "--name", "extra");
+    g_assert_cmpint(g_chdir(cwd), ==, 0);
+    g_assert_cmpstr(pt_json_path_str(at, "name"), ==, "extra");
+    g_assert_true(pt_test_wait(listed_attached, (gpointer) "extra", 3000));
+    CTL_FAILS(1, "attach: GenericError: ", "attach", other->daemon_sock);
+
+    out = CTL_OK("detach", "extra");
+    g_assert_cmpstr(out, ==, "detached extra; its original values are restored\n");
+    g_assert_false(listed("extra"));
+    CTL_FAILS(1, "detach: NotFound: ", "detach", "extra");
+}
+/* ---- errors ------------------------------------------------------------ */
+
+static void
+test_errors(void)
+{
+    g_autofree char *gone = g_build_filename(cli_live.tmp_dir, "none.sock", NULL);
+    g_autofree char *msg = g_strdup_printf("%s: connect: No such file or directory "
+                                           "(is polltuned running?)", gone);
+    PtTestDaemon nodaemon = { .socket_path = gone };
+    guint64 before;
+
+    /* No daemon. */
+    cli_ctl_fails(&nodaemon, 1, msg, (const char *const[]){ "status", NULL });
+    /* A syntax error is found before connecting: no daemon needed. */
+    cli_ctl_fails(&nodaemon, 2, "override set: poll-max-ns: \"abc\" is not a non-negative integer",
+              (const char *const[]){ "override", "set", "vm-a", "poll-max-ns=abc", NULL });
+
+    if (!cli_live_setup())
+        return;
+    before = cli_vm_poll_max(cli_live.vm, "iot0");
+    CTL_FAILS(1, "show: NotFound: nosuch: no such target", "show", "nosuch");
+    CTL_FAILS(1, "show: NotFound: vm-a/iot9: no such iothread", "show", "vm-a/iot9");
+    CTL_FAILS(1, "override-set: NotFound: ", "override", "set", "nosuch", "poll-max-ns=1");
+    CTL_FAILS(1, "override-set: InvalidParameter: poll-max-ns", "override", "set", "vm-a/iot0",
+              "poll-max-ns=99999999");
+    g_assert_cmpuint(cli_vm_poll_max(cli_live.vm, "iot0"), ==, before);
+    CTL_FAILS(2, "poll-max-ns", "override", "set", "vm-a/iot0", "poll-grow=2");
+}
+
+/* polltunectl as nobody:nogroup. */
+static void
+drop_to_nobody(gpointer data)
+{
+    (void)data;
+    if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0)
+        _exit(99);
+}
+
+static void
+run_as_nobody(CliRun *r, PtTestDaemon *d, const char *const *args)
+{
+    g_autoptr(GPtrArray) argv = g_ptr_array_new();
+    g_autoptr(GError) err = NULL;
+    int ws = 0;
+
+    cli_run_clear(r);
+    g_ptr_array_add(argv, (char *)g_getenv("PT_POLLTUNECTL"));
+    g_ptr_array_add(argv, (char *)"-s");
+    g_ptr_array_add(argv, d->socket_path);
+    for (const char *const *a = args; *a; a++)
+        g_ptr_array_add(argv, (char *)*a);
+    g_ptr_array_add(argv, NULL);
+    g_assert_true(g_spawn_sync(NULL, (char **)argv->pdata, NULL, G_SPAWN_DEFAULT, drop_to_nobody,
+                               NULL, &r->out, &r->err, &ws, &err));
+    g_assert_no_error(err);
+    r->status = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
+    g_assert_cmpint(r->status, !=, 99);
+}
+
+static void
+test_permission(void)
+{
+    g_autoptr(PtTestDaemon) d = NULL;
+    g_autofree char *conf = NULL;
+    g_autofree char *log = NULL;
+    CliRun r = { 0 };
+
+    if (geteuid() != 0) {
+        g_test_skip("needs root to run polltunectl as another uid");
+        return;
+    }
+    if (!getgrgid(65534)) {
+        g_test_skip("no group 65534 (nogroup) on this system");
+        return;
+    }
+    if (!cli_live_setup())
+        return;
+    conf = g_strdup_printf("control-group = nogroup\nmetrics-listen =\n"
+                           "[targets]\nlibvirt = false\n[policy]\ndefault = observe\n");
+    d = cli_daemon_start(conf);
+    g_assert_cmpint(g_chmod(d->dir, 0711), ==, 0);
+
+    run_as_nobody(&r, d, (const char *const[]){ "status", NULL });
+    g_assert_cmpstr(r.err, ==, "");
+    g_assert_cmpint(r.status, ==, 0);
+    g_assert_true(g_str_has_prefix(r.out, "mode    enforce"));
+    run_as_nobody(&r, d, (const char *const[]){ "mode", "observe", NULL });
+    g_assert_cmpint(r.status, ==, 1);
+    g_assert_cmpstr(r.out, ==, "");
+    g_assert_true(g_str_has_prefix(r.err, "polltunectl: mode-set: PermissionDenied: "));
+    cli_run_clear(&r);
+    g_file_get_contents(d->log_path, &log, NULL, NULL);
+    g_assert_nonnull(strstr(log, "refused mode-set from uid 65534"));
+    {
+        g_autoptr(json_object) st = pt_test_daemon_ok(d, "status", NULL);
+
+        g_assert_cmpstr(pt_json_path_str(st, "mode"), ==, "enforce");
+    }
+
+    /* Without a way to the socket: connect fails and says what to check. */
+    g_assert_cmpint(g_chmod(d->dir, 0700), ==, 0);
+    run_as_nobody(&r, d, (const char *const[]){ "status", NULL });
+    g_assert_cmpint(r.status, ==, 1);
+    g_assert_nonnull(strstr(r.err, "connect: Permission denied (are you root or in polltuned's "
+                                   "control group?)"));
+    cli_run_clear(&r);
+    cli_daemon_log_check(d);
+}
+
+int
+main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    cli_live_add("/cli/daemon/errors", test_errors);
+    cli_live_add("/cli/daemon/policy", test_policy);
+    cli_live_add("/cli/daemon/override", test_override);
+    cli_live_add("/cli/daemon/override-expires", test_override_expires);
+    cli_live_add("/cli/daemon/mode", test_mode);
+    cli_live_add("/cli/daemon/attach-detach", test_attach_detach);
+    cli_live_add("/cli/daemon/reload", test_reload);
+    cli_live_add("/cli/daemon/permission", test_permission);
+    return cli_live_run(NULL);
+}

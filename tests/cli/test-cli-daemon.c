@@ -1,0 +1,406 @@
+/*
+ * polltunectl's read commands against the real polltuned attached to real
+ * QEMU (see cli-live.h): status, list, show, history, export, report and
+ * metrics.  History and the CSV and JSON Lines exports are checked against
+ * a direct sqlite query of the daemon's database over the same range, the
+ * metrics exposition with promtool.
+ */
+#include <sqlite3.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "cli-live.h"
+#include "pt-config.h"
+
+/* ---- the read commands ------------------------------------------------ */
+
+static void
+test_status(void)
+{
+    g_autofree char *table = NULL;
+    g_autoptr(json_object) st = NULL;
+    json_object *io;
+
+    if (!cli_live_setup())
+        return;
+    table = CTL_OK("status");
+    g_assert_true(g_str_has_prefix(table, "mode    enforce"));
+    g_assert_nonnull(strstr(table, "VM/IOTHREAD"));
+    g_assert_true(g_regex_match_simple("\nvm-a/iot0 +attached +70000 +2 +2 +static:70000/2/2",
+                                          table, 0, 0));
+    g_assert_true(g_regex_match_simple("\nvm-a/iot1 +attached +70000 ", table, 0, 0));
+    g_assert_nonnull(strstr(table, "Last decisions"));
+
+    st = CTL_JSON("status");
+    g_assert_cmpstr(pt_json_path_str(st, "mode"), ==, "enforce");
+    g_assert_cmpint(pt_json_path_int(st, "interval_ms"), ==, 200);
+    g_assert_cmpstr(pt_json_path_str(st, "store/health"), ==, "ok");
+    g_assert_cmpstr(pt_json_path_str(st, "targets/0/kind"), ==, "qmp");
+    g_assert_cmpint(pt_json_path_int(st, "targets/0/pid"), ==, cli_live.vm->qemu->pid);
+    io = cli_iothread_of(st, "vm-a", "iot1");
+    g_assert_nonnull(io);
+    g_assert_cmpint(pt_json_path_int(io, "triple/poll-max-ns"), ==, 70000);
+    g_assert_cmpint(pt_json_path_int(io, "tid"), >, 0);
+    g_assert_cmpstr(pt_json_path_str(io, "last_decision/outcome"), ==, "applied");
+    g_assert_cmpint(pt_json_path_int(io, "last_decision/new/poll-max-ns"), ==, 70000);
+    g_assert_nonnull(pt_json_path(io, "metrics/ts_ms"));
+}
+
+static void
+test_list(void)
+{
+    g_autofree char *table = NULL;
+    g_autoptr(json_object) l = NULL;
+
+    if (!cli_live_setup())
+        return;
+    table = CTL_OK("list");
+    g_assert_true(g_str_has_prefix(table, "NAME"));
+    g_assert_true(g_regex_match_simple("\nvm-a +qmp +attached +[0-9]+ +iot0,iot1\n", table,
+                                          0, 0));
+    l = CTL_JSON("list");
+    g_assert_cmpuint(json_object_array_length(pt_json_path(l, "targets")), ==, 1);
+    g_assert_cmpstr(pt_json_path_str(l, "targets/0/name"), ==, "vm-a");
+    g_assert_cmpstr(pt_json_path_str(l, "targets/0/iothreads/1"), ==, "iot1");
+}
+
+static void
+test_show(void)
+{
+    g_autofree char *text = NULL;
+    g_autofree char *one = NULL;
+    g_autoptr(json_object) all = NULL;
+    g_autoptr(json_object) io1 = NULL;
+
+    if (!cli_live_setup())
+        return;
+    text = CTL_OK("show", "vm-a", "--ticks", "5");
+    g_assert_true(g_str_has_prefix(text, "vm-a (qmp, attached, pid "));
+    g_assert_nonnull(strstr(text, "\niot0 (tid "));
+    g_assert_nonnull(strstr(text, "\niot1 (tid "));
+    g_assert_nonnull(strstr(text, "last 5 ticks"));
+    /* The decisions that applied the policy, from the daemon's log. */
+    g_assert_null(strstr(text, "no decisions yet"));
+    g_assert_nonnull(strstr(text, "policy static:70000/2/2"));
+
+    all = CTL_JSON("show", "vm-a", "--ticks", "3");
+    g_assert_cmpstr(pt_json_path_str(all, "name"), ==, "vm-a");
+    g_assert_cmpuint(json_object_array_length(pt_json_path(all, "iothreads")), ==, 2);
+    g_assert_cmpuint(json_object_array_length(pt_json_path(all, "iothreads/0/history")), ==, 3);
+    g_assert_cmpstr(pt_json_path_str(all, "iothreads/0/decisions/0/iothread"), ==, "iot0");
+    g_assert_cmpstr(pt_json_path_str(all, "iothreads/1/decisions/0/iothread"), ==, "iot1");
+    g_assert_cmpstr(pt_json_path_str(all, "iothreads/1/decisions/0/outcome"), ==, "applied");
+    g_assert_cmpint(pt_json_path_int(all, "iothreads/1/decisions/0/old/poll-max-ns"), ==, 32768);
+    g_assert_cmpint(pt_json_path_int(all, "iothreads/1/decisions/0/new/poll-max-ns"), ==, 70000);
+
+    one = CTL_OK("show", "vm-a/iot1");
+    g_assert_null(strstr(one, "\niot0 (tid "));
+    g_assert_nonnull(strstr(one, "\niot1 (tid "));
+    io1 = CTL_JSON("show", "vm-a/iot1", "--ticks", "2");
+    g_assert_cmpuint(json_object_array_length(pt_json_path(io1, "iothreads")), ==, 1);
+    g_assert_cmpstr(pt_json_path_str(io1, "iothreads/0/id"), ==, "iot1");
+    g_assert_cmpuint(json_object_array_length(pt_json_path(io1, "iothreads/0/history")), ==, 2);
+}
+/* ---- history, export, report, metrics --------------------------------- */
+
+typedef struct {
+    gint64 after_ms;
+} WrittenWait;
+
+/* Everything up to @after_ms is in the database. */
+static gboolean
+written_past(gpointer data)
+{
+    WrittenWait *w = data;
+    g_autoptr(json_object) st = pt_test_daemon_ok(cli_live.d, "status", NULL);
+    json_object *io = cli_iothread_of(st, "vm-a", "iot1");
+
+    return pt_json_path_int(st, "store/pending") == 0 && io &&
+           pt_json_path_int(io, "metrics/ts_ms") > w->after_ms;
+}
+
+/* A past range of about two seconds whose rows are all written. */
+static void
+settled_range(gint64 *from, gint64 *to)
+{
+    WrittenWait w;
+    gint64 up_us = g_get_monotonic_time() - cli_live.started_us;
+
+    /* Two seconds of samples exist. */
+    if (up_us < 3 * G_USEC_PER_SEC)
+        g_usleep(3 * G_USEC_PER_SEC - up_us);
+    *to = g_get_real_time() / 1000 - 100;
+    *from = *to - 2000;
+    w.after_ms = *to + 250;
+    g_assert_true(pt_test_wait(written_past, &w, 3000));
+}
+
+/* Rows of @target/@iothread the daemon's database holds over [@from, @to). */
+static guint
+db_rows(const char *target, const char *iothread, gint64 from, gint64 to)
+{
+    static const int dec[CLI_N_RAW] = { 0 };
+    g_autoptr(GPtrArray) lines = cli_expected_csv(cli_live.d->db_path, CLI_RAW_QUERY, from, to,
+                                                  dec, CLI_N_RAW, 0);
+    g_autofree char *key = g_strdup_printf(",%s,%s,", target, iothread);
+    guint n = 0;
+
+    for (guint i = 0; i < lines->len; i++)
+        n += strstr(g_ptr_array_index(lines, i), key) != NULL;
+    return n;
+}
+
+static void
+test_history(void)
+{
+    g_autoptr(json_object) h = NULL;
+    g_autofree char *table = NULL;
+    json_object *rows;
+    gint64 from, to;
+
+    if (!cli_live_setup())
+        return;
+    settled_range(&from, &to);
+    {
+        g_autofree char *since = cli_test_iso(from);
+        g_autofree char *until = cli_test_iso(to);
+
+        h = CTL_JSON("history", "vm-a/iot0", "--since", since, "--until", until);
+        table = CTL_OK("history", "vm-a", "--since", since, "--until", until);
+    }
+    g_assert_cmpstr(pt_json_path_str(h, "resolution"), ==, "raw");
+    rows = pt_json_path(h, "rows");
+    /* 2 s at 200 ms, as many rows as the database has. */
+    g_assert_cmpuint(json_object_array_length(rows), >=, 8);
+    g_assert_cmpuint(json_object_array_length(rows), ==, db_rows("vm-a", "iot0", from, to));
+    for (size_t i = 0; i < json_object_array_length(rows); i++) {
+        json_object *r = json_object_array_get_idx(rows, i);
+
+        g_assert_cmpstr(pt_json_path_str(r, "target"), ==, "vm-a");
+        g_assert_cmpstr(pt_json_path_str(r, "iothread"), ==, "iot0");
+        g_assert_cmpint(pt_json_path_int(r, "ts_ms"), >=, from);
+        g_assert_cmpint(pt_json_path_int(r, "ts_ms"), <, to);
+        g_assert_nonnull(pt_json_path(r, "iops"));
+        g_assert_nonnull(pt_json_path(r, "cpu_pct"));
+        g_assert_nonnull(pt_json_path(r, "queue_depth"));
+        g_assert_cmpint(pt_json_path_int(r, "poll-max-ns"), >, 0);
+    }
+    g_assert_true(g_str_has_prefix(table, "resolution raw\n"));
+    g_assert_nonnull(strstr(table, "\nvm-a/iot0 \302\267 "));
+    g_assert_nonnull(strstr(table, "\nvm-a/iot1 \302\267 "));
+    /* The poll-max-ns column is filled in, not "-". */
+    g_assert_true(g_regex_match_simple("\n[0-9-]+ [0-9:]+ +[0-9.k]+ +[-0-9.]+ +[0-9.]+ +[0-9]+\n",
+                                          table, 0, 0));
+}
+
+static char **
+export_lines(const char *format, gint64 from, gint64 to, const char *path, const char *extra)
+{
+    g_autofree char *since = cli_test_iso(from);
+    g_autofree char *until = cli_test_iso(to);
+    g_autofree char *out = CTL_OK("export", "--format", format, "--since", since, "--until",
+                                  until, "-o", path, extra);
+    g_autofree char *data = NULL;
+
+    g_assert_true(g_str_has_prefix(out, "wrote "));
+    g_assert_true(g_file_get_contents(path, &data, NULL, NULL));
+    return g_strsplit(data, g_str_equal(format, "csv") ? "\r\n" : "\n", -1);
+}
+
+static void
+test_export(void)
+{
+    static const int dec[CLI_N_RAW] = { 0 };
+    g_autofree char *csv_path = g_build_filename(cli_live.tmp_dir, "e.csv", NULL);
+    g_autofree char *jsonl_path = g_build_filename(cli_live.tmp_dir, "e.jsonl", NULL);
+    g_autoptr(GPtrArray) want = NULL;
+    g_auto(GStrv) csv = NULL;
+    g_auto(GStrv) jsonl = NULL;
+    gint64 from, to;
+    guint n;
+
+    if (!cli_live_setup())
+        return;
+    settled_range(&from, &to);
+    want = cli_expected_csv(cli_live.d->db_path, CLI_RAW_QUERY, from, to, dec, CLI_N_RAW, 0);
+    g_assert_cmpuint(want->len, >=, 16);
+    csv = export_lines("csv", from, to, csv_path, NULL);
+    jsonl = export_lines("jsonl", from, to, jsonl_path, NULL);
+
+    n = g_strv_length(csv);
+    g_assert_true(g_str_has_prefix(csv[0], "time,target,iothread,tick_ns,poll_max_ns,"));
+    g_assert_cmpstr(csv[n - 1], ==, "");
+    g_assert_cmpuint(n - 2, ==, want->len);
+    for (guint i = 0; i < want->len; i++)
+        g_assert_cmpstr(csv[1 + i], ==, g_ptr_array_index(want, i));
+
+    /* JSON Lines: the same rows, member by member. */
+    g_assert_cmpuint(g_strv_length(jsonl), ==, want->len + 1);
+    for (guint i = 0; i < want->len; i++) {
+        g_autoptr(json_object) line = json_tokener_parse(jsonl[i]);
+        g_auto(GStrv) cells = g_strsplit(g_ptr_array_index(want, i), ",", -1);
+
+        g_assert_nonnull(line);
+        g_assert_cmpstr(pt_json_path_str(line, "time"), ==, cells[0]);
+        g_assert_cmpstr(pt_json_path_str(line, "target"), ==, cells[1]);
+        g_assert_cmpstr(pt_json_path_str(line, "iothread"), ==, cells[2]);
+        for (guint c = 0; c < CLI_N_RAW; c++) {
+            json_object *v = pt_json_path(line, cli_raw_names[c]);
+
+            if (!*cells[3 + c])
+                g_assert_null(v);
+            else
+                g_assert_cmpint(json_object_get_int64(v), ==, g_ascii_strtoll(cells[3 + c], NULL, 10));
+        }
+    }
+    g_assert_cmpstr(jsonl[want->len], ==, "");
+}
+
+static void
+test_export_decisions(void)
+{
+    static const int dec[7] = { 0 };
+    g_autofree char *path = g_build_filename(cli_live.tmp_dir, "d.csv", NULL);
+    g_autoptr(GPtrArray) want = NULL;
+    g_auto(GStrv) got = NULL;
+    gint64 from, to;
+    guint n;
+
+    if (!cli_live_setup())
+        return;
+    settled_range(&from, &to);
+    /* Since before the daemon started: the decisions that applied the
+     * policy at attach are in it. */
+    from = g_get_real_time() / 1000 - 600 * 1000;
+    want = cli_expected_csv(cli_live.d->db_path, CLI_DECISIONS_QUERY, from, to, dec, 7, 2);
+    got = export_lines("csv", from, to, path, "--decisions");
+    g_assert_cmpuint(want->len, >=, 2);
+    n = g_strv_length(got);
+    g_assert_true(g_str_has_prefix(got[0], "time,target,iothread,old_poll_max_ns,"));
+    g_assert_cmpstr(got[n - 1], ==, "");
+    g_assert_cmpuint(n - 2, ==, want->len);
+    for (guint i = 0; i < want->len; i++)
+        g_assert_cmpstr(got[1 + i], ==, g_ptr_array_index(want, i));
+}
+
+static void
+test_version(void)
+{
+    g_autofree char *text = NULL;
+    g_autoptr(json_object) v = NULL;
+
+    if (!cli_live_setup())
+        return;
+    text = CTL_OK("version");
+    g_assert_cmpstr(text, ==, "polltunectl " PT_VERSION "\npolltuned " PT_VERSION
+                    " (control protocol 1)\n");
+    v = CTL_JSON("version");
+    g_assert_cmpstr(pt_json_path_str(v, "version"), ==, PT_VERSION);
+    g_assert_cmpint(pt_json_path_int(v, "protocol"), ==, 1);
+    g_assert_cmpstr(pt_json_path_str(v, "client"), ==, PT_VERSION);
+}
+
+static void
+test_report(void)
+{
+    g_autofree char *path = g_build_filename(cli_live.tmp_dir, "report.html", NULL);
+    g_autofree char *out = NULL;
+    g_autofree char *html = NULL;
+
+    if (!cli_live_setup())
+        return;
+    out = CTL_OK("report", "--since", "1m", "-o", path);
+    g_assert_true(g_str_has_prefix(out, "wrote "));
+    g_assert_true(g_file_get_contents(path, &html, NULL, NULL));
+    g_assert_nonnull(strstr(html, "<svg"));
+    g_assert_nonnull(strstr(html, "vm-a"));
+    g_assert_nonnull(strstr(html, "iot1"));
+    /* The decisions came through the export of the decision log. */
+    g_assert_nonnull(strstr(html, "policy static:"));
+}
+
+static void
+test_metrics(void)
+{
+    g_autofree char *text = NULL;
+    g_autoptr(json_object) mj = NULL;
+    g_autofree char *path = g_build_filename(cli_live.tmp_dir, "metrics.txt", NULL);
+    g_autofree char *promtool = g_find_program_in_path("promtool");
+    g_autofree char *cmd = NULL;
+    g_autofree char *out = NULL;
+    g_autofree char *err = NULL;
+    int status = 0;
+
+    if (!cli_live_setup())
+        return;
+    text = CTL_OK("metrics");
+    {
+        g_autofree char *line = g_strdup_printf("polltune_poll_max_seconds{vm=\"vm-a\","
+                                                "iothread=\"iot1\"} %g\n",
+                                                cli_vm_poll_max(cli_live.vm, "iot1") / 1e9);
+
+        g_assert_nonnull(strstr(text, line));
+    }
+    g_assert_nonnull(strstr(text, "\npolltune_ticks_total "));
+    g_assert_true(g_str_has_suffix(text, "\n# EOF\n"));
+    mj = CTL_JSON("metrics");
+    /* The same exposition (the figures move between the two requests). */
+    g_assert_true(g_str_has_prefix(pt_json_path_str(mj, "text"),
+                                   "# TYPE polltune_poll_max_seconds gauge\n"));
+    g_assert_true(g_str_has_suffix(pt_json_path_str(mj, "text"), "\n# EOF\n"));
+
+    if (!promtool) {
+        g_test_skip("promtool is not installed; the exposition was not linted");
+        return;
+    }
+    g_assert_true(g_file_set_contents(path, text, -1, NULL));
+    cmd = g_strdup_printf("sh -c 'exec promtool check metrics < \"%s\"'", path);
+    g_assert_true(g_spawn_command_line_sync(cmd, &out, &err, &status, NULL));
+    g_assert_true(WIFEXITED(status));
+    /* 1: the text does not parse. */
+    if (WEXITSTATUS(status) != 0 && WEXITSTATUS(status) != 3)
+        g_error("promtool check metrics: exit %d: %s%s", WEXITSTATUS(status), out, err);
+    /* 3: lint findings.  promtool lints the Prometheus text format, where a
+     * counter's samples carry the family's name; in OpenMetrics the family
+     * polltune_ticks has the sample polltune_ticks_total, which promtool
+     * then sees as a family without HELP.  That one finding is expected for
+     * each counter that has its HELP; any other is a fault. */
+    {
+        g_auto(GStrv) lines = g_strsplit(out, "\n", -1);
+
+        for (char **l = lines; *l; l++) {
+            g_autofree char *family = NULL;
+            g_autofree char *type = NULL;
+            g_autofree char *help = NULL;
+
+            if (!**l)
+                continue;
+            if (!g_str_has_suffix(*l, "_total no help text"))
+                g_error("promtool check metrics: %s", *l);
+            family = g_strndup(*l, strlen(*l) - strlen("_total no help text"));
+            type = g_strdup_printf("# TYPE %s counter\n", family);
+            help = g_strdup_printf("# HELP %s ", family);
+            if (!strstr(text, type) || !strstr(text, help))
+                g_error("promtool check metrics: %s", *l);
+        }
+    }
+}
+
+int
+main(int argc, char **argv)
+{
+    static const char *const leftovers[] = { "e.csv", "e.jsonl", "d.csv", "report.html", "metrics.txt",
+                                             NULL };
+
+    g_test_init(&argc, &argv, NULL);
+    cli_live_add("/cli/daemon/version", test_version);
+    cli_live_add("/cli/daemon/status", test_status);
+    cli_live_add("/cli/daemon/list", test_list);
+    cli_live_add("/cli/daemon/show", test_show);
+    cli_live_add("/cli/daemon/history", test_history);
+    cli_live_add("/cli/daemon/export", test_export);
+    cli_live_add("/cli/daemon/export-decisions", test_export_decisions);
+    cli_live_add("/cli/daemon/report", test_report);
+    cli_live_add("/cli/daemon/metrics", test_metrics);
+    return cli_live_run(leftovers);
+}
