@@ -193,6 +193,14 @@ pt_daemon_render_metrics(PtDaemon *d)
                                 "Duration of the last tick." });
     g_string_append_printf(out, "polltune_tick_duration_seconds %.6f\n",
                            d->stats.last_tick_ms / 1000.0);
+    pt_family(out, &(PtFamily){ "polltune_tick_duration_p50_seconds", "gauge", "seconds",
+                                "Median tick duration over the last 600 ticks." });
+    g_string_append_printf(out, "polltune_tick_duration_p50_seconds %.6f\n",
+                           d->stats.tick_ms_p50 / 1000.0);
+    pt_family(out, &(PtFamily){ "polltune_tick_duration_p99_seconds", "gauge", "seconds",
+                                "99th percentile tick duration over the last 600 ticks." });
+    g_string_append_printf(out, "polltune_tick_duration_p99_seconds %.6f\n",
+                           d->stats.tick_ms_p99 / 1000.0);
     pt_family(out, &(PtFamily){ "polltune_late_samples", "counter", NULL,
                                 "Target samples that missed their tick's deadline." });
     g_string_append_printf(out, "polltune_late_samples_total %" G_GUINT64_FORMAT "\n",

@@ -1,0 +1,201 @@
+/*
+ * raw-qmp-poller: the reference for the scale benchmark.
+ *
+ * The least a monitoring tool can do to get what polltuned gets each tick:
+ * for every VM, once a second, send query-iothreads, query-blockstats and
+ * query-stats over a blocking QMP socket, parse the replies, and read the
+ * same /proc files (each iothread's stat, status and schedstat, plus the
+ * host's /proc/stat and CPU pressure).  No store, no policy, no event loop.
+ *
+ * Usage: raw-qmp-poller SECONDS PID:SOCKET...
+ * Prints one line: "ok VMS TICKS" on success.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+#include <json-c/json.h>
+
+typedef struct {
+    int pid;
+    int fd;
+    char *buf;
+    size_t len, cap;
+} RawVm;
+
+static void
+die(const char *what, const char *detail)
+{
+    fprintf(stderr, "raw-qmp-poller: %s: %s\n", what, detail);
+    exit(1);
+}
+
+/* Next complete line, without the newline, valid until the next call. */
+static char *
+raw_read_line(RawVm *vm)
+{
+    static char line[1 << 20];
+
+    for (;;) {
+        char *nl = memchr(vm->buf, '\n', vm->len);
+
+        if (nl) {
+            size_t n = (size_t)(nl - vm->buf);
+
+            if (n >= sizeof(line))
+                die("reply", "longer than 1 MiB");
+            memcpy(line, vm->buf, n);
+            line[n] = '\0';
+            memmove(vm->buf, nl + 1, vm->len - n - 1);
+            vm->len -= n + 1;
+            return line;
+        }
+        if (vm->cap - vm->len < 65536) {
+            vm->cap = vm->cap * 2 + 65536;
+            vm->buf = realloc(vm->buf, vm->cap);
+        }
+        ssize_t r = read(vm->fd, vm->buf + vm->len, vm->cap - vm->len);
+
+        if (r <= 0)
+            die("monitor read", r < 0 ? strerror(errno) : "closed");
+        vm->len += (size_t)r;
+    }
+}
+
+/* The reply to the last command, skipping asynchronous events. */
+static json_object *
+raw_reply(RawVm *vm)
+{
+    for (;;) {
+        json_object *o = json_tokener_parse(raw_read_line(vm));
+        json_object *ret;
+
+        if (!o)
+            die("monitor", "unparsable reply");
+        if (json_object_object_get_ex(o, "return", &ret))
+            return o;
+        if (json_object_object_get_ex(o, "error", NULL))
+            die("monitor", json_object_to_json_string(o));
+        json_object_put(o);
+    }
+}
+
+static void
+raw_send(RawVm *vm, const char *cmd)
+{
+    size_t n = strlen(cmd);
+
+    if (write(vm->fd, cmd, n) != (ssize_t)n)
+        die("monitor write", strerror(errno));
+}
+
+static void
+raw_connect(RawVm *vm, const char *path)
+{
+    struct sockaddr_un sun = { .sun_family = AF_UNIX };
+
+    vm->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+    if (connect(vm->fd, (struct sockaddr *)&sun, sizeof(sun)) < 0)
+        die(path, strerror(errno));
+    json_object_put(json_tokener_parse(raw_read_line(vm)));    /* greeting */
+    raw_send(vm, "{\"execute\":\"qmp_capabilities\"}\n");
+    json_object_put(raw_reply(vm));
+}
+
+static size_t
+raw_read_file(const char *path, char *buf, size_t cap)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n;
+
+    if (fd < 0)
+        return 0;
+    n = read(fd, buf, cap - 1);
+    close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+    return n > 0 ? (size_t)n : 0;
+}
+
+static void
+raw_sample(RawVm *vm, unsigned long long *sink)
+{
+    static char file[8192];
+    json_object *iot, *blk, *st, *list;
+
+    /* Three in flight at once, as the daemon does, then read them back. */
+    raw_send(vm, "{\"execute\":\"query-iothreads\",\"id\":1}\n"
+                 "{\"execute\":\"query-blockstats\",\"id\":2}\n"
+                 "{\"execute\":\"query-stats\",\"arguments\":{\"target\":\"vcpu\"},\"id\":3}\n");
+    iot = raw_reply(vm);
+    blk = raw_reply(vm);
+    st = raw_reply(vm);
+    if (json_object_object_get_ex(iot, "return", &list)) {
+        for (size_t i = 0; i < json_object_array_length(list); i++) {
+            json_object *tid;
+            char path[128];
+            static const char *const names[] = { "stat", "status", "schedstat" };
+
+            if (!json_object_object_get_ex(json_object_array_get_idx(list, i), "thread-id", &tid))
+                continue;
+            for (int k = 0; k < 3; k++) {
+                snprintf(path, sizeof(path), "/proc/%d/task/%d/%s", vm->pid,
+                         json_object_get_int(tid), names[k]);
+                *sink += raw_read_file(path, file, sizeof(file));
+            }
+        }
+    }
+    if (json_object_object_get_ex(blk, "return", &list))
+        *sink += json_object_array_length(list);
+    json_object_put(iot);
+    json_object_put(blk);
+    json_object_put(st);
+}
+
+int
+main(int argc, char **argv)
+{
+    static char host[65536];
+    unsigned long long sink = 0;
+    struct timespec next;
+    int seconds, n;
+    RawVm *vms;
+
+    if (argc < 3)
+        die("usage", "raw-qmp-poller SECONDS PID:SOCKET...");
+    seconds = atoi(argv[1]);
+    n = argc - 2;
+    vms = calloc((size_t)n, sizeof(*vms));
+    for (int i = 0; i < n; i++) {
+        char *colon = strchr(argv[i + 2], ':');
+
+        if (!colon)
+            die(argv[i + 2], "expected PID:SOCKET");
+        vms[i].pid = atoi(argv[i + 2]);
+        raw_connect(&vms[i], colon + 1);
+    }
+    /* Tell the caller the connections are up; it starts the clock now. */
+    printf("ready\n");
+    fflush(stdout);
+    clock_gettime(CLOCK_MONOTONIC, &next);
+    for (int tick = 0; tick < seconds; tick++) {
+        sink += raw_read_file("/proc/stat", host, sizeof(host));
+        sink += raw_read_file("/proc/pressure/cpu", host, sizeof(host));
+        for (int i = 0; i < n; i++)
+            raw_sample(&vms[i], &sink);
+        next.tv_sec++;
+        clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
+    }
+    printf("ok %d %d %llu\n", n, seconds, sink);
+    for (int i = 0; i < n; i++) {
+        close(vms[i].fd);
+        free(vms[i].buf);
+    }
+    free(vms);
+    return 0;
+}

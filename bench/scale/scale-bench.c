@@ -1,0 +1,281 @@
+/*
+ * scale-bench: what polltuned costs the host as the number of VMs grows.
+ *
+ * Starts the largest N of QEMU processes (-machine none, 2 iothreads and a
+ * null-co drive each, each with a QMP socket for the daemon), then for each
+ * N runs one polltuned at a 1 s tick in enforce mode with a static policy
+ * over the first N, waits until all are attached, and measures over the
+ * window: daemon CPU (utime+stime from /proc/PID/stat), RSS (VmRSS, VmHWM)
+ * and the tick duration p50/p99 the daemon reports over its recent ticks.
+ * In the same run, raw-qmp-poller polls the same N monitors with the same
+ * queries and /proc reads for the same window; the CPU ratio daemon/raw is
+ * printed next to the figures.
+ *
+ * Usage: scale-bench [--counts 10,50,100] [--seconds 60] [--warmup 5]
+ */
+#include "pt-test-daemon.h"
+#include "pt-test-qemu.h"
+#include "qmp-json.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <glib/gstdio.h>
+
+typedef struct {
+    double cpu_pct, rss_mb, hwm_mb;
+} ProcUse;
+
+/* utime+stime of @pid in seconds. */
+static double
+proc_cpu_s(GPid pid)
+{
+    g_autofree char *path = g_strdup_printf("/proc/%d/stat", pid);
+    g_autofree char *text = NULL;
+    g_auto(GStrv) f = NULL;
+    const char *p;
+
+    if (!g_file_get_contents(path, &text, NULL, NULL) || !(p = strrchr(text, ')')))
+        g_error("%s: cannot read", path);
+    /* Fields after the command: state is field 3, utime 14, stime 15. */
+    f = g_strsplit(p + 2, " ", 0);
+    return (g_ascii_strtod(f[11], NULL) + g_ascii_strtod(f[12], NULL)) /
+           sysconf(_SC_CLK_TCK);
+}
+
+static double
+proc_status_mb(GPid pid, const char *key)
+{
+    g_autofree char *path = g_strdup_printf("/proc/%d/status", pid);
+    g_autofree char *text = NULL;
+    const char *p;
+
+    if (!g_file_get_contents(path, &text, NULL, NULL) || !(p = strstr(text, key)))
+        return -1;
+    return g_ascii_strtod(p + strlen(key) + 1, NULL) / 1024.0;
+}
+
+/* Watch @pid for @seconds and report its CPU share of one core. */
+static void
+proc_measure(GPid pid, guint seconds, ProcUse *use)
+{
+    gint64 t0 = g_get_monotonic_time();
+    double c0 = proc_cpu_s(pid);
+    double c1;
+
+    g_usleep((gulong)seconds * G_USEC_PER_SEC);
+    c1 = proc_cpu_s(pid);
+    use->cpu_pct = 100.0 * (c1 - c0) / ((g_get_monotonic_time() - t0) / 1e6);
+    use->rss_mb = proc_status_mb(pid, "VmRSS:");
+    use->hwm_mb = proc_status_mb(pid, "VmHWM:");
+}
+
+typedef struct {
+    PtTestDaemon *d;
+    guint n;
+} AttachWait;
+
+static gboolean
+all_attached(gpointer data)
+{
+    AttachWait *w = data;
+    g_autoptr(json_object) st = pt_test_daemon_ok(w->d, "status", NULL);
+    json_object *tl = pt_json_path(st, "targets");
+    guint ok = 0;
+
+    for (size_t i = 0; i < json_object_array_length(tl); i++) {
+        json_object *t = json_object_array_get_idx(tl, i);
+
+        if (g_strcmp0(pt_json_path_str(t, "state"), "attached") == 0 &&
+            json_object_array_length(pt_json_path(t, "iothreads")) == 2)
+            ok++;
+    }
+    return ok == w->n;
+}
+
+/* One value from the daemon's OpenMetrics text, or -1. */
+static double
+metric_value(const char *text, const char *series)
+{
+    g_autofree char *needle = g_strdup_printf("\n%s ", series);
+    const char *p = strstr(text, needle);
+
+    return p ? g_ascii_strtod(p + strlen(needle), NULL) : -1;
+}
+
+typedef struct {
+    ProcUse use;
+    double p50_ms, p99_ms, overruns, ticks;
+    double attach_s;
+} DaemonRun;
+
+static void
+run_daemon(const char *glob_dir, guint n, guint warmup, guint seconds, DaemonRun *out)
+{
+    g_autoptr(GError) err = NULL;
+    g_autofree char *conf = g_strdup_printf(
+        "interval = 1s\nmode = enforce\nmetrics-listen =\n"
+        "[targets]\nlibvirt = false\nqmp-globs = %s/*.qmp\n"
+        "[policy]\ndefault = static:50000/2/2\n", glob_dir);
+    g_autoptr(PtTestDaemon) d = NULL;
+    g_autoptr(json_object) m = NULL;
+    g_autoptr(json_object) st = NULL;
+    AttachWait w;
+    gint64 t0 = g_get_monotonic_time();
+    const char *text;
+
+    d = pt_test_daemon_start(conf, &err);
+    if (!d)
+        g_error("polltuned: %s", err->message);
+    w = (AttachWait){ d, n };
+    if (!pt_test_wait(all_attached, &w, 120000))
+        g_error("polltuned did not attach %u targets within 120 s", n);
+    out->attach_s = (g_get_monotonic_time() - t0) / 1e6;
+    g_usleep((gulong)warmup * G_USEC_PER_SEC);
+    proc_measure(d->pid, seconds, &out->use);
+    m = pt_test_daemon_ok(d, "metrics", NULL);
+    st = pt_test_daemon_ok(d, "status", NULL);
+    text = json_object_is_type(m, json_type_string) ? json_object_get_string(m)
+                                                    : pt_json_path_str(m, "text");
+    if (!text)
+        g_error("metrics: unexpected reply %s", json_object_to_json_string(m));
+    out->p50_ms = 1000 * metric_value(text, "polltune_tick_duration_p50_seconds");
+    out->p99_ms = 1000 * metric_value(text, "polltune_tick_duration_p99_seconds");
+    out->overruns = metric_value(text, "polltune_tick_overruns_total");
+    out->ticks = (double)pt_json_path_int(st, "ticks");
+    if (pt_test_daemon_stop(d) != 0)
+        g_printerr("polltuned did not exit cleanly; log in %s\n", d->log_path);
+}
+
+static ProcUse
+run_raw(const char *poller, GPtrArray *qemus, GPtrArray *socks, guint n, guint seconds)
+{
+    g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
+    g_autoptr(GError) err = NULL;
+    g_autoptr(GIOChannel) ch = NULL;
+    g_autofree char *line = NULL;
+    GPid pid;
+    int out_fd, status;
+    ProcUse use;
+
+    g_ptr_array_add(argv, g_strdup(poller));
+    g_ptr_array_add(argv, g_strdup_printf("%u", seconds + 2));
+    for (guint i = 0; i < n; i++)
+        g_ptr_array_add(argv, g_strdup_printf("%d:%s", ((PtTestQemu *)qemus->pdata[i])->pid,
+                                              (char *)socks->pdata[i]));
+    g_ptr_array_add(argv, NULL);
+    if (!g_spawn_async_with_pipes(NULL, (char **)argv->pdata, NULL, G_SPAWN_DO_NOT_REAP_CHILD,
+                                  NULL, NULL, &pid, NULL, &out_fd, NULL, &err))
+        g_error("%s: %s", poller, err->message);
+    ch = g_io_channel_unix_new(out_fd);
+    g_io_channel_set_close_on_unref(ch, TRUE);
+    if (g_io_channel_read_line(ch, &line, NULL, NULL, NULL) != G_IO_STATUS_NORMAL ||
+        !g_str_has_prefix(line, "ready"))
+        g_error("raw-qmp-poller did not connect");
+    proc_measure(pid, seconds, &use);
+    waitpid(pid, &status, 0);
+    g_spawn_close_pid(pid);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        g_error("raw-qmp-poller failed (status %d)", status);
+    return use;
+}
+
+int
+main(int argc, char **argv)
+{
+    g_autofree char *counts_opt = g_strdup("10,50,100");
+    gint seconds = 60, warmup = 5;
+    GOptionEntry entries[] = {
+        { "counts", 0, 0, G_OPTION_ARG_STRING, &counts_opt, "VM counts to measure", "N,N,..." },
+        { "seconds", 0, 0, G_OPTION_ARG_INT, &seconds, "measurement window per run", "S" },
+        { "warmup", 0, 0, G_OPTION_ARG_INT, &warmup, "seconds after attach before measuring", "S" },
+        { NULL }
+    };
+    g_autoptr(GOptionContext) ctx = g_option_context_new("- polltuned cost against VM count");
+    g_autoptr(GError) err = NULL;
+    g_autoptr(GPtrArray) qemus = g_ptr_array_new_with_free_func((GDestroyNotify)pt_test_qemu_free);
+    g_autoptr(GPtrArray) socks = g_ptr_array_new_with_free_func(g_free);
+    g_autofree char *self_dir = g_path_get_dirname(argv[0]);
+    g_autofree char *poller = g_build_filename(self_dir, "raw-qmp-poller", NULL);
+    g_autofree char *dir = NULL;
+    g_autofree char *why = NULL;
+    g_auto(GStrv) counts = NULL;
+    guint max_n = 0;
+    double qemu_rss = 0;
+
+    g_option_context_add_main_entries(ctx, entries, NULL);
+    if (!g_option_context_parse(ctx, &argc, &argv, &err)) {
+        g_printerr("%s\n", err->message);
+        return 2;
+    }
+    if (!pt_test_have_qemu(&why)) {
+        g_printerr("scale-bench: %s\n", why);
+        return 77;
+    }
+    if (!g_getenv("PT_BUILD_ROOT")) {
+        g_autofree char *root = g_build_filename(self_dir, "..", "..", NULL);
+
+        g_setenv("PT_BUILD_ROOT", root, TRUE);
+    }
+    counts = g_strsplit(counts_opt, ",", 0);
+    for (guint i = 0; counts[i]; i++)
+        max_n = MAX(max_n, (guint)g_ascii_strtoull(counts[i], NULL, 10));
+    dir = g_dir_make_tmp("pt-scale-XXXXXX", &err);
+    g_assert_no_error(err);
+
+    g_print("starting %u QEMU processes (-machine none, 2 iothreads, 1 null-co drive)\n", max_n);
+    for (guint i = 0; i < max_n; i++) {
+        g_autofree char *sock = g_strdup_printf("%s/vm-%03u.qmp", dir, i);
+        g_autofree char *qmp = g_strdup_printf("unix:%s,server=on,wait=off", sock);
+        const char *args[] = { "-object", "iothread,id=iot0", "-object", "iothread,id=iot1",
+                               "-drive", "driver=null-co,if=none,id=drive0",
+                               "-qmp", qmp, NULL };
+        PtTestQemu *q = pt_test_qemu_start(args, &err);
+
+        if (!q)
+            g_error("QEMU %u: %s", i, err->message);
+        g_ptr_array_add(qemus, q);
+        g_ptr_array_add(socks, g_steal_pointer(&sock));
+        qemu_rss += proc_status_mb(q->pid, "VmRSS:");
+    }
+    g_print("QEMU RSS: %.1f MB each on average\n\n", qemu_rss / max_n);
+    g_print("interval 1 s, mode enforce, policy static:50000/2/2, window %d s after %d s warm-up\n",
+            seconds, warmup);
+    g_print("%5s %9s %8s %8s %9s %9s %8s %8s %9s %9s\n", "VMs", "attach_s", "cpu_%",
+            "rss_MB", "hwm_MB", "p50_ms", "p99_ms", "overrun", "raw_cpu_%", "cpu_ratio");
+
+    for (guint c = 0; counts[c]; c++) {
+        guint n = (guint)g_ascii_strtoull(counts[c], NULL, 10);
+        g_autofree char *glob_dir = g_strdup_printf("%s/n%u", dir, n);
+        DaemonRun dr = { 0 };
+        ProcUse raw;
+
+        /* The daemon's glob sees only the first N monitors. */
+        g_mkdir(glob_dir, 0700);
+        for (guint i = 0; i < n; i++) {
+            g_autofree char *link = g_strdup_printf("%s/vm-%03u.qmp", glob_dir, i);
+
+            if (symlink(socks->pdata[i], link) < 0)
+                g_error("%s: %s", link, g_strerror(errno));
+        }
+        run_daemon(glob_dir, n, (guint)warmup, (guint)seconds, &dr);
+        raw = run_raw(poller, qemus, socks, n, (guint)seconds);
+        g_print("%5u %9.1f %8.2f %8.1f %9.1f %9.2f %8.2f %8.0f %9.2f %9.2f\n", n, dr.attach_s,
+                dr.use.cpu_pct, dr.use.rss_mb, dr.use.hwm_mb, dr.p50_ms, dr.p99_ms,
+                dr.overruns, raw.cpu_pct, raw.cpu_pct > 0 ? dr.use.cpu_pct / raw.cpu_pct : 0);
+        for (guint i = 0; i < n; i++) {
+            g_autofree char *link = g_strdup_printf("%s/vm-%03u.qmp", glob_dir, i);
+
+            g_unlink(link);
+        }
+        g_rmdir(glob_dir);
+    }
+    g_print("\ngoals at N=100: cpu <= 2%% of one core, RSS <= 30 MB, p99 tick <= 100 ms\n");
+    g_ptr_array_set_size(qemus, 0);
+    for (guint i = 0; i < socks->len; i++)
+        g_unlink(socks->pdata[i]);
+    g_rmdir(dir);
+    return 0;
+}
