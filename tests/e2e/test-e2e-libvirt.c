@@ -1,0 +1,186 @@
+/*
+ * End to end through libvirt: a private libvirtd (pt-test-libvirt.h) runs
+ * the test guest as a type='qemu' domain with two iothreads and the disk on
+ * iothread 1 (tests/guest/libvirt-guest.sh).  polltuned is pointed at that
+ * libvirtd with [targets] libvirt-uri, and everything the test checks on
+ * the VM it reads back with virsh domstats --iothread.
+ *
+ * A daemon that does not discover the domain within a few seconds has no
+ * libvirt target support to test: the test then skips and says so.
+ */
+#include "e2e-scenario.h"
+#include "pt-test-libvirt.h"
+
+#include <signal.h>
+#include <glib/gstdio.h>
+
+#define E2E_DOMAIN "pt-e2e-lv"
+/* QEMU's default, which libvirt leaves alone when the XML sets none. */
+#define E2E_QEMU_DEFAULT_NS 32768
+
+typedef struct {
+    E2eVm vm;
+    PtTestLibvirtd *lvd;
+    char *rundir;
+    char *serial_path;
+    gboolean started;
+} LibvirtVm;
+
+static guint64
+libvirt_poll_max(E2eVm *vm, const char *iothread)
+{
+    LibvirtVm *lv = vm->data;
+    g_autoptr(GError) err = NULL;
+    g_autofree char *out = pt_test_libvirtd_virsh(lv->lvd, &err, "domstats", "--iothread",
+                                                  E2E_DOMAIN, NULL);
+    /* The daemon's "iothread1" is libvirt's iothread 1. */
+    const char *num = iothread + strcspn(iothread, "0123456789");
+    g_autofree char *key = g_strdup_printf("iothread.%s.poll-max-ns=", num);
+    const char *at;
+
+    g_assert_no_error(err);
+    at = strstr(out, key);
+    if (!at)
+        g_error("virsh domstats --iothread has no %s in:\n%s", key, out);
+    return g_ascii_strtoull(at + strlen(key), NULL, 10);
+}
+
+static gboolean
+guest_script(LibvirtVm *lv, const char *cmd, GError **error)
+{
+    const char *src = g_getenv("PT_SOURCE_ROOT");
+    g_autofree char *script = g_build_filename(src, "tests", "guest", "libvirt-guest.sh", NULL);
+    const char *argv[] = { script, cmd, "-c", lv->lvd->uri, "-n", E2E_DOMAIN, "-a", "idle",
+                           "-p", E2E_PHASES, "-s", lv->serial_path, NULL };
+    g_auto(GStrv) env = g_environ_setenv(g_get_environ(), "PT_GUEST_RUNDIR", lv->rundir, TRUE);
+    g_autofree char *err_text = NULL;
+    int status = 0;
+
+    if (!g_spawn_sync(NULL, (char **)argv, env, G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL,
+                      &err_text, &status, error))
+        return FALSE;
+    if (!g_spawn_check_wait_status(status, NULL)) {
+        g_set_error(error, G_SPAWN_ERROR, G_SPAWN_ERROR_FAILED,
+                    "libvirt-guest.sh %s failed: %s", cmd, err_text);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static void
+libvirt_vm_free(LibvirtVm *lv)
+{
+    if (!lv)
+        return;
+    if (lv->started)
+        guest_script(lv, "stop", NULL);
+    /* Stopped, so the file no longer grows and its follower can end. */
+    guest_serial_free(lv->vm.serial);
+    g_unlink(lv->serial_path);
+    g_rmdir(lv->rundir);
+    g_free(lv->serial_path);
+    g_free(lv->rundir);
+    g_free(lv);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(LibvirtVm, libvirt_vm_free)
+
+/* The daemon's ids of the disk's iothread (libvirt's 1) and the other. */
+static gboolean
+find_iothreads(PtTestDaemon *d, LibvirtVm *lv)
+{
+    g_autoptr(json_object) st = pt_test_daemon_ok(d, "status", NULL);
+    json_object *tl = pt_json_path(st, "targets");
+    static char busy[64], idle[64];
+
+    for (size_t i = 0; i < json_object_array_length(tl); i++) {
+        json_object *t = json_object_array_get_idx(tl, i);
+        json_object *iots = pt_json_path(t, "iothreads");
+
+        if (g_strcmp0(pt_json_path_str(t, "name"), E2E_DOMAIN))
+            continue;
+        for (size_t j = 0; j < json_object_array_length(iots); j++) {
+            const char *id = pt_json_path_str(json_object_array_get_idx(iots, j), "id");
+            const char *num = id + strcspn(id, "0123456789");
+
+            g_strlcpy(g_str_equal(num, "1") ? busy : idle, id, sizeof(busy));
+        }
+    }
+    lv->vm.busy = busy;
+    lv->vm.idle = idle;
+    return *busy && *idle;
+}
+
+static void
+test_libvirt(void)
+{
+    g_autofree char *why = NULL;
+    g_autoptr(PtTestLibvirtd) lvd = NULL;
+    g_autoptr(LibvirtVm) lv = NULL;
+    g_autoptr(PtTestDaemon) d = NULL;
+    g_autoptr(GError) err = NULL;
+    g_autofree char *targets = NULL;
+    g_autofree char *conf = NULL;
+    E2eFigures fig = { 0 };
+    gint64 took;
+
+    if (!pt_test_have_libvirtd(&why)) {
+        g_test_skip(why);
+        return;
+    }
+    if (!guest_build(&why)) {
+        g_test_skip(why);
+        return;
+    }
+    lvd = pt_test_libvirtd_start(&err);
+    g_assert_no_error(err);
+
+    lv = g_new0(LibvirtVm, 1);
+    lv->lvd = lvd;
+    /* Not under /tmp: libvirt may give QEMU a private one. */
+    lv->rundir = g_strdup("/var/tmp/pt-e2e-XXXXXX");
+    g_assert_nonnull(g_mkdtemp_full(lv->rundir, 0755));
+    lv->serial_path = g_build_filename(lv->rundir, E2E_DOMAIN ".serial", NULL);
+    lv->vm.target = E2E_DOMAIN;
+    lv->vm.readback = "virsh domstats --iothread";
+    lv->vm.poll_max = libvirt_poll_max;
+    lv->vm.original_ns = E2E_QEMU_DEFAULT_NS;
+    lv->vm.data = lv;
+
+    targets = g_strdup_printf("libvirt = true\nlibvirt-uri = %s\n", lvd->uri);
+    conf = e2e_daemon_conf(targets);
+    d = pt_test_daemon_start(conf, &err);
+    g_assert_no_error(err);
+    e2e_reap_on_abort(d->pid);
+
+    lv->started = TRUE;
+    g_assert_true(guest_script(lv, "start", &err));
+    g_assert_no_error(err);
+    lv->vm.serial = guest_serial_new_file(lv->serial_path);
+
+    /* Discovery is asserted within 2 s of virsh start returning; waiting
+     * longer only tells a slow daemon from one without libvirt support. */
+    took = e2e_wait_attached(d, E2E_DOMAIN, 5000);
+    if (took < 0) {
+        g_autoptr(json_object) st = pt_test_daemon_ok(d, "status", NULL);
+
+        g_test_message("status: %s", json_object_to_json_string(st));
+        g_test_skip("polltuned did not discover the libvirt domain within 5 s: "
+                    "this daemon has no libvirt target support "
+                    "(daemon/pt-daemon-libvirt.c)");
+        return;
+    }
+    g_test_message("discovered %" G_GINT64_FORMAT " ms after virsh start returned", took);
+    g_assert_cmpint(took, <=, 2000);
+    g_assert_true(find_iothreads(d, lv));
+
+    e2e_scenario_run(&lv->vm, d, &fig);
+}
+
+int
+main(int argc, char **argv)
+{
+    signal(SIGPIPE, SIG_IGN);
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/e2e/libvirt/domain", test_libvirt);
+    return g_test_run();
+}
