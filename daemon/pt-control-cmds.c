@@ -129,15 +129,20 @@ pt_json_metrics(const PolicyMetrics *m)
 }
 
 static json_object *
-pt_json_decision(const PolicyDecision *d, const char *outcome, const char *policy)
+pt_json_decision(const PtIothread *io)
 {
+    const PolicyDecision *d = io->last_decision;
+    const char *outcome = io->last_outcome;
+    const char *policy = io->last_policy;
     json_object *o = json_object_new_object();
 
+    json_object_object_add(o, "ts_ms", json_object_new_int64(io->last_decision_ms));
     json_object_object_add(o, "target", json_object_new_string(d->target));
     json_object_object_add(o, "iothread", json_object_new_string(d->iothread));
     if (policy)
         json_object_object_add(o, "policy", json_object_new_string(policy));
     json_object_object_add(o, "cause", json_object_new_string(policy_cause_to_string(d->cause)));
+    json_object_object_add(o, "old", pt_json_triple(&io->last_old));
     json_object_object_add(o, "new", pt_json_triple(&d->triple));
     json_object_object_add(o, "applied", json_object_new_boolean(g_strcmp0(outcome, "applied") == 0));
     json_object_object_add(o, "outcome", json_object_new_string(outcome ? outcome : ""));
@@ -181,7 +186,7 @@ pt_json_iothread(PtDaemon *d, PtTarget *t, PtIothread *io, guint history)
                            pt_json_metrics(&g_array_index(io->history, PolicyMetrics,
                                                           io->history->len - 1)) : NULL);
     json_object_object_add(o, "last_decision", io->last_decision ?
-                           pt_json_decision(io->last_decision, io->last_outcome, NULL) : NULL);
+                           pt_json_decision(io) : NULL);
     if (history) {
         json_object *h = json_object_new_array();
         guint from = io->history->len > history ? io->history->len - history : 0;
@@ -732,7 +737,15 @@ pt_cmd_detach(PtConn *conn, json_object *args, json_object **ret, GError **error
 static gboolean
 pt_cmd_metrics(PtConn *conn, json_object *args, json_object **ret, GError **error)
 {
-    g_autofree char *text = pt_daemon_render_metrics(pt_conn_daemon(conn));
+    const char *format;
+    g_autofree char *text = NULL;
+
+    if (!pt_arg_str(args, "format", FALSE, &format, error))
+        return FALSE;
+    if (format && !g_str_equal(format, "openmetrics") && !g_str_equal(format, "prometheus"))
+        return pt_arg_bad(error, "format", "must be openmetrics or prometheus");
+    text = pt_daemon_render_metrics(pt_conn_daemon(conn),
+                                    !format || g_str_equal(format, "openmetrics"));
 
     *ret = json_object_new_object();
     json_object_object_add(*ret, "text", json_object_new_string(text));

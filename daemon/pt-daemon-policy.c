@@ -76,6 +76,10 @@ pt_daemon_record(PtDaemon *d, PtTarget *t, const PolicyDecision *dec,
         io->last_decision = pt_decision_copy(dec);
         g_free(io->last_outcome);
         io->last_outcome = g_strdup(outcome);
+        g_free(io->last_policy);
+        io->last_policy = g_strdup(policy);
+        io->last_decision_ms = sd.ts_ms;
+        io->last_old = *old;
     }
     pt_info(t->name, dec->iothread, "%s %s -> %" G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT
             "/%" G_GUINT64_FORMAT ": %s", policy, outcome, dec->triple.poll_max_ns,
@@ -399,6 +403,7 @@ pt_daemon_attach_qmp(PtDaemon *d, const char *path, const char *name, char **nam
     }
     if (!pt_daemon_attach_path(d, path, name, error))
         return FALSE;
+    g_hash_table_remove(d->detached_paths, path);
     if (name_out) {
         if (name) {
             *name_out = g_strdup(name);
@@ -426,6 +431,9 @@ pt_daemon_detach(PtDaemon *d, const char *name, GError **error)
     /* The restore writes hold their own reference to the target and its
      * channel, so they complete after the target leaves our table. */
     pt_daemon_restore_target(d, t, "detach");
+    /* A socket matched by qmp-globs stays detached until attached again. */
+    if (t->kind == STORE_TARGET_QMP)
+        g_hash_table_add(d->detached_paths, g_strdup(pt_target_qmp_path(t)));
     t->detached = TRUE;
     policy_engine_forget(d->engine, t->name);
     pt_info(t->name, NULL, "detached by request");

@@ -21,6 +21,7 @@ struct PtDaemon {
     ProbeHostSnap *host_prev;
     PolicyHost host_metrics;
     GHashTable *targets;            /* name -> PtTarget */
+    GHashTable *detached_paths;     /* QMP sockets detached by request */
     gpointer libvirt;               /* PtDaemonLibvirt, see pt-daemon-libvirt.c */
 
     guint timer;

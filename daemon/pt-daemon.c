@@ -53,6 +53,7 @@ pt_daemon_new(PtConf *conf, const PtDaemonRoots *roots, GError **error)
     d->proot.tracefs = d->tracefs_root;
     d->targets = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
                                        (GDestroyNotify)pt_target_unref);
+    d->detached_paths = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     d->runtime_rules = g_ptr_array_new_with_free_func(g_free);
     d->overrides = g_ptr_array_new_with_free_func((GDestroyNotify)store_override_row_free);
     d->tick_ms = g_array_new(FALSE, TRUE, sizeof(double));
@@ -109,6 +110,8 @@ pt_daemon_free(PtDaemon *d)
     store_db_close(d->store);
     if (d->runtime_rules)
         g_ptr_array_unref(d->runtime_rules);
+    if (d->detached_paths)
+        g_hash_table_unref(d->detached_paths);
     if (d->overrides)
         g_ptr_array_unref(d->overrides);
     if (d->tick_ms)
@@ -258,7 +261,8 @@ pt_daemon_scan_globs(PtDaemon *d)
                 GHashTableIter it;
                 gpointer v;
 
-                if (stat(g.gl_pathv[j], &st) < 0 || !S_ISSOCK(st.st_mode))
+                if (stat(g.gl_pathv[j], &st) < 0 || !S_ISSOCK(st.st_mode) ||
+                    g_hash_table_contains(d->detached_paths, g.gl_pathv[j]))
                     continue;
                 g_hash_table_iter_init(&it, d->targets);
                 while (!known && g_hash_table_iter_next(&it, NULL, &v))

@@ -94,5 +94,6 @@ gboolean pt_daemon_override_set(PtDaemon *d, const char *target, const char *iot
 guint pt_daemon_override_clear(PtDaemon *d, const char *target, const char *iothread,
                                gint64 id, GError **error);
 
-/* Render the OpenMetrics exposition (pt-metrics.c). */
-char *pt_daemon_render_metrics(PtDaemon *d);
+/* Render the exposition (pt-metrics.c): OpenMetrics 1.0, or the Prometheus
+ * text format 0.0.4 when @openmetrics is FALSE. */
+char *pt_daemon_render_metrics(PtDaemon *d, gboolean openmetrics);

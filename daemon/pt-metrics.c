@@ -5,7 +5,9 @@
  * Families are per iothread (labels vm, iothread) and for the daemon's own
  * health.  Names follow the OpenMetrics conventions: counters end in
  * _total, units are base units (seconds, bytes), and the text ends in
- * "# EOF".  promtool checks it in the test suite.
+ * "# EOF".  The same figures go out in the Prometheus text format to
+ * clients that do not ask for OpenMetrics; promtool checks that in the
+ * test suite.
  */
 #include "pt-daemon-private.h"
 #include "pt-metrics.h"
@@ -35,13 +37,23 @@ typedef struct {
     const char *help;
 } PtFamily;
 
+/*
+ * The two formats differ only in the metadata: OpenMetrics names a counter
+ * family without "_total" and has UNIT lines and "# EOF"; the Prometheus
+ * text format (0.0.4, what promtool checks and older scrapers ask for)
+ * names the family as its sample and has neither.
+ */
+static gboolean pt_om = TRUE;
+
 static void
 pt_family(GString *out, const PtFamily *f)
 {
-    g_string_append_printf(out, "# TYPE %s %s\n", f->name, f->type);
-    if (f->unit)
+    const char *suffix = !pt_om && g_str_equal(f->type, "counter") ? "_total" : "";
+
+    g_string_append_printf(out, "# TYPE %s%s %s\n", f->name, suffix, f->type);
+    if (f->unit && pt_om)
         g_string_append_printf(out, "# UNIT %s %s\n", f->name, f->unit);
-    g_string_append_printf(out, "# HELP %s %s\n", f->name, f->help);
+    g_string_append_printf(out, "# HELP %s%s %s\n", f->name, suffix, f->help);
 }
 
 typedef double (*PtGetter)(const PtIothread *io, const PolicyMetrics *m, gboolean *ok);
@@ -153,8 +165,18 @@ pt_all_iothreads(PtDaemon *d, GPtrArray **owners)
     return out;
 }
 
+static char *pt_render(PtDaemon *d);
+
 char *
-pt_daemon_render_metrics(PtDaemon *d)
+pt_daemon_render_metrics(PtDaemon *d, gboolean openmetrics)
+{
+    /* The main loop is single-threaded; the flag lives for one render. */
+    pt_om = openmetrics;
+    return pt_render(d);
+}
+
+static char *
+pt_render(PtDaemon *d)
 {
     GString *out = g_string_new(NULL);
     g_autoptr(GPtrArray) owners = NULL;
@@ -233,7 +255,8 @@ pt_daemon_render_metrics(PtDaemon *d)
     pt_family(out, &(PtFamily){ "polltune_polling_cores", "gauge", NULL,
                                 "CPU of iothreads with polling enabled, in cores." });
     g_string_append_printf(out, "polltune_polling_cores %.4f\n", pt_daemon_polling_cores(d));
-    g_string_append(out, "# EOF\n");
+    if (pt_om)
+        g_string_append(out, "# EOF\n");
     return g_string_free(out, FALSE);
 }
 
@@ -248,6 +271,9 @@ pt_metrics_handler(SoupServer *server, SoupServerMessage *msg, const char *path,
                    GHashTable *query, gpointer data)
 {
     PtDaemon *d = data;
+    const char *accept = soup_message_headers_get_list(
+        soup_server_message_get_request_headers(msg), "Accept");
+    gboolean om = accept && strstr(accept, "application/openmetrics-text");
     char *text;
 
     if (soup_server_message_get_method(msg) != SOUP_METHOD_GET &&
@@ -255,10 +281,12 @@ pt_metrics_handler(SoupServer *server, SoupServerMessage *msg, const char *path,
         soup_server_message_set_status(msg, SOUP_STATUS_METHOD_NOT_ALLOWED, NULL);
         return;
     }
-    text = pt_daemon_render_metrics(d);
+    /* Prometheus asks for OpenMetrics; anything else gets the text format. */
+    text = pt_daemon_render_metrics(d, om);
     soup_server_message_set_status(msg, SOUP_STATUS_OK, NULL);
     soup_server_message_set_response(msg,
-        "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        om ? "application/openmetrics-text; version=1.0.0; charset=utf-8" :
+             "text/plain; version=0.0.4; charset=utf-8",
         SOUP_MEMORY_TAKE, text, strlen(text));
 }
 

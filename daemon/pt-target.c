@@ -19,6 +19,7 @@ pt_iothread_free(PtIothread *io)
     g_array_unref(io->history);
     policy_decision_free(io->last_decision);
     g_free(io->last_outcome);
+    g_free(io->last_policy);
     g_free(io);
 }
 

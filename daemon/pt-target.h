@@ -43,6 +43,9 @@ typedef struct {
     GArray *history;                /* PolicyMetrics, oldest first, bounded */
     PolicyDecision *last_decision;  /* may be NULL */
     char *last_outcome;             /* applied, recommended, failed: ... */
+    char *last_policy;              /* the policy that decided it */
+    gint64 last_decision_ms;        /* when it was recorded */
+    PolicyTriple last_old;          /* the triple it replaced */
     gboolean seen;                  /* present in the latest sample */
     gboolean restored;              /* originals put back for observe */
 } PtIothread;

@@ -609,9 +609,9 @@ qmp_client_read(QmpClient *c)
                         "connection closed by peer");
         return;
     }
-    if (!qmp_stream_feed(c->stream, buf, n, &err) &&
-        c->state != QMP_CLIENT_CLOSED)
-        qmp_client_fail(c, err->code, "%s", err->message);
+    if (!qmp_stream_feed(c->stream, buf, n, &err) && c->state != QMP_CLIENT_CLOSED)
+        qmp_client_fail(c, err ? err->code : QMP_ERROR_PROTOCOL, "%s",
+                        err ? err->message : "input refused");
 }
 
 static gboolean

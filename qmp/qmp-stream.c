@@ -172,7 +172,10 @@ qmp_stream_feed(QmpStream *s, const char *data, gsize len, GError **error)
                          s->user_data, &local);
             qmp_stream_reset_buffer(s);
             if (!ok) {
-                g_propagate_error(error, local);
+                /* A consumer may stop without an error (it wants no more
+                 * input for now); pass on only what it reported. */
+                if (local)
+                    g_propagate_error(error, local);
                 return FALSE;
             }
         }

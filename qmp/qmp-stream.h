@@ -24,8 +24,9 @@ typedef struct QmpStream QmpStream;
 
 /*
  * Called once per complete message.  @msg is NUL-terminated and valid only
- * during the call.  Return FALSE (and set @error) to stop feeding; the error
- * is passed back by qmp_stream_feed().
+ * during the call.  Return FALSE to stop feeding, with @error set when
+ * something went wrong; qmp_stream_feed() then returns FALSE with that error
+ * (or with none, when the consumer stopped without one).
  */
 typedef gboolean (*QmpStreamMessageFunc)(const char *msg, gsize len,
                                          gpointer user_data, GError **error);
