@@ -331,6 +331,7 @@ e2e_scenario_run(E2eVm *vm, PtTestDaemon *d, E2eFigures *fig)
     /* kill -9: nothing restores; the VM keeps the policy's triple.  The
      * restarted daemon resumes, leaving it at the policy's choice or, had
      * it restored first, at the original until the policy applies again. */
+    e2e_reap_forget(d->pid);
     pt_test_daemon_kill(d);
     g_assert_cmpuint(vm->poll_max(vm, vm->busy), ==, E2E_POLICY_NS);
     {
