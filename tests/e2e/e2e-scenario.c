@@ -49,8 +49,8 @@ status_iothread(PtTestDaemon *d, const char *target, const char *iothread)
     return NULL;
 }
 
-gint64
-e2e_wait_attached(PtTestDaemon *d, const char *target, guint ms)
+static gint64
+wait_target(PtTestDaemon *d, const char *target, gboolean with_iothreads, guint ms)
 {
     gint64 t0 = g_get_monotonic_time();
     gint64 deadline = t0 + (gint64)ms * 1000;
@@ -60,11 +60,23 @@ e2e_wait_attached(PtTestDaemon *d, const char *target, guint ms)
         json_object *t = find_target(st, target);
 
         if (t && g_strcmp0(pt_json_path_str(t, "state"), "attached") == 0 &&
-            json_object_array_length(pt_json_path(t, "iothreads")) == 2)
+            (!with_iothreads || json_object_array_length(pt_json_path(t, "iothreads")) == 2))
             return (g_get_monotonic_time() - t0) / 1000;
         g_usleep(20000);
     } while (g_get_monotonic_time() < deadline);
     return -1;
+}
+
+gint64
+e2e_wait_discovered(PtTestDaemon *d, const char *target, guint ms)
+{
+    return wait_target(d, target, FALSE, ms);
+}
+
+gint64
+e2e_wait_attached(PtTestDaemon *d, const char *target, guint ms)
+{
+    return wait_target(d, target, TRUE, ms);
 }
 
 static gboolean

@@ -178,7 +178,7 @@ test_libvirt(void)
 
     /* Discovery is asserted within 2 s of virsh create returning; waiting
      * longer only tells a slow daemon from one without libvirt support. */
-    took = e2e_wait_attached(d, lv->name, 5000);
+    took = e2e_wait_discovered(d, lv->name, 5000);
     if (took < 0) {
         g_autoptr(json_object) st = pt_test_daemon_ok(d, "status", NULL);
 
@@ -190,6 +190,7 @@ test_libvirt(void)
     }
     g_test_message("discovered %" G_GINT64_FORMAT " ms after virsh create returned", took);
     g_assert_cmpint(took, <=, 2000);
+    g_assert_cmpint(e2e_wait_attached(d, lv->name, 3000), >=, 0);
     g_assert_true(find_iothreads(d, lv));
 
     e2e_scenario_run(&lv->vm, d, &fig);
