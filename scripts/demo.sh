@@ -42,19 +42,26 @@ die() { printf 'demo.sh: %s\n' "$*" >&2; exit 1; }
 tmp=
 qemu_pid=
 daemon_pid=
+# SIGTERM, then SIGKILL after @2 seconds.  QEMU 7.2 under TCG has been seen
+# to hang for good in its shutdown when SIGTERM arrives in mid-I/O.
+stop() {
+    local pid=$1 grace=$2 i=0
+    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
+    kill "$pid" 2>/dev/null || true
+    while kill -0 "$pid" 2>/dev/null && [ $i -lt $((grace * 10)) ]; do
+        sleep 0.1
+        i=$((i + 1))
+    done
+    kill -9 "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+}
 cleanup() {
     local rc=$?
     trap - INT TERM EXIT
     # QEMU first, so that the daemon's last act is to find it gone, not to
     # restore values on a VM about to be killed anyway.
-    if [ -n "$qemu_pid" ] && kill -0 "$qemu_pid" 2>/dev/null; then
-        kill "$qemu_pid" 2>/dev/null || true
-        wait "$qemu_pid" 2>/dev/null || true
-    fi
-    if [ -n "$daemon_pid" ] && kill -0 "$daemon_pid" 2>/dev/null; then
-        kill "$daemon_pid" 2>/dev/null || true
-        wait "$daemon_pid" 2>/dev/null || true
-    fi
+    stop "$qemu_pid" 3
+    stop "$daemon_pid" 10
     [ -n "$tmp" ] && rm -rf "$tmp"
     exit $rc
 }

@@ -300,9 +300,10 @@ guest_build(char **why)
     g_autofree char *script = g_build_filename(src ? src : ".", "tests", "guest", "build.sh", NULL);
     const char *argv[] = { script, NULL };
     g_autofree char *err = NULL;
+    g_autofree char *qemu = g_find_program_in_path("qemu-system-x86_64");
     int status = 0;
 
-    if (!g_find_program_in_path("qemu-system-x86_64")) {
+    if (!qemu) {
         *why = g_strdup("qemu-system-x86_64 not installed");
         return FALSE;
     }

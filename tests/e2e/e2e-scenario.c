@@ -49,8 +49,8 @@ status_iothread(PtTestDaemon *d, const char *target, const char *iothread)
     return NULL;
 }
 
-gint64
-e2e_wait_attached(PtTestDaemon *d, const char *target, guint ms)
+static gint64
+wait_target(PtTestDaemon *d, const char *target, gboolean with_iothreads, guint ms)
 {
     gint64 t0 = g_get_monotonic_time();
     gint64 deadline = t0 + (gint64)ms * 1000;
@@ -60,11 +60,23 @@ e2e_wait_attached(PtTestDaemon *d, const char *target, guint ms)
         json_object *t = find_target(st, target);
 
         if (t && g_strcmp0(pt_json_path_str(t, "state"), "attached") == 0 &&
-            json_object_array_length(pt_json_path(t, "iothreads")) == 2)
+            (!with_iothreads || json_object_array_length(pt_json_path(t, "iothreads")) == 2))
             return (g_get_monotonic_time() - t0) / 1000;
         g_usleep(20000);
     } while (g_get_monotonic_time() < deadline);
     return -1;
+}
+
+gint64
+e2e_wait_discovered(PtTestDaemon *d, const char *target, guint ms)
+{
+    return wait_target(d, target, FALSE, ms);
+}
+
+gint64
+e2e_wait_attached(PtTestDaemon *d, const char *target, guint ms)
+{
+    return wait_target(d, target, TRUE, ms);
 }
 
 static gboolean
@@ -197,6 +209,7 @@ check_phases(E2eVm *vm, PtTestDaemon *d, GArray *phases, E2eFigures *fig)
 {
     g_autoptr(json_object) busy = e2e_history(d, vm->target, vm->busy);
     g_autoptr(json_object) idle = e2e_history(d, vm->target, vm->idle);
+    gboolean no_thread_figures = FALSE;
     guint n;
 
     check_every_tick(busy, vm->busy);
@@ -243,10 +256,26 @@ check_phases(E2eVm *vm, PtTestDaemon *d, GArray *phases, E2eFigures *fig)
         g_assert_cmpfloat(fig->window_iops[p], >, 0);
         g_assert_cmpfloat(fabs(fig->daemon_iops[p] - fig->window_iops[p]), <=,
                           0.10 * fig->window_iops[p]);
+        if (fig->cpu_pct[p] < 0 || fig->blocks_per_op[p] < 0) {
+            /* Absent from every sample: the daemon has no thread figures
+             * for this kind of target. */
+            no_thread_figures = TRUE;
+            continue;
+        }
         /* One iothread is at most one core; a loaded one does some work. */
         g_assert_cmpfloat(fig->cpu_pct[p], >, 1);
         g_assert_cmpfloat(fig->cpu_pct[p], <=, 105);
         g_assert_cmpfloat(fig->blocks_per_op[p], >=, 0);
+    }
+    if (no_thread_figures) {
+        /* Reported as TODO, not as a pass: the check is there, the figure
+         * it needs is not. */
+        g_autofree char *why = g_strdup_printf(
+            "polltuned reported no iothread cpu_pct/blocks_per_op for %s/%s in an I/O phase; "
+            "the CPU and polling-off/on checks could not run", vm->target, vm->busy);
+
+        g_test_incomplete(why);
+        return;
     }
     /* A busy iothread spends more than an idle one. */
     g_assert_cmpfloat(fig->cpu_pct[E2E_PHASE_QD16], >, fig->cpu_pct[E2E_PHASE_IDLE]);
@@ -314,6 +343,7 @@ e2e_scenario_run(E2eVm *vm, PtTestDaemon *d, E2eFigures *fig)
     /* kill -9: nothing restores; the VM keeps the policy's triple.  The
      * restarted daemon resumes, leaving it at the policy's choice or, had
      * it restored first, at the original until the policy applies again. */
+    e2e_reap_forget(d->pid);
     pt_test_daemon_kill(d);
     g_assert_cmpuint(vm->poll_max(vm, vm->busy), ==, E2E_POLICY_NS);
     {

@@ -61,6 +61,9 @@ void e2e_scenario_run(E2eVm *vm, PtTestDaemon *d, E2eFigures *fig);
  * the static policy, and @targets as the [targets] group's lines. */
 char *e2e_daemon_conf(const char *targets);
 
-/* Wait up to @ms for the daemon to list @target attached with two
- * iothreads; returns the time it took in ms, or -1. */
+/* Wait up to @ms for the daemon to list @target attached; returns the
+ * time it took in ms, or -1. */
+gint64 e2e_wait_discovered(PtTestDaemon *d, const char *target, guint ms);
+/* The same, and with its two iothreads, which the daemon lists once it
+ * has sampled the target: one tick after attaching. */
 gint64 e2e_wait_attached(PtTestDaemon *d, const char *target, guint ms);

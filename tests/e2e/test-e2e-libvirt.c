@@ -1,7 +1,7 @@
 /*
  * End to end through libvirt: a private libvirtd (pt-test-libvirt.h) runs
  * the test guest as a type='qemu' domain with two iothreads and the disk on
- * iothread 1 (tests/guest/libvirt-guest.sh).  polltuned is pointed at that
+ * iothread 1 (tests/guest/libvirt-guest.sh renders its XML).  polltuned is pointed at that
  * libvirtd with [targets] libvirt-uri, and everything the test checks on
  * the VM it reads back with virsh domstats --iothread.
  *
@@ -12,9 +12,9 @@
 #include "pt-test-libvirt.h"
 
 #include <signal.h>
+#include <unistd.h>
 #include <glib/gstdio.h>
 
-#define E2E_DOMAIN "pt-e2e-lv"
 /* QEMU's default, which libvirt leaves alone when the XML sets none. */
 #define E2E_QEMU_DEFAULT_NS 32768
 
@@ -23,6 +23,8 @@ typedef struct {
     PtTestLibvirtd *lvd;
     char *rundir;
     char *serial_path;
+    char *disk_path;
+    char *name;
     gboolean started;
 } LibvirtVm;
 
@@ -32,7 +34,7 @@ libvirt_poll_max(E2eVm *vm, const char *iothread)
     LibvirtVm *lv = vm->data;
     g_autoptr(GError) err = NULL;
     g_autofree char *out = pt_test_libvirtd_virsh(lv->lvd, &err, "domstats", "--iothread",
-                                                  E2E_DOMAIN, NULL);
+                                                  vm->target, NULL);
     /* The daemon's "iothread1" is libvirt's iothread 1. */
     const char *num = iothread + strcspn(iothread, "0123456789");
     g_autofree char *key = g_strdup_printf("iothread.%s.poll-max-ns=", num);
@@ -45,26 +47,37 @@ libvirt_poll_max(E2eVm *vm, const char *iothread)
     return g_ascii_strtoull(at + strlen(key), NULL, 10);
 }
 
+/* The domain is transient (virsh create, not define): when the private
+ * libvirtd's watchdog destroys it after a failed assertion, nothing of it
+ * stays in /etc/libvirt, which every libvirtd on the host shares. */
 static gboolean
-guest_script(LibvirtVm *lv, const char *cmd, GError **error)
+libvirt_vm_create(LibvirtVm *lv, GError **error)
 {
     const char *src = g_getenv("PT_SOURCE_ROOT");
     g_autofree char *script = g_build_filename(src, "tests", "guest", "libvirt-guest.sh", NULL);
-    const char *argv[] = { script, cmd, "-c", lv->lvd->uri, "-n", E2E_DOMAIN, "-a", "idle",
-                           "-p", E2E_PHASES, "-s", lv->serial_path, NULL };
-    g_auto(GStrv) env = g_environ_setenv(g_get_environ(), "PT_GUEST_RUNDIR", lv->rundir, TRUE);
+    g_autofree char *xml_path = g_build_filename(lv->rundir, "domain.xml", NULL);
+    const char *argv[] = { script, "xml", "-n", lv->vm.target, "-a", "idle", "-p", E2E_PHASES,
+                           "-d", lv->disk_path, "-s", lv->serial_path, NULL };
+    g_autofree char *xml = NULL;
     g_autofree char *err_text = NULL;
+    g_autofree char *out = NULL;
     int status = 0;
 
-    if (!g_spawn_sync(NULL, (char **)argv, env, G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL,
-                      &err_text, &status, error))
+    if (!g_file_set_contents(lv->disk_path, "", 0, error) || truncate(lv->disk_path, 1 << 30) < 0)
+        return FALSE;
+    if (!g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &xml, &err_text,
+                      &status, error))
         return FALSE;
     if (!g_spawn_check_wait_status(status, NULL)) {
         g_set_error(error, G_SPAWN_ERROR, G_SPAWN_ERROR_FAILED,
-                    "libvirt-guest.sh %s failed: %s", cmd, err_text);
+                    "libvirt-guest.sh xml failed: %s", err_text);
         return FALSE;
     }
-    return TRUE;
+    if (!g_file_set_contents(xml_path, xml, -1, error))
+        return FALSE;
+    out = pt_test_libvirtd_virsh(lv->lvd, error, "create", xml_path, NULL);
+    g_unlink(xml_path);
+    return out != NULL;
 }
 
 static void
@@ -73,12 +86,15 @@ libvirt_vm_free(LibvirtVm *lv)
     if (!lv)
         return;
     if (lv->started)
-        guest_script(lv, "stop", NULL);
+        g_free(pt_test_libvirtd_virsh(lv->lvd, NULL, "destroy", lv->vm.target, NULL));
     /* Stopped, so the file no longer grows and its follower can end. */
     guest_serial_free(lv->vm.serial);
     g_unlink(lv->serial_path);
+    g_unlink(lv->disk_path);
     g_rmdir(lv->rundir);
     g_free(lv->serial_path);
+    g_free(lv->disk_path);
+    g_free(lv->name);
     g_free(lv->rundir);
     g_free(lv);
 }
@@ -96,7 +112,7 @@ find_iothreads(PtTestDaemon *d, LibvirtVm *lv)
         json_object *t = json_object_array_get_idx(tl, i);
         json_object *iots = pt_json_path(t, "iothreads");
 
-        if (g_strcmp0(pt_json_path_str(t, "name"), E2E_DOMAIN))
+        if (g_strcmp0(pt_json_path_str(t, "name"), lv->name))
             continue;
         for (size_t j = 0; j < json_object_array_length(iots); j++) {
             const char *id = pt_json_path_str(json_object_array_get_idx(iots, j), "id");
@@ -139,8 +155,11 @@ test_libvirt(void)
     /* Not under /tmp: libvirt may give QEMU a private one. */
     lv->rundir = g_strdup("/var/tmp/pt-e2e-XXXXXX");
     g_assert_nonnull(g_mkdtemp_full(lv->rundir, 0755));
-    lv->serial_path = g_build_filename(lv->rundir, E2E_DOMAIN ".serial", NULL);
-    lv->vm.target = E2E_DOMAIN;
+    /* Unique: other tests may run libvirt domains on this host. */
+    lv->name = g_strdup_printf("pt-e2e-%d", (int)getpid());
+    lv->serial_path = g_build_filename(lv->rundir, "serial.log", NULL);
+    lv->disk_path = g_build_filename(lv->rundir, "disk.img", NULL);
+    lv->vm.target = lv->name;
     lv->vm.readback = "virsh domstats --iothread";
     lv->vm.poll_max = libvirt_poll_max;
     lv->vm.original_ns = E2E_QEMU_DEFAULT_NS;
@@ -153,13 +172,13 @@ test_libvirt(void)
     e2e_reap_on_abort(d->pid);
 
     lv->started = TRUE;
-    g_assert_true(guest_script(lv, "start", &err));
+    libvirt_vm_create(lv, &err);
     g_assert_no_error(err);
     lv->vm.serial = guest_serial_new_file(lv->serial_path);
 
-    /* Discovery is asserted within 2 s of virsh start returning; waiting
+    /* Discovery is asserted within 2 s of virsh create returning; waiting
      * longer only tells a slow daemon from one without libvirt support. */
-    took = e2e_wait_attached(d, E2E_DOMAIN, 5000);
+    took = e2e_wait_discovered(d, lv->name, 5000);
     if (took < 0) {
         g_autoptr(json_object) st = pt_test_daemon_ok(d, "status", NULL);
 
@@ -169,8 +188,9 @@ test_libvirt(void)
                     "(daemon/pt-daemon-libvirt.c)");
         return;
     }
-    g_test_message("discovered %" G_GINT64_FORMAT " ms after virsh start returned", took);
+    g_test_message("discovered %" G_GINT64_FORMAT " ms after virsh create returned", took);
     g_assert_cmpint(took, <=, 2000);
+    g_assert_cmpint(e2e_wait_attached(d, lv->name, 3000), >=, 0);
     g_assert_true(find_iothreads(d, lv));
 
     e2e_scenario_run(&lv->vm, d, &fig);
