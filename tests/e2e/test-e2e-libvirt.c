@@ -165,7 +165,8 @@ test_libvirt(void)
     lv->vm.original_ns = E2E_QEMU_DEFAULT_NS;
     lv->vm.data = lv;
 
-    targets = g_strdup_printf("libvirt = true\nlibvirt-uri = %s\n", lvd->uri);
+    targets = g_strdup_printf("libvirt = true\nlibvirt-uri = %s\nlibvirt-pid-dir = %s\n",
+                              lvd->uri, lvd->pid_dir);
     conf = e2e_daemon_conf(targets);
     d = pt_test_daemon_start(conf, &err);
     g_assert_no_error(err);
