@@ -130,8 +130,19 @@ run_daemon(const char *glob_dir, guint n, guint warmup, guint seconds, DaemonRun
     if (!d)
         g_error("polltuned: %s", err->message);
     w = (AttachWait){ d, n };
-    if (!pt_test_wait(all_attached, &w, 120000))
+    if (!pt_test_wait(all_attached, &w, 120000)) {
+        g_autoptr(json_object) late = pt_test_daemon_ok(d, "status", NULL);
+        json_object *tl = pt_json_path(late, "targets");
+
+        for (size_t i = 0; i < json_object_array_length(tl); i++) {
+            json_object *t = json_object_array_get_idx(tl, i);
+
+            if (g_strcmp0(pt_json_path_str(t, "state"), "attached") != 0)
+                g_printerr("%s: %s (%s)\n", pt_json_path_str(t, "name"),
+                           pt_json_path_str(t, "state"), pt_json_path_str(t, "state_reason"));
+        }
         g_error("polltuned did not attach %u targets within 120 s", n);
+    }
     out->attach_s = (g_get_monotonic_time() - t0) / 1e6;
     g_usleep((gulong)warmup * G_USEC_PER_SEC);
     proc_measure(d->pid, seconds, &out->use);
@@ -245,6 +256,8 @@ main(int argc, char **argv)
         if (!q)
             g_error("QEMU %u: %s", i, err->message);
         g_ptr_array_add(qemus, q);
+        if (kill(q->pid, 0) < 0)
+            g_error("QEMU %u exited right after start", i);
         g_ptr_array_add(socks, g_steal_pointer(&sock));
         qemu_rss += proc_status_mb(q->pid, "VmRSS:");
     }
