@@ -8,7 +8,8 @@
  * host's /proc/stat and CPU pressure).  No store, no policy, no event loop.
  *
  * Usage: raw-qmp-poller SECONDS PID:SOCKET...
- * Prints one line: "ok VMS TICKS" on success.
+ * Prints "ready" once connected, and at the end "ok VMS ROUNDS P50_MS P99_MS"
+ * with the duration of one round over all VMs (the raw tick time).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <json-c/json.h>
+
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
 
 typedef struct {
     int pid;
@@ -157,18 +160,39 @@ raw_sample(RawVm *vm, unsigned long long *sink)
     json_object_put(st);
 }
 
+static int
+cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+static double
+now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
 int
 main(int argc, char **argv)
 {
     static char host[65536];
     unsigned long long sink = 0;
     struct timespec next;
+    double *round_ms;
     int seconds, n;
     RawVm *vms;
 
     if (argc < 3)
         die("usage", "raw-qmp-poller SECONDS PID:SOCKET...");
     seconds = atoi(argv[1]);
+    if (seconds < 1)
+        die("usage", "SECONDS must be at least 1");
+    round_ms = calloc((size_t)seconds, sizeof(*round_ms));
     n = argc - 2;
     vms = calloc((size_t)n, sizeof(*vms));
     for (int i = 0; i < n; i++) {
@@ -184,14 +208,20 @@ main(int argc, char **argv)
     fflush(stdout);
     clock_gettime(CLOCK_MONOTONIC, &next);
     for (int tick = 0; tick < seconds; tick++) {
+        double t0 = now_ms();
+
         sink += raw_read_file("/proc/stat", host, sizeof(host));
         sink += raw_read_file("/proc/pressure/cpu", host, sizeof(host));
         for (int i = 0; i < n; i++)
             raw_sample(&vms[i], &sink);
+        round_ms[tick] = now_ms() - t0;
         next.tv_sec++;
         clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
     }
-    printf("ok %d %d %llu\n", n, seconds, sink);
+    qsort(round_ms, (size_t)seconds, sizeof(*round_ms), cmp_double);
+    printf("ok %d %d %.2f %.2f %llu\n", n, seconds, round_ms[seconds / 2],
+           round_ms[MIN(seconds - 1, seconds * 99 / 100)], sink);
+    free(round_ms);
     for (int i = 0; i < n; i++) {
         close(vms[i].fd);
         free(vms[i].buf);

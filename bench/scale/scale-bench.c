@@ -130,8 +130,19 @@ run_daemon(const char *glob_dir, guint n, guint warmup, guint seconds, DaemonRun
     if (!d)
         g_error("polltuned: %s", err->message);
     w = (AttachWait){ d, n };
-    if (!pt_test_wait(all_attached, &w, 120000))
+    if (!pt_test_wait(all_attached, &w, 120000)) {
+        g_autoptr(json_object) late = pt_test_daemon_ok(d, "status", NULL);
+        json_object *tl = pt_json_path(late, "targets");
+
+        for (size_t i = 0; i < json_object_array_length(tl); i++) {
+            json_object *t = json_object_array_get_idx(tl, i);
+
+            if (g_strcmp0(pt_json_path_str(t, "state"), "attached") != 0)
+                g_printerr("%s: %s (%s)\n", pt_json_path_str(t, "name"),
+                           pt_json_path_str(t, "state"), pt_json_path_str(t, "state_reason"));
+        }
         g_error("polltuned did not attach %u targets within 120 s", n);
+    }
     out->attach_s = (g_get_monotonic_time() - t0) / 1e6;
     g_usleep((gulong)warmup * G_USEC_PER_SEC);
     proc_measure(d->pid, seconds, &out->use);
@@ -149,8 +160,14 @@ run_daemon(const char *glob_dir, guint n, guint warmup, guint seconds, DaemonRun
         g_printerr("polltuned did not exit cleanly; log in %s\n", d->log_path);
 }
 
-static ProcUse
-run_raw(const char *poller, GPtrArray *qemus, GPtrArray *socks, guint n, guint seconds)
+typedef struct {
+    ProcUse use;
+    double p50_ms, p99_ms;
+} RawRun;
+
+static void
+run_raw(const char *poller, GPtrArray *qemus, GPtrArray *socks, guint n, guint seconds,
+        RawRun *out)
 {
     g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
     g_autoptr(GError) err = NULL;
@@ -158,7 +175,6 @@ run_raw(const char *poller, GPtrArray *qemus, GPtrArray *socks, guint n, guint s
     g_autofree char *line = NULL;
     GPid pid;
     int out_fd, status;
-    ProcUse use;
 
     g_ptr_array_add(argv, g_strdup(poller));
     g_ptr_array_add(argv, g_strdup_printf("%u", seconds + 2));
@@ -174,12 +190,15 @@ run_raw(const char *poller, GPtrArray *qemus, GPtrArray *socks, guint n, guint s
     if (g_io_channel_read_line(ch, &line, NULL, NULL, NULL) != G_IO_STATUS_NORMAL ||
         !g_str_has_prefix(line, "ready"))
         g_error("raw-qmp-poller did not connect");
-    proc_measure(pid, seconds, &use);
+    proc_measure(pid, seconds, &out->use);
+    g_clear_pointer(&line, g_free);
+    if (g_io_channel_read_line(ch, &line, NULL, NULL, NULL) != G_IO_STATUS_NORMAL ||
+        sscanf(line, "ok %*d %*d %lf %lf", &out->p50_ms, &out->p99_ms) != 2)
+        g_error("raw-qmp-poller: unexpected result %s", line ? line : "(none)");
     waitpid(pid, &status, 0);
     g_spawn_close_pid(pid);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
         g_error("raw-qmp-poller failed (status %d)", status);
-    return use;
 }
 
 int
@@ -237,20 +256,24 @@ main(int argc, char **argv)
         if (!q)
             g_error("QEMU %u: %s", i, err->message);
         g_ptr_array_add(qemus, q);
+        if (kill(q->pid, 0) < 0)
+            g_error("QEMU %u exited right after start", i);
         g_ptr_array_add(socks, g_steal_pointer(&sock));
         qemu_rss += proc_status_mb(q->pid, "VmRSS:");
     }
     g_print("QEMU RSS: %.1f MB each on average\n\n", qemu_rss / max_n);
+    g_print("left: polltuned; right: raw-qmp-poller (p50/p99 of one round over all VMs)\n");
     g_print("interval 1 s, mode enforce, policy static:50000/2/2, window %d s after %d s warm-up\n",
             seconds, warmup);
-    g_print("%5s %9s %8s %8s %9s %9s %8s %8s %9s %9s\n", "VMs", "attach_s", "cpu_%",
-            "rss_MB", "hwm_MB", "p50_ms", "p99_ms", "overrun", "raw_cpu_%", "cpu_ratio");
+    g_print("%5s %8s %6s %6s %6s %7s %7s %7s | %7s %7s %7s | %9s\n", "VMs", "attach_s",
+            "cpu_%", "rss_MB", "hwm_MB", "p50_ms", "p99_ms", "overrun", "cpu_%", "p50_ms",
+            "p99_ms", "cpu_ratio");
 
     for (guint c = 0; counts[c]; c++) {
         guint n = (guint)g_ascii_strtoull(counts[c], NULL, 10);
         g_autofree char *glob_dir = g_strdup_printf("%s/n%u", dir, n);
         DaemonRun dr = { 0 };
-        ProcUse raw;
+        RawRun raw = { 0 };
 
         /* The daemon's glob sees only the first N monitors. */
         g_mkdir(glob_dir, 0700);
@@ -261,10 +284,11 @@ main(int argc, char **argv)
                 g_error("%s: %s", link, g_strerror(errno));
         }
         run_daemon(glob_dir, n, (guint)warmup, (guint)seconds, &dr);
-        raw = run_raw(poller, qemus, socks, n, (guint)seconds);
-        g_print("%5u %9.1f %8.2f %8.1f %9.1f %9.2f %8.2f %8.0f %9.2f %9.2f\n", n, dr.attach_s,
-                dr.use.cpu_pct, dr.use.rss_mb, dr.use.hwm_mb, dr.p50_ms, dr.p99_ms,
-                dr.overruns, raw.cpu_pct, raw.cpu_pct > 0 ? dr.use.cpu_pct / raw.cpu_pct : 0);
+        run_raw(poller, qemus, socks, n, (guint)seconds, &raw);
+        g_print("%5u %8.1f %6.2f %6.1f %6.1f %7.1f %7.1f %7.0f | %7.2f %7.1f %7.1f | %9.2f\n",
+                n, dr.attach_s, dr.use.cpu_pct, dr.use.rss_mb, dr.use.hwm_mb, dr.p50_ms,
+                dr.p99_ms, dr.overruns, raw.use.cpu_pct, raw.p50_ms, raw.p99_ms,
+                raw.use.cpu_pct > 0 ? dr.use.cpu_pct / raw.use.cpu_pct : 0);
         for (guint i = 0; i < n; i++) {
             g_autofree char *link = g_strdup_printf("%s/vm-%03u.qmp", glob_dir, i);
 
