@@ -348,7 +348,13 @@ pt_daemon_on_sample(PtTarget *t, ProbeTargetSnap *snap, const GError *error, gpo
     }
     if (error) {
         pt_debug(t->name, NULL, "sample: %s", error->message);
+        /* A peer that answers, but never usefully (wrong shapes, errors),
+         * must not look attached: after a few ticks it is lost, with the
+         * reason, and a QMP target is reconnected from scratch. */
+        if (++t->failed_samples >= 3 && t->state == PT_TARGET_ATTACHED)
+            pt_target_set_state(t, PT_TARGET_LOST, error->message);
     } else {
+        t->failed_samples = 0;
         PtTickResult *r = g_new0(PtTickResult, 1);
 
         r->t = pt_target_ref(t);

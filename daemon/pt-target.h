@@ -84,6 +84,7 @@ struct PtTarget {
     GHashTable *iothreads;          /* id -> PtIothread */
 
     gboolean sampling;
+    guint failed_samples;           /* consecutive, reset by a good one */
     PtSampleDone sample_done;
     gpointer sample_data;
     GPtrArray *news;                /* messages to log once (source states) */

@@ -76,9 +76,14 @@ run_peer(FaultPeerKind kind, guint seconds)
     g_assert_cmpuint(fault_peer_connections(peer), >=, 1);
     state = fault_target_state(fc, "bad", &n_iothreads);
     if (kind == FAULT_PEER_WRONG_SHAPE) {
-        /* Its monitor works, so it may count as attached; but nothing it
-         * answered may be taken for an iothread. */
+        g_autofree char *log = NULL;
+
+        /* Nothing it answered may be taken for an iothread, and a monitor
+         * that never answers usefully is declared lost with the reason
+         * (then reconnected from scratch, so its state cycles). */
         g_assert_cmpint(n_iothreads, <=, 0);
+        g_assert_true(g_file_get_contents(fc->d->log_path, &log, NULL, NULL));
+        g_assert_nonnull(strstr(log, "bad: lost: bad: "));
     } else {
         g_assert_cmpstr(state, !=, "attached");
     }
