@@ -57,11 +57,8 @@ pt_daemon_record(PtDaemon *d, PtTarget *t, const PolicyDecision *dec,
         .applied = applied,
     };
 
-    reason = g_strdup_printf("%s%s%s%s%s", dec->reason,
-                             dec->evidence && *dec->evidence ? " [" : "",
-                             dec->evidence && *dec->evidence ? dec->evidence : "",
-                             dec->evidence && *dec->evidence ? "]" : "",
-                             g_str_has_prefix(outcome, "failed") ? "" : "");
+    reason = dec->evidence && *dec->evidence ?
+        g_strdup_printf("%s [%s]", dec->reason, dec->evidence) : g_strdup(dec->reason);
     if (g_str_has_prefix(outcome, "failed")) {
         char *r = g_strdup_printf("%s; %s", reason, outcome);
 

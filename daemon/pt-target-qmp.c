@@ -21,7 +21,6 @@ typedef struct {
     char *path;
     guint timeout_ms;
     ProbeRoots roots;
-    char *proc_root;
     QmpClient *client;
     GHashTable *dev_iothread;       /* qdev -> iothread id ("" = main loop) */
     gboolean stats_known;           /* query-stats answered with vCPU stats */
@@ -390,7 +389,6 @@ pt_qmp_free(PtTarget *t)
     g_clear_object(&q->client);
     g_hash_table_unref(q->dev_iothread);
     g_free(q->path);
-    g_free(q->proc_root);
 }
 
 static const PtTargetOps pt_qmp_ops = {
