@@ -117,6 +117,10 @@ print_status_header(json_object *st)
     g_autofree char *interval = int_text(st, "interval_ms");
     g_autofree char *overruns = int_text(st, "overruns");
     g_autofree char *last = num_text(st, "last_tick_ms", 1);
+    g_autofree char *p99_ms = num_text(st, "tick_p99_ms", 1);
+    /* A daemon older than the field leaves it out of the line. */
+    g_autofree char *p99 = member(st, "tick_p99_ms") ?
+        g_strdup_printf(" (p99 %s ms)", p99_ms) : g_strdup("");
     g_autofree char *pending = int_text(store, "pending");
     g_autofree char *dropped = int_text(store, "dropped");
     g_autofree char *busy = num_text(host, "cpu_busy_pct", 1);
@@ -128,8 +132,8 @@ print_status_header(json_object *st)
 
     qmp_json_get_int(st, "uptime_s", &uptime_s);
     up = cli_format_duration_ms(uptime_s * 1000);
-    printf("mode    %s \302\267 up %s \302\267 %s ticks every %s ms \302\267 last tick %s ms "
-           "\302\267 %s overruns\n", str(st, "mode"), up, ticks, interval, last, overruns);
+    printf("mode    %s \302\267 up %s \302\267 %s ticks every %s ms \302\267 last tick %s ms%s "
+           "\302\267 %s overruns\n", str(st, "mode"), up, ticks, interval, last, p99, overruns);
     printf("store   %s: %s \302\267 %s pending \302\267 %s dropped\n", str(store, "path"),
            str(store, "health"), pending, dropped);
     printf("host    CPU busy %s%% \302\267 PSI cpu some %s \302\267 polling %s of %s cores "

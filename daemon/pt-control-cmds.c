@@ -232,6 +232,8 @@ pt_json_target(PtDaemon *d, PtTarget *t, const char *only, guint history)
     if (t->state_reason)
         json_object_object_add(o, "state_reason", json_object_new_string(t->state_reason));
     json_object_object_add(o, "pid", json_object_new_int(t->pid));
+    if (t->sample_ms >= 0)
+        pt_json_num(o, "sample_ms", t->sample_ms);
     json_object_object_add(o, "policy", json_object_new_string(policy));
     for (guint i = 0; i < list->len; i++) {
         PtIothread *io = list->pdata[i];
@@ -285,6 +287,10 @@ pt_cmd_status(PtConn *conn, json_object *args, json_object **ret, GError **error
     json_object_object_add(*ret, "ticks", json_object_new_int64(st.ticks));
     json_object_object_add(*ret, "overruns", json_object_new_int64(st.overruns));
     pt_json_num(*ret, "last_tick_ms", st.last_tick_ms);
+    pt_json_num(*ret, "last_wait_ms", st.last_wait_ms);
+    pt_json_num(*ret, "last_work_ms", st.last_work_ms);
+    pt_json_num(*ret, "tick_p50_ms", st.tick_ms_p50);
+    pt_json_num(*ret, "tick_p99_ms", st.tick_ms_p99);
     json_object_object_add(store, "path", json_object_new_string(conf->database));
     json_object_object_add(store, "health", json_object_new_string(health[ss.health & 3]));
     json_object_object_add(store, "pending", json_object_new_int(ss.pending_ticks));

@@ -56,6 +56,41 @@ pt_family(GString *out, const PtFamily *f)
     g_string_append_printf(out, "# HELP %s%s %s\n", f->name, suffix, f->help);
 }
 
+/* A bucket bound as OpenMetrics writes numbers: "1.0", not "1". */
+static void
+pt_le(GString *out, double le)
+{
+    char buf[G_ASCII_DTOSTR_BUF_SIZE];
+
+    g_ascii_formatd(buf, sizeof(buf), "%g", le);
+    g_string_append(out, buf);
+    if (!strpbrk(buf, ".e"))
+        g_string_append(out, ".0");
+}
+
+/* The tick durations as a histogram: cumulative buckets, count and sum. */
+static void
+pt_tick_histogram(GString *out, const PtDaemonStats *st)
+{
+    static const char *name = "polltune_tick_duration_seconds";
+    guint64 cum = 0;
+    char sum[G_ASCII_DTOSTR_BUF_SIZE];
+
+    pt_family(out, &(PtFamily){ name, "histogram", "seconds",
+                                "Tick durations, from a tick's start to its last write." });
+    for (guint b = 0; b < PT_TICK_BUCKETS; b++) {
+        cum += st->tick_hist[b];
+        g_string_append_printf(out, "%s_bucket{le=\"", name);
+        pt_le(out, pt_tick_bucket_le[b]);
+        g_string_append_printf(out, "\"} %" G_GUINT64_FORMAT "\n", cum);
+    }
+    cum += st->tick_hist[PT_TICK_BUCKETS];
+    g_string_append_printf(out, "%s_bucket{le=\"+Inf\"} %" G_GUINT64_FORMAT "\n", name, cum);
+    g_string_append_printf(out, "%s_count %" G_GUINT64_FORMAT "\n", name, cum);
+    g_ascii_formatd(sum, sizeof(sum), "%.6f", st->tick_s_sum);
+    g_string_append_printf(out, "%s_sum %s\n", name, sum);
+}
+
 typedef double (*PtGetter)(const PtIothread *io, const PolicyMetrics *m, gboolean *ok);
 
 static double
@@ -211,10 +246,18 @@ pt_render(PtDaemon *d)
                                 "Ticks that took longer than the interval." });
     g_string_append_printf(out, "polltune_tick_overruns_total %" G_GUINT64_FORMAT "\n",
                            d->stats.overruns);
-    pt_family(out, &(PtFamily){ "polltune_tick_duration_seconds", "gauge", "seconds",
+    pt_tick_histogram(out, &d->stats);
+    pt_family(out, &(PtFamily){ "polltune_tick_last_duration_seconds", "gauge", "seconds",
                                 "Duration of the last tick." });
-    g_string_append_printf(out, "polltune_tick_duration_seconds %.6f\n",
+    g_string_append_printf(out, "polltune_tick_last_duration_seconds %.6f\n",
                            d->stats.last_tick_ms / 1000.0);
+    pt_family(out, &(PtFamily){ "polltune_tick_wait_seconds", "counter", "seconds",
+                                "Tick time spent waiting for the targets' answers." });
+    g_string_append_printf(out, "polltune_tick_wait_seconds_total %.6f\n", d->stats.wait_s_total);
+    pt_family(out, &(PtFamily){ "polltune_tick_work_seconds", "counter", "seconds",
+                                "Tick time spent on the daemon's own work after the answers "
+                                "(derive, store, policy)." });
+    g_string_append_printf(out, "polltune_tick_work_seconds_total %.6f\n", d->stats.work_s_total);
     pt_family(out, &(PtFamily){ "polltune_tick_duration_p50_seconds", "gauge", "seconds",
                                 "Median tick duration over the last 600 ticks." });
     g_string_append_printf(out, "polltune_tick_duration_p50_seconds %.6f\n",
@@ -246,8 +289,18 @@ pt_render(PtDaemon *d)
                            "polltune_decisions_total{outcome=\"recommended\"} %" G_GUINT64_FORMAT "\n",
                            d->stats.decisions_applied, d->stats.decisions_failed,
                            d->stats.decisions_recommended);
-    for (guint i = 0; i < targets->len; i++)
-        by_state[((PtTarget *)targets->pdata[i])->state]++;
+    pt_family(out, &(PtFamily){ "polltune_target_sample_seconds", "gauge", "seconds",
+                                "Time the last sample of a VM took, first query to last answer." });
+    for (guint i = 0; i < targets->len; i++) {
+        PtTarget *t = targets->pdata[i];
+
+        by_state[t->state]++;
+        if (t->sample_ms < 0)
+            continue;
+        g_string_append(out, "polltune_target_sample_seconds{vm=\"");
+        pt_label(out, t->name);
+        g_string_append_printf(out, "\"} %.6f\n", t->sample_ms / 1000.0);
+    }
     pt_family(out, &(PtFamily){ "polltune_targets", "gauge", NULL, "Targets by state." });
     for (int s = 0; s < PT_TARGET_STATE_MAX; s++)
         g_string_append_printf(out, "polltune_targets{state=\"%s\"} %u\n",

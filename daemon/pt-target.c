@@ -35,6 +35,7 @@ pt_target_alloc(gsize size, const PtTargetOps *ops, const char *name,
     t->kind = kind;
     t->state = PT_TARGET_CONNECTING;
     t->exits_mode = PROBE_EXITS_AUTO;
+    t->sample_ms = -1;
     t->iothreads = g_hash_table_new_full(g_str_hash, g_str_equal, NULL,
                                          (GDestroyNotify)pt_iothread_free);
     t->news = g_ptr_array_new_with_free_func(g_free);
@@ -121,6 +122,7 @@ pt_target_sample(PtTarget *t, gint64 mono_ns, gint64 when_ms, PtSampleDone done,
 
     g_return_if_fail(!t->sampling);
     t->sampling = TRUE;
+    t->sample_start_us = g_get_monotonic_time();
     t->sample_done = done;
     t->sample_data = user_data;
     snap = probe_target_snap_new(t->pid, mono_ns, when_ms);
@@ -136,6 +138,7 @@ pt_target_sample_finish(PtTarget *t, ProbeTargetSnap *snap, GError *error)
 
     t->sampling = FALSE;
     t->sample_done = NULL;
+    t->sample_ms = (g_get_monotonic_time() - t->sample_start_us) / 1000.0;
     if (error) {
         probe_target_snap_free(snap);
         snap = NULL;

@@ -84,6 +84,8 @@ struct PtTarget {
     GHashTable *iothreads;          /* id -> PtIothread */
 
     gboolean sampling;
+    gint64 sample_start_us;         /* monotonic, of the running sample */
+    double sample_ms;               /* the last sample took; < 0: none yet */
     guint failed_samples;           /* consecutive, reset by a good one */
     PtSampleDone sample_done;
     gpointer sample_data;

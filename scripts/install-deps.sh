@@ -9,7 +9,7 @@ libglib2.0-dev libjson-c-dev libvirt-dev libsqlite3-dev libsoup-3.0-dev
 libsystemd-dev
 sqlite3 valgrind clang libclang-rt-14-dev
 qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients
-prometheus
+prometheus python3-prometheus-client
 busybox-static cpio
 "
 
@@ -28,6 +28,7 @@ if [ -n "$missing" ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -q
     # --no-install-recommends keeps the prometheus server from pulling a
-    # desktop's worth of packages; we only need promtool from it.
+    # desktop's worth of packages; we only need promtool from it (and the
+    # OpenMetrics parser of the Python client, to check that format too).
     apt-get install -y -q --no-install-recommends $missing
 fi

@@ -5,6 +5,7 @@
  * a direct sqlite query of the daemon's database over the same range, the
  * metrics exposition with promtool.
  */
+#include <math.h>
 #include <sqlite3.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -25,6 +26,7 @@ test_status(void)
         return;
     table = CTL_OK("status");
     g_assert_true(g_str_has_prefix(table, "mode    enforce"));
+    g_assert_true(g_regex_match_simple("last tick [0-9.]+ ms \\(p99 [0-9.]+ ms\\)", table, 0, 0));
     g_assert_nonnull(strstr(table, "VM/IOTHREAD"));
     g_assert_true(g_regex_match_simple("\nvm-a/iot0 +attached +70000 +2 +2 +static:70000/2/2",
                                           table, 0, 0));
@@ -49,6 +51,19 @@ test_status(void)
     g_assert_nonnull(pt_json_path_str(io, "last_decision/policy"));
     g_assert_false(g_regex_match_simple("\nvm-a/iot1 +- +applied", table, 0, 0));
     g_assert_nonnull(pt_json_path(io, "metrics/ts_ms"));
+    /* The last tick splits into waiting for answers and own work. */
+    {
+        double tick = json_object_get_double(pt_json_path(st, "last_tick_ms"));
+        double wait = json_object_get_double(pt_json_path(st, "last_wait_ms"));
+        double work = json_object_get_double(pt_json_path(st, "last_work_ms"));
+
+        g_assert_cmpfloat(wait, >, 0);
+        g_assert_cmpfloat(work, >, 0);
+        g_assert_cmpfloat(fabs(wait + work - tick), <, 0.01);
+        g_assert_cmpfloat(json_object_get_double(pt_json_path(st, "tick_p99_ms")), >=,
+                          json_object_get_double(pt_json_path(st, "tick_p50_ms")));
+        g_assert_cmpfloat(json_object_get_double(pt_json_path(st, "targets/0/sample_ms")), >, 0);
+    }
 }
 
 static void
@@ -324,6 +339,89 @@ test_report(void)
     g_assert_nonnull(strstr(html, "policy static:"));
 }
 
+/* One sample's value from an exposition, or -1 when absent. */
+static double
+metric_sample(const char *text, const char *series)
+{
+    g_autofree char *needle = g_strdup_printf("\n%s ", series);
+    const char *p = strstr(text, needle);
+
+    return p ? g_ascii_strtod(p + strlen(needle), NULL) : -1;
+}
+
+/* The tick histogram is whole: cumulative buckets that never go down,
+ * +Inf equal to the count, and the count no more than the ticks done
+ * (the metrics are taken at one instant, between ticks). */
+static void
+check_tick_histogram(const char *text)
+{
+    static const char *const le[] = { "0.005", "0.01", "0.025", "0.05", "0.075", "0.1",
+                                       "0.15", "0.2", "0.25", "0.5", "1.0", "2.5",
+                                       "5.0", "10.0", "+Inf" };
+    double prev = 0, count = metric_sample(text, "polltune_tick_duration_seconds_count");
+    double sum = metric_sample(text, "polltune_tick_duration_seconds_sum");
+    double ticks = metric_sample(text, "polltune_ticks_total");
+
+    g_assert_nonnull(strstr(text, "# TYPE polltune_tick_duration_seconds histogram\n"));
+    for (guint i = 0; i < G_N_ELEMENTS(le); i++) {
+        g_autofree char *series = g_strdup_printf("polltune_tick_duration_seconds_bucket{le=\"%s\"}",
+                                                  le[i]);
+        double v = metric_sample(text, series);
+
+        g_assert_cmpfloat(v, >=, prev);
+        prev = v;
+    }
+    g_assert_cmpfloat(prev, ==, count);
+    g_assert_cmpfloat(count, >=, 1);
+    g_assert_cmpfloat(count, ==, ticks);
+    g_assert_cmpfloat(sum, >, 0);
+    /* Every tick is under the 10 s bucket and over nothing: the mean is
+     * between the two. */
+    g_assert_cmpfloat(sum / count, <=, 10);
+    g_assert_cmpfloat(metric_sample(text, "polltune_tick_wait_seconds_total") +
+                      metric_sample(text, "polltune_tick_work_seconds_total"), <=, sum + 1e-5);
+    g_assert_cmpfloat(metric_sample(text, "polltune_target_sample_seconds{vm=\"vm-a\"}"), >, 0);
+}
+
+/*
+ * The OpenMetrics text through the parser of the Python client library
+ * (Debian's python3-prometheus-client), which enforces that format's rules
+ * promtool does not know: UNIT lines, "_total" only on samples, histogram
+ * buckets in order up to +Inf and matching _count, "# EOF".
+ */
+static void
+check_openmetrics(const char *text)
+{
+    static const char *const python = "/usr/bin/python3";
+    g_autofree char *path = g_build_filename(cli_live.tmp_dir, "metrics.om", NULL);
+    g_autofree char *out = NULL;
+    g_autofree char *err = NULL;
+    int status = 0;
+    const char *argv[] = { python, "-c",
+                           "import sys\n"
+                           "from prometheus_client.openmetrics.parser import "
+                           "text_string_to_metric_families as parse\n"
+                           "fams = list(parse(open(sys.argv[1]).read()))\n"
+                           "print(len(fams), sorted(f.type for f in fams if f.type == 'histogram'))\n",
+                           path, NULL };
+    g_autoptr(GError) error = NULL;
+
+    if (!g_file_test(python, G_FILE_TEST_IS_EXECUTABLE) ||
+        !g_spawn_command_line_sync("/usr/bin/python3 -c 'import prometheus_client'",
+                                   NULL, NULL, &status, NULL) ||
+        !g_spawn_check_wait_status(status, NULL)) {
+        g_test_skip("/usr/bin/python3 has no prometheus_client: the OpenMetrics text was not parsed");
+        return;
+    }
+    g_assert_true(g_file_set_contents(path, text, -1, NULL));
+    g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_DEFAULT, NULL, NULL,
+                               &out, &err, &status, &error));
+    g_assert_no_error(error);
+    if (!g_spawn_check_wait_status(status, NULL))
+        g_error("OpenMetrics parser rejected the exposition: %s", err);
+    g_assert_true(g_str_has_suffix(out, "['histogram']\n"));
+}
+
 static void
 test_metrics(void)
 {
@@ -348,12 +446,14 @@ test_metrics(void)
     }
     g_assert_nonnull(strstr(text, "\npolltune_ticks_total "));
     g_assert_true(g_str_has_suffix(text, "\n# EOF\n"));
+    check_tick_histogram(text);
     mj = CTL_JSON("metrics");
     /* The same exposition (the figures move between the two requests). */
     g_assert_true(g_str_has_prefix(pt_json_path_str(mj, "text"),
                                    "# TYPE polltune_poll_max_seconds gauge\n"));
     g_assert_true(g_str_has_suffix(pt_json_path_str(mj, "text"), "\n# EOF\n"));
 
+    check_openmetrics(text);
     if (!promtool) {
         g_test_skip("promtool is not installed; the exposition was not linted");
         return;
