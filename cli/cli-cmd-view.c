@@ -14,7 +14,7 @@ static gint opt_show_ticks;
 
 const GOptionEntry cli_show_entries[] = {
     { "ticks", 'n', 0, G_OPTION_ARG_INT, &opt_show_ticks,
-      "Ticks of recent history (default 60, at most 3600)", "N" },
+      "Ticks of recent history (default 60, at most 120)", "N" },
     { NULL },
 };
 
@@ -363,8 +363,9 @@ cli_cmd_show(CliContext *ctx, char **args, guint n, GError **error)
 
     if (!cli_target_add(req, args[0], error))
         return FALSE;
-    if (opt_show_ticks < 0 || opt_show_ticks > 3600) {
-        g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "show: --ticks %d: expected 1 to 3600",
+    if (opt_show_ticks < 0 || opt_show_ticks > 120) {
+        g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE,
+                    "show: --ticks %d: expected 1 to 120 (older ticks: polltunectl history)",
                     opt_show_ticks);
         return FALSE;
     }

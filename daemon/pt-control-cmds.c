@@ -415,7 +415,8 @@ pt_cmd_show(PtConn *conn, json_object *args, json_object **ret, GError **error)
     if (!t || !pt_arg_int(args, "ticks", &ticks, &have, error))
         return FALSE;
     if (ticks < 1 || ticks > PT_HISTORY_TICKS)
-        return pt_arg_bad(error, "ticks", "must be 1..3600");
+        return pt_arg_bad(error, "ticks", "must be 1.." G_STRINGIFY(PT_HISTORY_TICKS)
+                          " (older ticks: history)");
     *ret = pt_json_target(d, t, iothread, ticks);
     ios = json_object_object_get(*ret, "iothreads");
     for (size_t i = 0; i < json_object_array_length(ios); i++) {
