@@ -123,7 +123,6 @@ sim_scenario_run(const SimScenario *scn, const PolicySpec *spec,
     g_autoptr(PolicyEngine) engine = NULL;
     g_autofree VmLoop *loops = g_new0(VmLoop, n);
     g_autofree PolicyIothreadInput *inputs = g_new0(PolicyIothreadInput, n);
-    g_autofree guint64 *hist0 = g_new0(guint64, 2048);
     SimRun *run = g_new0(SimRun, 1);
     PolicyHostCounters hprev, hcur;
     double lat_sum = 0, ops_sum = 0;

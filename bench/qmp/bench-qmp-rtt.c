@@ -146,6 +146,10 @@ main(int argc, char **argv)
     for (guint i = 0; i < batch; i++) {
         g_autoptr(GPtrArray) t = qmp_query_iothreads_sync(c, NULL);
 
+        if (!t) {
+            fprintf(stderr, "warm-up query-iothreads failed\n");
+            return 1;
+        }
         raw_command(&raw, "query-iothreads");
     }
     for (guint r = 0; r < rounds; r++) {

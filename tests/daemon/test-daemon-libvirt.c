@@ -117,6 +117,8 @@ test_libvirt(void)
             before->name);
         g_autoptr(json_object) ov = pt_test_daemon_ok(d, "override-set", args);
 
+        g_assert_nonnull(ov);
+
         vw = (VirshWait){ lvd, before->name, "iothread.1.poll-max-ns=12345" };
         g_assert_true(pt_test_wait(domstats_has, &vw, 5000));
     }

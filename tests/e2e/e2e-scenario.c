@@ -122,6 +122,8 @@ override_via_cli(PtTestDaemon *d, E2eVm *vm, guint64 ns)
                                    "--reason", "end-to-end test", NULL);
     g_autoptr(json_object) io = NULL;
 
+    g_assert_nonnull(strstr(out, vm->busy));
+
     assert_poll(vm, vm->busy, ns, 3000, "override set");
     io = status_iothread(d, vm->target, vm->busy);
     g_assert_cmpint(pt_json_path_int(io, "override/poll-max-ns"), ==, (gint64)ns);

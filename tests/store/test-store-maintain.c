@@ -195,7 +195,6 @@ test_retention(void)
     g_autofree char *path = g_build_filename(dir, "h.db", NULL);
     g_autoptr(StoreDb) db = NULL;
     g_autoptr(TestTick) t = test_tick_new(4);
-    g_autoptr(GError) error = NULL;
     StoreOptions opts;
     gint64 end = T0 + 30 * MIN_MS;
 
@@ -233,7 +232,6 @@ test_size_cap(void)
     g_autofree char *path = g_build_filename(dir, "h.db", NULL);
     g_autoptr(StoreDb) db = NULL;
     g_autoptr(TestTick) t = test_tick_new(16);
-    g_autoptr(GError) error = NULL;
     StoreOptions opts;
     gint64 n_ticks = 3000, end = T0 + n_ticks * 1000;
 
