@@ -105,14 +105,28 @@ cli_cmd_policy_get(CliContext *ctx, char **args, guint n, GError **error)
         return TRUE;
     }
     printf("default policy: %s\n", qmp_json_get_string(r, "default") ?: "-");
-    rules = cli_table_new("GLOB", "POLICY", NULL);
+    rules = cli_table_new("GLOB", "POLICY", "FROM", NULL);
     if (json_object_object_get_ex(r, "rules", &a) && json_object_is_type(a, json_type_array))
         for (gsize i = 0; i < json_object_array_length(a); i++) {
             json_object *e = json_object_array_get_idx(a, i);
+            const char *by = qmp_json_get_string(e, "set-by");
+            g_autofree char *from = NULL;
 
+            if (by) {
+                gint64 ms = 0;
+                g_autoptr(GDateTime) at = NULL;
+                g_autofree char *when = NULL;
+
+                qmp_json_get_int(e, "set-at", &ms);
+                at = g_date_time_new_from_unix_utc(ms / 1000);
+                when = at ? g_date_time_format(at, "%F %T") : NULL;
+
+                from = g_strdup_printf("policy set by %s, %s UTC", by, when ? when : "?");
+            }
             cli_table_row(rules);
             cli_table_cell(rules, qmp_json_get_string(e, "glob"));
             cli_table_cell(rules, qmp_json_get_string(e, "policy"));
+            cli_table_cell(rules, from ? from : "configuration");
         }
     targets = cli_table_new("TARGET", "POLICY", NULL);
     if (json_object_object_get_ex(r, "targets", &a) && json_object_is_type(a, json_type_array))
@@ -169,7 +183,23 @@ cli_cmd_policy_set(CliContext *ctx, char **args, guint n, GError **error)
     json_object_object_add(req, "policy", json_object_new_string(spec));
     if (!(r = cli_context_call(ctx, "policy-set", req, error)))
         return FALSE;
-    done = g_strdup_printf("%s: policy %s (until polltuned reloads or restarts)", args[0], spec);
+    done = g_strdup_printf("%s: policy %s (kept until `polltunectl policy clear %s`)", args[0],
+                           spec, args[0]);
+    print_done(ctx, r, done);
+    return TRUE;
+}
+
+gboolean
+cli_cmd_policy_clear(CliContext *ctx, char **args, guint n, GError **error)
+{
+    g_autoptr(json_object) req = json_object_new_object();
+    g_autoptr(json_object) r = NULL;
+    g_autofree char *done = NULL;
+
+    json_object_object_add(req, "target", json_object_new_string(args[0]));
+    if (!(r = cli_context_call(ctx, "policy-clear", req, error)))
+        return FALSE;
+    done = g_strdup_printf("%s: rule removed; the configured policy applies", args[0]);
     print_done(ctx, r, done);
     return TRUE;
 }

@@ -105,6 +105,7 @@ gboolean cli_cmd_version(CliContext *ctx, char **args, guint n, GError **error);
 
 gboolean cli_cmd_policy_get(CliContext *ctx, char **args, guint n, GError **error);
 gboolean cli_cmd_policy_set(CliContext *ctx, char **args, guint n, GError **error);
+gboolean cli_cmd_policy_clear(CliContext *ctx, char **args, guint n, GError **error);
 gboolean cli_cmd_override_set(CliContext *ctx, char **args, guint n, GError **error);
 gboolean cli_cmd_override_clear(CliContext *ctx, char **args, guint n, GError **error);
 gboolean cli_cmd_mode(CliContext *ctx, char **args, guint n, GError **error);

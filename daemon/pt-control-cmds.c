@@ -595,8 +595,19 @@ pt_cmd_policy_get(PtConn *conn, json_object *args, json_object **ret, GError **e
         g_autofree char *spec = policy_spec_format(&r->spec);
         json_object *o = json_object_new_object();
 
+        const StorePolicyRule *rt = pt_daemon_runtime_rule(d, r->glob);
+
         json_object_object_add(o, "glob", json_object_new_string(r->glob));
         json_object_object_add(o, "policy", json_object_new_string(spec));
+        /* Runtime rules are the first ones: a file rule of the same glob
+         * further down is a separate rule that the runtime one shadows. */
+        if (rt && i < pt_daemon_runtime_rule_count(d)) {
+            json_object_object_add(o, "source", json_object_new_string("policy-set"));
+            json_object_object_add(o, "set-by", json_object_new_string(rt->who));
+            json_object_object_add(o, "set-at", json_object_new_int64(rt->set_ms));
+        } else {
+            json_object_object_add(o, "source", json_object_new_string("config"));
+        }
         json_object_array_add(rules, o);
     }
     for (guint i = 0; i < targets->len; i++) {
@@ -622,11 +633,24 @@ pt_cmd_policy_get(PtConn *conn, json_object *args, json_object **ret, GError **e
 static gboolean
 pt_cmd_policy_set(PtConn *conn, json_object *args, json_object **ret, GError **error)
 {
+    g_autofree char *who = g_strdup_printf("uid %u", (unsigned)conn->uid);
     const char *target, *policy;
 
     if (!pt_arg_str(args, "target", TRUE, &target, error) ||
         !pt_arg_str(args, "policy", TRUE, &policy, error) ||
-        !pt_daemon_policy_set(pt_conn_daemon(conn), target, policy, error))
+        !pt_daemon_policy_set(pt_conn_daemon(conn), target, policy, who, error))
+        return FALSE;
+    *ret = json_object_new_object();
+    return TRUE;
+}
+
+static gboolean
+pt_cmd_policy_clear(PtConn *conn, json_object *args, json_object **ret, GError **error)
+{
+    const char *target;
+
+    if (!pt_arg_str(args, "target", TRUE, &target, error) ||
+        !pt_daemon_policy_clear(pt_conn_daemon(conn), target, error))
         return FALSE;
     *ret = json_object_new_object();
     return TRUE;
@@ -803,6 +827,7 @@ static const PtCmd pt_cmds[] = {
     { "export", FALSE, pt_cmd_export },
     { "metrics", FALSE, pt_cmd_metrics },
     { "policy-set", TRUE, pt_cmd_policy_set },
+    { "policy-clear", TRUE, pt_cmd_policy_clear },
     { "override-set", TRUE, pt_cmd_override_set },
     { "override-clear", TRUE, pt_cmd_override_clear },
     { "mode-set", TRUE, pt_cmd_mode_set },

@@ -14,7 +14,10 @@ struct PtDaemon {
 
     StoreDb *store;
     PolicyEngine *engine;
-    GPtrArray *runtime_rules;       /* globs added by policy-set, newest first */
+    /* StorePolicyRule added by policy-set, oldest first.  They are the first
+     * runtime_rules->len rules of conf->policy, in the opposite order: the
+     * newest wins. */
+    GPtrArray *runtime_rules;
     GPtrArray *overrides;           /* StoreOverrideRow, active */
 
     ProbeHostSampler *host;
@@ -57,6 +60,12 @@ void pt_daemon_capture_original(PtDaemon *d, PtTarget *t, PtIothread *io);
 void pt_daemon_run_policy(PtDaemon *d, GPtrArray *targets);
 /* Restore @t's originals; returns how many writes were started. */
 guint pt_daemon_restore_target(PtDaemon *d, PtTarget *t, const char *why);
+/* Reads the policy-set rules from the store and puts them in front of the
+ * configured ones; a rule that no longer fits is logged and left out. */
+gboolean pt_daemon_load_rules(PtDaemon *d, GError **error);
+/* Puts @rules (StorePolicyRule, oldest first) in front of @policy's rules,
+ * newest first.  Fails naming the first rule @policy cannot take. */
+gboolean pt_daemon_install_rules(GPtrArray *rules, PolicyConfig *policy, GError **error);
 
 /* pt-daemon-libvirt.c */
 void pt_daemon_libvirt_start(PtDaemon *d);

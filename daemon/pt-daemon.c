@@ -60,7 +60,7 @@ pt_daemon_new(PtConf *conf, const PtDaemonRoots *roots, GError **error)
     d->targets = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
                                        (GDestroyNotify)pt_target_unref);
     d->detached_paths = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-    d->runtime_rules = g_ptr_array_new_with_free_func(g_free);
+    d->runtime_rules = g_ptr_array_new_with_free_func((GDestroyNotify)store_policy_rule_free);
     d->overrides = g_ptr_array_new_with_free_func((GDestroyNotify)store_override_row_free);
     d->tick_ms = g_array_new(FALSE, TRUE, sizeof(double));
     d->stats.started_ms = now_ms;
@@ -151,6 +151,8 @@ pt_daemon_start(PtDaemon *d, GError **error)
         return FALSE;
     for (guint i = 0; i < rows->len; i++)
         g_ptr_array_add(d->overrides, g_steal_pointer(&rows->pdata[i]));
+    if (!pt_daemon_load_rules(d, error))
+        return FALSE;
 
     for (guint i = 0; d->conf->qmp_sockets[i]; i++)
         pt_daemon_attach_path(d, d->conf->qmp_sockets[i], NULL, NULL);
@@ -172,14 +174,19 @@ pt_daemon_reload(PtDaemon *d, PtConf *conf, GError **error)
                     "%s: database: changing the database needs a restart", conf->path);
         return FALSE;
     }
+    /* Rules from policy-set go in front of the new file's, as they stood
+     * in front of the old one's; one the new bounds reject fails the
+     * reload, which keeps the old configuration. */
+    if (!pt_daemon_install_rules(d->runtime_rules, conf->policy, error)) {
+        g_prefix_error(error, "%s: ", conf->path ? conf->path : "configuration");
+        return FALSE;
+    }
     engine = policy_engine_new(conf->policy, error);
     if (!engine)
         return FALSE;
-    /* A new engine starts learning afresh; runtime rules from policy-set
-     * are dropped with the old configuration, as documented. */
+    /* A new engine starts learning afresh. */
     policy_engine_free(d->engine);
     d->engine = engine;
-    g_ptr_array_set_size(d->runtime_rules, 0);
     if (conf->interval_ms != d->conf->interval_ms) {
         g_clear_handle_id(&d->timer, g_source_remove);
         d->timer = g_timeout_add(conf->interval_ms, pt_daemon_tick, d);

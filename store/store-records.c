@@ -211,6 +211,86 @@ store_override_list_active(StoreDb *db, gint64 now_ms, GError **error)
     return g_steal_pointer(&rows);
 }
 
+void
+store_policy_rule_free(StorePolicyRule *rule)
+{
+    if (!rule)
+        return;
+    g_free(rule->glob);
+    g_free(rule->policy);
+    g_free(rule->who);
+    g_free(rule);
+}
+
+gboolean
+store_policy_rule_set(StoreDb *db, const char *glob, const char *policy, const char *who,
+                      gint64 now_ms, GError **error)
+{
+    sqlite3_stmt *st;
+
+    if (!glob || !*glob || !policy || !*policy || !who) {
+        g_set_error(error, STORE_ERROR, STORE_ERROR_INVALID, "%s: policy rule: glob, policy "
+                    "and who are required", db->path);
+        return FALSE;
+    }
+    if (!store_db_check_file(db, now_ms, error) ||
+        !(st = store_prepare(db, "INSERT INTO policy_rules VALUES (?1, ?2, ?3, ?4)"
+                             " ON CONFLICT (glob) DO UPDATE SET policy = ?2, set_at = ?3,"
+                             " who = ?4", error)))
+        return FALSE;
+    sqlite3_bind_text(st, 1, glob, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, policy, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 3, now_ms);
+    sqlite3_bind_text(st, 4, who, -1, SQLITE_TRANSIENT);
+    return step_once(db, st, "set policy rule", error);
+}
+
+gboolean
+store_policy_rule_clear(StoreDb *db, const char *glob, GError **error)
+{
+    sqlite3_stmt *st = store_prepare(db, "DELETE FROM policy_rules WHERE glob = ?", error);
+
+    if (!st)
+        return FALSE;
+    sqlite3_bind_text(st, 1, glob, -1, SQLITE_TRANSIENT);
+    if (!step_once(db, st, "clear policy rule", error))
+        return FALSE;
+    if (sqlite3_changes(db->sql) == 0) {
+        g_set_error(error, STORE_ERROR, STORE_ERROR_NOT_FOUND, "%s: no policy rule for %s",
+                    db->path, glob);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+GPtrArray *
+store_policy_rule_list(StoreDb *db, GError **error)
+{
+    g_autoptr(GPtrArray) rules = g_ptr_array_new_with_free_func(
+        (GDestroyNotify)store_policy_rule_free);
+    sqlite3_stmt *st = store_prepare(db, "SELECT glob, policy, set_at, who FROM policy_rules"
+                                     " ORDER BY set_at, glob", error);
+    int rc;
+
+    if (!st)
+        return NULL;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        StorePolicyRule *r = g_new0(StorePolicyRule, 1);
+
+        r->glob = g_strdup((const char *)sqlite3_column_text(st, 0));
+        r->policy = g_strdup((const char *)sqlite3_column_text(st, 1));
+        r->set_ms = sqlite3_column_int64(st, 2);
+        r->who = g_strdup((const char *)sqlite3_column_text(st, 3));
+        g_ptr_array_add(rules, r);
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        store_set_error(db, error, rc, "list policy rules");
+        return NULL;
+    }
+    return g_steal_pointer(&rules);
+}
+
 gboolean
 store_original_save(StoreDb *db, const char *target, const char *iothread,
                     const StoreTriple *triple, gint64 now_ms, GError **error)

@@ -84,6 +84,11 @@ static const char *const migrations[] = {
      * active overrides are looked up without scanning the history */
     "ALTER TABLE overrides ADD COLUMN policy TEXT;"
     "CREATE INDEX overrides_active ON overrides (cleared, expires);",
+
+    /* 3: policy rules added at run time (policy-set) outlive a restart */
+    "CREATE TABLE policy_rules ("
+    "  glob TEXT PRIMARY KEY, policy TEXT NOT NULL, set_at INTEGER NOT NULL,"
+    "  who TEXT NOT NULL) WITHOUT ROWID;",
 };
 
 int

@@ -261,6 +261,24 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(StoreOverrideRow, store_override_row_free)
 /* Overrides neither cleared nor expired at @now_ms, oldest first. */
 GPtrArray *store_override_list_active(StoreDb *db, gint64 now_ms, GError **error);
 
+/* A policy rule added at run time: a target name glob and a policy spec. */
+typedef struct {
+    char *glob;
+    char *policy;
+    gint64 set_ms;
+    char *who;                  /* e.g. "uid 0" */
+} StorePolicyRule;
+void store_policy_rule_free(StorePolicyRule *rule);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(StorePolicyRule, store_policy_rule_free)
+
+/* Stores the rule for @glob, replacing an earlier one for the same glob. */
+gboolean store_policy_rule_set(StoreDb *db, const char *glob, const char *policy,
+                               const char *who, gint64 now_ms, GError **error);
+/* Removes the rule for @glob; STORE_ERROR_NOT_FOUND if there is none. */
+gboolean store_policy_rule_clear(StoreDb *db, const char *glob, GError **error);
+/* Every stored rule, oldest first. */
+GPtrArray *store_policy_rule_list(StoreDb *db, GError **error);
+
 /* Saves the triple seen at first attach; a saved triple is never replaced. */
 gboolean store_original_save(StoreDb *db, const char *target, const char *iothread,
                              const StoreTriple *triple, gint64 now_ms, GError **error);

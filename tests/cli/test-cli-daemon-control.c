@@ -39,6 +39,7 @@ test_policy(void)
     g_autofree char *table = NULL;
     g_autoptr(json_object) pj = NULL;
     g_autoptr(json_object) empty = NULL;
+    g_autofree char *clear = NULL;
     StatusWait w = { "iot0", 50000 };
 
     if (!cli_live_setup())
@@ -54,10 +55,12 @@ test_policy(void)
 
     get = CTL_OK("policy", "get");
     g_assert_nonnull(strstr(get, "default policy: static:70000/2/2"));
-    g_assert_true(g_regex_match_simple("\nvm-\\* +static:50000/2/2\n", get, 0, 0));
+    g_assert_true(g_regex_match_simple("\nvm-\\* +static:50000/2/2 +policy set by uid [0-9]+, "
+                                       "20[0-9][0-9]-[0-9-]+ [0-9:]+ UTC\n", get, 0, 0));
     pj = CTL_JSON("policy", "get", "vm-a");
     g_assert_cmpstr(pt_json_path_str(pj, "default"), ==, "static:70000/2/2");
     g_assert_cmpstr(pt_json_path_str(pj, "rules/0/glob"), ==, "vm-*");
+    g_assert_cmpstr(pt_json_path_str(pj, "rules/0/source"), ==, "policy-set");
     g_assert_cmpstr(pt_json_path_str(pj, "targets/0/name"), ==, "vm-a");
     g_assert_cmpstr(pt_json_path_str(pj, "targets/0/policy"), ==, "static:50000/2/2");
 
@@ -65,6 +68,13 @@ test_policy(void)
     empty = CTL_JSON("policy", "set", "other-*", "adaptive", "latency");
     g_assert_cmpint(json_object_object_length(empty), ==, 0);
     CTL_FAILS(1, "policy-set: InvalidParameter: ", "policy", "set", "vm-*", "static:1/1/1");
+
+    /* policy clear removes what policy set added, and only that. */
+    clear = CTL_OK("policy", "clear", "other-*");
+    g_assert_cmpstr(clear, ==, "other-*: rule removed; the configured policy applies\n");
+    CTL_FAILS(1, "policy-clear: NotFound: other-*: no policy-set rule", "policy", "clear",
+              "other-*");
+    CTL_FAILS(2, "policy clear", "policy", "clear");
 }
 
 static void
@@ -185,11 +195,14 @@ test_reload(void)
 
     if (!cli_live_setup())
         return;
-    /* A rule from policy set lasts until the reload. */
+    /* A rule from policy set outlives the reload, until cleared. */
     g_free(CTL_OK("policy", "set", "vm-*", "static:50000/2/2"));
     cli_assert_poll("iot0", 50000, 3000);
     out = CTL_OK("reload");
     g_assert_cmpstr(out, ==, "configuration reloaded\n");
+    g_usleep(1200000);
+    g_assert_cmpuint(cli_vm_poll_max(cli_live.vm, "iot0"), ==, 50000);
+    g_free(CTL_OK("policy", "clear", "vm-*"));
     cli_assert_poll("iot0", 70000, 3000);
 
     /* A broken file is refused, naming file, line and key. */

@@ -561,9 +561,11 @@ test_show_and_policy(void)
         "\"id\": @ID@}\n", NULL,
     };
     static const char *const policy[] = {
-        "{\"return\": {\"default\": \"adaptive:balanced\", \"rules\": [{\"glob\": \"db-*\", "
-        "\"policy\": \"static:70000/2/2\"}], \"targets\": [{\"name\": \"vm-3\", \"policy\": "
-        "\"adaptive:balanced\"}]}, \"id\": @ID@}\n", NULL,
+        "{\"return\": {\"default\": \"adaptive:balanced\", \"rules\": [{\"glob\": \"vm-*\", "
+        "\"policy\": \"off\", \"source\": \"policy-set\", \"set-by\": \"uid 0\", "
+        "\"set-at\": 1764590400000}, {\"glob\": \"db-*\", "
+        "\"policy\": \"static:70000/2/2\", \"source\": \"config\"}], \"targets\": "
+        "[{\"name\": \"vm-3\", \"policy\": \"adaptive:balanced\"}]}, \"id\": @ID@}\n", NULL,
     };
     static const PeerStep steps[] = { { "show", show } };
     static const PeerStep psteps[] = { { "policy-get", policy } };
@@ -595,7 +597,9 @@ test_show_and_policy(void)
     run_against(&s, &r, (const char *[]){ "policy", "get", NULL });
     g_assert_cmpint(r.status, ==, 0);
     g_assert_cmpstr(r.out, ==, "default policy: adaptive:balanced\n\nrules, first match wins:\n"
-                               "GLOB  POLICY\ndb-*  static:70000/2/2\n\nTARGET  POLICY\n"
+                               "GLOB  POLICY            FROM\n"
+                               "vm-*  off               policy set by uid 0, 2025-12-01 12:00:00 UTC\n"
+                               "db-*  static:70000/2/2  configuration\n\nTARGET  POLICY\n"
                                "vm-3    adaptive:balanced\n");
     script_clear(&s);
     cli_run_clear(&r);

@@ -339,6 +339,81 @@ test_reload(void)
     g_assert_true(wait_poll(vm, "iot0", 22000, 3000));
 }
 
+/* A policy-set rule is stored: it outlives a reload and a restart, a reload
+ * whose bounds reject it is refused, and policy-clear removes it for good. */
+static void
+test_runtime_rule(void)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(Vm) vm = NULL;
+    g_autoptr(PtTestDaemon) d = NULL;
+    g_autofree char *conf = NULL;
+    g_autofree char *good = NULL;
+    g_autofree char *body = NULL;
+    g_autofree char *log = NULL;
+    g_autoptr(json_object) reply = NULL;
+    g_autoptr(json_object) get = NULL;
+    TargetWait tw;
+
+    if (skip_without_qemu())
+        return;
+    vm = vm_start("vm-p", NULL);
+    conf = conf_for("static:11000/0/0", NULL);
+    d = pt_test_daemon_start(conf, &err);
+    g_assert_no_error(err);
+    g_assert_true(wait_poll(vm, "iot0", 11000, 3000));
+    json_object_put(pt_test_daemon_ok(d, "policy-set",
+                                      "{\"target\": \"vm-*\", \"policy\": \"static:33000/2/2\"}"));
+    g_assert_true(wait_poll(vm, "iot0", 33000, 3000));
+
+    /* Kept by a reload of the file it stands in front of. */
+    json_object_put(pt_test_daemon_ok(d, "reload", NULL));
+    g_usleep(600000);
+    g_assert_cmpuint(vm_poll_max(vm, "iot0"), ==, 33000);
+
+    /* New bounds that exclude it: the reload is refused, naming the rule. */
+    g_file_get_contents(d->conf_path, &good, NULL, NULL);
+    body = g_strconcat(good, "max-poll-max-ns = 20000\n", NULL);
+    g_assert_true(g_file_set_contents(d->conf_path, body, -1, NULL));
+    reply = pt_test_daemon_call(d, "reload", NULL, &err);
+    g_assert_no_error(err);
+    g_assert_nonnull(strstr(pt_json_path_str(reply, "error/desc"), "the rule for vm-* set with "
+                            "policy-set by uid 0 does not fit"));
+    g_assert_true(g_file_set_contents(d->conf_path, good, -1, NULL));
+
+    /* A clean restart: the rule is read back and applied again. */
+    g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
+    g_assert_cmpuint(vm_poll_max(vm, "iot0"), ==, 32768);
+    g_assert_true(pt_test_daemon_restart(d, &err));
+    g_assert_no_error(err);
+    tw = (TargetWait){ d, "vm-p", 0 };
+    g_assert_true(pt_test_wait(target_attached, &tw, 3000));
+    g_assert_true(wait_poll(vm, "iot0", 33000, 3000));
+    get = pt_test_daemon_ok(d, "policy-get", NULL);
+    g_assert_cmpstr(pt_json_path_str(get, "rules/0/glob"), ==, "vm-*");
+    g_assert_cmpstr(pt_json_path_str(get, "rules/0/policy"), ==, "static:33000/2/2");
+    g_assert_cmpstr(pt_json_path_str(get, "rules/0/source"), ==, "policy-set");
+    g_assert_cmpstr(pt_json_path_str(get, "rules/0/set-by"), ==, "uid 0");
+    g_assert_cmpint(pt_json_path_int(get, "rules/0/set-at"), >, 0);
+
+    /* Cleared: the file's policy again, and nothing left for a restart. */
+    g_clear_pointer(&reply, json_object_put);
+    reply = pt_test_daemon_call(d, "policy-clear", "{\"target\": \"db-*\"}", &err);
+    g_assert_cmpstr(pt_json_path_str(reply, "error/class"), ==, "NotFound");
+    g_assert_nonnull(strstr(pt_json_path_str(reply, "error/desc"), "db-*: no policy-set rule"));
+    json_object_put(pt_test_daemon_ok(d, "policy-clear", "{\"target\": \"vm-*\"}"));
+    g_assert_true(wait_poll(vm, "iot0", 11000, 3000));
+    g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
+    g_assert_true(pt_test_daemon_restart(d, &err));
+    g_assert_true(pt_test_wait(target_attached, &tw, 3000));
+    g_assert_true(wait_poll(vm, "iot0", 11000, 3000));
+    g_clear_pointer(&get, json_object_put);
+    get = pt_test_daemon_ok(d, "policy-get", NULL);
+    g_assert_cmpuint(json_object_array_length(pt_json_path(get, "rules")), ==, 0);
+    g_file_get_contents(d->log_path, &log, NULL, NULL);
+    g_assert_nonnull(strstr(log, "1 policy rules from policy-set restored"));
+}
+
 /* Run @command as uid/gid nobody:nogroup in a child; return the class of the
  * error or "ok". */
 static char *
@@ -477,6 +552,7 @@ main(int argc, char **argv)
     g_test_add_func("/daemon/qmp/kill-and-restart", test_kill_and_restart);
     g_test_add_func("/daemon/qmp/override-expiry-detach", test_override_expiry_detach);
     g_test_add_func("/daemon/qmp/reload", test_reload);
+    g_test_add_func("/daemon/qmp/runtime-rule", test_runtime_rule);
     g_test_add_func("/daemon/qmp/authorisation", test_authorisation);
     g_test_add_func("/daemon/qmp/stopped-qemu", test_stopped_qemu);
     rc = g_test_run();

@@ -20,7 +20,8 @@ test_fresh(void)
     g_assert_cmpint(test_sql_int(path, "SELECT count(*) FROM sqlite_schema WHERE type = 'table'"
                                        " AND name IN ('targets','iothreads','devices','ticks',"
                                        "'samples','device_samples','rollup_1m','rollup_1h',"
-                                       "'decisions','overrides','originals','meta')"), ==, 12);
+                                       "'decisions','overrides','originals','policy_rules','meta')"),
+                    ==, 13);
     g_assert_cmpint(test_sql_int(path, "PRAGMA auto_vacuum"), ==, 2);
     g_clear_pointer(&db, store_db_close);
     /* WAL is a property of the file and survives the connection. */
@@ -64,6 +65,7 @@ test_migrate_v1(void)
     g_assert_cmpint(test_sql_int(path, "PRAGMA user_version"), ==, store_schema_version());
     g_assert_cmpint(test_sql_int(path, "SELECT count(*) FROM pragma_table_info('overrides')"
                                        " WHERE name = 'policy'"), ==, 1);
+    g_assert_cmpint(test_sql_int(path, "SELECT count(*) FROM policy_rules"), ==, 0);
 
     /* Old rows read back through the current API. */
     store_filter_init(&f);

@@ -333,6 +333,46 @@ test_originals(Fixture *fx, gconstpointer data)
 }
 
 static void
+test_policy_rules(Fixture *fx, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) rules = NULL;
+    StorePolicyRule *r;
+
+    g_assert_true(store_policy_rule_set(fx->db, "db-*", "adaptive:latency", "uid 0", T0,
+                                        &error));
+    g_assert_true(store_policy_rule_set(fx->db, "web-*", "off", "uid 0", T0 + 1, &error));
+    /* A second rule for a glob replaces the first and becomes the newest. */
+    g_assert_true(store_policy_rule_set(fx->db, "db-*", "static:50000/2/2", "uid 1000",
+                                        T0 + 2, &error));
+    g_assert_no_error(error);
+    rules = store_policy_rule_list(fx->db, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(rules->len, ==, 2);
+    r = rules->pdata[0];
+    g_assert_cmpstr(r->glob, ==, "web-*");
+    g_assert_cmpstr(r->policy, ==, "off");
+    r = rules->pdata[1];
+    g_assert_cmpstr(r->glob, ==, "db-*");
+    g_assert_cmpstr(r->policy, ==, "static:50000/2/2");
+    g_assert_cmpstr(r->who, ==, "uid 1000");
+    g_assert_cmpint(r->set_ms, ==, T0 + 2);
+    g_clear_pointer(&rules, g_ptr_array_unref);
+
+    g_assert_true(store_policy_rule_clear(fx->db, "web-*", &error));
+    g_assert_false(store_policy_rule_clear(fx->db, "web-*", &error));
+    g_assert_error(error, STORE_ERROR, STORE_ERROR_NOT_FOUND);
+    g_assert_nonnull(strstr(error->message, "web-*"));
+    g_clear_error(&error);
+    g_assert_false(store_policy_rule_set(fx->db, "", "off", "uid 0", T0, &error));
+    g_assert_error(error, STORE_ERROR, STORE_ERROR_INVALID);
+    g_clear_error(&error);
+    rules = store_policy_rule_list(fx->db, &error);
+    g_assert_cmpuint(rules->len, ==, 1);
+    g_assert_cmpstr(((StorePolicyRule *)rules->pdata[0])->glob, ==, "db-*");
+}
+
+static void
 test_tick_write_time(Fixture *fx, gconstpointer data)
 {
     g_autoptr(GError) error = NULL;
@@ -366,6 +406,7 @@ main(int argc, char **argv)
     ADD("/store/write/decisions", test_decisions);
     ADD("/store/write/overrides", test_overrides);
     ADD("/store/write/originals", test_originals);
+    ADD("/store/write/policy-rules", test_policy_rules);
     ADD("/store/write/tick-time", test_tick_write_time);
     return g_test_run();
 }
