@@ -4,7 +4,7 @@
 # Three builds, each from scratch in its own folder under the source tree:
 #   build       gcc, -Werror: every suite
 #   build-san   gcc with ASan+UBSan, -Werror: every suite but the slow e2e
-#   build-fuzz  clang with libFuzzer: the fuzz targets, bounded in time
+#   build-fuzz  clang with libFuzzer, -Werror: the fuzz targets, bounded in time
 # The last line printed is "N passed, N failed, N skipped", summed over all
 # three from meson's testlog.json files.
 set -uo pipefail
@@ -42,7 +42,7 @@ run_build build -Dwerror=true
 run_build build-san -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false \
     -- --no-suite e2e --no-suite fault
 if command -v clang >/dev/null; then
-    CC=clang run_build build-fuzz -Dfuzzing=true -Dfuzz-seconds="${PT_FUZZ_SECONDS:-20}" \
+    CC=clang run_build build-fuzz -Dwerror=true -Dfuzzing=true -Dfuzz-seconds="${PT_FUZZ_SECONDS:-20}" \
         -- --suite fuzz
 fi
 
