@@ -594,14 +594,11 @@ pt_cmd_policy_get(PtConn *conn, json_object *args, json_object **ret, GError **e
         PolicyRule *r = conf->policy->rules->pdata[i];
         g_autofree char *spec = policy_spec_format(&r->spec);
         json_object *o = json_object_new_object();
-
-        const StorePolicyRule *rt = pt_daemon_runtime_rule(d, r->glob);
+        const StorePolicyRule *rt = pt_daemon_runtime_rule_at(d, i);
 
         json_object_object_add(o, "glob", json_object_new_string(r->glob));
         json_object_object_add(o, "policy", json_object_new_string(spec));
-        /* Runtime rules are the first ones: a file rule of the same glob
-         * further down is a separate rule that the runtime one shadows. */
-        if (rt && i < pt_daemon_runtime_rule_count(d)) {
+        if (rt) {
             json_object_object_add(o, "source", json_object_new_string("policy-set"));
             json_object_object_add(o, "set-by", json_object_new_string(rt->who));
             json_object_object_add(o, "set-at", json_object_new_int64(rt->set_ms));

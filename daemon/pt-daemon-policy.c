@@ -505,17 +505,11 @@ pt_runtime_rule_index(PtDaemon *d, const char *glob)
 }
 
 const StorePolicyRule *
-pt_daemon_runtime_rule(PtDaemon *d, const char *glob)
+pt_daemon_runtime_rule_at(PtDaemon *d, guint index)
 {
-    gint i = pt_runtime_rule_index(d, glob);
+    guint n = d->runtime_rules->len;
 
-    return i < 0 ? NULL : d->runtime_rules->pdata[i];
-}
-
-guint
-pt_daemon_runtime_rule_count(PtDaemon *d)
-{
-    return d->runtime_rules->len;
+    return index < n ? d->runtime_rules->pdata[n - 1 - index] : NULL;
 }
 
 /* Drops runtime rule @i from memory and from the policy in force. */
@@ -567,12 +561,12 @@ pt_daemon_policy_set(PtDaemon *d, const char *glob, const char *spec_text, const
 gboolean
 pt_daemon_policy_clear(PtDaemon *d, const char *glob, GError **error)
 {
-    gint i = glob ? pt_runtime_rule_index(d, glob) : -1;
+    gint i = pt_runtime_rule_index(d, glob);
 
     if (i < 0) {
         gboolean in_file = FALSE;
 
-        for (guint k = 0; glob && k < d->conf->policy->rules->len; k++)
+        for (guint k = 0; k < d->conf->policy->rules->len; k++)
             in_file |= g_str_equal(((PolicyRule *)d->conf->policy->rules->pdata[k])->glob,
                                    glob);
         if (in_file)
@@ -581,7 +575,7 @@ pt_daemon_policy_clear(PtDaemon *d, const char *glob, GError **error)
                         d->conf->path ? d->conf->path : "the configuration");
         else
             g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND, "%s: no policy-set rule "
-                        "for this glob", glob ? glob : "(none)");
+                        "for this glob", glob);
         return FALSE;
     }
     if (!store_policy_rule_clear(d->store, glob, error))
