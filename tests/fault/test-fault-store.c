@@ -126,6 +126,21 @@ test_disk_full(void)
     }
     g_assert_true(saw_trouble);
 
+    /* A policy-set that cannot be stored is refused, naming the database,
+     * and takes no effect: a rule must not vanish at the next restart. */
+    {
+        g_autoptr(GError) err = NULL;
+        g_autoptr(json_object) reply = pt_test_daemon_call(
+            fc->d, "policy-set", "{\"target\": \"healthy\", \"policy\": \"off\"}", &err);
+        g_autoptr(json_object) get = NULL;
+
+        g_assert_no_error(err);
+        g_assert_nonnull(pt_json_path(reply, "error"));
+        g_assert_nonnull(strstr(pt_json_path_str(reply, "error/desc"), db));
+        get = pt_test_daemon_ok(fc->d, "policy-get", NULL);
+        g_assert_cmpuint(json_object_array_length(pt_json_path(get, "rules")), ==, 0);
+    }
+
     /* Free the space: the ticks kept in memory and the new ones go in. */
     g_assert_cmpint(g_unlink(filler), ==, 0);
     deadline = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
