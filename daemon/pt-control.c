@@ -216,6 +216,7 @@ pt_conn_idle(gpointer data)
 static void
 pt_conn_touch(PtConn *conn)
 {
+    g_assert(conn->ctl);
     g_clear_handle_id(&conn->idle_timer, g_source_remove);
     conn->idle_timer = g_timeout_add(conn->ctl->lim.idle_timeout_ms, pt_conn_idle, conn);
 }
@@ -327,16 +328,12 @@ pt_conn_read_creds(PtConn *conn)
     }
 }
 
-static gboolean
-pt_control_on_accept(int fd, GIOCondition cond, gpointer data)
+static void
+pt_control_accept_one(PtControl *ctl, int cfd)
 {
-    PtControl *ctl = data;
     PtConn *conn;
-    int cfd = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
     g_autofree char *greeting = NULL;
 
-    if (cfd < 0)
-        return G_SOURCE_CONTINUE;
     if (ctl->n_conns >= ctl->lim.max_connections) {
         static const char busy[] = "{\"error\": {\"class\": \"Busy\", \"desc\": "
                                    "\"too many control connections\"}}\n";
@@ -344,7 +341,7 @@ pt_control_on_accept(int fd, GIOCondition cond, gpointer data)
         ctl->refused++;
         (void)!send(cfd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
         close(cfd);
-        return G_SOURCE_CONTINUE;
+        return;
     }
     conn = g_new0(PtConn, 1);
     conn->ctl = ctl;
@@ -361,9 +358,32 @@ pt_control_on_accept(int fd, GIOCondition cond, gpointer data)
                                "\"minor\": %d, \"micro\": %d}, \"protocol\": 1}, "
                                "\"capabilities\": []}}\n", PT_VERSION_MAJOR,
                                PT_VERSION_MINOR, PT_VERSION_MICRO);
+    /* The client may already be gone: the greeting's send then fails and
+     * closes the connection, which is freed from an idle callback.  Touch
+     * nothing of it after that. */
     pt_conn_send(conn, greeting);
+    if (conn->fd < 0)
+        return;
     pt_conn_touch(conn);
     pt_conn_resume(conn);
+}
+
+/* Drain the backlog, a bounded number per wake-up so that a flood of
+ * connections cannot starve the tick. */
+#define PT_CONTROL_ACCEPT_BURST 32
+
+static gboolean
+pt_control_on_accept(int fd, GIOCondition cond, gpointer data)
+{
+    PtControl *ctl = data;
+
+    for (int i = 0; i < PT_CONTROL_ACCEPT_BURST; i++) {
+        int cfd = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+        if (cfd < 0)
+            break;
+        pt_control_accept_one(ctl, cfd);
+    }
     return G_SOURCE_CONTINUE;
 }
 
