@@ -8,8 +8,10 @@
 #include "pt-log.h"
 #include "pt-metrics.h"
 
+#include <errno.h>
 #include <locale.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -46,6 +48,28 @@ pt_apply_options(PtMain *m, PtConf *conf)
         conf->mode = pt_mode_from_string(m->opt_mode);
     if (m->opt_interval)
         conf->interval_ms = m->opt_interval;
+}
+
+/* The soft descriptor limit is often 1024 below a far higher hard limit
+ * (systemd's default is 1024:524288); the daemon's use is bounded by its
+ * own caps, so it takes what it may.  Returns the soft limit in force. */
+static guint64
+pt_raise_nofile(void)
+{
+    struct rlimit rl;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+        return 1024;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rlim_t want = rl.rlim_max;
+
+        rl.rlim_cur = want;
+        if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+            pt_warn(NULL, NULL, "raising the descriptor limit to %llu: %s",
+                    (unsigned long long)want, g_strerror(errno));
+        getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    return rl.rlim_cur == RLIM_INFINITY ? G_MAXUINT64 : (guint64)rl.rlim_cur;
 }
 
 static void
@@ -119,6 +143,7 @@ main(int argc, char **argv)
     g_autofree char *interval = NULL;
     gboolean foreground = FALSE, verbose = FALSE, version = FALSE;
     guint64 watchdog_us = 0;
+    guint64 nofile;
     GOptionEntry entries[] = {
         { "config", 'c', 0, G_OPTION_ARG_FILENAME, &m.config_path,
           "Configuration file (default " PT_DEFAULT_CONFIG ")", "FILE" },
@@ -157,6 +182,7 @@ main(int argc, char **argv)
         return 2;
     }
     pt_log_init(verbose);
+    nofile = pt_raise_nofile();
     if (!m.config_path)
         m.config_path = g_strdup(PT_DEFAULT_CONFIG);
     conf = pt_conf_load(m.config_path, FALSE, &err);
@@ -188,7 +214,14 @@ main(int argc, char **argv)
             return 1;
         }
         if (c->metrics_listen) {
-            m.metrics = pt_metrics_server_new(m.daemon, c->metrics_listen, &err);
+            guint cap = pt_metrics_conn_cap(c->metrics_max_conns, nofile);
+
+            if (cap < c->metrics_max_conns)
+                pt_warn(NULL, NULL, "metrics: at most %u connections, not %u: the "
+                        "descriptor limit is %" G_GUINT64_FORMAT, cap,
+                        c->metrics_max_conns, nofile);
+            m.metrics = pt_metrics_server_new(m.daemon, c->metrics_listen, cap,
+                                              c->metrics_idle_ms, &err);
             if (!m.metrics) {
                 /* Scraping is optional; tuning is not held up by it. */
                 pt_warn(NULL, NULL, "%s; metrics endpoint disabled", err->message);

@@ -132,6 +132,11 @@ pt_conf_new_default(void)
     c->control_socket = g_strdup(PT_DEFAULT_SOCKET);
     c->control_group = g_strdup("polltune");
     c->metrics_listen = g_strdup("127.0.0.1:9563");
+    /* A Prometheus server or two and the odd curl: 16 is room to spare.
+     * A scrape takes milliseconds, so 10 s is far above any legitimate
+     * request and bounds how long an idle client keeps a slot. */
+    c->metrics_max_conns = 16;
+    c->metrics_idle_ms = 10000;
     c->policy = policy_config_new();
     return c;
 }
@@ -347,7 +352,8 @@ pt_conf_get_spec(const PtConfReader *r, const char *key, PolicySpec *out, GError
 static const char *const pt_keys_daemon[] = {
     "interval", "mode", "restore-on-exit", "on-restart", "qmp-timeout",
     "exits-source", "database", "control-socket", "control-group",
-    "admin-group", "metrics-listen", NULL };
+    "admin-group", "metrics-listen", "metrics-max-connections", "metrics-idle-timeout",
+    NULL };
 static const char *const pt_keys_targets[] = {
     "libvirt", "libvirt-uri", "libvirt-pid-dir", "qmp-sockets", "qmp-globs", NULL };
 static const char *const pt_keys_retention[] = {
@@ -375,6 +381,8 @@ pt_conf_read_daemon(PtConfReader *r, PtConf *c, GError **error)
 {
     gint64 ms = c->interval_ms;
     gint64 tmo = c->qmp_timeout_ms;
+    gint64 idle = c->metrics_idle_ms;
+    guint64 max_conns = c->metrics_max_conns;
     g_autofree char *mode = NULL, *restart = NULL;
 
     r->group = "daemon";
@@ -387,10 +395,14 @@ pt_conf_read_daemon(PtConfReader *r, PtConf *c, GError **error)
         !pt_conf_get_str(r, "control-socket", &c->control_socket, FALSE, error) ||
         !pt_conf_get_str(r, "control-group", &c->control_group, FALSE, error) ||
         !pt_conf_get_str(r, "admin-group", &c->admin_group, TRUE, error) ||
-        !pt_conf_get_str(r, "metrics-listen", &c->metrics_listen, TRUE, error))
+        !pt_conf_get_str(r, "metrics-listen", &c->metrics_listen, TRUE, error) ||
+        !pt_conf_get_uint(r, "metrics-max-connections", 1, 1024, &max_conns, error) ||
+        !pt_conf_get_duration(r, "metrics-idle-timeout", 1000, 600000, &idle, error))
         return FALSE;
     c->interval_ms = ms;
     c->qmp_timeout_ms = tmo;
+    c->metrics_max_conns = max_conns;
+    c->metrics_idle_ms = idle;
     if ((mode = pt_conf_string(r, "mode"))) {
         g_strstrip(mode);
         if ((c->mode = pt_mode_from_string(mode)) == PT_MODE_INVALID)

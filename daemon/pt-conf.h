@@ -62,6 +62,8 @@ typedef struct {
     char *control_group;
     char *admin_group;          /* NULL: only root mutates */
     char *metrics_listen;       /* "HOST:PORT"; NULL: off */
+    guint metrics_max_conns;    /* open HTTP connections at once */
+    guint metrics_idle_ms;      /* a connection is closed this long after accept */
 
     PolicyConfig *policy;
 } PtConf;

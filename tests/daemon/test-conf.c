@@ -5,6 +5,7 @@
  * straight to it.
  */
 #include "pt-conf.h"
+#include "pt-metrics.h"
 
 #include <string.h>
 
@@ -35,6 +36,8 @@ test_example(void)
     g_assert_cmpstr(conf->control_group, ==, def->control_group);
     g_assert_null(conf->admin_group);
     g_assert_cmpstr(conf->metrics_listen, ==, def->metrics_listen);
+    g_assert_cmpuint(conf->metrics_max_conns, ==, def->metrics_max_conns);
+    g_assert_cmpuint(conf->metrics_idle_ms, ==, def->metrics_idle_ms);
     g_assert_true(conf->libvirt);
     g_assert_cmpstr(conf->libvirt_uri, ==, def->libvirt_uri);
     g_assert_cmpuint(g_strv_length(conf->qmp_sockets), ==, 0);
@@ -89,6 +92,8 @@ test_values(void)
         "database = :memory:\n"
         "admin-group = wheel\n"
         "metrics-listen =\n"
+        "metrics-max-connections = 4\n"
+        "metrics-idle-timeout = 5s\n"
         "[targets]\n"
         "libvirt = false\n"
         "qmp-sockets = /run/a.sock; /run/b.sock\n"
@@ -115,6 +120,8 @@ test_values(void)
     g_assert_cmpstr(c->database, ==, ":memory:");
     g_assert_cmpstr(c->admin_group, ==, "wheel");
     g_assert_null(c->metrics_listen);
+    g_assert_cmpuint(c->metrics_max_conns, ==, 4);
+    g_assert_cmpuint(c->metrics_idle_ms, ==, 5000);
     g_assert_false(c->libvirt);
     g_assert_cmpuint(g_strv_length(c->qmp_sockets), ==, 2);
     g_assert_cmpstr(c->qmp_sockets[1], ==, "/run/b.sock");
@@ -177,6 +184,10 @@ static const BadCase bad_cases[] = {
       { "bad.conf:2:", "[daemon]", "control-group", "empty" } },
     { "bad-listen", "[daemon]\nmetrics-listen = localhost\n", 0,
       { "bad.conf:2:", "[daemon]", "metrics-listen", "HOST:PORT" } },
+    { "metrics-no-connections", "[daemon]\nmetrics-max-connections = 0\n", 0,
+      { "bad.conf:2:", "[daemon]", "metrics-max-connections", "1..1024" } },
+    { "metrics-idle-short", "[daemon]\nmetrics-idle-timeout = 100ms\n", 0,
+      { "bad.conf:2:", "[daemon]", "metrics-idle-timeout", "outside" } },
     { "bad-size", "[retention]\nmax-size = 2 parsecs\n", 0,
       { "bad.conf:2:", "[retention]", "max-size", "unknown unit" } },
     { "small-size", "[retention]\nmax-size = 1MiB\n", 0,
@@ -251,6 +262,18 @@ test_units(void)
     }
 }
 
+/* The metrics cap never takes more than an eighth of the descriptors. */
+static void
+test_metrics_cap(void)
+{
+    g_assert_cmpuint(pt_metrics_conn_cap(16, 524288), ==, 16);
+    g_assert_cmpuint(pt_metrics_conn_cap(16, 1024), ==, 16);
+    g_assert_cmpuint(pt_metrics_conn_cap(1024, 1024), ==, 128);
+    g_assert_cmpuint(pt_metrics_conn_cap(16, 256), ==, 16);
+    g_assert_cmpuint(pt_metrics_conn_cap(16, 64), ==, 8);
+    g_assert_cmpuint(pt_metrics_conn_cap(16, 4), ==, 1);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -259,6 +282,7 @@ main(int argc, char **argv)
     g_test_add_func("/conf/missing", test_missing);
     g_test_add_func("/conf/values", test_values);
     g_test_add_func("/conf/units", test_units);
+    g_test_add_func("/conf/metrics-cap", test_metrics_cap);
     for (gsize i = 0; i < G_N_ELEMENTS(bad_cases); i++) {
         g_autofree char *path = g_strdup_printf("/conf/bad/%s", bad_cases[i].name);
 
