@@ -171,12 +171,14 @@ typedef struct {
 } PtConfReader;
 
 /* The 1-based line of @key in [@group], or 0.  GKeyFile keeps no line
- * numbers, and an error that names one saves the operator a search. */
+ * numbers, and an error that names one saves the operator a search.  The
+ * last occurrence: GKeyFile takes the last of a repeated key or group. */
 static guint
 pt_conf_line_of(const PtConfReader *r, const char *group, const char *key)
 {
     g_auto(GStrv) lines = g_strsplit(r->data, "\n", -1);
     gboolean in_group = FALSE;
+    guint found = 0;
 
     for (guint i = 0; lines[i]; i++) {
         const char *l = lines[i];
@@ -194,9 +196,9 @@ pt_conf_line_of(const PtConfReader *r, const char *group, const char *key)
         klen = strlen(key);
         if (in_group && strncmp(l, key, klen) == 0 &&
             (l[klen] == '=' || l[klen] == ' ' || l[klen] == '\t'))
-            return i + 1;
+            found = i + 1;
     }
-    return 0;
+    return found;
 }
 
 static gboolean
@@ -316,6 +318,27 @@ pt_conf_get_uint(const PtConfReader *r, const char *key, guint64 min, guint64 ma
     return TRUE;
 }
 
+/* DIGITS or DIGITS.DIGITS, nothing else. */
+static gboolean
+pt_is_decimal(const char *s)
+{
+    const char *p = s;
+
+    while (g_ascii_isdigit(*p))
+        p++;
+    if (p == s)
+        return FALSE;
+    if (*p == '.') {
+        const char *frac = ++p;
+
+        while (g_ascii_isdigit(*p))
+            p++;
+        if (p == frac)
+            return FALSE;
+    }
+    return *p == '\0';
+}
+
 static gboolean
 pt_conf_get_double(const PtConfReader *r, const char *key, double min, double max,
                    double *out, GError **error)
@@ -327,8 +350,13 @@ pt_conf_get_double(const PtConfReader *r, const char *key, double min, double ma
     if (!v)
         return TRUE;
     g_strstrip(v);
+    /* The documented form is decimal: g_ascii_strtod alone would also
+     * take "0x10", "1e2", "inf" and a sign. */
+    if (!pt_is_decimal(v))
+        return pt_conf_fail(r, key, error, "'%s' is not a decimal number (digits, "
+                            "optionally a point and digits) in %g..%g", v, min, max);
     d = g_ascii_strtod(v, &end);
-    if (!*v || *end || !(d >= min && d <= max))
+    if (*end || !(d >= min && d <= max))
         return pt_conf_fail(r, key, error, "'%s' is not a number in %g..%g", v, min, max);
     *out = d;
     return TRUE;
@@ -518,6 +546,35 @@ pt_conf_read_policy(PtConfReader *r, PtConf *c, GError **error)
     return TRUE;
 }
 
+/* The line GKeyFile stopped at: its messages name the offending text but
+ * no line.  GKeyFile parses line by line and stops at the first bad one,
+ * so a prefix of the file fails to load exactly when it holds that line;
+ * the shortest such prefix is found by bisection over the line count. */
+static guint
+pt_conf_syntax_line(const char *text, gsize len)
+{
+    g_autoptr(GArray) ends = g_array_new(FALSE, FALSE, sizeof(gsize));
+    guint lo = 1, hi;
+
+    for (gsize i = 0; i < len; i++)
+        if (text[i] == '\n')
+            g_array_append_val(ends, i);
+    if (!len || text[len - 1] != '\n')
+        g_array_append_val(ends, len);
+    hi = ends->len;
+    while (lo < hi) {
+        guint mid = lo + (hi - lo) / 2;
+        g_autoptr(GKeyFile) kf = g_key_file_new();
+
+        if (g_key_file_load_from_data(kf, text, g_array_index(ends, gsize, mid - 1),
+                                      G_KEY_FILE_NONE, NULL))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 static const char *const pt_groups[] = { "daemon", "targets", "retention", "policy", NULL };
 
 PtConf *
@@ -551,8 +608,8 @@ pt_conf_load_data(const char *data, gsize len, const char *name, GError **error)
         }
     }
     if (!g_key_file_load_from_data(kf, text, len, G_KEY_FILE_NONE, &err)) {
-        g_set_error(error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_PARSE, "%s: %s",
-                    name, err->message);
+        g_set_error(error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_PARSE, "%s:%u: %s",
+                    name, pt_conf_syntax_line(text, len), err->message);
         return NULL;
     }
     groups = g_key_file_get_groups(kf, NULL);

@@ -209,7 +209,38 @@ static const BadCase bad_cases[] = {
     { "nul-byte", NUL_TEXT, sizeof(NUL_TEXT) - 1,
       { "bad.conf", "NUL" } },
     { "syntax", "[daemon]\nthis line has no equals sign\n", 0,
-      { "bad.conf" } },
+      { "bad.conf:2:", "this line has no equals sign" } },
+    { "syntax-late", "# comment\n[daemon]\ninterval = 1s\n\n[policy]\nmin-dwell = 2s\n"
+      "[[[ not a group\nidle-iops = 5\n", 0,
+      { "bad.conf:7:" } },
+    { "syntax-last-line-unterminated", "[daemon]\ninterval = 1s\nno equals", 0,
+      { "bad.conf:3:", "no equals" } },
+    { "key-before-group", "\n\ninterval = 1s\n[daemon]\n", 0,
+      { "bad.conf:3:" } },
+    /* Numbers are decimal, as documented: no hex, exponent, sign or inf. */
+    { "number-hex", "[policy]\npsi-limit = 0x10\n", 0,
+      { "bad.conf:2:", "[policy]", "psi-limit", "'0x10' is not a decimal number" } },
+    { "number-exponent", "[policy]\nidle-iops = 1e3\n", 0,
+      { "bad.conf:2:", "[policy]", "idle-iops", "decimal" } },
+    { "number-inf", "[policy]\nbudget-cores = inf\n", 0,
+      { "bad.conf:2:", "[policy]", "budget-cores", "decimal" } },
+    { "number-sign", "[policy]\nvcpu-delay-limit = +5\n", 0,
+      { "bad.conf:2:", "[policy]", "vcpu-delay-limit", "decimal" } },
+    { "number-bare-point", "[policy]\niothread-delay-limit = 5.\n", 0,
+      { "bad.conf:2:", "[policy]", "iothread-delay-limit", "decimal" } },
+    { "uint-hex", "[policy]\nmax-poll-max-ns = 0x10\n", 0,
+      { "bad.conf:2:", "[policy]", "max-poll-max-ns", "whole number" } },
+    { "uint-sign", "[policy]\npoll-grow-max = +8\n", 0,
+      { "bad.conf:2:", "[policy]", "poll-grow-max", "whole number" } },
+    { "duration-hex", "[daemon]\ninterval = 0x10\n", 0,
+      { "bad.conf:2:", "[daemon]", "interval", "unknown unit" } },
+    { "size-hex", "[retention]\nmax-size = 0x1000000\n", 0,
+      { "bad.conf:2:", "[retention]", "max-size", "unknown unit" } },
+    { "port-hex", "[daemon]\nmetrics-max-connections = 0x10\n", 0,
+      { "bad.conf:2:", "[daemon]", "metrics-max-connections", "whole number" } },
+    /* A repeated key: GKeyFile takes the last, and so does the message. */
+    { "repeated-key-line", "[daemon]\ninterval = 1s\n[daemon]\ninterval = 1 parsec\n", 0,
+      { "bad.conf:4:", "[daemon]", "interval" } },
 };
 
 static void
@@ -262,6 +293,28 @@ test_units(void)
     }
 }
 
+static PtConf *
+conf_from(const char *text)
+{
+    g_autoptr(GError) err = NULL;
+    PtConf *c = pt_conf_load_data(text, strlen(text), "t.conf", &err);
+
+    g_assert_no_error(err);
+    return c;
+}
+
+/* Decimal numbers that are fine stay fine. */
+static void
+test_decimal(void)
+{
+    g_autoptr(PtConf) c = conf_from("[policy]\npsi-limit = 12.5\nidle-iops = 007\n"
+                                    "budget-cores = 0.25\n");
+
+    g_assert_cmpfloat(c->policy->psi_some_limit, ==, 12.5);
+    g_assert_cmpfloat(c->policy->idle_iops, ==, 7);
+    g_assert_cmpfloat(c->policy->budget_cores, ==, 0.25);
+}
+
 /* The metrics cap never takes more than an eighth of the descriptors. */
 static void
 test_metrics_cap(void)
@@ -283,6 +336,7 @@ main(int argc, char **argv)
     g_test_add_func("/conf/values", test_values);
     g_test_add_func("/conf/units", test_units);
     g_test_add_func("/conf/metrics-cap", test_metrics_cap);
+    g_test_add_func("/conf/decimal", test_decimal);
     for (gsize i = 0; i < G_N_ELEMENTS(bad_cases); i++) {
         g_autofree char *path = g_strdup_printf("/conf/bad/%s", bad_cases[i].name);
 
