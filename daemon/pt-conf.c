@@ -138,6 +138,7 @@ pt_conf_new_default(void)
     c->metrics_max_conns = 16;
     c->metrics_idle_ms = 10000;
     c->policy = policy_config_new();
+    c->overrides.mode = PT_MODE_INVALID;
     return c;
 }
 
@@ -157,6 +158,8 @@ pt_conf_free(PtConf *c)
     g_free(c->control_group);
     g_free(c->admin_group);
     g_free(c->metrics_listen);
+    g_free(c->overrides.database);
+    g_free(c->overrides.control_socket);
     policy_config_free(c->policy);
     g_free(c);
 }
@@ -654,4 +657,130 @@ pt_conf_load(const char *path, gboolean must_exist, GError **error)
         return NULL;
     }
     return pt_conf_load_data(data, len, path, error);
+}
+
+/* ---- command line and reload ------------------------------------------ */
+
+void
+pt_conf_apply_overrides(PtConf *conf, const PtConfOverrides *ov)
+{
+    if (ov != &conf->overrides) {
+        g_free(conf->overrides.database);
+        g_free(conf->overrides.control_socket);
+        conf->overrides = (PtConfOverrides){
+            .database = g_strdup(ov->database),
+            .control_socket = g_strdup(ov->control_socket),
+            .mode = ov->mode,
+            .interval_ms = ov->interval_ms,
+        };
+    }
+    if (ov->database) {
+        g_free(conf->database);
+        conf->database = g_strdup(ov->database);
+    }
+    if (ov->control_socket) {
+        g_free(conf->control_socket);
+        conf->control_socket = g_strdup(ov->control_socket);
+    }
+    if (ov->mode != PT_MODE_INVALID)
+        conf->mode = ov->mode;
+    if (ov->interval_ms)
+        conf->interval_ms = ov->interval_ms;
+}
+
+static char *
+pt_conf_show_str(const char *s)
+{
+    return s ? g_strdup_printf("'%s'", s) : g_strdup("(empty)");
+}
+
+static char *
+pt_conf_show_strv(char **v)
+{
+    g_autofree char *j = g_strjoinv(";", v);
+
+    return *j ? g_strdup_printf("'%s'", j) : g_strdup("(empty)");
+}
+
+/* Keys read only at start, as docs/CONFIG.md marks them "restart".  Each
+ * entry renders the key's value for comparison and for the message. */
+typedef char *(*PtConfShow)(const PtConf *c);
+
+#define PT_SHOW_STR(fn, field) \
+    static char *fn(const PtConf *c) { return pt_conf_show_str(c->field); }
+#define PT_SHOW_FMT(fn, fmt, expr) \
+    static char *fn(const PtConf *c) { return g_strdup_printf(fmt, expr); }
+
+PT_SHOW_STR(show_database, database)
+PT_SHOW_STR(show_control_socket, control_socket)
+PT_SHOW_STR(show_control_group, control_group)
+PT_SHOW_STR(show_admin_group, admin_group)
+PT_SHOW_STR(show_metrics_listen, metrics_listen)
+PT_SHOW_STR(show_libvirt_uri, libvirt_uri)
+PT_SHOW_STR(show_libvirt_pid_dir, libvirt_pid_dir)
+PT_SHOW_FMT(show_metrics_max_conns, "%u", c->metrics_max_conns)
+PT_SHOW_FMT(show_metrics_idle, "%ums", c->metrics_idle_ms)
+PT_SHOW_FMT(show_libvirt, "%s", c->libvirt ? "true" : "false")
+PT_SHOW_FMT(show_raw, "%" G_GINT64_FORMAT "ms", c->raw_retention_ms)
+PT_SHOW_FMT(show_rollup_1m, "%" G_GINT64_FORMAT "ms", c->rollup_1m_retention_ms)
+PT_SHOW_FMT(show_rollup_1h, "%" G_GINT64_FORMAT "ms", c->rollup_1h_retention_ms)
+PT_SHOW_FMT(show_max_size, "%" G_GINT64_FORMAT " bytes", c->max_size_bytes)
+
+static char *
+show_qmp_sockets(const PtConf *c)
+{
+    return pt_conf_show_strv(c->qmp_sockets);
+}
+
+static const struct {
+    const char *group;
+    const char *key;
+    PtConfShow show;
+} pt_restart_keys[] = {
+    { "daemon", "database", show_database },
+    { "daemon", "control-socket", show_control_socket },
+    { "daemon", "control-group", show_control_group },
+    { "daemon", "admin-group", show_admin_group },
+    { "daemon", "metrics-listen", show_metrics_listen },
+    { "daemon", "metrics-max-connections", show_metrics_max_conns },
+    { "daemon", "metrics-idle-timeout", show_metrics_idle },
+    { "targets", "libvirt", show_libvirt },
+    { "targets", "libvirt-uri", show_libvirt_uri },
+    { "targets", "libvirt-pid-dir", show_libvirt_pid_dir },
+    { "targets", "qmp-sockets", show_qmp_sockets },
+    { "retention", "raw", show_raw },
+    { "retention", "rollup-1m", show_rollup_1m },
+    { "retention", "rollup-1h", show_rollup_1h },
+    { "retention", "max-size", show_max_size },
+};
+
+gboolean
+pt_conf_check_reload(const PtConf *running, const PtConf *next, GError **error)
+{
+    for (gsize i = 0; i < G_N_ELEMENTS(pt_restart_keys); i++) {
+        g_autofree char *was = pt_restart_keys[i].show(running);
+        g_autofree char *now = pt_restart_keys[i].show(next);
+
+        if (!g_str_equal(was, now)) {
+            g_autofree char *text = NULL;
+            g_autofree char *where = NULL;
+            guint line = 0;
+
+            /* The line, as load errors give it; absent when the key was
+             * removed (back to its default). */
+            if (next->path && g_file_get_contents(next->path, &text, NULL, NULL)) {
+                PtConfReader r = { .data = text };
+
+                line = pt_conf_line_of(&r, pt_restart_keys[i].group, pt_restart_keys[i].key);
+            }
+            where = line ? g_strdup_printf("%s:%u", next->path, line) :
+                           g_strdup(next->path ? next->path : "configuration");
+            g_set_error(error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
+                        "%s: [%s] %s: %s differs from the running %s; this key is "
+                        "read only at start: restart polltuned to change it",
+                        where, pt_restart_keys[i].group, pt_restart_keys[i].key, now, was);
+            return FALSE;
+        }
+    }
+    return TRUE;
 }

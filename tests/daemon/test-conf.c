@@ -315,6 +315,82 @@ test_decimal(void)
     g_assert_cmpfloat(c->policy->budget_cores, ==, 0.25);
 }
 
+/* What a reload may change: live keys yes, keys read at start no, each
+ * refusal naming its group and key; command-line settings are carried. */
+static void
+test_reload_check(void)
+{
+    static const struct {
+        const char *text;
+        const char *refused;    /* NULL: allowed */
+    } cases[] = {
+        { "[daemon]\ninterval = 5s\nmode = observe\nqmp-timeout = 1s\n", NULL },
+        { "[daemon]\non-restart = restore\nexits-source = off\n", NULL },
+        { "[policy]\ndefault = off\n[rule x]\npolicy = off\n", NULL },
+        { "[targets]\nqmp-globs = /run/x/*.qmp\n", NULL },
+        { "[daemon]\ndatabase = /var/lib/other.db\n", "[daemon] database:" },
+        { "[daemon]\ncontrol-socket = /run/other.sock\n", "[daemon] control-socket:" },
+        { "[daemon]\ncontrol-group = wheel\n", "[daemon] control-group:" },
+        { "[daemon]\nadmin-group = wheel\n", "[daemon] admin-group:" },
+        { "[daemon]\nmetrics-listen =\n", "[daemon] metrics-listen:" },
+        { "[daemon]\nmetrics-max-connections = 3\n", "[daemon] metrics-max-connections:" },
+        { "[daemon]\nmetrics-idle-timeout = 3s\n", "[daemon] metrics-idle-timeout:" },
+        { "[targets]\nlibvirt = false\n", "[targets] libvirt:" },
+        { "[targets]\nlibvirt-uri = qemu:///session\n", "[targets] libvirt-uri:" },
+        { "[targets]\nlibvirt-pid-dir = /tmp\n", "[targets] libvirt-pid-dir:" },
+        { "[targets]\nqmp-sockets = /run/a.qmp\n", "[targets] qmp-sockets:" },
+        { "[retention]\nraw = 3d\n", "[retention] raw:" },
+        { "[retention]\nrollup-1m = 3d\n", "[retention] rollup-1m:" },
+        { "[retention]\nrollup-1h = 3d\n", "[retention] rollup-1h:" },
+        { "[retention]\nmax-size = 1GiB\n", "[retention] max-size:" },
+    };
+    g_autoptr(PtConf) running = pt_conf_new_default();
+
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autoptr(PtConf) next = conf_from(cases[i].text);
+        g_autoptr(GError) err = NULL;
+        gboolean ok = pt_conf_check_reload(running, next, &err);
+
+        if (!cases[i].refused) {
+            g_assert_no_error(err);
+            g_assert_true(ok);
+            continue;
+        }
+        g_assert_false(ok);
+        g_assert_nonnull(err);
+        g_test_message("%s", err->message);
+        g_assert_true(g_str_has_prefix(err->message, "t.conf"));
+        g_assert_nonnull(strstr(err->message, cases[i].refused));
+        g_assert_nonnull(strstr(err->message, "restart"));
+    }
+}
+
+/* Command-line settings win over the file's and travel with the
+ * configuration, so a reload can put them in front again. */
+static void
+test_overrides(void)
+{
+    PtConfOverrides ov = { .database = (char *)"/tmp/cli.db", .mode = PT_MODE_OBSERVE,
+                           .interval_ms = 300 };
+    g_autoptr(PtConf) first = conf_from("[daemon]\ninterval = 2s\nmode = enforce\n"
+                                        "database = /var/lib/a.db\n");
+    g_autoptr(PtConf) second = conf_from("[daemon]\ninterval = 5s\ndatabase = /var/lib/b.db\n");
+    g_autoptr(GError) err = NULL;
+
+    pt_conf_apply_overrides(first, &ov);
+    g_assert_cmpuint(first->interval_ms, ==, 300);
+    g_assert_cmpint(first->mode, ==, PT_MODE_OBSERVE);
+    g_assert_cmpstr(first->database, ==, "/tmp/cli.db");
+    pt_conf_apply_overrides(second, &first->overrides);
+    g_assert_cmpuint(second->interval_ms, ==, 300);
+    g_assert_cmpint(second->mode, ==, PT_MODE_OBSERVE);
+    g_assert_cmpstr(second->database, ==, "/tmp/cli.db");
+    g_assert_cmpstr(second->overrides.database, ==, "/tmp/cli.db");
+    /* With --db given, the file's database may change without effect. */
+    g_assert_true(pt_conf_check_reload(first, second, &err));
+    g_assert_no_error(err);
+}
+
 /* The metrics cap never takes more than an eighth of the descriptors. */
 static void
 test_metrics_cap(void)
@@ -337,6 +413,8 @@ main(int argc, char **argv)
     g_test_add_func("/conf/units", test_units);
     g_test_add_func("/conf/metrics-cap", test_metrics_cap);
     g_test_add_func("/conf/decimal", test_decimal);
+    g_test_add_func("/conf/reload-check", test_reload_check);
+    g_test_add_func("/conf/overrides", test_overrides);
     for (gsize i = 0; i < G_N_ELEMENTS(bad_cases); i++) {
         g_autofree char *path = g_strdup_printf("/conf/bad/%s", bad_cases[i].name);
 
