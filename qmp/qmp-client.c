@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -678,6 +679,49 @@ qmp_client_adopt_fd(QmpClient *c, int fd, GError **error)
     c->setup_timer = g_timeout_source_new(c->timeout_ms);
     g_source_set_callback(c->setup_timer, qmp_client_setup_timed_out, c, NULL);
     g_source_attach(c->setup_timer, c->context);
+    return TRUE;
+}
+
+gboolean
+qmp_socket_check(const char *path, GError **error)
+{
+    struct sockaddr_un sun = { .sun_family = AF_UNIX };
+    struct stat st;
+    int fd, e;
+
+    if (stat(path, &st) < 0) {
+        e = errno;
+        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(e), "%s: %s", path,
+                    g_strerror(e));
+        return FALSE;
+    }
+    if (!S_ISSOCK(st.st_mode)) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                    "%s: not a unix socket", path);
+        return FALSE;
+    }
+    if (strlen(path) >= sizeof(sun.sun_path)) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                    "%s: socket path too long", path);
+        return FALSE;
+    }
+    strcpy(sun.sun_path, path);
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        e = errno;
+        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(e), "%s: socket: %s",
+                    path, g_strerror(e));
+        return FALSE;
+    }
+    /* EAGAIN: a full backlog, as with a stopped QEMU; it does listen. */
+    if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 && errno != EAGAIN) {
+        e = errno;
+        close(fd);
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                    "%s: nothing listens on this socket: %s", path, g_strerror(e));
+        return FALSE;
+    }
+    close(fd);
     return TRUE;
 }
 
