@@ -3,12 +3,11 @@
  * local client might send (docs/CONTROL.md).
  *
  * The daemon frames input with qmp-stream in line mode (64 KiB lines,
- * depth 32), parses
- * each line with qmp_message_parse and, for a command, checks its
- * arguments before touching any daemon state.  This target runs the same
- * framing and parsing, then the pure argument checks every command shares:
- * the string arguments, the history/export filter (times, resolution), the
- * mode name and the override duration.  The dispatcher itself needs a live
+ * depth 32), parses each line with qmp_message_parse and, for a command,
+ * checks its arguments before touching any daemon state.  This target runs
+ * the same framing and parsing, then the pure argument checks every command
+ * shares: the string arguments, the history/export filter (times,
+ * resolution), the mode name and the override duration.  The dispatcher itself needs a live
  * daemon, so the lookups it does afterwards are not reached here.  Each
  * request also gets the reply the daemon would build, echoing its id.
  *
