@@ -7,9 +7,10 @@
  * checks its arguments before touching any daemon state.  This target runs
  * the same framing and parsing, then the pure argument checks every command
  * shares: the string arguments, the history/export filter (times,
- * resolution), the mode name and the override duration.  The dispatcher itself needs a live
- * daemon, so the lookups it does afterwards are not reached here.  Each
- * request also gets the reply the daemon would build, echoing its id.
+ * resolution), the mode name and the override duration.  The dispatcher
+ * itself needs a live daemon, so the lookups it does afterwards are not
+ * reached here.  Each request also gets the reply the daemon would build,
+ * echoing its id.
  *
  * The first input byte picks the chunk size the stream is fed in, so
  * requests torn at every boundary are explored too.
