@@ -409,16 +409,26 @@ cli_cmd_metrics(CliContext *ctx, char **args, guint n, GError **error)
 gboolean
 cli_cmd_version(CliContext *ctx, char **args, guint n, GError **error)
 {
-    g_autoptr(json_object) r = cli_context_call(ctx, "version", NULL, error);
+    g_autoptr(GError) local = NULL;
+    g_autoptr(json_object) r = cli_context_call(ctx, "version", NULL, &local);
 
-    if (!r)
-        return FALSE;
+    /* The client's own version is known without a daemon; say it first,
+     * and the daemon's when it answers. */
+    if (!r) {
+        r = json_object_new_object();
+        json_object_object_add(r, "version", NULL);
+        json_object_object_add(r, "error", json_object_new_string(local->message));
+    }
     json_object_object_add(r, "client", json_object_new_string(PT_VERSION));
     if (ctx->json) {
         cli_print_json(r);
         return TRUE;
     }
-    printf("polltunectl %s\npolltuned %s (control protocol %s)\n", PT_VERSION,
-           str(r, "version"), json_object_to_json_string(member(r, "protocol")));
+    printf("polltunectl %s\n", PT_VERSION);
+    if (local)
+        printf("polltuned: not reachable: %s\n", local->message);
+    else
+        printf("polltuned %s (control protocol %s)\n", str(r, "version"),
+               json_object_to_json_string(member(r, "protocol")));
     return TRUE;
 }
