@@ -502,11 +502,24 @@ write_tick_timed(StoreDb *db, const StoreTick *tick, GError **error)
     return TRUE;
 }
 
-/* Writes pending ticks oldest first; stops at the first failure. */
+/*
+ * Writes pending ticks oldest first; stops at the first failure.
+ *
+ * After a full disk the WAL is first copied into the database and
+ * truncated: it still holds the space of the commits that failed, and the
+ * retry needs that space.  If even that fails the disk is still full and
+ * nothing more is tried until the next tick.  While the queue drains, the
+ * WAL hook keeps the WAL within its share of the free space (see
+ * STORE_WAL_SPACE_SHARE), so the queue goes in however small the space
+ * that came back, as long as the ticks themselves fit.
+ */
 static gboolean
 pending_flush(StoreDb *db, GError **error)
 {
     StorePendingTick *p;
+
+    if (db->stats.health == STORE_HEALTH_FULL && !store_wal_truncate(db, error))
+        return FALSE;
 
     while ((p = g_queue_peek_head(&db->pending))) {
         if (!write_tick_timed(db, &p->tick, error))
@@ -560,5 +573,9 @@ store_tick_write(StoreDb *db, const StoreTick *tick, GError **error)
     }
     pending_push(db, tick);
     health_set(db, health_for(local), local);
+    /* Give back at once what the failed commit left in the WAL, to the
+     * other users of the filesystem too; the next tick retries anyway. */
+    if (db->stats.health == STORE_HEALTH_FULL)
+        store_wal_truncate(db, NULL);
     return TRUE;
 }
