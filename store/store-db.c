@@ -21,6 +21,12 @@ static const char *const resolution_names[STORE_RESOLUTION_MAX] = {
     [STORE_RES_1M] = "1m",
     [STORE_RES_1H] = "1h",
 };
+static const char *const health_names[] = {
+    [STORE_HEALTH_OK] = "ok",
+    [STORE_HEALTH_BUSY] = "busy",
+    [STORE_HEALTH_FULL] = "full",
+    [STORE_HEALTH_FAILED] = "failed",
+};
 static const char *const format_names[STORE_FORMAT_MAX] = {
     [STORE_FORMAT_CSV] = "csv",
     [STORE_FORMAT_JSONL] = "jsonl",
@@ -49,6 +55,12 @@ lookup(const char *const *table, int n, const char *s)
 STRING_TABLE_LOOKUP(store_target_kind, StoreTargetKind, target_kind_names, STORE_TARGET_KIND_MAX)
 STRING_TABLE_LOOKUP(store_resolution, StoreResolution, resolution_names, STORE_RESOLUTION_MAX)
 STRING_TABLE_LOOKUP(store_format, StoreFormat, format_names, STORE_FORMAT_MAX)
+
+const char *
+store_health_to_string(StoreHealth health)
+{
+    return (guint)health < G_N_ELEMENTS(health_names) ? health_names[health] : NULL;
+}
 
 void
 store_options_init(StoreOptions *opts)

@@ -78,6 +78,7 @@ struct StoreDb {
     StoreStats stats;
     gint64 rows_per_tick;       /* recent sample rows per tick, for chunking */
     gboolean dropping;          /* dropping since health was last OK */
+    guint64 dropped_before;     /* ticks_dropped when health last left OK */
     int wal_frames;             /* WAL size after the last commit */
     gint64 page_size;           /* bytes; a WAL frame is this plus 24 */
     char *dir;                  /* where the WAL lives, for its free space */

@@ -436,11 +436,15 @@ health_set(StoreDb *db, StoreHealth health, const GError *cause)
 {
     if (health == db->stats.health)
         return;
+    if (db->stats.health == STORE_HEALTH_OK)
+        db->dropped_before = db->stats.ticks_dropped;
     switch (health) {
     case STORE_HEALTH_OK:
         db->dropping = FALSE;
         store_notice(db, "history database %s: writing again; %" G_GUINT64_FORMAT
-                     " ticks dropped so far", db->path, db->stats.ticks_dropped);
+                     " ticks dropped while it could not (%" G_GUINT64_FORMAT " since start)",
+                     db->path, db->stats.ticks_dropped - db->dropped_before,
+                     db->stats.ticks_dropped);
         break;
     case STORE_HEALTH_BUSY:
         store_notice(db, "history database %s is locked by another process (%s); keeping "
@@ -535,12 +539,20 @@ pending_push(StoreDb *db, const StoreTick *tick)
     guint limit = MAX(db->opts.max_pending_ticks, 1);
 
     while (db->pending.length >= limit) {
-        pending_free(g_queue_pop_head(&db->pending));
-        db->stats.ticks_dropped++;
-        if (!db->dropping)
-            store_notice(db, "history database %s: %u ticks pending, dropping the oldest",
-                         db->path, limit);
+        StorePendingTick *oldest = g_queue_pop_head(&db->pending);
+
+        if (!db->dropping) {
+            char when[32];
+
+            store_time_format(oldest->tick.ts_ms, when);
+            store_notice(db, "history database %s: %u ticks pending, the most kept in "
+                         "memory: dropping the oldest from now on, starting with the tick "
+                         "of %s; the count is logged when writing resumes", db->path, limit,
+                         when);
+        }
         db->dropping = TRUE;
+        pending_free(oldest);
+        db->stats.ticks_dropped++;
     }
     g_queue_push_tail(&db->pending, pending_copy(tick));
 }
