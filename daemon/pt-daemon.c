@@ -97,7 +97,17 @@ pt_daemon_new(PtConf *conf, const PtDaemonRoots *roots, GError **error)
     return g_steal_pointer(&d);
 }
 
-static void pt_daemon_store_notices(PtDaemon *d);
+/* Logs what the store has queued for an operator to see. */
+static void
+pt_daemon_store_notices(PtDaemon *d)
+{
+    char *notice;
+
+    while ((notice = store_db_take_notice(d->store))) {
+        pt_warn(NULL, NULL, "store: %s", notice);
+        g_free(notice);
+    }
+}
 
 /*
  * Ticks the store still holds in memory (the database was full, locked or
@@ -584,17 +594,6 @@ pt_daemon_write_store(PtDaemon *d, GArray *samples)
         pt_err(NULL, NULL, "store: %s", err->message);
     }
     pt_daemon_store_notices(d);
-}
-
-static void
-pt_daemon_store_notices(PtDaemon *d)
-{
-    char *notice;
-
-    while ((notice = store_db_take_notice(d->store))) {
-        pt_warn(NULL, NULL, "store: %s", notice);
-        g_free(notice);
-    }
 }
 
 static void
