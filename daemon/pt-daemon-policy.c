@@ -7,6 +7,7 @@
 #include "pt-log.h"
 #include "qmp-client.h"
 
+#include <errno.h>
 #include <glib/gstdio.h>
 
 static StoreTriple
@@ -702,8 +703,15 @@ pt_daemon_shutdown_poll(gpointer data)
         return G_SOURCE_CONTINUE;
     if (s->d->pending_restores)
         pt_warn(NULL, NULL, "%u restores did not complete in time", s->d->pending_restores);
-    if (s->d->run_marker)
-        g_unlink(s->d->run_marker);
+    /* Left behind, the marker makes the next start take this clean stop
+     * for a crash, and on-restart then acts on it: say so. */
+    if (s->d->run_marker && g_unlink(s->d->run_marker) != 0 && errno != ENOENT) {
+        int e = errno;
+
+        pt_warn(NULL, NULL, "%s: cannot remove the run marker: %s; the next start will take "
+                "this stop for a crash (on-restart=%s) unless it is removed",
+                s->d->run_marker, g_strerror(e), pt_restart_to_string(s->d->conf->on_restart));
+    }
     ((void (*)(gpointer))s->done)(s->user_data);
     g_free(s);
     return G_SOURCE_REMOVE;
