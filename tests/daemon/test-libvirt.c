@@ -211,7 +211,8 @@ test_discovery(Fixture *f, gconstpointer data)
     g_assert_cmpuint(d->disks->len, ==, 1);
     disk = &g_array_index(d->disks, PtLibvirtDisk, 0);
     g_assert_cmpstr(disk->dev, ==, "vda");
-    g_assert_cmpuint(disk->iothread, ==, 1);
+    g_assert_cmpuint(disk->iothreads->len, ==, 1);
+    g_assert_cmpuint(g_array_index(disk->iothreads, guint, 0), ==, 1);
 
     /* A second connection made while the domain runs finds it on start. */
     {
