@@ -163,6 +163,14 @@ get_run_delay(const PtIothread *io, const PolicyMetrics *m, gboolean *ok)
     return m ? m->run_delay_pct / 100.0 : 0;
 }
 
+/* 1: the I/O families are the iothread's own; N: its group's, shared by N. */
+static double
+get_io_shared_by(const PtIothread *io, const PolicyMetrics *m, gboolean *ok)
+{
+    *ok = m && m->have_io;
+    return m ? MAX(m->io_shared_by, 1) : 0;
+}
+
 static const struct {
     PtFamily f;
     PtGetter get;
@@ -173,6 +181,7 @@ static const struct {
     { { "polltune_iops", "gauge", NULL, "I/O operations per second over the last tick." }, get_iops },
     { { "polltune_latency_seconds", "gauge", "seconds", "Mean latency per operation over the last tick." }, get_lat },
     { { "polltune_queue_depth", "gauge", NULL, "Mean queue depth by Little's law over the last tick." }, get_qd },
+    { { "polltune_io_shared_by", "gauge", NULL, "Iothreads sharing the I/O figures above (a group with shared devices; 1: the iothread's own)." }, get_io_shared_by },
     { { "polltune_iothread_cpu_ratio", "gauge", "ratio", "CPU the iothread used, in cores, over the last tick." }, get_cpu },
     { { "polltune_blocks_per_op", "gauge", NULL, "Voluntary context switches of the iothread per I/O operation." }, get_blocks_per_op },
     { { "polltune_exits_per_op", "gauge", NULL, "KVM exits of the VM per I/O operation of the iothread." }, get_exits_per_op },

@@ -277,6 +277,13 @@ test_vq_mapping_and_scsi(void)
         g_assert_cmpuint(m->io_shared_by, ==, i < 2 ? 2 : 0);
         g_assert_cmpstr(io->group, ==, i < 2 ? "iot0" : NULL);
     }
+    /* The metrics endpoint marks the group's shared figures. */
+    {
+        g_autofree char *text = pt_daemon_render_metrics(d, TRUE);
+
+        g_assert_nonnull(strstr(text, "polltune_io_shared_by{vm=\"vm10\",iothread=\"iot1\"} 2"));
+        g_assert_nonnull(strstr(text, "polltune_io_shared_by{vm=\"vm10\",iothread=\"iot2\"} 1"));
+    }
     /* A group is written as one: iot1 got each triple iot0 got. */
     {
         guint n0 = 0, n1 = 0;
