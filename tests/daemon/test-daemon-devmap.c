@@ -281,8 +281,8 @@ test_vq_mapping_and_scsi(void)
     {
         g_autofree char *text = pt_daemon_render_metrics(d, TRUE);
 
-        g_assert_nonnull(strstr(text, "polltune_io_shared_by{vm=\"vm10\",iothread=\"iot1\"} 2"));
-        g_assert_nonnull(strstr(text, "polltune_io_shared_by{vm=\"vm10\",iothread=\"iot2\"} 1"));
+        g_assert_nonnull(strstr(text, "polltune_iothread_io_shared_by{domain=\"vm10\",iothread=\"iot1\"} 2"));
+        g_assert_nonnull(strstr(text, "polltune_iothread_io_shared_by{domain=\"vm10\",iothread=\"iot2\"} 1"));
     }
     /* A group is written as one: iot1 got each triple iot0 got. */
     {
