@@ -176,8 +176,10 @@ static json_object *
 pt_json_iothread(PtDaemon *d, PtTarget *t, PtIothread *io, guint history)
 {
     json_object *o = json_object_new_object();
+    /* A group member runs what its group does: the rule of its first
+     * iothread (docs/POLICY.md). */
+    g_autofree char *policy = pt_daemon_policy_for(d, t->name, io->group ? io->group : io->id);
     const StoreOverrideRow *ov = pt_daemon_override_for(d, t->name, io->id);
-    g_autofree char *policy = pt_daemon_policy_for(d, t->name, io->id);
 
     json_object_object_add(o, "id", json_object_new_string(io->id));
     json_object_object_add(o, "tid", json_object_new_int(io->tid));
