@@ -77,6 +77,9 @@ pt_qmp_connect(PtQmpTarget *q)
         qmp_client_close(q->client, NULL);
         g_clear_object(&q->client);
     }
+    /* A QEMU started again on this socket may place its devices anew. */
+    if (q->devmap)
+        probe_devmap_clear(q->devmap);
     q->client = qmp_client_new(NULL, &opts);
     qmp_client_set_closed_func(q->client, pt_qmp_on_closed, t, NULL);
     if (!qmp_client_connect_path(q->client, q->path, &err)) {

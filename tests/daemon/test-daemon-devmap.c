@@ -27,6 +27,7 @@ typedef struct {
     double ops[2];              /* vdc, sd0 */
     PolicyTriple triple[3];     /* iot0, iot1, iot2 as qom-set left them */
     GPtrArray *writes;          /* "iot0 poll-max-ns=0", in order */
+    gboolean restarted;         /* started again with vdc on iot1 alone */
 } FakeQemu;
 
 static const char *const fake_iothreads[] = { "iot0", "iot1", "iot2" };
@@ -49,7 +50,7 @@ fake_blockstat(const char *node, const char *qdev, double total)
 
 /* qom-get as QEMU 10.0 answers it for this machine. */
 static char *
-fake_qom_get(const char *path, const char *prop)
+fake_qom_get(FakeQemu *q, const char *path, const char *prop)
 {
     static const struct {
         const char *path, *prop, *reply;
@@ -65,6 +66,9 @@ fake_qom_get(const char *path, const char *prop)
           "{\"return\": \"/objects/iot2\"}" },
     };
 
+    if (q->restarted && g_str_has_prefix(path, "/machine/peripheral/vdc/"))
+        return g_strdup(g_str_equal(prop, "iothread") ? "{\"return\": \"/objects/iot1\"}" :
+                                                        "{\"return\": []}");
     for (guint i = 0; i < G_N_ELEMENTS(table); i++)
         if (g_str_equal(path, table[i].path) && g_str_equal(prop, table[i].prop))
             return g_strdup(table[i].reply);
@@ -140,7 +144,7 @@ fake_respond(const char *command, json_object *args, gpointer data)
         return g_strdup_printf("{\"return\": [%s, %s]}", vdc, sd0);
     }
     if (g_str_equal(command, "qom-get"))
-        return fake_qom_get(path, prop);
+        return fake_qom_get(q, path, prop);
     if (g_str_equal(command, "qom-set"))
         return fake_qom_set(q, path, prop, json_object_object_get_ex(args, "value", &v) ?
                             json_object_get_int64(v) : -1);
@@ -199,6 +203,23 @@ busy_settled(Busy *b)
             return FALSE;
     }
     return policy_triple_equal(&b->q->triple[0], &b->q->triple[1]);
+}
+
+/* After the restart: iot1 alone carries vdc, iot0 nothing. */
+static gboolean
+regrouped(PtDaemon *d)
+{
+    PtTarget *t = pt_daemon_find_target(d, "vm10");
+    PtIothread *io0 = t ? g_hash_table_lookup(t->iothreads, "iot0") : NULL;
+    PtIothread *io1 = t ? g_hash_table_lookup(t->iothreads, "iot1") : NULL;
+    const PolicyMetrics *m0, *m1;
+
+    if (!io0 || !io1 || io0->group || io1->group || !io0->history->len || !io1->history->len)
+        return FALSE;
+    m0 = &g_array_index(io0->history, PolicyMetrics, io0->history->len - 1);
+    m1 = &g_array_index(io1->history, PolicyMetrics, io1->history->len - 1);
+    return m0->have_io && m1->have_io && policy_metrics_iops(m0) == 0 &&
+           policy_metrics_iops(m1) > VDC_IOPS * NO_POLL_SLOWDOWN * 0.5 && m1->io_shared_by == 0;
 }
 
 static void
@@ -295,6 +316,20 @@ test_vq_mapping_and_scsi(void)
         g_assert_cmpuint(n0, >, 0);
         g_assert_cmpuint(n0, ==, n1);
     }
+
+    /* QEMU started again on the same socket, vdc now on iot1 alone: the
+     * daemon asks again, and the group is gone. */
+    qmp_fake_close(fake);
+    g_clear_pointer(&fake, qmp_fake_monitor_free);
+    g_unlink(sock);
+    q.restarted = TRUE;
+    fake = qmp_fake_monitor_new_listen(sock);
+    qmp_fake_handshake_version(fake, 10, 0, 0);
+    qmp_fake_monitor_set_responder(fake, fake_respond, &q);
+    deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
+    while (!regrouped(d) && g_get_monotonic_time() < deadline)
+        g_main_context_iteration(NULL, TRUE);
+    g_assert_true(regrouped(d));
 
     g_clear_pointer(&d, pt_daemon_free);
     g_ptr_array_unref(q.writes);
