@@ -112,6 +112,9 @@ pt_json_metrics(const PolicyMetrics *m)
         pt_json_num(o, "mbps", m->rd_mbps + m->wr_mbps);
         pt_json_num(o, "lat_us", m->lat_mean_ns / 1000.0);
         pt_json_num(o, "queue_depth", m->queue_depth);
+        /* The figures above are a group's, the same on each member. */
+        if (m->io_shared_by > 1)
+            json_object_object_add(o, "io_shared_by", json_object_new_int(m->io_shared_by));
     }
     if (m->have_cpu) {
         pt_json_num(o, "cpu_pct", m->cpu_pct);
@@ -173,11 +176,14 @@ static json_object *
 pt_json_iothread(PtDaemon *d, PtTarget *t, PtIothread *io, guint history)
 {
     json_object *o = json_object_new_object();
+    /* A group member runs what its group does: the rule of its first
+     * iothread (docs/POLICY.md). */
+    g_autofree char *policy = pt_daemon_policy_for(d, t->name, io->group ? io->group : io->id);
     const StoreOverrideRow *ov = pt_daemon_override_for(d, t->name, io->id);
-    g_autofree char *policy = pt_daemon_policy_for(d, t->name, io->id);
 
     json_object_object_add(o, "id", json_object_new_string(io->id));
     json_object_object_add(o, "tid", json_object_new_int(io->tid));
+    json_object_object_add(o, "group", io->group ? json_object_new_string(io->group) : NULL);
     json_object_object_add(o, "triple", io->have_triple ? pt_json_triple(&io->triple) : NULL);
     json_object_object_add(o, "original", io->have_original ? pt_json_triple(&io->original) : NULL);
     json_object_object_add(o, "policy", json_object_new_string(policy));

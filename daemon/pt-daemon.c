@@ -537,6 +537,16 @@ pt_daemon_absorb(PtDaemon *d, PtTarget *t, ProbeTargetSnap *snap, GArray *sample
             if (!io->have_original)
                 pt_daemon_capture_original(d, t, io);
         }
+        if (g_strcmp0(io->group, ios->group) != 0) {
+            if (ios->group)
+                pt_info(t->name, io->id, "tuned with group %s: %u iothreads share devices",
+                        ios->group, ios->group_size);
+            else
+                pt_info(t->name, io->id, "tuned on its own: it shares no device");
+            g_free(io->group);
+            io->group = g_strdup(ios->group);
+        }
+        io->group_size = ios->group_size;
         probe_derive_iothread(t->prev, snap, ios->id, &m);
         pt_iothread_push_metrics(io, &m);
         if (pt_history_sample(t->prev, snap, ios->id, &s)) {

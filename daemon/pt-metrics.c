@@ -117,6 +117,14 @@ get_poll_shrink(const PtIothread *io, const PolicyMetrics *m, gboolean *ok)
     return io->triple.poll_shrink;
 }
 
+/* 1: the I/O counters are the iothread's own; N: its group's, shared by N. */
+static double
+get_io_shared_by(const PtIothread *io, const PolicyMetrics *m, gboolean *ok)
+{
+    *ok = m && m->have_io;
+    return m ? MAX(m->io_shared_by, 1) : 0;
+}
+
 static const struct {
     PtFamily f;
     PtGetter get;
@@ -124,6 +132,7 @@ static const struct {
     { { "polltune_poll_max_seconds", "gauge", "seconds", "The iothread's poll-max-ns, in seconds." }, get_poll_max },
     { { "polltune_poll_grow", "gauge", NULL, "The iothread's poll-grow (0: QEMU's default)." }, get_poll_grow },
     { { "polltune_poll_shrink", "gauge", NULL, "The iothread's poll-shrink (0: reset)." }, get_poll_shrink },
+    { { "polltune_iothread_io_shared_by", "gauge", NULL, "Iothreads whose I/O counters are these same figures: 1 for an iothread's own, the group's size when iothreads share devices." }, get_io_shared_by },
 };
 
 /*

@@ -344,6 +344,45 @@ qmp_decode_qom_link(json_object *ret, GError **error)
     return g_strdup(json_object_get_string(ret));
 }
 
+/*
+ * [{"iothread": "iot0", "vqs": [0, 2]}, {"iothread": "iot1"}] (QAPI
+ * IOThreadVirtQueueMapping, QEMU 9.0+).  Which queues go where does not
+ * matter to us: blockstats are per device, so only the set of iothreads is
+ * kept.  An id is a plain object id, not a QOM path.  A virtqueue count is
+ * at most 1024 per device, so the list is at most that long.
+ */
+gpointer
+qmp_decode_qom_vq_mapping(json_object *ret, GError **error)
+{
+    g_autoptr(GPtrArray) ids = g_ptr_array_new_with_free_func(g_free);
+    size_t n;
+
+    if (!qmp_decode_is(ret, json_type_array))
+        return qmp_decode_null(error, "iothread-vq-mapping", "is not an array");
+    n = json_object_array_length(ret);
+    if (n > 1024)
+        return qmp_decode_null(error, "iothread-vq-mapping", "has more than 1024 entries");
+    for (size_t i = 0; i < n; i++) {
+        json_object *e = json_object_array_get_idx(ret, i);
+        json_object *iot;
+        const char *id;
+        gboolean dup = FALSE;
+
+        if (!qmp_decode_is(e, json_type_object))
+            return qmp_decode_null(error, "iothread-vq-mapping entry", "is not an object");
+        if (!json_object_object_get_ex(e, "iothread", &iot) ||
+            !qmp_decode_is(iot, json_type_string) || !*(id = json_object_get_string(iot)))
+            return qmp_decode_null(error, "iothread-vq-mapping entry iothread",
+                                   "is missing, empty or not a string");
+        for (guint k = 0; k < ids->len && !dup; k++)
+            dup = g_str_equal(ids->pdata[k], id);
+        if (!dup)
+            g_ptr_array_add(ids, g_strdup(id));
+    }
+    g_ptr_array_add(ids, NULL);
+    return g_ptr_array_steal(ids, NULL);
+}
+
 gpointer
 qmp_decode_empty(json_object *ret, GError **error)
 {

@@ -163,8 +163,8 @@ test_blockstats_and_map(Fixture *fx, gconstpointer data)
 {
     g_autoptr(GError) err = NULL;
     g_autoptr(GPtrArray) stats = NULL;
-    g_autofree char *iot = NULL;
-    g_autofree char *none = NULL;
+    g_auto(GStrv) iot = NULL;
+    g_auto(GStrv) none = NULL;
     QmpBlockStats *s;
 
     qmp_fake_handshake(fx->fake);
@@ -175,11 +175,22 @@ test_blockstats_and_map(Fixture *fx, gconstpointer data)
         " \"wr_operations\": 2, \"wr_bytes\": 8192, \"wr_total_time_ns\": 999,"
         " \"flush_operations\": 1, \"flush_total_time_ns\": 50, \"timed_stats\": [],"
         " \"idle_time_ns\": 5}}]}");
+    /* QEMU 7.2: no vq mapping property, then the link. */
+    qmp_fake_expect(fx->fake, "qom-get",
+                    "{\"path\": \"/machine/peripheral/vblk0/virtio-backend\","
+                    " \"property\": \"iothread-vq-mapping\"}",
+                    "{\"error\": {\"class\": \"GenericError\", \"desc\": \"Property"
+                    " 'virtio-blk-device.iothread-vq-mapping' not found\"}}");
     qmp_fake_expect(fx->fake, "qom-get",
                     "{\"path\": \"/machine/peripheral/vblk0/virtio-backend\", \"property\": \"iothread\"}",
                     "{\"return\": \"/objects/iot0\"}");
+    /* A plain id (virtio-blk-device on virtio-mmio) is the device itself;
+     * an empty mapping and no link is the main loop. */
     qmp_fake_expect(fx->fake, "qom-get",
-                    "{\"path\": \"/machine/peripheral/vblk1/virtio-backend\", \"property\": \"iothread\"}",
+                    "{\"path\": \"/machine/peripheral/vblk1\", \"property\": \"iothread-vq-mapping\"}",
+                    "{\"return\": []}");
+    qmp_fake_expect(fx->fake, "qom-get",
+                    "{\"path\": \"/machine/peripheral/vblk1\", \"property\": \"iothread\"}",
                     "{\"return\": \"\"}");
     stats = qmp_query_blockstats_sync(fx->client, &err);
     g_assert_no_error(err);
@@ -192,11 +203,89 @@ test_blockstats_and_map(Fixture *fx, gconstpointer data)
     g_assert_cmpuint(s->wr.ops, ==, 2);
     g_assert_cmpuint(s->flush.ops, ==, 1);
     g_assert_cmpuint(s->flush.total_time_ns, ==, 50);
-    g_assert_true(qmp_device_iothread_sync(fx->client, s->qdev, &iot, &err));
-    g_assert_cmpstr(iot, ==, "iot0");
-    /* A plain device id; no iothread means the main loop. */
-    g_assert_true(qmp_device_iothread_sync(fx->client, "vblk1", &none, &err));
-    g_assert_null(none);
+    g_assert_true(qmp_device_iothreads_sync(fx->client, s->qdev, &iot, &err));
+    g_assert_cmpuint(g_strv_length(iot), ==, 1);
+    g_assert_cmpstr(iot[0], ==, "iot0");
+    g_assert_true(qmp_device_iothreads_sync(fx->client, "vblk1", &none, &err));
+    g_assert_cmpuint(g_strv_length(none), ==, 0);
+}
+
+/* QEMU 9.x/10.x as captured: a vq-mapped virtio-blk, whose link is "",
+ * and a scsi-hd whose controller has a vq mapping of its own (10.0). */
+static void
+test_device_map_newer(Fixture *fx, gconstpointer data)
+{
+    g_autoptr(GError) err = NULL;
+    g_auto(GStrv) blk = NULL;
+    g_auto(GStrv) sd = NULL;
+    g_auto(GStrv) sd1 = NULL;
+
+    qmp_fake_handshake(fx->fake);
+    qmp_fake_expect(fx->fake, "qom-get",
+                    "{\"path\": \"/machine/peripheral/vdc/virtio-backend\","
+                    " \"property\": \"iothread-vq-mapping\"}",
+                    "{\"return\": [{\"iothread\": \"iothread2\", \"vqs\": [1, 3]},"
+                    " {\"iothread\": \"iothread3\", \"vqs\": [0, 2]},"
+                    " {\"iothread\": \"iothread2\", \"vqs\": [4]}]}");
+    qmp_fake_expect(fx->fake, "qom-get",
+                    "{\"path\": \"/machine/peripheral/sd0\", \"property\": \"iothread-vq-mapping\"}",
+                    "{\"error\": {\"class\": \"GenericError\", \"desc\": \"Property"
+                    " 'scsi-hd.iothread-vq-mapping' not found\"}}");
+    qmp_fake_expect(fx->fake, "qom-get",
+                    "{\"path\": \"/machine/peripheral/sd0\", \"property\": \"iothread\"}",
+                    "{\"error\": {\"class\": \"GenericError\", \"desc\": \"Property"
+                    " 'scsi-hd.iothread' not found\"}}");
+    qmp_fake_expect(fx->fake, "qom-get",
+                    "{\"path\": \"/machine/peripheral/sd0\", \"property\": \"parent_bus\"}",
+                    "{\"return\": \"/machine/peripheral/scsi0/virtio-backend/scsi0.0\"}");
+    qmp_fake_expect(fx->fake, "qom-get",
+                    "{\"path\": \"/machine/peripheral/scsi0/virtio-backend\","
+                    " \"property\": \"iothread-vq-mapping\"}",
+                    "{\"return\": [{\"iothread\": \"iothread1\"}, {\"iothread\": \"iothread4\"}]}");
+    /* QEMU 9.x virtio-scsi: no mapping, its single link. */
+    qmp_fake_expect(fx->fake, "qom-get",
+                    "{\"path\": \"/machine/peripheral/sd1\", \"property\": \"iothread-vq-mapping\"}",
+                    "{\"error\": {\"class\": \"GenericError\", \"desc\": \"not found\"}}");
+    qmp_fake_expect(fx->fake, "qom-get",
+                    "{\"path\": \"/machine/peripheral/sd1\", \"property\": \"iothread\"}",
+                    "{\"error\": {\"class\": \"GenericError\", \"desc\": \"not found\"}}");
+    qmp_fake_expect(fx->fake, "qom-get",
+                    "{\"path\": \"/machine/peripheral/sd1\", \"property\": \"parent_bus\"}",
+                    "{\"return\": \"/machine/peripheral/scsi1/virtio-backend/scsi1.0\"}");
+    qmp_fake_expect(fx->fake, "qom-get",
+                    "{\"path\": \"/machine/peripheral/scsi1/virtio-backend\","
+                    " \"property\": \"iothread-vq-mapping\"}",
+                    "{\"error\": {\"class\": \"GenericError\", \"desc\": \"not found\"}}");
+    qmp_fake_expect(fx->fake, "qom-get",
+                    "{\"path\": \"/machine/peripheral/scsi1/virtio-backend\","
+                    " \"property\": \"iothread\"}",
+                    "{\"return\": \"/objects/iothread5\"}");
+    /* A broken reply fails rather than guessing the main loop. */
+    qmp_fake_expect(fx->fake, "qom-get", NULL, "{\"return\": [{\"vqs\": [0]}]}");
+
+    g_assert_true(qmp_device_iothreads_sync(fx->client, "/machine/peripheral/vdc/virtio-backend",
+                                            &blk, &err));
+    g_assert_no_error(err);
+    g_assert_cmpuint(g_strv_length(blk), ==, 2);
+    g_assert_cmpstr(blk[0], ==, "iothread2");
+    g_assert_cmpstr(blk[1], ==, "iothread3");
+    g_assert_true(qmp_device_iothreads_sync(fx->client, "sd0", &sd, &err));
+    g_assert_no_error(err);
+    g_assert_cmpuint(g_strv_length(sd), ==, 2);
+    g_assert_cmpstr(sd[0], ==, "iothread1");
+    g_assert_cmpstr(sd[1], ==, "iothread4");
+    g_assert_true(qmp_device_iothreads_sync(fx->client, "sd1", &sd1, &err));
+    g_assert_no_error(err);
+    g_assert_cmpuint(g_strv_length(sd1), ==, 1);
+    g_assert_cmpstr(sd1[0], ==, "iothread5");
+    {
+        g_auto(GStrv) bad = NULL;
+
+        g_assert_false(qmp_device_iothreads_sync(fx->client, "vdx", &bad, &err));
+        g_assert_error(err, QMP_ERROR, QMP_ERROR_UNEXPECTED);
+        g_assert_nonnull(strstr(err->message, "iothread-vq-mapping entry iothread"));
+    }
+    g_assert_true(qmp_fake_monitor_finish(fx->fake, NULL));
 }
 
 static void
@@ -739,6 +828,7 @@ main(int argc, char **argv)
     ADD("iothread-set-get", test_iothread_set_get, fixture_setup);
     ADD("iothread-set-validates", test_iothread_set_validates, fixture_setup);
     ADD("blockstats-and-map", test_blockstats_and_map, fixture_setup);
+    ADD("device-map-newer", test_device_map_newer, fixture_setup);
     ADD("query-stats", test_query_stats, fixture_setup);
     ADD("status-name-version", test_status_name_version, fixture_setup);
     ADD("error-reply", test_error_reply, fixture_setup);
