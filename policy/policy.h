@@ -162,6 +162,10 @@ typedef struct {
     PolicyTriple current;           /* as read back from QEMU */
     const PolicyMetrics *history;   /* oldest first; the last is this tick */
     guint n_history;
+    /* The QEMU that runs the iothread (0: unknown) and what the triple
+     * means there; zero-initialised callers get UNKNOWN, read as 7.2. */
+    guint32 qemu_version;
+    PolicyPollModel poll_model;
 } PolicyIothreadInput;
 
 typedef struct {
