@@ -265,6 +265,22 @@ cli_cmd_list(CliContext *ctx, char **args, guint n, GError **error)
     return TRUE;
 }
 
+/* The QEMU release and the exit source with its reason; a VM without
+ * exit figures says so instead of showing zeros. */
+static void
+print_target_qemu(json_object *r)
+{
+    const char *version = qmp_json_get_string(r, "qemu_version");
+    const char *src = qmp_json_get_string(r, "exits_source");
+    const char *why = qmp_json_get_string(r, "exits_reason");
+
+    if (!src)
+        return;
+    printf("  QEMU %s \302\267 exits: %s%s%s%s\n", version ? version : "?",
+           g_str_equal(src, "none") ? "not shown" : src,
+           why ? " (" : "", why ? why : "", why ? ")" : "");
+}
+
 static void
 print_history(json_object *history)
 {
@@ -380,6 +396,7 @@ cli_cmd_show(CliContext *ctx, char **args, guint n, GError **error)
     pid = int_text(r, "pid");
     printf("%s (%s, %s, pid %s) \302\267 policy %s\n", str(r, "name"), str(r, "kind"),
            str(r, "state"), pid, str(r, "policy"));
+    print_target_qemu(r);
     its = member(r, "iothreads");
     for (gsize i = 0; i < array_len(its); i++)
         print_iothread(ctx, json_object_array_get_idx(its, i));

@@ -327,6 +327,8 @@ pt_daemon_run_policy(PtDaemon *d, GPtrArray *targets)
                 .current = io->triple,
                 .history = (const PolicyMetrics *)io->history->data,
                 .n_history = io->history->len,
+                .qemu_version = t->qemu_version,
+                .poll_model = policy_poll_model_for_version(t->qemu_version),
             };
 
             if (!io->have_triple || !io->history->len)
