@@ -73,7 +73,10 @@ pt_qmp_got_kvm(GObject *obj, GAsyncResult *res, gpointer data)
     g_autoptr(GError) err = NULL;
     gpointer kvm = qmp_client_call_finish(QMP_CLIENT(obj), res, &err);
 
-    if (QMP_CLIENT(obj) == q->client && !t->detached) {
+    /* The connection may have gone meanwhile: it is then lost, not
+     * attached. */
+    if (QMP_CLIENT(obj) == q->client && !t->detached &&
+        qmp_client_get_state(q->client) == QMP_CLIENT_READY) {
         /* A QEMU that cannot say keeps every source in play. */
         pt_target_set_exits_facts(t, GPOINTER_TO_INT(kvm) == 1
                                   ? "the guest runs without KVM (query-kvm: not enabled), "

@@ -277,12 +277,19 @@ fake_on_readable(int fd, GIOCondition cond, gpointer data)
 QmpFakeMonitor *
 qmp_fake_monitor_new(int *client_fd)
 {
-    QmpFakeMonitor *f = g_new0(QmpFakeMonitor, 1);
     int sv[2];
 
     g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), ==, 0);
-    f->fd = sv[0];
     *client_fd = sv[1];
+    return qmp_fake_monitor_new_fd(sv[0]);
+}
+
+QmpFakeMonitor *
+qmp_fake_monitor_new_fd(int fd)
+{
+    QmpFakeMonitor *f = g_new0(QmpFakeMonitor, 1);
+
+    f->fd = fd;
     g_queue_init(&f->steps);
     f->out = g_string_new(NULL);
     f->failures = g_string_new(NULL);

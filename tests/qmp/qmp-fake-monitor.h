@@ -22,6 +22,9 @@ typedef struct QmpFakeMonitor QmpFakeMonitor;
 
 /* Creates the socketpair; *client_fd is the end to give the client. */
 QmpFakeMonitor *qmp_fake_monitor_new(int *client_fd);
+/* Serves the connected socket @fd (taken), e.g. one accepted on a path
+ * that a client reaches by name. */
+QmpFakeMonitor *qmp_fake_monitor_new_fd(int fd);
 void qmp_fake_monitor_free(QmpFakeMonitor *f);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(QmpFakeMonitor, qmp_fake_monitor_free)
 
