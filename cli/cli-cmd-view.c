@@ -152,6 +152,7 @@ cli_cmd_status(CliContext *ctx, char **args, guint n, GError **error)
     g_autoptr(json_object) st = cli_context_call(ctx, "status", NULL, error);
     g_autoptr(CliTable) t = NULL;
     g_autoptr(CliTable) d = NULL;
+    g_autoptr(CliTable) x = NULL;
     g_autofree char *table = NULL;
     json_object *targets;
 
@@ -166,9 +167,19 @@ cli_cmd_status(CliContext *ctx, char **args, guint n, GError **error)
     t = cli_table_new("VM/IOTHREAD", "STATE", ">POLL-MAX-NS", ">GROW", ">SHRINK", "POLICY",
                       ">IOPS", ">LAT-\302\265s", ">CPU-%", ">BLK/OP", ">EXIT/OP", NULL);
     d = cli_table_new("VM/IOTHREAD", "WHEN", "OUTCOME", "POLL-MAX-NS", "REASON", NULL);
+    x = cli_table_new("VM", "QEMU", "EXITS FROM", "WHY", NULL);
     for (gsize i = 0; i < array_len(targets); i++) {
         json_object *tg = json_object_array_get_idx(targets, i);
         json_object *its = member(tg, "iothreads");
+        const char *src = qmp_json_get_string(tg, "exits_source");
+
+        if (src) {
+            cli_table_row(x);
+            cli_table_cell(x, str(tg, "name"));
+            cli_table_cell(x, str(tg, "qemu_version"));
+            cli_table_cell(x, g_str_equal(src, "none") ? "not shown" : src);
+            cli_table_cell(x, str(tg, "exits_reason"));
+        }
 
         if (array_len(its) == 0) {
             cli_table_row(t);
@@ -226,6 +237,11 @@ cli_cmd_status(CliContext *ctx, char **args, guint n, GError **error)
         g_autofree char *dt = cli_table_render(d);
 
         printf("\nLast decisions\n%s", dt);
+    }
+    if (cli_table_n_rows(x) > 0) {
+        g_autofree char *xt = cli_table_render(x);
+
+        printf("\nExit figures\n%s", xt);
     }
     return TRUE;
 }
