@@ -798,30 +798,13 @@ pt_cmd_metrics(PtConn *conn, json_object *args, json_object **ret, GError **erro
 static gboolean
 pt_cmd_reload(PtConn *conn, json_object *args, json_object **ret, GError **error)
 {
-    PtDaemon *d = pt_conn_daemon(conn);
-    const PtConf *cur = pt_daemon_get_conf(d);
-    PtConf *conf;
+    g_autoptr(GError) err = NULL;
 
-    if (!cur->path) {
-        g_set_error(error, PT_CONTROL_ERROR, PT_CONTROL_ERROR_GENERIC,
-                    "no configuration file to reload");
+    /* The same path as SIGHUP, so both behave alike. */
+    if (!pt_daemon_reload_file(pt_conn_daemon(conn), &err)) {
+        g_set_error(error, PT_CONTROL_ERROR, PT_CONTROL_ERROR_GENERIC, "%s", err->message);
         return FALSE;
     }
-    conf = pt_conf_load(cur->path, FALSE, error);
-    if (!conf) {
-        pt_warn(NULL, NULL, "reload refused, keeping the running configuration: %s",
-                (*error)->message);
-        return FALSE;
-    }
-    /* Command-line settings outlive a reload. */
-    g_free(conf->database);
-    conf->database = g_strdup(cur->database);
-    g_free(conf->control_socket);
-    conf->control_socket = g_strdup(cur->control_socket);
-    pt_info(NULL, NULL, "reloading the configuration from %s", cur->path);
-    /* @cur is gone once the reload succeeds. */
-    if (!pt_daemon_reload(d, conf, error))
-        return FALSE;
     *ret = json_object_new_object();
     return TRUE;
 }

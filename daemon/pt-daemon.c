@@ -169,11 +169,8 @@ pt_daemon_reload(PtDaemon *d, PtConf *conf, GError **error)
     g_autoptr(PtConf) newc = conf;
     PolicyEngine *engine;
 
-    if (g_strcmp0(conf->database, d->conf->database) != 0) {
-        g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
-                    "%s: database: changing the database needs a restart", conf->path);
+    if (!pt_conf_check_reload(d->conf, conf, error))
         return FALSE;
-    }
     /* Rules from policy-set go in front of the new file's, as they stood
      * in front of the old one's; one the new bounds reject fails the
      * reload, which keeps the old configuration. */
@@ -197,6 +194,33 @@ pt_daemon_reload(PtDaemon *d, PtConf *conf, GError **error)
     d->conf->policy->mode = d->mode == PT_MODE_ENFORCE ? POLICY_MODE_ENFORCE :
                                                          POLICY_MODE_RECOMMEND;
     return TRUE;
+}
+
+gboolean
+pt_daemon_reload_file(PtDaemon *d, GError **error)
+{
+    g_autoptr(GError) err = NULL;
+    g_autofree char *path = g_strdup(d->conf->path);
+    PtConf *conf;
+
+    if (!path) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND,
+                    "no configuration file to reload");
+        return FALSE;
+    }
+    conf = pt_conf_load(path, FALSE, &err);
+    if (conf) {
+        pt_conf_apply_overrides(conf, &d->conf->overrides);
+        /* Takes @conf, and on success frees the running one. */
+        if (pt_daemon_reload(d, conf, &err)) {
+            pt_info(NULL, NULL, "configuration reloaded from %s", path);
+            return TRUE;
+        }
+    }
+    pt_err(NULL, NULL, "reload refused, keeping the running configuration: %s",
+           err->message);
+    g_propagate_error(error, g_steal_pointer(&err));
+    return FALSE;
 }
 
 /* ---- targets ----------------------------------------------------------- */

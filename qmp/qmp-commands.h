@@ -120,7 +120,7 @@ const char *qmp_stats_target_to_string(QmpStatsTarget t);
 typedef struct {
     char *provider;
     char *qom_path;         /* the vCPU for target vcpu, else NULL */
-    GHashTable *values;     /* name -> gint64*; histograms are left out */
+    GHashTable *values;     /* name -> guint64*; histograms are left out */
 } QmpStatsEntity;
 
 typedef struct {
@@ -133,7 +133,13 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(QmpStats, qmp_stats_free)
 /* Sum of @name over every entity (every vCPU); FALSE if none has it. */
 gboolean qmp_stats_sum(const QmpStats *s, const char *name, guint64 *out);
 
-/* Asks provider kvm only.  Fails with QMP_ERROR_COMMAND without KVM. */
+/* The statistics qmp_query_stats_*() asks for @t: a NULL-terminated list,
+ * or NULL for all of them.  A counter read with qmp_stats_sum() must be in
+ * this list. */
+const char *const *qmp_stats_target_names(QmpStatsTarget t);
+
+/* Asks provider kvm only, for qmp_stats_target_names(@target).  Fails with
+ * QMP_ERROR_COMMAND without KVM. */
 void qmp_query_stats_async(QmpClient *c, QmpStatsTarget target,
                            GAsyncReadyCallback cb, gpointer ud);
 QmpStats *qmp_query_stats_finish(QmpClient *c, GAsyncResult *res, GError **error);

@@ -28,12 +28,11 @@ qmp_decode_uint(json_object *obj, const char *key, guint64 *out, GError **error)
 {
     gint64 v;
 
-    if (!qmp_json_get_int(obj, key, &v))
-        return qmp_decode_fail(error, key, "is missing or not an integer");
-    if (v < 0)
+    if (qmp_json_get_uint(obj, key, out))
+        return TRUE;
+    if (qmp_json_get_int(obj, key, &v))
         return qmp_decode_fail(error, key, "is negative");
-    *out = (guint64)v;
-    return TRUE;
+    return qmp_decode_fail(error, key, "is missing or not an integer");
 }
 
 void
@@ -163,10 +162,12 @@ qmp_stats_sum(const QmpStats *s, const char *name, guint64 *out)
 
     for (guint i = 0; i < s->entities->len; i++) {
         QmpStatsEntity *e = s->entities->pdata[i];
-        gint64 *v = g_hash_table_lookup(e->values, name);
+        guint64 *v = g_hash_table_lookup(e->values, name);
 
-        if (v && *v >= 0) {
-            sum += (guint64)*v;
+        /* Cumulative counters are summed modulo 2^64, as they wrap in KVM,
+         * so a difference of two sums is still the increase. */
+        if (v) {
+            sum += *v;
             found = TRUE;
         }
     }
@@ -200,10 +201,11 @@ qmp_decode_stats(json_object *ret, GError **error)
         for (size_t j = 0; j < json_object_array_length(stats); j++) {
             json_object *st = json_object_array_get_idx(stats, j);
             const char *name = qmp_json_get_string(st, "name");
-            gint64 v;
+            guint64 v;
 
-            /* Histograms (arrays) and booleans are not counters we use. */
-            if (!name || !qmp_json_get_int(st, "value", &v))
+            /* StatsValue scalars are uint64.  Histograms (arrays) and
+             * booleans are not counters we use. */
+            if (!name || !qmp_json_get_uint(st, "value", &v))
                 continue;
             g_hash_table_replace(ent->values, g_strdup(name), g_memdup2(&v, sizeof(v)));
         }
