@@ -224,6 +224,20 @@ pt_sorted_iothreads(PtTarget *t)
     return out;
 }
 
+/* The QEMU release and where the VM's exit figures come from, and why. */
+static void
+pt_json_target_qemu(json_object *o, PtTarget *t)
+{
+    g_autofree char *version = pt_target_qemu_version_string(t);
+    const char *why = NULL;
+    ProbeExitSource src = pt_target_exit_source(t, &why);
+
+    json_object_object_add(o, "qemu_version", version ? json_object_new_string(version) : NULL);
+    json_object_object_add(o, "exits_source",
+                           json_object_new_string(probe_exit_source_to_string(src)));
+    json_object_object_add(o, "exits_reason", why ? json_object_new_string(why) : NULL);
+}
+
 static json_object *
 pt_json_target(PtDaemon *d, PtTarget *t, const char *only, guint history)
 {
@@ -240,6 +254,7 @@ pt_json_target(PtDaemon *d, PtTarget *t, const char *only, guint history)
     json_object_object_add(o, "pid", json_object_new_int(t->pid));
     if (t->sample_ms >= 0)
         pt_json_num(o, "sample_ms", t->sample_ms);
+    pt_json_target_qemu(o, t);
     json_object_object_add(o, "policy", json_object_new_string(policy));
     for (guint i = 0; i < list->len; i++) {
         PtIothread *io = list->pdata[i];

@@ -248,6 +248,16 @@ pt_lv_update(PtDaemonLibvirt *dl, PtTarget *t, const PtLibvirtDomain *dom)
     }
     if (dom->pid > 0)
         pt_target_set_pid(t, dom->pid, &dl->d->proot);
+    t->qemu_version = dom->qemu_version;
+    /* type='qemu' is TCG: no VM exits to count, so none are shown. */
+    if (dom->virt_type && !g_str_equal(dom->virt_type, "kvm")) {
+        g_autofree char *why = g_strdup_printf("the domain is type='%s', not KVM, so it "
+                                               "takes no VM exits", dom->virt_type);
+
+        pt_target_set_exits_facts(t, why, NULL);
+    } else {
+        pt_target_set_exits_facts(t, NULL, NULL);
+    }
     pt_target_set_state(t, PT_TARGET_ATTACHED, NULL);
 }
 

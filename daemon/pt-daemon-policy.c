@@ -459,6 +459,8 @@ pt_daemon_run_policy(PtDaemon *d, GPtrArray *targets)
                 .history = (const PolicyMetrics *)io->history->data,
                 .n_history = io->history->len,
                 .n_iothreads = 1,
+                .qemu_version = t->qemu_version,
+                .poll_model = policy_poll_model_for_version(t->qemu_version),
             };
 
             if (!io->have_triple || !io->history->len)

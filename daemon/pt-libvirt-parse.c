@@ -42,6 +42,7 @@ pt_libvirt_domain_free(PtLibvirtDomain *d)
     g_free(d->uuid);
     g_clear_pointer(&d->iothread_ids, g_array_unref);
     g_clear_pointer(&d->disks, g_array_unref);
+    g_free(d->virt_type);
     g_free(d);
 }
 
@@ -146,7 +147,10 @@ xml_start(GMarkupParseContext *pc, const char *element, const char **names,
     XmlState *st = user_data;
     guint id;
 
-    if (at_path(pc, iothread_path)) {
+    if (g_str_equal(element, "domain") && !g_markup_parse_context_get_element_stack(pc)->next) {
+        g_free(st->d->virt_type);
+        st->d->virt_type = g_strdup(attr_get(names, values, "type"));
+    } else if (at_path(pc, iothread_path)) {
         if (!parse_uint(attr_get(names, values, "id"), &id)) {
             g_set_error(error, G_MARKUP_ERROR, G_MARKUP_ERROR_INVALID_CONTENT,
                         "<iothread> without a valid id");

@@ -96,6 +96,8 @@ typedef struct {
     GPid pid;               /* QEMU pid from the pid file, 0 if unknown */
     GArray *iothread_ids;   /* guint, ascending */
     GArray *disks;          /* PtLibvirtDisk */
+    char *virt_type;        /* <domain type=...>: "kvm", "qemu" (TCG), ... */
+    guint32 qemu_version;   /* virConnectGetVersion(): major*1000000+minor*1000+micro */
 } PtLibvirtDomain;
 
 typedef struct {

@@ -391,6 +391,27 @@ pt_render(PtDaemon *d)
         pt_labels(out, "polltune_target_sample_seconds", t, NULL);
         g_string_append_printf(out, "} %.6f\n", t->sample_ms / 1000.0);
     }
+    pt_family(out, &(PtFamily){ "polltune_target_exits_source", "gauge", NULL,
+                                "1 for the source of the VM's exit figures "
+                                "(none: absent; the reason is in status)." });
+    for (guint i = 0; i < targets->len; i++) {
+        PtTarget *t = targets->pdata[i];
+
+        pt_labels(out, "polltune_target_exits_source", t, NULL);
+        g_string_append_printf(out, ",source=\"%s\"} 1\n",
+                               probe_exit_source_to_string(pt_target_exit_source(t, NULL)));
+    }
+    pt_family(out, &(PtFamily){ "polltune_target_qemu_version", "gauge", NULL,
+                                "QEMU release of the VM as major * 1000000 + minor * 1000 "
+                                "+ micro." });
+    for (guint i = 0; i < targets->len; i++) {
+        PtTarget *t = targets->pdata[i];
+
+        if (!t->qemu_version)
+            continue;
+        pt_labels(out, "polltune_target_qemu_version", t, NULL);
+        g_string_append_printf(out, "} %u\n", t->qemu_version);
+    }
     pt_family(out, &(PtFamily){ "polltune_targets", "gauge", NULL, "Targets by state." });
     for (int s = 0; s < PT_TARGET_STATE_MAX; s++)
         g_string_append_printf(out, "polltune_targets{state=\"%s\"} %u\n",

@@ -17,6 +17,8 @@
 #include "probe-devmap.h"
 #include "qmp-commands.h"
 
+#include <json-c/json.h>
+
 #include <sys/stat.h>
 
 typedef struct {
@@ -50,6 +52,44 @@ pt_qmp_on_closed(QmpClient *c, const GError *reason, gpointer data)
     pt_target_set_state(t, PT_TARGET_LOST, reason->message);
 }
 
+/* The return value of query-kvm, as "is KVM enabled". */
+static gpointer
+pt_qmp_decode_kvm(struct json_object *ret, GError **error)
+{
+    json_object *enabled;
+
+    if (!json_object_is_type(ret, json_type_object) ||
+        !json_object_object_get_ex(ret, "enabled", &enabled) ||
+        !json_object_is_type(enabled, json_type_boolean)) {
+        g_set_error(error, QMP_ERROR, QMP_ERROR_UNEXPECTED,
+                    "query-kvm: no boolean 'enabled' in the reply");
+        return NULL;
+    }
+    return GINT_TO_POINTER(json_object_get_boolean(enabled) ? 2 : 1);
+}
+
+static void
+pt_qmp_got_kvm(GObject *obj, GAsyncResult *res, gpointer data)
+{
+    PtQmpTarget *q = data;
+    PtTarget *t = &q->parent;
+    g_autoptr(GError) err = NULL;
+    gpointer kvm = qmp_client_call_finish(QMP_CLIENT(obj), res, &err);
+
+    /* The connection may have gone meanwhile: it is then lost, not
+     * attached. */
+    if (QMP_CLIENT(obj) == q->client && !t->detached &&
+        qmp_client_get_state(q->client) == QMP_CLIENT_READY) {
+        /* A QEMU that cannot say keeps every source in play. */
+        pt_target_set_exits_facts(t, GPOINTER_TO_INT(kvm) == 1
+                                  ? "the guest runs without KVM (query-kvm: not enabled), "
+                                    "so it takes no VM exits"
+                                  : NULL, NULL);
+        pt_target_set_state(t, PT_TARGET_ATTACHED, NULL);
+    }
+    pt_target_unref(t);
+}
+
 static void
 pt_qmp_on_ready(GObject *obj, GAsyncResult *res, gpointer data)
 {
@@ -59,8 +99,18 @@ pt_qmp_on_ready(GObject *obj, GAsyncResult *res, gpointer data)
 
     if (qmp_client_wait_ready_finish(QMP_CLIENT(obj), res, &err) &&
         QMP_CLIENT(obj) == q->client && !t->detached) {
+        const QmpVersion *v = qmp_client_get_version(q->client);
+
+        t->qemu_version = v && v->major >= 0 && v->minor >= 0 && v->micro >= 0
+            ? (guint32)MIN(v->major, 4000) * 1000000u + (guint32)MIN(v->minor, 999) * 1000u +
+              (guint32)MIN(v->micro, 999)
+            : 0;
+        q->stats_known = q->stats_absent = FALSE;
         pt_target_set_pid(t, qmp_client_get_peer_pid(q->client), &q->roots);
-        pt_target_set_state(t, PT_TARGET_ATTACHED, NULL);
+        /* Whether the guest has KVM at all decides whether exits are
+         * absent or merely unreadable; attached once that is known. */
+        qmp_client_call_async(q->client, "query-kvm", NULL, 0, pt_qmp_decode_kvm, NULL,
+                              pt_qmp_got_kvm, pt_target_ref(t));
     }
     pt_target_unref(t);
 }
@@ -169,8 +219,13 @@ pt_qmp_got_stats(GObject *obj, GAsyncResult *res, gpointer data)
     s->stats = qmp_query_stats_finish(QMP_CLIENT(obj), res, &err);
     if (s->stats && s->stats->entities->len > 0)
         s->q->stats_known = TRUE;
-    else if (!s->q->stats_known)
+    else if (!s->q->stats_known) {
+        g_autofree char *why = err ? g_strdup_printf("not offered by QEMU (%s)", err->message)
+                                   : g_strdup("not offered by QEMU (no KVM vCPU statistics)");
+
         s->q->stats_absent = TRUE;
+        pt_target_set_exits_facts(&s->q->parent, s->q->parent.exits_no_kvm, why);
+    }
     if (--s->outstanding == 0)
         pt_qmp_sample_stage2(s);
 }
@@ -305,8 +360,8 @@ pt_qmp_sample(PtTarget *t, ProbeTargetSnap *snap)
 typedef struct {
     PtQmpTarget *q;
     char *iothread;
-    QmpIothreadProp props[3];
-    gint64 values[3];
+    QmpIothreadProp props[POLICY_KNOB_MAX];
+    gint64 values[POLICY_KNOB_MAX];
     guint n, next;
     gint64 bound;
     gpointer job;
@@ -358,18 +413,16 @@ pt_qmp_apply(PtTarget *t, const char *iothread, const PolicyTriple *from,
     a->bound = bound;
     a->job = job;
     /* Every write resets QEMU's learned window, so write only what
-     * changes; grow and shrink first, so the new ceiling starts clean. */
-    if (from->poll_grow != to->poll_grow) {
-        a->props[a->n] = QMP_IOTHREAD_POLL_GROW;
-        a->values[a->n++] = (gint64)to->poll_grow;
-    }
-    if (from->poll_shrink != to->poll_shrink) {
-        a->props[a->n] = QMP_IOTHREAD_POLL_SHRINK;
-        a->values[a->n++] = (gint64)to->poll_shrink;
-    }
-    if (from->poll_max_ns != to->poll_max_ns) {
-        a->props[a->n] = QMP_IOTHREAD_POLL_MAX_NS;
-        a->values[a->n++] = (gint64)MIN(to->poll_max_ns, (guint64)G_MAXINT64);
+     * changes, in the knobs' order (grow and shrink first, so the new
+     * ceiling starts clean).  QEMU's property names are the knobs'. */
+    for (PolicyKnob k = 0; k < POLICY_KNOB_MAX; k++) {
+        guint64 v = policy_triple_get(to, k);
+
+        if (policy_triple_get(from, k) == v)
+            continue;
+        a->props[a->n] = qmp_iothread_prop_from_string(policy_knob_to_string(k));
+        g_assert(a->props[a->n] != QMP_IOTHREAD_PROP_INVALID);
+        a->values[a->n++] = (gint64)MIN(v, (guint64)G_MAXINT64);
     }
     pt_qmp_apply_next(a);
 }

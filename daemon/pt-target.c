@@ -62,6 +62,8 @@ pt_target_unref(PtTarget *t)
     g_hash_table_unref(t->iothreads);
     g_ptr_array_unref(t->news);
     g_free(t->state_reason);
+    g_free(t->exits_no_kvm);
+    g_free(t->exits_unreported);
     g_free(t->uuid);
     g_free(t->name);
     g_free(t);
@@ -89,6 +91,39 @@ pt_target_set_pid(PtTarget *t, int pid, const ProbeRoots *roots)
     g_clear_pointer(&t->probe, probe_target_free);
     if (pid > 0)
         t->probe = probe_target_new(roots, pid);
+}
+
+void
+pt_target_set_exits_facts(PtTarget *t, const char *no_kvm, const char *unreported)
+{
+    if (g_strcmp0(t->exits_no_kvm, no_kvm) != 0) {
+        g_free(t->exits_no_kvm);
+        t->exits_no_kvm = g_strdup(no_kvm);
+    }
+    if (g_strcmp0(t->exits_unreported, unreported) != 0) {
+        g_free(t->exits_unreported);
+        t->exits_unreported = g_strdup(unreported);
+    }
+}
+
+ProbeExitSource
+pt_target_exit_source(const PtTarget *t, const char **why)
+{
+    if (!t->probe) {
+        if (why)
+            *why = NULL;
+        return PROBE_EXIT_SOURCE_NONE;
+    }
+    return probe_target_exit_source(t->probe, why);
+}
+
+char *
+pt_target_qemu_version_string(const PtTarget *t)
+{
+    if (!t->qemu_version)
+        return NULL;
+    return g_strdup_printf("%u.%u.%u", t->qemu_version / 1000000,
+                           t->qemu_version / 1000 % 1000, t->qemu_version % 1000);
 }
 
 PtIothread *
@@ -195,8 +230,11 @@ pt_target_sample_host_side(PtTarget *t, ProbeTargetSnap *snap)
         probe_target_sample_iothread(t->probe, io, io->tid, NULL);
         pio->tid = io->tid;
     }
-    if (snap->exits.source == PROBE_EXIT_SOURCE_NONE && t->exits_mode != PROBE_EXITS_OFF)
-        probe_target_sample_exits(t->probe, t->exits_mode, snap);
+    /* QEMU's own figures, when it gave any, are a candidate like the
+     * host's; the choice keeps a source that reads zero from hiding one
+     * that counts. */
+    probe_target_choose_exits(t->probe, t->exits_mode, snap, t->exits_unreported,
+                              t->exits_no_kvm);
     if ((news = probe_target_take_news(t->probe)))
         for (guint i = 0; i < news->len; i++)
             g_ptr_array_add(t->news, g_strdup(news->pdata[i]));

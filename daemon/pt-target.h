@@ -107,6 +107,14 @@ struct PtTarget {
 
     ProbeTarget *probe;             /* NULL until the pid is known */
     ProbeExitsMode exits_mode;
+    /* Set by the backend: why the guest has no KVM exits at all (TCG,
+     * -machine none), or NULL; and why QEMU reports no exits itself
+     * (query-stats), or NULL. */
+    char *exits_no_kvm;
+    char *exits_unreported;
+    /* The QEMU release, e.g. 10002001 for 10.2.1 (libvirt's encoding,
+     * major * 1000000 + minor * 1000 + micro); 0: not known. */
+    guint32 qemu_version;
     ProbeTargetSnap *prev;          /* last completed sample */
     GHashTable *iothreads;          /* id -> PtIothread */
     gboolean have_exits_total;
@@ -139,7 +147,8 @@ void pt_target_sample(PtTarget *t, gint64 mono_ns, gint64 when_ms,
 void pt_target_sample_finish(PtTarget *t, ProbeTargetSnap *snap, GError *error);
 
 /* Read thread counters of each iothread in @snap (by tid hint or name) and
- * the exits when the snapshot has none yet.  For backends. */
+ * choose the exit figures (QEMU's own in @snap->exits, if any, or a
+ * host-side source; probe_target_choose_exits()).  For backends. */
 void pt_target_sample_host_side(PtTarget *t, ProbeTargetSnap *snap);
 
 /* Apply @to on @iothread; @done exactly once.  @bound caps poll-max-ns. */
@@ -147,6 +156,14 @@ void pt_target_apply(PtTarget *t, const char *iothread, const PolicyTriple *to,
                      gint64 bound, PtApplyDone done, gpointer user_data);
 /* For backends: end an apply started by ops->apply. */
 void pt_target_apply_finish(gpointer job, GError *error);
+
+/* Record why the guest has no KVM exits (NULL: it may have) and why QEMU
+ * itself reports none (NULL: it does, or it is not known yet). */
+void pt_target_set_exits_facts(PtTarget *t, const char *no_kvm, const char *unreported);
+/* The exit source chosen at the last sample and why; NONE before. */
+ProbeExitSource pt_target_exit_source(const PtTarget *t, const char **why);
+/* "10.2.1" from qemu_version, or NULL when unknown. */
+char *pt_target_qemu_version_string(const PtTarget *t);
 
 PtIothread *pt_target_iothread(PtTarget *t, const char *id);
 /* Append metrics to the iothread's bounded history. */

@@ -183,6 +183,18 @@ test_discover_apply_restore(void)
     g_assert_cmpint(pt_json_path_int(st, "targets/0/iothreads/1/original/poll-max-ns"), ==, 1000);
     g_assert_cmpint(pt_json_path_int(st, "targets/0/iothreads/1/original/poll-grow"), ==, 3);
     g_assert_cmpstr(pt_json_path_str(st, "targets/0/iothreads/0/last_decision/outcome"), ==, "applied");
+    /* The release is the greeting's; a guest without KVM has no exit
+     * figures, and status says why instead of showing zeros. */
+    {
+        const QmpVersion *v = qmp_client_get_version(vm->qmp);
+        g_autofree char *want = g_strdup_printf("%d.%d.%d", v->major, v->minor, v->micro);
+
+        g_assert_cmpstr(pt_json_path_str(st, "targets/0/qemu_version"), ==, want);
+    }
+    g_assert_cmpstr(pt_json_path_str(st, "targets/0/exits_source"), ==, "none");
+    g_assert_nonnull(strstr(pt_json_path_str(st, "targets/0/exits_reason"), "without KVM"));
+    g_assert_nonnull(pt_json_path(st, "targets/0/iothreads/0/metrics"));
+    g_assert_null(pt_json_path(st, "targets/0/iothreads/0/metrics/exits_per_s"));
 
     /* A clean stop puts the originals back. */
     g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);

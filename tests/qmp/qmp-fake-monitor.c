@@ -326,6 +326,12 @@ fake_alloc(int fd)
 }
 
 QmpFakeMonitor *
+qmp_fake_monitor_new_fd(int fd)
+{
+    return fake_alloc(fd);
+}
+
+QmpFakeMonitor *
 qmp_fake_monitor_new(int *client_fd)
 {
     int sv[2];

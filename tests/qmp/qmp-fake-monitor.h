@@ -42,6 +42,9 @@ typedef char *(*QmpFakeResponder)(const char *command, struct json_object *args,
                                   gpointer user_data);
 void qmp_fake_monitor_set_responder(QmpFakeMonitor *f, QmpFakeResponder fn,
                                     gpointer user_data);
+/* Serves the connected socket @fd (taken), e.g. one accepted on a path
+ * that a client reaches by name. */
+QmpFakeMonitor *qmp_fake_monitor_new_fd(int fd);
 void qmp_fake_monitor_free(QmpFakeMonitor *f);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(QmpFakeMonitor, qmp_fake_monitor_free)
 
