@@ -195,6 +195,35 @@ test_discover_apply_restore(void)
     }
 }
 
+static guint
+log_count(PtTestDaemon *d, const char *needle)
+{
+    g_autofree char *log = NULL;
+    guint n = 0;
+
+    g_file_get_contents(d->log_path, &log, NULL, NULL);
+    for (const char *p = log; p && (p = strstr(p, needle)); p++)
+        n++;
+    return n;
+}
+
+typedef struct {
+    PtTestDaemon *d;
+    gint64 ticks;
+} TickWait;
+
+static gboolean
+ticks_reached(gpointer data)
+{
+    TickWait *w = data;
+    g_autoptr(json_object) st = pt_test_daemon_ok(w->d, "status", NULL);
+
+    return pt_json_path_int(st, "ticks") >= w->ticks;
+}
+
+/* kill -9 leaves the policy's values in QEMU; with no on-restart in the
+ * file the next start puts the originals back (the floor after a crash),
+ * and `on-restart = resume` is the explicit way to keep them. */
 static void
 test_kill_and_restart(void)
 {
@@ -202,12 +231,14 @@ test_kill_and_restart(void)
     g_autoptr(Vm) vm = NULL;
     g_autoptr(PtTestDaemon) d = NULL;
     g_autofree char *conf = NULL;
+    g_autofree char *resume = NULL;
     TargetWait tw;
+    TickWait kw;
 
     if (skip_without_qemu())
         return;
     vm = vm_start("vm-k", NULL);
-    conf = conf_for("static:90000/0/0", "on-restart = restore\n");
+    conf = conf_for("static:90000/0/0", NULL);
     d = pt_test_daemon_start(conf, &err);
     g_assert_no_error(err);
     g_assert_true(wait_poll(vm, "iot0", 90000, 3000));
@@ -216,20 +247,33 @@ test_kill_and_restart(void)
     pt_test_daemon_kill(d);
     g_assert_cmpuint(vm_poll_max(vm, "iot0"), ==, 90000);
 
-    /* The next start sees the unclean exit and restores, as configured,
-     * then the policy takes over again. */
+    /* The next start sees the unclean exit and restores by default, then
+     * the policy takes over again. */
     g_assert_true(pt_test_daemon_restart(d, &err));
     g_assert_no_error(err);
     tw = (TargetWait){ d, "vm-k", 0 };
     g_assert_true(pt_test_wait(target_attached, &tw, 3000));
     g_assert_true(wait_poll(vm, "iot0", 90000, 5000));
-    {
-        g_autofree char *log = NULL;
+    g_assert_cmpuint(log_count(d, "did not exit cleanly; on-restart=restore"), ==, 1);
+    g_assert_cmpuint(log_count(d, "restore applied -> 32768/0/0"), ==, 2);
 
-        g_file_get_contents(d->log_path, &log, NULL, NULL);
-        g_assert_nonnull(strstr(log, "did not exit cleanly"));
-        g_assert_nonnull(strstr(log, "restore applied -> 32768/0/0"));
+    /* resume, asked for: another kill -9 and start write nothing back. */
+    pt_test_daemon_kill(d);
+    resume = conf_for("static:90000/0/0", "on-restart = resume\n");
+    {
+        g_autofree char *body = g_strdup_printf("[daemon]\ndatabase = %s\ncontrol-socket = %s\n%s",
+                                                d->db_path, d->socket_path, resume);
+
+        g_assert_true(g_file_set_contents(d->conf_path, body, -1, NULL));
     }
+    g_assert_true(pt_test_daemon_restart(d, &err));
+    g_assert_no_error(err);
+    g_assert_true(pt_test_wait(target_attached, &tw, 3000));
+    kw = (TickWait){ d, 5 };
+    g_assert_true(pt_test_wait(ticks_reached, &kw, 5000));
+    g_assert_cmpuint(log_count(d, "did not exit cleanly; on-restart=resume"), ==, 1);
+    g_assert_cmpuint(log_count(d, "restore applied"), ==, 2);
+    g_assert_cmpuint(vm_poll_max(vm, "iot0"), ==, 90000);
 }
 
 static void
