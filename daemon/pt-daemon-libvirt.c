@@ -239,6 +239,7 @@ pt_lv_update(PtDaemonLibvirt *dl, PtTarget *t, const PtLibvirtDomain *dom)
     }
     if (dom->pid > 0)
         pt_target_set_pid(t, dom->pid, &dl->d->proot);
+    pt_target_set_instance(t, pt_instance_for_domain(&dl->d->proot, dom->uuid, dom->id));
     pt_target_set_state(t, PT_TARGET_ATTACHED, NULL);
 }
 

@@ -57,6 +57,7 @@ pt_qmp_on_ready(GObject *obj, GAsyncResult *res, gpointer data)
     if (qmp_client_wait_ready_finish(QMP_CLIENT(obj), res, &err) &&
         QMP_CLIENT(obj) == q->client && !t->detached) {
         pt_target_set_pid(t, qmp_client_get_peer_pid(q->client), &q->roots);
+        pt_target_set_instance(t, pt_instance_for_pid(&q->roots, t->pid));
         pt_target_set_state(t, PT_TARGET_ATTACHED, NULL);
     }
     pt_target_unref(t);

@@ -1,4 +1,6 @@
 #include "pt-target.h"
+#include "probe-host.h"
+#include "probe-thread.h"
 
 static const char *const pt_target_state_table[PT_TARGET_STATE_MAX] = {
     [PT_TARGET_CONNECTING] = "connecting",
@@ -61,6 +63,7 @@ pt_target_unref(PtTarget *t)
     g_hash_table_unref(t->iothreads);
     g_ptr_array_unref(t->news);
     g_free(t->state_reason);
+    g_free(t->instance);
     g_free(t->uuid);
     g_free(t->name);
     g_free(t);
@@ -88,6 +91,62 @@ pt_target_set_pid(PtTarget *t, int pid, const ProbeRoots *roots)
     g_clear_pointer(&t->probe, probe_target_free);
     if (pid > 0)
         t->probe = probe_target_new(roots, pid);
+}
+
+void
+pt_target_set_instance(PtTarget *t, char *instance)
+{
+    GHashTableIter it;
+    gpointer v;
+
+    if (!g_strcmp0(t->instance, instance)) {
+        g_free(instance);
+        return;
+    }
+    g_free(t->instance);
+    t->instance = instance;
+    g_hash_table_iter_init(&it, t->iothreads);
+    while (g_hash_table_iter_next(&it, NULL, &v)) {
+        PtIothread *io = v;
+
+        io->have_original = FALSE;
+        io->restored = FALSE;
+    }
+}
+
+/* "BOOT/" or "" when the boot id is unreadable (a fixture tree): the pid
+ * and start time alone still tell instances of one boot apart. */
+static char *
+pt_boot_prefix(const ProbeRoots *roots)
+{
+    g_autofree char *boot = probe_boot_id_read(roots && roots->proc ? roots->proc : "/proc",
+                                               NULL);
+
+    return boot ? g_strconcat(boot, "/", NULL) : g_strdup("");
+}
+
+char *
+pt_instance_for_pid(const ProbeRoots *roots, int pid)
+{
+    g_autofree char *boot = NULL;
+    guint64 start;
+
+    if (pid <= 0 || !probe_process_read_start(roots && roots->proc ? roots->proc : "/proc",
+                                              pid, &start, NULL))
+        return NULL;
+    boot = pt_boot_prefix(roots);
+    return g_strdup_printf("%s%d/%" G_GUINT64_FORMAT, boot, pid, start);
+}
+
+char *
+pt_instance_for_domain(const ProbeRoots *roots, const char *uuid, int id)
+{
+    g_autofree char *boot = NULL;
+
+    if (!uuid || id <= 0)
+        return NULL;
+    boot = pt_boot_prefix(roots);
+    return g_strdup_printf("%slibvirt/%s/%d", boot, uuid, id);
 }
 
 PtIothread *

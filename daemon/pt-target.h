@@ -79,6 +79,10 @@ struct PtTarget {
     PtTargetState state;
     char *state_reason;             /* why connecting or lost */
     int pid;
+    /* The QEMU process behind the channel (pt_instance_for_pid(),
+     * pt_instance_for_domain()); NULL while unknown.  Originals belong to
+     * one instance. */
+    char *instance;
     gboolean detached;              /* dropped by the daemon */
 
     ProbeTarget *probe;             /* NULL until the pid is known */
@@ -105,6 +109,16 @@ PtTarget *pt_target_alloc(gsize size, const PtTargetOps *ops, const char *name,
 void pt_target_set_state(PtTarget *t, PtTargetState state, const char *reason);
 /* Learn (or change) the QEMU pid; a new pid starts a new ProbeTarget. */
 void pt_target_set_pid(PtTarget *t, int pid, const ProbeRoots *roots);
+
+/* Learn which QEMU instance the target reaches now (@instance is taken,
+ * may be NULL).  A different one forgets the originals held in memory:
+ * they are looked up again, and captured again if they were another's. */
+void pt_target_set_instance(PtTarget *t, char *instance);
+/* "BOOT/PID/START": the QEMU process @pid for this boot, or NULL when its
+ * start time cannot be read (no pid, another pid namespace). */
+char *pt_instance_for_pid(const ProbeRoots *roots, int pid);
+/* "BOOT/libvirt/UUID/ID": libvirt gives a domain a new id at every start. */
+char *pt_instance_for_domain(const ProbeRoots *roots, const char *uuid, int id);
 
 /* Start a sample; @done is called exactly once, possibly with an error. */
 void pt_target_sample(PtTarget *t, gint64 mono_ns, gint64 when_ms,

@@ -276,6 +276,55 @@ test_kill_and_restart(void)
     g_assert_cmpuint(vm_poll_max(vm, "iot0"), ==, 90000);
 }
 
+/* Originals belong to one QEMU instance: a QEMU started again on the same
+ * socket, while the daemon runs or while it is down after kill -9, has its
+ * own values captured and gets them back, never its predecessor's. */
+static void
+test_new_instance(void)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(Vm) vm = NULL;
+    g_autoptr(PtTestDaemon) d = NULL;
+    g_autofree char *conf = NULL;
+    TargetWait tw;
+
+    if (skip_without_qemu())
+        return;
+    vm = vm_start("vm-i", NULL);
+    conf = conf_for("static:50000/0/0", NULL);
+    d = pt_test_daemon_start(conf, &err);
+    g_assert_no_error(err);
+    g_assert_true(wait_poll(vm, "iot1", 50000, 3000));
+
+    /* Replaced while the daemon runs. */
+    g_clear_pointer(&vm, vm_free);
+    vm = vm_start("vm-i", ",poll-max-ns=20000");
+    g_assert_cmpuint(vm_poll_max(vm, "iot1"), ==, 20000);
+    g_assert_true(wait_poll(vm, "iot1", 50000, 10000));
+    g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
+    g_assert_cmpuint(vm_poll_max(vm, "iot1"), ==, 20000);
+    g_assert_cmpuint(vm_poll_max(vm, "iot0"), ==, 32768);
+    g_assert_cmpuint(log_count(d, "a new QEMU instance"), ==, 2);
+
+    /* Replaced while the daemon is down after kill -9: the unclean start
+     * must not write the old instance's values into the new one. */
+    g_assert_true(pt_test_daemon_restart(d, &err));
+    g_assert_no_error(err);
+    g_assert_true(wait_poll(vm, "iot1", 50000, 5000));
+    pt_test_daemon_kill(d);
+    g_clear_pointer(&vm, vm_free);
+    vm = vm_start("vm-i", ",poll-max-ns=25000");
+    g_assert_true(pt_test_daemon_restart(d, &err));
+    g_assert_no_error(err);
+    tw = (TargetWait){ d, "vm-i", 0 };
+    g_assert_true(pt_test_wait(target_attached, &tw, 5000));
+    g_assert_true(wait_poll(vm, "iot1", 50000, 5000));
+    g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
+    g_assert_cmpuint(vm_poll_max(vm, "iot1"), ==, 25000);
+    g_assert_cmpuint(log_count(d, "restore applied -> 20000/0/0"), ==, 1);
+    g_assert_cmpuint(log_count(d, "a new QEMU instance"), ==, 4);
+}
+
 static void
 test_override_expiry_detach(void)
 {
@@ -594,6 +643,7 @@ main(int argc, char **argv)
     vm_dir = g_dir_make_tmp("pt-vms-XXXXXX", NULL);
     g_test_add_func("/daemon/qmp/discover-apply-restore", test_discover_apply_restore);
     g_test_add_func("/daemon/qmp/kill-and-restart", test_kill_and_restart);
+    g_test_add_func("/daemon/qmp/new-instance", test_new_instance);
     g_test_add_func("/daemon/qmp/override-expiry-detach", test_override_expiry_detach);
     g_test_add_func("/daemon/qmp/reload", test_reload);
     g_test_add_func("/daemon/qmp/runtime-rule", test_runtime_rule);
