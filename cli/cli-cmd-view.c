@@ -146,6 +146,7 @@ cli_cmd_status(CliContext *ctx, char **args, guint n, GError **error)
     g_autoptr(json_object) st = cli_context_call(ctx, "status", NULL, error);
     g_autoptr(CliTable) t = NULL;
     g_autoptr(CliTable) d = NULL;
+    g_autoptr(CliTable) why = NULL;
     g_autofree char *table = NULL;
     json_object *targets;
 
@@ -160,9 +161,17 @@ cli_cmd_status(CliContext *ctx, char **args, guint n, GError **error)
     t = cli_table_new("VM/IOTHREAD", "STATE", ">POLL-MAX-NS", ">GROW", ">SHRINK", "POLICY",
                       ">IOPS", ">LAT-\302\265s", ">CPU-%", ">BLK/OP", ">EXIT/OP", NULL);
     d = cli_table_new("VM/IOTHREAD", "WHEN", "OUTCOME", "POLL-MAX-NS", "REASON", NULL);
+    why = cli_table_new("VM", "STATE", "REASON", NULL);
     for (gsize i = 0; i < array_len(targets); i++) {
         json_object *tg = json_object_array_get_idx(targets, i);
         json_object *its = member(tg, "iothreads");
+
+        if (member(tg, "state_reason")) {
+            cli_table_row(why);
+            cli_table_cell(why, str(tg, "name"));
+            cli_table_cell(why, str(tg, "state"));
+            cli_table_cell(why, str(tg, "state_reason"));
+        }
 
         if (array_len(its) == 0) {
             cli_table_row(t);
@@ -220,6 +229,11 @@ cli_cmd_status(CliContext *ctx, char **args, guint n, GError **error)
         g_autofree char *dt = cli_table_render(d);
 
         printf("\nLast decisions\n%s", dt);
+    }
+    if (cli_table_n_rows(why) > 0) {
+        g_autofree char *wt = cli_table_render(why);
+
+        printf("\nNot healthy\n%s", wt);
     }
     return TRUE;
 }

@@ -14,6 +14,7 @@
 #include "pt-target.h"
 #include "qmp-commands.h"
 
+#include <string.h>
 #include <sys/stat.h>
 
 typedef struct {
@@ -22,6 +23,7 @@ typedef struct {
     guint timeout_ms;
     ProbeRoots roots;
     QmpClient *client;
+    struct stat sock_st;            /* the socket file of the last attempt */
     GHashTable *dev_iothread;       /* qdev -> iothread id ("" = main loop) */
     gboolean stats_known;           /* query-stats answered with vCPU stats */
     gboolean stats_absent;          /* ... or showed it has none */
@@ -77,12 +79,24 @@ pt_qmp_connect(PtQmpTarget *q)
     }
     q->client = qmp_client_new(NULL, &opts);
     qmp_client_set_closed_func(q->client, pt_qmp_on_closed, t, NULL);
+    if (stat(q->path, &q->sock_st) < 0)
+        memset(&q->sock_st, 0, sizeof(q->sock_st));
+    /* Connecting first, so that a refused connect is a lost attempt. */
+    pt_target_set_state(t, PT_TARGET_CONNECTING, NULL);
     if (!qmp_client_connect_path(q->client, q->path, &err)) {
         pt_target_set_state(t, PT_TARGET_LOST, err->message);
         return;
     }
-    pt_target_set_state(t, PT_TARGET_CONNECTING, NULL);
     qmp_client_wait_ready_async(q->client, pt_qmp_on_ready, pt_target_ref(t));
+}
+
+/* Another file than the last attempt's: a QEMU made the socket anew. */
+static gboolean
+pt_qmp_socket_is_new(const PtQmpTarget *q, const struct stat *st)
+{
+    return st->st_ino != q->sock_st.st_ino || st->st_dev != q->sock_st.st_dev ||
+           st->st_ctim.tv_sec != q->sock_st.st_ctim.tv_sec ||
+           st->st_ctim.tv_nsec != q->sock_st.st_ctim.tv_nsec;
 }
 
 void
@@ -93,7 +107,8 @@ pt_target_qmp_retry(PtTarget *t)
 
     if (t->state != PT_TARGET_LOST || t->detached)
         return;
-    if (stat(q->path, &st) == 0 && S_ISSOCK(st.st_mode))
+    if (stat(q->path, &st) == 0 && S_ISSOCK(st.st_mode) &&
+        (pt_target_retry_due(t, g_get_monotonic_time()) || pt_qmp_socket_is_new(q, &st)))
         pt_qmp_connect(q);
 }
 
