@@ -5,6 +5,7 @@
  */
 #include "pt-daemon-private.h"
 #include "pt-log.h"
+#include "qmp-client.h"
 
 #include <glib/gstdio.h>
 
@@ -420,10 +421,10 @@ pt_daemon_attach_qmp(PtDaemon *d, const char *path, const char *name, char **nam
                     "path '%s' is not absolute", path ? path : "");
         return FALSE;
     }
-    if (!g_file_test(path, G_FILE_TEST_EXISTS)) {
-        g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND, "%s: no such socket", path);
+    /* Refuse what is not a listening socket before anything is recorded:
+     * "attach /etc/passwd" used to answer {"name": "passwd"}. */
+    if (!qmp_socket_check(path, error))
         return FALSE;
-    }
     if (!pt_daemon_attach_path(d, path, name, error))
         return FALSE;
     g_hash_table_remove(d->detached_paths, path);

@@ -81,6 +81,15 @@ QmpClient *qmp_client_new(GMainContext *context, const QmpClientOptions *opts);
 
 /* Connect to a unix socket.  Connecting a unix socket does not wait on the
  * peer; the greeting is awaited asynchronously. */
+/*
+ * Whether @path is a unix socket that something listens on, without
+ * speaking to it: a connect that is accepted into the backlog and closed at
+ * once, which a QMP monitor sees as a client that left.  Fails with
+ * G_IO_ERROR_NOT_FOUND when nothing is at @path, G_IO_ERROR_INVALID_ARGUMENT
+ * when it is no socket or nobody listens.
+ */
+gboolean qmp_socket_check(const char *path, GError **error);
+
 gboolean qmp_client_connect_path(QmpClient *client, const char *path,
                                  GError **error);
 /* Take over a connected stream socket (for instance one end of a

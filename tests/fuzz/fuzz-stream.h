@@ -12,3 +12,5 @@
 #include <stdint.h>
 
 void fuzz_stream_feed(const uint8_t *data, size_t size, QmpStreamMessageFunc on_message);
+/* The same in line mode, as the control server frames its requests. */
+void fuzz_stream_feed_lines(const uint8_t *data, size_t size, QmpStreamMessageFunc on_message);
