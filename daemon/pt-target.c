@@ -101,8 +101,11 @@ pt_target_set_state_at(PtTarget *t, PtTargetState state, const char *reason, gin
         if (t->state == PT_TARGET_LOST)
             return;
         pt_target_note_failure(t, reason, now_us);
-        why = g_strdup_printf("%s; attempt %u failed, the next in %u s", h->last_failure,
-                              h->failures, h->backoff_ms / 1000);
+        /* libvirt targets come back with libvirt's own reconnect. */
+        why = t->kind == STORE_TARGET_QMP ?
+            g_strdup_printf("%s; attempt %u failed, the next in %u s", h->last_failure,
+                            h->failures, h->backoff_ms / 1000) :
+            g_strdup(h->last_failure);
     } else if (state == PT_TARGET_ATTACHED && t->state == state && !reason) {
         /* Attached again by a relist: a failing sample keeps its reason. */
         return;
@@ -124,7 +127,7 @@ pt_target_set_state_at(PtTarget *t, PtTargetState state, const char *reason, gin
     /* While broken, attempts come and go without a line each. */
     if (was_broken)
         return;
-    if (state == PT_TARGET_LOST)
+    if (state == PT_TARGET_LOST && t->kind == STORE_TARGET_QMP)
         g_ptr_array_add(t->news, g_strdup_printf("lost: %s; retrying after %u s, then "
                                                  "backing off up to %u s while it fails",
                                                  h->last_failure, h->backoff_ms / 1000,
