@@ -84,6 +84,8 @@ pt_daemon_record(PtDaemon *d, PtTarget *t, const PolicyDecision *dec,
             dec->triple.poll_grow, dec->triple.poll_shrink, dec->reason);
 }
 
+static void pt_daemon_restore_io(PtDaemon *d, PtTarget *t, PtIothread *io, const char *why);
+
 static void
 pt_daemon_applied(PtTarget *t, const GError *error, gpointer data)
 {
@@ -102,9 +104,16 @@ pt_daemon_applied(PtTarget *t, const GError *error, gpointer data)
         if (io)
             io->triple = ctx->dec->triple;
         pt_daemon_record(d, t, ctx->dec, &ctx->old, ctx->policy, "applied", TRUE);
+        /* A write that was in flight when the stop restored the originals
+         * (or found nothing to restore) would outlive us: undo it. */
+        if (!ctx->restore && d->shutting_down && d->conf->restore_on_exit && io &&
+            io->have_original && !policy_triple_equal(&io->original, &io->triple))
+            pt_daemon_restore_io(d, t, io, "polltuned is stopping");
     }
     if (ctx->restore && d->pending_restores)
         d->pending_restores--;
+    if (!ctx->restore && d->pending_applies)
+        d->pending_applies--;
     policy_decision_free(ctx->dec);
     g_free(ctx->policy);
     g_free(ctx);
@@ -124,6 +133,8 @@ pt_daemon_apply(PtDaemon *d, PtTarget *t, PolicyDecision *dec, const char *polic
     ctx->restore = restore;
     if (restore)
         d->pending_restores++;
+    else
+        d->pending_applies++;
     pt_target_apply(t, dec->iothread, &dec->triple, bound, pt_daemon_applied, ctx);
 }
 
@@ -724,7 +735,8 @@ pt_daemon_shutdown_poll(gpointer data)
 {
     PtShutdown *s = data;
 
-    if (s->d->pending_restores && g_get_monotonic_time() < s->deadline_us)
+    if ((s->d->pending_restores || s->d->pending_applies) &&
+        g_get_monotonic_time() < s->deadline_us)
         return G_SOURCE_CONTINUE;
     if (s->d->pending_restores)
         pt_warn(NULL, NULL, "%u restores did not complete in time", s->d->pending_restores);
