@@ -82,9 +82,10 @@ typedef struct {
 } PtLibvirtCallbacks;
 
 /* One disk of a domain: target device and the iothread serving it (0: none). */
+/* A disk and the iothreads it runs in (none: the main loop). */
 typedef struct {
     char *dev;
-    guint iothread;
+    GArray *iothreads;      /* guint, each once, in the XML's order */
 } PtLibvirtDisk;
 
 /* A running domain as pt_libvirt_list_async() finds it. */

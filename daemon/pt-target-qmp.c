@@ -4,14 +4,17 @@
  *
  * One sample is two queries in flight at once, query-iothreads and
  * query-blockstats (plus query-stats for the vCPUs once QEMU has shown it
- * has KVM stats), then a qom-get per device not yet mapped to its iothread.
- * The map is cached: a device keeps its iothread for its lifetime, and a
- * device that is new or changed shows up under a new qdev path.
+ * has KVM stats), then the qom-get walk of qmp_device_iothreads_async()
+ * per device not yet mapped to its iothreads.  The map is cached: a device
+ * keeps its iothreads for its lifetime, and a device that is new or changed
+ * shows up under a new qdev path.  probe-devmap.h turns the map into each
+ * iothread's devices, and iothreads that share devices into groups.
  *
  * When the monitor goes away the target is lost; every tick it tries again
  * while the socket file exists, so a restarted QEMU is picked up.
  */
 #include "pt-target.h"
+#include "probe-devmap.h"
 #include "qmp-commands.h"
 
 #include <string.h>
@@ -24,7 +27,7 @@ typedef struct {
     ProbeRoots roots;
     QmpClient *client;
     struct stat sock_st;            /* the socket file of the last attempt */
-    GHashTable *dev_iothread;       /* qdev -> iothread id ("" = main loop) */
+    ProbeDevMap *devmap;            /* qdev -> iothread ids (none = main loop) */
     gboolean stats_known;           /* query-stats answered with vCPU stats */
     gboolean stats_absent;          /* ... or showed it has none */
 } PtQmpTarget;
@@ -77,6 +80,9 @@ pt_qmp_connect(PtQmpTarget *q)
         qmp_client_close(q->client, NULL);
         g_clear_object(&q->client);
     }
+    /* A QEMU started again on this socket may place its devices anew. */
+    if (q->devmap)
+        probe_devmap_clear(q->devmap);
     q->client = qmp_client_new(NULL, &opts);
     qmp_client_set_closed_func(q->client, pt_qmp_on_closed, t, NULL);
     if (stat(q->path, &q->sock_st) < 0)
@@ -198,14 +204,10 @@ pt_qmp_got_map(GObject *obj, GAsyncResult *res, gpointer data)
     PtQmpMapJob *job = data;
     PtQmpSample *s = job->s;
     g_autoptr(GError) err = NULL;
-    char *iot = NULL;
+    g_auto(GStrv) iots = NULL;
 
-    if (qmp_device_iothread_finish(QMP_CLIENT(obj), res, &iot, &err))
-        g_hash_table_replace(s->q->dev_iothread, g_steal_pointer(&job->qdev),
-                             iot ? iot : g_strdup(""));
-    else if (g_error_matches(err, QMP_ERROR, QMP_ERROR_COMMAND))
-        /* Not a virtio device: it has no iothread link, so the main loop. */
-        g_hash_table_replace(s->q->dev_iothread, g_steal_pointer(&job->qdev), g_strdup(""));
+    if (qmp_device_iothreads_finish(QMP_CLIENT(obj), res, &iots, &err))
+        probe_devmap_set(s->q->devmap, job->qdev, (const char *const *)iots);
     else
         pt_qmp_sample_note_error(s, g_steal_pointer(&err));
     g_free(job->qdev);
@@ -226,13 +228,13 @@ pt_qmp_sample_stage2(PtQmpSample *s)
         QmpBlockStats *b = s->blockstats->pdata[i];
         PtQmpMapJob *job;
 
-        if (!b->qdev || !*b->qdev || g_hash_table_contains(s->q->dev_iothread, b->qdev))
+        if (!b->qdev || !*b->qdev || probe_devmap_contains(s->q->devmap, b->qdev))
             continue;
         job = g_new0(PtQmpMapJob, 1);
         job->s = s;
         job->qdev = g_strdup(b->qdev);
         s->outstanding++;
-        qmp_device_iothread_async(s->q->client, b->qdev, pt_qmp_got_map, job);
+        qmp_device_iothreads_async(s->q->client, b->qdev, pt_qmp_got_map, job);
     }
     if (--s->outstanding == 0)
         pt_qmp_sample_fill(s);
@@ -242,6 +244,8 @@ static void
 pt_qmp_sample_fill(PtQmpSample *s)
 {
     PtTarget *t = &s->q->parent;
+    g_autofree ProbeDevSample *devs = NULL;
+    guint n_devs = 0;
 
     if (s->error) {
         pt_qmp_sample_end(s);
@@ -256,22 +260,24 @@ pt_qmp_sample_fill(PtQmpSample *s)
         probe_iothread_snap_set_block_read(io);
         io->tid = (int)qi->thread_id;
     }
+    devs = g_new0(ProbeDevSample, MAX(s->blockstats->len, 1));
     for (guint i = 0; i < s->blockstats->len; i++) {
         QmpBlockStats *b = s->blockstats->pdata[i];
-        const char *iot = b->qdev ? g_hash_table_lookup(s->q->dev_iothread, b->qdev) : NULL;
-        ProbeBlockCounters c = {
-            .rd_ops = b->rd.ops, .wr_ops = b->wr.ops, .flush_ops = b->flush.ops,
-            .rd_bytes = b->rd.bytes, .wr_bytes = b->wr.bytes,
-            .rd_time_ns = b->rd.total_time_ns, .wr_time_ns = b->wr.total_time_ns,
-            .flush_time_ns = b->flush.total_time_ns,
-        };
-        ProbeIothreadSnap *io;
 
-        if (!iot || !*iot || !probe_target_snap_find(s->snap, iot))
+        if (!b->qdev || !*b->qdev)
             continue;
-        io = probe_target_snap_iothread(s->snap, iot);
-        probe_iothread_snap_add_device(io, b->node_name ? b->node_name : b->qdev, &c);
+        devs[n_devs++] = (ProbeDevSample){
+            .device = b->qdev,
+            .name = b->node_name ? b->node_name : b->qdev,
+            .c = {
+                .rd_ops = b->rd.ops, .wr_ops = b->wr.ops, .flush_ops = b->flush.ops,
+                .rd_bytes = b->rd.bytes, .wr_bytes = b->wr.bytes,
+                .rd_time_ns = b->rd.total_time_ns, .wr_time_ns = b->wr.total_time_ns,
+                .flush_time_ns = b->flush.total_time_ns,
+            },
+        };
     }
+    probe_devmap_fill(s->q->devmap, s->snap, devs, n_devs);
     if (s->stats && s->stats->entities->len > 0) {
         static const char *const names[] = { "exits", "io_exits", "mmio_exits",
                                              "halt_exits", NULL };
@@ -403,7 +409,7 @@ pt_qmp_free(PtTarget *t)
     if (q->client)
         qmp_client_set_closed_func(q->client, NULL, NULL, NULL);
     g_clear_object(&q->client);
-    g_hash_table_unref(q->dev_iothread);
+    probe_devmap_free(q->devmap);
     g_free(q->path);
 }
 
@@ -426,7 +432,7 @@ pt_target_qmp_new(const char *name, const char *path, guint timeout_ms,
     if (roots)
         q->roots = *roots;
     q->parent.exits_mode = exits;
-    q->dev_iothread = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    q->devmap = probe_devmap_new();
     pt_qmp_connect(q);
     return &q->parent;
 }

@@ -18,6 +18,7 @@ static void
 pt_iothread_free(PtIothread *io)
 {
     g_free(io->id);
+    g_free(io->group);
     g_array_unref(io->history);
     policy_decision_free(io->last_decision);
     g_free(io->last_outcome);

@@ -69,6 +69,11 @@ typedef struct {
     gint64 last_decision_ms;        /* when it was recorded */
     PolicyTriple last_old;          /* the triple it replaced */
     gboolean seen;                  /* present in the latest sample */
+    /* Iothreads sharing devices are tuned as one group (probe-devmap.h):
+     * @group is its first iothread's id, which the policy sees; NULL when
+     * the iothread is on its own. */
+    char *group;
+    guint group_size;
     gboolean restored;              /* originals put back for observe */
 } PtIothread;
 

@@ -35,6 +35,10 @@ typedef struct {
     double rd_mbps, wr_mbps;    /* 10^6 bytes per second */
     double lat_mean_ns;         /* mean per rd+wr+flush operation */
     double queue_depth;         /* Little's law: sum of total_time_ns / interval */
+    /* > 1: the iothread is one of a group this large whose I/O cannot be
+     * split per iothread (shared devices); the io figures above are the
+     * whole group's, the same on every member.  0 or 1: its own. */
+    guint io_shared_by;
 
     gboolean have_cpu;          /* /proc/<pid>/task/<tid>/{stat,status,schedstat} */
     double cpu_pct;             /* utime+stime over the interval; 100 = one core */

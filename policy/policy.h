@@ -162,6 +162,10 @@ typedef struct {
     PolicyTriple current;           /* as read back from QEMU */
     const PolicyMetrics *history;   /* oldest first; the last is this tick */
     guint n_history;
+    /* > 1: a group of iothreads that share devices, decided as one (the
+     * caller applies the decision to each); its history's CPU figures are
+     * the members' sum.  0 or 1: a single iothread. */
+    guint n_iothreads;
 } PolicyIothreadInput;
 
 typedef struct {

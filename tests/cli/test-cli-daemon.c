@@ -468,6 +468,37 @@ check_counters_and_states(const char *before, const char *after)
     g_assert_null(strstr(after, "{vm="));
 }
 
+/*
+ * Every series contrib/prometheus's rules read is one the daemon exports,
+ * so that a rename here cannot leave the shipped rules reading nothing.
+ * polltune_libvirt_connected is absent without libvirt, as here.
+ */
+static void
+check_rules_match(const char *text)
+{
+    g_autofree char *path = g_build_filename(g_getenv("PT_SOURCE_ROOT"), "contrib",
+                                             "prometheus", "polltune.rules.yml", NULL);
+    g_autofree char *rules = NULL;
+    g_autoptr(GRegex) re = g_regex_new("(?<![:a-z_])(polltune_[a-z_]+)", 0, 0, NULL);
+    g_autoptr(GMatchInfo) mi = NULL;
+    guint checked = 0;
+
+    g_assert_true(g_file_get_contents(path, &rules, NULL, NULL));
+    g_regex_match(re, rules, 0, &mi);
+    for (; g_match_info_matches(mi); g_match_info_next(mi, NULL)) {
+        g_autofree char *name = g_match_info_fetch(mi, 1);
+        g_autofree char *sample = g_strdup_printf("\n%s", name);
+
+        if (g_str_equal(name, "polltune_libvirt_connected"))
+            continue;
+        if (!strstr(text, sample))
+            g_error("contrib/prometheus/polltune.rules.yml reads %s, which polltuned "
+                    "does not export", name);
+        checked++;
+    }
+    g_assert_cmpuint(checked, >=, 8);
+}
+
 static gboolean
 ticks_past(gpointer data)
 {
@@ -499,6 +530,7 @@ test_metrics(void)
         g_assert_true(pt_test_wait(ticks_past, &want, 20000));
         later = CTL_OK("metrics");
         check_counters_and_states(text, later);
+        check_rules_match(later);
     }
     {
         g_autofree char *line = g_strdup_printf("polltune_poll_max_seconds{domain=\"vm-a\","
