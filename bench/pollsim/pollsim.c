@@ -5,6 +5,8 @@
  *   pollsim --calibrate        the seed 004 table, simulated
  *   pollsim --suite            every scenario, its table and its goals
  *   pollsim --suite --scenario S4 --scale 0.25
+ *   pollsim --matrix           the reduced scenario matrix (sim-matrix.h)
+ *   pollsim --matrix=full      the full matrix
  * Exit status 1 when a calibration row or a goal fails.
  */
 #include <math.h>
@@ -12,6 +14,24 @@
 
 #include "sim-calib.h"
 #include "sim-goals.h"
+#include "sim-matrix.h"
+
+/* --matrix takes an optional value: "reduced" (the default) or "full". */
+static char *matrix_arg;
+
+static gboolean
+matrix_option(const char *name G_GNUC_UNUSED, const char *value, gpointer data G_GNUC_UNUSED,
+              GError **error)
+{
+    if (value && !g_str_equal(value, "full") && !g_str_equal(value, "reduced")) {
+        g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                    "--matrix=%s: expected \"full\" or \"reduced\"", value);
+        return FALSE;
+    }
+    g_free(matrix_arg);
+    matrix_arg = g_strdup(value ? value : "reduced");
+    return TRUE;
+}
 
 static gboolean
 calibrate(void)
@@ -49,12 +69,16 @@ main(int argc, char **argv)
     g_autofree char *only = NULL;
     double scale = 1.0;
     gint64 seed = 1;
+    gint threads = 0;
     GOptionEntry entries[] = {
         { "calibrate", 0, 0, G_OPTION_ARG_NONE, &do_calibrate, "Reproduce seed 004's table", NULL },
         { "suite", 0, 0, G_OPTION_ARG_NONE, &do_suite, "Run the scenario suite and its goals", NULL },
         { "scenario", 0, 0, G_OPTION_ARG_STRING, &only, "Only this scenario (S1..S8)", "NAME" },
         { "scale", 0, 0, G_OPTION_ARG_DOUBLE, &scale, "Shorten phases by this factor", "X" },
         { "seed", 0, 0, G_OPTION_ARG_INT64, &seed, "PRNG seed", "N" },
+        { "matrix", 0, G_OPTION_FLAG_OPTIONAL_ARG, G_OPTION_ARG_CALLBACK, matrix_option,
+          "Run the scenario matrix and its goals (reduced grid, or =full)", "full" },
+        { "threads", 0, 0, G_OPTION_ARG_INT, &threads, "Matrix cells run at once (0: one per CPU)", "N" },
         { NULL },
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new("- QEMU iothread polling simulator");
@@ -67,6 +91,18 @@ main(int argc, char **argv)
     if (!g_option_context_parse(ctx, &argc, &argv, &error)) {
         fprintf(stderr, "pollsim: %s\n", error->message);
         return 2;
+    }
+    if (matrix_arg) {
+        g_autoptr(SimMatrixResult) m = NULL;
+
+        if (threads < 0) {
+            fprintf(stderr, "pollsim: --threads must be >= 0\n");
+            return 2;
+        }
+        m = sim_matrix_run(g_str_equal(matrix_arg, "full"), (guint64)seed, (guint)threads);
+        sim_matrix_print(m, stdout);
+        g_clear_pointer(&matrix_arg, g_free);
+        return sim_matrix_goals_pass(m) ? 0 : 1;
     }
     if (!do_calibrate && !do_suite)
         do_suite = TRUE;

@@ -45,6 +45,7 @@ typedef struct {
     double vcpu_compute_cores;
     double exits_per_s;
     guint n_polling;            /* VMs whose poll-max-ns > 0 at the end of the tick */
+    guint writes;               /* triple writes the policy made at the end of the tick */
     guint benef_polling;        /* of those, in the beneficiary group */
 } SimTickStats;
 
@@ -67,6 +68,23 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimRun, sim_run_free)
  */
 SimRun *sim_scenario_run(const SimScenario *scn, const PolicySpec *spec,
                          const PolicyTriple *phase_triples, double scale, guint64 seed);
+
+/*
+ * What a run adds to the simulated host.  Noise is measurement noise: the
+ * IOPS the policy is shown are multiplied by an independent 1 + U(-noise,
+ * +noise) each tick (what a TCG guest or a noisy neighbour gives the
+ * samplers); the scores use the true figures.  Its generator is seeded by
+ * @noise_seed, apart from the simulator's, so that noise and arrivals vary
+ * independently.
+ */
+typedef struct {
+    double noise;               /* 0.5 = +-50% */
+    guint64 noise_seed;
+} SimRunOpts;
+
+SimRun *sim_scenario_run_opts(const SimScenario *scn, const PolicySpec *spec,
+                              const PolicyTriple *phase_triples, double scale, guint64 seed,
+                              const SimRunOpts *opts);
 
 /* The best static triple for each phase by grid search on IOPS. */
 void sim_scenario_oracle(const SimScenario *scn, double scale, guint64 seed,

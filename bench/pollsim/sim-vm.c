@@ -460,6 +460,15 @@ sim_vm_handle_event(Sim *sim, const SimEvent *ev)
     case EV_ARRIVAL:
         if (ev->arg != vm->arrival_gen)
             break;
+        /*
+         * An open loop beyond what the VM can serve would grow without
+         * bound; past half the ring the guest's queue is full and the
+         * request is not issued (fio would stall the same way).
+         */
+        if (vm->inflight >= SIM_RING / 2) {
+            schedule_arrival(sim, vm);
+            break;
+        }
         vm->inflight++;
         vcpu_push(sim, vm, VCPU_ITEM_SUBMIT, req_new(sim, vm), FALSE);
         vcpu_kick_idle(sim, vm);
