@@ -196,7 +196,7 @@ job_run(gpointer data, gpointer user_data G_GNUC_UNUSED)
  * The reduced grid of the test suite: shallow, middle and deep queues and
  * an open loop on a fast, a middle and a slow device on a dedicated host,
  * and the middle device again on a shared core with a phase change.  About
- * two minutes of CPU.
+ * a minute of CPU.
  */
 static gboolean
 in_reduced(guint load, guint svc, gboolean shared, gboolean change)
