@@ -7,6 +7,7 @@
  *   pollsim --suite --scenario S4 --scale 0.25
  *   pollsim --matrix           the reduced scenario matrix (sim-matrix.h)
  *   pollsim --matrix=full      the full matrix
+ *   --qemu-model 7.2|10        the polling mechanism modelled (suite, matrix)
  * Exit status 1 when a calibration row or a goal fails.
  */
 #include <math.h>
@@ -70,6 +71,8 @@ main(int argc, char **argv)
     double scale = 1.0;
     gint64 seed = 1;
     gint threads = 0;
+    g_autofree char *model_s = NULL;
+    SimQemuModel model = SIM_QEMU_7_2;
     GOptionEntry entries[] = {
         { "calibrate", 0, 0, G_OPTION_ARG_NONE, &do_calibrate, "Reproduce seed 004's table", NULL },
         { "suite", 0, 0, G_OPTION_ARG_NONE, &do_suite, "Run the scenario suite and its goals", NULL },
@@ -79,6 +82,8 @@ main(int argc, char **argv)
         { "matrix", 0, G_OPTION_FLAG_OPTIONAL_ARG, G_OPTION_ARG_CALLBACK, matrix_option,
           "Run the scenario matrix and its goals (reduced grid, or =full)", "full" },
         { "threads", 0, 0, G_OPTION_ARG_INT, &threads, "Matrix cells run at once (0: one per CPU)", "N" },
+        { "qemu-model", 0, 0, G_OPTION_ARG_STRING, &model_s,
+          "QEMU polling mechanism: 7.2 (one window) or 10 (per-handler windows)", "7.2|10" },
         { NULL },
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new("- QEMU iothread polling simulator");
@@ -92,6 +97,10 @@ main(int argc, char **argv)
         fprintf(stderr, "pollsim: %s\n", error->message);
         return 2;
     }
+    if (model_s && !sim_qemu_model_parse(model_s, &model)) {
+        fprintf(stderr, "pollsim: --qemu-model %s: expected 7.2 or 10\n", model_s);
+        return 2;
+    }
     if (matrix_arg) {
         g_autoptr(SimMatrixResult) m = NULL;
 
@@ -99,7 +108,7 @@ main(int argc, char **argv)
             fprintf(stderr, "pollsim: --threads must be >= 0\n");
             return 2;
         }
-        m = sim_matrix_run(g_str_equal(matrix_arg, "full"), (guint64)seed, (guint)threads);
+        m = sim_matrix_run(g_str_equal(matrix_arg, "full"), model, (guint64)seed, (guint)threads);
         sim_matrix_print(m, stdout);
         g_clear_pointer(&matrix_arg, g_free);
         return sim_matrix_goals_pass(m) ? 0 : 1;
@@ -119,11 +128,13 @@ main(int argc, char **argv)
            "polling core-s | exits/s | vCPU app cores | writes |\n");
     printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (guint i = 0; i < sim_n_scenarios; i++) {
-        const SimScenario *scn = &sim_scenarios[i];
+        SimScenario one = sim_scenarios[i];
+        const SimScenario *scn = &one;
         g_autoptr(SimResult) r = NULL;
 
         if (only && g_ascii_strcasecmp(only, scn->name) != 0)
             continue;
+        one.qemu_model = model;
         r = sim_result_run(scn, scale, (guint64)seed);
         print_run(scn, r->off, r->off);
         print_run(scn, r->qemu_default, r->off);

@@ -51,9 +51,10 @@ sim_matrix_cell_format(const SimMatrixCell *c)
     g_autofree char *load = c->w.qd ? g_strdup_printf("qd=%u closed", c->w.qd)
                                     : g_strdup_printf("open=%.1fx", c->w.open_load);
 
-    return g_strdup_printf("%s svc=%.0fus host=%s %s noise=%.0f%%", load, c->w.svc_us,
+    return g_strdup_printf("%s svc=%.0fus host=%s %s noise=%.0f%% qemu=%s", load, c->w.svc_us,
                            c->w.shared ? "shared" : "dedicated",
-                           c->w.change ? "phase-change" : "steady", 100 * c->noise);
+                           c->w.change ? "phase-change" : "steady", 100 * c->noise,
+                           sim_qemu_model_to_string(c->w.qemu_model));
 }
 
 double
@@ -89,6 +90,7 @@ scenario_of(const SimMatrixWorkload *mw, SimScenario *scn)
         .phase_s = PHASE_S,
         .n_groups = 1,
         .beneficiary_group = G_MAXUINT,
+        .qemu_model = mw->qemu_model,
     };
     scn->groups[0].count = 1;
     scn->groups[0].phase[0] = workload_of(mw, mw->qd);
@@ -331,7 +333,7 @@ summarise(SimMatrixResult *r)
 }
 
 SimMatrixResult *
-sim_matrix_run(gboolean full, guint64 seed, guint n_threads)
+sim_matrix_run(gboolean full, SimQemuModel model, guint64 seed, guint n_threads)
 {
     SimMatrixResult *r = g_new0(SimMatrixResult, 1);
     g_autoptr(GPtrArray) jobs = g_ptr_array_new();
@@ -353,6 +355,7 @@ sim_matrix_run(gboolean full, guint64 seed, guint n_threads)
                     job->w.svc_us = svc_us_at(svc);
                     job->w.shared = host;
                     job->w.change = change;
+                    job->w.qemu_model = model;
                     /* The cell's coordinates pick its seed: arrivals and jitter vary by cell. */
                     job->seed = seed * 1000003ull + id;
                     g_ptr_array_add(jobs, job);

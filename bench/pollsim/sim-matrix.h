@@ -40,6 +40,7 @@ typedef struct {
     double svc_us;              /* mean device service time */
     gboolean shared;            /* iothread and a CPU-bound vCPU on one core */
     gboolean change;            /* a second phase at another depth */
+    SimQemuModel qemu_model;
 } SimMatrixWorkload;
 
 typedef struct {
@@ -77,12 +78,14 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimMatrixResult, sim_matrix_result_free)
 
 /*
  * Run the matrix.  @full: the whole grid, else the reduced one of the test
- * suite.  @seed varies arrivals, device jitter and noise.  @n_threads cells
- * run at once (0: one per processor).
+ * suite.  @model: the QEMU polling mechanism of every cell.  @seed varies
+ * arrivals, device jitter and noise.  @n_threads cells run at once (0: one
+ * per processor).
  */
-SimMatrixResult *sim_matrix_run(gboolean full, guint64 seed, guint n_threads);
+SimMatrixResult *sim_matrix_run(gboolean full, SimQemuModel model, guint64 seed,
+                                guint n_threads);
 
-/* "qd=48 svc=79us closed host=dedicated steady noise=50%" */
+/* "qd=48 closed svc=79us host=dedicated steady noise=50% qemu=7.2" */
 char *sim_matrix_cell_format(const SimMatrixCell *c);
 /* exp(score - oracle's): 1.0 is the oracle, 0.97 is 3% below. */
 double sim_matrix_cell_ratio(const SimMatrixCell *c, SimMatrixPolicy p);

@@ -166,6 +166,7 @@ sim_scenario_run_opts(const SimScenario *scn, const PolicySpec *spec,
     guint64 hist_all[2048] = { 0 };
     guint64 noise_state = opts ? opts->noise_seed : 0;
 
+    sim_set_qemu_model(sim, scn->qemu_model);
     run->n_ticks = n_ticks;
     run->ticks = g_new0(SimTickStats, n_ticks);
     if (spec) {

@@ -30,6 +30,7 @@ typedef struct {
     guint n_groups;
     double budget_cores;                /* 0: none */
     guint beneficiary_group;            /* S8: the group that should poll, else G_MAXUINT */
+    SimQemuModel qemu_model;            /* the polling mechanism, 7.2 unless set */
 } SimScenario;
 
 extern const SimScenario sim_scenarios[];
