@@ -14,6 +14,8 @@
  * in well under an hour on one core.
  */
 #define PHASE_S 30
+/* An operator's own choice, unlike anything the policy writes. */
+#define OPERATOR_TRIPLE ((PolicyTriple){ 50000, 0, 0 })
 /* The oracle's grid runs: tick 0 (no policy sample yet) is not scored. */
 #define ORACLE_S 4
 
@@ -178,6 +180,19 @@ job_run(gpointer data, gpointer user_data G_GNUC_UNUSED)
     spec.kind = POLICY_KIND_QEMU_DEFAULT;
     def = sim_scenario_run(&scn, &spec, NULL, 1.0, job->seed);
     spec.kind = POLICY_KIND_ADAPTIVE;
+    {
+        /*
+         * An operator sets a triple of their own half way into the first
+         * phase: the policy must leave it alone for the rest of the run
+         * (the default hold is an hour).
+         */
+        SimRunOpts opts = { .operator_tick = PHASE_S / 2,
+                            .operator_triple = OPERATOR_TRIPLE };
+        g_autoptr(SimRun) a = sim_scenario_run_opts(&scn, &spec, NULL, 1.0, job->seed, &opts);
+
+        for (guint n = 0; n < N_NOISE; n++)
+            job->out[n].operator_overwrites = n == 0 ? (gint)a->operator_overwrites : -1;
+    }
     for (guint n = 0; n < N_NOISE; n++) {
         SimMatrixCell *c = &job->out[n];
         SimRunOpts opts = { noises[n], job->seed * 0x2545f4914f6cdd1dull + n + 1 };
@@ -321,6 +336,10 @@ summarise(SimMatrixResult *r)
             r->worst_cell = i;
         }
         poll_a += c->poll_core_s[SIM_MATRIX_ADAPTIVE];
+        if (c->operator_overwrites >= 0) {
+            r->operator_runs++;
+            r->operator_overwritten += c->operator_overwrites > 0;
+        }
         poll_d += c->poll_core_s[SIM_MATRIX_QEMU_DEFAULT];
     }
     r->share_within = r->n_cells ? (double)within / r->n_cells : 0;
@@ -495,6 +514,8 @@ sim_matrix_print(const SimMatrixResult *r, FILE *out)
                  "polling CPU %.2fx qemu-default's\n",
             100 * r->share_within, 100 * r->p5_ratio, 100 * r->worst_ratio, r->writes_median,
             r->writes_p95, r->writes_p95_noise50, r->poll_vs_default);
+    fprintf(out, "\noperator writes: %u runs, %u where the policy wrote over the operator's "
+                 "triple within its hold\n", r->operator_runs, r->operator_overwritten);
     fprintf(out, "\n| goal | adaptive | also met by off | also met by qemu-default | numbers |\n"
                  "|---|---|---|---|---|\n");
     for (guint k = 0; k < SIM_MATRIX_N_GOALS; k++) {

@@ -50,6 +50,7 @@ typedef struct {
     double poll_core_s[SIM_MATRIX_N_POLICIES];
     guint n_phases;
     guint writes[SIM_MATRIX_N_POLICIES][2];     /* per phase: per workload change */
+    gint operator_overwrites;   /* -1: no operator run for this cell */
 } SimMatrixCell;
 
 /* A goal, judged for adaptive and for each trivial policy. */
@@ -70,6 +71,9 @@ typedef struct {
     guint worst_cell;
     double writes_median, writes_p95, writes_p95_noise50;
     double poll_vs_default;     /* adaptive polling CPU / qemu-default's */
+    /* one extra run per workload with an operator's write half way into phase 1 */
+    guint operator_runs;
+    guint operator_overwritten;     /* runs where the policy wrote over it */
     SimMatrixGoal goals[SIM_MATRIX_N_GOALS];
 } SimMatrixResult;
 

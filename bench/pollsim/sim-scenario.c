@@ -232,9 +232,13 @@ sim_scenario_run_opts(const SimScenario *scn, const PolicySpec *spec,
                     sim_vm_set_triple(sim, i, &d->triple);
                     run->n_writes++;
                     ts->writes++;
+                    if (i == 0 && opts && opts->operator_tick && t > opts->operator_tick)
+                        run->operator_overwrites++;
                 }
             }
         }
+        if (opts && opts->operator_tick && t == opts->operator_tick)
+            sim_vm_set_triple(sim, 0, &opts->operator_triple);
         if ((t + 1) % tpp == 0 && t + 1 < n_ticks) {
             guint p = (t + 1) / tpp;
 

@@ -57,6 +57,7 @@ typedef struct {
     /* whole run after the first tick (the policy has no sample before it) */
     double iops, lat_mean_us, lat_p99_us, poll_core_s, iot_core_s, exits_per_s, vcpu_cores;
     guint n_writes;
+    guint operator_overwrites;  /* policy writes to the first VM after the operator's */
 } SimRun;
 
 void sim_run_free(SimRun *run);
@@ -81,6 +82,13 @@ SimRun *sim_scenario_run(const SimScenario *scn, const PolicySpec *spec,
 typedef struct {
     double noise;               /* 0.5 = +-50% */
     guint64 noise_seed;
+    /*
+     * An operator's write (virsh iothreadset) of @operator_triple to the
+     * first VM at the end of tick @operator_tick (0: none), after the
+     * policy's own decisions of that tick.
+     */
+    guint operator_tick;
+    PolicyTriple operator_triple;
 } SimRunOpts;
 
 SimRun *sim_scenario_run_opts(const SimScenario *scn, const PolicySpec *spec,

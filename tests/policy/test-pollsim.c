@@ -208,6 +208,10 @@ test_matrix_reduced(void)
                        "the issue's goal", r->goals[k].detail,
                        r->goals[k].pass[SIM_MATRIX_OFF] || r->goals[k].pass[SIM_MATRIX_QEMU_DEFAULT]
                            ? "; a trivial policy meets it too" : "");
+    g_test_message("operator writes: %u runs, %u overwritten", r->operator_runs,
+                   r->operator_overwritten);
+    g_assert_cmpuint(r->operator_runs, >, 0);
+    g_assert_cmpuint(r->operator_overwritten, ==, 0);
     g_assert_cmpfloat(r->share_within, >=, MATRIX_FLOOR_WITHIN);
     g_assert_cmpfloat(r->worst_ratio, >=, MATRIX_FLOOR_WORST);
     g_assert_cmpfloat(r->writes_p95_noise50, <=, MATRIX_CEIL_WRITES50);
