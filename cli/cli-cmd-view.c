@@ -102,7 +102,7 @@ policy_text(CliContext *ctx, json_object *it)
     if (!ov)
         return g_strdup(str(it, "policy"));
     if (qmp_json_get_int(ov, "expires_ms", &expires)) {
-        g_autofree char *left = cli_format_duration_ms(MAX(expires - ctx->now_ms, 0));
+        g_autofree char *left = cli_format_duration_left_ms(MAX(expires - ctx->now_ms, 0));
 
         return g_strdup_printf("override (%s left)", left);
     }
@@ -127,6 +127,7 @@ print_status_header(json_object *st)
     g_autofree char *psi = num_text(host, "psi_some_avg10", 2);
     g_autofree char *polling = num_text(host, "polling_cores", 2);
     g_autofree char *budget = num_text(host, "budget_cores", 2);
+    double budget_cores = number(host, "budget_cores");
     g_autofree char *up = NULL;
     gint64 uptime_s = 0;
 
@@ -136,8 +137,13 @@ print_status_header(json_object *st)
            "\302\267 %s overruns\n", str(st, "mode"), up, ticks, interval, last, p99, overruns);
     printf("store   %s: %s \302\267 %s pending \302\267 %s dropped\n", str(store, "path"),
            str(store, "health"), pending, dropped);
-    printf("host    CPU busy %s%% \302\267 PSI cpu some %s \302\267 polling %s of %s cores "
-           "budget\n", busy, psi, polling, budget);
+    /* A budget of 0 means none is set (POLICY.md), not zero cores. */
+    if (budget_cores > 0)
+        printf("host    CPU busy %s%% \302\267 PSI cpu some %s \302\267 polling %s of %s cores "
+               "budget\n", busy, psi, polling, budget);
+    else
+        printf("host    CPU busy %s%% \302\267 PSI cpu some %s \302\267 polling %s cores "
+               "(no budget set)\n", busy, psi, polling);
 }
 
 gboolean
@@ -146,6 +152,7 @@ cli_cmd_status(CliContext *ctx, char **args, guint n, GError **error)
     g_autoptr(json_object) st = cli_context_call(ctx, "status", NULL, error);
     g_autoptr(CliTable) t = NULL;
     g_autoptr(CliTable) d = NULL;
+    g_autoptr(CliTable) x = NULL;
     g_autofree char *table = NULL;
     json_object *targets;
 
@@ -160,9 +167,19 @@ cli_cmd_status(CliContext *ctx, char **args, guint n, GError **error)
     t = cli_table_new("VM/IOTHREAD", "STATE", ">POLL-MAX-NS", ">GROW", ">SHRINK", "POLICY",
                       ">IOPS", ">LAT-\302\265s", ">CPU-%", ">BLK/OP", ">EXIT/OP", NULL);
     d = cli_table_new("VM/IOTHREAD", "WHEN", "OUTCOME", "POLL-MAX-NS", "REASON", NULL);
+    x = cli_table_new("VM", "QEMU", "EXITS FROM", "WHY", NULL);
     for (gsize i = 0; i < array_len(targets); i++) {
         json_object *tg = json_object_array_get_idx(targets, i);
         json_object *its = member(tg, "iothreads");
+        const char *src = qmp_json_get_string(tg, "exits_source");
+
+        if (src) {
+            cli_table_row(x);
+            cli_table_cell(x, str(tg, "name"));
+            cli_table_cell(x, str(tg, "qemu_version"));
+            cli_table_cell(x, g_str_equal(src, "none") ? "not shown" : src);
+            cli_table_cell(x, str(tg, "exits_reason"));
+        }
 
         if (array_len(its) == 0) {
             cli_table_row(t);
@@ -221,6 +238,11 @@ cli_cmd_status(CliContext *ctx, char **args, guint n, GError **error)
 
         printf("\nLast decisions\n%s", dt);
     }
+    if (cli_table_n_rows(x) > 0) {
+        g_autofree char *xt = cli_table_render(x);
+
+        printf("\nExit figures\n%s", xt);
+    }
     return TRUE;
 }
 
@@ -263,6 +285,22 @@ cli_cmd_list(CliContext *ctx, char **args, guint n, GError **error)
     out = cli_table_render(t);
     fputs(out, stdout);
     return TRUE;
+}
+
+/* The QEMU release and the exit source with its reason; a VM without
+ * exit figures says so instead of showing zeros. */
+static void
+print_target_qemu(json_object *r)
+{
+    const char *version = qmp_json_get_string(r, "qemu_version");
+    const char *src = qmp_json_get_string(r, "exits_source");
+    const char *why = qmp_json_get_string(r, "exits_reason");
+
+    if (!src)
+        return;
+    printf("  QEMU %s \302\267 exits: %s%s%s%s\n", version ? version : "?",
+           g_str_equal(src, "none") ? "not shown" : src,
+           why ? " (" : "", why ? why : "", why ? ")" : "");
 }
 
 static void
@@ -380,6 +418,7 @@ cli_cmd_show(CliContext *ctx, char **args, guint n, GError **error)
     pid = int_text(r, "pid");
     printf("%s (%s, %s, pid %s) \302\267 policy %s\n", str(r, "name"), str(r, "kind"),
            str(r, "state"), pid, str(r, "policy"));
+    print_target_qemu(r);
     its = member(r, "iothreads");
     for (gsize i = 0; i < array_len(its); i++)
         print_iothread(ctx, json_object_array_get_idx(its, i));
@@ -409,16 +448,26 @@ cli_cmd_metrics(CliContext *ctx, char **args, guint n, GError **error)
 gboolean
 cli_cmd_version(CliContext *ctx, char **args, guint n, GError **error)
 {
-    g_autoptr(json_object) r = cli_context_call(ctx, "version", NULL, error);
+    g_autoptr(GError) local = NULL;
+    g_autoptr(json_object) r = cli_context_call(ctx, "version", NULL, &local);
 
-    if (!r)
-        return FALSE;
+    /* The client's own version is known without a daemon; say it first,
+     * and the daemon's when it answers. */
+    if (!r) {
+        r = json_object_new_object();
+        json_object_object_add(r, "version", NULL);
+        json_object_object_add(r, "error", json_object_new_string(local->message));
+    }
     json_object_object_add(r, "client", json_object_new_string(PT_VERSION));
     if (ctx->json) {
         cli_print_json(r);
         return TRUE;
     }
-    printf("polltunectl %s\npolltuned %s (control protocol %s)\n", PT_VERSION,
-           str(r, "version"), json_object_to_json_string(member(r, "protocol")));
+    printf("polltunectl %s\n", PT_VERSION);
+    if (local)
+        printf("polltuned: not reachable: %s\n", local->message);
+    else
+        printf("polltuned %s (control protocol %s)\n", str(r, "version"),
+               json_object_to_json_string(member(r, "protocol")));
     return TRUE;
 }

@@ -328,21 +328,33 @@ pt_conn_read_creds(PtConn *conn)
     }
 }
 
+/* Why @conn may not have a connection now, or NULL when it may. */
+static const char *
+pt_control_admit(PtControl *ctl, PtConn *conn)
+{
+    guint same_uid = 0;
+
+    if (ctl->n_conns >= ctl->lim.max_connections)
+        return "too many control connections";
+    if (conn->uid == 0)
+        return NULL;
+    for (GList *l = ctl->conns; l; l = l->next)
+        same_uid += ((PtConn *)l->data)->uid == conn->uid;
+    if (same_uid >= ctl->lim.max_per_uid)
+        return "too many control connections from this uid";
+    if (ctl->n_conns >= ctl->lim.max_connections - ctl->lim.reserved &&
+        !pt_conn_may(conn, TRUE))
+        return "too many control connections; the rest are kept for root and the admin group";
+    return NULL;
+}
+
 static void
 pt_control_accept_one(PtControl *ctl, int cfd)
 {
     PtConn *conn;
     g_autofree char *greeting = NULL;
+    const char *why;
 
-    if (ctl->n_conns >= ctl->lim.max_connections) {
-        static const char busy[] = "{\"error\": {\"class\": \"Busy\", \"desc\": "
-                                   "\"too many control connections\"}}\n";
-
-        ctl->refused++;
-        (void)!send(cfd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-        close(cfd);
-        return;
-    }
     conn = g_new0(PtConn, 1);
     conn->ctl = ctl;
     conn->fd = cfd;
@@ -351,7 +363,22 @@ pt_control_accept_one(PtControl *ctl, int cfd)
     conn->refill_us = g_get_monotonic_time();
     /* Credentials first, before any byte of a request is read. */
     pt_conn_read_creds(conn);
+    why = pt_control_admit(ctl, conn);
+    if (why) {
+        g_autoptr(GError) e = g_error_new(PT_CONTROL_ERROR, PT_CONTROL_ERROR_BUSY, "%s", why);
+        g_autofree char *busy = qmp_message_build_error(pt_control_error_class(e),
+                                                        e->message, NULL);
+
+        ctl->refused++;
+        (void)!send(cfd, busy, strlen(busy), MSG_NOSIGNAL | MSG_DONTWAIT);
+        close(cfd);
+        pt_conn_free(conn);
+        return;
+    }
     conn->stream = qmp_stream_new(ctl->lim.max_request, 32, pt_conn_on_message, conn);
+    /* Requests are JSON lines: a malformed one is answered and the next
+     * line is read afresh. */
+    qmp_stream_set_line_mode(conn->stream, TRUE);
     ctl->conns = g_list_prepend(ctl->conns, conn);
     ctl->n_conns++;
     greeting = g_strdup_printf("{\"QMP\": {\"version\": {\"polltune\": {\"major\": %d, "
@@ -413,9 +440,14 @@ pt_control_new(PtDaemon *daemon, const char *path, const char *group,
 
     ctl->d = daemon;
     ctl->fd = -1;
-    ctl->lim = (PtControlLimits){ 64, 64 * 1024, 50, 30000 };
+    ctl->lim = (PtControlLimits){ 64, 64 * 1024, 50, 30000, 0, 0 };
     if (limits)
         ctl->lim = *limits;
+    if (!ctl->lim.reserved)
+        ctl->lim.reserved = MAX(1, ctl->lim.max_connections / 8);
+    ctl->lim.reserved = MIN(ctl->lim.reserved, ctl->lim.max_connections);
+    if (!ctl->lim.max_per_uid)
+        ctl->lim.max_per_uid = MAX(1, ctl->lim.max_connections / 4);
     ctl->path = g_strdup(path);
     ctl->have_read_gid = pt_control_group(group, &ctl->read_gid);
     ctl->have_admin_gid = pt_control_group(admin_group, &ctl->admin_gid);

@@ -16,6 +16,7 @@ static void
 pt_iothread_free(PtIothread *io)
 {
     g_free(io->id);
+    g_free(io->group);
     g_array_unref(io->history);
     policy_decision_free(io->last_decision);
     g_free(io->last_outcome);
@@ -61,6 +62,8 @@ pt_target_unref(PtTarget *t)
     g_hash_table_unref(t->iothreads);
     g_ptr_array_unref(t->news);
     g_free(t->state_reason);
+    g_free(t->exits_no_kvm);
+    g_free(t->exits_unreported);
     g_free(t->uuid);
     g_free(t->name);
     g_free(t);
@@ -90,6 +93,39 @@ pt_target_set_pid(PtTarget *t, int pid, const ProbeRoots *roots)
         t->probe = probe_target_new(roots, pid);
 }
 
+void
+pt_target_set_exits_facts(PtTarget *t, const char *no_kvm, const char *unreported)
+{
+    if (g_strcmp0(t->exits_no_kvm, no_kvm) != 0) {
+        g_free(t->exits_no_kvm);
+        t->exits_no_kvm = g_strdup(no_kvm);
+    }
+    if (g_strcmp0(t->exits_unreported, unreported) != 0) {
+        g_free(t->exits_unreported);
+        t->exits_unreported = g_strdup(unreported);
+    }
+}
+
+ProbeExitSource
+pt_target_exit_source(const PtTarget *t, const char **why)
+{
+    if (!t->probe) {
+        if (why)
+            *why = NULL;
+        return PROBE_EXIT_SOURCE_NONE;
+    }
+    return probe_target_exit_source(t->probe, why);
+}
+
+char *
+pt_target_qemu_version_string(const PtTarget *t)
+{
+    if (!t->qemu_version)
+        return NULL;
+    return g_strdup_printf("%u.%u.%u", t->qemu_version / 1000000,
+                           t->qemu_version / 1000 % 1000, t->qemu_version % 1000);
+}
+
 PtIothread *
 pt_target_iothread(PtTarget *t, const char *id)
 {
@@ -112,6 +148,33 @@ pt_iothread_push_metrics(PtIothread *io, const PolicyMetrics *m)
     if (io->history->len >= PT_HISTORY_TICKS)
         g_array_remove_range(io->history, 0, PT_HISTORY_TICKS / 10);
     g_array_append_val(io->history, *m);
+}
+
+void
+pt_iothread_totals_add(PtIothreadTotals *tot, const StoreSample *s)
+{
+    const StoreIo *io = &s->io;
+
+    if (io->rd_ops != STORE_NULL) {
+        tot->have_io = TRUE;
+        tot->rd_ops += io->rd_ops;
+        tot->wr_ops += io->wr_ops;
+        tot->flush_ops += io->flush_ops;
+        tot->rd_bytes += io->rd_bytes;
+        tot->wr_bytes += io->wr_bytes;
+        tot->io_time_ns += io->rd_time_ns + io->wr_time_ns + io->flush_time_ns;
+    }
+    if (s->cpu_ns != STORE_NULL) {
+        tot->have_cpu = TRUE;
+        tot->cpu_ns[s->poll_max_ns != STORE_NULL && s->poll_max_ns > 0] += s->cpu_ns;
+        if (s->ctx_vol != STORE_NULL)
+            tot->ctx_vol += s->ctx_vol;
+        if (s->runq_wait_ns != STORE_NULL)
+            tot->runq_wait_ns += s->runq_wait_ns;
+    }
+    /* Deltas are never negative (probe-derive and pt-history drop a pair
+     * whose counter went back); a negative total is a corrupted row. */
+    g_assert(tot->rd_ops >= 0 && tot->cpu_ns[0] >= 0 && tot->cpu_ns[1] >= 0);
 }
 
 void
@@ -167,8 +230,11 @@ pt_target_sample_host_side(PtTarget *t, ProbeTargetSnap *snap)
         probe_target_sample_iothread(t->probe, io, io->tid, NULL);
         pio->tid = io->tid;
     }
-    if (snap->exits.source == PROBE_EXIT_SOURCE_NONE && t->exits_mode != PROBE_EXITS_OFF)
-        probe_target_sample_exits(t->probe, t->exits_mode, snap);
+    /* QEMU's own figures, when it gave any, are a candidate like the
+     * host's; the choice keeps a source that reads zero from hiding one
+     * that counts. */
+    probe_target_choose_exits(t->probe, t->exits_mode, snap, t->exits_unreported,
+                              t->exits_no_kvm);
     if ((news = probe_target_take_news(t->probe)))
         for (guint i = 0; i < news->len; i++)
             g_ptr_array_add(t->news, g_strdup(news->pdata[i]));

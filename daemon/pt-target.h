@@ -36,9 +36,28 @@ const char *pt_target_state_to_string(PtTargetState s);
  * store: 3600 here would be 75 MB at 100 VMs with two iothreads. */
 #define PT_HISTORY_TICKS 120
 
+/*
+ * Counters since the daemon first saw the iothread: the sums of the
+ * store's per-tick deltas, so that the metrics endpoint can export
+ * counters that Prometheus rate()s over any scrape interval.  A group
+ * stays absent until its source first gives a figure.
+ */
+typedef struct {
+    gboolean have_io, have_cpu;
+    gint64 rd_ops, wr_ops, flush_ops;
+    gint64 rd_bytes, wr_bytes;
+    gint64 io_time_ns;              /* rd+wr+flush total_time: busy time */
+    gint64 cpu_ns[2];               /* [0] polling off, [1] poll-max-ns > 0 */
+    gint64 ctx_vol;                 /* voluntary switches: real blocks */
+    gint64 runq_wait_ns;
+} PtIothreadTotals;
+
+void pt_iothread_totals_add(PtIothreadTotals *tot, const StoreSample *s);
+
 typedef struct {
     char *id;
     int tid;
+    PtIothreadTotals totals;
     gboolean have_triple;
     PolicyTriple triple;            /* as last read */
     gboolean have_original;
@@ -50,6 +69,11 @@ typedef struct {
     gint64 last_decision_ms;        /* when it was recorded */
     PolicyTriple last_old;          /* the triple it replaced */
     gboolean seen;                  /* present in the latest sample */
+    /* Iothreads sharing devices are tuned as one group (probe-devmap.h):
+     * @group is its first iothread's id, which the policy sees; NULL when
+     * the iothread is on its own. */
+    char *group;
+    guint group_size;
     gboolean restored;              /* originals put back for observe */
 } PtIothread;
 
@@ -83,8 +107,18 @@ struct PtTarget {
 
     ProbeTarget *probe;             /* NULL until the pid is known */
     ProbeExitsMode exits_mode;
+    /* Set by the backend: why the guest has no KVM exits at all (TCG,
+     * -machine none), or NULL; and why QEMU reports no exits itself
+     * (query-stats), or NULL. */
+    char *exits_no_kvm;
+    char *exits_unreported;
+    /* The QEMU release, e.g. 10002001 for 10.2.1 (libvirt's encoding,
+     * major * 1000000 + minor * 1000 + micro); 0: not known. */
+    guint32 qemu_version;
     ProbeTargetSnap *prev;          /* last completed sample */
     GHashTable *iothreads;          /* id -> PtIothread */
+    gboolean have_exits_total;
+    gint64 exits_total;             /* KVM exits of the VM since first seen */
 
     gboolean sampling;
     gint64 sample_start_us;         /* monotonic, of the running sample */
@@ -113,7 +147,8 @@ void pt_target_sample(PtTarget *t, gint64 mono_ns, gint64 when_ms,
 void pt_target_sample_finish(PtTarget *t, ProbeTargetSnap *snap, GError *error);
 
 /* Read thread counters of each iothread in @snap (by tid hint or name) and
- * the exits when the snapshot has none yet.  For backends. */
+ * choose the exit figures (QEMU's own in @snap->exits, if any, or a
+ * host-side source; probe_target_choose_exits()).  For backends. */
 void pt_target_sample_host_side(PtTarget *t, ProbeTargetSnap *snap);
 
 /* Apply @to on @iothread; @done exactly once.  @bound caps poll-max-ns. */
@@ -121,6 +156,14 @@ void pt_target_apply(PtTarget *t, const char *iothread, const PolicyTriple *to,
                      gint64 bound, PtApplyDone done, gpointer user_data);
 /* For backends: end an apply started by ops->apply. */
 void pt_target_apply_finish(gpointer job, GError *error);
+
+/* Record why the guest has no KVM exits (NULL: it may have) and why QEMU
+ * itself reports none (NULL: it does, or it is not known yet). */
+void pt_target_set_exits_facts(PtTarget *t, const char *no_kvm, const char *unreported);
+/* The exit source chosen at the last sample and why; NONE before. */
+ProbeExitSource pt_target_exit_source(const PtTarget *t, const char **why);
+/* "10.2.1" from qemu_version, or NULL when unknown. */
+char *pt_target_qemu_version_string(const PtTarget *t);
 
 PtIothread *pt_target_iothread(PtTarget *t, const char *id);
 /* Append metrics to the iothread's bounded history. */

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -681,34 +682,73 @@ qmp_client_adopt_fd(QmpClient *c, int fd, GError **error)
     return TRUE;
 }
 
+/* A non-blocking connect to the unix socket @path: the fd, or -1 with
+ * errno set.  A unix connect either completes at once or fails at once
+ * (EAGAIN when the listener's backlog is full, as with a stopped QEMU). */
+static int
+qmp_unix_connect(const char *path)
+{
+    struct sockaddr_un sun = { .sun_family = AF_UNIX };
+    int fd, e;
+
+    if (strlen(path) >= sizeof(sun.sun_path)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    strcpy(sun.sun_path, path);
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return -1;
+    if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
+        e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
+gboolean
+qmp_socket_check(const char *path, GError **error)
+{
+    struct stat st;
+    int fd, e;
+
+    if (stat(path, &st) < 0) {
+        e = errno;
+        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(e), "%s: %s", path,
+                    g_strerror(e));
+        return FALSE;
+    }
+    if (!S_ISSOCK(st.st_mode)) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                    "%s: not a unix socket", path);
+        return FALSE;
+    }
+    fd = qmp_unix_connect(path);
+    /* EAGAIN: a full backlog, as with a stopped QEMU; it does listen. */
+    if (fd < 0 && errno != EAGAIN) {
+        e = errno;
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                    "%s: nothing listens on this socket: %s", path, g_strerror(e));
+        return FALSE;
+    }
+    if (fd >= 0)
+        close(fd);
+    return TRUE;
+}
+
 gboolean
 qmp_client_connect_path(QmpClient *c, const char *path, GError **error)
 {
-    struct sockaddr_un sun = { .sun_family = AF_UNIX };
     int fd;
 
     if (!c->name)
         c->name = g_strdup(path);
-    if (strlen(path) >= sizeof(sun.sun_path)) {
-        g_set_error(error, QMP_ERROR, QMP_ERROR_CLOSED,
-                    "%s: socket path too long", path);
-        return FALSE;
-    }
-    strcpy(sun.sun_path, path);
-    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    fd = qmp_unix_connect(path);
     if (fd < 0) {
-        g_set_error(error, QMP_ERROR, QMP_ERROR_CLOSED, "%s: socket: %s",
-                    c->name, g_strerror(errno));
-        return FALSE;
-    }
-    /* A unix connect either completes at once or fails at once (EAGAIN
-     * when the listener's backlog is full, as with a stopped QEMU). */
-    if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
-        int e = errno;
-
-        close(fd);
         g_set_error(error, QMP_ERROR, QMP_ERROR_CLOSED, "%s: connect %s: %s",
-                    c->name, path, g_strerror(e));
+                    c->name, path, g_strerror(errno));
         return FALSE;
     }
     if (!qmp_client_adopt_fd(c, fd, error)) {

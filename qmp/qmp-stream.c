@@ -15,6 +15,8 @@ struct QmpStream {
     guint depth;            /* open brackets, outside strings */
     gboolean in_string;
     gboolean escape;        /* previous byte in a string was a backslash */
+    gboolean line_mode;     /* a newline ends a message too */
+    gboolean bad_line;      /* line mode: this line did not start with '{' */
     GError *poison;         /* sticky error after a framing failure */
 };
 
@@ -40,6 +42,12 @@ qmp_stream_free(QmpStream *s)
     g_byte_array_unref(s->buf);
     g_clear_error(&s->poison);
     g_free(s);
+}
+
+void
+qmp_stream_set_line_mode(QmpStream *s, gboolean line_mode)
+{
+    s->line_mode = line_mode;
 }
 
 gsize
@@ -76,6 +84,16 @@ qmp_stream_scan(QmpStream *s, const char *data, gsize len, gboolean *done,
     for (gsize i = 0; i < len; i++) {
         char c = data[i];
 
+        /* JSON strings cannot hold a raw newline, so in line mode one always
+         * ends the request, complete or not. */
+        if (s->line_mode && c == '\n') {
+            s->depth = 0;
+            s->in_string = s->escape = s->bad_line = FALSE;
+            *done = TRUE;
+            return i + 1;
+        }
+        if (s->bad_line)
+            continue;
         if (s->in_string) {
             if (s->escape)
                 s->escape = FALSE;
@@ -91,7 +109,9 @@ qmp_stream_scan(QmpStream *s, const char *data, gsize len, gboolean *done,
             break;
         case '{':
         case '[':
-            if (++s->depth > s->max_depth) {
+            /* In line mode the parser enforces the depth, and the line's end
+             * resynchronises; here only the count must not overflow. */
+            if (++s->depth > s->max_depth && !s->line_mode) {
                 qmp_stream_fail(s, error, QMP_ERROR_TOO_DEEP,
                                 "message nests deeper than %u levels",
                                 s->max_depth);
@@ -146,7 +166,9 @@ qmp_stream_feed(QmpStream *s, const char *data, gsize len, GError **error)
                 len--;
                 continue;
             }
-            if (c != '{')
+            if (c != '{' && s->line_mode)
+                s->bad_line = TRUE;
+            else if (c != '{')
                 return qmp_stream_fail(s, error, QMP_ERROR_PROTOCOL,
                                        "expected a JSON object, got byte 0x%02x",
                                        (guchar)c);

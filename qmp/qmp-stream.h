@@ -35,6 +35,18 @@ QmpStream *qmp_stream_new(gsize max_message_size, guint max_depth,
                           QmpStreamMessageFunc func, gpointer user_data);
 void qmp_stream_free(QmpStream *s);
 
+/*
+ * Line mode, for polltune's control protocol, whose requests are JSON lines:
+ * a newline also ends a message, whatever its brackets, and a line that does
+ * not start with '{' is passed to @func whole instead of poisoning the
+ * stream.  The parser then rejects what is not one JSON object, the server
+ * answers that error, and the next line starts afresh.  QMP itself never
+ * uses this mode: QEMU may split a message across lines.  Only the size
+ * limit still poisons the stream (the rest of an overlong line cannot be
+ * told apart from the next request without buffering it).
+ */
+void qmp_stream_set_line_mode(QmpStream *s, gboolean line_mode);
+
 /* Feed @len bytes.  FALSE with @error on a framing error or a limit. */
 gboolean qmp_stream_feed(QmpStream *s, const char *data, gsize len,
                          GError **error);

@@ -4,7 +4,9 @@
 # Three builds, each from scratch in its own folder under the source tree:
 #   build       gcc, -Werror: every suite
 #   build-san   gcc with ASan+UBSan, -Werror: every suite but the slow e2e
-#   build-fuzz  clang with libFuzzer, -Werror: the fuzz targets, bounded in time
+#   build-fuzz  clang with libFuzzer, -Werror, every library instrumented: the
+#               fuzz targets, bounded in time, each held to its coverage floor
+#               (tests/fuzz/coverage-floor.txt)
 # The last line printed is "N passed, N failed, N skipped", summed over all
 # three from meson's testlog.json files.
 set -uo pipefail

@@ -131,6 +131,8 @@ typedef struct {
 } StoreStats;
 
 void store_db_get_stats(StoreDb *db, StoreStats *stats);
+/* "ok", "busy", "full", "failed"; NULL for a value out of range. */
+const char *store_health_to_string(StoreHealth health);
 
 /*
  * Returns the oldest queued notice (a complete sentence naming the file and

@@ -256,6 +256,13 @@ test_attach_detach(void)
     g_assert_cmpstr(pt_json_path_str(at, "name"), ==, "extra");
     g_assert_true(pt_test_wait(listed_attached, (gpointer) "extra", 3000));
     CTL_FAILS(1, "attach: GenericError: ", "attach", other->daemon_sock);
+    /* What is not a listening socket is refused before anything is
+     * recorded: it used to answer {"name": "passwd"}. */
+    CTL_FAILS(1, "attach: InvalidParameter: /etc/passwd: not a unix socket", "attach",
+              "/etc/passwd");
+    g_assert_false(listed("passwd"));
+    CTL_FAILS(1, "attach: NotFound: /nonexistent/x.qmp: No such file or directory",
+              "attach", "/nonexistent/x.qmp");
 
     out = CTL_OK("detach", "extra");
     g_assert_cmpstr(out, ==, "detached extra; its original values are restored\n");

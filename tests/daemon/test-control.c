@@ -9,6 +9,11 @@
 #include "pt-control.h"
 
 #include <errno.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <grp.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -120,7 +125,206 @@ test_close_before_accept(Fixture *f, gconstpointer data)
     close(fd);
 }
 
-static const PtControlLimits default_limits = { 64, 64 * 1024, 50, 30000 };
+static void
+client_send(int fd, const char *text)
+{
+    g_assert_cmpint(send(fd, text, strlen(text), MSG_NOSIGNAL), ==, (ssize_t)strlen(text));
+}
+
+/* A malformed request is answered, and the next line is a request again:
+ * "{not json" used to swallow every later request until the idle close. */
+static void
+test_framing_resync(Fixture *f, gconstpointer data)
+{
+    static const char *const bad[] = {
+        "{not json\n",
+        "garbage \x01\xff\n",
+        "{\"execute\": \"x\", \"arguments\": {\"s\": \"unterminated\n",
+        "}}}]]\n",
+        "[1, 2]\n",
+        "42\n",
+    };
+    int fd = client_connect(f->path);
+    g_autofree char *greeting = client_read_line(fd, 5000);
+
+    g_assert_nonnull(greeting);
+    for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_autofree char *err = NULL;
+        g_autofree char *next = NULL;
+        g_autofree char *want = g_strdup_printf("\"id\":%zu", i);
+        g_autofree char *req = g_strdup_printf("{\"execute\": \"no-such-command\", "
+                                               "\"id\": %zu}\n", i);
+
+        client_send(fd, bad[i]);
+        client_send(fd, req);
+        err = client_read_line(fd, 5000);
+        g_assert_nonnull(err);
+        {
+            g_autofree char *shown = g_strescape(bad[i], NULL);
+
+            g_test_message("%s -> %s", shown, err);
+        }
+        g_assert_nonnull(strstr(err, "InvalidParameter"));
+        next = client_read_line(fd, 5000);
+        g_assert_nonnull(next);
+        g_assert_nonnull(strstr(next, "CommandNotFound"));
+        g_assert_nonnull(strstr(next, want));
+    }
+    close(fd);
+}
+
+/* An over-long line still closes the connection, with an answer. */
+static void
+test_framing_too_big(Fixture *f, gconstpointer data)
+{
+    int fd = client_connect(f->path);
+    g_autofree char *greeting = client_read_line(fd, 5000);
+    g_autofree char *big = g_strnfill(70 * 1024, 'a');
+    g_autofree char *err = NULL;
+
+    g_assert_nonnull(greeting);
+    client_send(fd, "{\"execute\": \"");
+    client_send(fd, big);
+    err = client_read_line(fd, 5000);
+    g_assert_nonnull(err);
+    g_assert_nonnull(strstr(err, "TooLarge"));
+    g_assert_null(client_read_line(fd, 2000));
+    close(fd);
+}
+
+/*
+ * A client process running as @uid that opens @n connections, writes one
+ * byte per connection to @report ('G' greeting, 'B' Busy, 'X' anything
+ * else), and holds them until @hold's write end is closed.
+ */
+static pid_t
+client_spawn(const char *path, uid_t uid, int n, int report, const int hold[2])
+{
+    pid_t pid = fork();
+
+    g_assert_cmpint(pid, >=, 0);
+    if (pid > 0)
+        return pid;
+    close(hold[1]);     /* or the parent's close would not reach us */
+    if (setresgid(uid, uid, uid) < 0 || setgroups(0, NULL) < 0 || setresuid(uid, uid, uid) < 0)
+        _exit(2);
+    for (int i = 0; i < n; i++) {
+        struct sockaddr_un sun = { .sun_family = AF_UNIX };
+        struct timeval tv = { .tv_sec = 10 };
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        char buf[512];
+        ssize_t got;
+        char verdict = 'X';
+
+        g_strlcpy(sun.sun_path, path, sizeof(sun.sun_path));
+        if (fd >= 0 && connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0) {
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+            got = recv(fd, buf, sizeof(buf) - 1, 0);
+            if (got > 0) {
+                buf[got] = 0;
+                verdict = strstr(buf, "\"QMP\"") ? 'G' : strstr(buf, "Busy") ? 'B' : 'X';
+            }
+        }
+        if (write(report, &verdict, 1) != 1)
+            _exit(3);
+    }
+    {
+        char c;
+
+        (void)!read(hold[0], &c, 1);
+    }
+    _exit(0);
+}
+
+/* Run the loop until @n verdicts came from @report. */
+static char *
+client_verdicts(int report, int n)
+{
+    g_autoptr(GString) out = g_string_new(NULL);
+    gint64 deadline = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
+
+    while ((int)out->len < n && g_get_monotonic_time() < deadline) {
+        char c;
+
+        if (recv(report, &c, 1, MSG_DONTWAIT) == 1) {
+            g_string_append_c(out, c);
+            continue;
+        }
+        g_main_context_iteration(NULL, FALSE);
+        g_usleep(1000);
+    }
+    return g_string_free(g_steal_pointer(&out), FALSE);
+}
+
+/* Root's own connections: 'G' or 'B' per connection, fds kept in @fds. */
+static char *
+root_connect(Fixture *f, int n, GArray *fds)
+{
+    g_autoptr(GString) out = g_string_new(NULL);
+
+    for (int i = 0; i < n; i++) {
+        int fd = client_connect(f->path);
+        g_autofree char *line = client_read_line(fd, 5000);
+
+        g_assert_nonnull(line);
+        g_string_append_c(out, strstr(line, "\"QMP\"") ? 'G' :
+                               strstr(line, "Busy") ? 'B' : 'X');
+        g_array_append_val(fds, fd);
+    }
+    return g_string_free(g_steal_pointer(&out), FALSE);
+}
+
+/*
+ * No uid but root can fill the server: one uid gets at most max_per_uid
+ * connections, and the last `reserved` are for root and the admin group.
+ * The 64-connection cap used to be global, so any member of the control
+ * group could lock root out.
+ */
+static void
+test_admission(Fixture *f, gconstpointer data)
+{
+    g_autoptr(GArray) fds = g_array_new(FALSE, FALSE, sizeof(int));
+    g_autofree char *a = NULL, *b = NULL, *r1 = NULL, *r2 = NULL;
+    int rep[2], hold[2], status;
+    pid_t pa, pb;
+
+    if (geteuid() != 0) {
+        g_test_skip("needs root to connect as other uids");
+        return;
+    }
+    g_assert_cmpint(chmod(f->dir, 0755), ==, 0);
+    g_assert_cmpint(chmod(f->path, 0666), ==, 0);
+    g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, rep), ==, 0);
+    g_assert_cmpint(pipe2(hold, O_CLOEXEC), ==, 0);
+
+    /* limits: 8 in all, 2 reserved, 3 per uid */
+    pa = client_spawn(f->path, 65534, 4, rep[1], hold);
+    a = client_verdicts(rep[0], 4);
+    g_assert_cmpstr(a, ==, "GGGB");
+    r1 = root_connect(f, 3, fds);
+    g_assert_cmpstr(r1, ==, "GGG");
+    /* 6 of 8 are taken: another uid finds only the reserve left. */
+    pb = client_spawn(f->path, 65533, 1, rep[1], hold);
+    b = client_verdicts(rep[0], 1);
+    g_assert_cmpstr(b, ==, "B");
+    r2 = root_connect(f, 3, fds);
+    g_assert_cmpstr(r2, ==, "GGB");
+    g_assert_cmpuint(pt_control_n_connections(f->ctl), ==, 8);
+
+    close(hold[1]);
+    g_assert_cmpint(waitpid(pa, &status, 0), ==, pa);
+    g_assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    g_assert_cmpint(waitpid(pb, &status, 0), ==, pb);
+    g_assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    for (guint i = 0; i < fds->len; i++)
+        close(g_array_index(fds, int, i));
+    close(hold[0]);
+    close(rep[0]);
+    close(rep[1]);
+}
+
+static const PtControlLimits default_limits = { 64, 64 * 1024, 50, 30000, 0, 0 };
+static const PtControlLimits small_limits = { 8, 64 * 1024, 50, 30000, 2, 3 };
 
 int
 main(int argc, char **argv)
@@ -128,5 +332,11 @@ main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add("/daemon/control/close-before-accept", Fixture, &default_limits,
                fixture_setup, test_close_before_accept, fixture_teardown);
+    g_test_add("/daemon/control/framing-resync", Fixture, &default_limits,
+               fixture_setup, test_framing_resync, fixture_teardown);
+    g_test_add("/daemon/control/framing-too-big", Fixture, &default_limits,
+               fixture_setup, test_framing_too_big, fixture_teardown);
+    g_test_add("/daemon/control/admission", Fixture, &small_limits,
+               fixture_setup, test_admission, fixture_teardown);
     return g_test_run();
 }

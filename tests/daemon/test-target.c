@@ -37,10 +37,69 @@ test_history_bounded(void)
                           g_array_index(io->history, PolicyMetrics, i - 1).rd_iops + 1);
 }
 
+/* One tick of the host side with QEMU's own figures @qs in the snapshot
+ * (< 0: QEMU gave none). */
+static ProbeExitSource
+host_side_tick(PtTarget *t, gint64 qs, guint64 *exits)
+{
+    g_autoptr(ProbeTargetSnap) snap = probe_target_snap_new(t->pid, 0, 0);
+
+    if (qs >= 0)
+        probe_exit_counters_add_named(&snap->exits, "exits", (guint64)qs);
+    pt_target_sample_host_side(t, snap);
+    *exits = snap->exits.v[PROBE_EXIT_EXITS];
+    return snap->exits.source;
+}
+
+/*
+ * QEMU's query-stats figures survive the host side: a readable debugfs
+ * whose counter stands still does not replace them (it did, and the VM
+ * showed 0 exits/s while QEMU counted 60/s).
+ */
+static void
+test_exits_prefer_qemu(void)
+{
+    ProbeRoots roots = {
+        .proc = g_test_get_filename(G_TEST_DIST, "probe", "fixtures", "proc-good", NULL),
+        .debugfs = g_test_get_filename(G_TEST_DIST, "probe", "fixtures", "debugfs-good", NULL),
+        .tracefs = g_test_get_filename(G_TEST_DIST, "probe", "fixtures", "tracefs-partial", NULL),
+    };
+    g_autoptr(PtTarget) t = pt_target_alloc(sizeof(PtTarget), &noop_ops, "vm", STORE_TARGET_QMP);
+    const char *why = NULL;
+    guint64 exits = 0;
+
+    pt_target_set_pid(t, 100, &roots);
+    g_assert_cmpint(pt_target_exit_source(t, &why), ==, PROBE_EXIT_SOURCE_NONE);
+    for (guint tick = 0; tick < 3; tick++) {
+        g_assert_cmpint(host_side_tick(t, 1000 + 60 * tick, &exits), ==,
+                        PROBE_EXIT_SOURCE_QUERY_STATS);
+        g_assert_cmpuint(exits, ==, 1000 + 60 * tick);
+    }
+    g_assert_cmpint(pt_target_exit_source(t, &why), ==, PROBE_EXIT_SOURCE_QUERY_STATS);
+    g_assert_cmpstr(why, ==, "QEMU's own KVM statistics");
+    /* The change was news for the log, once. */
+    g_assert_true(g_ptr_array_find_with_equal_func(
+        t->news, "exits: query-stats: QEMU's own KVM statistics", g_str_equal, NULL));
+
+    /* Without QEMU's figures, debugfs is next. */
+    pt_target_set_exits_facts(t, NULL, "not offered by QEMU (test)");
+    g_assert_cmpint(host_side_tick(t, -1, &exits), ==, PROBE_EXIT_SOURCE_DEBUGFS);
+    g_assert_cmpuint(exits, ==, 123456);
+    pt_target_exit_source(t, &why);
+    g_assert_cmpstr(why, ==, "better sources unusable: query-stats not offered by QEMU (test)");
+
+    /* A guest without KVM: exits absent, not zero. */
+    pt_target_set_exits_facts(t, "the guest runs without KVM", NULL);
+    g_assert_cmpint(host_side_tick(t, -1, &exits), ==, PROBE_EXIT_SOURCE_NONE);
+    pt_target_exit_source(t, &why);
+    g_assert_cmpstr(why, ==, "the guest runs without KVM");
+}
+
 int
 main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/daemon/target/history-bounded", test_history_bounded);
+    g_test_add_func("/daemon/target/exits-prefer-qemu", test_exits_prefer_qemu);
     return g_test_run();
 }

@@ -2,14 +2,15 @@
  * Fuzz target: the control socket's request path, on whatever bytes a
  * local client might send (docs/CONTROL.md).
  *
- * The daemon frames input with qmp-stream (64 KiB lines, depth 32), parses
- * each line with qmp_message_parse and, for a command, checks its
- * arguments before touching any daemon state.  This target runs the same
- * framing and parsing, then the pure argument checks every command shares:
- * the string arguments, the history/export filter (times, resolution), the
- * mode name and the override duration.  The dispatcher itself needs a live
- * daemon, so the lookups it does afterwards are not reached here.  Each
- * request also gets the reply the daemon would build, echoing its id.
+ * The daemon frames input with qmp-stream in line mode (64 KiB lines,
+ * depth 32), parses each line with qmp_message_parse and, for a command,
+ * checks its arguments before touching any daemon state.  This target runs
+ * the same framing and parsing, then the pure argument checks every command
+ * shares: the string arguments, the history/export filter (times,
+ * resolution), the mode name and the override duration.  The dispatcher
+ * itself needs a live daemon, so the lookups it does afterwards are not
+ * reached here.  Each request also gets the reply the daemon would build,
+ * echoing its id.
  *
  * The first input byte picks the chunk size the stream is fed in, so
  * requests torn at every boundary are explored too.
@@ -91,6 +92,6 @@ on_request(const char *text, gsize len, gpointer user_data, GError **error)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    fuzz_stream_feed(data, size, on_request);
+    fuzz_stream_feed_lines(data, size, on_request);
     return 0;
 }
