@@ -272,6 +272,23 @@ wide_beats_off(const PolicyIothreadState *st, PolicyObjective o)
 }
 
 /*
+ * Is the probe's difference from the start known to lie inside the band
+ * where switching does not matter (between -rollback_tolerance and
+ * +probe_margin, widened by EVIDENCE_Z standard errors)?  Then measuring it
+ * longer cannot make it win: a probe as good as the start, costing a core
+ * more, would otherwise run its full SEG_MAX ticks.
+ */
+static gboolean
+probe_equivalent(const PolicyConfig *cfg, const PolicyIothreadState *st, const PolicySegment *x)
+{
+    const PolicySegment *a = &st->seg_a;
+    double se = noise_sd(st) * sqrt(1.0 / MAX(a->n, 1) + 1.0 / MAX(x->n, 1));
+    double d = segment_mean(x) - segment_mean(a);
+
+    return fabs(d) + EVIDENCE_Z * se < cfg->probe_margin + cfg->rollback_tolerance;
+}
+
+/*
  * The most polling could gain here, in objective units: each avoided block
  * saves at most saving_per_block_ns of the time one operation takes.
  * Minus what the polling core would cost.  Probing when this is negative
@@ -576,11 +593,13 @@ policy_adaptive_step(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
         segment_add(&st->seg_x, o, m);
         z = probe_z(cfg, st, &st->seg_x);
         /*
-         * Go on while the probe neither clearly wins nor clearly loses, and
-         * for a second tick when nothing measured the noise yet.
+         * Go on while the probe neither clearly wins, nor clearly loses,
+         * nor is clearly equivalent to the start, and for a second tick
+         * when nothing measured the noise yet.
          */
         if (st->seg_x.n < SEG_MAX &&
-            ((z <= probe_z_needed(&st->seg_x, &st->seg_a) && z >= -EVIDENCE_Z) ||
+            ((z <= probe_z_needed(&st->seg_x, &st->seg_a) && z >= -EVIDENCE_Z &&
+              !probe_equivalent(cfg, st, &st->seg_x)) ||
              (st->seg_x.n < 2 && st->seg_a.n < 2 && st->noise_df < 1))) {
             g_autofree char *t = policy_triple_format(cur);
 
