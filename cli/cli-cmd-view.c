@@ -153,6 +153,7 @@ cli_cmd_status(CliContext *ctx, char **args, guint n, GError **error)
     g_autoptr(CliTable) t = NULL;
     g_autoptr(CliTable) d = NULL;
     g_autoptr(CliTable) x = NULL;
+    g_autoptr(CliTable) why = NULL;
     g_autofree char *table = NULL;
     json_object *targets;
 
@@ -168,6 +169,7 @@ cli_cmd_status(CliContext *ctx, char **args, guint n, GError **error)
                       ">IOPS", ">LAT-\302\265s", ">CPU-%", ">BLK/OP", ">EXIT/OP", NULL);
     d = cli_table_new("VM/IOTHREAD", "WHEN", "OUTCOME", "POLL-MAX-NS", "REASON", NULL);
     x = cli_table_new("VM", "QEMU", "EXITS FROM", "WHY", NULL);
+    why = cli_table_new("VM", "STATE", "REASON", NULL);
     for (gsize i = 0; i < array_len(targets); i++) {
         json_object *tg = json_object_array_get_idx(targets, i);
         json_object *its = member(tg, "iothreads");
@@ -179,6 +181,13 @@ cli_cmd_status(CliContext *ctx, char **args, guint n, GError **error)
             cli_table_cell(x, str(tg, "qemu_version"));
             cli_table_cell(x, g_str_equal(src, "none") ? "not shown" : src);
             cli_table_cell(x, str(tg, "exits_reason"));
+        }
+
+        if (member(tg, "state_reason")) {
+            cli_table_row(why);
+            cli_table_cell(why, str(tg, "name"));
+            cli_table_cell(why, str(tg, "state"));
+            cli_table_cell(why, str(tg, "state_reason"));
         }
 
         if (array_len(its) == 0) {
@@ -242,6 +251,11 @@ cli_cmd_status(CliContext *ctx, char **args, guint n, GError **error)
         g_autofree char *xt = cli_table_render(x);
 
         printf("\nExit figures\n%s", xt);
+    }
+    if (cli_table_n_rows(why) > 0) {
+        g_autofree char *wt = cli_table_render(why);
+
+        printf("\nNot healthy\n%s", wt);
     }
     return TRUE;
 }

@@ -116,7 +116,7 @@ pt_conf_new_default(void)
     c->interval_ms = 1000;
     c->mode = PT_MODE_ENFORCE;
     c->restore_on_exit = TRUE;
-    c->on_restart = PT_RESTART_RESUME;
+    c->on_restart = PT_RESTART_RESTORE;
     c->qmp_timeout_ms = 2000;
     c->exits_source = g_strdup("auto");
     c->libvirt = TRUE;

@@ -258,6 +258,7 @@ pt_lv_update(PtDaemonLibvirt *dl, PtTarget *t, const PtLibvirtDomain *dom)
     } else {
         pt_target_set_exits_facts(t, NULL, NULL);
     }
+    pt_target_set_instance(t, pt_instance_for_domain(&dl->d->proot, dom->uuid, dom->id));
     pt_target_set_state(t, PT_TARGET_ATTACHED, NULL);
 }
 

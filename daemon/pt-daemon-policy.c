@@ -92,6 +92,8 @@ pt_daemon_record(PtDaemon *d, PtTarget *t, const PolicyDecision *dec,
             dec->triple.poll_grow, dec->triple.poll_shrink, dec->reason);
 }
 
+static void pt_daemon_restore_io(PtDaemon *d, PtTarget *t, PtIothread *io, const char *why);
+
 static void
 pt_daemon_applied(PtTarget *t, const GError *error, gpointer data)
 {
@@ -110,9 +112,16 @@ pt_daemon_applied(PtTarget *t, const GError *error, gpointer data)
         if (io)
             io->triple = ctx->dec->triple;
         pt_daemon_record(d, t, ctx->dec, &ctx->old, ctx->policy, "applied", TRUE);
+        /* A write that was in flight when the stop restored the originals
+         * (or found nothing to restore) would outlive us: undo it. */
+        if (!ctx->restore && d->shutting_down && d->conf->restore_on_exit && io &&
+            io->have_original && !policy_triple_equal(&io->original, &io->triple))
+            pt_daemon_restore_io(d, t, io, "polltuned is stopping");
     }
     if (ctx->restore && d->pending_restores)
         d->pending_restores--;
+    if (!ctx->restore && d->pending_applies)
+        d->pending_applies--;
     policy_decision_free(ctx->dec);
     g_free(ctx->policy);
     g_free(ctx);
@@ -132,6 +141,8 @@ pt_daemon_apply(PtDaemon *d, PtTarget *t, PolicyDecision *dec, const char *polic
     ctx->restore = restore;
     if (restore)
         d->pending_restores++;
+    else
+        d->pending_applies++;
     pt_target_apply(t, dec->iothread, &dec->triple, bound, pt_daemon_applied, ctx);
 }
 
@@ -153,25 +164,51 @@ pt_daemon_restore_io(PtDaemon *d, PtTarget *t, PtIothread *io, const char *why)
     pt_daemon_apply(d, t, dec, "restore", G_MAXINT64, TRUE);
 }
 
+static PolicyTriple
+pt_policy_triple(const StoreTriple *st)
+{
+    return (PolicyTriple){ (guint64)st->poll_max_ns, (guint64)st->poll_grow,
+                           (guint64)st->poll_shrink };
+}
+
+/* Originals stored for @t's QEMU instance, or for an instance unknown on
+ * either side (rows from before instances were recorded are adopted). */
+static gboolean
+pt_original_is_ours(const PtTarget *t, const char *stored)
+{
+    return !stored || !t->instance || g_str_equal(stored, t->instance);
+}
+
 void
 pt_daemon_capture_original(PtDaemon *d, PtTarget *t, PtIothread *io)
 {
     g_autoptr(GError) err = NULL;
+    g_autofree char *instance = NULL;
     StoreTriple st;
     gint64 now_ms = g_get_real_time() / 1000;
 
-    if (store_original_get(d->store, t->name, io->id, &st, &err)) {
-        io->original = (PolicyTriple){ (guint64)st.poll_max_ns, (guint64)st.poll_grow,
-                                       (guint64)st.poll_shrink };
-        io->have_original = TRUE;
-        if (d->unclean_start && d->conf->on_restart == PT_RESTART_RESTORE &&
-            !policy_triple_equal(&io->original, &io->triple))
-            pt_daemon_restore_io(d, t, io, "the last run did not exit cleanly");
-        return;
+    if (store_original_get(d->store, t->name, io->id, &st, &instance, &err)) {
+        if (pt_original_is_ours(t, instance)) {
+            io->original = pt_policy_triple(&st);
+            io->have_original = TRUE;
+            if (!instance && t->instance &&
+                !store_original_save(d->store, t->name, io->id, &st, t->instance, now_ms,
+                                     &err))
+                pt_warn(t->name, io->id, "store: original values: %s", err->message);
+            if (d->unclean_start && d->conf->on_restart == PT_RESTART_RESTORE &&
+                !policy_triple_equal(&io->original, &io->triple))
+                pt_daemon_restore_io(d, t, io, "the last run did not exit cleanly");
+            return;
+        }
+        pt_info(t->name, io->id, "a new QEMU instance (%s, was %s): original values captured "
+                "again as %" G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT
+                ", replacing %" G_GINT64_FORMAT "/%" G_GINT64_FORMAT "/%" G_GINT64_FORMAT,
+                t->instance, instance, io->triple.poll_max_ns, io->triple.poll_grow,
+                io->triple.poll_shrink, st.poll_max_ns, st.poll_grow, st.poll_shrink);
     }
     g_clear_error(&err);
     st = pt_store_triple(&io->triple);
-    if (!store_original_save(d->store, t->name, io->id, &st, now_ms, &err))
+    if (!store_original_save(d->store, t->name, io->id, &st, t->instance, now_ms, &err))
         pt_warn(t->name, io->id, "store: original values: %s", err->message);
     io->original = io->triple;
     io->have_original = TRUE;
@@ -850,7 +887,8 @@ pt_daemon_shutdown_poll(gpointer data)
 {
     PtShutdown *s = data;
 
-    if (s->d->pending_restores && g_get_monotonic_time() < s->deadline_us)
+    if ((s->d->pending_restores || s->d->pending_applies) &&
+        g_get_monotonic_time() < s->deadline_us)
         return G_SOURCE_CONTINUE;
     if (s->d->pending_restores)
         pt_warn(NULL, NULL, "%u restores did not complete in time", s->d->pending_restores);

@@ -432,15 +432,13 @@ pt_daemon_on_sample(PtTarget *t, ProbeTargetSnap *snap, const GError *error, gpo
         probe_target_snap_free(snap);
         return;
     }
+    /* A peer that answers, but never usefully (wrong shapes, errors), must
+     * not look attached: it is lost with the reason, and a QMP target is
+     * reconnected from scratch after its backoff. */
+    pt_target_sample_result(t, error, g_get_monotonic_time());
     if (error) {
         pt_debug(t->name, NULL, "sample: %s", error->message);
-        /* A peer that answers, but never usefully (wrong shapes, errors),
-         * must not look attached: after a few ticks it is lost, with the
-         * reason, and a QMP target is reconnected from scratch. */
-        if (++t->failed_samples >= 3 && t->state == PT_TARGET_ATTACHED)
-            pt_target_set_state(t, PT_TARGET_LOST, error->message);
     } else {
-        t->failed_samples = 0;
         PtTickResult *r = g_new0(PtTickResult, 1);
 
         r->t = pt_target_ref(t);
@@ -493,6 +491,7 @@ pt_daemon_tick(gpointer data)
 
         if (t->kind == STORE_TARGET_QMP)
             pt_target_qmp_retry(t);
+        pt_target_health_tick(t, d->tick_start_us);
         pt_daemon_log_news(t);
         if (t->state != PT_TARGET_ATTACHED || t->sampling)
             continue;

@@ -18,6 +18,7 @@
 #include "qmp-commands.h"
 
 #include <json-c/json.h>
+#include <string.h>
 
 #include <sys/stat.h>
 
@@ -27,6 +28,7 @@ typedef struct {
     guint timeout_ms;
     ProbeRoots roots;
     QmpClient *client;
+    struct stat sock_st;            /* the socket file of the last attempt */
     ProbeDevMap *devmap;            /* qdev -> iothread ids (none = main loop) */
     gboolean stats_known;           /* query-stats answered with vCPU stats */
     gboolean stats_absent;          /* ... or showed it has none */
@@ -107,6 +109,7 @@ pt_qmp_on_ready(GObject *obj, GAsyncResult *res, gpointer data)
             : 0;
         q->stats_known = q->stats_absent = FALSE;
         pt_target_set_pid(t, qmp_client_get_peer_pid(q->client), &q->roots);
+        pt_target_set_instance(t, pt_instance_for_pid(&q->roots, t->pid));
         /* Whether the guest has KVM at all decides whether exits are
          * absent or merely unreadable; attached once that is known. */
         qmp_client_call_async(q->client, "query-kvm", NULL, 0, pt_qmp_decode_kvm, NULL,
@@ -132,12 +135,24 @@ pt_qmp_connect(PtQmpTarget *q)
         probe_devmap_clear(q->devmap);
     q->client = qmp_client_new(NULL, &opts);
     qmp_client_set_closed_func(q->client, pt_qmp_on_closed, t, NULL);
+    if (stat(q->path, &q->sock_st) < 0)
+        memset(&q->sock_st, 0, sizeof(q->sock_st));
+    /* Connecting first, so that a refused connect is a lost attempt. */
+    pt_target_set_state(t, PT_TARGET_CONNECTING, NULL);
     if (!qmp_client_connect_path(q->client, q->path, &err)) {
         pt_target_set_state(t, PT_TARGET_LOST, err->message);
         return;
     }
-    pt_target_set_state(t, PT_TARGET_CONNECTING, NULL);
     qmp_client_wait_ready_async(q->client, pt_qmp_on_ready, pt_target_ref(t));
+}
+
+/* Another file than the last attempt's: a QEMU made the socket anew. */
+static gboolean
+pt_qmp_socket_is_new(const PtQmpTarget *q, const struct stat *st)
+{
+    return st->st_ino != q->sock_st.st_ino || st->st_dev != q->sock_st.st_dev ||
+           st->st_ctim.tv_sec != q->sock_st.st_ctim.tv_sec ||
+           st->st_ctim.tv_nsec != q->sock_st.st_ctim.tv_nsec;
 }
 
 void
@@ -148,7 +163,8 @@ pt_target_qmp_retry(PtTarget *t)
 
     if (t->state != PT_TARGET_LOST || t->detached)
         return;
-    if (stat(q->path, &st) == 0 && S_ISSOCK(st.st_mode))
+    if (stat(q->path, &st) == 0 && S_ISSOCK(st.st_mode) &&
+        (pt_target_retry_due(t, g_get_monotonic_time()) || pt_qmp_socket_is_new(q, &st)))
         pt_qmp_connect(q);
 }
 

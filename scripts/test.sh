@@ -42,7 +42,7 @@ run_build() {
 
 run_build build -Dwerror=true
 run_build build-san -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false \
-    -- --no-suite e2e --no-suite fault
+    -- --no-suite e2e --no-suite fault --no-suite debian
 if command -v clang >/dev/null; then
     CC=clang run_build build-fuzz -Dwerror=true -Dfuzzing=true -Dfuzz-seconds="${PT_FUZZ_SECONDS:-20}" \
         -- --suite fuzz

@@ -88,7 +88,7 @@ test_values(void)
         "interval = 250ms\n"
         "mode = observe\n"
         "restore-on-exit = no\n"
-        "on-restart = restore\n"
+        "on-restart = resume\n"
         "database = :memory:\n"
         "admin-group = wheel\n"
         "metrics-listen =\n"
@@ -116,7 +116,7 @@ test_values(void)
     g_assert_cmpuint(c->interval_ms, ==, 250);
     g_assert_cmpint(c->mode, ==, PT_MODE_OBSERVE);
     g_assert_false(c->restore_on_exit);
-    g_assert_cmpint(c->on_restart, ==, PT_RESTART_RESTORE);
+    g_assert_cmpint(c->on_restart, ==, PT_RESTART_RESUME);
     g_assert_cmpstr(c->database, ==, ":memory:");
     g_assert_cmpstr(c->admin_group, ==, "wheel");
     g_assert_null(c->metrics_listen);

@@ -164,6 +164,18 @@ peer_wrong_shape(FaultPeer *p, int fd)
     }
 }
 
+/* Well-formed JSON without the QMP member, then nothing until hung up. */
+static void
+peer_bad_greeting(FaultPeer *p, int fd)
+{
+    static const char hello[] = "{\"hello\": {\"version\": 1}}\n";
+    g_autoptr(GString) in = g_string_new(NULL);
+    g_autofree char *line = NULL;
+
+    if (peer_send(p, fd, hello, sizeof(hello) - 1))
+        line = peer_read_line(p, fd, in, 60000);
+}
+
 static gpointer
 peer_thread(gpointer data)
 {
@@ -184,6 +196,7 @@ peer_thread(gpointer data)
         case FAULT_PEER_HUGE_LINE: peer_huge(p, fd); break;
         case FAULT_PEER_DRIP: peer_drip(p, fd); break;
         case FAULT_PEER_WRONG_SHAPE: peer_wrong_shape(p, fd); break;
+        case FAULT_PEER_BAD_GREETING: peer_bad_greeting(p, fd); break;
         }
         close(fd);
     }
