@@ -136,6 +136,12 @@ typedef struct {
     double iothread_delay_limit;
     gint64 contention_holdoff_ms;
 
+    /*
+     * A triple someone else wrote (an operator, virsh iothreadset, another
+     * tool) is held as an implicit override for this long; 0 disables it.
+     */
+    gint64 external_hold_ms;
+
     double budget_cores;        /* host-wide polling CPU, 0 = unlimited */
 } PolicyConfig;
 
