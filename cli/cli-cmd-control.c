@@ -9,6 +9,7 @@
 
 #include "cli-commands.h"
 #include "cli-format.h"
+#include "policy.h"
 #include "qmp-json.h"
 
 static char *opt_for;
@@ -50,8 +51,6 @@ static const char *const mode_names[MODE_MAX] = {
     [MODE_ENFORCE] = "enforce",
 };
 
-static const char *const policy_names[] = { "observe", "off", "qemu-default", "adaptive" };
-static const char *const objective_names[] = { "latency", "efficiency", "balanced" };
 
 static gboolean
 name_in(const char *s, const char *const *names, gsize n)
@@ -60,20 +59,6 @@ name_in(const char *s, const char *const *names, gsize n)
         if (g_str_equal(s, names[i]))
             return TRUE;
     return FALSE;
-}
-
-/* "static:MAX/GROW/SHRINK" with three non-negative integers. */
-static gboolean
-static_spec_valid(const char *spec)
-{
-    g_auto(GStrv) parts = g_strsplit(spec + strlen("static:"), "/", -1);
-
-    if (g_strv_length(parts) != 3)
-        return FALSE;
-    for (int i = 0; i < 3; i++)
-        if (!g_ascii_string_to_unsigned(parts[i], 10, 0, G_MAXINT64, NULL, NULL))
-            return FALSE;
-    return TRUE;
 }
 
 static void
@@ -156,21 +141,14 @@ cli_cmd_policy_set(CliContext *ctx, char **args, guint n, GError **error)
     g_autofree char *spec = NULL;
     g_autofree char *done = NULL;
     const char *policy = args[1];
-    gboolean known = name_in(policy, policy_names, G_N_ELEMENTS(policy_names)) ||
-                     (g_str_has_prefix(policy, "static:") && static_spec_valid(policy)) ||
-                     (g_str_has_prefix(policy, "adaptive:") &&
-                      name_in(policy + strlen("adaptive:"), objective_names,
-                              G_N_ELEMENTS(objective_names)));
+    g_autoptr(GError) perr = NULL;
+    PolicySpec parsed;
 
-    if (!known) {
-        g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "policy set: %s: expected observe, off, "
-                    "qemu-default, static:MAX/GROW/SHRINK, adaptive or adaptive:OBJECTIVE",
-                    policy);
-        return FALSE;
-    }
+    /* The daemon's own grammar (policy_spec_parse), so that what the
+     * documentation allows, such as static:32768, is accepted here too. */
     if (n == 3) {
         if (!g_str_equal(policy, "adaptive") ||
-            !name_in(args[2], objective_names, G_N_ELEMENTS(objective_names))) {
+            policy_objective_from_string(args[2]) == POLICY_OBJECTIVE_INVALID) {
             g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "policy set: objective %s: only "
                         "for adaptive, and one of latency, efficiency, balanced", args[2]);
             return FALSE;
@@ -178,6 +156,12 @@ cli_cmd_policy_set(CliContext *ctx, char **args, guint n, GError **error)
         spec = g_strdup_printf("adaptive:%s", args[2]);
     } else {
         spec = g_strdup(policy);
+    }
+    if (!policy_spec_parse(spec, &parsed, &perr)) {
+        g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "policy set: %s (expected observe, off, "
+                    "qemu-default, static:MAX[/GROW[/SHRINK]], adaptive or adaptive:OBJECTIVE)",
+                    perr->message);
+        return FALSE;
     }
     json_object_object_add(req, "target", json_object_new_string(args[0]));
     json_object_object_add(req, "policy", json_object_new_string(spec));

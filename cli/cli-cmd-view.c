@@ -102,7 +102,7 @@ policy_text(CliContext *ctx, json_object *it)
     if (!ov)
         return g_strdup(str(it, "policy"));
     if (qmp_json_get_int(ov, "expires_ms", &expires)) {
-        g_autofree char *left = cli_format_duration_ms(MAX(expires - ctx->now_ms, 0));
+        g_autofree char *left = cli_format_duration_left_ms(MAX(expires - ctx->now_ms, 0));
 
         return g_strdup_printf("override (%s left)", left);
     }
@@ -127,6 +127,7 @@ print_status_header(json_object *st)
     g_autofree char *psi = num_text(host, "psi_some_avg10", 2);
     g_autofree char *polling = num_text(host, "polling_cores", 2);
     g_autofree char *budget = num_text(host, "budget_cores", 2);
+    double budget_cores = number(host, "budget_cores");
     g_autofree char *up = NULL;
     gint64 uptime_s = 0;
 
@@ -136,8 +137,13 @@ print_status_header(json_object *st)
            "\302\267 %s overruns\n", str(st, "mode"), up, ticks, interval, last, p99, overruns);
     printf("store   %s: %s \302\267 %s pending \302\267 %s dropped\n", str(store, "path"),
            str(store, "health"), pending, dropped);
-    printf("host    CPU busy %s%% \302\267 PSI cpu some %s \302\267 polling %s of %s cores "
-           "budget\n", busy, psi, polling, budget);
+    /* A budget of 0 means none is set (POLICY.md), not zero cores. */
+    if (budget_cores > 0)
+        printf("host    CPU busy %s%% \302\267 PSI cpu some %s \302\267 polling %s of %s cores "
+               "budget\n", busy, psi, polling, budget);
+    else
+        printf("host    CPU busy %s%% \302\267 PSI cpu some %s \302\267 polling %s cores "
+               "(no budget set)\n", busy, psi, polling);
 }
 
 gboolean
@@ -409,16 +415,26 @@ cli_cmd_metrics(CliContext *ctx, char **args, guint n, GError **error)
 gboolean
 cli_cmd_version(CliContext *ctx, char **args, guint n, GError **error)
 {
-    g_autoptr(json_object) r = cli_context_call(ctx, "version", NULL, error);
+    g_autoptr(GError) local = NULL;
+    g_autoptr(json_object) r = cli_context_call(ctx, "version", NULL, &local);
 
-    if (!r)
-        return FALSE;
+    /* The client's own version is known without a daemon; say it first,
+     * and the daemon's when it answers. */
+    if (!r) {
+        r = json_object_new_object();
+        json_object_object_add(r, "version", NULL);
+        json_object_object_add(r, "error", json_object_new_string(local->message));
+    }
     json_object_object_add(r, "client", json_object_new_string(PT_VERSION));
     if (ctx->json) {
         cli_print_json(r);
         return TRUE;
     }
-    printf("polltunectl %s\npolltuned %s (control protocol %s)\n", PT_VERSION,
-           str(r, "version"), json_object_to_json_string(member(r, "protocol")));
+    printf("polltunectl %s\n", PT_VERSION);
+    if (local)
+        printf("polltuned: not reachable: %s\n", local->message);
+    else
+        printf("polltuned %s (control protocol %s)\n", str(r, "version"),
+               json_object_to_json_string(member(r, "protocol")));
     return TRUE;
 }

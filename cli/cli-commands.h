@@ -39,6 +39,7 @@ typedef struct {
     guint min_args, max_args;
     gboolean offline;           /* works with --db */
     CliRunFunc run;
+    const char *details;        /* accepted values, for --help; or NULL */
 } CliCommand;
 
 /* The command table, terminated by an entry with a NULL name. */

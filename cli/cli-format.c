@@ -227,6 +227,17 @@ cli_format_duration_ms(gint64 ms)
 }
 
 char *
+cli_format_duration_left_ms(gint64 ms)
+{
+    /* The unit cli_format_duration_ms() shows last, for this length. */
+    gint64 unit = ms < 60000 ? 1000 : ms < 3600000 ? 60000 : ms < 86400000 ? 60000 : 3600000;
+
+    if (ms < 0)
+        return g_strdup("-");
+    return cli_format_duration_ms((ms + unit - 1) / unit * unit);
+}
+
+char *
 cli_format_time_ms(gint64 ms, gboolean short_form)
 {
     g_autoptr(GDateTime) t = g_date_time_new_from_unix_utc(ms / 1000);

@@ -48,6 +48,9 @@ char *cli_format_si(double v);
 char *cli_format_fixed(double v, int decimals);
 /* "3s", "2m", "1h5m", "3d4h" */
 char *cli_format_duration_ms(gint64 ms);
+/* The same for time left, rounded up: an override set --for 2m shows 2m
+ * left, not 1m, until the first minute has passed. */
+char *cli_format_duration_left_ms(gint64 ms);
 /* "2026-12-02 16:38:00" in UTC, or "16:38:00" when @short_form. */
 char *cli_format_time_ms(gint64 ms, gboolean short_form);
 

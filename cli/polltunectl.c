@@ -48,7 +48,15 @@ const CliCommand cli_commands[] = {
       NULL, 0, 1, FALSE, cli_cmd_policy_get },
     { "policy", "set", "GLOB POLICY [OBJECTIVE]",
       "Set the policy of targets matching GLOB; kept across restarts", NULL, 2, 3, FALSE,
-      cli_cmd_policy_set },
+      cli_cmd_policy_set,
+      "POLICY is one of:\n"
+      "  observe                        measure only, never write\n"
+      "  off                            poll-max-ns 0: no polling\n"
+      "  qemu-default                   QEMU's own 32768/0/0\n"
+      "  static:MAX[/GROW[/SHRINK]]     fixed values, e.g. static:50000/2/2\n"
+      "  adaptive[:OBJECTIVE]           measure and choose (default objective balanced)\n"
+      "OBJECTIVE is latency, balanced or efficiency (docs/POLICY.md).\n"
+      "GLOB matches TARGET or TARGET/IOTHREAD, e.g. 'db-*' or 'vm-3/iothread1'.\n" },
     { "policy", "clear", "GLOB", "Remove the rule policy set added for GLOB", NULL, 1, 1,
       FALSE, cli_cmd_policy_clear },
     { "override", "set", "VM[/IOTHREAD] poll-max-ns=N [poll-grow=N] [poll-shrink=N]",
@@ -57,7 +65,10 @@ const CliCommand cli_commands[] = {
     { "override", "clear", "VM[/IOTHREAD]", "End an override", cli_override_clear_entries, 0,
       1, FALSE, cli_cmd_override_clear },
     { "mode", NULL, "[observe|recommend|enforce]", "Show or set the daemon's mode", NULL, 0, 1,
-      FALSE, cli_cmd_mode },
+      FALSE, cli_cmd_mode,
+      "observe     measure, decide nothing, restore the original values\n"
+      "recommend   decide and record, write nothing\n"
+      "enforce     decide and write\n" },
     { "attach", NULL, "PATH", "Attach a QEMU by its QMP socket", cli_attach_entries, 1, 1,
       FALSE, cli_cmd_attach },
     { "detach", NULL, "NAME", "Restore a target's values and detach it", NULL, 1, 1, FALSE,
@@ -74,6 +85,8 @@ const CliCommand cli_commands[] = {
       cli_cmd_reload },
     { "version", NULL, "", "polltunectl's and the daemon's versions", NULL, 0, 0, FALSE,
       cli_cmd_version },
+    { "help", NULL, "[COMMAND [SUBCOMMAND]]", "This list, or a command's help", NULL, 0, 2,
+      FALSE, NULL },
     { NULL },
 };
 
@@ -209,6 +222,34 @@ commands_description(void)
     return g_string_free(s, FALSE);
 }
 
+/* "get, set or clear": the subcommands of group @name, from the table. */
+static char *
+command_subs(const char *name)
+{
+    g_autoptr(GPtrArray) subs = g_ptr_array_new();
+    GString *s = g_string_new(NULL);
+
+    for (const CliCommand *c = cli_commands; c->name; c++)
+        if (g_str_equal(c->name, name) && c->sub)
+            g_ptr_array_add(subs, (gpointer)c->sub);
+    for (guint i = 0; i < subs->len; i++)
+        g_string_append_printf(s, "%s%s", i == 0 ? "" : i + 1 == subs->len ? " or " : ", ",
+                               (const char *)subs->pdata[i]);
+    return g_string_free(s, FALSE);
+}
+
+/* The help of a group of subcommands ("policy"): each with its summary. */
+static void
+command_group_help(const char *name)
+{
+    printf("Usage:\n");
+    for (const CliCommand *c = cli_commands; c->name; c++)
+        if (g_str_equal(c->name, name) && c->sub)
+            printf("  polltunectl %s %s %s\n      %s\n", c->name, c->sub, c->params,
+                   c->summary);
+    printf("\nRun \"polltunectl %s SUBCOMMAND --help\" for its options.\n", name);
+}
+
 static const CliCommand *
 command_find(int argc, char **argv, int *consumed, GError **error)
 {
@@ -227,32 +268,88 @@ command_find(int argc, char **argv, int *consumed, GError **error)
             return c;
         }
     }
-    if (name_known)
-        g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "%s: expected %s", argv[0],
-                    g_str_equal(argv[0], "policy") ? "get or set" : "set or clear");
-    else
+    if (name_known) {
+        g_autofree char *subs = command_subs(argv[0]);
+
+        g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "%s: expected %s (try \"polltunectl "
+                    "help %s\")", argv[0], subs, argv[0]);
+    } else
         g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "%s: unknown command (try --help)",
                     argv[0]);
     return NULL;
+}
+
+/* @cmd's option parser, which also writes its --help. */
+static GOptionContext *
+command_options(const CliCommand *cmd)
+{
+    g_autofree char *name = g_strjoin(" ", cmd->name, cmd->sub, NULL);
+    g_autofree char *params = g_strdup_printf("%s - %s", cmd->params, cmd->summary);
+    GOptionContext *oc = g_option_context_new(params);
+    GOptionGroup *global = g_option_group_new("global", "Global options:",
+                                              "Show global options", NULL, NULL);
+    g_autofree char *prgname = g_strdup_printf("polltunectl %s", name);
+
+    g_set_prgname(prgname);
+    if (cmd->details)
+        g_option_context_set_description(oc, cmd->details);
+    g_option_group_add_entries(global, global_entries);
+    g_option_context_add_group(oc, global);
+    if (cmd->entries)
+        g_option_context_add_main_entries(oc, cmd->entries, NULL);
+    return oc;
+}
+
+static gboolean
+command_is_group(const char *name)
+{
+    for (const CliCommand *c = cli_commands; c->name; c++)
+        if (g_str_equal(c->name, name) && c->sub)
+            return TRUE;
+    return FALSE;
+}
+
+/* polltunectl help [COMMAND [SUBCOMMAND]] */
+static int
+help_run(GOptionContext *top, char **words, int n)
+{
+    g_autoptr(GOptionContext) oc = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autofree char *text = NULL;
+    const CliCommand *cmd;
+    int consumed = 0;
+
+    if (n == 0) {
+        text = g_option_context_get_help(top, TRUE, NULL);
+        printf("%s", text);
+        return 0;
+    }
+    if (n == 1 && command_is_group(words[0])) {
+        command_group_help(words[0]);
+        return 0;
+    }
+    if (!(cmd = command_find(n, words, &consumed, &error))) {
+        g_printerr("polltunectl: help: %s\n", error->message);
+        return 2;
+    }
+    if (consumed != n) {
+        g_printerr("polltunectl: help: expected COMMAND [SUBCOMMAND]\n");
+        return 2;
+    }
+    oc = command_options(cmd);
+    text = g_option_context_get_help(oc, TRUE, NULL);
+    printf("%s", text);
+    return 0;
 }
 
 static gboolean
 command_run(CliContext *ctx, const CliCommand *cmd, int argc, char **argv, GError **error)
 {
     g_autofree char *name = g_strjoin(" ", cmd->name, cmd->sub, NULL);
-    g_autofree char *params = g_strdup_printf("%s - %s", cmd->params, cmd->summary);
-    g_autoptr(GOptionContext) oc = g_option_context_new(params);
-    GOptionGroup *global = g_option_group_new("global", "Global options:",
-                                              "Show global options", NULL, NULL);
-    g_autofree char *prgname = g_strdup_printf("polltunectl %s", name);
+    g_autoptr(GOptionContext) oc = command_options(cmd);
     g_autoptr(GError) local = NULL;
     guint n;
 
-    g_set_prgname(prgname);
-    g_option_group_add_entries(global, global_entries);
-    g_option_context_add_group(oc, global);
-    if (cmd->entries)
-        g_option_context_add_main_entries(oc, cmd->entries, NULL);
     if (!g_option_context_parse(oc, &argc, &argv, &local)) {
         g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "%s: %s", name, local->message);
         return FALSE;
@@ -305,6 +402,15 @@ main(int argc, char **argv)
     if (argc < 2) {
         g_printerr("polltunectl: no command given (try --help)\n");
         return 2;
+    }
+    /* "help [COMMAND [SUB]]" and "GROUP --help" answer here; a command's
+     * own --help is its option parser's. */
+    if (g_str_equal(argv[1], "help"))
+        return help_run(oc, argv + 2, argc - 2);
+    if (argc == 3 && command_is_group(argv[1]) &&
+        (g_str_equal(argv[2], "--help") || g_str_equal(argv[2], "-h"))) {
+        command_group_help(argv[1]);
+        return 0;
     }
     if (!(cmd = command_find(argc - 1, argv + 1, &consumed, &error))) {
         g_printerr("polltunectl: %s\n", error->message);

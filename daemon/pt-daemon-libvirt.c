@@ -401,3 +401,12 @@ pt_daemon_libvirt_stop(PtDaemon *d)
         g_free(dl);
     }
 }
+
+gboolean
+pt_daemon_libvirt_connected(PtDaemon *d, gboolean *enabled)
+{
+    PtDaemonLibvirt *dl = d->libvirt;
+
+    *enabled = dl && dl->lv;
+    return *enabled && pt_libvirt_is_connected(dl->lv);
+}

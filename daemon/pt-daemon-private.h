@@ -70,3 +70,5 @@ gboolean pt_daemon_install_rules(GPtrArray *rules, PolicyConfig *policy, GError 
 /* pt-daemon-libvirt.c */
 void pt_daemon_libvirt_start(PtDaemon *d);
 void pt_daemon_libvirt_stop(PtDaemon *d);
+/* Whether libvirt is in use (*enabled) and connected now. */
+gboolean pt_daemon_libvirt_connected(PtDaemon *d, gboolean *enabled);

@@ -445,6 +445,7 @@ pt_daemon_absorb(PtDaemon *d, PtTarget *t, ProbeTargetSnap *snap, GArray *sample
 {
     GHashTableIter it;
     gpointer v;
+    gboolean exits_counted = FALSE;
 
     g_hash_table_iter_init(&it, t->iothreads);
     while (g_hash_table_iter_next(&it, NULL, &v))
@@ -469,6 +470,13 @@ pt_daemon_absorb(PtDaemon *d, PtTarget *t, ProbeTargetSnap *snap, GArray *sample
             s.target = t->name;
             s.iothread = io->id;
             g_array_append_val(samples, s);
+            pt_iothread_totals_add(&io->totals, &s);
+            /* Exits are the whole VM's, repeated in each iothread's row. */
+            if (!exits_counted && s.kvm_exits != STORE_NULL) {
+                t->exits_total += s.kvm_exits;
+                t->have_exits_total = TRUE;
+                exits_counted = TRUE;
+            }
         }
     }
     /* Iothreads that went away (object-del) leave with their state. */

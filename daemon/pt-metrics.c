@@ -2,13 +2,16 @@
  * The OpenMetrics exposition, served over HTTP with libsoup and returned by
  * the control command `metrics`.
  *
- * Families are per iothread (labels vm, iothread) and for the daemon's own
- * health.  Names follow the OpenMetrics conventions: counters end in
+ * Families are per iothread (labels domain, iothread, as the libvirt
+ * exporter names them), per VM, and for the daemon's own health.  Rates
+ * are exported as counters so that any scrape interval works; gauges are
+ * for states only.  Names follow the OpenMetrics conventions: counters end in
  * _total, units are base units (seconds, bytes), and the text ends in
  * "# EOF".  The same figures go out in the Prometheus text format to
  * clients that do not ask for OpenMetrics; promtool checks that in the
  * test suite.
  */
+#include "pt-config.h"
 #include "pt-daemon-private.h"
 #include "pt-metrics.h"
 #include "pt-log.h"
@@ -114,55 +117,6 @@ get_poll_shrink(const PtIothread *io, const PolicyMetrics *m, gboolean *ok)
     return io->triple.poll_shrink;
 }
 
-static double
-get_iops(const PtIothread *io, const PolicyMetrics *m, gboolean *ok)
-{
-    *ok = m && m->have_io;
-    return m ? policy_metrics_iops(m) : 0;
-}
-
-static double
-get_lat(const PtIothread *io, const PolicyMetrics *m, gboolean *ok)
-{
-    *ok = m && m->have_io && policy_metrics_iops(m) > 0;
-    return m ? m->lat_mean_ns / 1e9 : 0;
-}
-
-static double
-get_qd(const PtIothread *io, const PolicyMetrics *m, gboolean *ok)
-{
-    *ok = m && m->have_io;
-    return m ? m->queue_depth : 0;
-}
-
-static double
-get_cpu(const PtIothread *io, const PolicyMetrics *m, gboolean *ok)
-{
-    *ok = m && m->have_cpu;
-    return m ? m->cpu_pct / 100.0 : 0;
-}
-
-static double
-get_blocks_per_op(const PtIothread *io, const PolicyMetrics *m, gboolean *ok)
-{
-    *ok = m && m->have_cpu && m->have_io && policy_metrics_iops(m) > 0;
-    return m ? m->blocks_per_op : 0;
-}
-
-static double
-get_exits_per_op(const PtIothread *io, const PolicyMetrics *m, gboolean *ok)
-{
-    *ok = m && m->have_exits && m->have_io && policy_metrics_iops(m) > 0;
-    return m ? m->exits_per_op : 0;
-}
-
-static double
-get_run_delay(const PtIothread *io, const PolicyMetrics *m, gboolean *ok)
-{
-    *ok = m && m->have_cpu;
-    return m ? m->run_delay_pct / 100.0 : 0;
-}
-
 static const struct {
     PtFamily f;
     PtGetter get;
@@ -170,14 +124,143 @@ static const struct {
     { { "polltune_poll_max_seconds", "gauge", "seconds", "The iothread's poll-max-ns, in seconds." }, get_poll_max },
     { { "polltune_poll_grow", "gauge", NULL, "The iothread's poll-grow (0: QEMU's default)." }, get_poll_grow },
     { { "polltune_poll_shrink", "gauge", NULL, "The iothread's poll-shrink (0: reset)." }, get_poll_shrink },
-    { { "polltune_iops", "gauge", NULL, "I/O operations per second over the last tick." }, get_iops },
-    { { "polltune_latency_seconds", "gauge", "seconds", "Mean latency per operation over the last tick." }, get_lat },
-    { { "polltune_queue_depth", "gauge", NULL, "Mean queue depth by Little's law over the last tick." }, get_qd },
-    { { "polltune_iothread_cpu_ratio", "gauge", "ratio", "CPU the iothread used, in cores, over the last tick." }, get_cpu },
-    { { "polltune_blocks_per_op", "gauge", NULL, "Voluntary context switches of the iothread per I/O operation." }, get_blocks_per_op },
-    { { "polltune_exits_per_op", "gauge", NULL, "KVM exits of the VM per I/O operation of the iothread." }, get_exits_per_op },
-    { { "polltune_run_delay_ratio", "gauge", "ratio", "Share of the tick the iothread waited for a CPU." }, get_run_delay },
 };
+
+/*
+ * Per-iothread counters (PtIothreadTotals): whatever the scrape interval,
+ * rate() of these gives IOPS, bandwidth, mean latency (io_time over
+ * operations), mean queue depth (rate of io_time), cores and blocks per
+ * operation.  Each is absent until its source first gave a figure.
+ */
+typedef struct {
+    PtFamily f;
+    const char *label;          /* extra label name, or NULL */
+    const char *values[2];      /* its values, one per counter */
+    gsize offset[2];            /* of the gint64 counters in PtIothreadTotals */
+    double scale;               /* to base units */
+    gsize have;                 /* offset of the gboolean that says present */
+} PtCounterFamily;
+
+#define TOT(f) G_STRUCT_OFFSET(PtIothreadTotals, f)
+
+static const PtCounterFamily pt_iothread_counters[] = {
+    { { "polltune_iothread_operations", "counter", NULL,
+        "Read, write and flush operations on the devices the iothread serves." },
+      "op", { "read", "write" }, { TOT(rd_ops), TOT(wr_ops) }, 1, TOT(have_io) },
+    { { "polltune_iothread_flush_operations", "counter", NULL,
+        "Flush operations on the devices the iothread serves." },
+      NULL, { NULL }, { TOT(flush_ops) }, 1, TOT(have_io) },
+    { { "polltune_iothread_bytes", "counter", "bytes",
+        "Bytes read and written on the devices the iothread serves." },
+      "op", { "read", "write" }, { TOT(rd_bytes), TOT(wr_bytes) }, 1, TOT(have_io) },
+    { { "polltune_iothread_io_time_seconds", "counter", "seconds",
+        "Time the operations were in flight, summed over operations; its rate is the "
+        "mean queue depth." },
+      NULL, { NULL }, { TOT(io_time_ns) }, 1e-9, TOT(have_io) },
+    { { "polltune_iothread_cpu_seconds", "counter", "seconds",
+        "CPU time of the iothread's thread, split by whether poll-max-ns was above 0 "
+        "during the tick (the CPU of a polling iothread, not the CPU spent polling)." },
+      "polling", { "off", "on" }, { TOT(cpu_ns[0]), TOT(cpu_ns[1]) }, 1e-9, TOT(have_cpu) },
+    { { "polltune_iothread_blocks", "counter", NULL,
+        "Voluntary context switches of the iothread: each is one real block in "
+        "ppoll/epoll_wait." },
+      NULL, { NULL }, { TOT(ctx_vol) }, 1, TOT(have_cpu) },
+    { { "polltune_iothread_run_delay_seconds", "counter", "seconds",
+        "Time the iothread waited for a CPU (schedstat run-queue wait)." },
+      NULL, { NULL }, { TOT(runq_wait_ns) }, 1e-9, TOT(have_cpu) },
+};
+
+static void
+pt_labels(GString *out, const char *name, const PtTarget *t, const PtIothread *io)
+{
+    g_string_append_printf(out, "%s{domain=\"", name);
+    pt_label(out, t->name);
+    if (io) {
+        g_string_append(out, "\",iothread=\"");
+        pt_label(out, io->id);
+    }
+    g_string_append_c(out, '"');
+}
+
+static void
+pt_render_counters(GString *out, GPtrArray *ios, GPtrArray *owners)
+{
+    for (gsize f = 0; f < G_N_ELEMENTS(pt_iothread_counters); f++) {
+        const PtCounterFamily *c = &pt_iothread_counters[f];
+        g_autofree char *sample = g_strconcat(c->f.name, "_total", NULL);
+
+        pt_family(out, &c->f);
+        for (guint i = 0; i < ios->len; i++) {
+            const PtIothread *io = ios->pdata[i];
+            const char *base = (const char *)&io->totals;
+
+            if (!G_STRUCT_MEMBER(gboolean, &io->totals, c->have))
+                continue;
+            for (int k = 0; k < 2 && (k == 0 || c->label); k++) {
+                gint64 v = *(const gint64 *)(base + c->offset[k]);
+
+                pt_labels(out, sample, owners->pdata[i], io);
+                if (c->label)
+                    g_string_append_printf(out, ",%s=\"%s\"", c->label, c->values[k]);
+                g_string_append_printf(out, "} %.9g\n", v * c->scale);
+            }
+        }
+    }
+}
+
+/* States: the build, the mode, the budget, libvirt, overrides. */
+static void
+pt_render_states(GString *out, PtDaemon *d, GPtrArray *ios, GPtrArray *owners,
+                 GPtrArray *targets)
+{
+    gint64 now_ms = g_get_real_time() / 1000;
+    gboolean lv_enabled = FALSE;
+    gboolean lv_up = pt_daemon_libvirt_connected(d, &lv_enabled);
+
+    pt_family(out, &(PtFamily){ "polltune_build_info", "gauge", NULL,
+                                "polltuned's version, as a label; always 1." });
+    g_string_append_printf(out, "polltune_build_info{version=\"%s\"} 1\n", PT_VERSION);
+    pt_family(out, &(PtFamily){ "polltune_mode", "gauge", NULL,
+                                "The daemon's mode: 1 for the one in force." });
+    for (int m = 0; m < PT_MODE_MAX; m++)
+        g_string_append_printf(out, "polltune_mode{mode=\"%s\"} %d\n", pt_mode_to_string(m),
+                               pt_daemon_get_mode(d) == (PtMode)m);
+    pt_family(out, &(PtFamily){ "polltune_budget_cores", "gauge", NULL,
+                                "Host-wide polling budget in cores; 0: none set." });
+    g_string_append_printf(out, "polltune_budget_cores %.4f\n",
+                           d->conf->policy->budget_cores);
+    if (lv_enabled) {
+        pt_family(out, &(PtFamily){ "polltune_libvirt_connected", "gauge", NULL,
+                                    "1 while the daemon is connected to libvirt." });
+        g_string_append_printf(out, "polltune_libvirt_connected %d\n", lv_up);
+    }
+    pt_family(out, &(PtFamily){ "polltune_override_remaining_seconds", "gauge", "seconds",
+                                "Time left of an operator's override; +Inf: until cleared. "
+                                "Absent: no override." });
+    for (guint i = 0; i < ios->len; i++) {
+        const PtIothread *io = ios->pdata[i];
+        const PtTarget *t = owners->pdata[i];
+        const StoreOverrideRow *ov = pt_daemon_override_for(d, t->name, io->id);
+
+        if (!ov)
+            continue;
+        pt_labels(out, "polltune_override_remaining_seconds", t, io);
+        if (ov->ov.expires_ms == STORE_NULL)
+            g_string_append(out, "} +Inf\n");
+        else
+            g_string_append_printf(out, "} %.3f\n", MAX(ov->ov.expires_ms - now_ms, 0) / 1000.0);
+    }
+    pt_family(out, &(PtFamily){ "polltune_vm_exits", "counter", NULL,
+                                "KVM exits of the whole VM since the daemon first saw it." });
+    for (guint i = 0; i < targets->len; i++) {
+        const PtTarget *t = targets->pdata[i];
+
+        if (!t->have_exits_total)
+            continue;
+        pt_labels(out, "polltune_vm_exits_total", t, NULL);
+        g_string_append_printf(out, "} %" G_GINT64_FORMAT "\n", t->exits_total);
+    }
+}
 
 static GPtrArray *
 pt_all_iothreads(PtDaemon *d, GPtrArray **owners)
@@ -232,13 +315,12 @@ pt_render(PtDaemon *d)
 
             if (!ok)
                 continue;
-            g_string_append_printf(out, "%s{vm=\"", pt_iothread_families[f].f.name);
-            pt_label(out, t->name);
-            g_string_append(out, "\",iothread=\"");
-            pt_label(out, io->id);
-            g_string_append_printf(out, "\"} %.9g\n", v);
+            pt_labels(out, pt_iothread_families[f].f.name, t, io);
+            g_string_append_printf(out, "} %.9g\n", v);
         }
     }
+    pt_render_counters(out, ios, owners);
+    pt_render_states(out, d, ios, owners, targets);
 
     pt_family(out, &(PtFamily){ "polltune_ticks", "counter", NULL, "Ticks completed." });
     g_string_append_printf(out, "polltune_ticks_total %" G_GUINT64_FORMAT "\n", d->stats.ticks);
@@ -297,9 +379,8 @@ pt_render(PtDaemon *d)
         by_state[t->state]++;
         if (t->sample_ms < 0)
             continue;
-        g_string_append(out, "polltune_target_sample_seconds{vm=\"");
-        pt_label(out, t->name);
-        g_string_append_printf(out, "\"} %.6f\n", t->sample_ms / 1000.0);
+        pt_labels(out, "polltune_target_sample_seconds", t, NULL);
+        g_string_append_printf(out, "} %.6f\n", t->sample_ms / 1000.0);
     }
     pt_family(out, &(PtFamily){ "polltune_targets", "gauge", NULL, "Targets by state." });
     for (int s = 0; s < PT_TARGET_STATE_MAX; s++)

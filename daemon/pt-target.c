@@ -115,6 +115,33 @@ pt_iothread_push_metrics(PtIothread *io, const PolicyMetrics *m)
 }
 
 void
+pt_iothread_totals_add(PtIothreadTotals *tot, const StoreSample *s)
+{
+    const StoreIo *io = &s->io;
+
+    if (io->rd_ops != STORE_NULL) {
+        tot->have_io = TRUE;
+        tot->rd_ops += io->rd_ops;
+        tot->wr_ops += io->wr_ops;
+        tot->flush_ops += io->flush_ops;
+        tot->rd_bytes += io->rd_bytes;
+        tot->wr_bytes += io->wr_bytes;
+        tot->io_time_ns += io->rd_time_ns + io->wr_time_ns + io->flush_time_ns;
+    }
+    if (s->cpu_ns != STORE_NULL) {
+        tot->have_cpu = TRUE;
+        tot->cpu_ns[s->poll_max_ns != STORE_NULL && s->poll_max_ns > 0] += s->cpu_ns;
+        if (s->ctx_vol != STORE_NULL)
+            tot->ctx_vol += s->ctx_vol;
+        if (s->runq_wait_ns != STORE_NULL)
+            tot->runq_wait_ns += s->runq_wait_ns;
+    }
+    /* Deltas are never negative (probe-derive and pt-history drop a pair
+     * whose counter went back); a negative total is a corrupted row. */
+    g_assert(tot->rd_ops >= 0 && tot->cpu_ns[0] >= 0 && tot->cpu_ns[1] >= 0);
+}
+
+void
 pt_target_sample(PtTarget *t, gint64 mono_ns, gint64 when_ms, PtSampleDone done,
                  gpointer user_data)
 {

@@ -36,9 +36,28 @@ const char *pt_target_state_to_string(PtTargetState s);
  * store: 3600 here would be 75 MB at 100 VMs with two iothreads. */
 #define PT_HISTORY_TICKS 120
 
+/*
+ * Counters since the daemon first saw the iothread: the sums of the
+ * store's per-tick deltas, so that the metrics endpoint can export
+ * counters that Prometheus rate()s over any scrape interval.  A group
+ * stays absent until its source first gives a figure.
+ */
+typedef struct {
+    gboolean have_io, have_cpu;
+    gint64 rd_ops, wr_ops, flush_ops;
+    gint64 rd_bytes, wr_bytes;
+    gint64 io_time_ns;              /* rd+wr+flush total_time: busy time */
+    gint64 cpu_ns[2];               /* [0] polling off, [1] poll-max-ns > 0 */
+    gint64 ctx_vol;                 /* voluntary switches: real blocks */
+    gint64 runq_wait_ns;
+} PtIothreadTotals;
+
+void pt_iothread_totals_add(PtIothreadTotals *tot, const StoreSample *s);
+
 typedef struct {
     char *id;
     int tid;
+    PtIothreadTotals totals;
     gboolean have_triple;
     PolicyTriple triple;            /* as last read */
     gboolean have_original;
@@ -85,6 +104,8 @@ struct PtTarget {
     ProbeExitsMode exits_mode;
     ProbeTargetSnap *prev;          /* last completed sample */
     GHashTable *iothreads;          /* id -> PtIothread */
+    gboolean have_exits_total;
+    gint64 exits_total;             /* KVM exits of the VM since first seen */
 
     gboolean sampling;
     gint64 sample_start_us;         /* monotonic, of the running sample */

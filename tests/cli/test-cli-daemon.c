@@ -380,7 +380,7 @@ check_tick_histogram(const char *text)
     g_assert_cmpfloat(sum / count, <=, 10);
     g_assert_cmpfloat(metric_sample(text, "polltune_tick_wait_seconds_total") +
                       metric_sample(text, "polltune_tick_work_seconds_total"), <=, sum + 1e-5);
-    g_assert_cmpfloat(metric_sample(text, "polltune_target_sample_seconds{vm=\"vm-a\"}"), >, 0);
+    g_assert_cmpfloat(metric_sample(text, "polltune_target_sample_seconds{domain=\"vm-a\"}"), >, 0);
 }
 
 /*
@@ -422,6 +422,91 @@ check_openmetrics(const char *text)
     g_assert_true(g_str_has_suffix(out, "['histogram']\n"));
 }
 
+/*
+ * Rates go out as counters that never go down between two scrapes, and
+ * states as gauges: the build, exactly one mode, the budget.
+ */
+static void
+check_counters_and_states(const char *before, const char *after)
+{
+    static const char *const cpu[] = {
+        "polltune_iothread_cpu_seconds_total{domain=\"vm-a\",iothread=\"iot1\",polling=\"off\"}",
+        "polltune_iothread_cpu_seconds_total{domain=\"vm-a\",iothread=\"iot1\",polling=\"on\"}",
+        "polltune_iothread_blocks_total{domain=\"vm-a\",iothread=\"iot1\"}",
+        "polltune_iothread_run_delay_seconds_total{domain=\"vm-a\",iothread=\"iot1\"}",
+    };
+    double cpu_before = 0, cpu_after = 0;
+    int modes_on = 0;
+
+    for (guint i = 0; i < G_N_ELEMENTS(cpu); i++) {
+        double a = metric_sample(before, cpu[i]), b = metric_sample(after, cpu[i]);
+
+        g_assert_cmpfloat(a, >=, 0);
+        g_assert_cmpfloat(b, >=, a);
+        if (i < 2) {
+            cpu_before += a;
+            cpu_after += b;
+        }
+    }
+    /* An iothread of a running QEMU uses some CPU over a few ticks. */
+    g_assert_cmpfloat(cpu_after, >, 0);
+    g_assert_cmpfloat(cpu_after, >=, cpu_before);
+    g_assert_nonnull(strstr(after, "# TYPE polltune_iothread_cpu_seconds counter\n"));
+    g_assert_cmpfloat(metric_sample(after, "polltune_build_info{version=\"" PT_VERSION "\"}"),
+                      ==, 1);
+    for (const char *m = "observe\0recommend\0enforce\0"; *m; m += strlen(m) + 1) {
+        g_autofree char *series = g_strdup_printf("polltune_mode{mode=\"%s\"}", m);
+        double v = metric_sample(after, series);
+
+        g_assert_true(v == 0 || v == 1);
+        modes_on += v == 1;
+    }
+    g_assert_cmpint(modes_on, ==, 1);
+    g_assert_cmpfloat(metric_sample(after, "polltune_budget_cores"), >=, 0);
+    /* The per-tick rate gauges are gone: a 15 s scrape could not use them. */
+    g_assert_null(strstr(after, "polltune_iops{"));
+    g_assert_null(strstr(after, "{vm="));
+}
+
+/*
+ * Every series contrib/prometheus's rules read is one the daemon exports,
+ * so that a rename here cannot leave the shipped rules reading nothing.
+ * polltune_libvirt_connected is absent without libvirt, as here.
+ */
+static void
+check_rules_match(const char *text)
+{
+    g_autofree char *path = g_build_filename(g_getenv("PT_SOURCE_ROOT"), "contrib",
+                                             "prometheus", "polltune.rules.yml", NULL);
+    g_autofree char *rules = NULL;
+    g_autoptr(GRegex) re = g_regex_new("(?<![:a-z_])(polltune_[a-z_]+)", 0, 0, NULL);
+    g_autoptr(GMatchInfo) mi = NULL;
+    guint checked = 0;
+
+    g_assert_true(g_file_get_contents(path, &rules, NULL, NULL));
+    g_regex_match(re, rules, 0, &mi);
+    for (; g_match_info_matches(mi); g_match_info_next(mi, NULL)) {
+        g_autofree char *name = g_match_info_fetch(mi, 1);
+        g_autofree char *sample = g_strdup_printf("\n%s", name);
+
+        if (g_str_equal(name, "polltune_libvirt_connected"))
+            continue;
+        if (!strstr(text, sample))
+            g_error("contrib/prometheus/polltune.rules.yml reads %s, which polltuned "
+                    "does not export", name);
+        checked++;
+    }
+    g_assert_cmpuint(checked, >=, 8);
+}
+
+static gboolean
+ticks_past(gpointer data)
+{
+    g_autoptr(json_object) st = pt_test_daemon_ok(cli_live.d, "status", NULL);
+
+    return pt_json_path_int(st, "ticks") >= *(gint64 *)data;
+}
+
 static void
 test_metrics(void)
 {
@@ -438,7 +523,17 @@ test_metrics(void)
         return;
     text = CTL_OK("metrics");
     {
-        g_autofree char *line = g_strdup_printf("polltune_poll_max_seconds{vm=\"vm-a\","
+        g_autoptr(json_object) st = pt_test_daemon_ok(cli_live.d, "status", NULL);
+        gint64 want = pt_json_path_int(st, "ticks") + 2;
+        g_autofree char *later = NULL;
+
+        g_assert_true(pt_test_wait(ticks_past, &want, 20000));
+        later = CTL_OK("metrics");
+        check_counters_and_states(text, later);
+        check_rules_match(later);
+    }
+    {
+        g_autofree char *line = g_strdup_printf("polltune_poll_max_seconds{domain=\"vm-a\","
                                                 "iothread=\"iot1\"} %g\n",
                                                 cli_vm_poll_max(cli_live.vm, "iot1") / 1e9);
 

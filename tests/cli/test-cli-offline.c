@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cli-testdb.h"
+#include "pt-config.h"
 #include "store-testutil.h"
 
 static char *tmp_dir;
@@ -461,10 +462,16 @@ test_errors(void)
         { { "-s", sock, "show", NULL }, 2, "show: expected VM[/IOTHREAD]" },
         { { "-s", sock, "status", "extra", NULL }, 2, "status: expected no parameters" },
         { { "-s", sock, "status", "--bogus", NULL }, 2, "Unknown option --bogus" },
-        { { "-s", sock, "policy", NULL }, 2, "policy: expected get or set" },
+        { { "-s", sock, "policy", NULL }, 2, "policy: expected get, set or clear" },
         { { "-s", sock, "policy", "set", "vm-1", "fastest", NULL }, 2,
-          "policy set: fastest: expected" },
-        { { "-s", sock, "policy", "set", "vm-1", "static:1/2", NULL }, 2, "static:1/2" },
+          "policy set: policy 'fastest': unknown name" },
+        { { "-s", sock, "policy", "set", "vm-1", "static:1/x", NULL }, 2, "'x' is not" },
+        /* The documented static:MAX[/GROW[/SHRINK]] is valid: it reaches the
+         * (missing) daemon. */
+        { { "-s", sock, "policy", "set", "zz-*", "static:32768", NULL }, 1, expect_sock },
+        { { "-s", sock, "policy", "set", "vm-1", "static:1/2", NULL }, 1, expect_sock },
+        { { "help", "nosuch", NULL }, 2, "help: nosuch: unknown command" },
+        { { "help", "policy", "get", "extra", NULL }, 2, "help: expected COMMAND [SUBCOMMAND]" },
         { { "-s", sock, "policy", "set", "vm-1", "off", "latency", NULL }, 2,
           "objective latency: only for adaptive" },
         { { "-s", sock, "mode", "turbo", NULL }, 2, "mode turbo: expected observe" },
@@ -516,6 +523,43 @@ test_errors(void)
     }
 }
 
+/* Help answers without a daemon, exits 0 and names what it accepts. */
+static void
+test_help(void)
+{
+    static const struct {
+        const char *argv[5];
+        const char *needles[4];
+    } cases[] = {
+        { { "help", NULL }, { "policy clear GLOB", "override set", "help [COMMAND", NULL } },
+        { { "--help", NULL }, { "policy get", "version", NULL } },
+        { { "help", "policy", NULL }, { "policy get", "policy set", "policy clear", NULL } },
+        { { "policy", "--help", NULL }, { "policy get", "policy set", "policy clear", NULL } },
+        { { "help", "policy", "set", NULL }, { "static:MAX[/GROW[/SHRINK]]", "qemu-default",
+                                               "adaptive[:OBJECTIVE]", "efficiency" } },
+        { { "policy", "set", "--help", NULL }, { "static:MAX[/GROW[/SHRINK]]", "observe",
+                                                 NULL } },
+        { { "mode", "--help", NULL }, { "recommend", "enforce", NULL } },
+        { { "override", "--help", NULL }, { "override set", "override clear", NULL } },
+        { { "-s", "/nonexistent/x.sock", "version", NULL }, { "polltunectl " PT_VERSION "\n",
+                                                           "polltuned: not reachable", NULL } },
+    };
+
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        CliRun r = { 0 };
+
+        cli_run(&r, cases[i].argv);
+        if (r.status != 0)
+            g_error("case %zu (%s): status %d, stderr \"%s\"", i, cases[i].argv[0], r.status,
+                    r.err);
+        for (int k = 0; k < 4 && cases[i].needles[k]; k++)
+            if (!strstr(r.out, cases[i].needles[k]))
+                g_error("case %zu (%s %s): \"%s\" not in:\n%s", i, cases[i].argv[0],
+                        cases[i].argv[1] ? cases[i].argv[1] : "", cases[i].needles[k], r.out);
+        cli_run_clear(&r);
+    }
+}
+
 static void
 test_db_untouched(void)
 {
@@ -551,6 +595,7 @@ main(int argc, char **argv)
     g_test_add_func("/cli/offline/report-chromium", test_report_chromium);
     g_test_add_func("/cli/offline/snapshot-removed", test_snapshot_removed_when_killed);
     g_test_add_func("/cli/errors", test_errors);
+    g_test_add_func("/cli/help", test_help);
     g_test_add_func("/cli/offline/db-untouched", test_db_untouched);
     rc = g_test_run();
     test_dir_remove(tmp_dir);

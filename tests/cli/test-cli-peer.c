@@ -246,6 +246,28 @@ test_status(void)
     cli_run_clear(&r);
 }
 
+/* A budget of 0 is "none set": it used to read "polling 0.21 of 0.00
+ * cores budget". */
+static void
+test_status_no_budget(void)
+{
+    g_autoptr(GString) ret = g_string_new("{\"return\": " STATUS_RETURN ", \"id\": @ID@}\n");
+    const char *reply[] = { NULL, NULL };
+    PeerStep steps[] = { { "status", reply } };
+    PeerScript s = { .steps = steps, .n_steps = 1 };
+    CliRun r = { 0 };
+
+    g_assert_cmpuint(g_string_replace(ret, "\"budget_cores\": 1.0", "\"budget_cores\": 0.0", 1),
+                     ==, 1);
+    reply[0] = ret->str;
+    run_against(&s, &r, (const char *[]){ "status", NULL });
+    g_assert_cmpint(r.status, ==, 0);
+    g_assert_nonnull(strstr(r.out, "polling 0.21 cores (no budget set)"));
+    g_assert_null(strstr(r.out, "of 0.00"));
+    script_clear(&s);
+    cli_run_clear(&r);
+}
+
 static void
 test_export_stream(void)
 {
@@ -638,6 +660,7 @@ main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/cli/peer/status", test_status);
+    g_test_add_func("/cli/peer/status-no-budget", test_status_no_budget);
     g_test_add_func("/cli/peer/export-stream", test_export_stream);
     g_test_add_func("/cli/peer/export-cut-short", test_export_cut_short);
     g_test_add_func("/cli/peer/failures", test_failures);
