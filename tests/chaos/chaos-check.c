@@ -309,7 +309,7 @@ chaos_check_triples(Chaos *ch, ChaosVm *vm, gboolean strict, const char *when)
 
         if (!chaos_triple_allowed(ch, vm, io, strict))
             chaos_violation(ch, "qemu-triple",
-                            "%s (instance %u)/%s %s: holds %" G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT
+                            "%s (instance %u)/%s after %s: holds %" G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT
                             "/%" G_GUINT64_FORMAT ", its own original is %" G_GUINT64_FORMAT
                             "/%" G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT "%s", vm->name,
                             vm->instance, io->id, when, io->poll_max_ns, io->poll_grow,

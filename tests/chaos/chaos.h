@@ -124,6 +124,8 @@ void chaos_violation(Chaos *ch, const char *invariant, const char *fmt, ...) G_G
 json_object *chaos_control_call(Chaos *ch, const char *command, const char *args_json,
                                 guint timeout_ms, GError **error);
 void chaos_check_all(Chaos *ch);
+/* @when names what came before ("a clean stop"); @strict allows the own
+ * original only, else a policy's triple too. */
 void chaos_check_triples(Chaos *ch, ChaosVm *vm, gboolean strict, const char *when);
 void chaos_check_integrity(Chaos *ch, const char *when);
 void chaos_check_log(Chaos *ch);

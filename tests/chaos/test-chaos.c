@@ -345,8 +345,13 @@ chaos_daemon_kill(Chaos *ch)
     if (!ch->filler)
         chaos_check_integrity(ch, "after kill -9");
     if (!pt_test_daemon_restart(ch->d, &err)) {
-        chaos_violation(ch, "daemon-restarts", "%s%s", err->message,
-                        ch->filler ? " (on a full disk)" : "");
+        /* The message ends with the whole log: its last error line says why. */
+        const char *why = g_strrstr(err->message, "polltuned error: ");
+
+        chaos_violation(ch, "daemon-restarts", "%.*s %.*s%s (log: %s)",
+                        (int)strcspn(err->message, "\n"), err->message,
+                        why ? (int)strcspn(why, "\n") : 0, why ? why : "",
+                        ch->filler ? ", on a full disk" : "", ch->d->log_path);
         g_clear_error(&err);
         /* A full disk may keep it from starting; free it and try once more. */
         chaos_disk_step(ch, TRUE);
@@ -507,7 +512,7 @@ chaos_finish(Chaos *ch)
         chaos_violation(ch, "clean-stop", "SIGTERM: wait status 0x%x (log: %s)", status,
                         ch->d->log_path);
     for (guint i = 0; i < CHAOS_N_VMS; i++)
-        chaos_check_triples(ch, &ch->vms[i], TRUE, "after a clean stop");
+        chaos_check_triples(ch, &ch->vms[i], TRUE, "a clean stop");
     chaos_check_integrity(ch, "after a clean stop");
 }
 
