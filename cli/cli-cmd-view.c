@@ -152,6 +152,8 @@ cli_cmd_status(CliContext *ctx, char **args, guint n, GError **error)
     g_autoptr(json_object) st = cli_context_call(ctx, "status", NULL, error);
     g_autoptr(CliTable) t = NULL;
     g_autoptr(CliTable) d = NULL;
+    g_autoptr(CliTable) x = NULL;
+    g_autoptr(CliTable) why = NULL;
     g_autofree char *table = NULL;
     json_object *targets;
 
@@ -166,9 +168,27 @@ cli_cmd_status(CliContext *ctx, char **args, guint n, GError **error)
     t = cli_table_new("VM/IOTHREAD", "STATE", ">POLL-MAX-NS", ">GROW", ">SHRINK", "POLICY",
                       ">IOPS", ">LAT-\302\265s", ">CPU-%", ">BLK/OP", ">EXIT/OP", NULL);
     d = cli_table_new("VM/IOTHREAD", "WHEN", "OUTCOME", "POLL-MAX-NS", "REASON", NULL);
+    x = cli_table_new("VM", "QEMU", "EXITS FROM", "WHY", NULL);
+    why = cli_table_new("VM", "STATE", "REASON", NULL);
     for (gsize i = 0; i < array_len(targets); i++) {
         json_object *tg = json_object_array_get_idx(targets, i);
         json_object *its = member(tg, "iothreads");
+        const char *src = qmp_json_get_string(tg, "exits_source");
+
+        if (src) {
+            cli_table_row(x);
+            cli_table_cell(x, str(tg, "name"));
+            cli_table_cell(x, str(tg, "qemu_version"));
+            cli_table_cell(x, g_str_equal(src, "none") ? "not shown" : src);
+            cli_table_cell(x, str(tg, "exits_reason"));
+        }
+
+        if (member(tg, "state_reason")) {
+            cli_table_row(why);
+            cli_table_cell(why, str(tg, "name"));
+            cli_table_cell(why, str(tg, "state"));
+            cli_table_cell(why, str(tg, "state_reason"));
+        }
 
         if (array_len(its) == 0) {
             cli_table_row(t);
@@ -227,6 +247,16 @@ cli_cmd_status(CliContext *ctx, char **args, guint n, GError **error)
 
         printf("\nLast decisions\n%s", dt);
     }
+    if (cli_table_n_rows(x) > 0) {
+        g_autofree char *xt = cli_table_render(x);
+
+        printf("\nExit figures\n%s", xt);
+    }
+    if (cli_table_n_rows(why) > 0) {
+        g_autofree char *wt = cli_table_render(why);
+
+        printf("\nNot healthy\n%s", wt);
+    }
     return TRUE;
 }
 
@@ -269,6 +299,22 @@ cli_cmd_list(CliContext *ctx, char **args, guint n, GError **error)
     out = cli_table_render(t);
     fputs(out, stdout);
     return TRUE;
+}
+
+/* The QEMU release and the exit source with its reason; a VM without
+ * exit figures says so instead of showing zeros. */
+static void
+print_target_qemu(json_object *r)
+{
+    const char *version = qmp_json_get_string(r, "qemu_version");
+    const char *src = qmp_json_get_string(r, "exits_source");
+    const char *why = qmp_json_get_string(r, "exits_reason");
+
+    if (!src)
+        return;
+    printf("  QEMU %s \302\267 exits: %s%s%s%s\n", version ? version : "?",
+           g_str_equal(src, "none") ? "not shown" : src,
+           why ? " (" : "", why ? why : "", why ? ")" : "");
 }
 
 static void
@@ -386,6 +432,7 @@ cli_cmd_show(CliContext *ctx, char **args, guint n, GError **error)
     pid = int_text(r, "pid");
     printf("%s (%s, %s, pid %s) \302\267 policy %s\n", str(r, "name"), str(r, "kind"),
            str(r, "state"), pid, str(r, "policy"));
+    print_target_qemu(r);
     its = member(r, "iothreads");
     for (gsize i = 0; i < array_len(its); i++)
         print_iothread(ctx, json_object_array_get_idx(its, i));

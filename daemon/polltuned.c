@@ -8,8 +8,10 @@
 #include "pt-log.h"
 #include "pt-metrics.h"
 
+#include <errno.h>
 #include <locale.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -26,26 +28,28 @@ typedef struct {
     char *config_path;
     gboolean stopping;
     int exit_code;
-    /* command-line settings that outlive a reload */
-    char *opt_db, *opt_socket, *opt_mode;
-    gint64 opt_interval;
 } PtMain;
 
-static void
-pt_apply_options(PtMain *m, PtConf *conf)
+/* The soft descriptor limit is often 1024 below a far higher hard limit
+ * (systemd's default is 1024:524288); the daemon's use is bounded by its
+ * own caps, so it takes what it may.  Returns the soft limit in force. */
+static guint64
+pt_raise_nofile(void)
 {
-    if (m->opt_db) {
-        g_free(conf->database);
-        conf->database = g_strdup(m->opt_db);
+    struct rlimit rl;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+        return 1024;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rlim_t want = rl.rlim_max;
+
+        rl.rlim_cur = want;
+        if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+            pt_warn(NULL, NULL, "raising the descriptor limit to %llu: %s",
+                    (unsigned long long)want, g_strerror(errno));
+        getrlimit(RLIMIT_NOFILE, &rl);
     }
-    if (m->opt_socket) {
-        g_free(conf->control_socket);
-        conf->control_socket = g_strdup(m->opt_socket);
-    }
-    if (m->opt_mode)
-        conf->mode = pt_mode_from_string(m->opt_mode);
-    if (m->opt_interval)
-        conf->interval_ms = m->opt_interval;
+    return rl.rlim_cur == RLIM_INFINITY ? G_MAXUINT64 : (guint64)rl.rlim_cur;
 }
 
 static void
@@ -77,20 +81,10 @@ static gboolean
 pt_on_hup(gpointer data)
 {
     PtMain *m = data;
-    g_autoptr(GError) err = NULL;
-    PtConf *conf = pt_conf_load(m->config_path, FALSE, &err);
 
     sd_notify(0, "RELOADING=1");
-    if (!conf) {
-        pt_err(NULL, NULL, "reload refused, keeping the running configuration: %s",
-               err->message);
-    } else {
-        pt_apply_options(m, conf);
-        if (!pt_daemon_reload(m->daemon, conf, &err))
-            pt_err(NULL, NULL, "reload refused: %s", err->message);
-        else
-            pt_info(NULL, NULL, "configuration reloaded from %s", m->config_path);
-    }
+    /* Logs the outcome itself, as for the control command. */
+    pt_daemon_reload_file(m->daemon, NULL);
     sd_notify(0, "READY=1");
     return G_SOURCE_CONTINUE;
 }
@@ -117,15 +111,19 @@ main(int argc, char **argv)
     g_autoptr(GOptionContext) ctx = NULL;
     g_autoptr(PtConf) conf = NULL;
     g_autofree char *interval = NULL;
+    g_autofree char *opt_db = NULL, *opt_socket = NULL, *opt_mode = NULL;
+    gint64 opt_interval = 0;
+    PtConfOverrides ov = { .mode = PT_MODE_INVALID };
     gboolean foreground = FALSE, verbose = FALSE, version = FALSE;
     guint64 watchdog_us = 0;
+    guint64 nofile;
     GOptionEntry entries[] = {
         { "config", 'c', 0, G_OPTION_ARG_FILENAME, &m.config_path,
           "Configuration file (default " PT_DEFAULT_CONFIG ")", "FILE" },
-        { "db", 0, 0, G_OPTION_ARG_FILENAME, &m.opt_db, "History database", "FILE" },
-        { "socket", 0, 0, G_OPTION_ARG_FILENAME, &m.opt_socket, "Control socket", "PATH" },
+        { "db", 0, 0, G_OPTION_ARG_FILENAME, &opt_db, "History database", "FILE" },
+        { "socket", 0, 0, G_OPTION_ARG_FILENAME, &opt_socket, "Control socket", "PATH" },
         { "interval", 'i', 0, G_OPTION_ARG_STRING, &interval, "Tick interval, e.g. 1s or 250ms", "DURATION" },
-        { "mode", 'm', 0, G_OPTION_ARG_STRING, &m.opt_mode, "observe, recommend or enforce", "MODE" },
+        { "mode", 'm', 0, G_OPTION_ARG_STRING, &opt_mode, "observe, recommend or enforce", "MODE" },
         { "foreground", 'f', 0, G_OPTION_ARG_NONE, &foreground, "Do not detach from the terminal", NULL },
         { "verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose, "Log debug messages", NULL },
         { "version", 'V', 0, G_OPTION_ARG_NONE, &version, "Print the version and exit", NULL },
@@ -147,16 +145,17 @@ main(int argc, char **argv)
         fprintf(stderr, "polltuned: unexpected argument '%s'\n", argv[1]);
         return 2;
     }
-    if (interval && (!pt_parse_duration(interval, &m.opt_interval, &err) ||
-                     m.opt_interval < 100 || m.opt_interval > 3600000)) {
+    if (interval && (!pt_parse_duration(interval, &opt_interval, &err) ||
+                     opt_interval < 100 || opt_interval > 3600000)) {
         fprintf(stderr, "polltuned: --interval: %s\n", err ? err->message : "must be 100ms..1h");
         return 2;
     }
-    if (m.opt_mode && pt_mode_from_string(m.opt_mode) == PT_MODE_INVALID) {
-        fprintf(stderr, "polltuned: --mode: '%s' is not observe, recommend or enforce\n", m.opt_mode);
+    if (opt_mode && pt_mode_from_string(opt_mode) == PT_MODE_INVALID) {
+        fprintf(stderr, "polltuned: --mode: '%s' is not observe, recommend or enforce\n", opt_mode);
         return 2;
     }
     pt_log_init(verbose);
+    nofile = pt_raise_nofile();
     if (!m.config_path)
         m.config_path = g_strdup(PT_DEFAULT_CONFIG);
     conf = pt_conf_load(m.config_path, FALSE, &err);
@@ -164,7 +163,12 @@ main(int argc, char **argv)
         pt_err(NULL, NULL, "%s", err->message);
         return 1;
     }
-    pt_apply_options(&m, conf);
+    /* Kept in the configuration, so every reload puts them in front too. */
+    ov.database = opt_db;
+    ov.control_socket = opt_socket;
+    ov.mode = opt_mode ? pt_mode_from_string(opt_mode) : PT_MODE_INVALID;
+    ov.interval_ms = (guint)opt_interval;
+    pt_conf_apply_overrides(conf, &ov);
 
     if (!foreground && !getenv("NOTIFY_SOCKET") && daemon(0, 0) < 0) {
         pt_err(NULL, NULL, "daemon: %s", g_strerror(errno));
@@ -188,7 +192,14 @@ main(int argc, char **argv)
             return 1;
         }
         if (c->metrics_listen) {
-            m.metrics = pt_metrics_server_new(m.daemon, c->metrics_listen, &err);
+            guint cap = pt_metrics_conn_cap(c->metrics_max_conns, nofile);
+
+            if (cap < c->metrics_max_conns)
+                pt_warn(NULL, NULL, "metrics: at most %u connections, not %u: the "
+                        "descriptor limit is %" G_GUINT64_FORMAT, cap,
+                        c->metrics_max_conns, nofile);
+            m.metrics = pt_metrics_server_new(m.daemon, c->metrics_listen, cap,
+                                              c->metrics_idle_ms, &err);
             if (!m.metrics) {
                 /* Scraping is optional; tuning is not held up by it. */
                 pt_warn(NULL, NULL, "%s; metrics endpoint disabled", err->message);
@@ -221,9 +232,6 @@ main(int argc, char **argv)
     pt_daemon_free(m.daemon);
     g_main_loop_unref(m.loop);
     g_free(m.config_path);
-    g_free(m.opt_db);
-    g_free(m.opt_socket);
-    g_free(m.opt_mode);
     pt_info(NULL, NULL, "stopped");
     return m.exit_code;
 }

@@ -116,7 +116,7 @@ pt_conf_new_default(void)
     c->interval_ms = 1000;
     c->mode = PT_MODE_ENFORCE;
     c->restore_on_exit = TRUE;
-    c->on_restart = PT_RESTART_RESUME;
+    c->on_restart = PT_RESTART_RESTORE;
     c->qmp_timeout_ms = 2000;
     c->exits_source = g_strdup("auto");
     c->libvirt = TRUE;
@@ -132,7 +132,13 @@ pt_conf_new_default(void)
     c->control_socket = g_strdup(PT_DEFAULT_SOCKET);
     c->control_group = g_strdup("polltune");
     c->metrics_listen = g_strdup("127.0.0.1:9563");
+    /* A Prometheus server or two and the odd curl: 16 is room to spare.
+     * A scrape takes milliseconds, so 10 s is far above any legitimate
+     * request and bounds how long an idle client keeps a slot. */
+    c->metrics_max_conns = 16;
+    c->metrics_idle_ms = 10000;
     c->policy = policy_config_new();
+    c->overrides.mode = PT_MODE_INVALID;
     return c;
 }
 
@@ -152,6 +158,8 @@ pt_conf_free(PtConf *c)
     g_free(c->control_group);
     g_free(c->admin_group);
     g_free(c->metrics_listen);
+    g_free(c->overrides.database);
+    g_free(c->overrides.control_socket);
     policy_config_free(c->policy);
     g_free(c);
 }
@@ -166,12 +174,14 @@ typedef struct {
 } PtConfReader;
 
 /* The 1-based line of @key in [@group], or 0.  GKeyFile keeps no line
- * numbers, and an error that names one saves the operator a search. */
+ * numbers, and an error that names one saves the operator a search.  The
+ * last occurrence: GKeyFile takes the last of a repeated key or group. */
 static guint
 pt_conf_line_of(const PtConfReader *r, const char *group, const char *key)
 {
     g_auto(GStrv) lines = g_strsplit(r->data, "\n", -1);
     gboolean in_group = FALSE;
+    guint found = 0;
 
     for (guint i = 0; lines[i]; i++) {
         const char *l = lines[i];
@@ -189,9 +199,9 @@ pt_conf_line_of(const PtConfReader *r, const char *group, const char *key)
         klen = strlen(key);
         if (in_group && strncmp(l, key, klen) == 0 &&
             (l[klen] == '=' || l[klen] == ' ' || l[klen] == '\t'))
-            return i + 1;
+            found = i + 1;
     }
-    return 0;
+    return found;
 }
 
 static gboolean
@@ -311,6 +321,27 @@ pt_conf_get_uint(const PtConfReader *r, const char *key, guint64 min, guint64 ma
     return TRUE;
 }
 
+/* DIGITS or DIGITS.DIGITS, nothing else. */
+static gboolean
+pt_is_decimal(const char *s)
+{
+    const char *p = s;
+
+    while (g_ascii_isdigit(*p))
+        p++;
+    if (p == s)
+        return FALSE;
+    if (*p == '.') {
+        const char *frac = ++p;
+
+        while (g_ascii_isdigit(*p))
+            p++;
+        if (p == frac)
+            return FALSE;
+    }
+    return *p == '\0';
+}
+
 static gboolean
 pt_conf_get_double(const PtConfReader *r, const char *key, double min, double max,
                    double *out, GError **error)
@@ -322,8 +353,13 @@ pt_conf_get_double(const PtConfReader *r, const char *key, double min, double ma
     if (!v)
         return TRUE;
     g_strstrip(v);
+    /* The documented form is decimal: g_ascii_strtod alone would also
+     * take "0x10", "1e2", "inf" and a sign. */
+    if (!pt_is_decimal(v))
+        return pt_conf_fail(r, key, error, "'%s' is not a decimal number (digits, "
+                            "optionally a point and digits) in %g..%g", v, min, max);
     d = g_ascii_strtod(v, &end);
-    if (!*v || *end || !(d >= min && d <= max))
+    if (*end || !(d >= min && d <= max))
         return pt_conf_fail(r, key, error, "'%s' is not a number in %g..%g", v, min, max);
     *out = d;
     return TRUE;
@@ -347,7 +383,8 @@ pt_conf_get_spec(const PtConfReader *r, const char *key, PolicySpec *out, GError
 static const char *const pt_keys_daemon[] = {
     "interval", "mode", "restore-on-exit", "on-restart", "qmp-timeout",
     "exits-source", "database", "control-socket", "control-group",
-    "admin-group", "metrics-listen", NULL };
+    "admin-group", "metrics-listen", "metrics-max-connections", "metrics-idle-timeout",
+    NULL };
 static const char *const pt_keys_targets[] = {
     "libvirt", "libvirt-uri", "libvirt-pid-dir", "qmp-sockets", "qmp-globs", NULL };
 static const char *const pt_keys_retention[] = {
@@ -375,6 +412,8 @@ pt_conf_read_daemon(PtConfReader *r, PtConf *c, GError **error)
 {
     gint64 ms = c->interval_ms;
     gint64 tmo = c->qmp_timeout_ms;
+    gint64 idle = c->metrics_idle_ms;
+    guint64 max_conns = c->metrics_max_conns;
     g_autofree char *mode = NULL, *restart = NULL;
 
     r->group = "daemon";
@@ -387,10 +426,14 @@ pt_conf_read_daemon(PtConfReader *r, PtConf *c, GError **error)
         !pt_conf_get_str(r, "control-socket", &c->control_socket, FALSE, error) ||
         !pt_conf_get_str(r, "control-group", &c->control_group, FALSE, error) ||
         !pt_conf_get_str(r, "admin-group", &c->admin_group, TRUE, error) ||
-        !pt_conf_get_str(r, "metrics-listen", &c->metrics_listen, TRUE, error))
+        !pt_conf_get_str(r, "metrics-listen", &c->metrics_listen, TRUE, error) ||
+        !pt_conf_get_uint(r, "metrics-max-connections", 1, 1024, &max_conns, error) ||
+        !pt_conf_get_duration(r, "metrics-idle-timeout", 1000, 600000, &idle, error))
         return FALSE;
     c->interval_ms = ms;
     c->qmp_timeout_ms = tmo;
+    c->metrics_max_conns = max_conns;
+    c->metrics_idle_ms = idle;
     if ((mode = pt_conf_string(r, "mode"))) {
         g_strstrip(mode);
         if ((c->mode = pt_mode_from_string(mode)) == PT_MODE_INVALID)
@@ -506,6 +549,35 @@ pt_conf_read_policy(PtConfReader *r, PtConf *c, GError **error)
     return TRUE;
 }
 
+/* The line GKeyFile stopped at: its messages name the offending text but
+ * no line.  GKeyFile parses line by line and stops at the first bad one,
+ * so a prefix of the file fails to load exactly when it holds that line;
+ * the shortest such prefix is found by bisection over the line count. */
+static guint
+pt_conf_syntax_line(const char *text, gsize len)
+{
+    g_autoptr(GArray) ends = g_array_new(FALSE, FALSE, sizeof(gsize));
+    guint lo = 1, hi;
+
+    for (gsize i = 0; i < len; i++)
+        if (text[i] == '\n')
+            g_array_append_val(ends, i);
+    if (!len || text[len - 1] != '\n')
+        g_array_append_val(ends, len);
+    hi = ends->len;
+    while (lo < hi) {
+        guint mid = lo + (hi - lo) / 2;
+        g_autoptr(GKeyFile) kf = g_key_file_new();
+
+        if (g_key_file_load_from_data(kf, text, g_array_index(ends, gsize, mid - 1),
+                                      G_KEY_FILE_NONE, NULL))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 static const char *const pt_groups[] = { "daemon", "targets", "retention", "policy", NULL };
 
 PtConf *
@@ -539,8 +611,8 @@ pt_conf_load_data(const char *data, gsize len, const char *name, GError **error)
         }
     }
     if (!g_key_file_load_from_data(kf, text, len, G_KEY_FILE_NONE, &err)) {
-        g_set_error(error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_PARSE, "%s: %s",
-                    name, err->message);
+        g_set_error(error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_PARSE, "%s:%u: %s",
+                    name, pt_conf_syntax_line(text, len), err->message);
         return NULL;
     }
     groups = g_key_file_get_groups(kf, NULL);
@@ -585,4 +657,130 @@ pt_conf_load(const char *path, gboolean must_exist, GError **error)
         return NULL;
     }
     return pt_conf_load_data(data, len, path, error);
+}
+
+/* ---- command line and reload ------------------------------------------ */
+
+void
+pt_conf_apply_overrides(PtConf *conf, const PtConfOverrides *ov)
+{
+    if (ov != &conf->overrides) {
+        g_free(conf->overrides.database);
+        g_free(conf->overrides.control_socket);
+        conf->overrides = (PtConfOverrides){
+            .database = g_strdup(ov->database),
+            .control_socket = g_strdup(ov->control_socket),
+            .mode = ov->mode,
+            .interval_ms = ov->interval_ms,
+        };
+    }
+    if (ov->database) {
+        g_free(conf->database);
+        conf->database = g_strdup(ov->database);
+    }
+    if (ov->control_socket) {
+        g_free(conf->control_socket);
+        conf->control_socket = g_strdup(ov->control_socket);
+    }
+    if (ov->mode != PT_MODE_INVALID)
+        conf->mode = ov->mode;
+    if (ov->interval_ms)
+        conf->interval_ms = ov->interval_ms;
+}
+
+static char *
+pt_conf_show_str(const char *s)
+{
+    return s ? g_strdup_printf("'%s'", s) : g_strdup("(empty)");
+}
+
+static char *
+pt_conf_show_strv(char **v)
+{
+    g_autofree char *j = g_strjoinv(";", v);
+
+    return *j ? g_strdup_printf("'%s'", j) : g_strdup("(empty)");
+}
+
+/* Keys read only at start, as docs/CONFIG.md marks them "restart".  Each
+ * entry renders the key's value for comparison and for the message. */
+typedef char *(*PtConfShow)(const PtConf *c);
+
+#define PT_SHOW_STR(fn, field) \
+    static char *fn(const PtConf *c) { return pt_conf_show_str(c->field); }
+#define PT_SHOW_FMT(fn, fmt, expr) \
+    static char *fn(const PtConf *c) { return g_strdup_printf(fmt, expr); }
+
+PT_SHOW_STR(show_database, database)
+PT_SHOW_STR(show_control_socket, control_socket)
+PT_SHOW_STR(show_control_group, control_group)
+PT_SHOW_STR(show_admin_group, admin_group)
+PT_SHOW_STR(show_metrics_listen, metrics_listen)
+PT_SHOW_STR(show_libvirt_uri, libvirt_uri)
+PT_SHOW_STR(show_libvirt_pid_dir, libvirt_pid_dir)
+PT_SHOW_FMT(show_metrics_max_conns, "%u", c->metrics_max_conns)
+PT_SHOW_FMT(show_metrics_idle, "%ums", c->metrics_idle_ms)
+PT_SHOW_FMT(show_libvirt, "%s", c->libvirt ? "true" : "false")
+PT_SHOW_FMT(show_raw, "%" G_GINT64_FORMAT "ms", c->raw_retention_ms)
+PT_SHOW_FMT(show_rollup_1m, "%" G_GINT64_FORMAT "ms", c->rollup_1m_retention_ms)
+PT_SHOW_FMT(show_rollup_1h, "%" G_GINT64_FORMAT "ms", c->rollup_1h_retention_ms)
+PT_SHOW_FMT(show_max_size, "%" G_GINT64_FORMAT " bytes", c->max_size_bytes)
+
+static char *
+show_qmp_sockets(const PtConf *c)
+{
+    return pt_conf_show_strv(c->qmp_sockets);
+}
+
+static const struct {
+    const char *group;
+    const char *key;
+    PtConfShow show;
+} pt_restart_keys[] = {
+    { "daemon", "database", show_database },
+    { "daemon", "control-socket", show_control_socket },
+    { "daemon", "control-group", show_control_group },
+    { "daemon", "admin-group", show_admin_group },
+    { "daemon", "metrics-listen", show_metrics_listen },
+    { "daemon", "metrics-max-connections", show_metrics_max_conns },
+    { "daemon", "metrics-idle-timeout", show_metrics_idle },
+    { "targets", "libvirt", show_libvirt },
+    { "targets", "libvirt-uri", show_libvirt_uri },
+    { "targets", "libvirt-pid-dir", show_libvirt_pid_dir },
+    { "targets", "qmp-sockets", show_qmp_sockets },
+    { "retention", "raw", show_raw },
+    { "retention", "rollup-1m", show_rollup_1m },
+    { "retention", "rollup-1h", show_rollup_1h },
+    { "retention", "max-size", show_max_size },
+};
+
+gboolean
+pt_conf_check_reload(const PtConf *running, const PtConf *next, GError **error)
+{
+    for (gsize i = 0; i < G_N_ELEMENTS(pt_restart_keys); i++) {
+        g_autofree char *was = pt_restart_keys[i].show(running);
+        g_autofree char *now = pt_restart_keys[i].show(next);
+
+        if (!g_str_equal(was, now)) {
+            g_autofree char *text = NULL;
+            g_autofree char *where = NULL;
+            guint line = 0;
+
+            /* The line, as load errors give it; absent when the key was
+             * removed (back to its default). */
+            if (next->path && g_file_get_contents(next->path, &text, NULL, NULL)) {
+                PtConfReader r = { .data = text };
+
+                line = pt_conf_line_of(&r, pt_restart_keys[i].group, pt_restart_keys[i].key);
+            }
+            where = line ? g_strdup_printf("%s:%u", next->path, line) :
+                           g_strdup(next->path ? next->path : "configuration");
+            g_set_error(error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
+                        "%s: [%s] %s: %s differs from the running %s; this key is "
+                        "read only at start: restart polltuned to change it",
+                        where, pt_restart_keys[i].group, pt_restart_keys[i].key, now, was);
+            return FALSE;
+        }
+    }
+    return TRUE;
 }

@@ -36,8 +36,18 @@ typedef enum {
 const char *pt_restart_to_string(PtRestart r);
 PtRestart pt_restart_from_string(const char *s);
 
+/* Settings from polltuned's command line: they stand in front of the
+ * file's, at start and across every reload. */
+typedef struct {
+    char *database;             /* --db, or NULL */
+    char *control_socket;       /* --socket, or NULL */
+    PtMode mode;                /* --mode, or PT_MODE_INVALID */
+    guint interval_ms;          /* --interval, or 0 */
+} PtConfOverrides;
+
 typedef struct {
     char *path;                 /* the file this came from, or NULL */
+    PtConfOverrides overrides;  /* what the command line put in front */
 
     guint interval_ms;
     PtMode mode;
@@ -62,6 +72,8 @@ typedef struct {
     char *control_group;
     char *admin_group;          /* NULL: only root mutates */
     char *metrics_listen;       /* "HOST:PORT"; NULL: off */
+    guint metrics_max_conns;    /* open HTTP connections at once */
+    guint metrics_idle_ms;      /* a connection is closed this long after accept */
 
     PolicyConfig *policy;
 } PtConf;
@@ -76,6 +88,16 @@ PtConf *pt_conf_load(const char *path, gboolean must_exist, GError **error);
 /* The same from text, for tests and the fuzzer; @name labels errors. */
 PtConf *pt_conf_load_data(const char *data, gsize len, const char *name,
                           GError **error);
+
+/* Put @ov in front of @conf's own settings, and keep a copy in
+ * conf->overrides so that the next reload puts them in front again. */
+void pt_conf_apply_overrides(PtConf *conf, const PtConfOverrides *ov);
+
+/* Whether @next may replace @running without a restart: FALSE, naming the
+ * file, group and key, if a key that is read only at start differs (the
+ * database, the control socket and its groups, the metrics listener,
+ * libvirt, the fixed QMP sockets, retention). */
+gboolean pt_conf_check_reload(const PtConf *running, const PtConf *next, GError **error);
 
 /* "1s", "250ms", "48h", "30d", "2w"; a bare number is milliseconds. */
 gboolean pt_parse_duration(const char *text, gint64 *ms, GError **error);

@@ -112,6 +112,9 @@ pt_json_metrics(const PolicyMetrics *m)
         pt_json_num(o, "mbps", m->rd_mbps + m->wr_mbps);
         pt_json_num(o, "lat_us", m->lat_mean_ns / 1000.0);
         pt_json_num(o, "queue_depth", m->queue_depth);
+        /* The figures above are a group's, the same on each member. */
+        if (m->io_shared_by > 1)
+            json_object_object_add(o, "io_shared_by", json_object_new_int(m->io_shared_by));
     }
     if (m->have_cpu) {
         pt_json_num(o, "cpu_pct", m->cpu_pct);
@@ -173,11 +176,14 @@ static json_object *
 pt_json_iothread(PtDaemon *d, PtTarget *t, PtIothread *io, guint history)
 {
     json_object *o = json_object_new_object();
+    /* A group member runs what its group does: the rule of its first
+     * iothread (docs/POLICY.md). */
+    g_autofree char *policy = pt_daemon_policy_for(d, t->name, io->group ? io->group : io->id);
     const StoreOverrideRow *ov = pt_daemon_override_for(d, t->name, io->id);
-    g_autofree char *policy = pt_daemon_policy_for(d, t->name, io->id);
 
     json_object_object_add(o, "id", json_object_new_string(io->id));
     json_object_object_add(o, "tid", json_object_new_int(io->tid));
+    json_object_object_add(o, "group", io->group ? json_object_new_string(io->group) : NULL);
     json_object_object_add(o, "triple", io->have_triple ? pt_json_triple(&io->triple) : NULL);
     json_object_object_add(o, "original", io->have_original ? pt_json_triple(&io->original) : NULL);
     json_object_object_add(o, "policy", json_object_new_string(policy));
@@ -218,6 +224,20 @@ pt_sorted_iothreads(PtTarget *t)
     return out;
 }
 
+/* The QEMU release and where the VM's exit figures come from, and why. */
+static void
+pt_json_target_qemu(json_object *o, PtTarget *t)
+{
+    g_autofree char *version = pt_target_qemu_version_string(t);
+    const char *why = NULL;
+    ProbeExitSource src = pt_target_exit_source(t, &why);
+
+    json_object_object_add(o, "qemu_version", version ? json_object_new_string(version) : NULL);
+    json_object_object_add(o, "exits_source",
+                           json_object_new_string(probe_exit_source_to_string(src)));
+    json_object_object_add(o, "exits_reason", why ? json_object_new_string(why) : NULL);
+}
+
 static json_object *
 pt_json_target(PtDaemon *d, PtTarget *t, const char *only, guint history)
 {
@@ -234,6 +254,7 @@ pt_json_target(PtDaemon *d, PtTarget *t, const char *only, guint history)
     json_object_object_add(o, "pid", json_object_new_int(t->pid));
     if (t->sample_ms >= 0)
         pt_json_num(o, "sample_ms", t->sample_ms);
+    pt_json_target_qemu(o, t);
     json_object_object_add(o, "policy", json_object_new_string(policy));
     for (guint i = 0; i < list->len; i++) {
         PtIothread *io = list->pdata[i];
@@ -783,30 +804,13 @@ pt_cmd_metrics(PtConn *conn, json_object *args, json_object **ret, GError **erro
 static gboolean
 pt_cmd_reload(PtConn *conn, json_object *args, json_object **ret, GError **error)
 {
-    PtDaemon *d = pt_conn_daemon(conn);
-    const PtConf *cur = pt_daemon_get_conf(d);
-    PtConf *conf;
+    g_autoptr(GError) err = NULL;
 
-    if (!cur->path) {
-        g_set_error(error, PT_CONTROL_ERROR, PT_CONTROL_ERROR_GENERIC,
-                    "no configuration file to reload");
+    /* The same path as SIGHUP, so both behave alike. */
+    if (!pt_daemon_reload_file(pt_conn_daemon(conn), &err)) {
+        g_set_error(error, PT_CONTROL_ERROR, PT_CONTROL_ERROR_GENERIC, "%s", err->message);
         return FALSE;
     }
-    conf = pt_conf_load(cur->path, FALSE, error);
-    if (!conf) {
-        pt_warn(NULL, NULL, "reload refused, keeping the running configuration: %s",
-                (*error)->message);
-        return FALSE;
-    }
-    /* Command-line settings outlive a reload. */
-    g_free(conf->database);
-    conf->database = g_strdup(cur->database);
-    g_free(conf->control_socket);
-    conf->control_socket = g_strdup(cur->control_socket);
-    pt_info(NULL, NULL, "reloading the configuration from %s", cur->path);
-    /* @cur is gone once the reload succeeds. */
-    if (!pt_daemon_reload(d, conf, error))
-        return FALSE;
     *ret = json_object_new_object();
     return TRUE;
 }

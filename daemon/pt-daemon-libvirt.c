@@ -16,6 +16,7 @@
 #include "pt-daemon-private.h"
 #include "pt-libvirt.h"
 #include "pt-log.h"
+#include "probe-devmap.h"
 
 typedef struct {
     PtDaemon *d;
@@ -46,7 +47,7 @@ pt_lv_done(PtDaemonLibvirt *dl)
 typedef struct {
     PtTarget parent;
     PtDaemonLibvirt *dl;
-    GHashTable *disk_iothread;      /* dev -> "iothreadN" */
+    ProbeDevMap *devmap;            /* dev -> "iothreadN"... from the domain XML */
 } PtLibvirtTarget;
 
 static const PtTargetOps pt_lv_ops;
@@ -64,6 +65,8 @@ pt_lv_fill(PtTarget *t, ProbeTargetSnap *snap, const PtLibvirtDomainStats *st)
 {
     PtLibvirtTarget *lt = (PtLibvirtTarget *)t;
     static const char *const exits[] = { "exits", "io_exits", "mmio_exits", "halt_exits", NULL };
+    g_autofree ProbeDevSample *devs = g_new0(ProbeDevSample, MAX(st->disks->len, 1));
+    guint n_devs = 0;
 
     for (guint i = 0; i < st->iothreads->len; i++) {
         const PtLibvirtIothreadStats *is = &g_array_index(st->iothreads, PtLibvirtIothreadStats, i);
@@ -77,17 +80,21 @@ pt_lv_fill(PtTarget *t, ProbeTargetSnap *snap, const PtLibvirtDomainStats *st)
     }
     for (guint i = 0; i < st->disks->len; i++) {
         const PtLibvirtDiskStats *ds = &g_array_index(st->disks, PtLibvirtDiskStats, i);
-        const char *iot = g_hash_table_lookup(lt->disk_iothread, ds->name);
-        ProbeBlockCounters c = {
-            .rd_ops = ds->rd_reqs, .wr_ops = ds->wr_reqs, .flush_ops = ds->fl_reqs,
-            .rd_bytes = ds->rd_bytes, .wr_bytes = ds->wr_bytes,
-            .rd_time_ns = ds->rd_times, .wr_time_ns = ds->wr_times,
-            .flush_time_ns = ds->fl_times,
-        };
 
-        if (iot && probe_target_snap_find(snap, iot))
-            probe_iothread_snap_add_device(probe_target_snap_iothread(snap, iot), ds->name, &c);
+        if (!ds->name)
+            continue;
+        devs[n_devs++] = (ProbeDevSample){
+            .device = ds->name,
+            .name = ds->name,
+            .c = {
+                .rd_ops = ds->rd_reqs, .wr_ops = ds->wr_reqs, .flush_ops = ds->fl_reqs,
+                .rd_bytes = ds->rd_bytes, .wr_bytes = ds->wr_bytes,
+                .rd_time_ns = ds->rd_times, .wr_time_ns = ds->wr_times,
+                .flush_time_ns = ds->fl_times,
+            },
+        };
     }
+    probe_devmap_fill(lt->devmap, snap, devs, n_devs);
     /* libvirt passes KVM's per-VM stats through as vm.<name>. */
     for (guint i = 0; st->vm && exits[i]; i++) {
         guint64 *v = g_hash_table_lookup(st->vm, exits[i]);
@@ -215,7 +222,7 @@ pt_lv_apply(PtTarget *t, const char *iothread, const PolicyTriple *from,
 static void
 pt_lv_free(PtTarget *t)
 {
-    g_hash_table_unref(((PtLibvirtTarget *)t)->disk_iothread);
+    probe_devmap_free(((PtLibvirtTarget *)t)->devmap);
 }
 
 static const PtTargetOps pt_lv_ops = {
@@ -229,16 +236,29 @@ pt_lv_update(PtDaemonLibvirt *dl, PtTarget *t, const PtLibvirtDomain *dom)
 {
     PtLibvirtTarget *lt = (PtLibvirtTarget *)t;
 
-    g_hash_table_remove_all(lt->disk_iothread);
+    probe_devmap_clear(lt->devmap);
     for (guint i = 0; i < dom->disks->len; i++) {
         const PtLibvirtDisk *disk = &g_array_index(dom->disks, PtLibvirtDisk, i);
+        g_autoptr(GPtrArray) ids = g_ptr_array_new_with_free_func(g_free);
 
-        if (disk->iothread)
-            g_hash_table_replace(lt->disk_iothread, g_strdup(disk->dev),
-                                 pt_lv_iothread_name(disk->iothread));
+        for (guint k = 0; k < disk->iothreads->len; k++)
+            g_ptr_array_add(ids, pt_lv_iothread_name(g_array_index(disk->iothreads, guint, k)));
+        g_ptr_array_add(ids, NULL);
+        probe_devmap_set(lt->devmap, disk->dev, (const char *const *)ids->pdata);
     }
     if (dom->pid > 0)
         pt_target_set_pid(t, dom->pid, &dl->d->proot);
+    t->qemu_version = dom->qemu_version;
+    /* type='qemu' is TCG: no VM exits to count, so none are shown. */
+    if (dom->virt_type && !g_str_equal(dom->virt_type, "kvm")) {
+        g_autofree char *why = g_strdup_printf("the domain is type='%s', not KVM, so it "
+                                               "takes no VM exits", dom->virt_type);
+
+        pt_target_set_exits_facts(t, why, NULL);
+    } else {
+        pt_target_set_exits_facts(t, NULL, NULL);
+    }
+    pt_target_set_instance(t, pt_instance_for_domain(&dl->d->proot, dom->uuid, dom->id));
     pt_target_set_state(t, PT_TARGET_ATTACHED, NULL);
 }
 
@@ -276,7 +296,7 @@ pt_lv_listed(GObject *obj, GAsyncResult *res, gpointer data)
                                                                     STORE_TARGET_LIBVIRT);
 
             lt->dl = dl;
-            lt->disk_iothread = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+            lt->devmap = probe_devmap_new();
             t = &lt->parent;
             t->uuid = g_strdup(dom->uuid);
             t->exits_mode = probe_exits_mode_from_string(d->conf->exits_source);

@@ -7,6 +7,7 @@
 #include "pt-log.h"
 #include "qmp-client.h"
 
+#include <errno.h>
 #include <glib/gstdio.h>
 
 static StoreTriple
@@ -28,6 +29,13 @@ pt_decision_copy(const PolicyDecision *src)
     d->reason = g_strdup(src->reason);
     d->evidence = g_strdup(src->evidence);
     return d;
+}
+
+/* The iothread the engine knows: a group's first one stands for it all. */
+static const char *
+pt_iothread_policy_key(const PtIothread *io)
+{
+    return io->group ? io->group : io->id;
 }
 
 /* ---- recording --------------------------------------------------------- */
@@ -84,6 +92,8 @@ pt_daemon_record(PtDaemon *d, PtTarget *t, const PolicyDecision *dec,
             dec->triple.poll_grow, dec->triple.poll_shrink, dec->reason);
 }
 
+static void pt_daemon_restore_io(PtDaemon *d, PtTarget *t, PtIothread *io, const char *why);
+
 static void
 pt_daemon_applied(PtTarget *t, const GError *error, gpointer data)
 {
@@ -102,9 +112,16 @@ pt_daemon_applied(PtTarget *t, const GError *error, gpointer data)
         if (io)
             io->triple = ctx->dec->triple;
         pt_daemon_record(d, t, ctx->dec, &ctx->old, ctx->policy, "applied", TRUE);
+        /* A write that was in flight when the stop restored the originals
+         * (or found nothing to restore) would outlive us: undo it. */
+        if (!ctx->restore && d->shutting_down && d->conf->restore_on_exit && io &&
+            io->have_original && !policy_triple_equal(&io->original, &io->triple))
+            pt_daemon_restore_io(d, t, io, "polltuned is stopping");
     }
     if (ctx->restore && d->pending_restores)
         d->pending_restores--;
+    if (!ctx->restore && d->pending_applies)
+        d->pending_applies--;
     policy_decision_free(ctx->dec);
     g_free(ctx->policy);
     g_free(ctx);
@@ -124,6 +141,8 @@ pt_daemon_apply(PtDaemon *d, PtTarget *t, PolicyDecision *dec, const char *polic
     ctx->restore = restore;
     if (restore)
         d->pending_restores++;
+    else
+        d->pending_applies++;
     pt_target_apply(t, dec->iothread, &dec->triple, bound, pt_daemon_applied, ctx);
 }
 
@@ -145,25 +164,51 @@ pt_daemon_restore_io(PtDaemon *d, PtTarget *t, PtIothread *io, const char *why)
     pt_daemon_apply(d, t, dec, "restore", G_MAXINT64, TRUE);
 }
 
+static PolicyTriple
+pt_policy_triple(const StoreTriple *st)
+{
+    return (PolicyTriple){ (guint64)st->poll_max_ns, (guint64)st->poll_grow,
+                           (guint64)st->poll_shrink };
+}
+
+/* Originals stored for @t's QEMU instance, or for an instance unknown on
+ * either side (rows from before instances were recorded are adopted). */
+static gboolean
+pt_original_is_ours(const PtTarget *t, const char *stored)
+{
+    return !stored || !t->instance || g_str_equal(stored, t->instance);
+}
+
 void
 pt_daemon_capture_original(PtDaemon *d, PtTarget *t, PtIothread *io)
 {
     g_autoptr(GError) err = NULL;
+    g_autofree char *instance = NULL;
     StoreTriple st;
     gint64 now_ms = g_get_real_time() / 1000;
 
-    if (store_original_get(d->store, t->name, io->id, &st, &err)) {
-        io->original = (PolicyTriple){ (guint64)st.poll_max_ns, (guint64)st.poll_grow,
-                                       (guint64)st.poll_shrink };
-        io->have_original = TRUE;
-        if (d->unclean_start && d->conf->on_restart == PT_RESTART_RESTORE &&
-            !policy_triple_equal(&io->original, &io->triple))
-            pt_daemon_restore_io(d, t, io, "the last run did not exit cleanly");
-        return;
+    if (store_original_get(d->store, t->name, io->id, &st, &instance, &err)) {
+        if (pt_original_is_ours(t, instance)) {
+            io->original = pt_policy_triple(&st);
+            io->have_original = TRUE;
+            if (!instance && t->instance &&
+                !store_original_save(d->store, t->name, io->id, &st, t->instance, now_ms,
+                                     &err))
+                pt_warn(t->name, io->id, "store: original values: %s", err->message);
+            if (d->unclean_start && d->conf->on_restart == PT_RESTART_RESTORE &&
+                !policy_triple_equal(&io->original, &io->triple))
+                pt_daemon_restore_io(d, t, io, "the last run did not exit cleanly");
+            return;
+        }
+        pt_info(t->name, io->id, "a new QEMU instance (%s, was %s): original values captured "
+                "again as %" G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT
+                ", replacing %" G_GINT64_FORMAT "/%" G_GINT64_FORMAT "/%" G_GINT64_FORMAT,
+                t->instance, instance, io->triple.poll_max_ns, io->triple.poll_grow,
+                io->triple.poll_shrink, st.poll_max_ns, st.poll_grow, st.poll_shrink);
     }
     g_clear_error(&err);
     st = pt_store_triple(&io->triple);
-    if (!store_original_save(d->store, t->name, io->id, &st, now_ms, &err))
+    if (!store_original_save(d->store, t->name, io->id, &st, t->instance, now_ms, &err))
         pt_warn(t->name, io->id, "store: original values: %s", err->message);
     io->original = io->triple;
     io->have_original = TRUE;
@@ -248,7 +293,8 @@ pt_daemon_sync_overrides(PtDaemon *d, gint64 now_ms)
                 g_hash_table_iter_init(&it, t->iothreads);
                 while (g_hash_table_iter_next(&it, NULL, &v))
                     if (pt_override_matches(row, t->name, ((PtIothread *)v)->id))
-                        policy_engine_clear_override(d->engine, t->name, ((PtIothread *)v)->id);
+                        policy_engine_clear_override(d->engine, t->name,
+                                                     pt_iothread_policy_key(v));
             }
             g_ptr_array_remove_index(d->overrides, i);
             continue;
@@ -270,7 +316,7 @@ pt_daemon_sync_overrides(PtDaemon *d, gint64 now_ms)
                 tr.poll_grow = io->triple.poll_grow;
             if (row->ov.triple.poll_shrink == STORE_NULL)
                 tr.poll_shrink = io->triple.poll_shrink;
-            if (!policy_engine_set_override(d->engine, t->name, io->id, &tr,
+            if (!policy_engine_set_override(d->engine, t->name, pt_iothread_policy_key(io), &tr,
                                             row->ov.expires_ms == STORE_NULL ? 0 :
                                             row->ov.expires_ms, &err))
                 pt_warn(t->name, io->id, "%s", err->message);
@@ -280,15 +326,83 @@ pt_daemon_sync_overrides(PtDaemon *d, gint64 now_ms)
 
 /* ---- the policy step of a tick ----------------------------------------- */
 
-static void
-pt_daemon_handle_decision(PtDaemon *d, PtTarget *t, PolicyDecision *dec)
+/* The members of @io's group in @t (just @io when alone), by id. */
+static GPtrArray *
+pt_group_members(PtTarget *t, PtIothread *io)
 {
-    g_autofree char *policy = NULL;
+    GPtrArray *members = g_ptr_array_new();
+    GHashTableIter it;
+    gpointer v;
 
-    if (!dec->change)
+    if (!io->group) {
+        g_ptr_array_add(members, io);
+        return members;
+    }
+    g_hash_table_iter_init(&it, t->iothreads);
+    while (g_hash_table_iter_next(&it, NULL, &v))
+        if (g_strcmp0(((PtIothread *)v)->group, io->group) == 0)
+            g_ptr_array_add(members, v);
+    return members;
+}
+
+/*
+ * One tick of a group as the policy sees it: the block figures are the
+ * group's already (the same on every member); CPU figures are summed, since
+ * each member polls on a core of its own, and the run-queue wait is the
+ * worst member's.
+ */
+static void
+pt_group_metrics_add(PolicyMetrics *acc, const PolicyMetrics *m)
+{
+    double iops;
+
+    acc->have_io = acc->have_io && m->have_io;
+    if (!acc->have_cpu || !m->have_cpu) {
+        acc->have_cpu = FALSE;
+        acc->cpu_pct = acc->blocks_per_s = acc->blocks_per_op = 0;
+        acc->nvcsw_per_s = acc->run_delay_pct = 0;
         return;
-    policy = dec->cause == POLICY_CAUSE_OVERRIDE ? g_strdup("override") :
-             pt_daemon_policy_for(d, t->name, dec->iothread);
+    }
+    acc->cpu_pct += m->cpu_pct;
+    acc->blocks_per_s += m->blocks_per_s;
+    acc->nvcsw_per_s += m->nvcsw_per_s;
+    acc->run_delay_pct = MAX(acc->run_delay_pct, m->run_delay_pct);
+    iops = policy_metrics_iops(acc);
+    acc->blocks_per_op = acc->have_io && iops > 0 ? acc->blocks_per_s / iops : 0;
+}
+
+/* The group's history, aligned on the newest tick, as long as the
+ * shortest member's. */
+static GArray *
+pt_group_history(GPtrArray *members)
+{
+    GArray *h = g_array_new(FALSE, TRUE, sizeof(PolicyMetrics));
+    guint n = G_MAXUINT;
+
+    for (guint i = 0; i < members->len; i++)
+        n = MIN(n, ((PtIothread *)members->pdata[i])->history->len);
+    for (guint k = 0; k < n; k++) {
+        PolicyMetrics acc = { 0 };
+
+        for (guint i = 0; i < members->len; i++) {
+            const PtIothread *io = members->pdata[i];
+            const PolicyMetrics *m = &g_array_index(io->history, PolicyMetrics,
+                                                    io->history->len - n + k);
+
+            if (i == 0)
+                acc = *m;
+            else
+                pt_group_metrics_add(&acc, m);
+        }
+        g_array_append_val(h, acc);
+    }
+    return h;
+}
+
+/* Apply or record @dec on one iothread; @dec->iothread names it. */
+static void
+pt_daemon_handle_one(PtDaemon *d, PtTarget *t, PolicyDecision *dec, const char *policy)
+{
     if (d->mode == PT_MODE_ENFORCE && dec->apply) {
         pt_daemon_apply(d, t, pt_decision_copy(dec), policy,
                         (gint64)d->conf->policy->max_poll_max_ns, FALSE);
@@ -301,11 +415,62 @@ pt_daemon_handle_decision(PtDaemon *d, PtTarget *t, PolicyDecision *dec)
     }
 }
 
+/*
+ * A decision for a group holds for each member: the same triple goes to
+ * every one, each written only where it differs.  A member left on another
+ * triple (set before the group formed, or by hand) is brought in line when
+ * the daemon enforces, even on a tick without a change.
+ */
+static void
+pt_daemon_handle_decision(PtDaemon *d, PtTarget *t, PolicyDecision *dec)
+{
+    PtIothread *lead = g_hash_table_lookup(t->iothreads, dec->iothread);
+    g_autoptr(GPtrArray) members = NULL;
+    g_autofree char *policy = NULL;
+
+    if (!lead || !lead->group) {
+        if (!dec->change)
+            return;
+        policy = dec->cause == POLICY_CAUSE_OVERRIDE ? g_strdup("override") :
+                 pt_daemon_policy_for(d, t->name, dec->iothread);
+        pt_daemon_handle_one(d, t, dec, policy);
+        return;
+    }
+    policy = dec->cause == POLICY_CAUSE_OVERRIDE ? g_strdup("override") :
+             pt_daemon_policy_for(d, t->name, lead->group);
+    members = pt_group_members(t, lead);
+    for (guint i = 0; i < members->len; i++) {
+        PtIothread *io = members->pdata[i];
+        g_autoptr(PolicyDecision) one = NULL;
+
+        if (!io->have_triple || policy_triple_equal(&io->triple, &dec->triple))
+            continue;
+        if (!dec->change && d->mode != PT_MODE_ENFORCE)
+            continue;
+        one = pt_decision_copy(dec);
+        g_free(one->iothread);
+        one->iothread = g_strdup(io->id);
+        if (!dec->change) {
+            g_free(one->reason);
+            one->reason = g_strdup_printf("align with group %s, which runs one triple",
+                                          lead->group);
+            one->change = one->apply = TRUE;
+        } else {
+            g_free(one->reason);
+            one->reason = g_strdup_printf("%s (group %s of %u iothreads sharing devices)",
+                                          dec->reason, lead->group, members->len);
+        }
+        pt_daemon_handle_one(d, t, one, policy);
+    }
+}
+
 void
 pt_daemon_run_policy(PtDaemon *d, GPtrArray *targets)
 {
     g_autoptr(GArray) inputs = g_array_new(FALSE, TRUE, sizeof(PolicyIothreadInput));
     g_autoptr(GPtrArray) owners = g_ptr_array_new();
+    g_autoptr(GPtrArray) group_histories = g_ptr_array_new_with_free_func(
+        (GDestroyNotify)g_array_unref);
     g_autoptr(GPtrArray) decisions = NULL;
 
     if (d->mode == PT_MODE_OBSERVE || d->shutting_down)
@@ -321,18 +486,23 @@ pt_daemon_run_policy(PtDaemon *d, GPtrArray *targets)
         g_hash_table_iter_init(&it, t->iothreads);
         while (g_hash_table_iter_next(&it, NULL, &v)) {
             PtIothread *io = v;
-            const PolicySpec *spec = policy_config_lookup(d->conf->policy, t->name, io->id);
+            const char *key = pt_iothread_policy_key(io);
+            /* A group follows the rule that matches its first iothread. */
+            const PolicySpec *spec = policy_config_lookup(d->conf->policy, t->name, key);
             PolicyIothreadInput in = {
                 .target = t->name,
                 .iothread = io->id,
                 .current = io->triple,
                 .history = (const PolicyMetrics *)io->history->data,
                 .n_history = io->history->len,
+                .n_iothreads = 1,
+                .qemu_version = t->qemu_version,
+                .poll_model = policy_poll_model_for_version(t->qemu_version),
             };
 
             if (!io->have_triple || !io->history->len)
                 continue;
-            if (spec->kind == POLICY_KIND_OBSERVE && !pt_daemon_override_for(d, t->name, io->id)) {
+            if (spec->kind == POLICY_KIND_OBSERVE && !pt_daemon_override_for(d, t->name, key)) {
                 if (!io->restored && io->have_original &&
                     !policy_triple_equal(&io->original, &io->triple))
                     pt_daemon_restore_io(d, t, io, "the policy is observe");
@@ -340,6 +510,24 @@ pt_daemon_run_policy(PtDaemon *d, GPtrArray *targets)
                 continue;
             }
             io->restored = FALSE;
+            if (io->group) {
+                g_autoptr(GPtrArray) members = NULL;
+                GArray *h;
+
+                /* The group goes in once, under its first iothread. */
+                if (!g_str_equal(io->group, io->id))
+                    continue;
+                members = pt_group_members(t, io);
+                h = pt_group_history(members);
+                if (!h->len) {
+                    g_array_unref(h);
+                    continue;
+                }
+                g_ptr_array_add(group_histories, h);
+                in.history = (const PolicyMetrics *)h->data;
+                in.n_history = h->len;
+                in.n_iothreads = members->len;
+            }
             g_array_append_val(inputs, in);
             g_ptr_array_add(owners, t);
         }
@@ -672,7 +860,8 @@ pt_daemon_override_clear(PtDaemon *d, const char *target, const char *iothread,
             g_hash_table_iter_init(&it, t->iothreads);
             while (g_hash_table_iter_next(&it, NULL, &v))
                 if (pt_override_matches(row, t->name, ((PtIothread *)v)->id))
-                    policy_engine_clear_override(d->engine, t->name, ((PtIothread *)v)->id);
+                    policy_engine_clear_override(d->engine, t->name,
+                                                 pt_iothread_policy_key(v));
         }
         pt_info(row->ov.target, row->ov.iothread, "override %" G_GINT64_FORMAT " cleared",
                 row->ov.id);
@@ -698,12 +887,20 @@ pt_daemon_shutdown_poll(gpointer data)
 {
     PtShutdown *s = data;
 
-    if (s->d->pending_restores && g_get_monotonic_time() < s->deadline_us)
+    if ((s->d->pending_restores || s->d->pending_applies) &&
+        g_get_monotonic_time() < s->deadline_us)
         return G_SOURCE_CONTINUE;
     if (s->d->pending_restores)
         pt_warn(NULL, NULL, "%u restores did not complete in time", s->d->pending_restores);
-    if (s->d->run_marker)
-        g_unlink(s->d->run_marker);
+    /* Left behind, the marker makes the next start take this clean stop
+     * for a crash, and on-restart then acts on it: say so. */
+    if (s->d->run_marker && g_unlink(s->d->run_marker) != 0 && errno != ENOENT) {
+        int e = errno;
+
+        pt_warn(NULL, NULL, "%s: cannot remove the run marker: %s; the next start will take "
+                "this stop for a crash (on-restart=%s) unless it is removed",
+                s->d->run_marker, g_strerror(e), pt_restart_to_string(s->d->conf->on_restart));
+    }
     ((void (*)(gpointer))s->done)(s->user_data);
     g_free(s);
     return G_SOURCE_REMOVE;

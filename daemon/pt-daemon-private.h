@@ -45,6 +45,7 @@ struct PtDaemon {
     gboolean unclean_start;
     gboolean shutting_down;
     guint pending_restores;
+    guint pending_applies;          /* policy writes in flight: a stop waits */
 };
 
 void pt_daemon_add_target(PtDaemon *d, PtTarget *t);

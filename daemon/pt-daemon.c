@@ -42,6 +42,7 @@ PtDaemon *
 pt_daemon_new(PtConf *conf, const PtDaemonRoots *roots, GError **error)
 {
     g_autoptr(PtDaemon) d = g_new0(PtDaemon, 1);
+    g_autoptr(GError) local = NULL;
     StoreOptions opts;
     gint64 now_ms = g_get_real_time() / 1000;
 
@@ -76,14 +77,62 @@ pt_daemon_new(PtConf *conf, const PtDaemonRoots *roots, GError **error)
         d->run_marker = g_strconcat(conf->database, ".running", NULL);
     }
     pt_store_options(conf, now_ms, &opts);
-    d->store = store_db_open(conf->database, &opts, error);
-    if (!d->store)
+    d->store = store_db_open(conf->database, &opts, &local);
+    if (!d->store) {
+        /* The store names the path and the cause; the remedy is ours. */
+        if (g_error_matches(local, G_IO_ERROR, G_IO_ERROR_READ_ONLY) ||
+            g_error_matches(local, G_IO_ERROR, G_IO_ERROR_PERMISSION_DENIED)) {
+            g_autofree char *msg = g_steal_pointer(&local->message);
+
+            local->message = g_strdup_printf("%s; make it writable by polltuned or set "
+                                             "database= to a path it can write", msg);
+        }
+        g_propagate_error(error, g_steal_pointer(&local));
         return NULL;
+    }
     d->engine = policy_engine_new(conf->policy, error);
     if (!d->engine)
         return NULL;
     d->host = probe_host_sampler_new(&d->proot);
     return g_steal_pointer(&d);
+}
+
+/* Logs what the store has queued for an operator to see. */
+static void
+pt_daemon_store_notices(PtDaemon *d)
+{
+    char *notice;
+
+    while ((notice = store_db_take_notice(d->store))) {
+        pt_warn(NULL, NULL, "store: %s", notice);
+        g_free(notice);
+    }
+}
+
+/*
+ * Ticks the store still holds in memory (the database was full, locked or
+ * unwritable) get one last try; what still cannot be written is lost with
+ * the process, so say how much, and how much the run lost before.
+ */
+static void
+pt_daemon_store_close(PtDaemon *d)
+{
+    StoreStats st;
+
+    if (!d->store)
+        return;
+    store_flush(d->store, NULL);
+    pt_daemon_store_notices(d);
+    store_db_get_stats(d->store, &st);
+    if (st.pending_ticks)
+        pt_warn(NULL, NULL, "store: %u ticks kept in memory could not be written to %s "
+                "(%s): dropped at exit; %" G_GUINT64_FORMAT " dropped earlier in this run "
+                "when the queue was full", st.pending_ticks, d->conf->database,
+                store_health_to_string(st.health), st.ticks_dropped);
+    else if (st.ticks_dropped)
+        pt_warn(NULL, NULL, "store: %" G_GUINT64_FORMAT " ticks were dropped in this run "
+                "while %s could not take them", st.ticks_dropped, d->conf->database);
+    g_clear_pointer(&d->store, store_db_close);
 }
 
 void
@@ -113,7 +162,7 @@ pt_daemon_free(PtDaemon *d)
     probe_host_snap_free(d->tick_host);
     probe_host_sampler_free(d->host);
     policy_engine_free(d->engine);
-    store_db_close(d->store);
+    pt_daemon_store_close(d);
     if (d->runtime_rules)
         g_ptr_array_unref(d->runtime_rules);
     if (d->detached_paths)
@@ -169,11 +218,8 @@ pt_daemon_reload(PtDaemon *d, PtConf *conf, GError **error)
     g_autoptr(PtConf) newc = conf;
     PolicyEngine *engine;
 
-    if (g_strcmp0(conf->database, d->conf->database) != 0) {
-        g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
-                    "%s: database: changing the database needs a restart", conf->path);
+    if (!pt_conf_check_reload(d->conf, conf, error))
         return FALSE;
-    }
     /* Rules from policy-set go in front of the new file's, as they stood
      * in front of the old one's; one the new bounds reject fails the
      * reload, which keeps the old configuration. */
@@ -197,6 +243,33 @@ pt_daemon_reload(PtDaemon *d, PtConf *conf, GError **error)
     d->conf->policy->mode = d->mode == PT_MODE_ENFORCE ? POLICY_MODE_ENFORCE :
                                                          POLICY_MODE_RECOMMEND;
     return TRUE;
+}
+
+gboolean
+pt_daemon_reload_file(PtDaemon *d, GError **error)
+{
+    g_autoptr(GError) err = NULL;
+    g_autofree char *path = g_strdup(d->conf->path);
+    PtConf *conf;
+
+    if (!path) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND,
+                    "no configuration file to reload");
+        return FALSE;
+    }
+    conf = pt_conf_load(path, FALSE, &err);
+    if (conf) {
+        pt_conf_apply_overrides(conf, &d->conf->overrides);
+        /* Takes @conf, and on success frees the running one. */
+        if (pt_daemon_reload(d, conf, &err)) {
+            pt_info(NULL, NULL, "configuration reloaded from %s", path);
+            return TRUE;
+        }
+    }
+    pt_err(NULL, NULL, "reload refused, keeping the running configuration: %s",
+           err->message);
+    g_propagate_error(error, g_steal_pointer(&err));
+    return FALSE;
 }
 
 /* ---- targets ----------------------------------------------------------- */
@@ -359,15 +432,13 @@ pt_daemon_on_sample(PtTarget *t, ProbeTargetSnap *snap, const GError *error, gpo
         probe_target_snap_free(snap);
         return;
     }
+    /* A peer that answers, but never usefully (wrong shapes, errors), must
+     * not look attached: it is lost with the reason, and a QMP target is
+     * reconnected from scratch after its backoff. */
+    pt_target_sample_result(t, error, g_get_monotonic_time());
     if (error) {
         pt_debug(t->name, NULL, "sample: %s", error->message);
-        /* A peer that answers, but never usefully (wrong shapes, errors),
-         * must not look attached: after a few ticks it is lost, with the
-         * reason, and a QMP target is reconnected from scratch. */
-        if (++t->failed_samples >= 3 && t->state == PT_TARGET_ATTACHED)
-            pt_target_set_state(t, PT_TARGET_LOST, error->message);
     } else {
-        t->failed_samples = 0;
         PtTickResult *r = g_new0(PtTickResult, 1);
 
         r->t = pt_target_ref(t);
@@ -420,6 +491,7 @@ pt_daemon_tick(gpointer data)
 
         if (t->kind == STORE_TARGET_QMP)
             pt_target_qmp_retry(t);
+        pt_target_health_tick(t, d->tick_start_us);
         pt_daemon_log_news(t);
         if (t->state != PT_TARGET_ATTACHED || t->sampling)
             continue;
@@ -464,6 +536,16 @@ pt_daemon_absorb(PtDaemon *d, PtTarget *t, ProbeTargetSnap *snap, GArray *sample
             if (!io->have_original)
                 pt_daemon_capture_original(d, t, io);
         }
+        if (g_strcmp0(io->group, ios->group) != 0) {
+            if (ios->group)
+                pt_info(t->name, io->id, "tuned with group %s: %u iothreads share devices",
+                        ios->group, ios->group_size);
+            else
+                pt_info(t->name, io->id, "tuned on its own: it shares no device");
+            g_free(io->group);
+            io->group = g_strdup(ios->group);
+        }
+        io->group_size = ios->group_size;
         probe_derive_iothread(t->prev, snap, ios->id, &m);
         pt_iothread_push_metrics(io, &m);
         if (pt_history_sample(t->prev, snap, ios->id, &s)) {
@@ -532,7 +614,6 @@ pt_daemon_write_store(PtDaemon *d, GArray *samples)
 {
     g_autoptr(GError) err = NULL;
     StoreTick tick;
-    char *notice;
 
     store_tick_init(&tick);
     tick.ts_ms = d->tick_now_ms;
@@ -545,10 +626,7 @@ pt_daemon_write_store(PtDaemon *d, GArray *samples)
         d->stats.store_errors++;
         pt_err(NULL, NULL, "store: %s", err->message);
     }
-    while ((notice = store_db_take_notice(d->store))) {
-        pt_warn(NULL, NULL, "store: %s", notice);
-        g_free(notice);
-    }
+    pt_daemon_store_notices(d);
 }
 
 static void

@@ -73,8 +73,13 @@ gboolean pt_daemon_start(PtDaemon *d, GError **error);
  */
 void pt_daemon_shutdown(PtDaemon *d, guint timeout_ms, GCallback done, gpointer user_data);
 
-/* Replace the configuration (SIGHUP, `reload`).  On error nothing changes. */
+/* Replace the configuration with @conf (taken).  On error nothing
+ * changes: a key read only at start that differs is refused, naming it. */
 gboolean pt_daemon_reload(PtDaemon *d, PtConf *conf, GError **error);
+/* The one reload path, for SIGHUP and the control command `reload`: read
+ * the running configuration's file again, put the command-line settings in
+ * front as at start, and pt_daemon_reload() it.  Logs the outcome. */
+gboolean pt_daemon_reload_file(PtDaemon *d, GError **error);
 
 const PtConf *pt_daemon_get_conf(PtDaemon *d);
 StoreDb *pt_daemon_get_store(PtDaemon *d);

@@ -9,6 +9,7 @@ disk_clear(gpointer p)
     PtLibvirtDisk *disk = p;
 
     g_clear_pointer(&disk->dev, g_free);
+    g_clear_pointer(&disk->iothreads, g_array_unref);
 }
 
 static void
@@ -41,6 +42,7 @@ pt_libvirt_domain_free(PtLibvirtDomain *d)
     g_free(d->uuid);
     g_clear_pointer(&d->iothread_ids, g_array_unref);
     g_clear_pointer(&d->disks, g_array_unref);
+    g_free(d->virt_type);
     g_free(d);
 }
 
@@ -64,7 +66,35 @@ typedef struct {
     guint n_iothreads;          /* from <iothreads>N</iothreads> */
     gboolean in_disk;
     PtLibvirtDisk disk;         /* the <disk> being read */
+    gboolean disk_scsi;         /* its target bus is 'scsi' */
+    guint disk_controller;      /* its <address controller='N'/> */
+    GArray *disk_controllers;   /* guint, per disk: the controller of a scsi
+                                 * disk without iothreads, G_MAXUINT if none */
+    gboolean in_scsi_controller;
+    guint controller_index;
+    GHashTable *controllers;    /* index -> GArray of guint: scsi controllers' */
 } XmlState;
+
+static void
+iothreads_add(GArray *a, guint id)
+{
+    for (guint i = 0; i < a->len; i++)
+        if (g_array_index(a, guint, i) == id)
+            return;
+    g_array_append_val(a, id);
+}
+
+static GArray *
+controller_iothreads(XmlState *st)
+{
+    GArray *a = g_hash_table_lookup(st->controllers, GUINT_TO_POINTER(st->controller_index));
+
+    if (!a) {
+        a = g_array_new(FALSE, FALSE, sizeof(guint));
+        g_hash_table_insert(st->controllers, GUINT_TO_POINTER(st->controller_index), a);
+    }
+    return a;
+}
 
 /* TRUE if the open elements are exactly @path, innermost first. */
 static gboolean
@@ -106,10 +136,21 @@ xml_start(GMarkupParseContext *pc, const char *element, const char **names,
     static const char *const disk_path[] = { "disk", "devices", "domain", NULL };
     static const char *const driver_path[] = { "driver", "disk", "devices", "domain", NULL };
     static const char *const target_path[] = { "target", "disk", "devices", "domain", NULL };
+    static const char *const address_path[] = { "address", "disk", "devices", "domain", NULL };
+    static const char *const disk_iot_path[] = { "iothread", "iothreads", "driver", "disk",
+                                                 "devices", "domain", NULL };
+    static const char *const ctl_path[] = { "controller", "devices", "domain", NULL };
+    static const char *const ctl_driver_path[] = { "driver", "controller", "devices", "domain",
+                                                   NULL };
+    static const char *const ctl_iot_path[] = { "iothread", "iothreads", "driver", "controller",
+                                                "devices", "domain", NULL };
     XmlState *st = user_data;
     guint id;
 
-    if (at_path(pc, iothread_path)) {
+    if (g_str_equal(element, "domain") && !g_markup_parse_context_get_element_stack(pc)->next) {
+        g_free(st->d->virt_type);
+        st->d->virt_type = g_strdup(attr_get(names, values, "type"));
+    } else if (at_path(pc, iothread_path)) {
         if (!parse_uint(attr_get(names, values, "id"), &id)) {
             g_set_error(error, G_MARKUP_ERROR, G_MARKUP_ERROR_INVALID_CONTENT,
                         "<iothread> without a valid id");
@@ -119,17 +160,65 @@ xml_start(GMarkupParseContext *pc, const char *element, const char **names,
     } else if (at_path(pc, disk_path)) {
         st->in_disk = TRUE;
         memset(&st->disk, 0, sizeof(st->disk));
+        st->disk.iothreads = g_array_new(FALSE, FALSE, sizeof(guint));
+        st->disk_scsi = FALSE;
+        st->disk_controller = 0;
     } else if (st->in_disk && at_path(pc, driver_path)) {
         const char *iot = attr_get(names, values, "iothread");
 
-        if (iot && !parse_uint(iot, &st->disk.iothread)) {
+        if (iot && !parse_uint(iot, &id)) {
             g_set_error(error, G_MARKUP_ERROR, G_MARKUP_ERROR_INVALID_CONTENT,
                         "disk driver iothread='%s' is not a number", iot);
             return;
         }
+        if (iot)
+            iothreads_add(st->disk.iothreads, id);
+    } else if (st->in_disk && at_path(pc, disk_iot_path)) {
+        if (!parse_uint(attr_get(names, values, "id"), &id)) {
+            g_set_error(error, G_MARKUP_ERROR, G_MARKUP_ERROR_INVALID_CONTENT,
+                        "disk driver <iothreads><iothread> without a valid id");
+            return;
+        }
+        iothreads_add(st->disk.iothreads, id);
     } else if (st->in_disk && at_path(pc, target_path)) {
         g_free(st->disk.dev);
         st->disk.dev = g_strdup(attr_get(names, values, "dev"));
+        st->disk_scsi = g_strcmp0(attr_get(names, values, "bus"), "scsi") == 0;
+    } else if (st->in_disk && at_path(pc, address_path)) {
+        const char *ctl = attr_get(names, values, "controller");
+
+        if (ctl && !parse_uint(ctl, &st->disk_controller)) {
+            g_set_error(error, G_MARKUP_ERROR, G_MARKUP_ERROR_INVALID_CONTENT,
+                        "disk address controller='%s' is not a number", ctl);
+            return;
+        }
+    } else if (at_path(pc, ctl_path)) {
+        const char *index = attr_get(names, values, "index");
+
+        st->in_scsi_controller = g_strcmp0(attr_get(names, values, "type"), "scsi") == 0;
+        st->controller_index = 0;
+        if (st->in_scsi_controller && index && !parse_uint(index, &st->controller_index)) {
+            g_set_error(error, G_MARKUP_ERROR, G_MARKUP_ERROR_INVALID_CONTENT,
+                        "scsi controller index='%s' is not a number", index);
+            return;
+        }
+    } else if (st->in_scsi_controller && at_path(pc, ctl_driver_path)) {
+        const char *iot = attr_get(names, values, "iothread");
+
+        if (iot && !parse_uint(iot, &id)) {
+            g_set_error(error, G_MARKUP_ERROR, G_MARKUP_ERROR_INVALID_CONTENT,
+                        "scsi controller driver iothread='%s' is not a number", iot);
+            return;
+        }
+        if (iot)
+            iothreads_add(controller_iothreads(st), id);
+    } else if (st->in_scsi_controller && at_path(pc, ctl_iot_path)) {
+        if (!parse_uint(attr_get(names, values, "id"), &id)) {
+            g_set_error(error, G_MARKUP_ERROR, G_MARKUP_ERROR_INVALID_CONTENT,
+                        "scsi controller driver <iothreads><iothread> without a valid id");
+            return;
+        }
+        iothreads_add(controller_iothreads(st), id);
     }
 }
 
@@ -138,13 +227,22 @@ xml_end(GMarkupParseContext *pc, const char *element, gpointer user_data,
         GError **error)
 {
     static const char *const disk_path[] = { "disk", "devices", "domain", NULL };
+    static const char *const ctl_path[] = { "controller", "devices", "domain", NULL };
     XmlState *st = user_data;
 
     if (st->in_disk && at_path(pc, disk_path)) {
+        guint ctl = st->disk_scsi && !st->disk.iothreads->len ? st->disk_controller : G_MAXUINT;
+
         st->in_disk = FALSE;
-        if (st->disk.dev)
+        if (st->disk.dev) {
             g_array_append_val(st->d->disks, st->disk);
+            g_array_append_val(st->disk_controllers, ctl);
+        } else {
+            disk_clear(&st->disk);
+        }
         memset(&st->disk, 0, sizeof(st->disk));
+    } else if (at_path(pc, ctl_path)) {
+        st->in_scsi_controller = FALSE;
     }
 }
 
@@ -183,11 +281,27 @@ pt_libvirt_domain_xml_parse(PtLibvirtDomain *d, const char *xml, GError **error)
     XmlState st = { .d = d };
     g_autoptr(GMarkupParseContext) pc =
         g_markup_parse_context_new(&parser, 0, &st, NULL);
+    g_autoptr(GArray) disk_controllers = g_array_new(FALSE, FALSE, sizeof(guint));
+    g_autoptr(GHashTable) controllers =
+        g_hash_table_new_full(NULL, NULL, NULL, (GDestroyNotify)g_array_unref);
+    guint base = d->disks->len;
     gboolean ok;
 
+    st.disk_controllers = disk_controllers;
+    st.controllers = controllers;
     ok = g_markup_parse_context_parse(pc, xml, -1, error) &&
          g_markup_parse_context_end_parse(pc, error);
-    g_free(st.disk.dev);
+    disk_clear(&st.disk);
+    /* Controllers may come after their disks: resolve once all is read. */
+    for (guint i = 0; ok && i < disk_controllers->len; i++) {
+        guint ctl = g_array_index(disk_controllers, guint, i);
+        GArray *from = ctl == G_MAXUINT ? NULL :
+                       g_hash_table_lookup(controllers, GUINT_TO_POINTER(ctl));
+        PtLibvirtDisk *disk = &g_array_index(d->disks, PtLibvirtDisk, base + i);
+
+        for (guint k = 0; from && k < from->len; k++)
+            iothreads_add(disk->iothreads, g_array_index(from, guint, k));
+    }
     if (!ok) {
         g_prefix_error(error, "domain %s: XML: ", d->name ? d->name : "?");
         return FALSE;

@@ -4,8 +4,12 @@
  * feed them canned input.
  *
  * - The live domain XML gives the iothread ids (<iothreadids>, or 1..N from
- *   <iothreads>N</iothreads>) and each disk's target dev with the iothread
- *   of its <driver iothread='N'/>.
+ *   <iothreads>N</iothreads>) and each disk's target dev with the iothreads
+ *   it runs in: its <driver iothread='N'/>, or every <iothread id='N'> of
+ *   its <driver><iothreads> (libvirt 10.0+, QEMU's iothread-vq-mapping);
+ *   a disk on bus 'scsi' without either runs in those of its controller
+ *   (<address controller='N'/>, else 0): <controller type='scsi'> with
+ *   <driver iothread='N'/> or <driver><iothreads> (libvirt 11.2+).
  * - A virDomainStatsRecord's typed parameters ("iothread.<id>.poll-max-ns",
  *   "block.<i>.rd.reqs", "vm.<name>", ...) become PtLibvirtDomainStats.
  * Errors follow pt-libvirt.h.

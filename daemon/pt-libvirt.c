@@ -404,12 +404,19 @@ worker_list(PtLibvirt *lv, GError **error)
 {
     virDomainPtr *doms = NULL;
     g_autoptr(GPtrArray) out = NULL;
+    unsigned long hv_version = 0;
     int n;
 
     n = virConnectListAllDomains(lv->conn, &doms, VIR_CONNECT_LIST_DOMAINS_ACTIVE);
     if (n < 0) {
         *error = virt_error(PT_LIBVIRT_ERROR_FAILED, "libvirt %s: list domains", lv->uri);
         return NULL;
+    }
+    /* The QEMU driver answers with the version of its QEMU binary; 0 (an
+     * error) leaves the version unknown rather than failing the listing. */
+    if (virConnectGetVersion(lv->conn, &hv_version) < 0) {
+        virResetLastError();
+        hv_version = 0;
     }
     out = g_ptr_array_new_with_free_func((GDestroyNotify)pt_libvirt_domain_free);
     for (int i = 0; i < n && out; i++) {
@@ -435,6 +442,7 @@ worker_list(PtLibvirt *lv, GError **error)
             break;
         }
         d->pid = pt_libvirt_pid_read(lv->pid_dir, name);
+        d->qemu_version = (guint32)MIN(hv_version, G_MAXUINT32);
         g_ptr_array_add(out, g_steal_pointer(&d));
     }
     for (int i = 0; i < n; i++)

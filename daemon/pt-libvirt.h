@@ -82,9 +82,10 @@ typedef struct {
 } PtLibvirtCallbacks;
 
 /* One disk of a domain: target device and the iothread serving it (0: none). */
+/* A disk and the iothreads it runs in (none: the main loop). */
 typedef struct {
     char *dev;
-    guint iothread;
+    GArray *iothreads;      /* guint, each once, in the XML's order */
 } PtLibvirtDisk;
 
 /* A running domain as pt_libvirt_list_async() finds it. */
@@ -95,6 +96,8 @@ typedef struct {
     GPid pid;               /* QEMU pid from the pid file, 0 if unknown */
     GArray *iothread_ids;   /* guint, ascending */
     GArray *disks;          /* PtLibvirtDisk */
+    char *virt_type;        /* <domain type=...>: "kvm", "qemu" (TCG), ... */
+    guint32 qemu_version;   /* virConnectGetVersion(): major*1000000+minor*1000+micro */
 } PtLibvirtDomain;
 
 typedef struct {

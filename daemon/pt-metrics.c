@@ -117,6 +117,14 @@ get_poll_shrink(const PtIothread *io, const PolicyMetrics *m, gboolean *ok)
     return io->triple.poll_shrink;
 }
 
+/* 1: the I/O counters are the iothread's own; N: its group's, shared by N. */
+static double
+get_io_shared_by(const PtIothread *io, const PolicyMetrics *m, gboolean *ok)
+{
+    *ok = m && m->have_io;
+    return m ? MAX(m->io_shared_by, 1) : 0;
+}
+
 static const struct {
     PtFamily f;
     PtGetter get;
@@ -124,6 +132,7 @@ static const struct {
     { { "polltune_poll_max_seconds", "gauge", "seconds", "The iothread's poll-max-ns, in seconds." }, get_poll_max },
     { { "polltune_poll_grow", "gauge", NULL, "The iothread's poll-grow (0: QEMU's default)." }, get_poll_grow },
     { { "polltune_poll_shrink", "gauge", NULL, "The iothread's poll-shrink (0: reset)." }, get_poll_shrink },
+    { { "polltune_iothread_io_shared_by", "gauge", NULL, "Iothreads whose I/O counters are these same figures: 1 for an iothread's own, the group's size when iothreads share devices." }, get_io_shared_by },
 };
 
 /*
@@ -382,6 +391,27 @@ pt_render(PtDaemon *d)
         pt_labels(out, "polltune_target_sample_seconds", t, NULL);
         g_string_append_printf(out, "} %.6f\n", t->sample_ms / 1000.0);
     }
+    pt_family(out, &(PtFamily){ "polltune_target_exits_source", "gauge", NULL,
+                                "1 for the source of the VM's exit figures "
+                                "(none: absent; the reason is in status)." });
+    for (guint i = 0; i < targets->len; i++) {
+        PtTarget *t = targets->pdata[i];
+
+        pt_labels(out, "polltune_target_exits_source", t, NULL);
+        g_string_append_printf(out, ",source=\"%s\"} 1\n",
+                               probe_exit_source_to_string(pt_target_exit_source(t, NULL)));
+    }
+    pt_family(out, &(PtFamily){ "polltune_target_qemu_version", "gauge", NULL,
+                                "QEMU release of the VM as major * 1000000 + minor * 1000 "
+                                "+ micro." });
+    for (guint i = 0; i < targets->len; i++) {
+        PtTarget *t = targets->pdata[i];
+
+        if (!t->qemu_version)
+            continue;
+        pt_labels(out, "polltune_target_qemu_version", t, NULL);
+        g_string_append_printf(out, "} %u\n", t->qemu_version);
+    }
     pt_family(out, &(PtFamily){ "polltune_targets", "gauge", NULL, "Targets by state." });
     for (int s = 0; s < PT_TARGET_STATE_MAX; s++)
         g_string_append_printf(out, "polltune_targets{state=\"%s\"} %u\n",
@@ -405,9 +435,167 @@ pt_render(PtDaemon *d)
  * day; the control socket's `metrics` command does not go through libsoup.
  */
 
+/*
+ * Connection limits.  SoupServer keeps every accepted connection for as
+ * long as the peer likes and takes no count of them, so the daemon accepts
+ * on its own GSocketService and hands each connection to the SoupServer
+ * (soup_server_accept_iostream), keeping a list of what it handed over:
+ *
+ * - at most @max_conns connections are open: a new one beyond that evicts
+ *   the one open longest (shut down, so libsoup sees EOF and closes it),
+ *   and while evicted ones still wait for libsoup to close them, a new one
+ *   beyond PT_METRICS_CLOSING_SLACK is refused at once;
+ * - a connection is closed once it has been open @idle_ms.  With no
+ *   soup_server_listen() listener SoupServer closes a connection after its
+ *   first response (no keep-alive), so one open longer than that has sent
+ *   no complete request: a scraper's request takes milliseconds.
+ *
+ * Evicting the oldest rather than refusing the newest keeps a scraper
+ * served while idle clients hold the cap: its connection is the newest and
+ * its request is answered before it could be the oldest.
+ */
+
+/* Evicted connections whose descriptor libsoup has not closed yet.  It
+ * closes one on the main-loop iteration after the shutdown, so a few
+ * suffice; the bound on descriptors is max_conns plus this. */
+#define PT_METRICS_CLOSING_SLACK 8
+/* Connections waiting in the kernel to be accepted: they cost no
+ * descriptor.  GLib's default of 10 is overrun by a burst (every client a
+ * dropped SYN, retried only after a second); the daemon accepts within one
+ * main-loop iteration, so 128 absorbs any burst of legitimate scrapers. */
+#define PT_METRICS_BACKLOG 128
+/* How often open connections are checked against the idle timeout; the
+ * timeout is then honoured to within this. */
+#define PT_METRICS_SWEEP_MS 1000
+
+typedef struct {
+    GSocketConnection *conn;
+    gint64 opened_us;
+    gboolean closing;           /* shut down, waiting for libsoup to close it */
+} PtMetricsConn;
+
 struct PtMetricsServer {
     SoupServer *server;
+    GSocketService *service;
+    GQueue conns;               /* PtMetricsConn, oldest first */
+    guint max_conns;
+    gint64 idle_us;
+    guint sweep_id;
+    guint64 refused;
 };
+
+static void
+pt_metrics_conn_free(PtMetricsConn *c)
+{
+    g_object_unref(c->conn);
+    g_free(c);
+}
+
+static void
+pt_metrics_conn_shutdown(PtMetricsConn *c)
+{
+    if (c->closing)
+        return;
+    c->closing = TRUE;
+    /* Not close: libsoup has a read pending on the socket and owns the
+     * descriptor; shutdown makes that read see EOF, and libsoup closes. */
+    g_socket_shutdown(g_socket_connection_get_socket(c->conn), TRUE, TRUE, NULL);
+}
+
+/* Forget connections libsoup has closed; shut down those open too long.
+ * Returns how many are open and not shutting down. */
+static guint
+pt_metrics_sweep(PtMetricsServer *m, gint64 now_us)
+{
+    guint live = 0;
+
+    for (GList *l = m->conns.head; l;) {
+        GList *next = l->next;
+        PtMetricsConn *c = l->data;
+
+        if (g_socket_is_closed(g_socket_connection_get_socket(c->conn))) {
+            pt_metrics_conn_free(c);
+            g_queue_delete_link(&m->conns, l);
+        } else {
+            if (!c->closing && now_us - c->opened_us >= m->idle_us)
+                pt_metrics_conn_shutdown(c);
+            live += !c->closing;
+        }
+        l = next;
+    }
+    return live;
+}
+
+static gboolean
+pt_metrics_on_sweep(gpointer data)
+{
+    PtMetricsServer *m = data;
+
+    pt_metrics_sweep(m, g_get_monotonic_time());
+    return G_SOURCE_CONTINUE;
+}
+
+static gboolean
+pt_metrics_on_incoming(GSocketService *service, GSocketConnection *conn,
+                       GObject *source, gpointer data)
+{
+    PtMetricsServer *m = data;
+    gint64 now = g_get_monotonic_time();
+    guint live = pt_metrics_sweep(m, now);
+    g_autoptr(GSocketAddress) local = NULL;
+    g_autoptr(GSocketAddress) remote = NULL;
+    g_autoptr(GError) err = NULL;
+    PtMetricsConn *c;
+
+    if (live >= m->max_conns) {
+        for (GList *l = m->conns.head; l; l = l->next) {
+            PtMetricsConn *old = l->data;
+
+            if (!old->closing) {
+                pt_metrics_conn_shutdown(old);
+                break;
+            }
+        }
+    }
+    if (m->conns.length >= m->max_conns + PT_METRICS_CLOSING_SLACK) {
+        /* Not handed to libsoup yet, so ours to close; the first refusal
+         * and every 1000th after are logged, not each of a flood. */
+        if (m->refused++ % 1000 == 0)
+            pt_warn(NULL, NULL, "metrics: %u connections open or closing; "
+                    "refusing new ones (%" G_GUINT64_FORMAT " so far)",
+                    m->conns.length, m->refused);
+        g_io_stream_close(G_IO_STREAM(conn), NULL, NULL);
+        return TRUE;
+    }
+    local = g_socket_connection_get_local_address(conn, NULL);
+    remote = g_socket_connection_get_remote_address(conn, NULL);
+    if (!soup_server_accept_iostream(m->server, G_IO_STREAM(conn), local, remote, &err)) {
+        pt_warn(NULL, NULL, "metrics: accepting a connection: %s", err->message);
+        g_io_stream_close(G_IO_STREAM(conn), NULL, NULL);
+        return TRUE;
+    }
+    c = g_new0(PtMetricsConn, 1);
+    c->conn = g_object_ref(conn);
+    c->opened_us = now;
+    g_queue_push_tail(&m->conns, c);
+    return TRUE;
+}
+
+guint
+pt_metrics_conn_cap(guint configured, guint64 nofile)
+{
+    /* The metrics listener may hold at most an eighth of the descriptor
+     * limit, and the rest stays for what tuning needs: the control socket
+     * (its listener and at most 64 clients), the database (main file,
+     * WAL, shm, journal), libvirt, logging and GLib's own (about 20), and
+     * the targets (a QMP socket each, and perf counters per QEMU thread
+     * where perf supplies KVM exits).  At the usual 1024 that is 128,
+     * so the configured cap decides; at 256 it is 32, leaving 160 for
+     * targets after control and the daemon's own. */
+    guint64 share = nofile / 8;
+
+    return (guint)MAX(1, MIN((guint64)configured, share));
+}
 
 static void
 pt_metrics_handler(SoupServer *server, SoupServerMessage *msg, const char *path,
@@ -427,6 +615,10 @@ pt_metrics_handler(SoupServer *server, SoupServerMessage *msg, const char *path,
     /* Prometheus asks for OpenMetrics; anything else gets the text format. */
     text = pt_daemon_render_metrics(d, om);
     soup_server_message_set_status(msg, SOUP_STATUS_OK, NULL);
+    /* SoupServer closes connections it did not accept itself after one
+     * response (see above); saying so spares the client a dead reuse. */
+    soup_message_headers_replace(soup_server_message_get_response_headers(msg),
+                                 "Connection", "close");
     soup_server_message_set_response(msg,
         om ? "application/openmetrics-text; version=1.0.0; charset=utf-8" :
              "text/plain; version=0.0.4; charset=utf-8",
@@ -434,14 +626,15 @@ pt_metrics_handler(SoupServer *server, SoupServerMessage *msg, const char *path,
 }
 
 PtMetricsServer *
-pt_metrics_server_new(PtDaemon *d, const char *listen, GError **error)
+pt_metrics_server_new(PtDaemon *d, const char *listen, guint max_conns, guint idle_ms,
+                      GError **error)
 {
     g_autofree char *host = g_strdup(listen);
     char *colon = strrchr(host, ':');
     guint64 port;
     g_autoptr(GInetAddress) addr = NULL;
     g_autoptr(GSocketAddress) sa = NULL;
-    PtMetricsServer *m;
+    g_autoptr(PtMetricsServer) m = NULL;
 
     if (!colon || !g_ascii_string_to_unsigned(colon + 1, 10, 1, 65535, &port, NULL)) {
         g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
@@ -461,14 +654,23 @@ pt_metrics_server_new(PtDaemon *d, const char *listen, GError **error)
     }
     sa = g_inet_socket_address_new(addr, (guint16)port);
     m = g_new0(PtMetricsServer, 1);
+    g_queue_init(&m->conns);
+    m->max_conns = MAX(max_conns, 1);
+    m->idle_us = (gint64)MAX(idle_ms, 1) * 1000;
     m->server = soup_server_new("server-header", "polltuned", NULL);
     soup_server_add_handler(m->server, "/metrics", pt_metrics_handler, d, NULL);
-    if (!soup_server_listen(m->server, sa, 0, error)) {
+    m->service = g_socket_service_new();
+    g_socket_listener_set_backlog(G_SOCKET_LISTENER(m->service), PT_METRICS_BACKLOG);
+    if (!g_socket_listener_add_address(G_SOCKET_LISTENER(m->service), sa,
+                                       G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP,
+                                       NULL, NULL, error)) {
         g_prefix_error(error, "metrics-listen %s: ", listen);
-        pt_metrics_server_free(m);
         return NULL;
     }
-    return m;
+    g_signal_connect(m->service, "incoming", G_CALLBACK(pt_metrics_on_incoming), m);
+    m->sweep_id = g_timeout_add(PT_METRICS_SWEEP_MS, pt_metrics_on_sweep, m);
+    g_socket_service_start(m->service);
+    return g_steal_pointer(&m);
 }
 
 void
@@ -476,6 +678,14 @@ pt_metrics_server_free(PtMetricsServer *m)
 {
     if (!m)
         return;
+    g_clear_handle_id(&m->sweep_id, g_source_remove);
+    if (m->service) {
+        g_socket_service_stop(m->service);
+        g_socket_listener_close(G_SOCKET_LISTENER(m->service));
+        g_signal_handlers_disconnect_by_data(m->service, m);
+        g_clear_object(&m->service);
+    }
+    g_queue_clear_full(&m->conns, (GDestroyNotify)pt_metrics_conn_free);
     g_clear_object(&m->server);
     g_free(m);
 }

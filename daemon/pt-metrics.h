@@ -8,7 +8,15 @@
 
 typedef struct PtMetricsServer PtMetricsServer;
 
-/* @listen is "HOST:PORT" (IPv6 as "[::1]:9563"). */
-PtMetricsServer *pt_metrics_server_new(PtDaemon *d, const char *listen, GError **error);
+/* @listen is "HOST:PORT" (IPv6 as "[::1]:9563").  At most @max_conns
+ * connections are open at once (a new one evicts the oldest), and each is
+ * closed @idle_ms after it was accepted if the peer has not finished by
+ * then. */
+PtMetricsServer *pt_metrics_server_new(PtDaemon *d, const char *listen, guint max_conns,
+                                       guint idle_ms, GError **error);
+/* The connection cap to use under a descriptor limit of @nofile: the
+ * configured one, lowered so the listener can never take the descriptors
+ * the control socket, the database and the targets need. */
+guint pt_metrics_conn_cap(guint configured, guint64 nofile);
 void pt_metrics_server_free(PtMetricsServer *m);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(PtMetricsServer, pt_metrics_server_free)

@@ -4,15 +4,21 @@
  *
  * One sample is two queries in flight at once, query-iothreads and
  * query-blockstats (plus query-stats for the vCPUs once QEMU has shown it
- * has KVM stats), then a qom-get per device not yet mapped to its iothread.
- * The map is cached: a device keeps its iothread for its lifetime, and a
- * device that is new or changed shows up under a new qdev path.
+ * has KVM stats), then the qom-get walk of qmp_device_iothreads_async()
+ * per device not yet mapped to its iothreads.  The map is cached: a device
+ * keeps its iothreads for its lifetime, and a device that is new or changed
+ * shows up under a new qdev path.  probe-devmap.h turns the map into each
+ * iothread's devices, and iothreads that share devices into groups.
  *
  * When the monitor goes away the target is lost; every tick it tries again
  * while the socket file exists, so a restarted QEMU is picked up.
  */
 #include "pt-target.h"
+#include "probe-devmap.h"
 #include "qmp-commands.h"
+
+#include <json-c/json.h>
+#include <string.h>
 
 #include <sys/stat.h>
 
@@ -22,7 +28,8 @@ typedef struct {
     guint timeout_ms;
     ProbeRoots roots;
     QmpClient *client;
-    GHashTable *dev_iothread;       /* qdev -> iothread id ("" = main loop) */
+    struct stat sock_st;            /* the socket file of the last attempt */
+    ProbeDevMap *devmap;            /* qdev -> iothread ids (none = main loop) */
     gboolean stats_known;           /* query-stats answered with vCPU stats */
     gboolean stats_absent;          /* ... or showed it has none */
 } PtQmpTarget;
@@ -47,6 +54,44 @@ pt_qmp_on_closed(QmpClient *c, const GError *reason, gpointer data)
     pt_target_set_state(t, PT_TARGET_LOST, reason->message);
 }
 
+/* The return value of query-kvm, as "is KVM enabled". */
+static gpointer
+pt_qmp_decode_kvm(struct json_object *ret, GError **error)
+{
+    json_object *enabled;
+
+    if (!json_object_is_type(ret, json_type_object) ||
+        !json_object_object_get_ex(ret, "enabled", &enabled) ||
+        !json_object_is_type(enabled, json_type_boolean)) {
+        g_set_error(error, QMP_ERROR, QMP_ERROR_UNEXPECTED,
+                    "query-kvm: no boolean 'enabled' in the reply");
+        return NULL;
+    }
+    return GINT_TO_POINTER(json_object_get_boolean(enabled) ? 2 : 1);
+}
+
+static void
+pt_qmp_got_kvm(GObject *obj, GAsyncResult *res, gpointer data)
+{
+    PtQmpTarget *q = data;
+    PtTarget *t = &q->parent;
+    g_autoptr(GError) err = NULL;
+    gpointer kvm = qmp_client_call_finish(QMP_CLIENT(obj), res, &err);
+
+    /* The connection may have gone meanwhile: it is then lost, not
+     * attached. */
+    if (QMP_CLIENT(obj) == q->client && !t->detached &&
+        qmp_client_get_state(q->client) == QMP_CLIENT_READY) {
+        /* A QEMU that cannot say keeps every source in play. */
+        pt_target_set_exits_facts(t, GPOINTER_TO_INT(kvm) == 1
+                                  ? "the guest runs without KVM (query-kvm: not enabled), "
+                                    "so it takes no VM exits"
+                                  : NULL, NULL);
+        pt_target_set_state(t, PT_TARGET_ATTACHED, NULL);
+    }
+    pt_target_unref(t);
+}
+
 static void
 pt_qmp_on_ready(GObject *obj, GAsyncResult *res, gpointer data)
 {
@@ -56,8 +101,19 @@ pt_qmp_on_ready(GObject *obj, GAsyncResult *res, gpointer data)
 
     if (qmp_client_wait_ready_finish(QMP_CLIENT(obj), res, &err) &&
         QMP_CLIENT(obj) == q->client && !t->detached) {
+        const QmpVersion *v = qmp_client_get_version(q->client);
+
+        t->qemu_version = v && v->major >= 0 && v->minor >= 0 && v->micro >= 0
+            ? (guint32)MIN(v->major, 4000) * 1000000u + (guint32)MIN(v->minor, 999) * 1000u +
+              (guint32)MIN(v->micro, 999)
+            : 0;
+        q->stats_known = q->stats_absent = FALSE;
         pt_target_set_pid(t, qmp_client_get_peer_pid(q->client), &q->roots);
-        pt_target_set_state(t, PT_TARGET_ATTACHED, NULL);
+        pt_target_set_instance(t, pt_instance_for_pid(&q->roots, t->pid));
+        /* Whether the guest has KVM at all decides whether exits are
+         * absent or merely unreadable; attached once that is known. */
+        qmp_client_call_async(q->client, "query-kvm", NULL, 0, pt_qmp_decode_kvm, NULL,
+                              pt_qmp_got_kvm, pt_target_ref(t));
     }
     pt_target_unref(t);
 }
@@ -74,14 +130,29 @@ pt_qmp_connect(PtQmpTarget *q)
         qmp_client_close(q->client, NULL);
         g_clear_object(&q->client);
     }
+    /* A QEMU started again on this socket may place its devices anew. */
+    if (q->devmap)
+        probe_devmap_clear(q->devmap);
     q->client = qmp_client_new(NULL, &opts);
     qmp_client_set_closed_func(q->client, pt_qmp_on_closed, t, NULL);
+    if (stat(q->path, &q->sock_st) < 0)
+        memset(&q->sock_st, 0, sizeof(q->sock_st));
+    /* Connecting first, so that a refused connect is a lost attempt. */
+    pt_target_set_state(t, PT_TARGET_CONNECTING, NULL);
     if (!qmp_client_connect_path(q->client, q->path, &err)) {
         pt_target_set_state(t, PT_TARGET_LOST, err->message);
         return;
     }
-    pt_target_set_state(t, PT_TARGET_CONNECTING, NULL);
     qmp_client_wait_ready_async(q->client, pt_qmp_on_ready, pt_target_ref(t));
+}
+
+/* Another file than the last attempt's: a QEMU made the socket anew. */
+static gboolean
+pt_qmp_socket_is_new(const PtQmpTarget *q, const struct stat *st)
+{
+    return st->st_ino != q->sock_st.st_ino || st->st_dev != q->sock_st.st_dev ||
+           st->st_ctim.tv_sec != q->sock_st.st_ctim.tv_sec ||
+           st->st_ctim.tv_nsec != q->sock_st.st_ctim.tv_nsec;
 }
 
 void
@@ -92,7 +163,8 @@ pt_target_qmp_retry(PtTarget *t)
 
     if (t->state != PT_TARGET_LOST || t->detached)
         return;
-    if (stat(q->path, &st) == 0 && S_ISSOCK(st.st_mode))
+    if (stat(q->path, &st) == 0 && S_ISSOCK(st.st_mode) &&
+        (pt_target_retry_due(t, g_get_monotonic_time()) || pt_qmp_socket_is_new(q, &st)))
         pt_qmp_connect(q);
 }
 
@@ -163,8 +235,13 @@ pt_qmp_got_stats(GObject *obj, GAsyncResult *res, gpointer data)
     s->stats = qmp_query_stats_finish(QMP_CLIENT(obj), res, &err);
     if (s->stats && s->stats->entities->len > 0)
         s->q->stats_known = TRUE;
-    else if (!s->q->stats_known)
+    else if (!s->q->stats_known) {
+        g_autofree char *why = err ? g_strdup_printf("not offered by QEMU (%s)", err->message)
+                                   : g_strdup("not offered by QEMU (no KVM vCPU statistics)");
+
         s->q->stats_absent = TRUE;
+        pt_target_set_exits_facts(&s->q->parent, s->q->parent.exits_no_kvm, why);
+    }
     if (--s->outstanding == 0)
         pt_qmp_sample_stage2(s);
 }
@@ -182,14 +259,10 @@ pt_qmp_got_map(GObject *obj, GAsyncResult *res, gpointer data)
     PtQmpMapJob *job = data;
     PtQmpSample *s = job->s;
     g_autoptr(GError) err = NULL;
-    char *iot = NULL;
+    g_auto(GStrv) iots = NULL;
 
-    if (qmp_device_iothread_finish(QMP_CLIENT(obj), res, &iot, &err))
-        g_hash_table_replace(s->q->dev_iothread, g_steal_pointer(&job->qdev),
-                             iot ? iot : g_strdup(""));
-    else if (g_error_matches(err, QMP_ERROR, QMP_ERROR_COMMAND))
-        /* Not a virtio device: it has no iothread link, so the main loop. */
-        g_hash_table_replace(s->q->dev_iothread, g_steal_pointer(&job->qdev), g_strdup(""));
+    if (qmp_device_iothreads_finish(QMP_CLIENT(obj), res, &iots, &err))
+        probe_devmap_set(s->q->devmap, job->qdev, (const char *const *)iots);
     else
         pt_qmp_sample_note_error(s, g_steal_pointer(&err));
     g_free(job->qdev);
@@ -210,13 +283,13 @@ pt_qmp_sample_stage2(PtQmpSample *s)
         QmpBlockStats *b = s->blockstats->pdata[i];
         PtQmpMapJob *job;
 
-        if (!b->qdev || !*b->qdev || g_hash_table_contains(s->q->dev_iothread, b->qdev))
+        if (!b->qdev || !*b->qdev || probe_devmap_contains(s->q->devmap, b->qdev))
             continue;
         job = g_new0(PtQmpMapJob, 1);
         job->s = s;
         job->qdev = g_strdup(b->qdev);
         s->outstanding++;
-        qmp_device_iothread_async(s->q->client, b->qdev, pt_qmp_got_map, job);
+        qmp_device_iothreads_async(s->q->client, b->qdev, pt_qmp_got_map, job);
     }
     if (--s->outstanding == 0)
         pt_qmp_sample_fill(s);
@@ -226,6 +299,8 @@ static void
 pt_qmp_sample_fill(PtQmpSample *s)
 {
     PtTarget *t = &s->q->parent;
+    g_autofree ProbeDevSample *devs = NULL;
+    guint n_devs = 0;
 
     if (s->error) {
         pt_qmp_sample_end(s);
@@ -240,22 +315,24 @@ pt_qmp_sample_fill(PtQmpSample *s)
         probe_iothread_snap_set_block_read(io);
         io->tid = (int)qi->thread_id;
     }
+    devs = g_new0(ProbeDevSample, MAX(s->blockstats->len, 1));
     for (guint i = 0; i < s->blockstats->len; i++) {
         QmpBlockStats *b = s->blockstats->pdata[i];
-        const char *iot = b->qdev ? g_hash_table_lookup(s->q->dev_iothread, b->qdev) : NULL;
-        ProbeBlockCounters c = {
-            .rd_ops = b->rd.ops, .wr_ops = b->wr.ops, .flush_ops = b->flush.ops,
-            .rd_bytes = b->rd.bytes, .wr_bytes = b->wr.bytes,
-            .rd_time_ns = b->rd.total_time_ns, .wr_time_ns = b->wr.total_time_ns,
-            .flush_time_ns = b->flush.total_time_ns,
-        };
-        ProbeIothreadSnap *io;
 
-        if (!iot || !*iot || !probe_target_snap_find(s->snap, iot))
+        if (!b->qdev || !*b->qdev)
             continue;
-        io = probe_target_snap_iothread(s->snap, iot);
-        probe_iothread_snap_add_device(io, b->node_name ? b->node_name : b->qdev, &c);
+        devs[n_devs++] = (ProbeDevSample){
+            .device = b->qdev,
+            .name = b->node_name ? b->node_name : b->qdev,
+            .c = {
+                .rd_ops = b->rd.ops, .wr_ops = b->wr.ops, .flush_ops = b->flush.ops,
+                .rd_bytes = b->rd.bytes, .wr_bytes = b->wr.bytes,
+                .rd_time_ns = b->rd.total_time_ns, .wr_time_ns = b->wr.total_time_ns,
+                .flush_time_ns = b->flush.total_time_ns,
+            },
+        };
     }
+    probe_devmap_fill(s->q->devmap, s->snap, devs, n_devs);
     if (s->stats && s->stats->entities->len > 0) {
         static const char *const names[] = { "exits", "io_exits", "mmio_exits",
                                              "halt_exits", NULL };
@@ -299,8 +376,8 @@ pt_qmp_sample(PtTarget *t, ProbeTargetSnap *snap)
 typedef struct {
     PtQmpTarget *q;
     char *iothread;
-    QmpIothreadProp props[3];
-    gint64 values[3];
+    QmpIothreadProp props[POLICY_KNOB_MAX];
+    gint64 values[POLICY_KNOB_MAX];
     guint n, next;
     gint64 bound;
     gpointer job;
@@ -352,18 +429,16 @@ pt_qmp_apply(PtTarget *t, const char *iothread, const PolicyTriple *from,
     a->bound = bound;
     a->job = job;
     /* Every write resets QEMU's learned window, so write only what
-     * changes; grow and shrink first, so the new ceiling starts clean. */
-    if (from->poll_grow != to->poll_grow) {
-        a->props[a->n] = QMP_IOTHREAD_POLL_GROW;
-        a->values[a->n++] = (gint64)to->poll_grow;
-    }
-    if (from->poll_shrink != to->poll_shrink) {
-        a->props[a->n] = QMP_IOTHREAD_POLL_SHRINK;
-        a->values[a->n++] = (gint64)to->poll_shrink;
-    }
-    if (from->poll_max_ns != to->poll_max_ns) {
-        a->props[a->n] = QMP_IOTHREAD_POLL_MAX_NS;
-        a->values[a->n++] = (gint64)MIN(to->poll_max_ns, (guint64)G_MAXINT64);
+     * changes, in the knobs' order (grow and shrink first, so the new
+     * ceiling starts clean).  QEMU's property names are the knobs'. */
+    for (PolicyKnob k = 0; k < POLICY_KNOB_MAX; k++) {
+        guint64 v = policy_triple_get(to, k);
+
+        if (policy_triple_get(from, k) == v)
+            continue;
+        a->props[a->n] = qmp_iothread_prop_from_string(policy_knob_to_string(k));
+        g_assert(a->props[a->n] != QMP_IOTHREAD_PROP_INVALID);
+        a->values[a->n++] = (gint64)MIN(v, (guint64)G_MAXINT64);
     }
     pt_qmp_apply_next(a);
 }
@@ -387,7 +462,7 @@ pt_qmp_free(PtTarget *t)
     if (q->client)
         qmp_client_set_closed_func(q->client, NULL, NULL, NULL);
     g_clear_object(&q->client);
-    g_hash_table_unref(q->dev_iothread);
+    probe_devmap_free(q->devmap);
     g_free(q->path);
 }
 
@@ -410,7 +485,7 @@ pt_target_qmp_new(const char *name, const char *path, guint timeout_ms,
     if (roots)
         q->roots = *roots;
     q->parent.exits_mode = exits;
-    q->dev_iothread = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    q->devmap = probe_devmap_new();
     pt_qmp_connect(q);
     return &q->parent;
 }

@@ -1,4 +1,6 @@
 #include "pt-target.h"
+#include "probe-host.h"
+#include "probe-thread.h"
 
 static const char *const pt_target_state_table[PT_TARGET_STATE_MAX] = {
     [PT_TARGET_CONNECTING] = "connecting",
@@ -16,6 +18,7 @@ static void
 pt_iothread_free(PtIothread *io)
 {
     g_free(io->id);
+    g_free(io->group);
     g_array_unref(io->history);
     policy_decision_free(io->last_decision);
     g_free(io->last_outcome);
@@ -61,22 +64,147 @@ pt_target_unref(PtTarget *t)
     g_hash_table_unref(t->iothreads);
     g_ptr_array_unref(t->news);
     g_free(t->state_reason);
+    g_free(t->exits_no_kvm);
+    g_free(t->exits_unreported);
+    g_free(t->health.last_failure);
+    g_free(t->instance);
     g_free(t->uuid);
     g_free(t->name);
     g_free(t);
 }
 
+static void
+pt_target_note_failure(PtTarget *t, const char *reason, gint64 now_us)
+{
+    PtTargetHealth *h = &t->health;
+
+    h->failures++;
+    h->backoff_ms = h->backoff_ms ? MIN(h->backoff_ms * 2, PT_BACKOFF_MAX_MS) :
+                                    PT_BACKOFF_FIRST_MS;
+    h->retry_at_us = now_us + (gint64)h->backoff_ms * 1000;
+    h->healthy_since_us = 0;
+    if (!h->broken_since_us) {
+        h->broken_since_us = now_us;
+        h->reminded_us = now_us;
+    }
+    g_free(h->last_failure);
+    h->last_failure = g_strdup(reason ? reason : "unknown");
+}
+
+void
+pt_target_set_state_at(PtTarget *t, PtTargetState state, const char *reason, gint64 now_us)
+{
+    PtTargetHealth *h = &t->health;
+    gboolean was_broken = h->broken_since_us != 0;
+    g_autofree char *why = NULL;
+
+    if (state == PT_TARGET_LOST) {
+        /* One failure per attempt: the hang-up that follows a loss we
+         * declared ourselves is not another. */
+        if (t->state == PT_TARGET_LOST)
+            return;
+        pt_target_note_failure(t, reason, now_us);
+        /* libvirt targets come back with libvirt's own reconnect. */
+        why = t->kind == STORE_TARGET_QMP ?
+            g_strdup_printf("%s; attempt %u failed, the next in %u s", h->last_failure,
+                            h->failures, h->backoff_ms / 1000) :
+            g_strdup(h->last_failure);
+    } else if (state == PT_TARGET_ATTACHED && t->state == state && !reason) {
+        /* Attached again by a relist: a failing sample keeps its reason. */
+        return;
+    } else if (!reason && was_broken) {
+        why = g_strdup_printf("%s after %u failed attempts; the last: %s",
+                              state == PT_TARGET_CONNECTING ? "trying again" :
+                                                             "attached again, no good sample yet",
+                              h->failures, h->last_failure);
+    } else {
+        why = g_strdup(reason);
+    }
+    if (t->state == state && !g_strcmp0(t->state_reason, why))
+        return;
+    if (state == PT_TARGET_ATTACHED && t->state != state)
+        t->failed_samples = 0;
+    t->state = state;
+    g_free(t->state_reason);
+    t->state_reason = g_steal_pointer(&why);
+    /* While broken, attempts come and go without a line each. */
+    if (was_broken)
+        return;
+    if (state == PT_TARGET_LOST && t->kind == STORE_TARGET_QMP)
+        g_ptr_array_add(t->news, g_strdup_printf("lost: %s; retrying after %u s, then "
+                                                 "backing off up to %u s while it fails",
+                                                 h->last_failure, h->backoff_ms / 1000,
+                                                 PT_BACKOFF_MAX_MS / 1000));
+    else
+        g_ptr_array_add(t->news, t->state_reason ?
+                        g_strdup_printf("%s: %s", pt_target_state_to_string(state),
+                                        t->state_reason) :
+                        g_strdup(pt_target_state_to_string(state)));
+}
+
 void
 pt_target_set_state(PtTarget *t, PtTargetState state, const char *reason)
 {
-    if (t->state == state && !g_strcmp0(t->state_reason, reason))
+    pt_target_set_state_at(t, state, reason, g_get_monotonic_time());
+}
+
+/* Up to three failed samples in a row are weathered by a healthy target
+ * (a slow tick); a broken one has shown nothing good since its last
+ * failure, so its first failed sample ends the attempt. */
+#define PT_FAILED_SAMPLES_MAX 3
+
+void
+pt_target_sample_result(PtTarget *t, const GError *error, gint64 now_us)
+{
+    PtTargetHealth *h = &t->health;
+
+    if (error) {
+        t->failed_samples++;
+        if (t->state != PT_TARGET_ATTACHED)
+            return;
+        if (t->failed_samples >= PT_FAILED_SAMPLES_MAX || h->broken_since_us) {
+            pt_target_set_state_at(t, PT_TARGET_LOST, error->message, now_us);
+            return;
+        }
+        g_free(t->state_reason);
+        t->state_reason = g_strdup_printf("%u samples in a row failed: %s",
+                                          t->failed_samples, error->message);
         return;
-    t->state = state;
-    g_free(t->state_reason);
-    t->state_reason = g_strdup(reason);
-    g_ptr_array_add(t->news, reason ?
-                    g_strdup_printf("%s: %s", pt_target_state_to_string(state), reason) :
-                    g_strdup(pt_target_state_to_string(state)));
+    }
+    t->failed_samples = 0;
+    g_clear_pointer(&t->state_reason, g_free);
+    if (h->broken_since_us) {
+        g_ptr_array_add(t->news, g_strdup_printf("healthy again after %u failed attempts "
+                                                 "over %" G_GINT64_FORMAT " s", h->failures,
+                                                 (now_us - h->broken_since_us) / G_USEC_PER_SEC));
+        h->broken_since_us = 0;
+    }
+    if (!h->healthy_since_us)
+        h->healthy_since_us = now_us;
+    else if (h->failures && now_us - h->healthy_since_us >= PT_BACKOFF_RESET_MS * 1000LL) {
+        h->failures = 0;
+        h->backoff_ms = 0;
+    }
+}
+
+gboolean
+pt_target_retry_due(const PtTarget *t, gint64 now_us)
+{
+    return now_us >= t->health.retry_at_us;
+}
+
+void
+pt_target_health_tick(PtTarget *t, gint64 now_us)
+{
+    PtTargetHealth *h = &t->health;
+
+    if (!h->broken_since_us || now_us - h->reminded_us < PT_BROKEN_REMIND_MS * 1000LL)
+        return;
+    h->reminded_us = now_us;
+    g_ptr_array_add(t->news, g_strdup_printf("still failing after %u attempts over %"
+                                             G_GINT64_FORMAT " min: %s", h->failures,
+                                             (now_us - h->broken_since_us) / 60000000,
+                                             h->last_failure));
 }
 
 void
@@ -88,6 +216,95 @@ pt_target_set_pid(PtTarget *t, int pid, const ProbeRoots *roots)
     g_clear_pointer(&t->probe, probe_target_free);
     if (pid > 0)
         t->probe = probe_target_new(roots, pid);
+}
+
+void
+pt_target_set_exits_facts(PtTarget *t, const char *no_kvm, const char *unreported)
+{
+    if (g_strcmp0(t->exits_no_kvm, no_kvm) != 0) {
+        g_free(t->exits_no_kvm);
+        t->exits_no_kvm = g_strdup(no_kvm);
+    }
+    if (g_strcmp0(t->exits_unreported, unreported) != 0) {
+        g_free(t->exits_unreported);
+        t->exits_unreported = g_strdup(unreported);
+    }
+}
+
+ProbeExitSource
+pt_target_exit_source(const PtTarget *t, const char **why)
+{
+    if (!t->probe) {
+        if (why)
+            *why = NULL;
+        return PROBE_EXIT_SOURCE_NONE;
+    }
+    return probe_target_exit_source(t->probe, why);
+}
+
+char *
+pt_target_qemu_version_string(const PtTarget *t)
+{
+    if (!t->qemu_version)
+        return NULL;
+    return g_strdup_printf("%u.%u.%u", t->qemu_version / 1000000,
+                           t->qemu_version / 1000 % 1000, t->qemu_version % 1000);
+}
+
+void
+pt_target_set_instance(PtTarget *t, char *instance)
+{
+    GHashTableIter it;
+    gpointer v;
+
+    if (!g_strcmp0(t->instance, instance)) {
+        g_free(instance);
+        return;
+    }
+    g_free(t->instance);
+    t->instance = instance;
+    g_hash_table_iter_init(&it, t->iothreads);
+    while (g_hash_table_iter_next(&it, NULL, &v)) {
+        PtIothread *io = v;
+
+        io->have_original = FALSE;
+        io->restored = FALSE;
+    }
+}
+
+/* "BOOT/" or "" when the boot id is unreadable (a fixture tree): the pid
+ * and start time alone still tell instances of one boot apart. */
+static char *
+pt_boot_prefix(const ProbeRoots *roots)
+{
+    g_autofree char *boot = probe_boot_id_read(roots && roots->proc ? roots->proc : "/proc",
+                                               NULL);
+
+    return boot ? g_strconcat(boot, "/", NULL) : g_strdup("");
+}
+
+char *
+pt_instance_for_pid(const ProbeRoots *roots, int pid)
+{
+    g_autofree char *boot = NULL;
+    guint64 start;
+
+    if (pid <= 0 || !probe_process_read_start(roots && roots->proc ? roots->proc : "/proc",
+                                              pid, &start, NULL))
+        return NULL;
+    boot = pt_boot_prefix(roots);
+    return g_strdup_printf("%s%d/%" G_GUINT64_FORMAT, boot, pid, start);
+}
+
+char *
+pt_instance_for_domain(const ProbeRoots *roots, const char *uuid, int id)
+{
+    g_autofree char *boot = NULL;
+
+    if (!uuid || id <= 0)
+        return NULL;
+    boot = pt_boot_prefix(roots);
+    return g_strdup_printf("%slibvirt/%s/%d", boot, uuid, id);
 }
 
 PtIothread *
@@ -194,8 +411,11 @@ pt_target_sample_host_side(PtTarget *t, ProbeTargetSnap *snap)
         probe_target_sample_iothread(t->probe, io, io->tid, NULL);
         pio->tid = io->tid;
     }
-    if (snap->exits.source == PROBE_EXIT_SOURCE_NONE && t->exits_mode != PROBE_EXITS_OFF)
-        probe_target_sample_exits(t->probe, t->exits_mode, snap);
+    /* QEMU's own figures, when it gave any, are a candidate like the
+     * host's; the choice keeps a source that reads zero from hiding one
+     * that counts. */
+    probe_target_choose_exits(t->probe, t->exits_mode, snap, t->exits_unreported,
+                              t->exits_no_kvm);
     if ((news = probe_target_take_news(t->probe)))
         for (guint i = 0; i < news->len; i++)
             g_ptr_array_add(t->news, g_strdup(news->pdata[i]));

@@ -69,8 +69,38 @@ typedef struct {
     gint64 last_decision_ms;        /* when it was recorded */
     PolicyTriple last_old;          /* the triple it replaced */
     gboolean seen;                  /* present in the latest sample */
+    /* Iothreads sharing devices are tuned as one group (probe-devmap.h):
+     * @group is its first iothread's id, which the policy sees; NULL when
+     * the iothread is on its own. */
+    char *group;
+    guint group_size;
     gboolean restored;              /* originals put back for observe */
 } PtIothread;
+
+/*
+ * A target whose channel keeps failing (refused, a bad greeting, garbage,
+ * replies of the wrong shape) is retried with backoff: the first retry
+ * after 1 s, each further one after twice the wait, up to 60 s; a minute of
+ * good samples forgets the failures.  It is logged once when it breaks,
+ * once when it recovers, and reminded of every 10 minutes in between;
+ * state_reason says why and when the next attempt is as long as it is not
+ * healthy.  A QMP socket that is created anew (a restarted QEMU) is tried
+ * at once, whatever the wait.
+ */
+#define PT_BACKOFF_FIRST_MS 1000
+#define PT_BACKOFF_MAX_MS 60000
+#define PT_BACKOFF_RESET_MS 60000
+#define PT_BROKEN_REMIND_MS (10 * 60 * 1000)
+
+typedef struct {
+    guint failures;             /* failed attempts since the last healthy minute */
+    guint backoff_ms;           /* the wait after the last failure */
+    gint64 retry_at_us;         /* monotonic: no attempt before */
+    gint64 broken_since_us;     /* first failure since the last good sample; 0: healthy */
+    gint64 reminded_us;         /* the last line logged about it */
+    gint64 healthy_since_us;    /* first good sample since the last failure; 0: none */
+    char *last_failure;
+} PtTargetHealth;
 
 typedef struct PtTarget PtTarget;
 
@@ -98,10 +128,22 @@ struct PtTarget {
     PtTargetState state;
     char *state_reason;             /* why connecting or lost */
     int pid;
+    /* The QEMU process behind the channel (pt_instance_for_pid(),
+     * pt_instance_for_domain()); NULL while unknown.  Originals belong to
+     * one instance. */
+    char *instance;
     gboolean detached;              /* dropped by the daemon */
 
     ProbeTarget *probe;             /* NULL until the pid is known */
     ProbeExitsMode exits_mode;
+    /* Set by the backend: why the guest has no KVM exits at all (TCG,
+     * -machine none), or NULL; and why QEMU reports no exits itself
+     * (query-stats), or NULL. */
+    char *exits_no_kvm;
+    char *exits_unreported;
+    /* The QEMU release, e.g. 10002001 for 10.2.1 (libvirt's encoding,
+     * major * 1000000 + minor * 1000 + micro); 0: not known. */
+    guint32 qemu_version;
     ProbeTargetSnap *prev;          /* last completed sample */
     GHashTable *iothreads;          /* id -> PtIothread */
     gboolean have_exits_total;
@@ -111,6 +153,7 @@ struct PtTarget {
     gint64 sample_start_us;         /* monotonic, of the running sample */
     double sample_ms;               /* the last sample took; < 0: none yet */
     guint failed_samples;           /* consecutive, reset by a good one */
+    PtTargetHealth health;
     PtSampleDone sample_done;
     gpointer sample_data;
     GPtrArray *news;                /* messages to log once (source states) */
@@ -123,9 +166,30 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(PtTarget, pt_target_unref)
 /* For backends: allocate the common part (@size >= sizeof(PtTarget)). */
 PtTarget *pt_target_alloc(gsize size, const PtTargetOps *ops, const char *name,
                           StoreTargetKind kind);
+/* Moving to LOST counts one failed attempt (see PtTargetHealth); @reason
+ * NULL while broken keeps the last failure as the reason. */
 void pt_target_set_state(PtTarget *t, PtTargetState state, const char *reason);
+void pt_target_set_state_at(PtTarget *t, PtTargetState state, const char *reason,
+                            gint64 now_us);
+/* The outcome of a sample: a good one makes the target healthy, failed ones
+ * make an attached target lost (at once when it is already broken). */
+void pt_target_sample_result(PtTarget *t, const GError *error, gint64 now_us);
+/* TRUE when the backoff allows another attempt. */
+gboolean pt_target_retry_due(const PtTarget *t, gint64 now_us);
+/* Once a tick: the reminder of a target that stays broken. */
+void pt_target_health_tick(PtTarget *t, gint64 now_us);
 /* Learn (or change) the QEMU pid; a new pid starts a new ProbeTarget. */
 void pt_target_set_pid(PtTarget *t, int pid, const ProbeRoots *roots);
+
+/* Learn which QEMU instance the target reaches now (@instance is taken,
+ * may be NULL).  A different one forgets the originals held in memory:
+ * they are looked up again, and captured again if they were another's. */
+void pt_target_set_instance(PtTarget *t, char *instance);
+/* "BOOT/PID/START": the QEMU process @pid for this boot, or NULL when its
+ * start time cannot be read (no pid, another pid namespace). */
+char *pt_instance_for_pid(const ProbeRoots *roots, int pid);
+/* "BOOT/libvirt/UUID/ID": libvirt gives a domain a new id at every start. */
+char *pt_instance_for_domain(const ProbeRoots *roots, const char *uuid, int id);
 
 /* Start a sample; @done is called exactly once, possibly with an error. */
 void pt_target_sample(PtTarget *t, gint64 mono_ns, gint64 when_ms,
@@ -134,7 +198,8 @@ void pt_target_sample(PtTarget *t, gint64 mono_ns, gint64 when_ms,
 void pt_target_sample_finish(PtTarget *t, ProbeTargetSnap *snap, GError *error);
 
 /* Read thread counters of each iothread in @snap (by tid hint or name) and
- * the exits when the snapshot has none yet.  For backends. */
+ * choose the exit figures (QEMU's own in @snap->exits, if any, or a
+ * host-side source; probe_target_choose_exits()).  For backends. */
 void pt_target_sample_host_side(PtTarget *t, ProbeTargetSnap *snap);
 
 /* Apply @to on @iothread; @done exactly once.  @bound caps poll-max-ns. */
@@ -142,6 +207,14 @@ void pt_target_apply(PtTarget *t, const char *iothread, const PolicyTriple *to,
                      gint64 bound, PtApplyDone done, gpointer user_data);
 /* For backends: end an apply started by ops->apply. */
 void pt_target_apply_finish(gpointer job, GError *error);
+
+/* Record why the guest has no KVM exits (NULL: it may have) and why QEMU
+ * itself reports none (NULL: it does, or it is not known yet). */
+void pt_target_set_exits_facts(PtTarget *t, const char *no_kvm, const char *unreported);
+/* The exit source chosen at the last sample and why; NONE before. */
+ProbeExitSource pt_target_exit_source(const PtTarget *t, const char **why);
+/* "10.2.1" from qemu_version, or NULL when unknown. */
+char *pt_target_qemu_version_string(const PtTarget *t);
 
 PtIothread *pt_target_iothread(PtTarget *t, const char *id);
 /* Append metrics to the iothread's bounded history. */

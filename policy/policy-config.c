@@ -51,6 +51,52 @@ static const char *const mode_table[POLICY_MODE_MAX] = {
 DEFINE_STRING_TABLE(PolicyMode, policy_mode, mode_table, POLICY_MODE_MAX,
                     POLICY_MODE_INVALID)
 
+static const char *const knob_table[POLICY_KNOB_MAX] = {
+    [POLICY_KNOB_POLL_GROW] = "poll-grow",
+    [POLICY_KNOB_POLL_SHRINK] = "poll-shrink",
+    [POLICY_KNOB_POLL_MAX_NS] = "poll-max-ns",
+};
+DEFINE_STRING_TABLE(PolicyKnob, policy_knob, knob_table, POLICY_KNOB_MAX,
+                    POLICY_KNOB_INVALID)
+
+/* Where each knob lives in PolicyTriple. */
+static const gsize knob_offset[POLICY_KNOB_MAX] = {
+    [POLICY_KNOB_POLL_GROW] = G_STRUCT_OFFSET(PolicyTriple, poll_grow),
+    [POLICY_KNOB_POLL_SHRINK] = G_STRUCT_OFFSET(PolicyTriple, poll_shrink),
+    [POLICY_KNOB_POLL_MAX_NS] = G_STRUCT_OFFSET(PolicyTriple, poll_max_ns),
+};
+
+guint64
+policy_triple_get(const PolicyTriple *t, PolicyKnob knob)
+{
+    g_return_val_if_fail(knob >= 0 && knob < POLICY_KNOB_MAX, 0);
+    return G_STRUCT_MEMBER(guint64, t, knob_offset[knob]);
+}
+
+void
+policy_triple_set(PolicyTriple *t, PolicyKnob knob, guint64 value)
+{
+    g_return_if_fail(knob >= 0 && knob < POLICY_KNOB_MAX);
+    G_STRUCT_MEMBER(guint64, t, knob_offset[knob]) = value;
+}
+
+static const char *const poll_model_table[POLICY_POLL_MODEL_MAX] = {
+    [POLICY_POLL_MODEL_UNKNOWN] = "unknown",
+    [POLICY_POLL_MODEL_72] = "7.2",
+    [POLICY_POLL_MODEL_10] = "10.0",
+};
+DEFINE_STRING_TABLE(PolicyPollModel, policy_poll_model, poll_model_table,
+                    POLICY_POLL_MODEL_MAX, POLICY_POLL_MODEL_INVALID)
+
+PolicyPollModel
+policy_poll_model_for_version(guint32 qemu_version)
+{
+    /* QEMU 10.0 "aio-posix: Separate AioPolledEvent per AioHandler". */
+    if (qemu_version == 0)
+        return POLICY_POLL_MODEL_UNKNOWN;
+    return qemu_version >= 10000000 ? POLICY_POLL_MODEL_10 : POLICY_POLL_MODEL_72;
+}
+
 static const char *const cause_table[POLICY_CAUSE_MAX] = {
     [POLICY_CAUSE_NONE] = "none",
     [POLICY_CAUSE_OVERRIDE] = "override",

@@ -120,16 +120,25 @@ policy_guard_contention(const PolicyConfig *cfg, const PolicyHost *host,
     }
 }
 
+/* Cores of a proposal's iothreads: a group polls on each member's. */
+static double
+proposal_cores(const PolicyProposal *p)
+{
+    return MAX(p->in->n_iothreads, 1);
+}
+
 /* What polling on this iothread is expected to cost, in cores. */
 static double
 polling_cost(const PolicyProposal *p)
 {
+    double n = proposal_cores(p);
+
     if (p->st->have_benefit && !p->trial_cand)
         return p->st->poll_cores;
-    /* Unknown: polling can at most fill the time the iothread is not busy. */
+    /* Unknown: polling can at most fill the time the iothreads are not busy. */
     if (p->m && p->m->have_cpu)
-        return CLAMP(1.0 - p->m->cpu_pct / 100.0, 0.05, 1.0);
-    return 1.0;
+        return CLAMP(n - p->m->cpu_pct / 100.0, 0.05 * n, n);
+    return n;
 }
 
 static int
@@ -166,7 +175,7 @@ policy_guard_budget(const PolicyConfig *cfg, PolicyProposal *props, guint n)
             continue;
         if (!p->adaptive || p->is_override) {
             /* Operator-chosen polling is not ours to cut, but it counts. */
-            used += p->m && p->m->have_cpu ? p->m->cpu_pct / 100.0 : 1.0;
+            used += p->m && p->m->have_cpu ? p->m->cpu_pct / 100.0 : proposal_cores(p);
             continue;
         }
         g_ptr_array_add(cands, p);

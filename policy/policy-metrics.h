@@ -24,6 +24,45 @@ typedef struct {
 
 #define POLICY_TRIPLE_QEMU_DEFAULT ((PolicyTriple){ 32768, 0, 0 })
 
+/*
+ * The members of PolicyTriple one by one, in the order they are written to
+ * QEMU (grow and shrink before the ceiling, so that the new ceiling starts
+ * clean).  Code that only moves knobs between QEMU and the policy loops
+ * over these instead of naming each member, so that a fourth knob is a
+ * member, an entry here and its bounds (docs/POLICY.md).
+ */
+typedef enum {
+    POLICY_KNOB_POLL_GROW,
+    POLICY_KNOB_POLL_SHRINK,
+    POLICY_KNOB_POLL_MAX_NS,
+    POLICY_KNOB_MAX,
+    POLICY_KNOB_INVALID = -1,
+} PolicyKnob;
+
+/* QEMU's property name: "poll-max-ns", "poll-grow", "poll-shrink". */
+const char *policy_knob_to_string(PolicyKnob knob);
+PolicyKnob policy_knob_from_string(const char *s);
+guint64 policy_triple_get(const PolicyTriple *t, PolicyKnob knob);
+void policy_triple_set(PolicyTriple *t, PolicyKnob knob, guint64 value);
+
+/*
+ * What the triple means on the QEMU that is tuned (docs/POLICY.md, "The
+ * triple on each QEMU release").  Decided from the QEMU version at attach.
+ */
+typedef enum {
+    POLICY_POLL_MODEL_UNKNOWN,  /* version not known; read as 7.2 */
+    POLICY_POLL_MODEL_72,       /* before 10.0: one window per iothread */
+    POLICY_POLL_MODEL_10,       /* 10.0 on: one window per handler */
+    POLICY_POLL_MODEL_MAX,
+    POLICY_POLL_MODEL_INVALID = -1,
+} PolicyPollModel;
+
+const char *policy_poll_model_to_string(PolicyPollModel model);
+PolicyPollModel policy_poll_model_from_string(const char *s);
+/* The model of QEMU @qemu_version (major * 1000000 + minor * 1000 + micro;
+ * 0: unknown). */
+PolicyPollModel policy_poll_model_for_version(guint32 qemu_version);
+
 /* What one iothread did during one tick. */
 typedef struct {
     gint64 when_ms;             /* end of the tick, UTC ms since the epoch */
@@ -35,6 +74,10 @@ typedef struct {
     double rd_mbps, wr_mbps;    /* 10^6 bytes per second */
     double lat_mean_ns;         /* mean per rd+wr+flush operation */
     double queue_depth;         /* Little's law: sum of total_time_ns / interval */
+    /* > 1: the iothread is one of a group this large whose I/O cannot be
+     * split per iothread (shared devices); the io figures above are the
+     * whole group's, the same on every member.  0 or 1: its own. */
+    guint io_shared_by;
 
     gboolean have_cpu;          /* /proc/<pid>/task/<tid>/{stat,status,schedstat} */
     double cpu_pct;             /* utime+stime over the interval; 100 = one core */

@@ -162,6 +162,14 @@ typedef struct {
     PolicyTriple current;           /* as read back from QEMU */
     const PolicyMetrics *history;   /* oldest first; the last is this tick */
     guint n_history;
+    /* > 1: a group of iothreads that share devices, decided as one (the
+     * caller applies the decision to each); its history's CPU figures are
+     * the members' sum.  0 or 1: a single iothread. */
+    guint n_iothreads;
+    /* The QEMU that runs the iothread (0: unknown) and what the triple
+     * means there; zero-initialised callers get UNKNOWN, read as 7.2. */
+    guint32 qemu_version;
+    PolicyPollModel poll_model;
 } PolicyIothreadInput;
 
 typedef struct {

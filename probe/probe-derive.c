@@ -167,6 +167,8 @@ probe_derive_iothread(const ProbeTargetSnap *prev, const ProbeTargetSnap *cur,
     /* FALSE only when time did not advance: no rates, @out stays as set. */
     if (!policy_metrics_from_counters(&pc, &cc, out, NULL))
         return FALSE;
+    if (out->have_io && b->group_size > 1)
+        out->io_shared_by = b->group_size;
     return out->have_io || out->have_cpu || out->have_exits;
 }
 

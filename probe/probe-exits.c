@@ -1,6 +1,7 @@
 #include "probe-exits.h"
 
 #include <limits.h>
+#include <string.h>
 
 static const char *const exit_source_names[PROBE_EXIT_SOURCE_MAX] = {
     [PROBE_EXIT_SOURCE_NONE] = "none",
@@ -67,7 +68,136 @@ probe_exit_counters_add_named(ProbeExitCounters *c, const char *name,
 
     if (k == PROBE_EXIT_COUNTER_INVALID)
         return FALSE;
+    if (c->source == PROBE_EXIT_SOURCE_NONE)
+        c->source = PROBE_EXIT_SOURCE_QUERY_STATS;
     counters_add(c, k, value);
+    return TRUE;
+}
+
+void
+probe_exit_choice_init(ProbeExitChoice *ch)
+{
+    memset(ch, 0, sizeof(*ch));
+    ch->chosen = PROBE_EXIT_SOURCE_NONE;
+}
+
+void
+probe_exit_choice_clear(ProbeExitChoice *ch)
+{
+    g_clear_pointer(&ch->why, g_free);
+}
+
+gboolean
+probe_exit_choice_is_dead(const ProbeExitChoice *ch, ProbeExitSource s)
+{
+    return s > PROBE_EXIT_SOURCE_NONE && s < PROBE_EXIT_SOURCE_MAX &&
+           ch->dead[s] != PROBE_EXIT_SOURCE_NONE;
+}
+
+static void
+choice_set(ProbeExitChoice *ch, ProbeExitSource chosen, const char *why)
+{
+    if (chosen == ch->chosen && g_strcmp0(why, ch->why) == 0)
+        return;
+    ch->chosen = chosen;
+    g_free(ch->why);
+    ch->why = g_strdup(why);
+    ch->news = TRUE;
+}
+
+void
+probe_exit_choice_set_absent(ProbeExitChoice *ch, const char *why)
+{
+    for (int s = 0; s < PROBE_EXIT_SOURCE_MAX; s++) {
+        ch->have_prev[s] = FALSE;
+        ch->dead[s] = PROBE_EXIT_SOURCE_NONE;
+    }
+    choice_set(ch, PROBE_EXIT_SOURCE_NONE, why);
+}
+
+/* Update liveness from this tick's deltas. */
+static void
+choice_note_deltas(ProbeExitChoice *ch,
+                   const ProbeExitCounters *const readings[PROBE_EXIT_SOURCE_MAX])
+{
+    gboolean moved[PROBE_EXIT_SOURCE_MAX] = { FALSE };
+    gboolean still[PROBE_EXIT_SOURCE_MAX] = { FALSE };
+    ProbeExitSource counting = PROBE_EXIT_SOURCE_NONE;
+
+    for (int s = PROBE_EXIT_SOURCE_NONE + 1; s < PROBE_EXIT_SOURCE_MAX; s++) {
+        const ProbeExitCounters *r = readings[s];
+        guint64 now;
+
+        if (!r || !probe_exit_counters_has(r, PROBE_EXIT_EXITS)) {
+            ch->have_prev[s] = FALSE;
+            continue;
+        }
+        now = r->v[PROBE_EXIT_EXITS];
+        /* Backwards is a restart: a new baseline, no verdict this tick. */
+        if (ch->have_prev[s] && now > ch->prev[s])
+            moved[s] = TRUE;
+        else if (ch->have_prev[s] && now == ch->prev[s])
+            still[s] = TRUE;
+        ch->have_prev[s] = TRUE;
+        ch->prev[s] = now;
+        if (moved[s] && counting == PROBE_EXIT_SOURCE_NONE)
+            counting = s;
+    }
+    for (int s = PROBE_EXIT_SOURCE_NONE + 1; s < PROBE_EXIT_SOURCE_MAX; s++) {
+        /* Judged afresh when it counts, or when it or its witness stops
+         * reading. */
+        if (moved[s] || !readings[s] ||
+            (ch->dead[s] != PROBE_EXIT_SOURCE_NONE && !readings[ch->dead[s]]))
+            ch->dead[s] = PROBE_EXIT_SOURCE_NONE;
+        else if (still[s] && counting != PROBE_EXIT_SOURCE_NONE)
+            ch->dead[s] = counting;
+    }
+}
+
+ProbeExitSource
+probe_exit_choice_pick(ProbeExitChoice *ch,
+                       const ProbeExitCounters *const readings[PROBE_EXIT_SOURCE_MAX],
+                       const char *const why_not[PROBE_EXIT_SOURCE_MAX])
+{
+    g_autoptr(GString) why = g_string_new(NULL);
+    ProbeExitSource chosen = PROBE_EXIT_SOURCE_NONE;
+
+    choice_note_deltas(ch, readings);
+    for (int s = PROBE_EXIT_SOURCE_NONE + 1; s < PROBE_EXIT_SOURCE_MAX; s++) {
+        if (readings[s] && probe_exit_counters_has(readings[s], PROBE_EXIT_EXITS) &&
+            !probe_exit_choice_is_dead(ch, s)) {
+            chosen = s;
+            break;
+        }
+        /* Why not this better one: said in the reason, without figures,
+         * so that the reason changes only when the situation does. */
+        if (why->len)
+            g_string_append(why, "; ");
+        g_string_append_printf(why, "%s ", exit_source_names[s]);
+        if (readings[s] && probe_exit_choice_is_dead(ch, s))
+            g_string_append_printf(why, "counts no exits while %s counts them",
+                                   exit_source_names[ch->dead[s]]);
+        else if (readings[s])
+            g_string_append(why, "has no exits counter");
+        else
+            g_string_append(why, why_not && why_not[s] ? why_not[s] : "not used");
+    }
+    if (chosen == PROBE_EXIT_SOURCE_QUERY_STATS)
+        g_string_assign(why, "QEMU's own KVM statistics");
+    else if (chosen != PROBE_EXIT_SOURCE_NONE)
+        g_string_prepend(why, "better sources unusable: ");
+    choice_set(ch, chosen, why->str);
+    return chosen;
+}
+
+gboolean
+probe_exit_choice_take_news(ProbeExitChoice *ch, char **message)
+{
+    if (!ch->news)
+        return FALSE;
+    ch->news = FALSE;
+    *message = g_strdup_printf("exits: %s: %s", exit_source_names[ch->chosen],
+                               ch->why ? ch->why : "");
     return TRUE;
 }
 

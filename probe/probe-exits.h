@@ -66,10 +66,58 @@ probe_exit_counters_has(const ProbeExitCounters *c, ProbeExitCounter k)
 /*
  * Add @value to the counter KVM calls @name (query-stats, libvirt's vcpu.N.*
  * after the prefix).  Unknown names are ignored: FALSE.  Saturates instead
- * of wrapping.
+ * of wrapping.  These figures are QEMU's own: a counter set without a
+ * source becomes a query-stats one, so that no other source is taken for
+ * it.
  */
 gboolean probe_exit_counters_add_named(ProbeExitCounters *c, const char *name,
                                        guint64 value);
+
+/*
+ * Which source to believe for one VM, tick by tick.
+ *
+ * Sources are preferred in the order of the enum: QEMU's own query-stats,
+ * then debugfs, then perf.  Preference alone is not enough: on some hosts
+ * a source reads but never moves (perf's kvm:kvm_exit does not fire where
+ * the exits are handled by an outer hypervisor), and its zeros would pass
+ * for an idle guest.  So a source whose "exits" did not change over a tick
+ * in which another source counted exits is dead, and stays dead until it
+ * counts again; the first source with a reading that is not dead is
+ * chosen.  Each change of the choice, or of why, is news for one log line.
+ */
+typedef struct {
+    ProbeExitSource chosen;             /* NONE: no exit figures */
+    char *why;                          /* why this one, and not the better */
+    gboolean news;
+    gboolean have_prev[PROBE_EXIT_SOURCE_MAX];
+    guint64 prev[PROBE_EXIT_SOURCE_MAX];
+    /* Per source: NONE while alive, else the source that counted when
+     * this one did not. */
+    ProbeExitSource dead[PROBE_EXIT_SOURCE_MAX];
+} ProbeExitChoice;
+
+void probe_exit_choice_init(ProbeExitChoice *ch);
+void probe_exit_choice_clear(ProbeExitChoice *ch);
+
+/*
+ * Pick from this tick's @readings (indexed by source; NULL: not read).
+ * @why_not[s] says why source s has no reading (NULL: not asked for).
+ * Returns the chosen source; its reading is @readings[chosen].
+ */
+ProbeExitSource probe_exit_choice_pick(ProbeExitChoice *ch,
+    const ProbeExitCounters *const readings[PROBE_EXIT_SOURCE_MAX],
+    const char *const why_not[PROBE_EXIT_SOURCE_MAX]);
+
+/* No exit figures at all, for a reason that is no source's (a guest
+ * without KVM has no exits to count). */
+void probe_exit_choice_set_absent(ProbeExitChoice *ch, const char *why);
+
+/* TRUE while source @s reads but is dead (see above). */
+gboolean probe_exit_choice_is_dead(const ProbeExitChoice *ch, ProbeExitSource s);
+
+/* If the choice or its reason changed since the last call, TRUE and
+ * "exits: <source>: <why>" for the log. */
+gboolean probe_exit_choice_take_news(ProbeExitChoice *ch, char **message);
 
 /* The debugfs source of one VM, found by its QEMU pid. */
 typedef struct ProbeKvmDebugfs ProbeKvmDebugfs;

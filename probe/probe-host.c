@@ -1,6 +1,7 @@
 #include "probe-host.h"
 
 #include <limits.h>
+#include <string.h>
 
 /* /proc/stat is about 150 bytes per CPU plus the interrupt line. */
 #define HOST_FILE_MAX (4 * 1024 * 1024)
@@ -155,4 +156,25 @@ probe_cpu_stat_read(const char *proc_root, ProbeBuf *buf, ProbeCpuStat *out,
     ok = probe_cpu_stat_reread(&f, buf, out, error);
     probe_file_clear(&f);
     return ok;
+}
+
+/* A UUID is 36 bytes; the room beyond is for a newline and nothing else. */
+#define PROBE_BOOT_ID_MAX 64
+
+char *
+probe_boot_id_read(const char *proc_root, GError **error)
+{
+    g_autofree char *path = g_strdup_printf("%s/sys/kernel/random/boot_id", proc_root);
+    ProbeBuf buf = { 0 };
+    char *id = NULL;
+
+    if (probe_file_read(path, &buf, PROBE_BOOT_ID_MAX, error)) {
+        g_strstrip(buf.data);
+        if (*buf.data && strspn(buf.data, "0123456789abcdef-") == strlen(buf.data))
+            id = g_strdup(buf.data);
+        else
+            probe_set_parse_error(error, path, "not a UUID");
+    }
+    probe_buf_clear(&buf);
+    return id;
 }

@@ -43,3 +43,10 @@ gboolean probe_cpu_stat_read(const char *proc_root, ProbeBuf *buf,
                              ProbeCpuStat *out, GError **error);
 gboolean probe_cpu_stat_reread(ProbeFile *f, ProbeBuf *buf, ProbeCpuStat *out,
                                GError **error);
+
+/*
+ * This boot's identity, <proc_root>/sys/kernel/random/boot_id (a UUID), so
+ * that a pid and start time seen before a reboot are not taken for the
+ * same process after it.  NULL with @error when unreadable or malformed.
+ */
+char *probe_boot_id_read(const char *proc_root, GError **error);

@@ -33,6 +33,7 @@ struct ProbeTarget {
     ProbeKvmDebugfs *kvm_debugfs;
     ProbePerf *perf;
     ProbeSource src[PROBE_SOURCE_MAX];
+    ProbeExitChoice exit_choice;
 };
 
 static void
@@ -62,6 +63,7 @@ probe_target_new(const ProbeRoots *roots, int pid)
                                          thread_files_free);
     for (int k = 0; k < PROBE_SOURCE_MAX; k++)
         probe_source_init(&t->src[k], k);
+    probe_exit_choice_init(&t->exit_choice);
     return t;
 }
 
@@ -72,6 +74,7 @@ probe_target_free(ProbeTarget *t)
         return;
     for (int k = 0; k < PROBE_SOURCE_MAX; k++)
         probe_source_clear(&t->src[k]);
+    probe_exit_choice_clear(&t->exit_choice);
     probe_perf_free(t->perf);
     probe_kvm_debugfs_free(t->kvm_debugfs);
     if (t->vcpus)
@@ -383,6 +386,80 @@ probe_target_sample_exits(ProbeTarget *t, ProbeExitsMode mode,
     return ok;
 }
 
+/* Why host source @k gave nothing this tick, for the choice's reason. */
+static char *
+exit_why_not(ProbeTarget *t, ProbeSourceKind k, gboolean allowed)
+{
+    const ProbeSource *src = &t->src[k];
+
+    if (!allowed)
+        return g_strdup("not allowed by exits-source");
+    if (src->state == PROBE_SOURCE_UNAVAILABLE)
+        return g_strdup_printf("unavailable: %s", src->reason);
+    return g_strdup("not needed");
+}
+
+ProbeExitSource
+probe_target_choose_exits(ProbeTarget *t, ProbeExitsMode mode,
+                          ProbeTargetSnap *snap, const char *reported_why,
+                          const char *no_kvm)
+{
+    ProbeExitCounters dbg = { 0 }, perf = { 0 };
+    const ProbeExitCounters *readings[PROBE_EXIT_SOURCE_MAX] = { NULL };
+    const char *why_not[PROBE_EXIT_SOURCE_MAX] = { NULL };
+    g_autofree char *dbg_why = NULL, *perf_why = NULL;
+    ProbeExitChoice *ch = &t->exit_choice;
+    gboolean use_dbg = mode == PROBE_EXITS_AUTO || mode == PROBE_EXITS_DEBUGFS;
+    gboolean use_perf = mode == PROBE_EXITS_AUTO || mode == PROBE_EXITS_PERF;
+    gboolean better_live;
+    ProbeExitSource chosen;
+
+    if (no_kvm || mode == PROBE_EXITS_OFF) {
+        g_clear_pointer(&t->perf, probe_perf_free);
+        probe_exit_choice_set_absent(ch, no_kvm ? no_kvm : "exits-source is off");
+        snap->exits = (ProbeExitCounters){ .source = PROBE_EXIT_SOURCE_NONE };
+        return PROBE_EXIT_SOURCE_NONE;
+    }
+    if (snap->exits.source == PROBE_EXIT_SOURCE_QUERY_STATS)
+        readings[PROBE_EXIT_SOURCE_QUERY_STATS] = &snap->exits;
+    else
+        why_not[PROBE_EXIT_SOURCE_QUERY_STATS] = reported_why ? reported_why
+                                                              : "not offered by QEMU";
+    if (use_dbg && exits_from_debugfs(t, &dbg))
+        readings[PROBE_EXIT_SOURCE_DEBUGFS] = &dbg;
+    dbg_why = exit_why_not(t, PROBE_SOURCE_DEBUGFS, use_dbg);
+    why_not[PROBE_EXIT_SOURCE_DEBUGFS] = dbg_why;
+
+    /* perf is the last resort: worth its descriptors only while nothing
+     * better reads, or what reads is dead and needs a second opinion. */
+    better_live = FALSE;
+    for (int s = PROBE_EXIT_SOURCE_QUERY_STATS; s < PROBE_EXIT_SOURCE_PERF; s++)
+        if (readings[s] && !probe_exit_choice_is_dead(ch, s))
+            better_live = TRUE;
+    if (use_perf && (!better_live || (t->perf && ch->chosen == PROBE_EXIT_SOURCE_PERF))) {
+        if (exits_from_perf(t, &perf))
+            readings[PROBE_EXIT_SOURCE_PERF] = &perf;
+    } else {
+        g_clear_pointer(&t->perf, probe_perf_free);
+    }
+    perf_why = exit_why_not(t, PROBE_SOURCE_PERF, use_perf);
+    why_not[PROBE_EXIT_SOURCE_PERF] = perf_why;
+
+    chosen = probe_exit_choice_pick(ch, readings, why_not);
+    snap->exits = chosen == PROBE_EXIT_SOURCE_NONE
+        ? (ProbeExitCounters){ .source = PROBE_EXIT_SOURCE_NONE }
+        : *readings[chosen];
+    return chosen;
+}
+
+ProbeExitSource
+probe_target_exit_source(const ProbeTarget *t, const char **why)
+{
+    if (why)
+        *why = t->exit_choice.why;
+    return t->exit_choice.chosen;
+}
+
 const ProbeSource *
 probe_target_source(const ProbeTarget *t, ProbeSourceKind k)
 {
@@ -410,7 +487,15 @@ take_news(ProbeSource *src, guint n)
 GPtrArray *
 probe_target_take_news(ProbeTarget *t)
 {
-    return take_news(t->src, PROBE_SOURCE_MAX);
+    GPtrArray *news = take_news(t->src, PROBE_SOURCE_MAX);
+    char *msg;
+
+    if (probe_exit_choice_take_news(&t->exit_choice, &msg)) {
+        if (!news)
+            news = g_ptr_array_new_with_free_func(g_free);
+        g_ptr_array_add(news, msg);
+    }
+    return news;
 }
 
 struct ProbeHostSampler {

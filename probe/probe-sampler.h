@@ -28,9 +28,11 @@ typedef struct {
     const char *tracefs;    /* NULL: /sys/kernel/tracing, then <debugfs>/tracing */
 } ProbeRoots;
 
+/* The host-side exit sources a target may use; QEMU's own query-stats is
+ * preferred over them whenever the caller has it (except with OFF). */
 typedef enum {
-    PROBE_EXITS_OFF,        /* the caller has query-stats, or wants none */
-    PROBE_EXITS_AUTO,       /* debugfs; perf when debugfs is unavailable */
+    PROBE_EXITS_OFF,        /* no exit figures at all */
+    PROBE_EXITS_AUTO,       /* debugfs; perf when nothing better counts */
     PROBE_EXITS_DEBUGFS,
     PROBE_EXITS_PERF,
     PROBE_EXITS_MODE_MAX,
@@ -88,6 +90,24 @@ guint probe_target_sample_vcpus(ProbeTarget *t, ProbeHostSnap *host);
  */
 gboolean probe_target_sample_exits(ProbeTarget *t, ProbeExitsMode mode,
                                    ProbeTargetSnap *snap);
+
+/*
+ * Choose this tick's exit figures for the VM (probe-exits.h,
+ * ProbeExitChoice).  On entry @snap->exits holds what QEMU reported
+ * (query-stats) or nothing; @reported_why then says why (NULL: "not
+ * offered").  Host-side sources are read per @mode: debugfs whenever it is
+ * allowed, since it is cheap and cross-checks the others; perf only while
+ * nothing better has live figures, since it holds descriptors per thread.
+ * On return @snap->exits is the chosen source's reading, or source NONE.
+ * @no_kvm, when non-NULL, says the guest runs without KVM: it has no exits,
+ * no source is read, and the figures are absent rather than zero.
+ */
+ProbeExitSource probe_target_choose_exits(ProbeTarget *t, ProbeExitsMode mode,
+                                          ProbeTargetSnap *snap,
+                                          const char *reported_why,
+                                          const char *no_kvm);
+/* The last choice and why (never NULL once chosen; NULL before). */
+ProbeExitSource probe_target_exit_source(const ProbeTarget *t, const char **why);
 
 /* The state of one of the target's sources (THREAD .. PERF). */
 const ProbeSource *probe_target_source(const ProbeTarget *t, ProbeSourceKind k);

@@ -14,6 +14,7 @@ iothread_snap_free(gpointer p)
     ProbeIothreadSnap *io = p;
 
     g_free(io->id);
+    g_free(io->group);
     g_array_unref(io->devices);
     g_free(io);
 }
@@ -63,6 +64,7 @@ probe_target_snap_iothread(ProbeTargetSnap *s, const char *id)
         return io;
     io = g_new0(ProbeIothreadSnap, 1);
     io->id = g_strdup(id);
+    io->group_size = 1;
     io->devices = g_array_new(FALSE, TRUE, sizeof(ProbeDevice));
     g_array_set_clear_func(io->devices, device_clear);
     g_ptr_array_add(s->iothreads, io);

@@ -38,6 +38,12 @@ typedef struct {
     PolicyTriple triple;
     gboolean have_block;        /* blockstats were read this tick */
     GArray *devices;            /* ProbeDevice of the devices it serves */
+    /* Iothreads that share devices form a group (probe-devmap.h): each
+     * member's devices are then the whole group's, and its block figures
+     * the group's, not its own.  @group is the group's first iothread id,
+     * NULL (and @group_size 1) for an iothread on its own. */
+    char *group;
+    guint group_size;
     int tid;                    /* before sampling: QEMU's thread-id or 0 */
     gboolean have_thread;
     ProbeThreadCounters thread;

@@ -7,26 +7,26 @@
 /* Generous: status is about 1.5 KiB on current kernels. */
 #define THREAD_FILE_MAX (64 * 1024)
 
-gboolean
-probe_thread_parse_stat(const char *text, const char *path,
-                        ProbeThreadCounters *out, GError **error)
+/*
+ * The numeric fields of a stat line, 4 to @last, into @vals[0..@last - 4].
+ * comm may hold spaces and parentheses: it ends at the last ')'.  Fields
+ * below @first_unsigned may be negative (tty_nr, tpgid, priority, nice);
+ * only their magnitude is kept, and no caller reads them.
+ */
+#define STAT_FIELDS_MAX 22
+
+static gboolean
+stat_fields(const char *text, const char *path, int last, int first_unsigned,
+            guint64 *vals, GError **error)
 {
-    const char *open_paren = strchr(text, '(');
     const char *close_paren = strrchr(text, ')');
     const char *p;
-    gsize comm_len;
-    guint64 v;
 
-    /* comm may hold spaces and parentheses: it ends at the last ')'. */
-    if (!open_paren || !close_paren || close_paren < open_paren) {
+    g_assert(last <= STAT_FIELDS_MAX);
+    if (!strchr(text, '(') || !close_paren || close_paren < strchr(text, '(')) {
         probe_set_parse_error(error, path, "no (comm) field");
         return FALSE;
     }
-    comm_len = MIN((gsize)(close_paren - open_paren - 1), PROBE_COMM_MAX - 1);
-    memcpy(out->comm, open_paren + 1, comm_len);
-    out->comm[comm_len] = '\0';
-
-    /* After ") ": state, then fields 4..; utime and stime are 14 and 15. */
     p = close_paren + 1;
     while (*p == ' ')
         p++;
@@ -35,22 +35,36 @@ probe_thread_parse_stat(const char *text, const char *path,
         return FALSE;
     }
     p++;
-    for (int field = 4; field <= 15; field++) {
+    for (int field = 4; field <= last; field++) {
         while (*p == ' ')
             p++;
-        /* Fields 4..13 may be negative (tty_nr, tpgid); utime/stime not. */
-        if (*p == '-' && field < 14)
+        if (*p == '-' && field < first_unsigned)
             p++;
-        if (!probe_parse_u64(&p, &v) || (*p != ' ' && *p != '\n' && *p)) {
+        if (!probe_parse_u64(&p, &vals[field - 4]) || (*p != ' ' && *p != '\n' && *p)) {
             g_set_error(error, PROBE_ERROR, PROBE_ERROR_PARSE,
                         "%s: field %d is missing or not a number", path, field);
             return FALSE;
         }
-        if (field == 14)
-            out->utime_ticks = v;
-        else if (field == 15)
-            out->stime_ticks = v;
     }
+    return TRUE;
+}
+
+gboolean
+probe_thread_parse_stat(const char *text, const char *path,
+                        ProbeThreadCounters *out, GError **error)
+{
+    guint64 vals[STAT_FIELDS_MAX - 3];
+    const char *open_paren = strchr(text, '(');
+    gsize comm_len;
+
+    /* utime and stime are fields 14 and 15. */
+    if (!stat_fields(text, path, 15, 14, vals, error))
+        return FALSE;
+    comm_len = MIN((gsize)(strrchr(text, ')') - open_paren - 1), PROBE_COMM_MAX - 1);
+    memcpy(out->comm, open_paren + 1, comm_len);
+    out->comm[comm_len] = '\0';
+    out->utime_ticks = vals[14 - 4];
+    out->stime_ticks = vals[15 - 4];
     return TRUE;
 }
 
@@ -167,6 +181,32 @@ probe_thread_files_read(ProbeThreadFiles *f, ProbeBuf *buf,
     probe_thread_files_read_schedstat(f, buf, &c, NULL);
     *out = c;
     return TRUE;
+}
+
+gboolean
+probe_process_parse_start(const char *text, const char *path, guint64 *start_ticks,
+                          GError **error)
+{
+    guint64 vals[STAT_FIELDS_MAX - 3];
+
+    if (!stat_fields(text, path, 22, 22, vals, error))
+        return FALSE;
+    *start_ticks = vals[22 - 4];
+    return TRUE;
+}
+
+gboolean
+probe_process_read_start(const char *proc_root, int pid, guint64 *start_ticks,
+                         GError **error)
+{
+    g_autofree char *path = g_strdup_printf("%s/%d/stat", proc_root, pid);
+    ProbeBuf buf = { 0 };
+    gboolean ok;
+
+    ok = probe_file_read(path, &buf, THREAD_FILE_MAX, error) &&
+         probe_process_parse_start(buf.data, path, start_ticks, error);
+    probe_buf_clear(&buf);
+    return ok;
 }
 
 gboolean

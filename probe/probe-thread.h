@@ -74,6 +74,16 @@ gboolean probe_thread_files_read_schedstat(ProbeThreadFiles *f, ProbeBuf *buf,
                                            ProbeThreadCounters *out,
                                            GError **error);
 
+/*
+ * When process @pid started: field 22 of <proc_root>/<pid>/stat, in clock
+ * ticks after boot.  With the pid it names one process for the boot: a
+ * reused pid belongs to a process that started later.
+ */
+gboolean probe_process_parse_start(const char *text, const char *path,
+                                   guint64 *start_ticks, GError **error);
+gboolean probe_process_read_start(const char *proc_root, int pid,
+                                  guint64 *start_ticks, GError **error);
+
 /* probe_thread_files_read() once, by path. */
 gboolean probe_thread_read(const char *proc_root, int pid, int tid,
                            ProbeBuf *buf, ProbeThreadCounters *out,

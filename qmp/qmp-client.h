@@ -33,17 +33,35 @@
 struct json_object;
 
 /*
- * Default size limit of one message.  The largest replies polltune asks for
- * are query-blockstats (about 1.5 KiB per block node) and, with KVM,
- * query-stats-schemas: QEMU 7.2 describes each of the roughly 70 KVM vm and
- * vcpu statistics in an object of about 100 bytes (name, type, unit, base,
- * exponent), some 7 KiB in all.  1 MiB leaves more than a hundredfold margin
- * over that and room for several hundred disks, while bounding what a
- * misbehaving peer can make us buffer.
+ * Default size limit of one message.  The limit is there to stop a hostile
+ * or broken peer, so it is sized from the largest replies a legitimate QEMU
+ * sends to what polltune asks:
+ *  - query-stats for the vCPUs, asking only the counters we read
+ *    (qmp_stats_target_names()): about 200 bytes per vCPU, 210 KB at 1024
+ *    vCPUs.  Asked for every KVM statistic it would be about 2.9 KB per vCPU,
+ *    3 MB at 1024 vCPUs, 12 MB at 4096 (QEMU 9.0's q35 maximum).
+ *  - query-blockstats: a disk on a backing chain reports every image of it,
+ *    each a format node with its file node as "parent", about 1.8 KB per
+ *    image with QEMU 9.x's members, so a 1000-image chain (see
+ *    QMP_DEFAULT_MAX_DEPTH) is 1.85 MB for one disk, and a VM may have
+ *    several such disks.
+ *  - query-stats-schemas: some 7 KiB, whatever the size of the VM.
+ * 16 MiB covers four disks on 1000-image chains plus a margin, or every KVM
+ * statistic of a 4096-vCPU VM, while still bounding what one peer can make
+ * us buffer.  The limits cases of tests/qmp/test-qmp-client.c check them.
  */
-#define QMP_DEFAULT_MAX_MESSAGE (1024 * 1024)
-/* QMP replies nest at most a handful of levels; 64 is generous. */
-#define QMP_DEFAULT_MAX_DEPTH 64
+#define QMP_DEFAULT_MAX_MESSAGE (16 * 1024 * 1024)
+/*
+ * Default nesting limit.  query-blockstats nests one object per backing
+ * image ("backing" inside "backing"), and the deepest one holds its stats
+ * and their timed_stats list, so a chain of N images nests about N + 6
+ * levels.  QEMU sets no limit on the length of a backing chain, and chains
+ * of a few hundred images exist where snapshots are taken often and never
+ * merged; 1024 takes chains of 1000 images.  Nesting costs the splitter a
+ * counter and json-c one small stack entry per level, so the margin is
+ * cheap.
+ */
+#define QMP_DEFAULT_MAX_DEPTH 1024
 #define QMP_DEFAULT_TIMEOUT_MS 5000
 
 typedef enum {

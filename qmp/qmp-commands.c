@@ -214,66 +214,228 @@ qmp_query_blockstats_sync(QmpClient *c, GError **error)
                                 (GDestroyNotify)g_ptr_array_unref, error);
 }
 
+/* ---- device -> iothreads ---------------------------------------------- */
+
+typedef enum {
+    QMP_DEVMAP_MAPPING,
+    QMP_DEVMAP_LINK,
+    QMP_DEVMAP_BUS,
+} QmpDevMapStep;
+
+static const struct {
+    const char *property;
+    QmpDecodeFunc decode;
+    GDestroyNotify free;
+} qmp_devmap_steps[] = {
+    [QMP_DEVMAP_MAPPING] = { "iothread-vq-mapping", qmp_decode_qom_vq_mapping,
+                             (GDestroyNotify)g_strfreev },
+    [QMP_DEVMAP_LINK] = { "iothread", qmp_decode_qom_link, g_free },
+    [QMP_DEVMAP_BUS] = { "parent_bus", qmp_decode_qom_link, g_free },
+};
+
+/* Where the walk stands: the object asked and the property next asked. */
+typedef struct {
+    char *path;
+    QmpDevMapStep step;
+    gboolean at_controller;     /* walked up from a disk once already */
+    char **result;              /* set once the walk is over */
+} QmpDevMapWalk;
+
+static void
+qmp_devmap_walk_free(QmpDevMapWalk *w)
+{
+    g_free(w->path);
+    g_strfreev(w->result);
+    g_free(w);
+}
+
+static QmpDevMapWalk *
+qmp_devmap_walk_new(const char *qdev)
+{
+    QmpDevMapWalk *w = g_new0(QmpDevMapWalk, 1);
+
+    w->path = qdev[0] == '/' ? g_strdup(qdev) : g_strdup_printf("/machine/peripheral/%s", qdev);
+    return w;
+}
+
 static json_object *
-qmp_device_iothread_args(const char *qdev)
+qmp_devmap_args(const QmpDevMapWalk *w)
 {
     json_object *args = json_object_new_object();
-    g_autofree char *path = NULL;
 
-    if (qdev[0] == '/')
-        path = g_strdup(qdev);
-    else
-        path = g_strdup_printf("/machine/peripheral/%s/virtio-backend", qdev);
-    json_object_object_add(args, "path", json_object_new_string(path));
-    json_object_object_add(args, "property", json_object_new_string("iothread"));
+    json_object_object_add(args, "path", json_object_new_string(w->path));
+    json_object_object_add(args, "property",
+                           json_object_new_string(qmp_devmap_steps[w->step].property));
     return args;
 }
 
-/* "/objects/iot0" -> "iot0"; "" (no iothread) -> NULL. */
-static char *
-qmp_link_to_id(char *link)
+static char **
+qmp_strv_of(char *id)
 {
-    const char *slash = strrchr(link, '/');
-    char *id = *link ? g_strdup(slash ? slash + 1 : link) : NULL;
+    char **v = g_new0(char *, 2);
 
-    g_free(link);
-    return id;
+    v[0] = id;
+    return v;
+}
+
+/*
+ * Take one step's answer: the decoded value, or NULL when the peer
+ * answered with an error (the property or the object is not there).
+ * Returns TRUE when the walk is over and w->result is set.
+ */
+static gboolean
+qmp_devmap_advance(QmpDevMapWalk *w, gpointer value)
+{
+    char *link = value;
+    char *slash;
+
+    switch (w->step) {
+    case QMP_DEVMAP_MAPPING:
+        if (value && ((char **)value)[0]) {
+            w->result = value;
+            return TRUE;
+        }
+        g_strfreev(value);      /* [] : the single link decides */
+        w->step = QMP_DEVMAP_LINK;
+        return FALSE;
+    case QMP_DEVMAP_LINK:
+        if (link) {
+            /* "/objects/iot0" -> "iot0"; "" is the main loop. */
+            slash = strrchr(link, '/');
+            w->result = *link ? qmp_strv_of(g_strdup(slash ? slash + 1 : link))
+                              : g_new0(char *, 1);
+            g_free(link);
+            return TRUE;
+        }
+        if (w->at_controller) {
+            w->result = g_new0(char *, 1);
+            return TRUE;
+        }
+        w->step = QMP_DEVMAP_BUS;
+        return FALSE;
+    case QMP_DEVMAP_BUS:
+    default:
+        /* The bus is a child of its controller: drop the last component. */
+        if (!link || !(slash = strrchr(link, '/')) || slash == link) {
+            g_free(link);
+            w->result = g_new0(char *, 1);
+            return TRUE;
+        }
+        *slash = 0;
+        g_free(w->path);
+        w->path = link;
+        w->at_controller = TRUE;
+        w->step = QMP_DEVMAP_MAPPING;
+        return FALSE;
+    }
+}
+
+static void qmp_devmap_ask(QmpClient *c, GTask *task);
+
+static void
+qmp_devmap_got(GObject *obj, GAsyncResult *res, gpointer data)
+{
+    GTask *task = data;
+    QmpDevMapWalk *w = g_task_get_task_data(task);
+    GError *err = NULL;
+    gpointer v = qmp_client_call_finish(QMP_CLIENT(obj), res, &err);
+
+    if (!v && !g_error_matches(err, QMP_ERROR, QMP_ERROR_COMMAND)) {
+        g_task_return_error(task, err);
+        g_object_unref(task);
+        return;
+    }
+    g_clear_error(&err);
+    if (qmp_devmap_advance(w, v)) {
+        g_task_return_boolean(task, TRUE);
+        g_object_unref(task);
+        return;
+    }
+    qmp_devmap_ask(QMP_CLIENT(obj), task);
+}
+
+static void
+qmp_devmap_ask(QmpClient *c, GTask *task)
+{
+    QmpDevMapWalk *w = g_task_get_task_data(task);
+
+    qmp_client_call_async(c, "qom-get", qmp_devmap_args(w), 0,
+                          qmp_devmap_steps[w->step].decode,
+                          qmp_devmap_steps[w->step].free, qmp_devmap_got, task);
 }
 
 void
-qmp_device_iothread_async(QmpClient *c, const char *qdev,
-                          GAsyncReadyCallback cb, gpointer ud)
+qmp_device_iothreads_async(QmpClient *c, const char *qdev, GAsyncReadyCallback cb,
+                           gpointer ud)
 {
-    qmp_client_call_async(c, "qom-get", qmp_device_iothread_args(qdev), 0,
-                          qmp_decode_qom_link, g_free, cb, ud);
+    GTask *task = g_task_new(c, NULL, cb, ud);
+
+    g_task_set_source_tag(task, qmp_device_iothreads_async);
+    g_task_set_task_data(task, qmp_devmap_walk_new(qdev),
+                         (GDestroyNotify)qmp_devmap_walk_free);
+    qmp_devmap_ask(c, task);
 }
 
 gboolean
-qmp_device_iothread_finish(QmpClient *c, GAsyncResult *res, char **iothread_id,
-                           GError **error)
+qmp_device_iothreads_finish(QmpClient *c, GAsyncResult *res, char ***iothreads,
+                            GError **error)
 {
-    char *link = qmp_client_call_finish(c, res, error);
+    QmpDevMapWalk *w = g_task_get_task_data(G_TASK(res));
 
-    if (!link)
+    if (!g_task_propagate_boolean(G_TASK(res), error))
         return FALSE;
-    *iothread_id = qmp_link_to_id(link);
+    *iothreads = g_steal_pointer(&w->result);
     return TRUE;
 }
 
 gboolean
-qmp_device_iothread_sync(QmpClient *c, const char *qdev, char **iothread_id,
-                         GError **error)
+qmp_device_iothreads_sync(QmpClient *c, const char *qdev, char ***iothreads,
+                          GError **error)
 {
-    char *link = qmp_client_call_sync(c, "qom-get", qmp_device_iothread_args(qdev),
-                                      qmp_decode_qom_link, g_free, error);
+    QmpDevMapWalk *w = qmp_devmap_walk_new(qdev);
+    gboolean done = FALSE;
 
-    if (!link)
-        return FALSE;
-    *iothread_id = qmp_link_to_id(link);
+    while (!done) {
+        GError *err = NULL;
+        gpointer v = qmp_client_call_sync(c, "qom-get", qmp_devmap_args(w),
+                                          qmp_devmap_steps[w->step].decode,
+                                          qmp_devmap_steps[w->step].free, &err);
+
+        if (!v && !g_error_matches(err, QMP_ERROR, QMP_ERROR_COMMAND)) {
+            g_propagate_error(error, err);
+            qmp_devmap_walk_free(w);
+            return FALSE;
+        }
+        g_clear_error(&err);
+        done = qmp_devmap_advance(w, v);
+    }
+    *iothreads = g_steal_pointer(&w->result);
+    qmp_devmap_walk_free(w);
     return TRUE;
 }
 
 /* ---- query-stats ------------------------------------------------------- */
+
+/*
+ * The statistics asked for, per target.  All of KVM's vCPU statistics come
+ * to about 2.9 KB per vCPU, which grows past any fixed message limit with
+ * the vCPU count; these few take about 200 bytes per vCPU.  The vm target
+ * has one entity whatever the size of the VM, so it gets everything.
+ */
+static const char *const qmp_stats_vcpu_names[] = {
+    "exits", "io_exits", "mmio_exits", "halt_exits", NULL,
+};
+
+static const char *const *const qmp_stats_names_table[QMP_STATS_TARGET_MAX] = {
+    [QMP_STATS_TARGET_VM] = NULL,
+    [QMP_STATS_TARGET_VCPU] = qmp_stats_vcpu_names,
+};
+
+const char *const *
+qmp_stats_target_names(QmpStatsTarget t)
+{
+    return t >= 0 && t < QMP_STATS_TARGET_MAX ? qmp_stats_names_table[t] : NULL;
+}
 
 static json_object *
 qmp_stats_args(QmpStatsTarget target)
@@ -281,8 +443,17 @@ qmp_stats_args(QmpStatsTarget target)
     json_object *args = json_object_new_object();
     json_object *providers = json_object_new_array();
     json_object *kvm = json_object_new_object();
+    const char *const *names = qmp_stats_target_names(target);
 
     json_object_object_add(kvm, "provider", json_object_new_string("kvm"));
+    if (names) {
+        /* StatsRequest's names member, as old as query-stats (QEMU 7.1). */
+        json_object *list = json_object_new_array();
+
+        for (gsize i = 0; names[i]; i++)
+            json_object_array_add(list, json_object_new_string(names[i]));
+        json_object_object_add(kvm, "names", list);
+    }
     json_object_array_add(providers, kvm);
     json_object_object_add(args, "target",
                            json_object_new_string(qmp_stats_target_to_string(target)));

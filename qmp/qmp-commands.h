@@ -93,18 +93,29 @@ GPtrArray *qmp_query_blockstats_finish(QmpClient *c, GAsyncResult *res, GError *
 GPtrArray *qmp_query_blockstats_sync(QmpClient *c, GError **error);
 
 /*
- * The iothread a device runs in: the id of the object its "iothread" link
- * points to, or NULL with no error when the device runs in the main loop.
- * @qdev is what query-blockstats reports: for a virtio device it is the
- * virtio-backend's QOM path, which carries the link; a plain device id is
- * taken as /machine/peripheral/<id>/virtio-backend.
+ * The iothreads a block device runs in, as a NULL-terminated array of
+ * iothread ids: empty when it runs in the main loop.  @qdev is what
+ * query-blockstats reports, a QOM path or a device id (taken as
+ * /machine/peripheral/<id>, which for virtio-blk-pci aliases the backend's
+ * properties and for virtio-blk on virtio-mmio is the device itself).
+ *
+ * Asked in this order, once per device:
+ *   1. iothread-vq-mapping (QEMU 9.0+ virtio-blk, 10.0+ virtio-scsi): a
+ *      list of {iothread, vqs}; every iothread named serves the device;
+ *   2. the iothread link ("/objects/<id>", or "" for the main loop);
+ *   3. a device with neither (scsi-hd, scsi-cd) runs where its controller
+ *      does: its parent_bus link names the bus, whose parent object is the
+ *      controller, asked 1 and 2 in turn.
+ * A command error at a step (no such property, no such object) moves to
+ * the next; only a broken channel or a reply of the wrong shape fails.
  */
-void qmp_device_iothread_async(QmpClient *c, const char *qdev,
-                               GAsyncReadyCallback cb, gpointer ud);
-gboolean qmp_device_iothread_finish(QmpClient *c, GAsyncResult *res,
-                                    char **iothread_id, GError **error);
-gboolean qmp_device_iothread_sync(QmpClient *c, const char *qdev,
-                                  char **iothread_id, GError **error);
+void qmp_device_iothreads_async(QmpClient *c, const char *qdev,
+                                GAsyncReadyCallback cb, gpointer ud);
+/* *@iothreads: a GStrv, possibly empty (the main loop). */
+gboolean qmp_device_iothreads_finish(QmpClient *c, GAsyncResult *res,
+                                     char ***iothreads, GError **error);
+gboolean qmp_device_iothreads_sync(QmpClient *c, const char *qdev,
+                                   char ***iothreads, GError **error);
 
 /* ---- query-stats and query-stats-schemas ------------------------------- */
 
@@ -120,7 +131,7 @@ const char *qmp_stats_target_to_string(QmpStatsTarget t);
 typedef struct {
     char *provider;
     char *qom_path;         /* the vCPU for target vcpu, else NULL */
-    GHashTable *values;     /* name -> gint64*; histograms are left out */
+    GHashTable *values;     /* name -> guint64*; histograms are left out */
 } QmpStatsEntity;
 
 typedef struct {
@@ -133,7 +144,13 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(QmpStats, qmp_stats_free)
 /* Sum of @name over every entity (every vCPU); FALSE if none has it. */
 gboolean qmp_stats_sum(const QmpStats *s, const char *name, guint64 *out);
 
-/* Asks provider kvm only.  Fails with QMP_ERROR_COMMAND without KVM. */
+/* The statistics qmp_query_stats_*() asks for @t: a NULL-terminated list,
+ * or NULL for all of them.  A counter read with qmp_stats_sum() must be in
+ * this list. */
+const char *const *qmp_stats_target_names(QmpStatsTarget t);
+
+/* Asks provider kvm only, for qmp_stats_target_names(@target).  Fails with
+ * QMP_ERROR_COMMAND without KVM. */
 void qmp_query_stats_async(QmpClient *c, QmpStatsTarget target,
                            GAsyncReadyCallback cb, gpointer ud);
 QmpStats *qmp_query_stats_finish(QmpClient *c, GAsyncResult *res, GError **error);

@@ -28,12 +28,11 @@ qmp_decode_uint(json_object *obj, const char *key, guint64 *out, GError **error)
 {
     gint64 v;
 
-    if (!qmp_json_get_int(obj, key, &v))
-        return qmp_decode_fail(error, key, "is missing or not an integer");
-    if (v < 0)
+    if (qmp_json_get_uint(obj, key, out))
+        return TRUE;
+    if (qmp_json_get_int(obj, key, &v))
         return qmp_decode_fail(error, key, "is negative");
-    *out = (guint64)v;
-    return TRUE;
+    return qmp_decode_fail(error, key, "is missing or not an integer");
 }
 
 void
@@ -163,10 +162,12 @@ qmp_stats_sum(const QmpStats *s, const char *name, guint64 *out)
 
     for (guint i = 0; i < s->entities->len; i++) {
         QmpStatsEntity *e = s->entities->pdata[i];
-        gint64 *v = g_hash_table_lookup(e->values, name);
+        guint64 *v = g_hash_table_lookup(e->values, name);
 
-        if (v && *v >= 0) {
-            sum += (guint64)*v;
+        /* Cumulative counters are summed modulo 2^64, as they wrap in KVM,
+         * so a difference of two sums is still the increase. */
+        if (v) {
+            sum += *v;
             found = TRUE;
         }
     }
@@ -200,10 +201,11 @@ qmp_decode_stats(json_object *ret, GError **error)
         for (size_t j = 0; j < json_object_array_length(stats); j++) {
             json_object *st = json_object_array_get_idx(stats, j);
             const char *name = qmp_json_get_string(st, "name");
-            gint64 v;
+            guint64 v;
 
-            /* Histograms (arrays) and booleans are not counters we use. */
-            if (!name || !qmp_json_get_int(st, "value", &v))
+            /* StatsValue scalars are uint64.  Histograms (arrays) and
+             * booleans are not counters we use. */
+            if (!name || !qmp_json_get_uint(st, "value", &v))
                 continue;
             g_hash_table_replace(ent->values, g_strdup(name), g_memdup2(&v, sizeof(v)));
         }
@@ -340,6 +342,45 @@ qmp_decode_qom_link(json_object *ret, GError **error)
     if (!qmp_decode_is(ret, json_type_string))
         return qmp_decode_null(error, "qom-get", "is not a string");
     return g_strdup(json_object_get_string(ret));
+}
+
+/*
+ * [{"iothread": "iot0", "vqs": [0, 2]}, {"iothread": "iot1"}] (QAPI
+ * IOThreadVirtQueueMapping, QEMU 9.0+).  Which queues go where does not
+ * matter to us: blockstats are per device, so only the set of iothreads is
+ * kept.  An id is a plain object id, not a QOM path.  A virtqueue count is
+ * at most 1024 per device, so the list is at most that long.
+ */
+gpointer
+qmp_decode_qom_vq_mapping(json_object *ret, GError **error)
+{
+    g_autoptr(GPtrArray) ids = g_ptr_array_new_with_free_func(g_free);
+    size_t n;
+
+    if (!qmp_decode_is(ret, json_type_array))
+        return qmp_decode_null(error, "iothread-vq-mapping", "is not an array");
+    n = json_object_array_length(ret);
+    if (n > 1024)
+        return qmp_decode_null(error, "iothread-vq-mapping", "has more than 1024 entries");
+    for (size_t i = 0; i < n; i++) {
+        json_object *e = json_object_array_get_idx(ret, i);
+        json_object *iot;
+        const char *id;
+        gboolean dup = FALSE;
+
+        if (!qmp_decode_is(e, json_type_object))
+            return qmp_decode_null(error, "iothread-vq-mapping entry", "is not an object");
+        if (!json_object_object_get_ex(e, "iothread", &iot) ||
+            !qmp_decode_is(iot, json_type_string) || !*(id = json_object_get_string(iot)))
+            return qmp_decode_null(error, "iothread-vq-mapping entry iothread",
+                                   "is missing, empty or not a string");
+        for (guint k = 0; k < ids->len && !dup; k++)
+            dup = g_str_equal(ids->pdata[k], id);
+        if (!dup)
+            g_ptr_array_add(ids, g_strdup(id));
+    }
+    g_ptr_array_add(ids, NULL);
+    return g_ptr_array_steal(ids, NULL);
 }
 
 gpointer

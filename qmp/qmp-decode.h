@@ -18,4 +18,6 @@ gpointer qmp_decode_name(json_object *ret, GError **error);
 gpointer qmp_decode_version(json_object *ret, GError **error);
 gpointer qmp_decode_qom_int(json_object *ret, GError **error);
 gpointer qmp_decode_qom_link(json_object *ret, GError **error);
+/* qom-get of iothread-vq-mapping: a GStrv of the iothread ids, each once. */
+gpointer qmp_decode_qom_vq_mapping(json_object *ret, GError **error);
 gpointer qmp_decode_empty(json_object *ret, GError **error);

@@ -43,6 +43,23 @@ qmp_json_get_int(json_object *obj, const char *key, gint64 *out)
 }
 
 gboolean
+qmp_json_get_uint(json_object *obj, const char *key, guint64 *out)
+{
+    json_object *v = qmp_json_get(obj, key);
+
+    if (!v || !json_object_is_type(v, json_type_int))
+        return FALSE;
+    /* json-c keeps a non-negative number above INT64_MAX as a uint64 (since
+     * 0.14), for which json_object_get_int64() answers INT64_MAX; a negative
+     * one as an int64, for which json_object_get_uint64() answers 0.  So the
+     * sign is read one way and the magnitude the other. */
+    if (json_object_get_int64(v) < 0)
+        return FALSE;
+    *out = json_object_get_uint64(v);
+    return TRUE;
+}
+
+gboolean
 qmp_json_get_bool(json_object *obj, const char *key, gboolean *out)
 {
     json_object *v = qmp_json_get(obj, key);

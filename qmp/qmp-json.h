@@ -63,5 +63,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(json_object, qmp_json_unref)
 
 /* Small accessors that tolerate a missing key or a wrong type. */
 const char *qmp_json_get_string(json_object *obj, const char *key);
+/* A signed integer; a number above INT64_MAX reads as INT64_MAX. */
 gboolean qmp_json_get_int(json_object *obj, const char *key, gint64 *out);
+/* An unsigned integer, the whole uint64 range (QEMU's uint64 members, such
+ * as KVM statistics); FALSE for a negative number as for a missing one. */
+gboolean qmp_json_get_uint(json_object *obj, const char *key, guint64 *out);
 gboolean qmp_json_get_bool(json_object *obj, const char *key, gboolean *out);

@@ -5,7 +5,9 @@
 #   build       gcc, -Werror: every suite but chaos
 #   build-san   gcc with ASan+UBSan, -Werror: every suite but the slow e2e
 #               and fault; chaos runs here only, so its daemon is sanitized
-#   build-fuzz  clang with libFuzzer, -Werror: the fuzz targets, bounded in time
+#   build-fuzz  clang with libFuzzer, -Werror, every library instrumented: the
+#               fuzz targets, bounded in time, each held to its coverage floor
+#               (tests/fuzz/coverage-floor.txt)
 # The last line printed is "N passed, N failed, N skipped", summed over all
 # three from meson's testlog.json files.
 set -uo pipefail

@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <glib/gstdio.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
 
 #include "store-private.h"
 
@@ -18,6 +20,12 @@ static const char *const resolution_names[STORE_RESOLUTION_MAX] = {
     [STORE_RES_RAW] = "raw",
     [STORE_RES_1M] = "1m",
     [STORE_RES_1H] = "1h",
+};
+static const char *const health_names[] = {
+    [STORE_HEALTH_OK] = "ok",
+    [STORE_HEALTH_BUSY] = "busy",
+    [STORE_HEALTH_FULL] = "full",
+    [STORE_HEALTH_FAILED] = "failed",
 };
 static const char *const format_names[STORE_FORMAT_MAX] = {
     [STORE_FORMAT_CSV] = "csv",
@@ -47,6 +55,12 @@ lookup(const char *const *table, int n, const char *s)
 STRING_TABLE_LOOKUP(store_target_kind, StoreTargetKind, target_kind_names, STORE_TARGET_KIND_MAX)
 STRING_TABLE_LOOKUP(store_resolution, StoreResolution, resolution_names, STORE_RESOLUTION_MAX)
 STRING_TABLE_LOOKUP(store_format, StoreFormat, format_names, STORE_FORMAT_MAX)
+
+const char *
+store_health_to_string(StoreHealth health)
+{
+    return (guint)health < G_N_ELEMENTS(health_names) ? health_names[health] : NULL;
+}
 
 void
 store_options_init(StoreOptions *opts)
@@ -289,11 +303,58 @@ pragma_text_is(sqlite3 *sql, const char *pragma, const char *want, int *rc_out)
     return same;
 }
 
+/* Bytes an unprivileged writer may still use on the WAL's filesystem, or
+ * -1 when unknown (then only the fixed sizes bound the WAL). */
+static gint64
+wal_space_free(StoreDb *db)
+{
+    struct statvfs sv;
+
+    if (!db->dir || statvfs(db->dir, &sv) != 0)
+        return -1;
+    return (gint64)sv.f_bavail * (gint64)sv.f_frsize;
+}
+
+/* TRUE when a WAL of @frames takes more than its share of the space it
+ * and the free space add up to; see STORE_WAL_SPACE_SHARE. */
+static gboolean
+wal_over_space(StoreDb *db, int frames)
+{
+    gint64 wal_bytes = (gint64)frames * (db->page_size + 24);
+    gint64 free_bytes;
+
+    if (frames == 0)
+        return FALSE;
+    free_bytes = wal_space_free(db);
+    return free_bytes >= 0 && wal_bytes * (STORE_WAL_SPACE_SHARE - 1) > free_bytes;
+}
+
+gboolean
+store_wal_truncate(StoreDb *db, GError **error)
+{
+    int rc;
+
+    if (db->is_memory || !db->sql)
+        return TRUE;
+    rc = sqlite3_wal_checkpoint_v2(db->sql, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+    if (rc != SQLITE_OK) {
+        store_set_error(db, error, rc, "checkpoint and truncate the WAL");
+        return FALSE;
+    }
+    db->wal_frames = 0;
+    return TRUE;
+}
+
 /*
  * Checkpoints copy the WAL into the database and fsync both, which takes
  * tens of milliseconds on a slow disk.  Rather than let sqlite do that
  * inside a tick's commit, maintenance does it (store_maintain_step); the
- * commit does it only if maintenance has not run for a long while.
+ * commit does it only if maintenance has not run for a long while, or
+ * when free space runs short: then the WAL is copied and truncated at
+ * once, because a WAL that eats the free space can no longer be
+ * checkpointed at all (the database file cannot grow to take its pages).
+ * A checkpoint that fails here (a reader in the way) is retried at the
+ * next commit.
  */
 static int
 wal_hook(void *data, sqlite3 *sql, const char *name, int frames)
@@ -301,11 +362,45 @@ wal_hook(void *data, sqlite3 *sql, const char *name, int frames)
     StoreDb *db = data;
 
     db->wal_frames = frames;
-    if (frames >= STORE_WAL_FORCE_FRAMES) {
+    if (wal_over_space(db, frames)) {
+        if (sqlite3_wal_checkpoint_v2(sql, name, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL)
+            == SQLITE_OK)
+            db->wal_frames = 0;
+    } else if (frames >= STORE_WAL_FORCE_FRAMES) {
         sqlite3_wal_checkpoint_v2(sql, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
         db->wal_frames = 0;
     }
     return SQLITE_OK;
+}
+
+/*
+ * sqlite needs to create "<path>-wal" and "<path>-shm" beside the file, and
+ * only says "attempt to write a readonly database" (or "unable to open")
+ * when it cannot.  Say which path and why instead.  Other causes (a
+ * missing directory) are left to sqlite's own message.
+ */
+static gboolean
+connection_check_writable(StoreDb *db, GError **error)
+{
+    const char *what = NULL, *where = NULL;
+    int e = 0;
+
+    if (access(db->dir, W_OK) != 0) {
+        e = errno;
+        what = "directory";
+        where = db->dir;
+    } else if (access(db->path, W_OK) != 0 && errno != ENOENT) {
+        e = errno;
+        what = "file";
+        where = db->path;
+    }
+    if (!what || (e != EROFS && e != EACCES && e != EPERM))
+        return TRUE;
+    g_set_error(error, G_IO_ERROR, g_io_error_from_errno(e),
+                "%s: %s %s is %s (%s): cannot write the database and its WAL", db->path,
+                what, where, e == EROFS ? "on a read-only filesystem" : "not writable",
+                g_strerror(e));
+    return FALSE;
 }
 
 /* Opens the connection and brings the schema up to date.  A corrupt file
@@ -313,10 +408,13 @@ wal_hook(void *data, sqlite3 *sql, const char *name, int frames)
 static gboolean
 connection_open(StoreDb *db, GError **error)
 {
-    int rc = sqlite3_open_v2(db->path, &db->sql,
-                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-                             SQLITE_OPEN_NOMUTEX, NULL);
+    g_autofree char *settings = NULL;
+    int rc;
 
+    if (!db->is_memory && !connection_check_writable(db, error))
+        return FALSE;
+    rc = sqlite3_open_v2(db->path, &db->sql,
+                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc != SQLITE_OK) {
         store_set_error(db, error, rc, "open");
         connection_close(db);
@@ -352,10 +450,13 @@ connection_open(StoreDb *db, GError **error)
     }
     /* In WAL mode NORMAL loses nothing on a process crash, only possibly
      * the last commits on power loss, and saves an fsync per tick. */
-    if (!store_exec(db, "PRAGMA synchronous = NORMAL;"
-                        "PRAGMA journal_size_limit = 16777216;"
-                        "PRAGMA cache_size = -8192;"
-                        "PRAGMA temp_store = MEMORY;", error)) {
+    db->page_size = store_query_i64(db, "PRAGMA page_size", 0, 4096);
+    settings = g_strdup_printf("PRAGMA synchronous = NORMAL;"
+                               "PRAGMA journal_size_limit = %" G_GINT64_FORMAT ";"
+                               "PRAGMA cache_size = -8192;"
+                               "PRAGMA temp_store = MEMORY;",
+                               STORE_WAL_CHECKPOINT_FRAMES * (db->page_size + 24));
+    if (!store_exec(db, settings, error)) {
         connection_close(db);
         return FALSE;
     }
@@ -423,6 +524,8 @@ store_db_open(const char *path, const StoreOptions *opts, GError **error)
     }
     db->path = g_strdup(path);
     db->is_memory = g_str_equal(path, ":memory:");
+    if (!db->is_memory)
+        db->dir = g_path_get_dirname(path);
     if (opts)
         db->opts = *opts;
     else
@@ -455,6 +558,7 @@ store_db_close(StoreDb *db)
     g_queue_clear_full(&db->notices, g_free);
     g_clear_pointer(&db->targets, g_hash_table_unref);
     g_free(db->path);
+    g_free(db->dir);
     g_free(db);
 }
 

@@ -9,9 +9,19 @@
 #include "store.h"
 
 /* WAL sizes (in pages) at which maintenance checkpoints, and at which a
- * commit does because maintenance has not. */
+ * commit does because maintenance has not.  A WAL file that a burst grew
+ * past the first is cut back to it when it is next reset
+ * (journal_size_limit), so it holds no more space than it normally needs. */
 #define STORE_WAL_CHECKPOINT_FRAMES 512
 #define STORE_WAL_FORCE_FRAMES 4096
+
+/* Whatever the sizes above, the WAL may take at most this share (1/N) of
+ * the space it and the filesystem's free space add up to: a checkpoint
+ * into the database file then needs at most the WAL's size again, which
+ * the free space still holds.  Without it, flushing 600 queued ticks after
+ * a full disk (one transaction each, several pages per commit) grows a WAL
+ * of megabytes that refills a small filesystem before any checkpoint. */
+#define STORE_WAL_SPACE_SHARE 4
 
 /* Sample rows per multi-row INSERT: one statement step instead of 32
  * saves most of the per-row statement overhead. */
@@ -67,8 +77,11 @@ struct StoreDb {
     GQueue notices;             /* char* */
     StoreStats stats;
     gint64 rows_per_tick;       /* recent sample rows per tick, for chunking */
-    gboolean dropping;
-    int wal_frames;             /* WAL size after the last commit */          /* ticks dropped since health was last OK */
+    gboolean dropping;          /* dropping since health was last OK */
+    guint64 dropped_before;     /* ticks_dropped when health last left OK */
+    int wal_frames;             /* WAL size after the last commit */
+    gint64 page_size;           /* bytes; a WAL frame is this plus 24 */
+    char *dir;                  /* where the WAL lives, for its free space */
 };
 
 /* store-schema.c */
@@ -84,6 +97,10 @@ void store_set_error_sql(sqlite3 *sql, const char *path, GError **error, int rc,
 void store_notice(StoreDb *db, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 void store_cache_clear(StoreDb *db);
 gboolean store_db_check_file(StoreDb *db, gint64 now_ms, GError **error);
+/* Checkpoints the whole WAL into the database and truncates it to zero
+ * bytes, giving its space back.  STORE_ERROR_FULL when the database file
+ * cannot grow to take the WAL's pages. */
+gboolean store_wal_truncate(StoreDb *db, GError **error);
 gboolean store_db_recover_corrupt(StoreDb *db, gint64 now_ms, const char *cause,
                                   GError **error);
 /* Runs @sql (binding @arg to ?1 if it has a parameter) for one integer. */

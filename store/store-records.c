@@ -293,31 +293,42 @@ store_policy_rule_list(StoreDb *db, GError **error)
 
 gboolean
 store_original_save(StoreDb *db, const char *target, const char *iothread,
-                    const StoreTriple *triple, gint64 now_ms, GError **error)
+                    const StoreTriple *triple, const char *instance, gint64 now_ms,
+                    GError **error)
 {
     gint64 iothread_id;
     sqlite3_stmt *st;
 
+    /* IS NOT: two unknown instances count as the same, as before instances
+     * were recorded. */
     if (!name_ok(db, target, iothread, "save original", error) ||
         !store_db_check_file(db, now_ms, error) ||
         !store_resolve_iothread(db, target, iothread, now_ms, &iothread_id, error) ||
-        !(st = store_prepare(db, "INSERT OR IGNORE INTO originals VALUES (?,?,?,?,?)", error)))
+        !(st = store_prepare(db, "INSERT INTO originals (iothread_id, saved, poll_max_ns,"
+                             " poll_grow, poll_shrink, instance) VALUES (?,?,?,?,?,?)"
+                             " ON CONFLICT (iothread_id) DO UPDATE SET saved = excluded.saved,"
+                             " poll_max_ns = excluded.poll_max_ns,"
+                             " poll_grow = excluded.poll_grow,"
+                             " poll_shrink = excluded.poll_shrink,"
+                             " instance = excluded.instance"
+                             " WHERE instance IS NOT excluded.instance", error)))
         return FALSE;
     sqlite3_bind_int64(st, 1, iothread_id);
     sqlite3_bind_int64(st, 2, now_ms);
     bind_triple(st, 3, triple);
+    bind_text_or_null(st, 6, instance);
     return step_once(db, st, "save original", error);
 }
 
 gboolean
 store_original_get(StoreDb *db, const char *target, const char *iothread, StoreTriple *triple,
-                   GError **error)
+                   char **instance, GError **error)
 {
     sqlite3_stmt *st;
     int rc;
 
     if (!name_ok(db, target, iothread, "get original", error) ||
-        !(st = store_prepare(db, "SELECT o.poll_max_ns, o.poll_grow, o.poll_shrink"
+        !(st = store_prepare(db, "SELECT o.poll_max_ns, o.poll_grow, o.poll_shrink, o.instance"
                              " FROM originals o JOIN iothreads i ON i.id = o.iothread_id"
                              " JOIN targets t ON t.id = i.target_id"
                              " WHERE t.name = ? AND i.name = ?", error)))
@@ -329,6 +340,8 @@ store_original_get(StoreDb *db, const char *target, const char *iothread, StoreT
         triple->poll_max_ns = store_column_i64(st, 0);
         triple->poll_grow = store_column_i64(st, 1);
         triple->poll_shrink = store_column_i64(st, 2);
+        if (instance)
+            *instance = g_strdup((const char *)sqlite3_column_text(st, 3));
     }
     sqlite3_finalize(st);
     if (rc == SQLITE_ROW)

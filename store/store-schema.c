@@ -89,6 +89,10 @@ static const char *const migrations[] = {
     "CREATE TABLE policy_rules ("
     "  glob TEXT PRIMARY KEY, policy TEXT NOT NULL, set_at INTEGER NOT NULL,"
     "  who TEXT NOT NULL) WITHOUT ROWID;",
+
+    /* 4: originals belong to one QEMU instance (pid and start time, or
+     * libvirt's domain id); rows saved before have none (NULL) */
+    "ALTER TABLE originals ADD COLUMN instance TEXT;",
 };
 
 int

@@ -436,11 +436,15 @@ health_set(StoreDb *db, StoreHealth health, const GError *cause)
 {
     if (health == db->stats.health)
         return;
+    if (db->stats.health == STORE_HEALTH_OK)
+        db->dropped_before = db->stats.ticks_dropped;
     switch (health) {
     case STORE_HEALTH_OK:
         db->dropping = FALSE;
         store_notice(db, "history database %s: writing again; %" G_GUINT64_FORMAT
-                     " ticks dropped so far", db->path, db->stats.ticks_dropped);
+                     " ticks dropped while it could not (%" G_GUINT64_FORMAT " since start)",
+                     db->path, db->stats.ticks_dropped - db->dropped_before,
+                     db->stats.ticks_dropped);
         break;
     case STORE_HEALTH_BUSY:
         store_notice(db, "history database %s is locked by another process (%s); keeping "
@@ -502,11 +506,24 @@ write_tick_timed(StoreDb *db, const StoreTick *tick, GError **error)
     return TRUE;
 }
 
-/* Writes pending ticks oldest first; stops at the first failure. */
+/*
+ * Writes pending ticks oldest first; stops at the first failure.
+ *
+ * After a full disk the WAL is first copied into the database and
+ * truncated: it still holds the space of the commits that failed, and the
+ * retry needs that space.  If even that fails the disk is still full and
+ * nothing more is tried until the next tick.  While the queue drains, the
+ * WAL hook keeps the WAL within its share of the free space (see
+ * STORE_WAL_SPACE_SHARE), so the queue goes in however small the space
+ * that came back, as long as the ticks themselves fit.
+ */
 static gboolean
 pending_flush(StoreDb *db, GError **error)
 {
     StorePendingTick *p;
+
+    if (db->stats.health == STORE_HEALTH_FULL && !store_wal_truncate(db, error))
+        return FALSE;
 
     while ((p = g_queue_peek_head(&db->pending))) {
         if (!write_tick_timed(db, &p->tick, error))
@@ -522,12 +539,20 @@ pending_push(StoreDb *db, const StoreTick *tick)
     guint limit = MAX(db->opts.max_pending_ticks, 1);
 
     while (db->pending.length >= limit) {
-        pending_free(g_queue_pop_head(&db->pending));
-        db->stats.ticks_dropped++;
-        if (!db->dropping)
-            store_notice(db, "history database %s: %u ticks pending, dropping the oldest",
-                         db->path, limit);
+        StorePendingTick *oldest = g_queue_pop_head(&db->pending);
+
+        if (!db->dropping) {
+            char when[32];
+
+            store_time_format(oldest->tick.ts_ms, when);
+            store_notice(db, "history database %s: %u ticks pending, the most kept in "
+                         "memory: dropping the oldest from now on, starting with the tick "
+                         "of %s; the count is logged when writing resumes", db->path, limit,
+                         when);
+        }
         db->dropping = TRUE;
+        pending_free(oldest);
+        db->stats.ticks_dropped++;
     }
     g_queue_push_tail(&db->pending, pending_copy(tick));
 }
@@ -560,5 +585,9 @@ store_tick_write(StoreDb *db, const StoreTick *tick, GError **error)
     }
     pending_push(db, tick);
     health_set(db, health_for(local), local);
+    /* Give back at once what the failed commit left in the WAL, to the
+     * other users of the filesystem too; the next tick retries anyway. */
+    if (db->stats.health == STORE_HEALTH_FULL)
+        store_wal_truncate(db, NULL);
     return TRUE;
 }

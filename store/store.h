@@ -131,6 +131,8 @@ typedef struct {
 } StoreStats;
 
 void store_db_get_stats(StoreDb *db, StoreStats *stats);
+/* "ok", "busy", "full", "failed"; NULL for a value out of range. */
+const char *store_health_to_string(StoreHealth health);
 
 /*
  * Returns the oldest queued notice (a complete sentence naming the file and
@@ -279,12 +281,19 @@ gboolean store_policy_rule_clear(StoreDb *db, const char *glob, GError **error);
 /* Every stored rule, oldest first. */
 GPtrArray *store_policy_rule_list(StoreDb *db, GError **error);
 
-/* Saves the triple seen at first attach; a saved triple is never replaced. */
+/*
+ * Saves the triple seen at the first attach of QEMU instance @instance (an
+ * opaque id; NULL: unknown).  A triple saved for the same instance is never
+ * replaced; one saved for another instance is, since a new QEMU on the same
+ * name starts from its own command line.
+ */
 gboolean store_original_save(StoreDb *db, const char *target, const char *iothread,
-                             const StoreTriple *triple, gint64 now_ms, GError **error);
-/* STORE_ERROR_NOT_FOUND when nothing was saved for the iothread. */
+                             const StoreTriple *triple, const char *instance,
+                             gint64 now_ms, GError **error);
+/* STORE_ERROR_NOT_FOUND when nothing was saved for the iothread.  @instance
+ * (optional) gets the instance it was saved for, NULL if none was known. */
 gboolean store_original_get(StoreDb *db, const char *target, const char *iothread,
-                            StoreTriple *triple, GError **error);
+                            StoreTriple *triple, char **instance, GError **error);
 
 /* ---- maintenance ------------------------------------------------------ */
 

@@ -32,6 +32,10 @@ test_status(void)
                                           table, 0, 0));
     g_assert_true(g_regex_match_simple("\nvm-a/iot1 +attached +70000 ", table, 0, 0));
     g_assert_nonnull(strstr(table, "Last decisions"));
+    /* A -machine none QEMU has no KVM: its exits are not shown, and why. */
+    g_assert_true(g_regex_match_simple("\nExit figures\n.*\nvm-a +[0-9]+\\.[0-9]+\\.[0-9]+ +"
+                                       "not shown +the guest runs without KVM", table,
+                                       G_REGEX_DOTALL, 0));
 
     st = CTL_JSON("status");
     g_assert_cmpstr(pt_json_path_str(st, "mode"), ==, "enforce");
@@ -102,6 +106,8 @@ test_show(void)
     /* The decisions that applied the policy, from the daemon's log. */
     g_assert_null(strstr(text, "no decisions yet"));
     g_assert_nonnull(strstr(text, "policy static:70000/2/2"));
+    g_assert_true(g_regex_match_simple("\n  QEMU [0-9]+\\.[0-9]+\\.[0-9]+ \302\267 exits: not shown "
+                                       "\\(the guest runs without KVM", text, 0, 0));
 
     all = CTL_JSON("show", "vm-a", "--ticks", "3");
     g_assert_cmpstr(pt_json_path_str(all, "name"), ==, "vm-a");

@@ -195,7 +195,7 @@ request_args(PeerScript *s, guint i)
     return args;
 }
 
-/* The status reply of docs/CONTROL.md, with one target. */
+/* The status reply of docs/CONTROL.md, with a target and a broken one. */
 #define STATUS_RETURN                                                                       \
     "{\"mode\": \"enforce\", \"interval_ms\": 1000, \"uptime_s\": 3600, \"ticks\": 3600,"   \
     " \"overruns\": 0, \"last_tick_ms\": 3.2, \"store\": {\"path\": "                       \
@@ -214,7 +214,10 @@ request_args(PeerScript *s, guint i)
     " \"probe\", \"old\": {\"poll-max-ns\": 16384, \"poll-grow\": 0, \"poll-shrink\": 0},"  \
     " \"new\": {\"poll-max-ns\": 32768, \"poll-grow\": 0, \"poll-shrink\": 0}, \"applied\":"\
     " true, \"outcome\": \"applied\", \"reason\": \"probe: IOPS +31% for 2% CPU\","         \
-    " \"evidence\": \"iops=2410 cpu=14.2\"}}]}]}"
+    " \"evidence\": \"iops=2410 cpu=14.2\"}}]}, {\"name\": \"db-1\", \"kind\": \"qmp\","   \
+    " \"state\": \"lost\", \"state_reason\": \"db-1: greeting: no QMP member; attempt 3"    \
+    " failed, the next in 4 s\", \"pid\": 0, \"policy\": \"adaptive:balanced\","             \
+    " \"iothreads\": []}]}"
 
 static void
 test_status(void)
@@ -236,6 +239,9 @@ test_status(void)
     g_assert_nonnull(strstr(r.out, "adaptive:balanced  2.41k"));
     g_assert_nonnull(strstr(r.out, "402.1   14.2    0.99     1.04"));
     g_assert_nonnull(strstr(r.out, "16384 \342\206\222 32768  probe: IOPS +31% for 2% CPU"));
+    /* A target that is not healthy says why. */
+    g_assert_nonnull(strstr(r.out, "\nNot healthy\n"));
+    g_assert_nonnull(strstr(r.out, "db-1  lost   db-1: greeting: no QMP member; attempt 3 failed"));
     script_clear(&s);
 
     run_against(&s, &r, (const char *[]){ "status", "--json", NULL });

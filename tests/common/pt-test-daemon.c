@@ -30,6 +30,8 @@ pt_test_daemon_spawn(PtTestDaemon *d, GError **error)
     g_ptr_array_add(argv, (char *)"--foreground");
     g_ptr_array_add(argv, (char *)"--config");
     g_ptr_array_add(argv, d->conf_path);
+    for (guint i = 0; d->args && d->args[i]; i++)
+        g_ptr_array_add(argv, d->args[i]);
     g_ptr_array_add(argv, NULL);
 
     g_unlink(d->socket_path);
@@ -73,11 +75,18 @@ pt_test_daemon_spawn(PtTestDaemon *d, GError **error)
 PtTestDaemon *
 pt_test_daemon_start(const char *conf_body, GError **error)
 {
+    return pt_test_daemon_start_args(conf_body, NULL, error);
+}
+
+PtTestDaemon *
+pt_test_daemon_start_args(const char *conf_body, const char *const *args, GError **error)
+{
     g_autoptr(PtTestDaemon) d = g_new0(PtTestDaemon, 1);
     g_autofree char *conf = NULL;
     const char *build = g_getenv("PT_BUILD_ROOT");
 
     d->binary = g_build_filename(build ? build : ".", "daemon", "polltuned", NULL);
+    d->args = g_strdupv((char **)args);
     d->dir = g_dir_make_tmp("pt-daemon-XXXXXX", error);
     if (!d->dir)
         return NULL;
@@ -157,6 +166,7 @@ pt_test_daemon_free(PtTestDaemon *d)
     g_free(d->socket_path);
     g_free(d->log_path);
     g_free(d->binary);
+    g_strfreev(d->args);
     g_free(d);
 }
 

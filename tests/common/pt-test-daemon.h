@@ -19,11 +19,16 @@ typedef struct {
     char *socket_path;
     char *log_path;
     char *binary;
+    char **args;            /* extra command-line arguments, or NULL */
 } PtTestDaemon;
 
 /* Write @conf_body (without [daemon] database/control-socket, which this
  * fills in) to DIR/polltuned.conf and start polltuned in the foreground. */
 PtTestDaemon *pt_test_daemon_start(const char *conf_body, GError **error);
+/* The same, with @args (NULL-terminated) added to the command line; they
+ * are given again on a restart. */
+PtTestDaemon *pt_test_daemon_start_args(const char *conf_body, const char *const *args,
+                                        GError **error);
 /* Start again with the same directory (after a stop or a kill). */
 gboolean pt_test_daemon_restart(PtTestDaemon *d, GError **error);
 /* SIGTERM and wait (clean stop); returns the exit status. */

@@ -287,6 +287,7 @@ pt_test_domain_start(PtTestLibvirtd *lvd, GError **error)
 {
     g_autoptr(PtTestDomain) dom = g_new0(PtTestDomain, 1);
     g_autofree char *disk = NULL;
+    g_autofree char *disk2 = NULL;
     g_autofree char *xml_path = NULL;
     g_autofree char *xml = NULL;
     g_autofree char *out = NULL;
@@ -294,15 +295,20 @@ pt_test_domain_start(PtTestLibvirtd *lvd, GError **error)
 
     dom->name = g_strdup_printf("pt-test-%d-%u", (int)getpid(), ++lvd->n_domains);
     disk = g_strdup_printf("%s/%s.raw", lvd->dir, dom->name);
-    fd = g_open(disk, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
-    if (fd < 0 || ftruncate(fd, 16 * 1024 * 1024) < 0) {
-        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno), "%s: %s",
-                    disk, g_strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        return NULL;
+    disk2 = g_strdup_printf("%s/%s-sd.raw", lvd->dir, dom->name);
+    for (guint i = 0; i < 2; i++) {
+        const char *path = i ? disk2 : disk;
+
+        fd = g_open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+        if (fd < 0 || ftruncate(fd, 16 * 1024 * 1024) < 0) {
+            g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno), "%s: %s",
+                        path, g_strerror(errno));
+            if (fd >= 0)
+                close(fd);
+            return NULL;
+        }
+        close(fd);
     }
-    close(fd);
     xml = g_strdup_printf(
         "<domain type='qemu'>\n"
         "  <name>%s</name>\n"
@@ -317,9 +323,18 @@ pt_test_domain_start(PtTestLibvirtd *lvd, GError **error)
         "      <source file='%s'/>\n"
         "      <target dev='vda' bus='virtio'/>\n"
         "    </disk>\n"
+        /* A scsi disk runs in its virtio-scsi controller's iothread. */
+        "    <controller type='scsi' index='0' model='virtio-scsi'>\n"
+        "      <driver iothread='2'/>\n"
+        "    </controller>\n"
+        "    <disk type='file' device='disk'>\n"
+        "      <driver name='qemu' type='raw'/>\n"
+        "      <source file='%s'/>\n"
+        "      <target dev='sda' bus='scsi'/>\n"
+        "    </disk>\n"
         "    <memballoon model='none'/>\n"
         "  </devices>\n"
-        "</domain>\n", dom->name, disk);
+        "</domain>\n", dom->name, disk, disk2);
     xml_path = g_strdup_printf("%s/%s.xml", lvd->dir, dom->name);
     if (!g_file_set_contents(xml_path, xml, -1, error))
         return NULL;

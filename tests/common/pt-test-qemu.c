@@ -42,6 +42,32 @@ pt_test_have_kvm(char **why)
     return TRUE;
 }
 
+gboolean
+pt_test_kvm_is_emulated(char **why)
+{
+    g_autofree char *cpuinfo = NULL;
+    g_auto(GStrv) lines = NULL;
+
+    if (!g_file_test("/dev/kvm", G_FILE_TEST_EXISTS) ||
+        !g_file_get_contents("/proc/cpuinfo", &cpuinfo, NULL, NULL))
+        return FALSE;
+    lines = g_strsplit(cpuinfo, "\n", -1);
+    for (guint i = 0; lines[i]; i++) {
+        g_auto(GStrv) flags = NULL;
+
+        if (!g_str_has_prefix(lines[i], "flags"))
+            continue;
+        flags = g_strsplit_set(lines[i], " \t", -1);
+        if (g_strv_contains((const char *const *)flags, "vmx") ||
+            g_strv_contains((const char *const *)flags, "svm"))
+            return FALSE;
+        *why = g_strdup("/dev/kvm exists but the CPU has neither vmx nor svm: KVM is nested "
+                        "without hardware virtualisation");
+        return TRUE;
+    }
+    return FALSE;
+}
+
 /*
  * Connects to the monitor at @path and waits for its greeting, which QEMU
  * sends from its main loop: once it arrives, QEMU has finished starting.

@@ -25,6 +25,15 @@ gboolean pt_test_have_qemu(char **why);
 gboolean pt_test_have_kvm(char **why);
 
 /*
+ * TRUE if /dev/kvm is there although the CPU shows no hardware
+ * virtualisation (neither vmx nor svm in /proc/cpuinfo): KVM nested and
+ * emulated by an outer hypervisor.  Such a KVM runs firmware but not a
+ * stock Linux guest, and its exits are not seen by the kvm:kvm_exit
+ * tracepoint.  *why describes it.
+ */
+gboolean pt_test_kvm_is_emulated(char **why);
+
+/*
  * Start QEMU with a QMP monitor and the given extra arguments (NULL
  * terminated).  Without "-machine" in @extra_args it runs "-machine none".
  * Returns once the monitor socket accepts connections, or NULL with @error

@@ -5,6 +5,7 @@
  * straight to it.
  */
 #include "pt-conf.h"
+#include "pt-metrics.h"
 
 #include <string.h>
 
@@ -35,6 +36,8 @@ test_example(void)
     g_assert_cmpstr(conf->control_group, ==, def->control_group);
     g_assert_null(conf->admin_group);
     g_assert_cmpstr(conf->metrics_listen, ==, def->metrics_listen);
+    g_assert_cmpuint(conf->metrics_max_conns, ==, def->metrics_max_conns);
+    g_assert_cmpuint(conf->metrics_idle_ms, ==, def->metrics_idle_ms);
     g_assert_true(conf->libvirt);
     g_assert_cmpstr(conf->libvirt_uri, ==, def->libvirt_uri);
     g_assert_cmpuint(g_strv_length(conf->qmp_sockets), ==, 0);
@@ -85,10 +88,12 @@ test_values(void)
         "interval = 250ms\n"
         "mode = observe\n"
         "restore-on-exit = no\n"
-        "on-restart = restore\n"
+        "on-restart = resume\n"
         "database = :memory:\n"
         "admin-group = wheel\n"
         "metrics-listen =\n"
+        "metrics-max-connections = 4\n"
+        "metrics-idle-timeout = 5s\n"
         "[targets]\n"
         "libvirt = false\n"
         "qmp-sockets = /run/a.sock; /run/b.sock\n"
@@ -111,10 +116,12 @@ test_values(void)
     g_assert_cmpuint(c->interval_ms, ==, 250);
     g_assert_cmpint(c->mode, ==, PT_MODE_OBSERVE);
     g_assert_false(c->restore_on_exit);
-    g_assert_cmpint(c->on_restart, ==, PT_RESTART_RESTORE);
+    g_assert_cmpint(c->on_restart, ==, PT_RESTART_RESUME);
     g_assert_cmpstr(c->database, ==, ":memory:");
     g_assert_cmpstr(c->admin_group, ==, "wheel");
     g_assert_null(c->metrics_listen);
+    g_assert_cmpuint(c->metrics_max_conns, ==, 4);
+    g_assert_cmpuint(c->metrics_idle_ms, ==, 5000);
     g_assert_false(c->libvirt);
     g_assert_cmpuint(g_strv_length(c->qmp_sockets), ==, 2);
     g_assert_cmpstr(c->qmp_sockets[1], ==, "/run/b.sock");
@@ -177,6 +184,10 @@ static const BadCase bad_cases[] = {
       { "bad.conf:2:", "[daemon]", "control-group", "empty" } },
     { "bad-listen", "[daemon]\nmetrics-listen = localhost\n", 0,
       { "bad.conf:2:", "[daemon]", "metrics-listen", "HOST:PORT" } },
+    { "metrics-no-connections", "[daemon]\nmetrics-max-connections = 0\n", 0,
+      { "bad.conf:2:", "[daemon]", "metrics-max-connections", "1..1024" } },
+    { "metrics-idle-short", "[daemon]\nmetrics-idle-timeout = 100ms\n", 0,
+      { "bad.conf:2:", "[daemon]", "metrics-idle-timeout", "outside" } },
     { "bad-size", "[retention]\nmax-size = 2 parsecs\n", 0,
       { "bad.conf:2:", "[retention]", "max-size", "unknown unit" } },
     { "small-size", "[retention]\nmax-size = 1MiB\n", 0,
@@ -198,7 +209,38 @@ static const BadCase bad_cases[] = {
     { "nul-byte", NUL_TEXT, sizeof(NUL_TEXT) - 1,
       { "bad.conf", "NUL" } },
     { "syntax", "[daemon]\nthis line has no equals sign\n", 0,
-      { "bad.conf" } },
+      { "bad.conf:2:", "this line has no equals sign" } },
+    { "syntax-late", "# comment\n[daemon]\ninterval = 1s\n\n[policy]\nmin-dwell = 2s\n"
+      "[[[ not a group\nidle-iops = 5\n", 0,
+      { "bad.conf:7:" } },
+    { "syntax-last-line-unterminated", "[daemon]\ninterval = 1s\nno equals", 0,
+      { "bad.conf:3:", "no equals" } },
+    { "key-before-group", "\n\ninterval = 1s\n[daemon]\n", 0,
+      { "bad.conf:3:" } },
+    /* Numbers are decimal, as documented: no hex, exponent, sign or inf. */
+    { "number-hex", "[policy]\npsi-limit = 0x10\n", 0,
+      { "bad.conf:2:", "[policy]", "psi-limit", "'0x10' is not a decimal number" } },
+    { "number-exponent", "[policy]\nidle-iops = 1e3\n", 0,
+      { "bad.conf:2:", "[policy]", "idle-iops", "decimal" } },
+    { "number-inf", "[policy]\nbudget-cores = inf\n", 0,
+      { "bad.conf:2:", "[policy]", "budget-cores", "decimal" } },
+    { "number-sign", "[policy]\nvcpu-delay-limit = +5\n", 0,
+      { "bad.conf:2:", "[policy]", "vcpu-delay-limit", "decimal" } },
+    { "number-bare-point", "[policy]\niothread-delay-limit = 5.\n", 0,
+      { "bad.conf:2:", "[policy]", "iothread-delay-limit", "decimal" } },
+    { "uint-hex", "[policy]\nmax-poll-max-ns = 0x10\n", 0,
+      { "bad.conf:2:", "[policy]", "max-poll-max-ns", "whole number" } },
+    { "uint-sign", "[policy]\npoll-grow-max = +8\n", 0,
+      { "bad.conf:2:", "[policy]", "poll-grow-max", "whole number" } },
+    { "duration-hex", "[daemon]\ninterval = 0x10\n", 0,
+      { "bad.conf:2:", "[daemon]", "interval", "unknown unit" } },
+    { "size-hex", "[retention]\nmax-size = 0x1000000\n", 0,
+      { "bad.conf:2:", "[retention]", "max-size", "unknown unit" } },
+    { "port-hex", "[daemon]\nmetrics-max-connections = 0x10\n", 0,
+      { "bad.conf:2:", "[daemon]", "metrics-max-connections", "whole number" } },
+    /* A repeated key: GKeyFile takes the last, and so does the message. */
+    { "repeated-key-line", "[daemon]\ninterval = 1s\n[daemon]\ninterval = 1 parsec\n", 0,
+      { "bad.conf:4:", "[daemon]", "interval" } },
 };
 
 static void
@@ -251,6 +293,116 @@ test_units(void)
     }
 }
 
+static PtConf *
+conf_from(const char *text)
+{
+    g_autoptr(GError) err = NULL;
+    PtConf *c = pt_conf_load_data(text, strlen(text), "t.conf", &err);
+
+    g_assert_no_error(err);
+    return c;
+}
+
+/* Decimal numbers that are fine stay fine. */
+static void
+test_decimal(void)
+{
+    g_autoptr(PtConf) c = conf_from("[policy]\npsi-limit = 12.5\nidle-iops = 007\n"
+                                    "budget-cores = 0.25\n");
+
+    g_assert_cmpfloat(c->policy->psi_some_limit, ==, 12.5);
+    g_assert_cmpfloat(c->policy->idle_iops, ==, 7);
+    g_assert_cmpfloat(c->policy->budget_cores, ==, 0.25);
+}
+
+/* What a reload may change: live keys yes, keys read at start no, each
+ * refusal naming its group and key; command-line settings are carried. */
+static void
+test_reload_check(void)
+{
+    static const struct {
+        const char *text;
+        const char *refused;    /* NULL: allowed */
+    } cases[] = {
+        { "[daemon]\ninterval = 5s\nmode = observe\nqmp-timeout = 1s\n", NULL },
+        { "[daemon]\non-restart = restore\nexits-source = off\n", NULL },
+        { "[policy]\ndefault = off\n[rule x]\npolicy = off\n", NULL },
+        { "[targets]\nqmp-globs = /run/x/*.qmp\n", NULL },
+        { "[daemon]\ndatabase = /var/lib/other.db\n", "[daemon] database:" },
+        { "[daemon]\ncontrol-socket = /run/other.sock\n", "[daemon] control-socket:" },
+        { "[daemon]\ncontrol-group = wheel\n", "[daemon] control-group:" },
+        { "[daemon]\nadmin-group = wheel\n", "[daemon] admin-group:" },
+        { "[daemon]\nmetrics-listen =\n", "[daemon] metrics-listen:" },
+        { "[daemon]\nmetrics-max-connections = 3\n", "[daemon] metrics-max-connections:" },
+        { "[daemon]\nmetrics-idle-timeout = 3s\n", "[daemon] metrics-idle-timeout:" },
+        { "[targets]\nlibvirt = false\n", "[targets] libvirt:" },
+        { "[targets]\nlibvirt-uri = qemu:///session\n", "[targets] libvirt-uri:" },
+        { "[targets]\nlibvirt-pid-dir = /tmp\n", "[targets] libvirt-pid-dir:" },
+        { "[targets]\nqmp-sockets = /run/a.qmp\n", "[targets] qmp-sockets:" },
+        { "[retention]\nraw = 3d\n", "[retention] raw:" },
+        { "[retention]\nrollup-1m = 3d\n", "[retention] rollup-1m:" },
+        { "[retention]\nrollup-1h = 3d\n", "[retention] rollup-1h:" },
+        { "[retention]\nmax-size = 1GiB\n", "[retention] max-size:" },
+    };
+    g_autoptr(PtConf) running = pt_conf_new_default();
+
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autoptr(PtConf) next = conf_from(cases[i].text);
+        g_autoptr(GError) err = NULL;
+        gboolean ok = pt_conf_check_reload(running, next, &err);
+
+        if (!cases[i].refused) {
+            g_assert_no_error(err);
+            g_assert_true(ok);
+            continue;
+        }
+        g_assert_false(ok);
+        g_assert_nonnull(err);
+        g_test_message("%s", err->message);
+        g_assert_true(g_str_has_prefix(err->message, "t.conf"));
+        g_assert_nonnull(strstr(err->message, cases[i].refused));
+        g_assert_nonnull(strstr(err->message, "restart"));
+    }
+}
+
+/* Command-line settings win over the file's and travel with the
+ * configuration, so a reload can put them in front again. */
+static void
+test_overrides(void)
+{
+    PtConfOverrides ov = { .database = (char *)"/tmp/cli.db", .mode = PT_MODE_OBSERVE,
+                           .interval_ms = 300 };
+    g_autoptr(PtConf) first = conf_from("[daemon]\ninterval = 2s\nmode = enforce\n"
+                                        "database = /var/lib/a.db\n");
+    g_autoptr(PtConf) second = conf_from("[daemon]\ninterval = 5s\ndatabase = /var/lib/b.db\n");
+    g_autoptr(GError) err = NULL;
+
+    pt_conf_apply_overrides(first, &ov);
+    g_assert_cmpuint(first->interval_ms, ==, 300);
+    g_assert_cmpint(first->mode, ==, PT_MODE_OBSERVE);
+    g_assert_cmpstr(first->database, ==, "/tmp/cli.db");
+    pt_conf_apply_overrides(second, &first->overrides);
+    g_assert_cmpuint(second->interval_ms, ==, 300);
+    g_assert_cmpint(second->mode, ==, PT_MODE_OBSERVE);
+    g_assert_cmpstr(second->database, ==, "/tmp/cli.db");
+    g_assert_cmpstr(second->overrides.database, ==, "/tmp/cli.db");
+    /* With --db given, the file's database may change without effect. */
+    g_assert_true(pt_conf_check_reload(first, second, &err));
+    g_assert_no_error(err);
+}
+
+/* The metrics cap never takes more than an eighth of the descriptors. */
+static void
+test_metrics_cap(void)
+{
+    g_assert_cmpuint(pt_metrics_conn_cap(16, 524288), ==, 16);
+    g_assert_cmpuint(pt_metrics_conn_cap(16, 1024), ==, 16);
+    g_assert_cmpuint(pt_metrics_conn_cap(1024, 1024), ==, 128);
+    g_assert_cmpuint(pt_metrics_conn_cap(16, 256), ==, 16);
+    g_assert_cmpuint(pt_metrics_conn_cap(16, 64), ==, 8);
+    g_assert_cmpuint(pt_metrics_conn_cap(16, 4), ==, 1);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -259,6 +411,10 @@ main(int argc, char **argv)
     g_test_add_func("/conf/missing", test_missing);
     g_test_add_func("/conf/values", test_values);
     g_test_add_func("/conf/units", test_units);
+    g_test_add_func("/conf/metrics-cap", test_metrics_cap);
+    g_test_add_func("/conf/decimal", test_decimal);
+    g_test_add_func("/conf/reload-check", test_reload_check);
+    g_test_add_func("/conf/overrides", test_overrides);
     for (gsize i = 0; i < G_N_ELEMENTS(bad_cases); i++) {
         g_autofree char *path = g_strdup_printf("/conf/bad/%s", bad_cases[i].name);
 

@@ -9,6 +9,7 @@
 #include "qmp-json.h"
 
 #include <signal.h>
+#include <stdio.h>
 
 typedef struct {
     PtTestDaemon *d;
@@ -34,6 +35,29 @@ target_seen(gpointer data)
             found = TRUE;
     }
     return found == w->want;
+}
+
+/* The QEMU release libvirt reports, and no exit figures for a TCG
+ * (type='qemu') domain, with the reason. */
+static void
+assert_qemu_facts(PtTestDaemon *d, const char *name)
+{
+    g_autoptr(json_object) st = pt_test_daemon_ok(d, "status", NULL);
+    json_object *tl = pt_json_path(st, "targets");
+    json_object *t = NULL;
+    const char *version;
+    guint major, minor, micro;
+
+    for (size_t i = 0; i < json_object_array_length(tl); i++)
+        if (g_str_equal(pt_json_path_str(json_object_array_get_idx(tl, i), "name"), name))
+            t = json_object_array_get_idx(tl, i);
+    g_assert_nonnull(t);
+    version = pt_json_path_str(t, "qemu_version");
+    g_assert_nonnull(version);
+    g_assert_cmpint(sscanf(version, "%u.%u.%u", &major, &minor, &micro), ==, 3);
+    g_assert_cmpuint(major, >=, 2);
+    g_assert_cmpstr(pt_json_path_str(t, "exits_source"), ==, "none");
+    g_assert_nonnull(strstr(pt_json_path_str(t, "exits_reason"), "type='qemu'"));
 }
 
 typedef struct {
@@ -90,6 +114,7 @@ test_libvirt(void)
     g_assert_true(pt_test_wait(domstats_has, &vw, 5000));
     vw.needle = "iothread.2.poll-grow=2";
     g_assert_true(pt_test_wait(domstats_has, &vw, 5000));
+    assert_qemu_facts(d, before->name);
 
     /* A domain started later is found through the lifecycle event. */
     after = pt_test_domain_start(lvd, &err);

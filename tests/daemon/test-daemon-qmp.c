@@ -183,6 +183,18 @@ test_discover_apply_restore(void)
     g_assert_cmpint(pt_json_path_int(st, "targets/0/iothreads/1/original/poll-max-ns"), ==, 1000);
     g_assert_cmpint(pt_json_path_int(st, "targets/0/iothreads/1/original/poll-grow"), ==, 3);
     g_assert_cmpstr(pt_json_path_str(st, "targets/0/iothreads/0/last_decision/outcome"), ==, "applied");
+    /* The release is the greeting's; a guest without KVM has no exit
+     * figures, and status says why instead of showing zeros. */
+    {
+        const QmpVersion *v = qmp_client_get_version(vm->qmp);
+        g_autofree char *want = g_strdup_printf("%d.%d.%d", v->major, v->minor, v->micro);
+
+        g_assert_cmpstr(pt_json_path_str(st, "targets/0/qemu_version"), ==, want);
+    }
+    g_assert_cmpstr(pt_json_path_str(st, "targets/0/exits_source"), ==, "none");
+    g_assert_nonnull(strstr(pt_json_path_str(st, "targets/0/exits_reason"), "without KVM"));
+    g_assert_nonnull(pt_json_path(st, "targets/0/iothreads/0/metrics"));
+    g_assert_null(pt_json_path(st, "targets/0/iothreads/0/metrics/exits_per_s"));
 
     /* A clean stop puts the originals back. */
     g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
@@ -195,8 +207,93 @@ test_discover_apply_restore(void)
     }
 }
 
+/* How often the daemon's log holds @needle. */
+static guint
+log_count(PtTestDaemon *d, const char *needle)
+{
+    g_autofree char *log = NULL;
+    guint n = 0;
+
+    g_file_get_contents(d->log_path, &log, NULL, NULL);
+    for (const char *p = log; p && (p = strstr(p, needle)); p++)
+        n++;
+    return n;
+}
+
+typedef struct {
+    PtTestDaemon *d;
+    gint64 ticks;
+} TickWait;
+
+static gboolean
+ticks_reached(gpointer data)
+{
+    TickWait *w = data;
+    g_autoptr(json_object) st = pt_test_daemon_ok(w->d, "status", NULL);
+
+    return pt_json_path_int(st, "ticks") >= w->ticks;
+}
+
+/* kill -9 leaves the policy's values in QEMU; with no on-restart in the
+ * file the next start puts the originals back (the floor after a crash),
+ * and `on-restart = resume` is the explicit way to keep them. */
 static void
 test_kill_and_restart(void)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(Vm) vm = NULL;
+    g_autoptr(PtTestDaemon) d = NULL;
+    g_autofree char *conf = NULL;
+    g_autofree char *resume = NULL;
+    TargetWait tw;
+    TickWait kw;
+
+    if (skip_without_qemu())
+        return;
+    vm = vm_start("vm-k", NULL);
+    conf = conf_for("static:90000/0/0", NULL);
+    d = pt_test_daemon_start(conf, &err);
+    g_assert_no_error(err);
+    g_assert_true(wait_poll(vm, "iot0", 90000, 3000));
+
+    /* kill -9: nothing restores, the VM keeps what the policy chose. */
+    pt_test_daemon_kill(d);
+    g_assert_cmpuint(vm_poll_max(vm, "iot0"), ==, 90000);
+
+    /* The next start sees the unclean exit and restores by default, then
+     * the policy takes over again. */
+    g_assert_true(pt_test_daemon_restart(d, &err));
+    g_assert_no_error(err);
+    tw = (TargetWait){ d, "vm-k", 0 };
+    g_assert_true(pt_test_wait(target_attached, &tw, 3000));
+    g_assert_true(wait_poll(vm, "iot0", 90000, 5000));
+    g_assert_cmpuint(log_count(d, "did not exit cleanly; on-restart=restore"), ==, 1);
+    g_assert_cmpuint(log_count(d, "restore applied -> 32768/0/0"), ==, 2);
+
+    /* resume, asked for: another kill -9 and start write nothing back. */
+    pt_test_daemon_kill(d);
+    resume = conf_for("static:90000/0/0", "on-restart = resume\n");
+    {
+        g_autofree char *body = g_strdup_printf("[daemon]\ndatabase = %s\ncontrol-socket = %s\n%s",
+                                                d->db_path, d->socket_path, resume);
+
+        g_assert_true(g_file_set_contents(d->conf_path, body, -1, NULL));
+    }
+    g_assert_true(pt_test_daemon_restart(d, &err));
+    g_assert_no_error(err);
+    g_assert_true(pt_test_wait(target_attached, &tw, 3000));
+    kw = (TickWait){ d, 5 };
+    g_assert_true(pt_test_wait(ticks_reached, &kw, 5000));
+    g_assert_cmpuint(log_count(d, "did not exit cleanly; on-restart=resume"), ==, 1);
+    g_assert_cmpuint(log_count(d, "restore applied"), ==, 2);
+    g_assert_cmpuint(vm_poll_max(vm, "iot0"), ==, 90000);
+}
+
+/* Originals belong to one QEMU instance: a QEMU started again on the same
+ * socket, while the daemon runs or while it is down after kill -9, has its
+ * own values captured and gets them back, never its predecessor's. */
+static void
+test_new_instance(void)
 {
     g_autoptr(GError) err = NULL;
     g_autoptr(Vm) vm = NULL;
@@ -206,30 +303,39 @@ test_kill_and_restart(void)
 
     if (skip_without_qemu())
         return;
-    vm = vm_start("vm-k", NULL);
-    conf = conf_for("static:90000/0/0", "on-restart = restore\n");
+    vm = vm_start("vm-i", NULL);
+    conf = conf_for("static:50000/0/0", NULL);
     d = pt_test_daemon_start(conf, &err);
     g_assert_no_error(err);
-    g_assert_true(wait_poll(vm, "iot0", 90000, 3000));
+    g_assert_true(wait_poll(vm, "iot1", 50000, 3000));
 
-    /* kill -9: nothing restores, the VM keeps what the policy chose. */
-    pt_test_daemon_kill(d);
-    g_assert_cmpuint(vm_poll_max(vm, "iot0"), ==, 90000);
+    /* Replaced while the daemon runs. */
+    g_clear_pointer(&vm, vm_free);
+    vm = vm_start("vm-i", ",poll-max-ns=20000");
+    g_assert_cmpuint(vm_poll_max(vm, "iot1"), ==, 20000);
+    g_assert_true(wait_poll(vm, "iot1", 50000, 10000));
+    g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
+    g_assert_cmpuint(vm_poll_max(vm, "iot1"), ==, 20000);
+    g_assert_cmpuint(vm_poll_max(vm, "iot0"), ==, 32768);
+    g_assert_cmpuint(log_count(d, "a new QEMU instance"), ==, 2);
 
-    /* The next start sees the unclean exit and restores, as configured,
-     * then the policy takes over again. */
+    /* Replaced while the daemon is down after kill -9: the unclean start
+     * must not write the old instance's values into the new one. */
     g_assert_true(pt_test_daemon_restart(d, &err));
     g_assert_no_error(err);
-    tw = (TargetWait){ d, "vm-k", 0 };
-    g_assert_true(pt_test_wait(target_attached, &tw, 3000));
-    g_assert_true(wait_poll(vm, "iot0", 90000, 5000));
-    {
-        g_autofree char *log = NULL;
-
-        g_file_get_contents(d->log_path, &log, NULL, NULL);
-        g_assert_nonnull(strstr(log, "did not exit cleanly"));
-        g_assert_nonnull(strstr(log, "restore applied -> 32768/0/0"));
-    }
+    g_assert_true(wait_poll(vm, "iot1", 50000, 5000));
+    pt_test_daemon_kill(d);
+    g_clear_pointer(&vm, vm_free);
+    vm = vm_start("vm-i", ",poll-max-ns=25000");
+    g_assert_true(pt_test_daemon_restart(d, &err));
+    g_assert_no_error(err);
+    tw = (TargetWait){ d, "vm-i", 0 };
+    g_assert_true(pt_test_wait(target_attached, &tw, 5000));
+    g_assert_true(wait_poll(vm, "iot1", 50000, 5000));
+    g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
+    g_assert_cmpuint(vm_poll_max(vm, "iot1"), ==, 25000);
+    g_assert_cmpuint(log_count(d, "restore applied -> 20000/0/0"), ==, 1);
+    g_assert_cmpuint(log_count(d, "a new QEMU instance"), ==, 4);
 }
 
 static void
@@ -337,6 +443,109 @@ test_reload(void)
     g_assert_true(g_file_set_contents(d->conf_path, body, -1, NULL));
     ok = pt_test_daemon_ok(d, "reload", NULL);
     g_assert_true(wait_poll(vm, "iot0", 22000, 3000));
+}
+
+typedef struct {
+    PtTestDaemon *d;
+    const char *needle;
+    guint n;
+} LogWait;
+
+static gboolean
+log_reaches(gpointer data)
+{
+    LogWait *w = data;
+
+    return log_count(w->d, w->needle) >= w->n;
+}
+
+/* SIGHUP, then wait for its outcome in the log (@needle once more). */
+static void
+sighup_and_wait(PtTestDaemon *d, const char *needle)
+{
+    LogWait w = { d, needle, log_count(d, needle) + 1 };
+
+    kill(d->pid, SIGHUP);
+    g_assert_true(pt_test_wait(log_reaches, &w, 10000));
+}
+
+static void
+assert_running(PtTestDaemon *d, gint64 interval_ms, const char *mode)
+{
+    g_autoptr(json_object) st = pt_test_daemon_ok(d, "status", NULL);
+
+    g_assert_cmpint(pt_json_path_int(st, "interval_ms"), ==, interval_ms);
+    g_assert_cmpstr(pt_json_path_str(st, "mode"), ==, mode);
+}
+
+/* SIGHUP and the control command `reload` are one path: both keep the
+ * command line's settings, and both refuse a change to a key read only at
+ * start, naming it, while the running configuration stays. */
+static void
+test_reload_one_path(void)
+{
+    static const char *const args[] = { "--interval", "300ms", "--mode", "observe", NULL };
+    static const struct {
+        const char *key, *line;
+    } restart_only[] = {
+        { "database", "database = /tmp/elsewhere.db\n" },
+        { "control-socket", "control-socket = /tmp/elsewhere.sock\n" },
+        { "metrics-listen", "metrics-listen = 127.0.0.1:1\n" },
+    };
+    g_autoptr(GError) err = NULL;
+    g_autoptr(PtTestDaemon) d = NULL;
+    g_autofree char *good = NULL;
+
+    d = pt_test_daemon_start_args("interval = 1s\nmode = enforce\nmetrics-listen =\n"
+                                  "[targets]\nlibvirt = false\n", args, &err);
+    g_assert_no_error(err);
+    g_assert_true(g_file_get_contents(d->conf_path, &good, NULL, NULL));
+    assert_running(d, 300, "observe");
+
+    /* The command line stands in front of the file after either reload. */
+    json_object_put(pt_test_daemon_ok(d, "reload", NULL));
+    assert_running(d, 300, "observe");
+    sighup_and_wait(d, "configuration reloaded");
+    assert_running(d, 300, "observe");
+
+    for (gsize i = 0; i < G_N_ELEMENTS(restart_only); i++) {
+        g_autofree char *body = g_strconcat(good, "[daemon]\ninterval = 700ms\n",
+                                            restart_only[i].line, NULL);
+        g_autofree char *where = g_strdup_printf("[daemon] %s:", restart_only[i].key);
+        g_autoptr(json_object) reply = NULL;
+        g_autofree char *log = NULL;
+        const char *desc;
+
+        g_assert_true(g_file_set_contents(d->conf_path, body, -1, NULL));
+        reply = pt_test_daemon_call(d, "reload", NULL, &err);
+        g_assert_no_error(err);
+        desc = pt_json_path_str(reply, "error/desc");
+        g_test_message("reload with a new %s: %s", restart_only[i].key,
+                       desc ? desc : json_object_to_json_string(reply));
+        g_assert_nonnull(desc);
+        g_assert_nonnull(strstr(desc, d->conf_path));
+        g_assert_nonnull(strstr(desc, where));
+        g_assert_nonnull(strstr(desc, "restart"));
+        assert_running(d, 300, "observe");
+
+        /* SIGHUP refuses it alike, with the same words in the log. */
+        sighup_and_wait(d, "reload refused");
+        g_assert_true(g_file_get_contents(d->log_path, &log, NULL, NULL));
+        g_assert_nonnull(strstr(log, desc));
+        assert_running(d, 300, "observe");
+    }
+
+    /* The file again, with only a live key changed: both take it, and the
+     * command line's interval still wins over the file's. */
+    {
+        g_autofree char *body = g_strconcat(good, "[policy]\nmin-dwell = 5s\n", NULL);
+
+        g_assert_true(g_file_set_contents(d->conf_path, body, -1, NULL));
+        json_object_put(pt_test_daemon_ok(d, "reload", NULL));
+        sighup_and_wait(d, "configuration reloaded");
+        assert_running(d, 300, "observe");
+    }
+    g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
 }
 
 /* A policy-set rule is stored: it outlives a reload and a restart, a reload
@@ -550,8 +759,10 @@ main(int argc, char **argv)
     vm_dir = g_dir_make_tmp("pt-vms-XXXXXX", NULL);
     g_test_add_func("/daemon/qmp/discover-apply-restore", test_discover_apply_restore);
     g_test_add_func("/daemon/qmp/kill-and-restart", test_kill_and_restart);
+    g_test_add_func("/daemon/qmp/new-instance", test_new_instance);
     g_test_add_func("/daemon/qmp/override-expiry-detach", test_override_expiry_detach);
     g_test_add_func("/daemon/qmp/reload", test_reload);
+    g_test_add_func("/daemon/qmp/reload-one-path", test_reload_one_path);
     g_test_add_func("/daemon/qmp/runtime-rule", test_runtime_rule);
     g_test_add_func("/daemon/qmp/authorisation", test_authorisation);
     g_test_add_func("/daemon/qmp/stopped-qemu", test_stopped_qemu);

@@ -28,6 +28,17 @@ static const char live_xml[] =
     "  <seclabel type='dynamic'><label>x&amp;y</label></seclabel>\n"
     "</domain>\n";
 
+/* The first iothread of disk @i (0 if none); *@second the next one. */
+static guint
+disk_iothreads(PtLibvirtDomain *d, guint i, guint *second)
+{
+    GArray *a = g_array_index(d->disks, PtLibvirtDisk, i).iothreads;
+
+    if (second)
+        *second = a->len > 1 ? g_array_index(a, guint, 1) : 0;
+    return a->len ? g_array_index(a, guint, 0) : 0;
+}
+
 static void
 test_xml_iothreadids(void)
 {
@@ -43,9 +54,103 @@ test_xml_iothreadids(void)
     /* The controller's <driver iothread> is no disk's. */
     g_assert_cmpuint(d->disks->len, ==, 2);
     g_assert_cmpstr(g_array_index(d->disks, PtLibvirtDisk, 0).dev, ==, "vda");
-    g_assert_cmpuint(g_array_index(d->disks, PtLibvirtDisk, 0).iothread, ==, 4);
+    g_assert_cmpuint(disk_iothreads(d, 0, NULL), ==, 4);
     g_assert_cmpstr(g_array_index(d->disks, PtLibvirtDisk, 1).dev, ==, "sda");
-    g_assert_cmpuint(g_array_index(d->disks, PtLibvirtDisk, 1).iothread, ==, 0);
+    g_assert_cmpuint(g_array_index(d->disks, PtLibvirtDisk, 1).iothreads->len, ==, 0);
+}
+
+/* libvirt 10.0+ writes iothread-vq-mapping from <driver><iothreads> (shape
+ * of libvirt's tests/qemuxmlconfdata/iothreads-disk.xml); a scsi disk runs
+ * in its virtio-scsi controller's iothread, or in all of the controller's
+ * <iothreads> (libvirt 11.2+, QEMU 10.0+). */
+static const char mapped_xml[] =
+    "<domain type='kvm' id='5'>\n"
+    "  <name>vm-m</name>\n"
+    "  <iothreads>5</iothreads>\n"
+    "  <devices>\n"
+    "    <disk type='file' device='disk'>\n"
+    "      <driver name='qemu' type='raw' iothread='1'/>\n"
+    "      <target dev='vdb' bus='virtio'/>\n"
+    "    </disk>\n"
+    "    <disk type='file' device='disk'>\n"
+    "      <driver name='qemu' type='raw' queues='4'>\n"
+    "        <iothreads>\n"
+    "          <iothread id='2'>\n"
+    "            <queue id='1'/>\n"
+    "            <queue id='3'/>\n"
+    "          </iothread>\n"
+    "          <iothread id='3'>\n"
+    "            <queue id='0'/>\n"
+    "            <queue id='2'/>\n"
+    "          </iothread>\n"
+    "        </iothreads>\n"
+    "      </driver>\n"
+    "      <target dev='vdc' bus='virtio'/>\n"
+    "    </disk>\n"
+    "    <disk type='file' device='disk'>\n"
+    "      <driver name='qemu' type='raw'>\n"
+    "        <iothreads>\n"
+    "          <iothread id='4'/>\n"
+    "          <iothread id='1'/>\n"
+    "        </iothreads>\n"
+    "      </driver>\n"
+    "      <target dev='vdd' bus='virtio'/>\n"
+    "    </disk>\n"
+    "    <disk type='block' device='disk'>\n"
+    "      <driver name='qemu' type='raw' cache='none' io='native'/>\n"
+    "      <target dev='sda' bus='scsi'/>\n"
+    "      <address type='drive' controller='0' bus='0' target='0' unit='0'/>\n"
+    "    </disk>\n"
+    "    <disk type='block' device='disk'>\n"
+    "      <driver name='qemu' type='raw'/>\n"
+    "      <target dev='sdb' bus='scsi'/>\n"
+    "      <address type='drive' controller='1' bus='0' target='0' unit='0'/>\n"
+    "    </disk>\n"
+    "    <disk type='block' device='disk'>\n"
+    "      <driver name='qemu' type='raw'/>\n"
+    "      <target dev='sdc' bus='scsi'/>\n"
+    "      <address type='drive' controller='2' bus='0' target='0' unit='0'/>\n"
+    "    </disk>\n"
+    "    <controller type='scsi' index='0' model='virtio-scsi'>\n"
+    "      <driver iothread='5'/>\n"
+    "      <address type='pci' domain='0x0000' bus='0x00' slot='0x05' function='0x0'/>\n"
+    "    </controller>\n"
+    "    <controller type='scsi' index='1' model='virtio-scsi'>\n"
+    "      <driver queues='3'>\n"
+    "        <iothreads>\n"
+    "          <iothread id='2'><queue id='1'/></iothread>\n"
+    "          <iothread id='3'><queue id='0'/><queue id='2'/></iothread>\n"
+    "        </iothreads>\n"
+    "      </driver>\n"
+    "    </controller>\n"
+    "    <controller type='scsi' index='2' model='lsilogic'/>\n"
+    "    <controller type='usb' index='0'><driver iothread='9'/></controller>\n"
+    "  </devices>\n"
+    "</domain>\n";
+
+static void
+test_xml_mapping_and_scsi(void)
+{
+    g_autoptr(PtLibvirtDomain) d = pt_libvirt_domain_new("vm-m", "u");
+    g_autoptr(GError) error = NULL;
+    guint b;
+
+    g_assert_true(pt_libvirt_domain_xml_parse(d, mapped_xml, &error));
+    g_assert_no_error(error);
+    g_assert_cmpuint(d->disks->len, ==, 6);
+    g_assert_cmpuint(disk_iothreads(d, 0, NULL), ==, 1);
+    /* Every iothread of the mapping serves the disk, each once. */
+    g_assert_cmpuint(disk_iothreads(d, 1, &b), ==, 2);
+    g_assert_cmpuint(b, ==, 3);
+    g_assert_cmpuint(disk_iothreads(d, 2, &b), ==, 4);
+    g_assert_cmpuint(b, ==, 1);
+    /* scsi disks: their controller's, found after the disks were read. */
+    g_assert_cmpstr(g_array_index(d->disks, PtLibvirtDisk, 3).dev, ==, "sda");
+    g_assert_cmpuint(g_array_index(d->disks, PtLibvirtDisk, 3).iothreads->len, ==, 1);
+    g_assert_cmpuint(disk_iothreads(d, 3, NULL), ==, 5);
+    g_assert_cmpuint(disk_iothreads(d, 4, &b), ==, 2);
+    g_assert_cmpuint(b, ==, 3);
+    g_assert_cmpuint(g_array_index(d->disks, PtLibvirtDisk, 5).iothreads->len, ==, 0);
 }
 
 static void
@@ -70,6 +175,11 @@ test_xml_bad(void)
         "<domain><iothreads>two</iothreads></domain>",
         "<domain><iothreadids><iothread/></iothreadids></domain>",
         "<domain><devices><disk><driver iothread='-1'/></disk></devices></domain>",
+        "<domain><devices><disk><driver><iothreads><iothread id='x'/></iothreads></driver>"
+        "</disk></devices></domain>",
+        "<domain><devices><controller type='scsi' index='0'><driver iothread='a'/>"
+        "</controller></devices></domain>",
+        "<domain><devices><disk><address type='drive' controller='-2'/></disk></devices></domain>",
         "<domain><devices>",
         "not xml at all <",
     };
@@ -176,6 +286,7 @@ main(int argc, char **argv)
     g_test_add_func("/daemon/libvirt-parse/xml-iothreadids", test_xml_iothreadids);
     g_test_add_func("/daemon/libvirt-parse/xml-count-only", test_xml_count_only);
     g_test_add_func("/daemon/libvirt-parse/xml-bad", test_xml_bad);
+    g_test_add_func("/daemon/libvirt-parse/xml-mapping-and-scsi", test_xml_mapping_and_scsi);
     g_test_add_func("/daemon/libvirt-parse/stats-params", test_stats_params);
     g_test_add_func("/daemon/libvirt-parse/pid-file", test_pid_file);
     return g_test_run();

@@ -208,10 +208,17 @@ test_discovery(Fixture *f, gconstpointer data)
     g_assert_cmpuint(d->iothread_ids->len, ==, 2);
     g_assert_cmpuint(g_array_index(d->iothread_ids, guint, 0), ==, 1);
     g_assert_cmpuint(g_array_index(d->iothread_ids, guint, 1), ==, 2);
-    g_assert_cmpuint(d->disks->len, ==, 1);
+    g_assert_cmpuint(d->disks->len, ==, 2);
     disk = &g_array_index(d->disks, PtLibvirtDisk, 0);
     g_assert_cmpstr(disk->dev, ==, "vda");
-    g_assert_cmpuint(disk->iothread, ==, 1);
+    g_assert_cmpuint(disk->iothreads->len, ==, 1);
+    g_assert_cmpuint(g_array_index(disk->iothreads, guint, 0), ==, 1);
+    /* libvirt's live XML gives the scsi disk an address on controller 0,
+     * whose iothread it runs in. */
+    disk = &g_array_index(d->disks, PtLibvirtDisk, 1);
+    g_assert_cmpstr(disk->dev, ==, "sda");
+    g_assert_cmpuint(disk->iothreads->len, ==, 1);
+    g_assert_cmpuint(g_array_index(disk->iothreads, guint, 0), ==, 2);
 
     /* A second connection made while the domain runs finds it on start. */
     {
@@ -280,7 +287,8 @@ test_stats_and_set(Fixture *f, gconstpointer data)
         g_assert_nonnull(t);
         g_assert_cmpuint(t->poll_max_ns, >, 0);
         default_max = t->poll_max_ns;
-        g_assert_cmpuint(s->disks->len, ==, 1);
+        g_assert_cmpuint(s->disks->len, ==, 2);
+        g_assert_cmpstr(g_array_index(s->disks, PtLibvirtDiskStats, 1).name, ==, "sda");
         disk = &g_array_index(s->disks, PtLibvirtDiskStats, 0);
         g_assert_cmpstr(disk->name, ==, "vda");
         if (disk->rd_reqs > 0) {

@@ -1,8 +1,11 @@
 /*
  * The per-target bookkeeping the daemon keeps in memory between ticks:
- * whatever the uptime, it must stay bounded.
+ * whatever the uptime, it must stay bounded; and the backoff of a target
+ * that keeps failing.
  */
 #include "pt-target.h"
+
+#include <string.h>
 
 static void
 noop_free(PtTarget *t)
@@ -37,10 +40,147 @@ test_history_bounded(void)
                           g_array_index(io->history, PolicyMetrics, i - 1).rd_iops + 1);
 }
 
+/* One tick of the host side with QEMU's own figures @qs in the snapshot
+ * (< 0: QEMU gave none). */
+static ProbeExitSource
+host_side_tick(PtTarget *t, gint64 qs, guint64 *exits)
+{
+    g_autoptr(ProbeTargetSnap) snap = probe_target_snap_new(t->pid, 0, 0);
+
+    if (qs >= 0)
+        probe_exit_counters_add_named(&snap->exits, "exits", (guint64)qs);
+    pt_target_sample_host_side(t, snap);
+    *exits = snap->exits.v[PROBE_EXIT_EXITS];
+    return snap->exits.source;
+}
+
+/*
+ * QEMU's query-stats figures survive the host side: a readable debugfs
+ * whose counter stands still does not replace them (it did, and the VM
+ * showed 0 exits/s while QEMU counted 60/s).
+ */
+static void
+test_exits_prefer_qemu(void)
+{
+    ProbeRoots roots = {
+        .proc = g_test_get_filename(G_TEST_DIST, "probe", "fixtures", "proc-good", NULL),
+        .debugfs = g_test_get_filename(G_TEST_DIST, "probe", "fixtures", "debugfs-good", NULL),
+        .tracefs = g_test_get_filename(G_TEST_DIST, "probe", "fixtures", "tracefs-partial", NULL),
+    };
+    g_autoptr(PtTarget) t = pt_target_alloc(sizeof(PtTarget), &noop_ops, "vm", STORE_TARGET_QMP);
+    const char *why = NULL;
+    guint64 exits = 0;
+
+    pt_target_set_pid(t, 100, &roots);
+    g_assert_cmpint(pt_target_exit_source(t, &why), ==, PROBE_EXIT_SOURCE_NONE);
+    for (guint tick = 0; tick < 3; tick++) {
+        g_assert_cmpint(host_side_tick(t, 1000 + 60 * tick, &exits), ==,
+                        PROBE_EXIT_SOURCE_QUERY_STATS);
+        g_assert_cmpuint(exits, ==, 1000 + 60 * tick);
+    }
+    g_assert_cmpint(pt_target_exit_source(t, &why), ==, PROBE_EXIT_SOURCE_QUERY_STATS);
+    g_assert_cmpstr(why, ==, "QEMU's own KVM statistics");
+    /* The change was news for the log, once. */
+    g_assert_true(g_ptr_array_find_with_equal_func(
+        t->news, "exits: query-stats: QEMU's own KVM statistics", g_str_equal, NULL));
+
+    /* Without QEMU's figures, debugfs is next. */
+    pt_target_set_exits_facts(t, NULL, "not offered by QEMU (test)");
+    g_assert_cmpint(host_side_tick(t, -1, &exits), ==, PROBE_EXIT_SOURCE_DEBUGFS);
+    g_assert_cmpuint(exits, ==, 123456);
+    pt_target_exit_source(t, &why);
+    g_assert_cmpstr(why, ==, "better sources unusable: query-stats not offered by QEMU (test)");
+
+    /* A guest without KVM: exits absent, not zero. */
+    pt_target_set_exits_facts(t, "the guest runs without KVM", NULL);
+    g_assert_cmpint(host_side_tick(t, -1, &exits), ==, PROBE_EXIT_SOURCE_NONE);
+    pt_target_exit_source(t, &why);
+    g_assert_cmpstr(why, ==, "the guest runs without KVM");
+}
+
+/* Messages queued to log, then cleared. */
+static guint
+take_news(PtTarget *t)
+{
+    guint n = t->news->len;
+
+    g_ptr_array_set_size(t->news, 0);
+    return n;
+}
+
+/* A peer that never works: waits of 1, 2, 4 ... 60 s, one line when it
+ * breaks, a reminder every 10 minutes, a reason whatever the state; a good
+ * sample is one line, and a healthy minute forgets the failures. */
+static void
+test_backoff(void)
+{
+    g_autoptr(PtTarget) t = pt_target_alloc(sizeof(PtTarget), &noop_ops, "vm", STORE_TARGET_QMP);
+    g_autoptr(GError) bad = g_error_new(G_IO_ERROR, G_IO_ERROR_FAILED, "wrong shape");
+    static const guint waits[] = { 1, 2, 4, 8, 16, 32, 60, 60, 60 };
+    gint64 now = 1000 * G_USEC_PER_SEC;
+    guint lines = 0;
+
+    for (guint i = 0; i < G_N_ELEMENTS(waits); i++) {
+        pt_target_set_state_at(t, PT_TARGET_CONNECTING, NULL, now);
+        if (i > 0) {
+            g_assert_nonnull(t->state_reason);
+            g_assert_nonnull(strstr(t->state_reason, "the last: wrong shape"));
+        }
+        pt_target_set_state_at(t, PT_TARGET_ATTACHED, NULL, now);
+        if (i > 0)
+            g_assert_nonnull(t->state_reason);
+        /* A broken target is lost at its first failed sample. */
+        pt_target_sample_result(t, bad, now);
+        if (i == 0) {
+            g_assert_cmpint(t->state, ==, PT_TARGET_ATTACHED);
+            g_assert_nonnull(strstr(t->state_reason, "wrong shape"));
+            pt_target_sample_result(t, bad, now);
+            pt_target_sample_result(t, bad, now);
+        }
+        g_assert_cmpint(t->state, ==, PT_TARGET_LOST);
+        g_assert_nonnull(strstr(t->state_reason, "wrong shape"));
+        g_assert_cmpuint(t->health.backoff_ms, ==, waits[i] * 1000);
+        g_assert_false(pt_target_retry_due(t, now + waits[i] * G_USEC_PER_SEC - 1));
+        g_assert_true(pt_target_retry_due(t, now + waits[i] * G_USEC_PER_SEC));
+        /* The hang-up after a loss is not another failure. */
+        pt_target_set_state_at(t, PT_TARGET_LOST, "closed", now);
+        g_assert_cmpuint(t->health.failures, ==, i + 1);
+        lines += take_news(t);
+        pt_target_health_tick(t, now);
+        now += waits[i] * G_USEC_PER_SEC;
+    }
+    /* "attached" the first time, "lost: wrong shape; ..." once. */
+    g_assert_cmpuint(lines, ==, 2);
+
+    /* Ten minutes of failing at 60 s each: one reminder, not ten. */
+    for (guint i = 0; i < 10; i++) {
+        pt_target_set_state_at(t, PT_TARGET_CONNECTING, NULL, now);
+        pt_target_set_state_at(t, PT_TARGET_LOST, "refused", now);
+        pt_target_health_tick(t, now);
+        now += 60 * G_USEC_PER_SEC;
+    }
+    g_assert_cmpuint(take_news(t), ==, 1);
+
+    /* Healthy again: one line; a minute later the backoff starts over. */
+    pt_target_set_state_at(t, PT_TARGET_CONNECTING, NULL, now);
+    pt_target_set_state_at(t, PT_TARGET_ATTACHED, NULL, now);
+    pt_target_sample_result(t, NULL, now);
+    g_assert_null(t->state_reason);
+    g_assert_cmpuint(take_news(t), ==, 1);
+    g_assert_cmpuint(t->health.failures, >, 0);
+    pt_target_sample_result(t, NULL, now + PT_BACKOFF_RESET_MS * 1000LL);
+    g_assert_cmpuint(t->health.failures, ==, 0);
+    pt_target_set_state_at(t, PT_TARGET_LOST, "gone", now + PT_BACKOFF_RESET_MS * 1000LL);
+    g_assert_cmpuint(t->health.backoff_ms, ==, PT_BACKOFF_FIRST_MS);
+    g_assert_cmpuint(take_news(t), ==, 1);
+}
+
 int
 main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/daemon/target/history-bounded", test_history_bounded);
+    g_test_add_func("/daemon/target/exits-prefer-qemu", test_exits_prefer_qemu);
+    g_test_add_func("/daemon/target/backoff", test_backoff);
     return g_test_run();
 }

@@ -114,6 +114,12 @@ fault_assert_alive(FaultCase *fc)
 void
 fault_assert_healthy_for(FaultCase *fc, guint seconds)
 {
+    fault_assert_healthy_watch(fc, seconds, NULL, NULL);
+}
+
+void
+fault_assert_healthy_watch(FaultCase *fc, guint seconds, FaultStatusFunc fn, gpointer data)
+{
     gint64 start = g_get_monotonic_time();
     gint64 end = start + (gint64)seconds * G_USEC_PER_SEC;
     gint64 last_ts = -1, last_ticks = -1, first_ticks = -1;
@@ -127,6 +133,8 @@ fault_assert_healthy_for(FaultCase *fc, guint seconds)
         fault_assert_alive(fc);
         st = fault_status(fc);
         now = g_get_monotonic_time();
+        if (st && fn)
+            fn(st, data);
         if (st && (t = pt_test_status_target(st, "healthy"))) {
             gint64 ticks = pt_json_path_int(st, "ticks");
             gint64 ts = pt_json_path_int(t, "iothreads/0/metrics/ts_ms");

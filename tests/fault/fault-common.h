@@ -36,6 +36,10 @@ gboolean fault_wait_attached(FaultCase *fc, const char *name, guint n_iothreads,
 /* For @seconds: the daemon lives, ticks advance and "healthy" gets a fresh
  * sample at least every 2.5 s (a 1 s tick with scheduling slack). */
 void fault_assert_healthy_for(FaultCase *fc, guint seconds);
+/* The same, handing every status reply (4 a second) to @fn as well. */
+typedef void (*FaultStatusFunc)(json_object *status, gpointer data);
+void fault_assert_healthy_watch(FaultCase *fc, guint seconds, FaultStatusFunc fn,
+                                gpointer data);
 /* Clean stop exits 0; the database passes integrity_check. */
 void fault_case_finish(FaultCase *fc);
 void fault_case_free(FaultCase *fc);

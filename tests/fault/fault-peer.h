@@ -15,7 +15,7 @@ typedef enum {
     FAULT_PEER_HUGE_LINE,       /* a 100 MB greeting line */
     FAULT_PEER_DRIP,            /* the greeting, one byte per second */
     FAULT_PEER_WRONG_SHAPE,     /* valid JSON, never what was asked */
-    FAULT_PEER_BAD_GREETING,    /* well-formed JSON that is not a QMP greeting */
+    FAULT_PEER_BAD_GREETING,    /* valid JSON that is no greeting, then silence */
     FAULT_PEER_SILENCE,         /* accepts, then says nothing at all */
     FAULT_PEER_KIND_MAX,
 } FaultPeerKind;

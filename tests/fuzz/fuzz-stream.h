@@ -3,7 +3,9 @@
  *
  * The first input byte picks the chunk size (0: all at once), so messages
  * torn at every boundary are explored too; the rest is the stream.  Limits
- * are the daemon's: 64 KiB per message, nesting depth 32.
+ * are the control server's: 64 KiB per message, nesting depth 32.  The QMP
+ * client allows far larger replies (qmp-client.h), which the same code
+ * splits and parses; the fuzzer keeps inputs small to stay fast.
  */
 #pragma once
 

@@ -228,12 +228,51 @@ test_host_counters(void)
     g_assert_cmpfloat(h.cpu_busy_pct, ==, 0);
 }
 
+/* Every knob has QEMU's name and its own member of the triple. */
+static void
+test_knobs(void)
+{
+    PolicyTriple t = { 0 };
+
+    for (PolicyKnob k = 0; k < POLICY_KNOB_MAX; k++) {
+        const char *name = policy_knob_to_string(k);
+
+        g_assert_nonnull(name);
+        g_assert_cmpint(policy_knob_from_string(name), ==, k);
+        policy_triple_set(&t, k, 100 + k);
+    }
+    g_assert_cmpint(policy_knob_from_string("poll-weight"), ==, POLICY_KNOB_INVALID);
+    g_assert_cmpstr(policy_knob_to_string(POLICY_KNOB_POLL_MAX_NS), ==, "poll-max-ns");
+    g_assert_cmpuint(t.poll_grow, ==, 100 + POLICY_KNOB_POLL_GROW);
+    g_assert_cmpuint(t.poll_shrink, ==, 100 + POLICY_KNOB_POLL_SHRINK);
+    g_assert_cmpuint(t.poll_max_ns, ==, 100 + POLICY_KNOB_POLL_MAX_NS);
+    for (PolicyKnob k = 0; k < POLICY_KNOB_MAX; k++)
+        g_assert_cmpuint(policy_triple_get(&t, k), ==, 100 + k);
+}
+
+/* Per-handler windows arrived in QEMU 10.0. */
+static void
+test_poll_model(void)
+{
+    g_assert_cmpint(policy_poll_model_for_version(0), ==, POLICY_POLL_MODEL_UNKNOWN);
+    g_assert_cmpint(policy_poll_model_for_version(7002000), ==, POLICY_POLL_MODEL_72);
+    g_assert_cmpint(policy_poll_model_for_version(9002004), ==, POLICY_POLL_MODEL_72);
+    g_assert_cmpint(policy_poll_model_for_version(9002090), ==, POLICY_POLL_MODEL_72);
+    g_assert_cmpint(policy_poll_model_for_version(10000000), ==, POLICY_POLL_MODEL_10);
+    g_assert_cmpint(policy_poll_model_for_version(10002001), ==, POLICY_POLL_MODEL_10);
+    g_assert_cmpstr(policy_poll_model_to_string(POLICY_POLL_MODEL_10), ==, "10.0");
+    g_assert_cmpint(policy_poll_model_from_string("7.2"), ==, POLICY_POLL_MODEL_72);
+    g_assert_cmpint(policy_poll_model_from_string("8.0"), ==, POLICY_POLL_MODEL_INVALID);
+}
+
 int
 main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/policy/names/enum-tables", test_enum_tables);
     g_test_add_func("/policy/names/spec-parse", test_spec_parse);
+    g_test_add_func("/policy/names/knobs", test_knobs);
+    g_test_add_func("/policy/names/poll-model", test_poll_model);
     g_test_add_func("/policy/names/rules-glob", test_rules_glob);
     g_test_add_func("/policy/guard/bounds", test_bounds);
     g_test_add_func("/policy/counters/iothread", test_counters);

@@ -1,5 +1,6 @@
 /* The /proc, PSI, debugfs and tracefs readers on fixture trees. */
 #include <math.h>
+#include <unistd.h>
 
 #include "probe-exits.h"
 #include "probe-host.h"
@@ -454,6 +455,50 @@ test_mutations(void)
     g_rand_free(rand);
 }
 
+/* Field 22 of a process's stat, past a comm with spaces and parentheses
+ * and negative fields; this process's own start time and the boot id. */
+static void
+test_process_start(void)
+{
+    static const char good[] =
+        "4242 (qemu (x) y) S 1 4242 4242 0 -1 4194560 1 0 0 0 7 3 0 0 -2 -5 9 0 "
+        "1234567 1000 100 18446744073709551615\n";
+    g_autoptr(GError) error = NULL;
+    g_autofree char *boot = NULL;
+    guint64 start = 0, again = 0;
+
+    g_assert_true(probe_process_parse_start(good, "stat", &start, &error));
+    g_assert_no_error(error);
+    g_assert_cmpuint(start, ==, 1234567);
+    /* Cut before field 22: an error naming the field, not a guess. */
+    g_assert_false(probe_process_parse_start("1 (a) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0\n",
+                                             "stat", &start, &error));
+    g_assert_error(error, PROBE_ERROR, PROBE_ERROR_PARSE);
+    g_assert_nonnull(strstr(error->message, "field 22"));
+    g_clear_error(&error);
+    g_assert_false(probe_process_parse_start("garbage", "stat", &start, &error));
+    g_assert_error(error, PROBE_ERROR, PROBE_ERROR_PARSE);
+    g_clear_error(&error);
+
+    g_assert_true(probe_process_read_start("/proc", getpid(), &start, &error));
+    g_assert_true(probe_process_read_start("/proc", getpid(), &again, &error));
+    g_assert_no_error(error);
+    g_assert_cmpuint(start, ==, again);
+    g_assert_false(probe_process_read_start(probe_test_fixture("proc-good"), 999999, &start, &error));
+    g_assert_error(error, PROBE_ERROR, PROBE_ERROR_MISSING);
+    g_clear_error(&error);
+
+    boot = probe_boot_id_read("/proc", &error);
+    if (!boot) {
+        g_test_skip(error->message);
+        return;
+    }
+    g_assert_cmpuint(strlen(boot), ==, 36);
+    g_clear_pointer(&boot, g_free);
+    g_assert_null(probe_boot_id_read(probe_test_fixture("proc-good"), &error));
+    g_assert_error(error, PROBE_ERROR, PROBE_ERROR_MISSING);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -464,6 +509,7 @@ main(int argc, char **argv)
     g_test_add_func("/probe/thread/old-kernel", test_thread_old_kernel);
     g_test_add_func("/probe/thread/malformed", test_thread_malformed);
     g_test_add_func("/probe/thread/tasks", test_tasks);
+    g_test_add_func("/probe/process/start", test_process_start);
     g_test_add_func("/probe/parse/mutations", test_mutations);
     g_test_add_func("/probe/host/psi", test_psi);
     g_test_add_func("/probe/host/stat", test_cpu_stat);

@@ -228,6 +228,157 @@ test_exits_unavailable(void)
     g_assert_false(probe_target_sample_exits(t, PROBE_EXITS_PERF, snap));
 }
 
+/* QEMU's own figures are what probe_exit_counters_add_named() fills. */
+static void
+test_exits_named_source(void)
+{
+    ProbeExitCounters c = { 0 };
+
+    g_assert_true(probe_exit_counters_add_named(&c, "exits", 7));
+    g_assert_cmpint(c.source, ==, PROBE_EXIT_SOURCE_QUERY_STATS);
+    g_assert_false(probe_exit_counters_add_named(&c, "no_such_stat", 7));
+    g_assert_cmpuint(c.v[PROBE_EXIT_EXITS], ==, 7);
+}
+
+/* One tick of the choice with "exits" readings of each source (-1: none). */
+static ProbeExitSource
+pick(ProbeExitChoice *ch, gint64 qs, gint64 dbg, gint64 perf)
+{
+    const gint64 in[PROBE_EXIT_SOURCE_MAX] = { -1, qs, dbg, perf };
+    ProbeExitCounters c[PROBE_EXIT_SOURCE_MAX] = { { 0 } };
+    const ProbeExitCounters *readings[PROBE_EXIT_SOURCE_MAX] = { NULL };
+    const char *const why_not[PROBE_EXIT_SOURCE_MAX] = {
+        NULL, "not offered by QEMU", "unavailable: EPERM", "unavailable: no tracepoint",
+    };
+
+    for (int s = PROBE_EXIT_SOURCE_QUERY_STATS; s < PROBE_EXIT_SOURCE_MAX; s++) {
+        if (in[s] < 0)
+            continue;
+        c[s].source = s;
+        c[s].present = 1u << PROBE_EXIT_EXITS;
+        c[s].v[PROBE_EXIT_EXITS] = (guint64)in[s];
+        readings[s] = &c[s];
+    }
+    return probe_exit_choice_pick(ch, readings, why_not);
+}
+
+/*
+ * Preference first (QEMU's own, then debugfs, then perf), but a source
+ * that reads no exits while another counts them is passed over until it
+ * counts again; each change is one piece of news.
+ */
+static void
+test_exits_choice(void)
+{
+    ProbeExitChoice ch;
+    char *msg = NULL;
+
+    probe_exit_choice_init(&ch);
+    /* The host of the report: query-stats rises, perf stays at 0. */
+    g_assert_cmpint(pick(&ch, 1000, -1, 0), ==, PROBE_EXIT_SOURCE_QUERY_STATS);
+    g_assert_cmpint(pick(&ch, 1060, -1, 0), ==, PROBE_EXIT_SOURCE_QUERY_STATS);
+    g_assert_true(probe_exit_choice_is_dead(&ch, PROBE_EXIT_SOURCE_PERF));
+    g_assert_true(probe_exit_choice_take_news(&ch, &msg));
+    g_assert_cmpstr(msg, ==, "exits: query-stats: QEMU's own KVM statistics");
+    g_clear_pointer(&msg, g_free);
+
+    /* Without query-stats a perf that reads 0 must not hide debugfs, nor
+     * a stuck debugfs hide a counting perf. */
+    probe_exit_choice_clear(&ch);
+    probe_exit_choice_init(&ch);
+    g_assert_cmpint(pick(&ch, -1, 500, 0), ==, PROBE_EXIT_SOURCE_DEBUGFS);
+    g_assert_cmpint(pick(&ch, -1, 500, 90), ==, PROBE_EXIT_SOURCE_PERF);
+    g_assert_true(probe_exit_choice_take_news(&ch, &msg));
+    g_assert_cmpstr(msg, ==, "exits: perf: better sources unusable: query-stats not offered "
+                    "by QEMU; debugfs counts no exits while perf counts them");
+    g_clear_pointer(&msg, g_free);
+    g_assert_cmpint(pick(&ch, -1, 500, 180), ==, PROBE_EXIT_SOURCE_PERF);
+    g_assert_false(probe_exit_choice_take_news(&ch, &msg));
+    /* debugfs counts again: preferred again. */
+    g_assert_cmpint(pick(&ch, -1, 560, 240), ==, PROBE_EXIT_SOURCE_DEBUGFS);
+    g_assert_true(probe_exit_choice_take_news(&ch, &msg));
+    g_assert_true(g_str_has_prefix(msg, "exits: debugfs: "));
+    g_clear_pointer(&msg, g_free);
+
+    /* A quiet tick for everyone judges nobody. */
+    g_assert_cmpint(pick(&ch, -1, 560, 240), ==, PROBE_EXIT_SOURCE_DEBUGFS);
+    /* A single source cannot be cross-checked: it is used. */
+    g_assert_cmpint(pick(&ch, -1, -1, 240), ==, PROBE_EXIT_SOURCE_PERF);
+    /* Nothing reads: absent, and every source says why. */
+    g_assert_cmpint(pick(&ch, -1, -1, -1), ==, PROBE_EXIT_SOURCE_NONE);
+    g_assert_cmpstr(ch.why, ==, "query-stats not offered by QEMU; debugfs unavailable: EPERM; "
+                    "perf unavailable: no tracepoint");
+    probe_exit_choice_set_absent(&ch, "no KVM");
+    g_assert_cmpint(ch.chosen, ==, PROBE_EXIT_SOURCE_NONE);
+    g_assert_cmpstr(ch.why, ==, "no KVM");
+    probe_exit_choice_clear(&ch);
+}
+
+/*
+ * debugfs has the VM's directory but its counter cannot be read (as under
+ * lockdown), perf has no tracepoint: QEMU's figures are used and the
+ * others say why they are not.
+ */
+static void
+test_exits_choose_unreadable(void)
+{
+    ProbeRoots roots = {
+        .proc = probe_test_fixture("proc-good"),
+        .debugfs = probe_test_fixture("debugfs-unreadable"),
+        .tracefs = probe_test_fixture("tracefs-partial"),
+    };
+    g_autoptr(ProbeTarget) t = probe_target_new(&roots, 100);
+    g_autoptr(GPtrArray) news = NULL;
+    const ProbeSource *dbg;
+    const char *why = NULL;
+
+    for (guint tick = 0; tick < 3; tick++) {
+        g_autoptr(ProbeTargetSnap) snap = probe_target_snap_new(100, tick, 0);
+
+        probe_exit_counters_add_named(&snap->exits, "exits", 1000 + 60 * tick);
+        g_assert_cmpint(probe_target_choose_exits(t, PROBE_EXITS_AUTO, snap, NULL, NULL), ==,
+                        PROBE_EXIT_SOURCE_QUERY_STATS);
+        g_assert_cmpint(snap->exits.source, ==, PROBE_EXIT_SOURCE_QUERY_STATS);
+        g_assert_cmpuint(snap->exits.v[PROBE_EXIT_EXITS], ==, 1000 + 60 * tick);
+    }
+    dbg = probe_target_source(t, PROBE_SOURCE_DEBUGFS);
+    g_assert_cmpint(dbg->state, ==, PROBE_SOURCE_UNAVAILABLE);
+    g_assert_nonnull(strstr(dbg->reason, "exits"));
+    /* perf is not opened while QEMU's figures count. */
+    g_assert_cmpint(probe_target_source(t, PROBE_SOURCE_PERF)->state, ==, PROBE_SOURCE_UNKNOWN);
+    news = probe_target_take_news(t);
+    g_assert_nonnull(news);
+    g_assert_cmpuint(news->len, ==, 2);
+    g_assert_true(g_str_has_prefix(news->pdata[0], "debugfs: unavailable: "));
+    g_assert_cmpstr(news->pdata[1], ==, "exits: query-stats: QEMU's own KVM statistics");
+    g_assert_cmpint(probe_target_exit_source(t, &why), ==, PROBE_EXIT_SOURCE_QUERY_STATS);
+
+    /* QEMU stops reporting: the next source is tried, then perf; neither
+     * works, so the figures are absent, with every reason. */
+    {
+        g_autoptr(ProbeTargetSnap) snap = probe_target_snap_new(100, 9, 0);
+
+        g_assert_cmpint(probe_target_choose_exits(t, PROBE_EXITS_AUTO, snap,
+                                                  "not offered by QEMU (test)", NULL),
+                        ==, PROBE_EXIT_SOURCE_NONE);
+        g_assert_cmpint(snap->exits.source, ==, PROBE_EXIT_SOURCE_NONE);
+        probe_target_exit_source(t, &why);
+        g_assert_nonnull(strstr(why, "query-stats not offered by QEMU (test)"));
+        g_assert_nonnull(strstr(why, "perf unavailable"));
+    }
+    /* A guest without KVM has no exits at all: nothing is read. */
+    {
+        g_autoptr(ProbeTargetSnap) snap = probe_target_snap_new(100, 10, 0);
+
+        probe_exit_counters_add_named(&snap->exits, "exits", 5000);
+        g_assert_cmpint(probe_target_choose_exits(t, PROBE_EXITS_AUTO, snap, NULL,
+                                                  "TCG guest"), ==, PROBE_EXIT_SOURCE_NONE);
+        g_assert_cmpint(snap->exits.source, ==, PROBE_EXIT_SOURCE_NONE);
+        probe_target_exit_source(t, &why);
+        g_assert_cmpstr(why, ==, "TCG guest");
+    }
+}
+
 static void
 test_sample_snap(void)
 {
@@ -429,6 +580,9 @@ main(int argc, char **argv)
     g_test_add_func("/probe/sampler/vcpus", test_vcpus);
     g_test_add_func("/probe/sampler/exits-auto", test_exits_auto);
     g_test_add_func("/probe/sampler/exits-unavailable", test_exits_unavailable);
+    g_test_add_func("/probe/sampler/exits-named-source", test_exits_named_source);
+    g_test_add_func("/probe/sampler/exits-choice", test_exits_choice);
+    g_test_add_func("/probe/sampler/exits-choose-unreadable", test_exits_choose_unreadable);
     g_test_add_func("/probe/sampler/sample-snap", test_sample_snap);
     g_test_add_func("/probe/sampler/host", test_host_sampler);
     g_test_add_func("/probe/sampler/names", test_source_names);

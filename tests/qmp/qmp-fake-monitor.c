@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 #include <gio/gio.h>
 #include <glib-unix.h>
@@ -29,6 +30,10 @@ typedef struct {
 
 struct QmpFakeMonitor {
     int fd;
+    int listen_fd;
+    guint listen_watch;
+    QmpFakeResponder responder;
+    gpointer responder_data;
     guint in_watch;
     guint out_watch;
     guint drip_timer;
@@ -207,6 +212,20 @@ fake_args_match(json_object *got, const char *want_json)
     return want && got && json_object_equal(got, want);
 }
 
+/* Canned replies may nest as deep as a real QEMU's (a long backing chain
+ * in query-blockstats), past json_tokener_parse()'s default of 32 levels. */
+static json_object *
+fake_json_parse_deep(const char *text)
+{
+    json_tokener *tok = json_tokener_new_ex(4096);
+    json_object *obj = json_tokener_parse_ex(tok, text, -1);
+
+    if (json_tokener_get_error(tok) != json_tokener_success)
+        g_clear_pointer(&obj, json_object_put);
+    json_tokener_free(tok);
+    return obj;
+}
+
 static gboolean
 fake_on_message(const char *text, gsize len, gpointer data, GError **error)
 {
@@ -224,6 +243,22 @@ fake_on_message(const char *text, gsize len, gpointer data, GError **error)
     if (!m->id)
         fake_fail(f, "command %s has no id", m->name);
     s = g_queue_peek_head(&f->steps);
+    if (!s && f->responder) {
+        g_autofree char *answer = f->responder(m->name, m->body, f->responder_data);
+        g_autoptr(json_object) reply = answer ? json_tokener_parse(answer) : NULL;
+        g_autofree char *wire = NULL;
+
+        if (!reply) {
+            fake_fail(f, "the responder has no answer to: %s", text);
+            return TRUE;
+        }
+        if (m->id)
+            json_object_object_add(reply, "id", json_object_get(m->id));
+        wire = g_strconcat(json_object_to_json_string_ext(reply, JSON_C_TO_STRING_PLAIN),
+                           "\r\n", NULL);
+        fake_write(f, wire);
+        return TRUE;
+    }
     if (!s || (s->kind != STEP_EXPECT && s->kind != STEP_SILENCE)) {
         fake_fail(f, "unexpected command: %s", text);
         return TRUE;
@@ -235,7 +270,7 @@ fake_on_message(const char *text, gsize len, gpointer data, GError **error)
         fake_fail(f, "%s: expected arguments %s, got %s", s->command,
                   s->args_json, text);
     } else if (s->kind == STEP_EXPECT) {
-        g_autoptr(json_object) reply = json_tokener_parse(s->data);
+        g_autoptr(json_object) reply = fake_json_parse_deep(s->data);
         g_autofree char *wire = NULL;
 
         g_assert_nonnull(reply);
@@ -274,21 +309,75 @@ fake_on_readable(int fd, GIOCondition cond, gpointer data)
     return G_SOURCE_CONTINUE;
 }
 
-QmpFakeMonitor *
-qmp_fake_monitor_new(int *client_fd)
+static QmpFakeMonitor *
+fake_alloc(int fd)
 {
     QmpFakeMonitor *f = g_new0(QmpFakeMonitor, 1);
-    int sv[2];
 
-    g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), ==, 0);
-    f->fd = sv[0];
-    *client_fd = sv[1];
+    f->fd = fd;
+    f->listen_fd = -1;
     g_queue_init(&f->steps);
     f->out = g_string_new(NULL);
     f->failures = g_string_new(NULL);
     f->stream = qmp_stream_new(1024 * 1024, 64, fake_on_message, f);
-    f->in_watch = g_unix_fd_add(f->fd, G_IO_IN | G_IO_HUP, fake_on_readable, f);
+    if (fd >= 0)
+        f->in_watch = g_unix_fd_add(f->fd, G_IO_IN | G_IO_HUP, fake_on_readable, f);
     return f;
+}
+
+QmpFakeMonitor *
+qmp_fake_monitor_new_fd(int fd)
+{
+    return fake_alloc(fd);
+}
+
+QmpFakeMonitor *
+qmp_fake_monitor_new(int *client_fd)
+{
+    int sv[2];
+
+    g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), ==, 0);
+    *client_fd = sv[1];
+    return fake_alloc(sv[0]);
+}
+
+static gboolean
+fake_on_connect(int fd, GIOCondition cond, gpointer data)
+{
+    QmpFakeMonitor *f = data;
+    int conn = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
+
+    if (conn < 0)
+        return G_SOURCE_CONTINUE;
+    f->listen_watch = 0;
+    f->fd = conn;
+    f->in_watch = g_unix_fd_add(f->fd, G_IO_IN | G_IO_HUP, fake_on_readable, f);
+    fake_flush(f);
+    fake_run(f);
+    return G_SOURCE_REMOVE;
+}
+
+QmpFakeMonitor *
+qmp_fake_monitor_new_listen(const char *path)
+{
+    QmpFakeMonitor *f = fake_alloc(-1);
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+    g_assert_cmpuint(strlen(path), <, sizeof(sa.sun_path));
+    strcpy(sa.sun_path, path);
+    f->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    g_assert_cmpint(f->listen_fd, >=, 0);
+    g_assert_cmpint(bind(f->listen_fd, (struct sockaddr *)&sa, sizeof(sa)), ==, 0);
+    g_assert_cmpint(listen(f->listen_fd, 1), ==, 0);
+    f->listen_watch = g_unix_fd_add(f->listen_fd, G_IO_IN, fake_on_connect, f);
+    return f;
+}
+
+void
+qmp_fake_monitor_set_responder(QmpFakeMonitor *f, QmpFakeResponder fn, gpointer user_data)
+{
+    f->responder = fn;
+    f->responder_data = user_data;
 }
 
 void
@@ -297,6 +386,9 @@ qmp_fake_monitor_free(QmpFakeMonitor *f)
     if (!f)
         return;
     fake_close_fd(f);
+    g_clear_handle_id(&f->listen_watch, g_source_remove);
+    if (f->listen_fd >= 0)
+        close(f->listen_fd);
     g_queue_clear_full(&f->steps, (GDestroyNotify)step_free);
     if (f->drip_step)
         step_free(f->drip_step);
@@ -377,11 +469,21 @@ qmp_fake_close(QmpFakeMonitor *f)
 }
 
 void
+qmp_fake_handshake_version(QmpFakeMonitor *f, int major, int minor, int micro)
+{
+    g_autofree char *greeting = g_strdup_printf(
+        "{\"QMP\": {\"version\": {\"qemu\": {\"micro\": %d, \"minor\": %d, "
+        "\"major\": %d}, \"package\": \"fake\"}, \"capabilities\": [\"oob\"]}}\r\n",
+        micro, minor, major);
+
+    qmp_fake_send(f, greeting);
+    qmp_fake_expect(f, "qmp_capabilities", NULL, "{\"return\": {}}");
+}
+
+void
 qmp_fake_handshake(QmpFakeMonitor *f)
 {
-    qmp_fake_send(f, "{\"QMP\": {\"version\": {\"qemu\": {\"micro\": 0, \"minor\": 2, "
-                     "\"major\": 7}, \"package\": \"fake\"}, \"capabilities\": [\"oob\"]}}\r\n");
-    qmp_fake_expect(f, "qmp_capabilities", NULL, "{\"return\": {}}");
+    qmp_fake_handshake_version(f, 7, 2, 0);
 }
 
 guint

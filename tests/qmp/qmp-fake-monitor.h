@@ -9,6 +9,11 @@
  * at the head, or that differs from the expected one, is recorded as a
  * failure that qmp_fake_monitor_finish() reports.
  *
+ * Commands that arrive when the script is empty can go to a responder
+ * instead, which answers them as a given QEMU would (state kept by the
+ * test): a daemon that polls every tick needs a peer, not a script.  The
+ * fake can also listen on a socket path, for code that connects by path.
+ *
  * Besides well-behaved replies, the fake can send raw bytes (garbage,
  * truncated messages), a huge message generated on the fly (nothing of that
  * size is ever allocated), bytes dripped one at a time, swallow a command
@@ -18,15 +23,35 @@
 
 #include <glib.h>
 
+struct json_object;
+
 typedef struct QmpFakeMonitor QmpFakeMonitor;
 
 /* Creates the socketpair; *client_fd is the end to give the client. */
 QmpFakeMonitor *qmp_fake_monitor_new(int *client_fd);
+/* Listens on the unix socket @path; the first client to connect is served
+ * (what the script sent before that waits for it). */
+QmpFakeMonitor *qmp_fake_monitor_new_listen(const char *path);
+
+/*
+ * Answer @command (@args may be NULL) when no script step waits for it:
+ * return the reply without "id" as JSON text ({"return": ...} or
+ * {"error": ...}), or NULL to record the command as unexpected.
+ */
+typedef char *(*QmpFakeResponder)(const char *command, struct json_object *args,
+                                  gpointer user_data);
+void qmp_fake_monitor_set_responder(QmpFakeMonitor *f, QmpFakeResponder fn,
+                                    gpointer user_data);
+/* Serves the connected socket @fd (taken), e.g. one accepted on a path
+ * that a client reaches by name. */
+QmpFakeMonitor *qmp_fake_monitor_new_fd(int fd);
 void qmp_fake_monitor_free(QmpFakeMonitor *f);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(QmpFakeMonitor, qmp_fake_monitor_free)
 
 /* QEMU 7.2's greeting, then expect qmp_capabilities and accept it. */
 void qmp_fake_handshake(QmpFakeMonitor *f);
+/* The same with the greeting of QEMU @major.@minor.@micro. */
+void qmp_fake_handshake_version(QmpFakeMonitor *f, int major, int minor, int micro);
 
 void qmp_fake_send(QmpFakeMonitor *f, const char *bytes);
 /* A message of @size bytes: a "return" whose string never ends in time. */

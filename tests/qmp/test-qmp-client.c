@@ -8,6 +8,7 @@
 #include "qmp-json.h"
 
 #include <signal.h>
+#include <string.h>
 #include <unistd.h>
 
 typedef struct {
@@ -162,8 +163,8 @@ test_blockstats_and_map(Fixture *fx, gconstpointer data)
 {
     g_autoptr(GError) err = NULL;
     g_autoptr(GPtrArray) stats = NULL;
-    g_autofree char *iot = NULL;
-    g_autofree char *none = NULL;
+    g_auto(GStrv) iot = NULL;
+    g_auto(GStrv) none = NULL;
     QmpBlockStats *s;
 
     qmp_fake_handshake(fx->fake);
@@ -174,11 +175,22 @@ test_blockstats_and_map(Fixture *fx, gconstpointer data)
         " \"wr_operations\": 2, \"wr_bytes\": 8192, \"wr_total_time_ns\": 999,"
         " \"flush_operations\": 1, \"flush_total_time_ns\": 50, \"timed_stats\": [],"
         " \"idle_time_ns\": 5}}]}");
+    /* QEMU 7.2: no vq mapping property, then the link. */
+    qmp_fake_expect(fx->fake, "qom-get",
+                    "{\"path\": \"/machine/peripheral/vblk0/virtio-backend\","
+                    " \"property\": \"iothread-vq-mapping\"}",
+                    "{\"error\": {\"class\": \"GenericError\", \"desc\": \"Property"
+                    " 'virtio-blk-device.iothread-vq-mapping' not found\"}}");
     qmp_fake_expect(fx->fake, "qom-get",
                     "{\"path\": \"/machine/peripheral/vblk0/virtio-backend\", \"property\": \"iothread\"}",
                     "{\"return\": \"/objects/iot0\"}");
+    /* A plain id (virtio-blk-device on virtio-mmio) is the device itself;
+     * an empty mapping and no link is the main loop. */
     qmp_fake_expect(fx->fake, "qom-get",
-                    "{\"path\": \"/machine/peripheral/vblk1/virtio-backend\", \"property\": \"iothread\"}",
+                    "{\"path\": \"/machine/peripheral/vblk1\", \"property\": \"iothread-vq-mapping\"}",
+                    "{\"return\": []}");
+    qmp_fake_expect(fx->fake, "qom-get",
+                    "{\"path\": \"/machine/peripheral/vblk1\", \"property\": \"iothread\"}",
                     "{\"return\": \"\"}");
     stats = qmp_query_blockstats_sync(fx->client, &err);
     g_assert_no_error(err);
@@ -191,11 +203,89 @@ test_blockstats_and_map(Fixture *fx, gconstpointer data)
     g_assert_cmpuint(s->wr.ops, ==, 2);
     g_assert_cmpuint(s->flush.ops, ==, 1);
     g_assert_cmpuint(s->flush.total_time_ns, ==, 50);
-    g_assert_true(qmp_device_iothread_sync(fx->client, s->qdev, &iot, &err));
-    g_assert_cmpstr(iot, ==, "iot0");
-    /* A plain device id; no iothread means the main loop. */
-    g_assert_true(qmp_device_iothread_sync(fx->client, "vblk1", &none, &err));
-    g_assert_null(none);
+    g_assert_true(qmp_device_iothreads_sync(fx->client, s->qdev, &iot, &err));
+    g_assert_cmpuint(g_strv_length(iot), ==, 1);
+    g_assert_cmpstr(iot[0], ==, "iot0");
+    g_assert_true(qmp_device_iothreads_sync(fx->client, "vblk1", &none, &err));
+    g_assert_cmpuint(g_strv_length(none), ==, 0);
+}
+
+/* QEMU 9.x/10.x as captured: a vq-mapped virtio-blk, whose link is "",
+ * and a scsi-hd whose controller has a vq mapping of its own (10.0). */
+static void
+test_device_map_newer(Fixture *fx, gconstpointer data)
+{
+    g_autoptr(GError) err = NULL;
+    g_auto(GStrv) blk = NULL;
+    g_auto(GStrv) sd = NULL;
+    g_auto(GStrv) sd1 = NULL;
+
+    qmp_fake_handshake(fx->fake);
+    qmp_fake_expect(fx->fake, "qom-get",
+                    "{\"path\": \"/machine/peripheral/vdc/virtio-backend\","
+                    " \"property\": \"iothread-vq-mapping\"}",
+                    "{\"return\": [{\"iothread\": \"iothread2\", \"vqs\": [1, 3]},"
+                    " {\"iothread\": \"iothread3\", \"vqs\": [0, 2]},"
+                    " {\"iothread\": \"iothread2\", \"vqs\": [4]}]}");
+    qmp_fake_expect(fx->fake, "qom-get",
+                    "{\"path\": \"/machine/peripheral/sd0\", \"property\": \"iothread-vq-mapping\"}",
+                    "{\"error\": {\"class\": \"GenericError\", \"desc\": \"Property"
+                    " 'scsi-hd.iothread-vq-mapping' not found\"}}");
+    qmp_fake_expect(fx->fake, "qom-get",
+                    "{\"path\": \"/machine/peripheral/sd0\", \"property\": \"iothread\"}",
+                    "{\"error\": {\"class\": \"GenericError\", \"desc\": \"Property"
+                    " 'scsi-hd.iothread' not found\"}}");
+    qmp_fake_expect(fx->fake, "qom-get",
+                    "{\"path\": \"/machine/peripheral/sd0\", \"property\": \"parent_bus\"}",
+                    "{\"return\": \"/machine/peripheral/scsi0/virtio-backend/scsi0.0\"}");
+    qmp_fake_expect(fx->fake, "qom-get",
+                    "{\"path\": \"/machine/peripheral/scsi0/virtio-backend\","
+                    " \"property\": \"iothread-vq-mapping\"}",
+                    "{\"return\": [{\"iothread\": \"iothread1\"}, {\"iothread\": \"iothread4\"}]}");
+    /* QEMU 9.x virtio-scsi: no mapping, its single link. */
+    qmp_fake_expect(fx->fake, "qom-get",
+                    "{\"path\": \"/machine/peripheral/sd1\", \"property\": \"iothread-vq-mapping\"}",
+                    "{\"error\": {\"class\": \"GenericError\", \"desc\": \"not found\"}}");
+    qmp_fake_expect(fx->fake, "qom-get",
+                    "{\"path\": \"/machine/peripheral/sd1\", \"property\": \"iothread\"}",
+                    "{\"error\": {\"class\": \"GenericError\", \"desc\": \"not found\"}}");
+    qmp_fake_expect(fx->fake, "qom-get",
+                    "{\"path\": \"/machine/peripheral/sd1\", \"property\": \"parent_bus\"}",
+                    "{\"return\": \"/machine/peripheral/scsi1/virtio-backend/scsi1.0\"}");
+    qmp_fake_expect(fx->fake, "qom-get",
+                    "{\"path\": \"/machine/peripheral/scsi1/virtio-backend\","
+                    " \"property\": \"iothread-vq-mapping\"}",
+                    "{\"error\": {\"class\": \"GenericError\", \"desc\": \"not found\"}}");
+    qmp_fake_expect(fx->fake, "qom-get",
+                    "{\"path\": \"/machine/peripheral/scsi1/virtio-backend\","
+                    " \"property\": \"iothread\"}",
+                    "{\"return\": \"/objects/iothread5\"}");
+    /* A broken reply fails rather than guessing the main loop. */
+    qmp_fake_expect(fx->fake, "qom-get", NULL, "{\"return\": [{\"vqs\": [0]}]}");
+
+    g_assert_true(qmp_device_iothreads_sync(fx->client, "/machine/peripheral/vdc/virtio-backend",
+                                            &blk, &err));
+    g_assert_no_error(err);
+    g_assert_cmpuint(g_strv_length(blk), ==, 2);
+    g_assert_cmpstr(blk[0], ==, "iothread2");
+    g_assert_cmpstr(blk[1], ==, "iothread3");
+    g_assert_true(qmp_device_iothreads_sync(fx->client, "sd0", &sd, &err));
+    g_assert_no_error(err);
+    g_assert_cmpuint(g_strv_length(sd), ==, 2);
+    g_assert_cmpstr(sd[0], ==, "iothread1");
+    g_assert_cmpstr(sd[1], ==, "iothread4");
+    g_assert_true(qmp_device_iothreads_sync(fx->client, "sd1", &sd1, &err));
+    g_assert_no_error(err);
+    g_assert_cmpuint(g_strv_length(sd1), ==, 1);
+    g_assert_cmpstr(sd1[0], ==, "iothread5");
+    {
+        g_auto(GStrv) bad = NULL;
+
+        g_assert_false(qmp_device_iothreads_sync(fx->client, "vdx", &bad, &err));
+        g_assert_error(err, QMP_ERROR, QMP_ERROR_UNEXPECTED);
+        g_assert_nonnull(strstr(err->message, "iothread-vq-mapping entry iothread"));
+    }
+    g_assert_true(qmp_fake_monitor_finish(fx->fake, NULL));
 }
 
 static void
@@ -209,7 +299,8 @@ test_query_stats(Fixture *fx, gconstpointer data)
 
     qmp_fake_handshake(fx->fake);
     qmp_fake_expect(fx->fake, "query-stats",
-        "{\"target\": \"vcpu\", \"providers\": [{\"provider\": \"kvm\"}]}",
+        "{\"target\": \"vcpu\", \"providers\": [{\"provider\": \"kvm\","
+        " \"names\": [\"exits\", \"io_exits\", \"mmio_exits\", \"halt_exits\"]}]}",
         "{\"return\": ["
         " {\"provider\": \"kvm\", \"qom-path\": \"/machine/unattached/device[0]\","
         "  \"stats\": [{\"name\": \"exits\", \"value\": 100}, {\"name\": \"halt_exits\", \"value\": 7},"
@@ -468,12 +559,14 @@ test_random_bytes(Fixture *fx, gconstpointer data)
 static void
 test_huge_line(Fixture *fx, gconstpointer data)
 {
+    g_autofree char *why = g_strdup_printf("message exceeds the limit of %d bytes",
+                                           QMP_DEFAULT_MAX_MESSAGE);
+
     qmp_fake_handshake(fx->fake);
     qmp_fake_expect_silence(fx->fake, "query-iothreads");
     qmp_fake_expect_silence(fx->fake, "query-iothreads");
     qmp_fake_send_huge(fx->fake, 100 * 1024 * 1024);
-    expect_both_fail(fx, QMP_ERROR_TOO_BIG, QMP_ERROR_TOO_BIG,
-                     "message exceeds the limit of 1048576 bytes");
+    expect_both_fail(fx, QMP_ERROR_TOO_BIG, QMP_ERROR_TOO_BIG, why);
 }
 
 static void
@@ -540,6 +633,182 @@ test_unref_in_callback(Fixture *fx, gconstpointer data)
     outcome_clear(&a);
 }
 
+/* ---- the largest replies of legitimate peers --------------------------- */
+
+/* The stats object QEMU 9.x reports for one block node, every member
+ * present (zone append included), as query-blockstats sends it. */
+static void
+append_block_node_stats(GString *out, guint64 rd_bytes)
+{
+    g_string_append_printf(out,
+        "\"stats\": {\"unmap_operations\": 0, \"unmap_merged\": 0,"
+        " \"failed_zone_append_operations\": 0, \"flush_total_time_ns\": 31800,"
+        " \"wr_highest_offset\": 8589869056, \"wr_total_time_ns\": 171290470,"
+        " \"failed_wr_operations\": 0, \"failed_rd_operations\": 0,"
+        " \"wr_merged\": 0, \"wr_bytes\": 90288128, \"timed_stats\": [],"
+        " \"failed_unmap_operations\": 0, \"zone_append_merged\": 0,"
+        " \"failed_flush_operations\": 0, \"account_invalid\": true,"
+        " \"rd_total_time_ns\": 1322598066, \"invalid_unmap_operations\": 0,"
+        " \"flush_operations\": 37, \"wr_operations\": 1502, \"unmap_bytes\": 0,"
+        " \"rd_merged\": 0, \"rd_bytes\": %" G_GUINT64_FORMAT ","
+        " \"unmap_total_time_ns\": 0, \"invalid_flush_operations\": 0,"
+        " \"account_failed\": true, \"zone_append_total_time_ns\": 0,"
+        " \"idle_time_ns\": 1016148311, \"zone_append_operations\": 0,"
+        " \"rd_operations\": 11025, \"zone_append_bytes\": 0,"
+        " \"invalid_wr_operations\": 0, \"invalid_rd_operations\": 0,"
+        " \"invalid_zone_append_operations\": 0}", rd_bytes);
+}
+
+/* A query-blockstats reply: one -blockdev qcow2 disk whose chain holds
+ * @chain images, each a format node with its file node as "parent" and the
+ * next image as "backing", as QEMU 9.x reports it. */
+static char *
+blockstats_chain_reply(guint chain)
+{
+    GString *out = g_string_new("{\"return\": [");
+
+    for (guint i = 0; i < chain; i++) {
+        g_string_append_printf(out, "%s{\"device\": \"\", \"node-name\": \"fmt-%u\", ",
+                               i ? "\"backing\": " : "", i);
+        if (i == 0)
+            g_string_append(out, "\"qdev\": \"/machine/peripheral/vblk0/virtio-backend\", ");
+        append_block_node_stats(out, 4096 * (guint64)(i + 1));
+        g_string_append_printf(out, ", \"parent\": {\"node-name\": \"file-%u\", ", i);
+        append_block_node_stats(out, 4096 * (guint64)(i + 1));
+        g_string_append(out, "}");
+        if (i + 1 < chain)
+            g_string_append(out, ", ");
+    }
+    for (guint i = 0; i < chain; i++)
+        g_string_append(out, "}");
+    g_string_append(out, "]}");
+    return g_string_free(out, FALSE);
+}
+
+static void
+check_backing_chain(Fixture *fx, guint chain)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(GPtrArray) stats = NULL;
+    g_autofree char *reply = blockstats_chain_reply(chain);
+    QmpBlockStats *s;
+
+    g_test_message("%u-image chain: reply of %zu bytes", chain, strlen(reply));
+    qmp_fake_handshake(fx->fake);
+    qmp_fake_expect(fx->fake, "query-blockstats", NULL, reply);
+    stats = qmp_query_blockstats_sync(fx->client, &err);
+    g_assert_no_error(err);
+    g_assert_cmpuint(stats->len, ==, 1);
+    s = stats->pdata[0];
+    g_assert_cmpstr(s->node_name, ==, "fmt-0");
+    g_assert_cmpstr(s->qdev, ==, "/machine/peripheral/vblk0/virtio-backend");
+    g_assert_cmpuint(s->rd.ops, ==, 11025);
+    g_assert_cmpuint(s->rd.bytes, ==, 4096);
+    g_assert_cmpuint(s->wr.bytes, ==, 90288128);
+    g_assert_cmpuint(s->flush.ops, ==, 37);
+    g_assert_cmpint(qmp_client_get_state(fx->client), ==, QMP_CLIENT_READY);
+}
+
+/* 59 images already went past the old depth limit of 64. */
+static void
+test_backing_chain_64(Fixture *fx, gconstpointer data)
+{
+    check_backing_chain(fx, 64);
+}
+
+static void
+test_backing_chain_200(Fixture *fx, gconstpointer data)
+{
+    check_backing_chain(fx, 200);
+}
+
+/* The longest chain QMP_DEFAULT_MAX_DEPTH is sized for. */
+static void
+test_backing_chain_1000(Fixture *fx, gconstpointer data)
+{
+    check_backing_chain(fx, 1000);
+}
+
+#define STATS_VCPU_ARGS \
+    "{\"target\": \"vcpu\", \"providers\": [{\"provider\": \"kvm\"," \
+    " \"names\": [\"exits\", \"io_exits\", \"mmio_exits\", \"halt_exits\"]}]}"
+
+/* The reply of QEMU to STATS_VCPU_ARGS for @n vCPUs; vCPU i has exits
+ * 1000 + i, the others small counts. */
+static char *
+stats_vcpus_reply(guint n)
+{
+    GString *out = g_string_new("{\"return\": [");
+
+    for (guint i = 0; i < n; i++)
+        g_string_append_printf(out,
+            "%s{\"provider\": \"kvm\", \"qom-path\": \"/machine/unattached/device[%u]\","
+            " \"stats\": [{\"name\": \"halt_exits\", \"value\": 73412},"
+            " {\"name\": \"mmio_exits\", \"value\": 20871},"
+            " {\"name\": \"io_exits\", \"value\": 519},"
+            " {\"name\": \"exits\", \"value\": %u}]}",
+            i ? ", " : "", i + 1, 1000 + i);
+    g_string_append(out, "]}");
+    return g_string_free(out, FALSE);
+}
+
+static void
+test_stats_512_vcpus(Fixture *fx, gconstpointer data)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(QmpStats) vcpu = NULL;
+    g_autofree char *reply = stats_vcpus_reply(512);
+    guint64 exits = 0, io = 0;
+
+    g_test_message("512 vCPUs: reply of %zu bytes", strlen(reply));
+    qmp_fake_handshake(fx->fake);
+    /* The request names the counters: all of them would be ~1.5 MB here. */
+    qmp_fake_expect(fx->fake, "query-stats", STATS_VCPU_ARGS, reply);
+    vcpu = qmp_query_stats_sync(fx->client, QMP_STATS_TARGET_VCPU, &err);
+    g_assert_no_error(err);
+    g_assert_cmpuint(vcpu->entities->len, ==, 512);
+    g_assert_true(qmp_stats_sum(vcpu, "exits", &exits));
+    /* sum of 1000 + i over i < 512 */
+    g_assert_cmpuint(exits, ==, 512 * 1000 + 511 * 512 / 2);
+    g_assert_true(qmp_stats_sum(vcpu, "io_exits", &io));
+    g_assert_cmpuint(io, ==, 512 * 519);
+}
+
+/* KVM statistics are uint64: the full range decodes, and a sum wraps
+ * modulo 2^64 as the counters themselves do. */
+static void
+test_stats_uint64(Fixture *fx, gconstpointer data)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(QmpStats) vcpu = NULL;
+    g_autoptr(GPtrArray) blk = NULL;
+    guint64 v = 0;
+
+    qmp_fake_handshake(fx->fake);
+    qmp_fake_expect(fx->fake, "query-blockstats", NULL,
+        "{\"return\": [{\"device\": \"\", \"node-name\": \"big\","
+        " \"stats\": {\"rd_operations\": 18446744073709551615, \"rd_bytes\": 9223372036854775808,"
+        " \"rd_total_time_ns\": 1, \"wr_operations\": 0, \"wr_bytes\": 0, \"wr_total_time_ns\": 0,"
+        " \"flush_operations\": 0, \"flush_total_time_ns\": 0}}]}");
+    qmp_fake_expect(fx->fake, "query-stats", STATS_VCPU_ARGS,
+        "{\"return\": ["
+        " {\"provider\": \"kvm\", \"qom-path\": \"/machine/unattached/device[0]\","
+        "  \"stats\": [{\"name\": \"exits\", \"value\": 18446744073709551615},"
+        "             {\"name\": \"io_exits\", \"value\": 9223372036854775808}]},"
+        " {\"provider\": \"kvm\", \"qom-path\": \"/machine/unattached/device[1]\","
+        "  \"stats\": [{\"name\": \"io_exits\", \"value\": 9223372036854775809}]}]}");
+    blk = qmp_query_blockstats_sync(fx->client, &err);
+    g_assert_no_error(err);
+    g_assert_cmpuint(((QmpBlockStats *)blk->pdata[0])->rd.ops, ==, G_MAXUINT64);
+    g_assert_cmpuint(((QmpBlockStats *)blk->pdata[0])->rd.bytes, ==, G_GUINT64_CONSTANT(1) << 63);
+    vcpu = qmp_query_stats_sync(fx->client, QMP_STATS_TARGET_VCPU, &err);
+    g_assert_no_error(err);
+    g_assert_true(qmp_stats_sum(vcpu, "exits", &v));
+    g_assert_cmpuint(v, ==, G_MAXUINT64);
+    g_assert_true(qmp_stats_sum(vcpu, "io_exits", &v));
+    g_assert_cmpuint(v, ==, 1);     /* 2^63 + 2^63 + 1 modulo 2^64 */
+}
+
 static void
 fixture_setup_short(Fixture *fx, gconstpointer data)
 {
@@ -559,6 +828,7 @@ main(int argc, char **argv)
     ADD("iothread-set-get", test_iothread_set_get, fixture_setup);
     ADD("iothread-set-validates", test_iothread_set_validates, fixture_setup);
     ADD("blockstats-and-map", test_blockstats_and_map, fixture_setup);
+    ADD("device-map-newer", test_device_map_newer, fixture_setup);
     ADD("query-stats", test_query_stats, fixture_setup);
     ADD("status-name-version", test_status_name_version, fixture_setup);
     ADD("error-reply", test_error_reply, fixture_setup);
@@ -573,6 +843,11 @@ main(int argc, char **argv)
     ADD("bad/close-mid-reply", test_close_mid_reply, fixture_setup);
     ADD("bad/drip", test_drip, fixture_setup);
     ADD("unref-in-callback", test_unref_in_callback, fixture_setup);
+    ADD("limits/backing-chain-64", test_backing_chain_64, fixture_setup);
+    ADD("limits/backing-chain-200", test_backing_chain_200, fixture_setup);
+    ADD("limits/backing-chain-1000", test_backing_chain_1000, fixture_setup);
+    ADD("limits/stats-512-vcpus", test_stats_512_vcpus, fixture_setup);
+    ADD("limits/stats-uint64", test_stats_uint64, fixture_setup);
 #undef ADD
     return g_test_run();
 }

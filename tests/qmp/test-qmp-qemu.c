@@ -122,6 +122,10 @@ test_virtio_blk_map(void)
         "-device", "virtio-blk-pci,drive=null0,id=vblk0,iothread=iot1",
         "-blockdev", "null-co,node-name=null1,read-zeroes=on",
         "-device", "virtio-blk-pci,drive=null1,id=vblk1",
+        /* virtio-scsi: the disk's iothread is its controller's. */
+        "-device", "virtio-scsi-pci,id=scsi0,iothread=iot0",
+        "-blockdev", "null-co,node-name=null2,read-zeroes=on",
+        "-device", "scsi-hd,drive=null2,id=sd0,bus=scsi0.0",
         NULL,
     };
     g_autoptr(GError) err = NULL;
@@ -139,24 +143,29 @@ test_virtio_blk_map(void)
 
     stats = qmp_query_blockstats_sync(c, &err);
     g_assert_no_error(err);
-    g_assert_cmpuint(stats->len, ==, 2);
+    g_assert_cmpuint(stats->len, ==, 3);
     for (guint i = 0; i < stats->len; i++) {
         QmpBlockStats *s = stats->pdata[i];
-        g_autofree char *iot = NULL;
+        g_auto(GStrv) iots = NULL;
 
         g_assert_nonnull(s->qdev);
-        g_assert_true(qmp_device_iothread_sync(c, s->qdev, &iot, &err));
+        g_assert_true(qmp_device_iothreads_sync(c, s->qdev, &iots, &err));
         g_assert_no_error(err);
         if (g_str_equal(s->node_name, "null0")) {
-            g_assert_cmpstr(iot, ==, "iot1");
-            mapped++;
+            g_assert_cmpuint(g_strv_length(iots), ==, 1);
+            g_assert_cmpstr(iots[0], ==, "iot1");
+        } else if (g_str_equal(s->node_name, "null2")) {
+            /* Found through the disk's parent bus. */
+            g_assert_cmpstr(s->qdev, ==, "sd0");
+            g_assert_cmpuint(g_strv_length(iots), ==, 1);
+            g_assert_cmpstr(iots[0], ==, "iot0");
         } else {
             g_assert_cmpstr(s->node_name, ==, "null1");
-            g_assert_null(iot);     /* main loop */
-            mapped++;
+            g_assert_cmpuint(g_strv_length(iots), ==, 0);     /* main loop */
         }
+        mapped++;
     }
-    g_assert_cmpuint(mapped, ==, 2);
+    g_assert_cmpuint(mapped, ==, 3);
 
     name = qmp_query_name_sync(c, &err);
     g_assert_cmpstr(name, ==, "pt-test");

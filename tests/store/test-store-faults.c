@@ -136,6 +136,75 @@ fill_up(const char *path)
     close(fd);
 }
 
+/*
+ * Writes 10 ticks @step_ms apart from @ts, fills the filesystem through
+ * @filler, and keeps ticking, as the daemon would, until the store notices.
+ * Returns the time of the next tick.
+ */
+static gint64
+tick_until_full(StoreDb *db, TestTick *t, const char *filler, gint64 ts, gint64 step_ms)
+{
+    StoreStats stats;
+
+    for (int i = 0; i < 10; i++, ts += step_ms)
+        write_tick(db, t, ts);
+    fill_up(filler);
+    for (int i = 0; i < 5000; i++) {
+        write_tick(db, t, ts);
+        ts += step_ms;
+        store_db_get_stats(db, &stats);
+        if (stats.health == STORE_HEALTH_FULL)
+            break;
+    }
+    g_assert_cmpint(stats.health, ==, STORE_HEALTH_FULL);
+    return ts;
+}
+
+/*
+ * After a full disk: the store writes again, said so once, holds @n ticks
+ * from @since_ms on, and the file is sound.  Closes *@db.
+ */
+static void
+assert_recovered(StoreDb **db, const char *path, gint64 since_ms, gint64 n)
+{
+    g_autofree char *sql = g_strdup_printf("SELECT count(*) FROM ticks WHERE ts >= %"
+                                           G_GINT64_FORMAT, since_ms);
+    StoreStats stats;
+    guint total;
+
+    store_db_get_stats(*db, &stats);
+    g_assert_cmpint(stats.health, ==, STORE_HEALTH_OK);
+    g_assert_cmpuint(stats.pending_ticks, ==, 0);
+    g_assert_cmpuint(notices_matching(*db, "writing again", &total), ==, 1);
+    g_assert_cmpint(test_sql_int(path, sql), ==, n);
+    g_assert_cmpint(test_sql_int(path, "SELECT integrity_check = 'ok' FROM pragma_integrity_check"),
+                    ==, 1);
+    g_clear_pointer(db, store_db_close);
+}
+
+/*
+ * Mounts a real small filesystem (2 MiB tmpfs) on @dir, in a mount namespace
+ * of our own so nothing outlives the test.  FALSE after g_test_skip().
+ */
+static gboolean
+private_tmpfs(const char *dir)
+{
+    if (unshare(CLONE_NEWNS) != 0) {
+        g_autofree char *why = g_strdup_printf("cannot create a mount namespace: %s",
+                                               g_strerror(errno));
+        g_test_skip(why);
+        return FALSE;
+    }
+    if (mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) != 0 ||
+        mount("tmpfs", dir, "tmpfs", 0, "size=2m") != 0) {
+        g_autofree char *why = g_strdup_printf("cannot mount a 2 MiB tmpfs: %s",
+                                               g_strerror(errno));
+        g_test_skip(why);
+        return FALSE;
+    }
+    return TRUE;
+}
+
 static void
 test_disk_full(void)
 {
@@ -150,40 +219,15 @@ test_disk_full(void)
     gint64 ts = T0, slowest = 0;
     guint total;
 
-    /* A real small filesystem, in a mount namespace of our own so nothing
-     * outlives the test. */
-    if (unshare(CLONE_NEWNS) != 0) {
-        g_autofree char *why = g_strdup_printf("cannot create a mount namespace: %s",
-                                               g_strerror(errno));
-        g_test_skip(why);
+    if (!private_tmpfs(dir)) {
         test_dir_remove(dir);
         return;
     }
-    if (mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) != 0 ||
-        mount("tmpfs", dir, "tmpfs", 0, "size=2m") != 0) {
-        g_autofree char *why = g_strdup_printf("cannot mount a 2 MiB tmpfs: %s",
-                                               g_strerror(errno));
-        g_test_skip(why);
-        test_dir_remove(dir);
-        return;
-    }
-
     store_options_init(&opts);
     opts.max_pending_ticks = 20;
     db = store_db_open(path, &opts, &error);
     g_assert_no_error(error);
-    for (int i = 0; i < 10; i++, ts += 1000)
-        write_tick(db, t, ts);
-    fill_up(filler);
-
-    /* Keep ticking, as the daemon would, until the store notices. */
-    for (int i = 0; i < 5000; i++, ts += 1000) {
-        write_tick(db, t, ts);
-        store_db_get_stats(db, &stats);
-        if (stats.health == STORE_HEALTH_FULL)
-            break;
-    }
-    g_assert_cmpint(stats.health, ==, STORE_HEALTH_FULL);
+    ts = tick_until_full(db, t, filler, ts, 1000);
     for (int i = 0; i < 50; i++, ts += 1000) {
         gint64 start = g_get_monotonic_time();
 
@@ -204,21 +248,115 @@ test_disk_full(void)
     g_assert_cmpint(g_unlink(filler), ==, 0);
     write_tick(db, t, ts);
     store_db_get_stats(db, &stats);
-    g_assert_cmpint(stats.health, ==, STORE_HEALTH_OK);
-    g_assert_cmpuint(stats.pending_ticks, ==, 0);
-    g_assert_cmpuint(notices_matching(db, "writing again", &total), ==, 1);
     g_assert_cmpint(test_sql_int(path, "SELECT count(*) FROM ticks"), ==,
                     (gint64)stats.ticks_written);
     /* the newest 21 ticks are all there */
-    {
-        g_autofree char *sql = g_strdup_printf("SELECT count(*) FROM ticks WHERE ts >= %"
-                                               G_GINT64_FORMAT, ts - 20000);
+    assert_recovered(&db, path, ts - 20000, 21);
+    umount(dir);
+    test_dir_remove(dir);
+}
 
-        g_assert_cmpint(test_sql_int(path, sql), ==, 21);
+/*
+ * The daemon's worst case: a 100 ms interval, a full disk for long enough
+ * to fill the whole queue (600 ticks) and drop some, then space freed.
+ * Written one transaction each, 600 ticks need a WAL several times the size
+ * of this 2 MiB filesystem; the store must checkpoint and truncate it as it
+ * goes, and be writing again within a few ticks with every queued tick kept.
+ */
+static void
+test_disk_full_fast(void)
+{
+    g_autofree char *dir = test_dir_new();
+    g_autofree char *path = g_build_filename(dir, "h.db", NULL);
+    g_autofree char *filler = g_build_filename(dir, "filler", NULL);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(StoreDb) db = NULL;
+    g_autoptr(TestTick) t = test_tick_new(2);
+    StoreStats stats;
+    gint64 ts = T0, first_pending, slowest = 0;
+    guint64 dropped;
+    guint total, ticks_to_recover = 0;
+
+    if (!private_tmpfs(dir)) {
+        test_dir_remove(dir);
+        return;
     }
-    g_assert_cmpint(test_sql_int(path, "SELECT integrity_check = 'ok' FROM pragma_integrity_check"),
-                    ==, 1);
+    db = store_db_open(path, NULL, &error);
+    g_assert_no_error(error);
+    ts = tick_until_full(db, t, filler, ts, 100);
+    /* 75 s at 100 ms: the queue fills and the oldest ticks drop. */
+    for (int i = 0; i < 750; i++, ts += 100)
+        write_tick(db, t, ts);
+    store_db_get_stats(db, &stats);
+    g_assert_cmpuint(stats.pending_ticks, ==, 600);
+    g_assert_cmpuint(stats.ticks_dropped, >, 100);
+    dropped = stats.ticks_dropped;
+    first_pending = ts - 600 * 100;
+    notices_matching(db, "", &total);
+
+    g_assert_cmpint(g_unlink(filler), ==, 0);
+    while (ticks_to_recover < 20) {
+        gint64 start = g_get_monotonic_time();
+
+        write_tick(db, t, ts);
+        slowest = MAX(slowest, g_get_monotonic_time() - start);
+        ts += 100;
+        ticks_to_recover++;
+        store_db_get_stats(db, &stats);
+        if (stats.health == STORE_HEALTH_OK && stats.pending_ticks == 0)
+            break;
+    }
+    g_test_message("writing again after %u ticks; %u pending; that tick took %" G_GINT64_FORMAT
+                   " us", ticks_to_recover, stats.pending_ticks, slowest);
+    g_assert_cmpuint(ticks_to_recover, <=, 3);
+    /* nothing lost that was queued, and nothing dropped after the space came back */
+    g_assert_cmpuint(stats.ticks_dropped, ==, dropped);
+    assert_recovered(&db, path, first_pending, 600 + ticks_to_recover);
+    umount(dir);
+    test_dir_remove(dir);
+}
+
+/*
+ * A database on a read-only filesystem (an existing one, and one still to
+ * create): sqlite alone says "attempt to write a readonly database" or
+ * "unable to open database file"; the error must name the path and why.
+ */
+static void
+test_read_only_dir(void)
+{
+    g_autofree char *dir = test_dir_new();
+    g_autofree char *path = g_build_filename(dir, "h.db", NULL);
+    g_autofree char *fresh = g_build_filename(dir, "new.db", NULL);
+    g_autofree char *want = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(StoreDb) db = NULL;
+    g_autoptr(TestTick) t = test_tick_new(2);
+
+    if (!private_tmpfs(dir)) {
+        test_dir_remove(dir);
+        return;
+    }
+    db = store_db_open(path, NULL, &error);
+    g_assert_no_error(error);
+    write_tick(db, t, T0);
     g_clear_pointer(&db, store_db_close);
+    g_assert_cmpint(mount(NULL, dir, NULL, MS_REMOUNT | MS_RDONLY, NULL), ==, 0);
+
+    want = g_strdup_printf("%s: directory %s is on a read-only filesystem", path, dir);
+    db = store_db_open(path, NULL, &error);
+    g_assert_null(db);
+    g_assert_error(error, G_IO_ERROR, G_IO_ERROR_READ_ONLY);
+    g_test_message("%s", error->message);
+    g_assert_true(g_str_has_prefix(error->message, want));
+    g_assert_nonnull(strstr(error->message, "WAL"));
+    g_clear_error(&error);
+
+    g_clear_pointer(&want, g_free);
+    want = g_strdup_printf("%s: directory %s is on a read-only filesystem", fresh, dir);
+    db = store_db_open(fresh, NULL, &error);
+    g_assert_null(db);
+    g_assert_error(error, G_IO_ERROR, G_IO_ERROR_READ_ONLY);
+    g_assert_true(g_str_has_prefix(error->message, want));
     umount(dir);
     test_dir_remove(dir);
 }
@@ -429,5 +567,7 @@ main(int argc, char **argv)
     g_test_add_func("/store/faults/deleted-replaced", test_deleted_replaced);
     /* last: it leaves this process in a mount namespace of its own */
     g_test_add_func("/store/faults/disk-full", test_disk_full);
+    g_test_add_func("/store/faults/disk-full-fast", test_disk_full_fast);
+    g_test_add_func("/store/faults/read-only-dir", test_read_only_dir);
     return g_test_run();
 }

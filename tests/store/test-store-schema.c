@@ -51,6 +51,7 @@ test_migrate_v1(void)
     const StoreRow *row;
     StoreFilter f;
     StoreTriple orig;
+    g_autofree char *instance = NULL;
     sqlite3 *raw = NULL;
     guint n = 0;
 
@@ -89,8 +90,12 @@ test_migrate_v1(void)
     g_assert_no_error(error);
     g_assert_cmpuint(active->len, ==, 1);
     g_assert_null(((StoreOverrideRow *)active->pdata[0])->ov.policy);
-    g_assert_true(store_original_get(db, "web-1", "iothread0", &orig, &error));
+    /* Originals saved before instances were recorded have none. */
+    g_assert_true(store_original_get(db, "web-1", "iothread0", &orig, &instance, &error));
     g_assert_cmpint(orig.poll_max_ns, ==, 32768);
+    g_assert_null(instance);
+    g_assert_cmpint(test_sql_int(path, "SELECT count(*) FROM pragma_table_info('originals')"
+                                       " WHERE name = 'instance'"), ==, 1);
 
     /* And the migrated file takes new ticks next to the old ones. */
     {

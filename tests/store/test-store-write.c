@@ -320,15 +320,35 @@ static void
 test_originals(Fixture *fx, gconstpointer data)
 {
     g_autoptr(GError) error = NULL;
-    StoreTriple first = { 32768, 0, 0 }, later = { 1000, 4, 2 }, got;
+    g_autofree char *inst = NULL;
+    StoreTriple first = { 32768, 0, 0 }, later = { 1000, 4, 2 }, next = { 20000, 2, 0 }, got;
 
-    g_assert_true(store_original_save(fx->db, "vm0", "iothread0", &first, T0, &error));
-    g_assert_true(store_original_save(fx->db, "vm0", "iothread0", &later, T0 + 1, &error));
-    g_assert_true(store_original_get(fx->db, "vm0", "iothread0", &got, &error));
+    /* The same instance: the first triple stays. */
+    g_assert_true(store_original_save(fx->db, "vm0", "iothread0", &first, "b/100/7", T0, &error));
+    g_assert_true(store_original_save(fx->db, "vm0", "iothread0", &later, "b/100/7", T0 + 1,
+                                      &error));
+    g_assert_true(store_original_get(fx->db, "vm0", "iothread0", &got, &inst, &error));
     g_assert_no_error(error);
     g_assert_cmpint(got.poll_max_ns, ==, 32768);
     g_assert_cmpint(got.poll_grow, ==, 0);
-    g_assert_false(store_original_get(fx->db, "vm0", "iothread9", &got, &error));
+    g_assert_cmpstr(inst, ==, "b/100/7");
+    g_clear_pointer(&inst, g_free);
+
+    /* Another instance replaces it; NULL for the instance is optional. */
+    g_assert_true(store_original_save(fx->db, "vm0", "iothread0", &next, "b/200/9", T0 + 2,
+                                      &error));
+    g_assert_true(store_original_get(fx->db, "vm0", "iothread0", &got, NULL, &error));
+    g_assert_cmpint(got.poll_max_ns, ==, 20000);
+    g_assert_cmpint(got.poll_grow, ==, 2);
+
+    /* Unknown instances count as one. */
+    g_assert_true(store_original_save(fx->db, "vm0", "iothread1", &first, NULL, T0, &error));
+    g_assert_true(store_original_save(fx->db, "vm0", "iothread1", &later, NULL, T0 + 1, &error));
+    g_assert_true(store_original_get(fx->db, "vm0", "iothread1", &got, &inst, &error));
+    g_assert_cmpint(got.poll_max_ns, ==, 32768);
+    g_assert_null(inst);
+
+    g_assert_false(store_original_get(fx->db, "vm0", "iothread9", &got, NULL, &error));
     g_assert_error(error, STORE_ERROR, STORE_ERROR_NOT_FOUND);
 }
 
