@@ -191,6 +191,22 @@ pt_json_iothread(PtDaemon *d, PtTarget *t, PtIothread *io, guint history)
                            pt_json_triple(&io->original) : NULL);
     json_object_object_add(o, "policy", json_object_new_string(policy));
     json_object_object_add(o, "override", ov ? pt_json_override(ov) : NULL);
+    {
+        /* A group is decided, and so held, under its first iothread. */
+        PolicyTriple held;
+        gint64 since, until;
+
+        if (pt_daemon_external_hold_for(d, t->name, io->group ? io->group : io->id, &held,
+                                        &since, &until)) {
+            json_object *h = pt_json_triple(&held);
+
+            json_object_object_add(h, "since_ms", json_object_new_int64(since));
+            json_object_object_add(h, "until_ms", json_object_new_int64(until));
+            json_object_object_add(o, "external_hold", h);
+        } else {
+            json_object_object_add(o, "external_hold", NULL);
+        }
+    }
     json_object_object_add(o, "metrics", io->history->len ?
                            pt_json_metrics(&g_array_index(io->history, PolicyMetrics,
                                                           io->history->len - 1)) : NULL);

@@ -250,6 +250,14 @@ pt_override_matches(const StoreOverrideRow *row, const char *target, const char 
            (!row->ov.iothread || !iothread || g_str_equal(row->ov.iothread, iothread));
 }
 
+gboolean
+pt_daemon_external_hold_for(PtDaemon *d, const char *target, const char *iothread,
+                            PolicyTriple *triple, gint64 *since_ms, gint64 *until_ms)
+{
+    return policy_engine_external_hold(d->engine, target, iothread, g_get_real_time() / 1000,
+                                       triple, since_ms, until_ms);
+}
+
 const StoreOverrideRow *
 pt_daemon_override_for(PtDaemon *d, const char *target, const char *iothread)
 {

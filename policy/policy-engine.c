@@ -231,6 +231,25 @@ policy_engine_note_write(PolicyEngine *e, const char *target, const char *iothre
     st->expected = *t;
 }
 
+gboolean
+policy_engine_external_hold(const PolicyEngine *e, const char *target, const char *iothread,
+                            gint64 now_ms, PolicyTriple *triple, gint64 *since_ms,
+                            gint64 *until_ms)
+{
+    g_autofree char *key = g_strdup_printf("%s/%s", target, iothread);
+    const PolicyIothreadState *st = g_hash_table_lookup(e->states, key);
+
+    if (!st || st->external_ms == G_MININT64 || now_ms >= st->external_until_ms)
+        return FALSE;
+    if (triple)
+        *triple = st->external;
+    if (since_ms)
+        *since_ms = st->external_ms;
+    if (until_ms)
+        *until_ms = st->external_until_ms;
+    return TRUE;
+}
+
 /*
  * Notice writes we did not make: QEMU's window restarted, our model is
  * stale, and someone chose this triple.  The input that says so is the live

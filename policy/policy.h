@@ -238,6 +238,15 @@ void policy_engine_forget(PolicyEngine *engine, const char *target);
 void policy_engine_note_write(PolicyEngine *engine, const char *target, const char *iothread,
                               const PolicyTriple *t);
 
+/*
+ * The external write the policy holds on an iothread at @now_ms, as an
+ * implicit override: FALSE when none is in force.  @triple, @since_ms and
+ * @until_ms may be NULL.
+ */
+gboolean policy_engine_external_hold(const PolicyEngine *engine, const char *target,
+                                     const char *iothread, gint64 now_ms, PolicyTriple *triple,
+                                     gint64 *since_ms, gint64 *until_ms);
+
 /* Returns PolicyDecision *, one per input, in input order. */
 GPtrArray *policy_engine_tick(PolicyEngine *engine, const PolicyHost *host,
                               const PolicyIothreadInput *inputs, guint n_inputs,
