@@ -301,6 +301,10 @@ test_errors(void)
     before = cli_vm_poll_max(cli_live.vm, "iot0");
     CTL_FAILS(1, "show: NotFound: nosuch: no such target", "show", "nosuch");
     CTL_FAILS(1, "show: NotFound: vm-a/iot9: no such iothread", "show", "vm-a/iot9");
+    /* One rule for "not found": exit 1 from every command that names a
+     * target the daemon neither tunes nor has history of. */
+    CTL_FAILS(1, "history: NotFound: nosuch: no such target", "history", "nosuch");
+    CTL_FAILS(1, "policy-get: NotFound: nosuch: no such target", "policy", "get", "nosuch");
     CTL_FAILS(1, "override-set: NotFound: ", "override", "set", "nosuch", "poll-max-ns=1");
     CTL_FAILS(1, "override-set: InvalidParameter: poll-max-ns", "override", "set", "vm-a/iot0",
               "poll-max-ns=99999999");
