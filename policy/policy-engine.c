@@ -217,6 +217,20 @@ policy_proposal_set(PolicyProposal *p, const PolicyTriple *t, PolicyCause cause,
     va_end(ap);
 }
 
+void
+policy_engine_note_write(PolicyEngine *e, const char *target, const char *iothread,
+                         const PolicyTriple *t)
+{
+    /* The state may not exist yet: a restore after an unclean exit is
+     * written before the policy first sees the iothread, which then still
+     * reads the crashed run's triple. */
+    PolicyIothreadInput in = { .target = target, .iothread = iothread };
+    PolicyIothreadState *st = state_get(e, &in);
+
+    st->wrote = TRUE;
+    st->expected = *t;
+}
+
 /*
  * Notice writes we did not make: QEMU's window restarted, our model is
  * stale, and someone chose this triple.  The input that says so is the live

@@ -229,6 +229,15 @@ GPtrArray *policy_engine_list_overrides(const PolicyEngine *engine, gint64 now_m
 /* Drop all state of a target that went away. */
 void policy_engine_forget(PolicyEngine *engine, const char *target);
 
+/*
+ * The caller wrote @t to an iothread itself, outside a decision (the
+ * originals put back after an unclean exit, for observe mode or a
+ * detach): when the live triple becomes @t, it is not an external write
+ * to hold.
+ */
+void policy_engine_note_write(PolicyEngine *engine, const char *target, const char *iothread,
+                              const PolicyTriple *t);
+
 /* Returns PolicyDecision *, one per input, in input order. */
 GPtrArray *policy_engine_tick(PolicyEngine *engine, const PolicyHost *host,
                               const PolicyIothreadInput *inputs, guint n_inputs,
