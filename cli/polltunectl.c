@@ -319,7 +319,11 @@ help_run(GOptionContext *top, char **words, int n)
     g_autofree char *text = NULL;
     const CliCommand *cmd;
     int consumed = 0;
+    static char *help_self[] = { (char *)"help", NULL };
 
+    /* "help --help" is the usage of help itself, as for any command. */
+    if (n == 1 && (g_str_equal(words[0], "--help") || g_str_equal(words[0], "-h")))
+        words = help_self;
     if (n == 0) {
         text = g_option_context_get_help(top, TRUE, NULL);
         printf("%s", text);
