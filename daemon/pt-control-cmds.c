@@ -185,7 +185,10 @@ pt_json_iothread(PtDaemon *d, PtTarget *t, PtIothread *io, guint history)
     json_object_object_add(o, "tid", json_object_new_int(io->tid));
     json_object_object_add(o, "group", io->group ? json_object_new_string(io->group) : NULL);
     json_object_object_add(o, "triple", io->have_triple ? pt_json_triple(&io->triple) : NULL);
-    json_object_object_add(o, "original", io->have_original ? pt_json_triple(&io->original) : NULL);
+    /* While the target is not attached its QEMU may already be another
+     * process on the same socket, whose originals are not known yet. */
+    json_object_object_add(o, "original", io->have_original && t->state == PT_TARGET_ATTACHED ?
+                           pt_json_triple(&io->original) : NULL);
     json_object_object_add(o, "policy", json_object_new_string(policy));
     json_object_object_add(o, "override", ov ? pt_json_override(ov) : NULL);
     json_object_object_add(o, "metrics", io->history->len ?

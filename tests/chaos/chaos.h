@@ -16,6 +16,8 @@
  */
 #pragma once
 
+#include "qmp-client.h"
+
 #include <glib.h>
 #include <sys/types.h>
 #include <json-c/json.h>
@@ -112,7 +114,14 @@ typedef struct {
 /* Bounds; docs/BENCHMARKS.md gives the reasoning for each. */
 #define CHAOS_DAEMON_NOFILE 256
 #define CHAOS_FD_BOUND 160
-#define CHAOS_RSS_GROWTH_KB (64 * 1024)
+/* The daemon's own growth (ASan's 16 MB quarantine, sqlite's cache, two
+ * minutes of history) within 64 MiB, plus what the hostile peers may make
+ * it hold by design: a huge-line peer is read up to the QMP message limit
+ * (sized for large legitimate VMs, qmp-client.h), which a doubling buffer
+ * may hold twice while it grows, and up to CHAOS_MAX_PEERS of them run at
+ * once; the heap need not shrink back after they are gone. */
+#define CHAOS_MAX_PEERS 3
+#define CHAOS_RSS_GROWTH_KB (64 * 1024 + CHAOS_MAX_PEERS * 2 * (QMP_DEFAULT_MAX_MESSAGE / 1024))
 #define CHAOS_LOG_LINES_PER_MIN 200
 #define CHAOS_GAP_TICKS 2
 #define CHAOS_RECOVER_S 45

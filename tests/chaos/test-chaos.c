@@ -69,7 +69,6 @@ static const char *const chaos_broken[] = {
     "[daemon]\nmode = sometimes\n",
 };
 
-#define CHAOS_MAX_PEERS 3
 
 static char *
 chaos_conf_body(Chaos *ch, const char *broken)
@@ -348,10 +347,14 @@ chaos_daemon_kill(Chaos *ch)
         /* The message ends with the whole log: its last error line says why. */
         const char *why = g_strrstr(err->message, "polltuned error: ");
 
-        chaos_violation(ch, "daemon-restarts", "%.*s %.*s%s (log: %s)",
-                        (int)strcspn(err->message, "\n"), err->message,
-                        why ? (int)strcspn(why, "\n") : 0, why ? why : "",
-                        ch->filler ? ", on a full disk" : "", ch->d->log_path);
+        /* On a full disk the daemon must refuse to start, saying so: running
+         * without its history would lose the originals the kill left to
+         * restore.  Anything else is a failure to restart. */
+        if (!ch->filler || !why || !strstr(why, "is full: free space there"))
+            chaos_violation(ch, "daemon-restarts", "%.*s %.*s%s (log: %s)",
+                            (int)strcspn(err->message, "\n"), err->message,
+                            why ? (int)strcspn(why, "\n") : 0, why ? why : "",
+                            ch->filler ? ", on a full disk" : "", ch->d->log_path);
         g_clear_error(&err);
         /* A full disk may keep it from starting; free it and try once more. */
         chaos_disk_step(ch, TRUE);
