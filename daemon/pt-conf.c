@@ -396,6 +396,24 @@ static const char *const pt_keys_policy[] = {
     "iothread-delay-limit", "external-hold", NULL };
 static const char *const pt_keys_rule[] = { "policy", NULL };
 
+const char *const *
+pt_conf_known_keys(const char *group)
+{
+    static const struct {
+        const char *group;
+        const char *const *keys;
+    } tables[] = {
+        { "daemon", pt_keys_daemon }, { "targets", pt_keys_targets },
+        { "retention", pt_keys_retention }, { "policy", pt_keys_policy },
+        { "rule", pt_keys_rule },
+    };
+
+    for (gsize i = 0; i < G_N_ELEMENTS(tables); i++)
+        if (g_str_equal(group, tables[i].group))
+            return tables[i].keys;
+    return NULL;
+}
+
 static gboolean
 pt_conf_check_keys(PtConfReader *r, const char *const *known, GError **error)
 {

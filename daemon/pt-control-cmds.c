@@ -376,6 +376,16 @@ pt_cmd_list(PtConn *conn, json_object *args, json_object **ret, GError **error)
     return TRUE;
 }
 
+/* Every command answers NotFound, which polltunectl exits 1 on, for a
+ * target it cannot speak about.  Returns FALSE for the caller to return. */
+static gboolean
+pt_not_found(GError **error, const char *target)
+{
+    g_set_error(error, PT_CONTROL_ERROR, PT_CONTROL_ERROR_NOT_FOUND,
+                "%s: no such target", target);
+    return FALSE;
+}
+
 static PtTarget *
 pt_find(PtConn *conn, json_object *args, const char **iothread, GError **error)
 {
@@ -387,8 +397,7 @@ pt_find(PtConn *conn, json_object *args, const char **iothread, GError **error)
         return NULL;
     t = pt_daemon_find_target(pt_conn_daemon(conn), name);
     if (!t) {
-        g_set_error(error, PT_CONTROL_ERROR, PT_CONTROL_ERROR_NOT_FOUND,
-                    "%s: no such target", name);
+        pt_not_found(error, name);
         return NULL;
     }
     if (*iothread && !g_hash_table_contains(t->iothreads, *iothread)) {
@@ -400,7 +409,8 @@ pt_find(PtConn *conn, json_object *args, const char **iothread, GError **error)
 }
 
 /* The last 20 decisions of one iothread, from the store, oldest first;
- * "cause" and "evidence" are not stored, so they are absent. */
+ * "evidence" is stored inside "reason", so it is absent, and "cause" is
+ * absent from rows written before the store kept it. */
 static json_object *
 pt_json_stored_decisions(PtDaemon *d, const char *target, const char *iothread)
 {
@@ -423,6 +433,8 @@ pt_json_stored_decisions(PtDaemon *d, const char *target, const char *iothread)
         json_object_object_add(o, "target", json_object_new_string(row->target));
         json_object_object_add(o, "iothread", json_object_new_string(row->iothread));
         json_object_object_add(o, "policy", json_object_new_string(row->policy ? row->policy : ""));
+        if (row->cause)
+            json_object_object_add(o, "cause", json_object_new_string(row->cause));
         json_object_object_add(o, "old", row->old_triple.poll_max_ns == STORE_NULL ? NULL :
                                pt_json_triple(&(PolicyTriple){ row->old_triple.poll_max_ns,
                                                                row->old_triple.poll_grow,
@@ -580,6 +592,14 @@ pt_cmd_history(PtConn *conn, json_object *args, json_object **ret, GError **erro
         return FALSE;
     if (!f.target)
         return pt_arg_bad(error, "target", "missing");
+    if (!pt_daemon_find_target(d, f.target)) {
+        gboolean known;
+
+        if (!store_target_known(pt_daemon_get_store(d), f.target, &known, error))
+            return FALSE;
+        if (!known)
+            return pt_not_found(error, f.target);
+    }
     cur = store_query_range(pt_daemon_get_store(d), &f, error);
     if (!cur)
         return FALSE;
@@ -625,7 +645,8 @@ pt_cmd_policy_get(PtConn *conn, json_object *args, json_object **ret, GError **e
     json_object *tl = json_object_new_array();
     const char *only;
 
-    if (!pt_arg_str(args, "target", FALSE, &only, error)) {
+    if (!pt_arg_str(args, "target", FALSE, &only, error) ||
+        (only && !pt_daemon_find_target(d, only) && !pt_not_found(error, only))) {
         json_object_put(rules);
         json_object_put(tl);
         return FALSE;

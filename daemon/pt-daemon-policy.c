@@ -63,6 +63,7 @@ pt_daemon_record(PtDaemon *d, PtTarget *t, const PolicyDecision *dec,
         .policy = policy,
         .old_triple = pt_store_triple(old),
         .new_triple = pt_store_triple(&dec->triple),
+        .cause = policy_cause_to_string(dec->cause),
         .applied = applied,
     };
 
