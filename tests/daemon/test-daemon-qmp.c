@@ -222,6 +222,20 @@ log_count(PtTestDaemon *d, const char *needle)
 
 typedef struct {
     PtTestDaemon *d;
+    const char *needle;
+    guint n;
+} LogWait;
+
+static gboolean
+log_reaches(gpointer data)
+{
+    LogWait *w = data;
+
+    return log_count(w->d, w->needle) >= w->n;
+}
+
+typedef struct {
+    PtTestDaemon *d;
     gint64 ticks;
 } TickWait;
 
@@ -266,6 +280,13 @@ test_kill_and_restart(void)
     g_assert_no_error(err);
     tw = (TargetWait){ d, "vm-k", 0 };
     g_assert_true(pt_test_wait(target_attached, &tw, 3000));
+    /* QEMU still has the killed run's 90000 at first: wait for the two
+     * restores, then for the policy's write after them. */
+    {
+        LogWait lw = { d, "restore applied -> 32768/0/0", 2 };
+
+        g_assert_true(pt_test_wait(log_reaches, &lw, 10000));
+    }
     g_assert_true(wait_poll(vm, "iot0", 90000, 5000));
     g_assert_cmpuint(log_count(d, "did not exit cleanly; on-restart=restore"), ==, 1);
     g_assert_cmpuint(log_count(d, "restore applied -> 32768/0/0"), ==, 2);
@@ -502,20 +523,6 @@ test_reload(void)
     g_assert_true(g_file_set_contents(d->conf_path, body, -1, NULL));
     ok = pt_test_daemon_ok(d, "reload", NULL);
     g_assert_true(wait_poll(vm, "iot0", 22000, 3000));
-}
-
-typedef struct {
-    PtTestDaemon *d;
-    const char *needle;
-    guint n;
-} LogWait;
-
-static gboolean
-log_reaches(gpointer data)
-{
-    LogWait *w = data;
-
-    return log_count(w->d, w->needle) >= w->n;
 }
 
 /* SIGHUP, then wait for its outcome in the log (@needle once more). */
