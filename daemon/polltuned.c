@@ -25,7 +25,7 @@ typedef struct {
     PtDaemon *daemon;
     PtControl *control;
     PtMetricsServer *metrics;
-    char *config_path;
+    const char *config_path;        /* main()'s, which owns it */
     gboolean stopping;
     int exit_code;
 } PtMain;
@@ -111,6 +111,9 @@ main(int argc, char **argv)
     g_autoptr(GOptionContext) ctx = NULL;
     g_autoptr(PtConf) conf = NULL;
     g_autofree char *interval = NULL;
+    /* Freed on every return: a start that fails (a full disk, say) must
+     * leave nothing for LeakSanitizer to report. */
+    g_autofree char *config_path = NULL;
     g_autofree char *opt_db = NULL, *opt_socket = NULL, *opt_mode = NULL;
     gint64 opt_interval = 0;
     PtConfOverrides ov = { .mode = PT_MODE_INVALID };
@@ -118,7 +121,7 @@ main(int argc, char **argv)
     guint64 watchdog_us = 0;
     guint64 nofile;
     GOptionEntry entries[] = {
-        { "config", 'c', 0, G_OPTION_ARG_FILENAME, &m.config_path,
+        { "config", 'c', 0, G_OPTION_ARG_FILENAME, &config_path,
           "Configuration file (default " PT_DEFAULT_CONFIG ")", "FILE" },
         { "db", 0, 0, G_OPTION_ARG_FILENAME, &opt_db, "History database", "FILE" },
         { "socket", 0, 0, G_OPTION_ARG_FILENAME, &opt_socket, "Control socket", "PATH" },
@@ -156,8 +159,9 @@ main(int argc, char **argv)
     }
     pt_log_init(verbose);
     nofile = pt_raise_nofile();
-    if (!m.config_path)
-        m.config_path = g_strdup(PT_DEFAULT_CONFIG);
+    if (!config_path)
+        config_path = g_strdup(PT_DEFAULT_CONFIG);
+    m.config_path = config_path;
     conf = pt_conf_load(m.config_path, FALSE, &err);
     if (!conf) {
         pt_err(NULL, NULL, "%s", err->message);
@@ -231,7 +235,6 @@ main(int argc, char **argv)
     pt_control_free(m.control);
     pt_daemon_free(m.daemon);
     g_main_loop_unref(m.loop);
-    g_free(m.config_path);
     pt_info(NULL, NULL, "stopped");
     return m.exit_code;
 }
