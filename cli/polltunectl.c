@@ -187,9 +187,11 @@ cli_time_check(const char *option, const char *text, gint64 now_ms, gboolean abs
                gint64 *ms_out, GError **error)
 {
     g_autoptr(GError) local = NULL;
-    gsize len = strlen(text);
-    gboolean relative = len >= 2 && g_ascii_isdigit(text[0]) && strchr("smhdw", text[len - 1]);
-    gint64 ms;
+    gint64 ms, span;
+    /* A span in the one duration grammar, with its unit (a bare number is
+     * neither a span nor a time). */
+    gboolean relative = strspn(text, "0123456789") < strlen(text) &&
+                        store_duration_parse(text, &span, NULL);
 
     if ((!relative && !absolute_ok) || !store_time_parse(text, now_ms, &ms, &local)) {
         g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "%s %s: expected %s", option, text,

@@ -1,4 +1,5 @@
 #include "pt-conf.h"
+#include "store.h"
 
 #include <errno.h>
 #include <gio/gio.h>
@@ -84,14 +85,11 @@ pt_parse_scaled(const char *text, const char *what, const char *const *units,
     return FALSE;
 }
 
+/* The store's grammar, shared with the CLI and the time bounds. */
 gboolean
 pt_parse_duration(const char *text, gint64 *ms, GError **error)
 {
-    static const char *const units[] = { "", "ms", "s", "m", "h", "d", "w", NULL };
-    static const gint64 scale[] = { 1, 1, 1000, 60000, 3600000, 86400000,
-                                    7 * G_GINT64_CONSTANT(86400000) };
-
-    return pt_parse_scaled(text, "duration", units, scale, ms, error);
+    return store_duration_parse(text, ms, error);
 }
 
 gboolean

@@ -2,8 +2,9 @@
  * probe-derive: snapshots to PolicyCounters, rates by policy-counters.
  *
  * This file decides which counters of two snapshots belong together (same
- * pid, tid, device set, exit source) and lays them out as a prev/cur pair of
- * PolicyCounters; every rate formula is policy_metrics_from_counters' and
+ * pid, tid, device set, clk_tck, exit source) and gives one tick's increase
+ * of each (probe_derive_deltas), which the store keeps as it is and the
+ * policy turns into rates; every rate formula is policy_metrics_from_counters' and
  * policy_host_from_counters', the ones the polling simulator uses too.
  */
 #include "probe-derive.h"
@@ -35,12 +36,28 @@ device_find(const GArray *devices, const char *name)
     return NULL;
 }
 
+/* cur - prev as a delta, or PROBE_DELTA_ABSENT when it went backwards or
+ * does not fit. */
+static gint64
+delta_one(guint64 prev, guint64 cur)
+{
+    return cur >= prev && cur - prev <= (guint64)G_MAXINT64 ?
+        (gint64)(cur - prev) : PROBE_DELTA_ABSENT;
+}
+
+/* A saturated sum of one tick's increases as a delta. */
+static gint64
+delta_of_sum(guint64 sum)
+{
+    return (gint64)MIN(sum, (guint64)G_MAXINT64);
+}
+
 /* The I/O group: only over the same set of devices, none going backwards. */
 static void
-counters_io(const ProbeIothreadSnap *a, const ProbeIothreadSnap *b,
-            PolicyCounters *pc, PolicyCounters *cc)
+deltas_io(const ProbeIothreadSnap *a, const ProbeIothreadSnap *b,
+          ProbeIothreadDeltas *d)
 {
-    PolicyCounters s = { 0 };
+    ProbeBlockCounters s = { 0 };
 
     if (!a->have_block || !b->have_block || a->devices->len != b->devices->len)
         return;
@@ -58,21 +75,20 @@ counters_io(const ProbeIothreadSnap *a, const ProbeIothreadSnap *b,
             !delta_add(p->flush_ops, c->flush_ops, &s.flush_ops) ||
             !delta_add(p->rd_bytes, c->rd_bytes, &s.rd_bytes) ||
             !delta_add(p->wr_bytes, c->wr_bytes, &s.wr_bytes) ||
-            !delta_add(p->rd_time_ns, c->rd_time_ns, &s.rd_total_ns) ||
-            !delta_add(p->wr_time_ns, c->wr_time_ns, &s.wr_total_ns) ||
-            !delta_add(p->flush_time_ns, c->flush_time_ns, &s.flush_total_ns))
+            !delta_add(p->rd_time_ns, c->rd_time_ns, &s.rd_time_ns) ||
+            !delta_add(p->wr_time_ns, c->wr_time_ns, &s.wr_time_ns) ||
+            !delta_add(p->flush_time_ns, c->flush_time_ns, &s.flush_time_ns))
             return;
     }
-    pc->have_io = TRUE;     /* prev stays zero: cur holds the increase */
-    cc->have_io = TRUE;
-    cc->rd_ops = s.rd_ops;
-    cc->wr_ops = s.wr_ops;
-    cc->flush_ops = s.flush_ops;
-    cc->rd_bytes = s.rd_bytes;
-    cc->wr_bytes = s.wr_bytes;
-    cc->rd_total_ns = s.rd_total_ns;
-    cc->wr_total_ns = s.wr_total_ns;
-    cc->flush_total_ns = s.flush_total_ns;
+    d->have_io = TRUE;
+    d->rd_ops = delta_of_sum(s.rd_ops);
+    d->wr_ops = delta_of_sum(s.wr_ops);
+    d->flush_ops = delta_of_sum(s.flush_ops);
+    d->rd_bytes = delta_of_sum(s.rd_bytes);
+    d->wr_bytes = delta_of_sum(s.wr_bytes);
+    d->rd_time_ns = delta_of_sum(s.rd_time_ns);
+    d->wr_time_ns = delta_of_sum(s.wr_time_ns);
+    d->flush_time_ns = delta_of_sum(s.flush_time_ns);
 }
 
 /* utime+stime in ns, floor(ticks * 1e9 / hz) without overflowing early. */
@@ -89,82 +105,134 @@ ticks_ns(const ProbeThreadCounters *t, guint64 hz, guint64 *ns)
 
 /*
  * The CPU group: only for the same tid.  CPU time is schedstat's run time
- * when both snapshots have it, else utime+stime (whose run-queue wait is
- * unknown: 0 on both sides).
+ * when both snapshots have it, else utime+stime, and then only when both
+ * snapshots count ticks at the same clk_tck (the run-queue wait is unknown).
  */
 static void
-counters_cpu(const ProbeTargetSnap *prev, const ProbeTargetSnap *cur,
-             const ProbeIothreadSnap *a, const ProbeIothreadSnap *b,
-             PolicyCounters *pc, PolicyCounters *cc)
+deltas_cpu(const ProbeTargetSnap *prev, const ProbeTargetSnap *cur,
+           const ProbeIothreadSnap *a, const ProbeIothreadSnap *b,
+           ProbeIothreadDeltas *d)
 {
     const ProbeThreadCounters *p = &a->thread, *c = &b->thread;
+    guint64 pns, cns;
 
     if (!a->have_thread || !b->have_thread || a->tid != b->tid)
         return;
     if (p->have_schedstat && c->have_schedstat) {
-        pc->cpu_ns = p->run_ns;
-        cc->cpu_ns = c->run_ns;
-        pc->run_delay_ns = p->wait_ns;
-        cc->run_delay_ns = c->wait_ns;
-    } else {
-        /* Each of utime and stime is a counter: neither may go back. */
-        if (cur->clk_tck == 0 || prev->clk_tck != cur->clk_tck ||
-            c->utime_ticks < p->utime_ticks || c->stime_ticks < p->stime_ticks ||
-            !ticks_ns(p, cur->clk_tck, &pc->cpu_ns) ||
-            !ticks_ns(c, cur->clk_tck, &cc->cpu_ns))
-            return;
+        d->have_schedstat = TRUE;
+        d->cpu_ns = delta_one(p->run_ns, c->run_ns);
+        d->run_delay_ns = delta_one(p->wait_ns, c->wait_ns);
+    } else if (cur->clk_tck != 0 && prev->clk_tck == cur->clk_tck &&
+               /* Each of utime and stime is a counter: neither may go back. */
+               c->utime_ticks >= p->utime_ticks && c->stime_ticks >= p->stime_ticks &&
+               ticks_ns(p, cur->clk_tck, &pns) && ticks_ns(c, cur->clk_tck, &cns)) {
+        d->cpu_ns = delta_one(pns, cns);
     }
-    pc->vol_ctxsw = p->vcsw;
-    cc->vol_ctxsw = c->vcsw;
-    pc->nonvol_ctxsw = p->nvcsw;
-    cc->nonvol_ctxsw = c->nvcsw;
-    pc->have_cpu = TRUE;
-    cc->have_cpu = TRUE;
+    d->vol_ctxsw = delta_one(p->vcsw, c->vcsw);
+    d->nonvol_ctxsw = delta_one(p->nvcsw, c->nvcsw);
 }
 
 /* The exits group: never subtract one source's count from another's. */
 static void
-counters_exits(const ProbeTargetSnap *prev, const ProbeTargetSnap *cur,
-               PolicyCounters *pc, PolicyCounters *cc)
+deltas_exits(const ProbeTargetSnap *prev, const ProbeTargetSnap *cur,
+             ProbeIothreadDeltas *d)
 {
     const ProbeExitCounters *p = &prev->exits, *c = &cur->exits;
 
-    if (c->source == PROBE_EXIT_SOURCE_NONE || p->source != c->source ||
-        !probe_exit_counters_has(p, PROBE_EXIT_EXITS) ||
-        !probe_exit_counters_has(c, PROBE_EXIT_EXITS))
+    if (c->source == PROBE_EXIT_SOURCE_NONE || p->source != c->source)
         return;
-    pc->have_exits = TRUE;
-    cc->have_exits = TRUE;
-    pc->exits = p->v[PROBE_EXIT_EXITS];
-    cc->exits = c->v[PROBE_EXIT_EXITS];
+    for (int k = 0; k < PROBE_EXIT_COUNTER_MAX; k++) {
+        if (probe_exit_counters_has(p, k) && probe_exit_counters_has(c, k))
+            d->exits[k] = delta_one(p->v[k], c->v[k]);
+    }
+}
+
+static void
+deltas_init(ProbeIothreadDeltas *d)
+{
+    *d = (ProbeIothreadDeltas){ 0 };
+    d->rd_ops = d->wr_ops = d->flush_ops = PROBE_DELTA_ABSENT;
+    d->rd_bytes = d->wr_bytes = PROBE_DELTA_ABSENT;
+    d->rd_time_ns = d->wr_time_ns = d->flush_time_ns = PROBE_DELTA_ABSENT;
+    d->cpu_ns = d->run_delay_ns = PROBE_DELTA_ABSENT;
+    d->vol_ctxsw = d->nonvol_ctxsw = PROBE_DELTA_ABSENT;
+    for (int k = 0; k < PROBE_EXIT_COUNTER_MAX; k++)
+        d->exits[k] = PROBE_DELTA_ABSENT;
+}
+
+gboolean
+probe_derive_deltas(const ProbeTargetSnap *prev, const ProbeTargetSnap *cur,
+                    const char *id, ProbeIothreadDeltas *d)
+{
+    const ProbeIothreadSnap *a, *b;
+
+    deltas_init(d);
+    d->mono_ns = cur->mono_ns;
+    d->when_ms = cur->when_ms;
+    b = probe_target_snap_find(cur, id);
+    if (!b || !prev || prev->pid != cur->pid || cur->mono_ns <= prev->mono_ns)
+        return FALSE;
+    a = probe_target_snap_find(prev, id);
+    if (!a)
+        return FALSE;
+    d->prev_mono_ns = prev->mono_ns;
+    d->prev_when_ms = prev->when_ms;
+    deltas_io(a, b, d);
+    deltas_cpu(prev, cur, a, b, d);
+    deltas_exits(prev, cur, d);
+    return TRUE;
+}
+
+/* A present delta as the increase of a counter that starts at 0. */
+static gboolean
+delta_counter(gint64 v, guint64 *out)
+{
+    if (v == PROBE_DELTA_ABSENT)
+        return FALSE;
+    *out = (guint64)v;
+    return TRUE;
 }
 
 gboolean
 probe_derive_iothread(const ProbeTargetSnap *prev, const ProbeTargetSnap *cur,
                       const char *id, PolicyMetrics *out)
 {
-    const ProbeIothreadSnap *a, *b;
-    PolicyCounters pc = { 0 }, cc = { 0 };
+    const ProbeIothreadSnap *b;
+    ProbeIothreadDeltas d;
+    PolicyCounters pc = { 0 }, cc = { 0 };  /* prev stays zero: cur holds the increase */
 
     *out = (PolicyMetrics){ .when_ms = cur->when_ms };
     b = probe_target_snap_find(cur, id);
     if (b && b->have_triple)
         out->triple = b->triple;
-    if (!b || !prev || prev->pid != cur->pid)
-        return FALSE;
-    a = probe_target_snap_find(prev, id);
-    if (!a)
+    /* FALSE also when time did not advance: no rates, @out stays as set. */
+    if (!probe_derive_deltas(prev, cur, id, &d))
         return FALSE;
 
-    pc.when_ms = prev->when_ms;
-    pc.mono_ns = prev->mono_ns;
-    cc.when_ms = cur->when_ms;
-    cc.mono_ns = cur->mono_ns;
+    pc.when_ms = d.prev_when_ms;
+    pc.mono_ns = d.prev_mono_ns;
+    cc.when_ms = d.when_ms;
+    cc.mono_ns = d.mono_ns;
     cc.triple = out->triple;
-    counters_io(a, b, &pc, &cc);
-    counters_cpu(prev, cur, a, b, &pc, &cc);
-    counters_exits(prev, cur, &pc, &cc);
-    /* FALSE only when time did not advance: no rates, @out stays as set. */
+    pc.have_io = cc.have_io = d.have_io;
+    if (d.have_io) {
+        cc.rd_ops = (guint64)d.rd_ops;
+        cc.wr_ops = (guint64)d.wr_ops;
+        cc.flush_ops = (guint64)d.flush_ops;
+        cc.rd_bytes = (guint64)d.rd_bytes;
+        cc.wr_bytes = (guint64)d.wr_bytes;
+        cc.rd_total_ns = (guint64)d.rd_time_ns;
+        cc.wr_total_ns = (guint64)d.wr_time_ns;
+        cc.flush_total_ns = (guint64)d.flush_time_ns;
+    }
+    /* Without schedstat the run-queue wait is unknown: 0.  With it, a wait
+     * that went backwards leaves the whole CPU group out. */
+    pc.have_cpu = cc.have_cpu =
+        (!d.have_schedstat || delta_counter(d.run_delay_ns, &cc.run_delay_ns)) &&
+        delta_counter(d.cpu_ns, &cc.cpu_ns) &&
+        delta_counter(d.vol_ctxsw, &cc.vol_ctxsw) &&
+        delta_counter(d.nonvol_ctxsw, &cc.nonvol_ctxsw);
+    pc.have_exits = cc.have_exits = delta_counter(d.exits[PROBE_EXIT_EXITS], &cc.exits);
     if (!policy_metrics_from_counters(&pc, &cc, out, NULL))
         return FALSE;
     if (out->have_io && b->group_size > 1)

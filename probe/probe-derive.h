@@ -30,6 +30,38 @@
  * TRUE when at least one group (io, cpu, exits) has rates; @out is filled
  * either way (when_ms, interval, triple, the have_* flags).
  */
+/*
+ * One tick's increase of an iothread's counters, paired by the rules below;
+ * the one place those rules live.  PROBE_DELTA_ABSENT marks a figure the
+ * pair cannot give (counter went backwards, source/pid/tid/device set or
+ * clk_tck changed, not read): absent, never a wrong number.  The policy's
+ * rates (probe_derive_iothread) and the store's per-tick deltas
+ * (pt_history_sample) are both read from this.
+ */
+#define PROBE_DELTA_ABSENT G_MININT64
+
+typedef struct {
+    gint64 mono_ns, when_ms;            /* of the two snapshots */
+    gint64 prev_mono_ns, prev_when_ms;
+    /* I/O over the same device set, each device paired by name: absent as
+     * a group when any device's counter went backwards. */
+    gboolean have_io;
+    gint64 rd_ops, wr_ops, flush_ops, rd_bytes, wr_bytes;
+    gint64 rd_time_ns, wr_time_ns, flush_time_ns;
+    /* Same tid only.  run_delay_ns is read only with schedstat
+     * (have_schedstat); it is absent without. */
+    gboolean have_schedstat;
+    gint64 cpu_ns, run_delay_ns, vol_ctxsw, nonvol_ctxsw;
+    /* Same exit source only; by ProbeExitCounter. */
+    gint64 exits[PROBE_EXIT_COUNTER_MAX];
+} ProbeIothreadDeltas;
+
+/* FALSE (with @d all absent) when there is no pair: no such iothread now,
+ * no previous snapshot, another QEMU, or time did not advance. */
+gboolean probe_derive_deltas(const ProbeTargetSnap *prev,
+                             const ProbeTargetSnap *cur, const char *id,
+                             ProbeIothreadDeltas *d);
+
 gboolean probe_derive_iothread(const ProbeTargetSnap *prev,
                                const ProbeTargetSnap *cur, const char *id,
                                PolicyMetrics *out);

@@ -10,6 +10,8 @@
  */
 #include <string.h>
 
+#include <errno.h>
+
 #include "store-private.h"
 
 #define OUT_BUF (256 * 1024)
@@ -389,20 +391,53 @@ store_export(StoreDb *db, const StoreFilter *filter, StoreExportWhat what, Store
 }
 
 gboolean
-store_time_parse(const char *text, gint64 now_ms, gint64 *ms_out, GError **error)
+store_duration_parse(const char *text, gint64 *ms, GError **error)
 {
+    /* Longest first among those sharing a letter: "ms" before "m". */
     static const struct {
-        char unit;
+        const char *unit;
         gint64 ms;
     } units[] = {
-        { 's', 1000 }, { 'm', 60000 }, { 'h', 3600000 }, { 'd', 86400000 }, { 'w', 604800000 },
+        { "", 1 }, { "ms", 1 }, { "s", 1000 }, { "m", 60000 }, { "h", 3600000 },
+        { "d", 86400000 }, { "w", 7 * G_GINT64_CONSTANT(86400000) },
     };
+    const char *end = NULL;
+    guint64 n;
+
+    if (!text || !g_ascii_isdigit(*text)) {
+        g_set_error(error, STORE_ERROR, STORE_ERROR_INVALID,
+                    "'%s' is not a duration (a number and one of ms, s, m, h, d, w)",
+                    text ? text : "");
+        return FALSE;
+    }
+    errno = 0;
+    n = g_ascii_strtoull(text, (char **)&end, 10);
+    while (*end == ' ')
+        end++;
+    for (gsize i = 0; i < G_N_ELEMENTS(units); i++) {
+        if (g_ascii_strcasecmp(end, units[i].unit) == 0) {
+            if (errno || n > (guint64)(G_MAXINT64 / units[i].ms)) {
+                g_set_error(error, STORE_ERROR, STORE_ERROR_INVALID,
+                            "'%s' is too large a duration", text);
+                return FALSE;
+            }
+            *ms = (gint64)n * units[i].ms;
+            return TRUE;
+        }
+    }
+    g_set_error(error, STORE_ERROR, STORE_ERROR_INVALID,
+                "'%s' has an unknown unit for a duration (ms, s, m, h, d, w)", text);
+    return FALSE;
+}
+
+gboolean
+store_time_parse(const char *text, gint64 now_ms, gint64 *ms_out, GError **error)
+{
     g_autoptr(GTimeZone) utc = g_time_zone_new_utc();
     g_autoptr(GDateTime) dt = NULL;
     g_autofree char *full = NULL;
     gsize len = text ? strlen(text) : 0;
-    char *end = NULL;
-    guint64 n;
+    gint64 span;
 
     if (len == 0)
         goto bad;
@@ -410,15 +445,12 @@ store_time_parse(const char *text, gint64 now_ms, gint64 *ms_out, GError **error
         *ms_out = now_ms;
         return TRUE;
     }
-    n = g_ascii_strtoull(text, &end, 10);
-    if (end != text && end == text + len - 1 && g_ascii_isdigit(text[0])) {
-        for (gsize i = 0; i < G_N_ELEMENTS(units); i++) {
-            if (units[i].unit == *end && n <= (guint64)G_MAXINT64 / units[i].ms) {
-                *ms_out = now_ms - (gint64)n * units[i].ms;
-                return TRUE;
-            }
-        }
-        goto bad;
+    /* A span back from now, in the duration grammar; a bare number is no
+     * time bound (it would silently mean milliseconds). */
+    if (strspn(text, "0123456789") < len &&
+        store_duration_parse(text, &span, NULL)) {
+        *ms_out = now_ms - span;
+        return TRUE;
     }
     /* A bare date means its midnight, UTC. */
     full = len == 10 ? g_strconcat(text, "T00:00:00Z", NULL) : g_strdup(text);
@@ -430,7 +462,7 @@ store_time_parse(const char *text, gint64 now_ms, gint64 *ms_out, GError **error
 
 bad:
     g_set_error(error, STORE_ERROR, STORE_ERROR_INVALID, "time \"%s\": expected ISO 8601 "
-                "(2026-12-01T10:00:00Z) or a span back from now (30s, 15m, 12h, 7d, 2w)",
+                "(2026-12-01T10:00:00Z) or a span back from now (500ms, 30s, 15m, 12h, 7d, 2w)",
                 text ? text : "");
     return FALSE;
 }

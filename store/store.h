@@ -376,8 +376,17 @@ StoreCursor *store_query_latest(StoreDb *db, GError **error);
 /* ---- export ----------------------------------------------------------- */
 
 /*
+ * The one duration grammar of polltune (configuration, control commands,
+ * command line, time bounds): digits, optional spaces, and a unit among ms,
+ * s, m, h, d, w (any case); no unit means milliseconds.  STORE_ERROR_INVALID
+ * naming the text otherwise.
+ */
+gboolean store_duration_parse(const char *text, gint64 *ms, GError **error);
+
+/*
  * Parses a time bound: ISO 8601 ("2026-12-01T10:00:00Z"; no zone means UTC)
- * or a relative span back from @now_ms ("7d", "12h", "30m", "45s", "2w").
+ * or a span back from @now_ms in store_duration_parse's grammar with a unit
+ * ("7d", "12h", "30m", "45s", "500ms", "2w").
  */
 gboolean store_time_parse(const char *text, gint64 now_ms, gint64 *ms_out, GError **error);
 

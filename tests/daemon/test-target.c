@@ -4,6 +4,7 @@
  * that keeps failing.
  */
 #include "pt-target.h"
+#include "pt-history.h"
 
 #include <string.h>
 
@@ -175,11 +176,58 @@ test_backoff(void)
     g_assert_cmpuint(take_news(t), ==, 1);
 }
 
+/*
+ * Two devices on one iothread: d0 is reset (its counters go back) while d1
+ * grows by more.  The sum grows, but no device pair gives this tick's I/O:
+ * the stored delta is absent, as the policy's rates are, not a positive
+ * figure.  Likewise a clk_tck change leaves the tick-based CPU time absent.
+ */
+static ProbeTargetSnap *
+history_snap(gint64 t_ns, guint64 clk_tck, guint64 d0, guint64 d1, guint64 ticks)
+{
+    ProbeTargetSnap *s = probe_target_snap_new(10, t_ns, 1700000000000 + t_ns / 1000000);
+    ProbeIothreadSnap *io = probe_target_snap_iothread(s, "iot0");
+    ProbeThreadCounters th = { .utime_ticks = ticks, .stime_ticks = ticks, .vcsw = ticks };
+    ProbeBlockCounters c0 = { .rd_ops = d0, .rd_bytes = d0 * 4096 };
+    ProbeBlockCounters c1 = { .rd_ops = d1, .rd_bytes = d1 * 4096 };
+
+    s->clk_tck = clk_tck;
+    probe_iothread_snap_set_thread(io, 11, &th);
+    probe_iothread_snap_add_device(io, "d0", &c0);
+    probe_iothread_snap_add_device(io, "d1", &c1);
+    return s;
+}
+
+static void
+test_history_pairing(void)
+{
+    g_autoptr(ProbeTargetSnap) a = history_snap(G_GINT64_CONSTANT(1000000000), 100, 500, 100, 10);
+    g_autoptr(ProbeTargetSnap) b = history_snap(G_GINT64_CONSTANT(2000000000), 100, 5, 1000, 20);
+    g_autoptr(ProbeTargetSnap) c = history_snap(G_GINT64_CONSTANT(3000000000), 100, 15, 1100, 30);
+    g_autoptr(ProbeTargetSnap) d = history_snap(G_GINT64_CONSTANT(4000000000), 250, 25, 1200, 40);
+    StoreSample s;
+
+    /* d0 reset, d1 grew by 900: the sums went 600 -> 1005. */
+    g_assert_true(pt_history_sample(a, b, "iot0", &s));
+    g_assert_cmpint(s.io.rd_ops, ==, STORE_NULL);
+    g_assert_cmpint(s.io.rd_bytes, ==, STORE_NULL);
+    g_assert_cmpint(s.cpu_ns, ==, 20 * (G_GINT64_CONSTANT(1000000000) / 100));
+    /* A normal tick after it: both devices count. */
+    g_assert_true(pt_history_sample(b, c, "iot0", &s));
+    g_assert_cmpint(s.io.rd_ops, ==, 110);
+    g_assert_cmpint(s.io.rd_bytes, ==, 110 * 4096);
+    /* clk_tck changed between the two snapshots: ticks are not comparable. */
+    g_assert_true(pt_history_sample(c, d, "iot0", &s));
+    g_assert_cmpint(s.cpu_ns, ==, STORE_NULL);
+    g_assert_cmpint(s.io.rd_ops, ==, 110);
+}
+
 int
 main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/daemon/target/history-bounded", test_history_bounded);
+    g_test_add_func("/daemon/target/history-pairing", test_history_pairing);
     g_test_add_func("/daemon/target/exits-prefer-qemu", test_exits_prefer_qemu);
     g_test_add_func("/daemon/target/backoff", test_backoff);
     return g_test_run();

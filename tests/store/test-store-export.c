@@ -272,11 +272,55 @@ test_constant_memory(void)
     test_dir_remove(dir);
 }
 
+/* The one duration grammar, as a table; and the same grammar in time bounds. */
+static void
+test_duration_grammar(void)
+{
+    static const struct {
+        const char *text;
+        gint64 ms;          /* -1: must fail */
+    } cases[] = {
+        { "1500", 1500 }, { "250ms", 250 }, { "250MS", 250 }, { "2s", 2000 },
+        { "3m", 180000 }, { "48h", 172800000 }, { "7d", 604800000 },
+        { "2w", 1209600000 }, { "1 S", 1000 }, { "0s", 0 },
+        { "", -1 }, { "-1s", -1 }, { "1y", -1 }, { "s", -1 }, { "ms", -1 },
+        { "1.5s", -1 }, { "99999999999999999999", -1 }, { "999999999999999w", -1 },
+    };
+    const gint64 now = 1764590400000;
+
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autoptr(GError) error = NULL;
+        gint64 ms = 0;
+        gboolean ok = store_duration_parse(cases[i].text, &ms, &error);
+
+        g_test_message("'%s'", cases[i].text);
+        if (cases[i].ms < 0) {
+            g_assert_false(ok);
+            g_assert_error(error, STORE_ERROR, STORE_ERROR_INVALID);
+            g_assert_nonnull(strstr(error->message, cases[i].text));
+            continue;
+        }
+        g_assert_no_error(error);
+        g_assert_cmpint(ms, ==, cases[i].ms);
+        /* A time bound takes the same spans, back from now; a bare number
+         * is not a time bound. */
+        ok = store_time_parse(cases[i].text, now, &ms, &error);
+        if (strspn(cases[i].text, "0123456789") == strlen(cases[i].text)) {
+            g_assert_false(ok);
+            g_assert_error(error, STORE_ERROR, STORE_ERROR_INVALID);
+        } else {
+            g_assert_no_error(error);
+            g_assert_cmpint(ms, ==, now - cases[i].ms);
+        }
+    }
+}
+
 int
 main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/store/export/time-parse", test_time_parse);
+    g_test_add_func("/store/export/duration-grammar", test_duration_grammar);
     g_test_add_func("/store/export/iso-format", test_iso_format);
 #define ADD(name, fn) g_test_add(name, Fixture, NULL, fixture_setup, fn, fixture_teardown)
     ADD("/store/export/csv", test_csv);
