@@ -10,6 +10,25 @@
 #include <gio/gio.h>
 #include <glib/gstdio.h>
 
+/* The socket file appears at bind(), a moment before listen(): a connect
+ * in between is refused.  Ready means a connect is accepted. */
+static gboolean
+pt_test_socket_listens(const char *path)
+{
+    struct sockaddr_un sun = { .sun_family = AF_UNIX };
+    int fd;
+    gboolean ok;
+
+    if (!g_file_test(path, G_FILE_TEST_EXISTS))
+        return FALSE;
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    g_strlcpy(sun.sun_path, path, sizeof(sun.sun_path));
+    ok = fd >= 0 && connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0;
+    if (fd >= 0)
+        close(fd);
+    return ok;
+}
+
 static gboolean
 pt_test_daemon_spawn(PtTestDaemon *d, GError **error)
 {
@@ -50,7 +69,7 @@ pt_test_daemon_spawn(PtTestDaemon *d, GError **error)
     close(log_fd);
     /* A checker like valgrind needs far longer to start the daemon. */
     deadline = g_get_monotonic_time() + (wrap ? 120 : 20) * G_USEC_PER_SEC;
-    while (!g_file_test(d->socket_path, G_FILE_TEST_EXISTS)) {
+    while (!pt_test_socket_listens(d->socket_path)) {
         int status;
 
         if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
