@@ -11,6 +11,11 @@
  */
 #pragma once
 
+/* The runtime directory polltuned may create (systemd's RuntimeDirectory=
+ * creates it under the unit); the default control socket and pidfile live
+ * in it. */
+#define PT_RUNTIME_DIR "/run/polltune"
+
 #include <glib.h>
 
 #include "policy.h"
