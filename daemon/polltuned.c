@@ -122,7 +122,7 @@ main(int argc, char **argv)
     gint64 opt_interval = 0;
     PtConfOverrides ov = { .mode = PT_MODE_INVALID };
     gboolean foreground = FALSE, verbose = FALSE, version = FALSE, explicit_config;
-    gboolean detach;
+    gboolean detach, check_config = FALSE;
     guint64 watchdog_us = 0;
     guint64 nofile;
     GOptionEntry entries[] = {
@@ -134,6 +134,9 @@ main(int argc, char **argv)
         { "mode", 'm', 0, G_OPTION_ARG_STRING, &opt_mode, "observe, recommend or enforce", "MODE" },
         { "pidfile", 0, 0, G_OPTION_ARG_FILENAME, &m.pidfile,
           "Pid file when detached (default " PT_DEFAULT_PIDFILE ")", "FILE" },
+        { "check-config", 0, 0, G_OPTION_ARG_NONE, &check_config,
+          "Validate the configuration (FILE, or --config's), print it in effect and exit",
+          NULL },
         { "foreground", 'f', 0, G_OPTION_ARG_NONE, &foreground, "Do not detach from the terminal", NULL },
         { "verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose, "Log debug messages", NULL },
         { "version", 'V', 0, G_OPTION_ARG_NONE, &version, "Print the version and exit", NULL },
@@ -141,7 +144,7 @@ main(int argc, char **argv)
     };
 
     setlocale(LC_ALL, "");
-    ctx = g_option_context_new("- tune QEMU iothread polling");
+    ctx = g_option_context_new("[--check-config [FILE]] - tune QEMU iothread polling");
     g_option_context_add_main_entries(ctx, entries, NULL);
     if (!g_option_context_parse(ctx, &argc, &argv, &err)) {
         fprintf(stderr, "polltuned: %s\n", err->message);
@@ -150,6 +153,10 @@ main(int argc, char **argv)
     if (version) {
         printf("polltuned %s\n", PT_VERSION);
         return 0;
+    }
+    if (check_config && argc == 2 && !m.config_path) {
+        m.config_path = g_strdup(argv[1]);
+        argc--;
     }
     if (argc > 1) {
         fprintf(stderr, "polltuned: unexpected argument '%s'\n", argv[1]);
@@ -185,6 +192,13 @@ main(int argc, char **argv)
     ov.interval_ms = (guint)opt_interval;
     pt_conf_apply_overrides(conf, &ov);
 
+    /* Like nginx -t: validate and show, opening nothing else. */
+    if (check_config) {
+        g_autofree char *text = pt_conf_format(conf);
+
+        fputs(text, stdout);
+        return 0;
+    }
     /* One daemon per database and per control socket: checked before
      * detaching, so the operator sees the error on the terminal. */
     {

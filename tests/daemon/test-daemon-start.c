@@ -120,6 +120,58 @@ test_no_mkdir(void)
     g_assert_false(g_file_test(missing, G_FILE_TEST_EXISTS));
 }
 
+/* Like nginx -t: exit 0 and the effective configuration, or 1 and the
+ * error; no database or socket is opened either way. */
+static void
+test_check_config(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("pt-start-XXXXXX", NULL);
+    g_autofree char *conf = g_build_filename(dir, "p.conf", NULL);
+    g_autofree char *bad = g_build_filename(dir, "bad.conf", NULL);
+    g_autofree char *db = g_build_filename(dir, "h.db", NULL);
+    g_autofree char *sock = g_build_filename(dir, "c.sock", NULL);
+    g_autofree char *body = g_strdup_printf("[daemon]\ndatabase = %s\ncontrol-socket = %s\n"
+                                            "mode = observe\n", db, sock);
+    g_autofree char *argv0 = NULL, *out = NULL, *errout = NULL;
+    g_autoptr(GError) err = NULL;
+    const char *build = g_getenv("PT_BUILD_ROOT");
+    int status;
+
+    g_assert_true(g_file_set_contents(conf, body, -1, NULL));
+    g_assert_true(g_file_set_contents(bad, "[daemon]\nmode = fast\n", -1, NULL));
+    argv0 = g_build_filename(build ? build : ".", "daemon", "polltuned", NULL);
+    {
+        const char *argv[] = { argv0, "--check-config", conf, NULL };
+
+        g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_DEFAULT, NULL, NULL,
+                                   &out, &errout, &status, &err));
+        g_assert_no_error(err);
+        g_assert_true(WIFEXITED(status));
+        g_assert_cmpint(WEXITSTATUS(status), ==, 0);
+        g_assert_nonnull(strstr(out, "mode = observe\n"));
+        g_assert_nonnull(strstr(out, "[policy]\n"));
+    }
+    g_assert_false(g_file_test(db, G_FILE_TEST_EXISTS));
+    g_assert_false(g_file_test(sock, G_FILE_TEST_EXISTS));
+    {
+        const char *args[] = { "--check-config", bad, NULL };
+        g_autofree char *e = NULL;
+
+        g_assert_cmpint(run_polltuned(args, &e), ==, 1);
+        g_assert_nonnull(strstr(e, "'fast' is not observe"));
+    }
+    {
+        const char *args[] = { "--check-config", "/nonexistent/p.conf", NULL };
+        g_autofree char *e = NULL;
+
+        g_assert_cmpint(run_polltuned(args, &e), ==, 1);
+        g_assert_nonnull(strstr(e, "/nonexistent/p.conf"));
+    }
+    g_unlink(conf);
+    g_unlink(bad);
+    g_rmdir(dir);
+}
+
 static gboolean
 pidfile_written(gpointer data)
 {
@@ -195,5 +247,6 @@ main(int argc, char **argv)
     g_test_add_func("/daemon/start/second-instance", test_second_instance);
     g_test_add_func("/daemon/start/no-mkdir", test_no_mkdir);
     g_test_add_func("/daemon/start/detach-pidfile", test_detach_pidfile);
+    g_test_add_func("/daemon/start/check-config", test_check_config);
     return g_test_run();
 }
