@@ -749,7 +749,7 @@ pt_cmd_mode_set(PtConn *conn, json_object *args, json_object **ret, GError **err
         return FALSE;
     if ((m = pt_mode_from_string(mode)) == PT_MODE_INVALID)
         return pt_arg_bad(error, "mode", "must be observe, recommend or enforce");
-    if (!pt_daemon_set_mode(pt_conn_daemon(conn), m, error))
+    if (!pt_daemon_set_runtime_mode(pt_conn_daemon(conn), m, error))
         return FALSE;
     *ret = json_object_new_object();
     json_object_object_add(*ret, "mode", json_object_new_string(mode));
@@ -805,13 +805,19 @@ static gboolean
 pt_cmd_reload(PtConn *conn, json_object *args, json_object **ret, GError **error)
 {
     g_autoptr(GError) err = NULL;
+    PtDaemon *d = pt_conn_daemon(conn);
 
     /* The same path as SIGHUP, so both behave alike. */
-    if (!pt_daemon_reload_file(pt_conn_daemon(conn), &err)) {
+    if (!pt_daemon_reload_file(d, &err)) {
         g_set_error(error, PT_CONTROL_ERROR, PT_CONTROL_ERROR_GENERIC, "%s", err->message);
         return FALSE;
     }
+    /* Say which mode holds and why, so a kept runtime mode is no surprise. */
     *ret = json_object_new_object();
+    json_object_object_add(*ret, "mode",
+                           json_object_new_string(pt_mode_to_string(pt_daemon_get_mode(d))));
+    json_object_object_add(*ret, "mode_from", json_object_new_string(
+        pt_daemon_get_runtime_mode(d) != PT_MODE_INVALID ? "runtime" : "configuration"));
     return TRUE;
 }
 

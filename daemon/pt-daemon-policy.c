@@ -557,6 +557,21 @@ pt_daemon_policy_for(PtDaemon *d, const char *target, const char *iothread)
 }
 
 gboolean
+pt_daemon_set_runtime_mode(PtDaemon *d, PtMode mode, GError **error)
+{
+    if (!pt_daemon_set_mode(d, mode, error))
+        return FALSE;
+    d->runtime_mode = mode;
+    return TRUE;
+}
+
+PtMode
+pt_daemon_get_runtime_mode(PtDaemon *d)
+{
+    return d->runtime_mode;
+}
+
+gboolean
 pt_daemon_set_mode(PtDaemon *d, PtMode mode, GError **error)
 {
     GHashTableIter it;

@@ -9,6 +9,9 @@
 struct PtDaemon {
     PtConf *conf;
     PtMode mode;
+    /* Set with mode-set: stays in front of the file's mode across reloads,
+     * as runtime rules do; PT_MODE_INVALID when none. */
+    PtMode runtime_mode;
     char *proc_root, *debugfs_root, *tracefs_root;
     ProbeRoots proot;
 

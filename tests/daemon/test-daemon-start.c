@@ -2,7 +2,8 @@
 /*
  * polltuned started by hand: a named configuration file must exist, one
  * daemon per database and per control socket, no directories grown for a
- * mistyped path, and a detached daemon leaves a pidfile.  No QEMU needed:
+ * mistyped path, a detached daemon leaves a pidfile, and a mode set at
+ * run time is not silently undone by a reload.  No QEMU needed:
  * these are about the process, not about tuning.
  */
 #include "pt-test-daemon.h"
@@ -172,6 +173,31 @@ test_check_config(void)
     g_rmdir(dir);
 }
 
+/* A mode set at run time holds across reloads, like runtime rules, and
+ * the reload reply says where the mode in force comes from. */
+static void
+test_mode_survives_reload(void)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(PtTestDaemon) d = pt_test_daemon_start("mode = enforce\n[targets]\nlibvirt = false\n",
+                                                     &err);
+    json_object *r;
+
+    g_assert_no_error(err);
+    r = pt_test_daemon_ok(d, "reload", NULL);
+    g_assert_cmpstr(pt_json_path_str(r, "mode_from"), ==, "configuration");
+    json_object_put(r);
+    json_object_put(pt_test_daemon_ok(d, "mode-set", "{\"mode\": \"recommend\"}"));
+    r = pt_test_daemon_ok(d, "reload", NULL);
+    g_assert_cmpstr(pt_json_path_str(r, "mode"), ==, "recommend");
+    g_assert_cmpstr(pt_json_path_str(r, "mode_from"), ==, "runtime");
+    json_object_put(r);
+    r = pt_test_daemon_ok(d, "status", NULL);
+    g_assert_cmpstr(pt_json_path_str(r, "mode"), ==, "recommend");
+    json_object_put(r);
+    pt_test_daemon_stop(d);
+}
+
 static gboolean
 pidfile_written(gpointer data)
 {
@@ -248,5 +274,6 @@ main(int argc, char **argv)
     g_test_add_func("/daemon/start/no-mkdir", test_no_mkdir);
     g_test_add_func("/daemon/start/detach-pidfile", test_detach_pidfile);
     g_test_add_func("/daemon/start/check-config", test_check_config);
+    g_test_add_func("/daemon/start/mode-survives-reload", test_mode_survives_reload);
     return g_test_run();
 }
