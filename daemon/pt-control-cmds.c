@@ -759,13 +759,24 @@ pt_cmd_mode_set(PtConn *conn, json_object *args, json_object **ret, GError **err
 static gboolean
 pt_cmd_attach(PtConn *conn, json_object *args, json_object **ret, GError **error)
 {
-    const char *path, *name;
+    const char *path, *name, *domain;
     g_autofree char *got = NULL;
 
-    if (!pt_arg_str(args, "path", TRUE, &path, error) ||
+    if (!pt_arg_str(args, "path", FALSE, &path, error) ||
         !pt_arg_str(args, "name", FALSE, &name, error) ||
-        !pt_daemon_attach_qmp(pt_conn_daemon(conn), path, name, &got, error))
+        !pt_arg_str(args, "domain", FALSE, &domain, error))
         return FALSE;
+    /* A "path" that is not absolute names a libvirt domain too. */
+    if (!domain && path && !g_path_is_absolute(path))
+        domain = path;
+    if (domain) {
+        if (!pt_daemon_attach_libvirt(pt_conn_daemon(conn), domain, &got, error))
+            return FALSE;
+    } else if (!path) {
+        return pt_arg_bad(error, "path", "path (a QMP socket) or domain is required");
+    } else if (!pt_daemon_attach_qmp(pt_conn_daemon(conn), path, name, &got, error)) {
+        return FALSE;
+    }
     *ret = json_object_new_object();
     json_object_object_add(*ret, "name", json_object_new_string(got));
     return TRUE;

@@ -642,6 +642,9 @@ pt_daemon_detach(PtDaemon *d, const char *name, GError **error)
     /* A socket matched by qmp-globs stays detached until attached again. */
     if (t->kind == STORE_TARGET_QMP)
         g_hash_table_add(d->detached_paths, g_strdup(pt_target_qmp_path(t)));
+    /* A domain stays detached until attached by name, not the next listing. */
+    if (t->kind == STORE_TARGET_LIBVIRT)
+        pt_daemon_libvirt_detached(d, t);
     t->detached = TRUE;
     policy_engine_forget(d->engine, t->name);
     pt_info(t->name, NULL, "detached by request");
