@@ -118,12 +118,19 @@ history_offline(CliContext *ctx, const CliRange *r, const char *target, const ch
     json_object *rows = json_object_new_array();
     StoreFilter f;
     const StoreRow *row;
+    gboolean known;
 
     json_object_object_add(reply, "resolution",
                            json_object_new_string(store_resolution_to_string(r->resolution)));
     json_object_object_add(reply, "rows", rows);
-    if (!db)
+    if (!db || !store_target_known(cli_db_store(db), target, &known, error))
         return NULL;
+    /* The daemon's rule (NotFound, exit 1) for a name never recorded. */
+    if (!known) {
+        g_set_error(error, CLI_ERROR, CLI_ERROR_FAILED, "%s: no such target in %s", target,
+                    ctx->db_path);
+        return NULL;
+    }
     cli_store_filter(&f, r, target, iothread);
     if (!(cur = store_query_range(cli_db_store(db), &f, error)))
         return NULL;

@@ -97,8 +97,14 @@ static char *
 policy_text(CliContext *ctx, json_object *it)
 {
     json_object *ov = member(it, "override");
+    json_object *held = member(it, "external_hold");
     gint64 expires;
 
+    if (!ov && held && qmp_json_get_int(held, "until_ms", &expires)) {
+        g_autofree char *left = cli_format_duration_left_ms(MAX(expires - ctx->now_ms, 0));
+
+        return g_strdup_printf("held: external write (%s left)", left);
+    }
     if (!ov)
         return g_strdup(str(it, "policy"));
     if (qmp_json_get_int(ov, "expires_ms", &expires)) {

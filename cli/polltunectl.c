@@ -23,7 +23,8 @@ static gboolean opt_version;
 
 static const GOptionEntry global_entries[] = {
     { "socket", 's', 0, G_OPTION_ARG_FILENAME, &opt_socket,
-      "polltuned's control socket (default " CLI_DEFAULT_SOCKET ")", "PATH" },
+      "polltuned's control socket (default $POLLTUNE_SOCKET, else " CLI_DEFAULT_SOCKET ")",
+      "PATH" },
     { "db", 0, 0, G_OPTION_ARG_FILENAME, &opt_db,
       "Read this history database, read-only, instead of asking the daemon "
       "(history, export, report)", "FILE" },
@@ -318,7 +319,11 @@ help_run(GOptionContext *top, char **words, int n)
     g_autofree char *text = NULL;
     const CliCommand *cmd;
     int consumed = 0;
+    static char *help_self[] = { (char *)"help", NULL };
 
+    /* "help --help" is the usage of help itself, as for any command. */
+    if (n == 1 && (g_str_equal(words[0], "--help") || g_str_equal(words[0], "-h")))
+        words = help_self;
     if (n == 0) {
         text = g_option_context_get_help(top, TRUE, NULL);
         printf("%s", text);
@@ -361,7 +366,11 @@ command_run(CliContext *ctx, const CliCommand *cmd, int argc, char **argv, GErro
                     "%s --help\")", name, *cmd->params ? cmd->params : "no parameters", name);
         return FALSE;
     }
-    ctx->socket_path = opt_socket ? opt_socket : CLI_DEFAULT_SOCKET;
+    /* --socket, then $POLLTUNE_SOCKET (an empty one counts as unset, as
+     * an empty path could only fail), then the default. */
+    ctx->socket_path = opt_socket ? opt_socket :
+                       g_getenv("POLLTUNE_SOCKET") && *g_getenv("POLLTUNE_SOCKET") ?
+                       g_getenv("POLLTUNE_SOCKET") : CLI_DEFAULT_SOCKET;
     ctx->db_path = opt_db;
     ctx->json = opt_json;
     ctx->timeout_ms = opt_timeout_s > 0 ? (guint)opt_timeout_s * 1000 : 30000;

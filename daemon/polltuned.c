@@ -28,9 +28,9 @@ typedef struct {
     PtDaemon *daemon;
     PtControl *control;
     PtMetricsServer *metrics;
-    char *config_path;
-    char *db_lock_path;
-    char *pidfile;
+    const char *config_path;        /* main()'s, which owns it */
+    const char *db_lock_path;       /* main()'s too */
+    const char *pidfile;
     int db_lock_fd;
     int pidfile_fd;
     gboolean stopping;
@@ -118,6 +118,10 @@ main(int argc, char **argv)
     g_autoptr(GOptionContext) ctx = NULL;
     g_autoptr(PtConf) conf = NULL;
     g_autofree char *interval = NULL;
+    /* Freed on every return: a start that fails (a full disk, say) must
+     * leave nothing for LeakSanitizer to report. */
+    g_autofree char *config_path = NULL;
+    g_autofree char *pidfile = NULL, *db_lock_path = NULL;
     g_autofree char *opt_db = NULL, *opt_socket = NULL, *opt_mode = NULL;
     gint64 opt_interval = 0;
     PtConfOverrides ov = { .mode = PT_MODE_INVALID };
@@ -126,13 +130,13 @@ main(int argc, char **argv)
     guint64 watchdog_us = 0;
     guint64 nofile;
     GOptionEntry entries[] = {
-        { "config", 'c', 0, G_OPTION_ARG_FILENAME, &m.config_path,
+        { "config", 'c', 0, G_OPTION_ARG_FILENAME, &config_path,
           "Configuration file (default " PT_DEFAULT_CONFIG ")", "FILE" },
         { "db", 0, 0, G_OPTION_ARG_FILENAME, &opt_db, "History database", "FILE" },
         { "socket", 0, 0, G_OPTION_ARG_FILENAME, &opt_socket, "Control socket", "PATH" },
         { "interval", 'i', 0, G_OPTION_ARG_STRING, &interval, "Tick interval, e.g. 1s or 250ms", "DURATION" },
         { "mode", 'm', 0, G_OPTION_ARG_STRING, &opt_mode, "observe, recommend or enforce", "MODE" },
-        { "pidfile", 0, 0, G_OPTION_ARG_FILENAME, &m.pidfile,
+        { "pidfile", 0, 0, G_OPTION_ARG_FILENAME, &pidfile,
           "Pid file when detached (default " PT_DEFAULT_PIDFILE ")", "FILE" },
         { "check-config", 0, 0, G_OPTION_ARG_NONE, &check_config,
           "Validate the configuration (FILE, or --config's), print it in effect and exit",
@@ -154,8 +158,8 @@ main(int argc, char **argv)
         printf("polltuned %s\n", PT_VERSION);
         return 0;
     }
-    if (check_config && argc == 2 && !m.config_path) {
-        m.config_path = g_strdup(argv[1]);
+    if (check_config && argc == 2 && !config_path) {
+        config_path = g_strdup(argv[1]);
         argc--;
     }
     if (argc > 1) {
@@ -175,9 +179,10 @@ main(int argc, char **argv)
     nofile = pt_raise_nofile();
     /* A file named on the command line must exist: a typo must not start
      * an enforcing daemon on defaults.  Only the default may be absent. */
-    explicit_config = m.config_path != NULL;
-    if (!m.config_path)
-        m.config_path = g_strdup(PT_DEFAULT_CONFIG);
+    explicit_config = config_path != NULL;
+    if (!config_path)
+        config_path = g_strdup(PT_DEFAULT_CONFIG);
+    m.config_path = config_path;
     conf = pt_conf_load(m.config_path, explicit_config, &err);
     if (!conf) {
         pt_err(NULL, NULL, "%s", err->message);
@@ -205,9 +210,14 @@ main(int argc, char **argv)
         const PtConf *c = conf;
 
         if (!g_str_equal(c->database, ":memory:")) {
-            m.db_lock_path = g_strconcat(c->database, ".lock", NULL);
+            db_lock_path = g_strconcat(c->database, ".lock", NULL);
+            m.db_lock_path = db_lock_path;
             m.db_lock_fd = pt_lock_file_acquire(m.db_lock_path, c->database, &err);
-            if (m.db_lock_fd < 0) {
+            /* A read-only directory: no second daemon can write there either,
+             * and opening the store says what to do about it. */
+            if (m.db_lock_fd < 0 && g_error_matches(err, G_IO_ERROR, G_IO_ERROR_READ_ONLY))
+                g_clear_error(&err);
+            else if (m.db_lock_fd < 0) {
                 pt_err(NULL, NULL, "%s", err->message);
                 return 1;
             }
@@ -222,8 +232,9 @@ main(int argc, char **argv)
      * and the journal logs; by hand, detach unless -f. */
     detach = !foreground && !getenv("NOTIFY_SOCKET") && !getenv("INVOCATION_ID");
     if (detach) {
-        if (!m.pidfile)
-            m.pidfile = g_strdup(PT_DEFAULT_PIDFILE);
+        if (!pidfile)
+            pidfile = g_strdup(PT_DEFAULT_PIDFILE);
+        m.pidfile = pidfile;
         {
             g_autofree char *dir = g_path_get_dirname(m.pidfile);
 
@@ -310,9 +321,6 @@ main(int argc, char **argv)
     g_main_loop_unref(m.loop);
     pt_lock_file_release(m.pidfile_fd, m.pidfile);
     pt_lock_file_release(m.db_lock_fd, m.db_lock_path);
-    g_free(m.pidfile);
-    g_free(m.db_lock_path);
-    g_free(m.config_path);
     pt_info(NULL, NULL, "stopped");
     return m.exit_code;
 }

@@ -393,8 +393,26 @@ static const char *const pt_keys_policy[] = {
     "default", "max-poll-max-ns", "poll-grow-min", "poll-grow-max",
     "poll-shrink-min", "poll-shrink-max", "min-dwell", "revalidate",
     "idle-iops", "budget-cores", "psi-limit", "vcpu-delay-limit",
-    "iothread-delay-limit", NULL };
+    "iothread-delay-limit", "external-hold", NULL };
 static const char *const pt_keys_rule[] = { "policy", NULL };
+
+const char *const *
+pt_conf_known_keys(const char *group)
+{
+    static const struct {
+        const char *group;
+        const char *const *keys;
+    } tables[] = {
+        { "daemon", pt_keys_daemon }, { "targets", pt_keys_targets },
+        { "retention", pt_keys_retention }, { "policy", pt_keys_policy },
+        { "rule", pt_keys_rule },
+    };
+
+    for (gsize i = 0; i < G_N_ELEMENTS(tables); i++)
+        if (g_str_equal(group, tables[i].group))
+            return tables[i].keys;
+    return NULL;
+}
 
 static gboolean
 pt_conf_check_keys(PtConfReader *r, const char *const *known, GError **error)
@@ -515,6 +533,7 @@ pt_conf_read_policy(PtConfReader *r, PtConf *c, GError **error)
         !pt_conf_get_uint(r, "poll-shrink-max", 0, 1024, &p->shrink_max, error) ||
         !pt_conf_get_duration(r, "min-dwell", 0, 86400000, &p->min_dwell_ms, error) ||
         !pt_conf_get_duration(r, "revalidate", 0, 7 * 86400000LL, &p->revalidate_ms, error) ||
+        !pt_conf_get_duration(r, "external-hold", 0, 7 * 86400000LL, &p->external_hold_ms, error) ||
         !pt_conf_get_double(r, "idle-iops", 0, 1e9, &p->idle_iops, error) ||
         !pt_conf_get_double(r, "budget-cores", 0, 4096, &p->budget_cores, error) ||
         !pt_conf_get_double(r, "psi-limit", 0, 100, &p->psi_some_limit, error) ||

@@ -107,6 +107,12 @@ void pt_conf_apply_overrides(PtConf *conf, const PtConfOverrides *ov);
  * libvirt, the fixed QMP sockets, retention). */
 gboolean pt_conf_check_reload(const PtConf *running, const PtConf *next, GError **error);
 
+/* The keys the parser accepts in @group: "daemon", "targets", "retention",
+ * "policy", or "rule" for every [rule GLOB] group; NULL for any other
+ * name.  The manual page test reads them, so polltuned.conf(5) cannot
+ * miss a key. */
+const char *const *pt_conf_known_keys(const char *group);
+
 /* "1s", "250ms", "48h", "30d", "2w"; a bare number is milliseconds. */
 gboolean pt_parse_duration(const char *text, gint64 *ms, GError **error);
 /* "2GiB", "512MiB", "100M", "4096"; a bare number is bytes. */

@@ -185,9 +185,28 @@ pt_json_iothread(PtDaemon *d, PtTarget *t, PtIothread *io, guint history)
     json_object_object_add(o, "tid", json_object_new_int(io->tid));
     json_object_object_add(o, "group", io->group ? json_object_new_string(io->group) : NULL);
     json_object_object_add(o, "triple", io->have_triple ? pt_json_triple(&io->triple) : NULL);
-    json_object_object_add(o, "original", io->have_original ? pt_json_triple(&io->original) : NULL);
+    /* While the target is not attached its QEMU may already be another
+     * process on the same socket, whose originals are not known yet. */
+    json_object_object_add(o, "original", io->have_original && t->state == PT_TARGET_ATTACHED ?
+                           pt_json_triple(&io->original) : NULL);
     json_object_object_add(o, "policy", json_object_new_string(policy));
     json_object_object_add(o, "override", ov ? pt_json_override(ov) : NULL);
+    {
+        /* A group is decided, and so held, under its first iothread. */
+        PolicyTriple held;
+        gint64 since, until;
+
+        if (pt_daemon_external_hold_for(d, t->name, io->group ? io->group : io->id, &held,
+                                        &since, &until)) {
+            json_object *h = pt_json_triple(&held);
+
+            json_object_object_add(h, "since_ms", json_object_new_int64(since));
+            json_object_object_add(h, "until_ms", json_object_new_int64(until));
+            json_object_object_add(o, "external_hold", h);
+        } else {
+            json_object_object_add(o, "external_hold", NULL);
+        }
+    }
     json_object_object_add(o, "metrics", io->history->len ?
                            pt_json_metrics(&g_array_index(io->history, PolicyMetrics,
                                                           io->history->len - 1)) : NULL);
@@ -357,6 +376,16 @@ pt_cmd_list(PtConn *conn, json_object *args, json_object **ret, GError **error)
     return TRUE;
 }
 
+/* Every command answers NotFound, which polltunectl exits 1 on, for a
+ * target it cannot speak about.  Returns FALSE for the caller to return. */
+static gboolean
+pt_not_found(GError **error, const char *target)
+{
+    g_set_error(error, PT_CONTROL_ERROR, PT_CONTROL_ERROR_NOT_FOUND,
+                "%s: no such target", target);
+    return FALSE;
+}
+
 static PtTarget *
 pt_find(PtConn *conn, json_object *args, const char **iothread, GError **error)
 {
@@ -368,8 +397,7 @@ pt_find(PtConn *conn, json_object *args, const char **iothread, GError **error)
         return NULL;
     t = pt_daemon_find_target(pt_conn_daemon(conn), name);
     if (!t) {
-        g_set_error(error, PT_CONTROL_ERROR, PT_CONTROL_ERROR_NOT_FOUND,
-                    "%s: no such target", name);
+        pt_not_found(error, name);
         return NULL;
     }
     if (*iothread && !g_hash_table_contains(t->iothreads, *iothread)) {
@@ -381,7 +409,8 @@ pt_find(PtConn *conn, json_object *args, const char **iothread, GError **error)
 }
 
 /* The last 20 decisions of one iothread, from the store, oldest first;
- * "cause" and "evidence" are not stored, so they are absent. */
+ * "evidence" is stored inside "reason", so it is absent, and "cause" is
+ * absent from rows written before the store kept it. */
 static json_object *
 pt_json_stored_decisions(PtDaemon *d, const char *target, const char *iothread)
 {
@@ -404,6 +433,8 @@ pt_json_stored_decisions(PtDaemon *d, const char *target, const char *iothread)
         json_object_object_add(o, "target", json_object_new_string(row->target));
         json_object_object_add(o, "iothread", json_object_new_string(row->iothread));
         json_object_object_add(o, "policy", json_object_new_string(row->policy ? row->policy : ""));
+        if (row->cause)
+            json_object_object_add(o, "cause", json_object_new_string(row->cause));
         json_object_object_add(o, "old", row->old_triple.poll_max_ns == STORE_NULL ? NULL :
                                pt_json_triple(&(PolicyTriple){ row->old_triple.poll_max_ns,
                                                                row->old_triple.poll_grow,
@@ -561,6 +592,14 @@ pt_cmd_history(PtConn *conn, json_object *args, json_object **ret, GError **erro
         return FALSE;
     if (!f.target)
         return pt_arg_bad(error, "target", "missing");
+    if (!pt_daemon_find_target(d, f.target)) {
+        gboolean known;
+
+        if (!store_target_known(pt_daemon_get_store(d), f.target, &known, error))
+            return FALSE;
+        if (!known)
+            return pt_not_found(error, f.target);
+    }
     cur = store_query_range(pt_daemon_get_store(d), &f, error);
     if (!cur)
         return FALSE;
@@ -606,7 +645,8 @@ pt_cmd_policy_get(PtConn *conn, json_object *args, json_object **ret, GError **e
     json_object *tl = json_object_new_array();
     const char *only;
 
-    if (!pt_arg_str(args, "target", FALSE, &only, error)) {
+    if (!pt_arg_str(args, "target", FALSE, &only, error) ||
+        (only && !pt_daemon_find_target(d, only) && !pt_not_found(error, only))) {
         json_object_put(rules);
         json_object_put(tl);
         return FALSE;

@@ -63,6 +63,7 @@ pt_daemon_record(PtDaemon *d, PtTarget *t, const PolicyDecision *dec,
         .policy = policy,
         .old_triple = pt_store_triple(old),
         .new_triple = pt_store_triple(&dec->triple),
+        .cause = policy_cause_to_string(dec->cause),
         .applied = applied,
     };
 
@@ -160,6 +161,8 @@ pt_daemon_restore_io(PtDaemon *d, PtTarget *t, PtIothread *io, const char *why)
     dec->cause = POLICY_CAUSE_POLICY;
     dec->reason = g_strdup_printf("restore the original values: %s", why);
     dec->evidence = g_strdup("");
+    /* Our own write: the policy must not hold it as someone else's. */
+    policy_engine_note_write(d->engine, t->name, io->id, &io->original);
     /* The originals are the operator's own values: no bound of ours. */
     pt_daemon_apply(d, t, dec, "restore", G_MAXINT64, TRUE);
 }
@@ -205,6 +208,9 @@ pt_daemon_capture_original(PtDaemon *d, PtTarget *t, PtIothread *io)
                 ", replacing %" G_GINT64_FORMAT "/%" G_GINT64_FORMAT "/%" G_GINT64_FORMAT,
                 t->instance, instance, io->triple.poll_max_ns, io->triple.poll_grow,
                 io->triple.poll_shrink, st.poll_max_ns, st.poll_grow, st.poll_shrink);
+        /* What the policy learnt, and the triple it last saw, were the old
+         * process's: the new one's own values are no external write. */
+        policy_engine_forget(d->engine, t->name);
     }
     g_clear_error(&err);
     st = pt_store_triple(&io->triple);
@@ -243,6 +249,14 @@ pt_override_matches(const StoreOverrideRow *row, const char *target, const char 
 {
     return g_str_equal(row->ov.target, target) &&
            (!row->ov.iothread || !iothread || g_str_equal(row->ov.iothread, iothread));
+}
+
+gboolean
+pt_daemon_external_hold_for(PtDaemon *d, const char *target, const char *iothread,
+                            PolicyTriple *triple, gint64 *since_ms, gint64 *until_ms)
+{
+    return policy_engine_external_hold(d->engine, target, iothread, g_get_real_time() / 1000,
+                                       triple, since_ms, until_ms);
 }
 
 const StoreOverrideRow *

@@ -87,6 +87,14 @@ pt_daemon_new(PtConf *conf, const PtDaemonRoots *roots, GError **error)
 
             local->message = g_strdup_printf("%s; make it writable by polltuned or set "
                                              "database= to a path it can write", msg);
+        } else if (g_error_matches(local, STORE_ERROR, STORE_ERROR_FULL)) {
+            g_autofree char *msg = g_steal_pointer(&local->message);
+
+            /* Starting without the history would lose the originals that
+             * a crash left to restore, so wait for space instead. */
+            local->message = g_strdup_printf("%s; the filesystem that holds it is full: "
+                                             "free space there and start polltuned again",
+                                             msg);
         }
         g_propagate_error(error, g_steal_pointer(&local));
         return NULL;

@@ -94,6 +94,10 @@ char *pt_daemon_policy_for(PtDaemon *d, const char *target, const char *iothread
 /* Active override covering @target/@iothread, or NULL (borrowed). */
 const StoreOverrideRow *pt_daemon_override_for(PtDaemon *d, const char *target,
                                                const char *iothread);
+/* A write made outside polltune that the policy holds as an implicit
+ * override (docs/POLICY.md): FALSE when none.  Out-parameters may be NULL. */
+gboolean pt_daemon_external_hold_for(PtDaemon *d, const char *target, const char *iothread,
+                                     PolicyTriple *triple, gint64 *since_ms, gint64 *until_ms);
 /* Estimated polling CPU across all iothreads, in cores, last tick. */
 double pt_daemon_polling_cores(PtDaemon *d);
 

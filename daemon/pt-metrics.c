@@ -259,6 +259,20 @@ pt_render_states(GString *out, PtDaemon *d, GPtrArray *ios, GPtrArray *owners,
         else
             g_string_append_printf(out, "} %.3f\n", MAX(ov->ov.expires_ms - now_ms, 0) / 1000.0);
     }
+    pt_family(out, &(PtFamily){ "polltune_external_hold_remaining_seconds", "gauge", "seconds",
+                                "Time left of a write made outside polltune that the policy "
+                                "holds as an implicit override.  Absent: none." });
+    for (guint i = 0; i < ios->len; i++) {
+        const PtIothread *io = ios->pdata[i];
+        const PtTarget *t = owners->pdata[i];
+        gint64 until;
+
+        if (!pt_daemon_external_hold_for(d, t->name, io->group ? io->group : io->id, NULL, NULL,
+                                         &until))
+            continue;
+        pt_labels(out, "polltune_external_hold_remaining_seconds", t, io);
+        g_string_append_printf(out, "} %.3f\n", MAX(until - now_ms, 0) / 1000.0);
+    }
     pt_family(out, &(PtFamily){ "polltune_vm_exits", "counter", NULL,
                                 "KVM exits of the whole VM since the daemon first saw it." });
     for (guint i = 0; i < targets->len; i++) {

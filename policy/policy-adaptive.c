@@ -4,20 +4,63 @@
  * QEMU already sizes the poll window at the microsecond scale; what it cannot
  * know is whether polling pays at all here, and whether its ceiling is too
  * low for the gaps this device shows.  So the adaptive policy does not guess
- * windows: it measures.  When the workload changes it explores up to two
- * candidates, polling off and a wide window (probe_poll_max_ns, QEMU's own
- * growth below it), one tick each, compares them with the objective, and
- * settles on the best one measured, the starting triple included.  Probes
- * that cannot win are skipped: a wider window when the current one already
- * catches, a wide one when even the best case cannot pay for its core.
- * Between explorations it writes nothing: every write resets QEMU's window.
+ * windows: it measures.  When the workload changes (a CUSUM of ln IOPS,
+ * sized to the measured noise) it measures the starting triple, then up to
+ * two candidates, polling off and a wide window (probe_poll_max_ns, QEMU's
+ * own growth below it), each until the difference is clear or for at most
+ * SEG_MAX ticks, and switches only when a candidate wins by more than a
+ * confidence bound.  A wide probe is skipped only when even the best case
+ * cannot pay for its core.  Between explorations it writes nothing: every
+ * write resets QEMU's window.
  */
 #include <math.h>
 
 #include "policy-private.h"
 
-/* Below this many blocks per I/O a polling window catches most events. */
-#define POLICY_CATCHING_BLOCKS_PER_OP 0.5
+/*
+ * Evidence before a switch.  Per-tick figures are noisy: a TCG guest shows
+ * +-50% from one second to the next, a busy host +-10%.  So each triple is
+ * measured over several ticks and a probe replaces the starting triple only
+ * when its mean beats it by more than EVIDENCE_Z standard errors of the
+ * difference (one-sided, about 98%); a probe that costs less CPU needs
+ * EVIDENCE_Z_CHEAPER (84%), since taking it when the two are equal only
+ * saves CPU.  The per-tick standard deviation is
+ * pooled from every segment measured on this iothread, starting from a
+ * prior of NOISE_PRIOR_SD worth NOISE_PRIOR_DF ticks: the simulator's
+ * noise-free runs vary by about 1% per tick, and that prior lets a clear
+ * difference be decided after one tick of each triple.
+ */
+#define EVIDENCE_Z_CHEAPER 1.0
+#define EVIDENCE_Z 2.0
+#define NOISE_PRIOR_SD 0.01
+#define NOISE_PRIOR_DF 2.0
+/*
+ * A probe is measured for at most SEG_MAX ticks: six ticks of a triple that
+ * is 30% worse cost 6% of a 30 s phase; beyond that the noise wins.  The
+ * starting triple is measured until its mean is known to SEG_A_SE (3%) or
+ * for SEG_A_MAX ticks; it costs nothing.
+ */
+#define SEG_MAX 6
+#define SEG_A_MAX 4
+#define SEG_A_SE 0.03
+/*
+ * The change detector fires when the CUSUM of ln IOPS passes CUSUM_SDS
+ * per-tick standard deviations (and at least ln(1 + change_ratio)); its
+ * slack is half a change_ratio step or half a standard deviation, whichever
+ * is larger.  At 5 sd and a slack of 0.5 sd noise alone raises a false
+ * alarm about once in 900 ticks (a 15-minute revalidation comes sooner);
+ * without noise a change of 25% or more shows in one to three ticks.
+ */
+#define CUSUM_SDS 5.0
+/*
+ * Until the settled reference has REF_MIN_TICKS ticks its mean is too
+ * noisy to accumulate against; only a gross change (a factor of 3, which
+ * +-50% noise cannot produce) counts then.
+ */
+#define REF_MIN_TICKS 3
+#define GROSS_CHANGE_LN 1.0986
+/* Old explorations' noise weighs half at each new one: the host changes too. */
+#define NOISE_DECAY 0.5
 
 /*
  * Score in natural-log units of IOPS, so 0.01 is about 1%.
@@ -77,9 +120,12 @@ policy_adaptive_reset(PolicyIothreadState *st)
 {
     st->have_ref = FALSE;
     st->exploring = FALSE;
+    st->measuring_a = FALSE;
     st->trial = FALSE;
     st->want = FALSE;
     st->pending = 0;
+    st->n_done = 0;
+    st->seg_x.n = 0;
 }
 
 static PolicyTriple
@@ -88,24 +134,158 @@ wide_triple(const PolicyConfig *cfg)
     return (PolicyTriple){ MIN(cfg->probe_poll_max_ns, cfg->max_poll_max_ns), 0, 0 };
 }
 
-/* Does measurement @c beat the best so far?  Costlier candidates must win. */
-static gboolean
-candidate_wins(const PolicyConfig *cfg, PolicyObjective o, const PolicyMetrics *c,
-               const PolicyMetrics *best)
+static void
+segment_start(PolicySegment *g, const PolicyTriple *t)
 {
-    double sc = policy_objective_score(o, c), sb = policy_objective_score(o, best);
-
-    if (c->have_cpu && best->have_cpu && c->cpu_pct > best->cpu_pct)
-        return sc >= sb + cfg->probe_margin;
-    return sc >= sb - cfg->rollback_tolerance;
+    *g = (PolicySegment){ .triple = *t };
 }
 
-/* Polling that catches most events, as opposed to a window cycling in vain. */
-static gboolean
-catches(const PolicyMetrics *m)
+static void
+segment_add(PolicySegment *g, PolicyObjective o, const PolicyMetrics *m)
 {
-    return m->triple.poll_max_ns > 0 && m->have_cpu &&
-           m->blocks_per_op <= POLICY_CATCHING_BLOCKS_PER_OP;
+    double s = policy_objective_score(o, m);
+
+    g->n++;
+    g->sum += s;
+    g->sumsq += s * s;
+    g->ln_iops_sum += log(MAX(policy_metrics_iops(m), 1e-3));
+    g->cpu_sum += m->have_cpu ? m->cpu_pct : 0.0;
+    g->last = *m;
+}
+
+static double
+segment_mean(const PolicySegment *g)
+{
+    return g->n ? g->sum / g->n : 0.0;
+}
+
+static double
+segment_cpu(const PolicySegment *g)
+{
+    return g->n ? g->cpu_sum / g->n : 0.0;
+}
+
+/* Sum of squares about the segment's own mean. */
+static double
+segment_ss(const PolicySegment *g)
+{
+    return g->n > 1 ? MAX(g->sumsq - g->sum * g->sum / g->n, 0.0) : 0.0;
+}
+
+/*
+ * The pooled per-tick standard deviation of the score; @data_df, if not
+ * NULL, gets the degrees of freedom that came from measurements.
+ */
+static double
+noise_sd_df(const PolicyIothreadState *st, double *data_df)
+{
+    double ss = NOISE_PRIOR_SD * NOISE_PRIOR_SD * NOISE_PRIOR_DF + st->noise_ss;
+    double df = NOISE_PRIOR_DF + st->noise_df;
+    const PolicySegment *live[] = { st->have_ref ? &st->ref : NULL,
+                                    st->exploring ? &st->seg_a : NULL,
+                                    st->trial ? &st->seg_x : NULL };
+
+    for (guint i = 0; i < G_N_ELEMENTS(live); i++) {
+        if (live[i] && live[i]->n > 1) {
+            ss += segment_ss(live[i]);
+            df += live[i]->n - 1;
+        }
+    }
+    if (data_df)
+        *data_df = df - NOISE_PRIOR_DF;
+    return sqrt(ss / df);
+}
+
+static double
+noise_sd(const PolicyIothreadState *st)
+{
+    return noise_sd_df(st, NULL);
+}
+
+static void
+noise_pool(PolicyIothreadState *st, const PolicySegment *g)
+{
+    if (g->n > 1) {
+        st->noise_ss += segment_ss(g);
+        st->noise_df += g->n - 1;
+    }
+}
+
+/*
+ * What probe @x must gain over the starting triple: a probe that costs
+ * more iothread CPU must win by probe_margin, one that costs less may lose
+ * up to rollback_tolerance (the cheaper of two equals wins).
+ */
+static double
+probe_threshold(const PolicyConfig *cfg, const PolicySegment *x, const PolicySegment *a)
+{
+    return segment_cpu(x) >= segment_cpu(a) ? cfg->probe_margin : -cfg->rollback_tolerance;
+}
+
+/* How many standard errors probe @x must lead its threshold by. */
+static double
+probe_z_needed(const PolicySegment *x, const PolicySegment *a)
+{
+    return segment_cpu(x) >= segment_cpu(a) ? EVIDENCE_Z : EVIDENCE_Z_CHEAPER;
+}
+
+/* The probe's lead over its threshold, in standard errors of the difference. */
+static double
+probe_z(const PolicyConfig *cfg, const PolicyIothreadState *st, const PolicySegment *x)
+{
+    const PolicySegment *a = &st->seg_a;
+    double se = noise_sd(st) * sqrt(1.0 / MAX(a->n, 1) + 1.0 / MAX(x->n, 1));
+    double d = segment_mean(x) - segment_mean(a);
+
+    return (d - probe_threshold(cfg, x, a)) / MAX(se, 1e-9);
+}
+
+/* More than one block per two operations: the window misses most events. */
+static gboolean
+polls_in_vain(const PolicySegment *g)
+{
+    return g->triple.poll_max_ns > 0 && g->last.have_cpu && g->last.blocks_per_op > 0.5;
+}
+
+/*
+ * A wide window that beat a window polling in vain, by more than all of
+ * that window's CPU could be worth, also beats off: off cannot do better
+ * than the fruitless window's IOPS at no CPU at all (a window that misses
+ * its events does not change the I/O path).  Then probing off would only
+ * cost a tick.
+ */
+static gboolean
+wide_beats_off(const PolicyIothreadState *st, PolicyObjective o)
+{
+    const PolicySegment *a = &st->seg_a, *x;
+    double se, lead;
+
+    if (!st->n_done || !polls_in_vain(a))
+        return FALSE;
+    x = &st->done[st->n_done - 1];
+    if (x->triple.poll_max_ns <= a->triple.poll_max_ns)
+        return FALSE;
+    se = noise_sd(st) * sqrt(1.0 / MAX(a->n, 1) + 1.0 / MAX(x->n, 1));
+    lead = segment_mean(x) - segment_mean(a) -
+           policy_objective_cpu_weight(o) * segment_cpu(a) / 100.0;
+    return lead > EVIDENCE_Z * se;
+}
+
+/*
+ * Is the probe's difference from the start known to lie inside the band
+ * where switching does not matter (between -rollback_tolerance and
+ * +probe_margin, widened by EVIDENCE_Z standard errors)?  Then measuring it
+ * longer cannot make it win: a probe as good as the start, costing a core
+ * more, would otherwise run its full SEG_MAX ticks.
+ */
+static gboolean
+probe_equivalent(const PolicyConfig *cfg, const PolicyIothreadState *st, const PolicySegment *x)
+{
+    const PolicySegment *a = &st->seg_a;
+    double se = noise_sd(st) * sqrt(1.0 / MAX(a->n, 1) + 1.0 / MAX(x->n, 1));
+    double d = segment_mean(x) - segment_mean(a);
+
+    return fabs(d) + EVIDENCE_Z * se < cfg->probe_margin + cfg->rollback_tolerance;
 }
 
 /*
@@ -126,33 +306,96 @@ polling_upper_bound(const PolicyConfig *cfg, PolicyObjective o, const PolicyMetr
            policy_objective_cpu_weight(o) * idle;
 }
 
+/* Polling's measured value for the guards: the best polling triple against off. */
 static void
-record_sample(PolicyIothreadState *st, PolicyObjective o, const PolicyMetrics *m)
+record_benefit(PolicyIothreadState *st)
 {
-    /* A window that catches nothing behaves like polling off, at a cost. */
-    if (!catches(m)) {
-        st->off_m = *m;
-        st->have_off = TRUE;
-    } else {
-        st->poll_m = *m;
-        st->have_poll = TRUE;
-    }
-    if (st->have_off && st->have_poll) {
-        double dc = (st->poll_m.cpu_pct - st->off_m.cpu_pct) / 100.0;
+    const PolicySegment *all[3] = { &st->seg_a, NULL, NULL };
+    const PolicySegment *off = NULL, *poll = NULL;
 
+    for (guint i = 0; i < st->n_done; i++)
+        all[i + 1] = &st->done[i];
+    for (guint i = 0; i < G_N_ELEMENTS(all); i++) {
+        const PolicySegment *g = all[i];
+
+        if (!g || !g->n)
+            continue;
+        if (g->triple.poll_max_ns == 0)
+            off = g;
+        else if (!poll || segment_mean(g) > segment_mean(poll))
+            poll = g;
+    }
+    if (off && poll) {
         st->have_benefit = TRUE;
-        st->gain = policy_objective_score(o, &st->poll_m) -
-                   policy_objective_score(o, &st->off_m);
-        st->poll_cores = MAX(dc, 0.01);
+        st->gain = segment_mean(poll) - segment_mean(off);
+        st->poll_cores = MAX((segment_cpu(poll) - segment_cpu(off)) / 100.0, 0.01);
     }
 }
 
 static void
-settle(PolicyIothreadState *st, const PolicyMetrics *m, gint64 now_ms)
+settle(PolicyIothreadState *st, const PolicySegment *g, gint64 now_ms)
 {
     st->have_ref = TRUE;
-    st->ref = *m;
+    st->ref = *g;
     st->ref_ms = now_ms;
+    st->cusum_hi = st->cusum_lo = 0;
+}
+
+static void
+segment_describe(GString *out, const char *prefix, const PolicySegment *g)
+{
+    g_autofree char *t = policy_triple_format(&g->triple);
+
+    g_string_append_printf(out, " %s=%s:n=%u:score=%.4f", prefix, t, g->n, segment_mean(g));
+}
+
+/*
+ * The exploration is over: the probe with the largest confident lead
+ * replaces the starting triple, else the starting triple stays.
+ */
+static void
+explore_finish(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
+{
+    PolicyIothreadState *st = p->st;
+    const PolicyTriple *cur = &p->in->current;
+    const PolicySegment *win = &st->seg_a;
+    double best_lead = 0;
+    g_autofree char *bt = NULL;
+
+    g_string_append_printf(p->evidence, " noise_sd=%.4f", noise_sd(st));
+    segment_describe(p->evidence, "start", &st->seg_a);
+    for (guint i = 0; i < st->n_done; i++) {
+        const PolicySegment *x = &st->done[i];
+        double z = probe_z(cfg, st, x);
+        double lead = segment_mean(x) - segment_mean(&st->seg_a) - probe_threshold(cfg, x, &st->seg_a);
+
+        segment_describe(p->evidence, "probe", x);
+        g_string_append_printf(p->evidence, ":z=%.1f", z);
+        if (z > probe_z_needed(x, &st->seg_a) && lead > best_lead) {
+            best_lead = lead;
+            win = x;
+        }
+    }
+    record_benefit(st);
+    noise_pool(st, &st->seg_a);
+    for (guint i = 0; i < st->n_done; i++)
+        noise_pool(st, &st->done[i]);
+    st->exploring = FALSE;
+    st->best = win->triple;
+    settle(st, win, now_ms);
+    bt = policy_triple_format(&win->triple);
+    if (!policy_triple_equal(&win->triple, cur)) {
+        st->want = TRUE;
+        p->returns_to_best = TRUE;
+        policy_proposal_set(p, &win->triple, POLICY_CAUSE_ROLLBACK,
+                            win == &st->seg_a ? "adaptive: no probe beat %s with confidence, "
+                                                "returning to it"
+                                              : "adaptive: the objective was better at %s, "
+                                                "returning to it", bt);
+    } else {
+        policy_proposal_set(p, cur, POLICY_CAUSE_ACCEPT,
+                            "adaptive: %s measured best, keeping it", bt);
+    }
 }
 
 /*
@@ -164,24 +407,29 @@ static void
 explore_next(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
 {
     PolicyIothreadState *st = p->st;
-    const PolicyTriple *cur = &p->in->current;
-    g_autofree char *bt = NULL;
+    const PolicyTriple *a = &st->seg_a.triple;
+    /*
+     * A window polling in vain (more than one block per two operations)
+     * is probed wide first: that is where the gain is likely.  This only
+     * orders the probes; both are measured.
+     */
+    gboolean in_vain = polls_in_vain(&st->seg_a);
 
-    if (st->pending & POLICY_CAND_WIDE && cur->poll_max_ns > 0 && !catches(&st->best_m) &&
-        now_ms >= st->holdoff_until_ms) {
-        /* Polling in vain now: first see whether a wider window catches. */
+    if (in_vain && st->pending & POLICY_CAND_WIDE && now_ms >= st->holdoff_until_ms &&
+        !policy_triple_equal(a, &(PolicyTriple){ 0 })) {
         PolicyTriple w = wide_triple(cfg);
 
-        policy_proposal_set(p, &w, POLICY_CAUSE_PROBE, "adaptive: measuring a wide poll window");
-        p->trial_cand = POLICY_CAND_WIDE;
-        return;
+        if (!policy_triple_equal(&w, a)) {
+            policy_proposal_set(p, &w, POLICY_CAUSE_PROBE, "adaptive: measuring a wide poll window");
+            p->trial_cand = POLICY_CAND_WIDE;
+            return;
+        }
     }
     if (st->pending & POLICY_CAND_OFF) {
-        if (cur->poll_max_ns > 0) {
-            PolicyTriple off = policy_adaptive_off(cur);
+        PolicyTriple off = policy_adaptive_off(a);
 
-            policy_proposal_set(p, &off, POLICY_CAUSE_PROBE,
-                                "adaptive: measuring polling off");
+        if (a->poll_max_ns > 0) {
+            policy_proposal_set(p, &off, POLICY_CAUSE_PROBE, "adaptive: measuring polling off");
             p->trial_cand = POLICY_CAND_OFF;
             return;
         }
@@ -190,7 +438,7 @@ explore_next(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
     if (st->pending & POLICY_CAND_WIDE) {
         PolicyTriple w = wide_triple(cfg);
 
-        if (now_ms >= st->holdoff_until_ms && !policy_triple_equal(&w, cur)) {
+        if (now_ms >= st->holdoff_until_ms && !policy_triple_equal(&w, a)) {
             policy_proposal_set(p, &w, POLICY_CAUSE_PROBE,
                                 "adaptive: measuring a wide poll window");
             p->trial_cand = POLICY_CAND_WIDE;
@@ -198,34 +446,39 @@ explore_next(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
         }
         st->pending &= ~POLICY_CAND_WIDE;
     }
-    /* Done: the best measured candidate wins. */
-    st->exploring = FALSE;
-    settle(st, &st->best_m, now_ms);
-    bt = policy_triple_format(&st->best);
-    g_string_append(p->evidence, " ");
-    policy_metrics_describe(p->evidence, "best_", &st->best_m);
-    if (!policy_triple_equal(&st->best, cur)) {
-        st->want = TRUE;
-        p->returns_to_best = TRUE;
-        policy_proposal_set(p, &st->best, POLICY_CAUSE_ROLLBACK,
-                            "adaptive: the objective was better at %s, returning to it", bt);
-    } else {
-        policy_proposal_set(p, cur, POLICY_CAUSE_ACCEPT,
-                            "adaptive: %s measured best, keeping it", bt);
-    }
+    explore_finish(cfg, p, now_ms);
 }
 
+/*
+ * Has the workload changed?  A two-sided CUSUM of ln IOPS against the
+ * settled mean, with a threshold sized to the measured noise, so that noise
+ * alone does not trigger and a real change does within a few ticks.
+ */
 static gboolean
-workload_changed(const PolicyConfig *cfg, const PolicyIothreadState *st,
-                 const PolicyMetrics *m, gint64 now_ms, const char **why)
+workload_changed(const PolicyConfig *cfg, PolicyIothreadState *st, const PolicyMetrics *m,
+                 gint64 now_ms, const char **why, GString *evidence)
 {
-    double ref = policy_metrics_iops(&st->ref), cur = policy_metrics_iops(m);
+    double step = log1p(cfg->change_ratio), sd = noise_sd(st);
+    double h = MAX(step, CUSUM_SDS * sd), slack = MAX(step, sd) / 2, x;
 
-    if (!st->have_ref) {
+    if (!st->have_ref || !st->ref.n) {
         *why = "first measurement";
         return TRUE;
     }
-    if (fabs(cur - ref) > cfg->change_ratio * MAX(ref, cfg->idle_iops)) {
+    x = log(MAX(policy_metrics_iops(m), 1e-3)) - st->ref.ln_iops_sum / st->ref.n;
+    /* No noise up to +-50% moves one tick by a factor of 3: that is a new workload. */
+    if (fabs(x) > GROSS_CHANGE_LN) {
+        *why = "IOPS moved away from the settled reference";
+        return TRUE;
+    }
+    /* The reference's mean and spread are learned from its first ticks. */
+    if (st->ref.n < REF_MIN_TICKS)
+        return FALSE;
+    st->cusum_hi = MAX(0.0, st->cusum_hi + x - slack);
+    st->cusum_lo = MAX(0.0, st->cusum_lo - x - slack);
+    g_string_append_printf(evidence, " cusum=%.3f/%.3f limit=%.3f", st->cusum_hi,
+                           st->cusum_lo, h);
+    if (st->cusum_hi > h || st->cusum_lo > h) {
         *why = "IOPS moved away from the settled reference";
         return TRUE;
     }
@@ -234,6 +487,59 @@ workload_changed(const PolicyConfig *cfg, const PolicyIothreadState *st,
         return TRUE;
     }
     return FALSE;
+}
+
+/*
+ * Is the starting triple's mean known well enough to compare probes with?
+ * With no measured noise yet (a new iothread), two ticks: one tick says
+ * nothing about the noise, and the prior alone would take +-50% noise for
+ * a difference.
+ */
+static gboolean
+start_measured(const PolicyIothreadState *st)
+{
+    const PolicySegment *a = &st->seg_a;
+    double data_df, sd = noise_sd_df(st, &data_df);
+
+    if (a->n >= SEG_A_MAX)
+        return TRUE;
+    /*
+     * A window polling in vain points at its wide probe already: probe at
+     * once, and learn the noise from the probe's own ticks instead.
+     */
+    if (data_df < 1)
+        return a->n >= 2 || (a->n >= 1 && polls_in_vain(a));
+    return a->n >= 1 && sd / sqrt(a->n) <= SEG_A_SE;
+}
+
+static void
+explore_begin(const PolicyConfig *cfg, PolicyProposal *p, const char *why, gint64 now_ms)
+{
+    PolicyIothreadState *st = p->st;
+    const PolicyMetrics *m = p->m;
+    const PolicyTriple *cur = &p->in->current;
+    PolicyTriple w = wide_triple(cfg);
+
+    st->exploring = TRUE;
+    st->n_done = 0;
+    st->noise_ss *= NOISE_DECAY;
+    st->noise_df *= NOISE_DECAY;
+    /* The settled ticks are the freshest measure of the noise. */
+    if (st->have_ref)
+        noise_pool(st, &st->ref);
+    st->have_ref = FALSE;
+    st->pending = POLICY_CAND_OFF | POLICY_CAND_WIDE;
+    if (policy_triple_equal(&w, cur))
+        st->pending &= ~POLICY_CAND_WIDE;
+    if (st->pending & POLICY_CAND_WIDE && polling_upper_bound(cfg, p->objective, m) < 0) {
+        st->pending &= ~POLICY_CAND_WIDE;
+        g_string_append_printf(p->evidence, " polling_bound=%.3f",
+                               polling_upper_bound(cfg, p->objective, m));
+    }
+    segment_start(&st->seg_a, cur);
+    segment_add(&st->seg_a, p->objective, m);
+    st->measuring_a = TRUE;
+    g_string_append_printf(p->evidence, " trigger=\"%s\"", why);
 }
 
 void
@@ -263,7 +569,6 @@ policy_adaptive_step(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
     if (st->want) {
         if (policy_triple_equal(&st->best, cur)) {
             st->want = FALSE;
-            settle(st, m, now_ms);
         } else {
             g_autofree char *bt = policy_triple_format(&st->best);
 
@@ -281,61 +586,82 @@ policy_adaptive_step(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
         return;
     }
     if (st->trial) {
-        st->trial = FALSE;
-        record_sample(st, o, m);
-        if (candidate_wins(cfg, o, m, &st->best_m)) {
-            /*
-             * A wide window that beat a window catching nothing also beats
-             * off: the off probe would only cost a tick.
-             */
-            if (cur->poll_max_ns > 0 && !catches(&st->best_m))
-                st->pending &= ~POLICY_CAND_OFF;
-            st->best = *cur;
-            st->best_m = *m;
+        double z;
+
+        if (!st->seg_x.n || !policy_triple_equal(&st->seg_x.triple, cur))
+            segment_start(&st->seg_x, cur);
+        segment_add(&st->seg_x, o, m);
+        z = probe_z(cfg, st, &st->seg_x);
+        /*
+         * Go on while the probe neither clearly wins, nor clearly loses,
+         * nor is clearly equivalent to the start, and for a second tick
+         * when nothing measured the noise yet.
+         */
+        if (st->seg_x.n < SEG_MAX &&
+            ((z <= probe_z_needed(&st->seg_x, &st->seg_a) && z >= -EVIDENCE_Z &&
+              !probe_equivalent(cfg, st, &st->seg_x)) ||
+             (st->seg_x.n < 2 && st->seg_a.n < 2 && st->noise_df < 1))) {
+            g_autofree char *t = policy_triple_format(cur);
+
+            g_string_append_printf(p->evidence, " z=%.2f noise_sd=%.4f", z, noise_sd(st));
+            policy_proposal_set(p, cur, POLICY_CAUSE_NONE,
+                                "adaptive: measuring %s, tick %u of at most %u, not yet clear",
+                                t, st->seg_x.n, SEG_MAX);
+            return;
         }
+        st->trial = FALSE;
+        st->done[st->n_done++] = st->seg_x;
+        st->seg_x.n = 0;
+        /*
+         * The probe is over: whatever is written next (the next probe or
+         * the winner) ends a deliberate measurement and is not held back
+         * by the dwell, which would only prolong a probe that lost.
+         */
+        p->returns_to_best = TRUE;
+        if (st->pending & POLICY_CAND_OFF && wide_beats_off(st, o))
+            st->pending &= ~POLICY_CAND_OFF;
         explore_next(cfg, p, now_ms);
         return;
     }
     if (st->exploring) {
-        /* A probe was deferred (dwell, budget, contention): try again. */
+        if (st->measuring_a && policy_triple_equal(cur, &st->seg_a.triple)) {
+            segment_add(&st->seg_a, o, m);
+        }
+        if (st->measuring_a && !start_measured(st)) {
+            g_string_append_printf(p->evidence, " noise_sd=%.4f", noise_sd(st));
+            policy_proposal_set(p, cur, POLICY_CAUSE_NONE,
+                                "adaptive: measuring the starting triple, tick %u of at most %u",
+                                st->seg_a.n, SEG_A_MAX);
+            return;
+        }
+        st->measuring_a = FALSE;
+        /* First probe, or one deferred (dwell, budget, contention): try it. */
         explore_next(cfg, p, now_ms);
         return;
     }
     if (policy_metrics_iops(m) < cfg->idle_iops) {
         PolicyTriple off = policy_adaptive_off(cur);
+        PolicySegment g;
 
-        settle(st, m, now_ms);
+        segment_start(&g, &off);
+        segment_add(&g, o, m);
+        settle(st, &g, now_ms);
         policy_proposal_set(p, &off, POLICY_CAUSE_IDLE,
                             "adaptive: %.0f IOPS is below %.0f, gaps this long cannot be "
                             "polled for, polling off", policy_metrics_iops(m), cfg->idle_iops);
         return;
     }
-    if (!workload_changed(cfg, st, m, now_ms, &why)) {
+    if (!workload_changed(cfg, st, m, now_ms, &why, p->evidence)) {
+        segment_add(&st->ref, o, m);
         policy_proposal_set(p, cur, POLICY_CAUSE_NONE, "adaptive: steady");
         return;
     }
-    st->exploring = TRUE;
-    st->pending = POLICY_CAND_OFF | POLICY_CAND_WIDE;
-    {
-        PolicyTriple w = wide_triple(cfg);
-
-        /*
-         * A window that already catches the events (few blocks per
-         * operation) would gain nothing from being wider: only off is
-         * worth a probe then.
-         */
-        if (policy_triple_equal(&w, cur) || catches(m))
-            st->pending &= ~POLICY_CAND_WIDE;
-        if (st->pending & POLICY_CAND_WIDE && polling_upper_bound(cfg, o, m) < 0) {
-            st->pending &= ~POLICY_CAND_WIDE;
-            g_string_append_printf(p->evidence, " polling_bound=%.3f",
-                                   polling_upper_bound(cfg, o, m));
-        }
+    explore_begin(cfg, p, why, now_ms);
+    if (!start_measured(st)) {
+        policy_proposal_set(p, cur, POLICY_CAUSE_NONE,
+                            "adaptive: %s, measuring the starting triple", why);
+        return;
     }
-    st->have_off = st->have_poll = FALSE;
-    st->best = *cur;
-    st->best_m = *m;
-    record_sample(st, o, m);
-    g_string_append_printf(p->evidence, " trigger=\"%s\"", why);
+    st->measuring_a = FALSE;
     explore_next(cfg, p, now_ms);
 }

@@ -256,6 +256,7 @@ policy_config_new(void)
     c->vcpu_delay_limit = 10.0;
     c->iothread_delay_limit = 10.0;
     c->contention_holdoff_ms = 60000;
+    c->external_hold_ms = 3600000;
     c->budget_cores = 0.0;
     return c;
 }
@@ -306,7 +307,8 @@ policy_config_validate(const PolicyConfig *c, GError **error)
         why = "poll-grow range must satisfy 2 <= min <= max";
     else if (c->shrink_min < 2 || c->shrink_max < c->shrink_min)
         why = "poll-shrink range must satisfy 2 <= min <= max";
-    else if (c->min_dwell_ms < 0 || c->revalidate_ms < 0 || c->contention_holdoff_ms < 0)
+    else if (c->min_dwell_ms < 0 || c->revalidate_ms < 0 || c->contention_holdoff_ms < 0 ||
+             c->external_hold_ms < 0)
         why = "durations must not be negative";
     else if (c->budget_cores < 0)
         why = "budget must not be negative";

@@ -196,6 +196,8 @@ state_get(PolicyEngine *e, const PolicyIothreadInput *in)
         st->key = g_steal_pointer(&key);
         st->last_write_ms = G_MININT64;
         st->holdoff_until_ms = G_MININT64;
+        st->external_ms = G_MININT64;
+        st->external_until_ms = G_MININT64;
         g_hash_table_insert(e->states, st->key, st);
     }
     return st;
@@ -215,9 +217,47 @@ policy_proposal_set(PolicyProposal *p, const PolicyTriple *t, PolicyCause cause,
     va_end(ap);
 }
 
-/* Notice writes we did not make: QEMU's window restarted, our model is stale. */
+void
+policy_engine_note_write(PolicyEngine *e, const char *target, const char *iothread,
+                         const PolicyTriple *t)
+{
+    /* The state may not exist yet: a restore after an unclean exit is
+     * written before the policy first sees the iothread, which then still
+     * reads the crashed run's triple. */
+    PolicyIothreadInput in = { .target = target, .iothread = iothread };
+    PolicyIothreadState *st = state_get(e, &in);
+
+    st->wrote = TRUE;
+    st->expected = *t;
+}
+
+gboolean
+policy_engine_external_hold(const PolicyEngine *e, const char *target, const char *iothread,
+                            gint64 now_ms, PolicyTriple *triple, gint64 *since_ms,
+                            gint64 *until_ms)
+{
+    g_autofree char *key = g_strdup_printf("%s/%s", target, iothread);
+    const PolicyIothreadState *st = g_hash_table_lookup(e->states, key);
+
+    if (!st || st->external_ms == G_MININT64 || now_ms >= st->external_until_ms)
+        return FALSE;
+    if (triple)
+        *triple = st->external;
+    if (since_ms)
+        *since_ms = st->external_ms;
+    if (until_ms)
+        *until_ms = st->external_until_ms;
+    return TRUE;
+}
+
+/*
+ * Notice writes we did not make: QEMU's window restarted, our model is
+ * stale, and someone chose this triple.  The input that says so is the live
+ * triple differing from both the last one seen and what we last wrote.
+ */
 static void
-observe_current(PolicyIothreadState *st, const PolicyIothreadInput *in, gint64 now_ms)
+observe_current(const PolicyConfig *cfg, PolicyIothreadState *st,
+                const PolicyIothreadInput *in, gint64 now_ms)
 {
     if (st->seen && !policy_triple_equal(&st->last_current, &in->current)) {
         gboolean ours = st->wrote && policy_triple_equal(&st->expected, &in->current);
@@ -225,10 +265,47 @@ observe_current(PolicyIothreadState *st, const PolicyIothreadInput *in, gint64 n
         if (!ours) {
             st->last_write_ms = now_ms;
             policy_adaptive_reset(st);
+            if (cfg->external_hold_ms > 0) {
+                st->external_ms = now_ms;
+                st->external_until_ms = now_ms + cfg->external_hold_ms;
+                st->external = in->current;
+            }
         }
     }
     st->seen = TRUE;
     st->last_current = in->current;
+}
+
+/*
+ * An external write is an implicit override: whoever made it chose that
+ * triple, and a probe replacing it seconds later would silently undo their
+ * decision.  It holds, like an override, until external_until_ms; then the
+ * policy takes over again and says so.  Returns TRUE while it holds.
+ */
+static gboolean
+external_holds(PolicyProposal *p, gint64 now_ms)
+{
+    PolicyIothreadState *st = p->st;
+    g_autofree char *t = NULL;
+
+    if (st->external_ms == G_MININT64)
+        return FALSE;
+    if (now_ms >= st->external_until_ms) {
+        st->external_ms = G_MININT64;
+        g_string_append(p->evidence, "external_hold=expired ");
+        return FALSE;
+    }
+    t = policy_triple_format(&st->external);
+    p->is_override = TRUE;
+    policy_proposal_set(p, &p->in->current, POLICY_CAUSE_OVERRIDE,
+                        "external write: %s was set outside polltune %.0f s ago; held as an "
+                        "implicit override for another %.0f s", t,
+                        (now_ms - st->external_ms) / 1000.0,
+                        (st->external_until_ms - now_ms) / 1000.0);
+    g_string_append_printf(p->evidence, "external_write_ms=%" G_GINT64_FORMAT
+                           " external_until_ms=%" G_GINT64_FORMAT, st->external_ms,
+                           st->external_until_ms);
+    return TRUE;
 }
 
 static void
@@ -251,6 +328,8 @@ propose(PolicyEngine *e, PolicyProposal *p, gint64 now_ms)
     }
     if (expired)
         policy_adaptive_reset(p->st);
+    if (external_holds(p, now_ms))
+        return;
     spec = policy_config_lookup(cfg, in->target, in->iothread);
     switch (spec->kind) {
     case POLICY_KIND_OFF:
@@ -355,7 +434,7 @@ policy_engine_tick(PolicyEngine *e, const PolicyHost *host,
         p->triple = p->in->current;
         p->reason = g_string_new(NULL);
         p->evidence = g_string_new(NULL);
-        observe_current(p->st, p->in, now_ms);
+        observe_current(e->config, p->st, p->in, now_ms);
         propose(e, p, now_ms);
     }
     policy_guard_contention(e->config, host, props, n, now_ms);

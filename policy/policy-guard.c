@@ -135,7 +135,13 @@ polling_cost(const PolicyProposal *p)
 
     if (p->st->have_benefit && !p->trial_cand)
         return p->st->poll_cores;
-    /* Unknown: polling can at most fill the time the iothreads are not busy. */
+    /*
+     * Unknown.  An iothread that polls now (a probe measured over several
+     * ticks) costs at most what it burns; one that does not can at most
+     * fill the time it is not busy.
+     */
+    if (p->m && p->m->have_cpu && !p->trial_cand && p->m->triple.poll_max_ns > 0)
+        return CLAMP(p->m->cpu_pct / 100.0, 0.05 * n, n);
     if (p->m && p->m->have_cpu)
         return CLAMP(n - p->m->cpu_pct / 100.0, 0.05 * n, n);
     return n;

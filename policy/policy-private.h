@@ -12,6 +12,19 @@ enum {
     POLICY_CAND_WIDE = 1 << 1,
 };
 
+/*
+ * Ticks measured under one triple: the sums of the objective's per-tick
+ * scores and of ln(IOPS), for means and the within-segment variance.
+ */
+typedef struct {
+    PolicyTriple triple;
+    guint n;
+    double sum, sumsq;          /* objective score */
+    double ln_iops_sum;
+    double cpu_sum;             /* % of a core */
+    PolicyMetrics last;
+} PolicySegment;
+
 /* Everything the engine remembers about one iothread between ticks. */
 typedef struct {
     char *key;                  /* "target/iothread" */
@@ -21,20 +34,35 @@ typedef struct {
     PolicyTriple expected;
     gint64 last_write_ms;       /* G_MININT64: never */
 
-    /* adaptive: the settled reference the workload is compared against */
+    /*
+     * adaptive: the settled reference the workload is compared against,
+     * every steady tick under the settled triple, and the change detector
+     * (a two-sided CUSUM of ln IOPS against the reference's mean).
+     */
     gboolean have_ref;
-    PolicyMetrics ref;
+    PolicySegment ref;
     gint64 ref_ms;
+    double cusum_hi, cusum_lo;
 
     /* adaptive: an exploration in progress */
     gboolean exploring;
+    gboolean measuring_a;       /* still measuring the starting triple */
     guint pending;              /* POLICY_CAND_* not measured yet */
+    PolicySegment seg_a;        /* the starting triple */
+    PolicySegment seg_x;        /* the probe being measured */
+    PolicySegment done[2];      /* probes measured */
+    guint n_done;
     PolicyTriple best;
-    PolicyMetrics best_m;
-    gboolean trial;             /* a probe has been written, measure next */
+    gboolean trial;             /* a probe has been written, measuring it */
     gboolean want;              /* exploration done, best must be written */
-    gboolean have_off, have_poll;
-    PolicyMetrics off_m, poll_m;
+
+    /* an external write, held as an implicit override until external_until_ms */
+    gint64 external_ms;         /* G_MININT64: none seen */
+    gint64 external_until_ms;
+    PolicyTriple external;
+
+    /* per-tick noise of the score: within-segment squares of past explorations */
+    double noise_ss, noise_df;
 
     /* polling's measured value, for the contention and budget guards */
     gboolean have_benefit;

@@ -136,6 +136,12 @@ typedef struct {
     double iothread_delay_limit;
     gint64 contention_holdoff_ms;
 
+    /*
+     * A triple someone else wrote (an operator, virsh iothreadset, another
+     * tool) is held as an implicit override for this long; 0 disables it.
+     */
+    gint64 external_hold_ms;
+
     double budget_cores;        /* host-wide polling CPU, 0 = unlimited */
 } PolicyConfig;
 
@@ -222,6 +228,24 @@ GPtrArray *policy_engine_list_overrides(const PolicyEngine *engine, gint64 now_m
 
 /* Drop all state of a target that went away. */
 void policy_engine_forget(PolicyEngine *engine, const char *target);
+
+/*
+ * The caller wrote @t to an iothread itself, outside a decision (the
+ * originals put back after an unclean exit, for observe mode or a
+ * detach): when the live triple becomes @t, it is not an external write
+ * to hold.
+ */
+void policy_engine_note_write(PolicyEngine *engine, const char *target, const char *iothread,
+                              const PolicyTriple *t);
+
+/*
+ * The external write the policy holds on an iothread at @now_ms, as an
+ * implicit override: FALSE when none is in force.  @triple, @since_ms and
+ * @until_ms may be NULL.
+ */
+gboolean policy_engine_external_hold(const PolicyEngine *engine, const char *target,
+                                     const char *iothread, gint64 now_ms, PolicyTriple *triple,
+                                     gint64 *since_ms, gint64 *until_ms);
 
 /* Returns PolicyDecision *, one per input, in input order. */
 GPtrArray *policy_engine_tick(PolicyEngine *engine, const PolicyHost *host,

@@ -209,8 +209,8 @@ store_query_decisions(StoreDb *db, const StoreFilter *f, GError **error)
     g_autoptr(StoreCursor) cur = cursor_new(db, CURSOR_DECISIONS, error);
 
     if (!cur || !cursor_prepare(cur, f, "SELECT ts, iothread_id, policy, old_max_ns, old_grow,"
-                                " old_shrink, new_max_ns, new_grow, new_shrink, reason, applied"
-                                " FROM decisions WHERE ts >= ?1 AND ts < ?2", "iothread_id",
+                                " old_shrink, new_max_ns, new_grow, new_shrink, reason, applied,"
+                                " cause FROM decisions WHERE ts >= ?1 AND ts < ?2", "iothread_id",
                                 " ORDER BY ts, id", bound_from(f), bound_to(f), error))
         return NULL;
     return g_steal_pointer(&cur);
@@ -397,6 +397,7 @@ store_cursor_next_decision(StoreCursor *cur, const StoreDecisionRow **row, GErro
                                    store_column_i64(st, 8) };
     d->reason = (const char *)sqlite3_column_text(st, 9);
     d->applied = sqlite3_column_int(st, 10) != 0;
+    d->cause = (const char *)sqlite3_column_text(st, 11);
     *row = d;
     return TRUE;
 }

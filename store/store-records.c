@@ -60,7 +60,8 @@ store_decision_insert(StoreDb *db, const StoreDecision *d, GError **error)
         !store_resolve_iothread(db, d->target, d->iothread, d->ts_ms, &iothread_id, error) ||
         !(st = store_prepare(db, "INSERT INTO decisions (ts, iothread_id, policy, old_max_ns,"
                              " old_grow, old_shrink, new_max_ns, new_grow, new_shrink,"
-                             " reason, applied) VALUES (?,?,?,?,?,?,?,?,?,?,?)", error)))
+                             " reason, applied, cause) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                             error)))
         return FALSE;
     sqlite3_bind_int64(st, 1, d->ts_ms);
     sqlite3_bind_int64(st, 2, iothread_id);
@@ -69,6 +70,7 @@ store_decision_insert(StoreDb *db, const StoreDecision *d, GError **error)
     bind_triple(st, 7, &d->new_triple);
     bind_text_or_null(st, 10, d->reason);
     sqlite3_bind_int(st, 11, d->applied ? 1 : 0);
+    bind_text_or_null(st, 12, d->cause);
     return step_once(db, st, "insert decision", error);
 }
 
@@ -352,4 +354,23 @@ store_original_get(StoreDb *db, const char *target, const char *iothread, StoreT
     else
         store_set_error(db, error, rc, "get original");
     return FALSE;
+}
+
+gboolean
+store_target_known(StoreDb *db, const char *name, gboolean *known, GError **error)
+{
+    sqlite3_stmt *st;
+    int rc;
+
+    if (!(st = store_prepare(db, "SELECT 1 FROM targets WHERE name = ?", error)))
+        return FALSE;
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+    rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        store_set_error(db, error, rc, name);
+        return FALSE;
+    }
+    *known = rc == SQLITE_ROW;
+    return TRUE;
 }

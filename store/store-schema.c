@@ -93,6 +93,11 @@ static const char *const migrations[] = {
     /* 4: originals belong to one QEMU instance (pid and start time, or
      * libvirt's domain id); rows saved before have none (NULL) */
     "ALTER TABLE originals ADD COLUMN instance TEXT;",
+
+    /* 5: a decision keeps the policy's cause (policy_cause_to_string), so
+     * that a stored decision says what the in-memory one said; rows
+     * written before have none (NULL) */
+    "ALTER TABLE decisions ADD COLUMN cause TEXT;",
 };
 
 int

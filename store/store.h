@@ -207,6 +207,12 @@ gboolean store_target_register(StoreDb *db, StoreTargetKind kind, const char *na
                                const char *uuid, gint64 now_ms, GError **error);
 
 /*
+ * Sets *@known to whether the store has ever recorded a target named @name
+ * (registered, or met in a tick or a decision).
+ */
+gboolean store_target_known(StoreDb *db, const char *name, gboolean *known, GError **error);
+
+/*
  * Writes @tick in one transaction, after any ticks still pending.  Returns
  * TRUE when the tick was written or queued (see the contract above); FALSE
  * only for an invalid tick, which is not kept.  Takes no ownership.
@@ -229,6 +235,7 @@ typedef struct {
     const char *policy;
     StoreTriple old_triple, new_triple;
     const char *reason;
+    const char *cause;          /* policy_cause_to_string(); NULL: unknown */
     gboolean applied;           /* FALSE: only recommended */
 } StoreDecision;
 
@@ -343,6 +350,7 @@ typedef struct {
 typedef struct {
     gint64 ts_ms;
     const char *target, *iothread, *policy, *reason;
+    const char *cause;          /* NULL: not recorded (before schema 5) */
     StoreTriple old_triple, new_triple;
     gboolean applied;
 } StoreDecisionRow;

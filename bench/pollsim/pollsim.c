@@ -5,6 +5,9 @@
  *   pollsim --calibrate        the seed 004 table, simulated
  *   pollsim --suite            every scenario, its table and its goals
  *   pollsim --suite --scenario S4 --scale 0.25
+ *   pollsim --matrix           the reduced scenario matrix (sim-matrix.h)
+ *   pollsim --matrix=full      the full matrix
+ *   --qemu-model 7.2|10        the polling mechanism modelled (suite, matrix)
  * Exit status 1 when a calibration row or a goal fails.
  */
 #include <math.h>
@@ -12,6 +15,24 @@
 
 #include "sim-calib.h"
 #include "sim-goals.h"
+#include "sim-matrix.h"
+
+/* --matrix takes an optional value: "reduced" (the default) or "full". */
+static char *matrix_arg;
+
+static gboolean
+matrix_option(const char *name G_GNUC_UNUSED, const char *value, gpointer data G_GNUC_UNUSED,
+              GError **error)
+{
+    if (value && !g_str_equal(value, "full") && !g_str_equal(value, "reduced")) {
+        g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                    "--matrix=%s: expected \"full\" or \"reduced\"", value);
+        return FALSE;
+    }
+    g_free(matrix_arg);
+    matrix_arg = g_strdup(value ? value : "reduced");
+    return TRUE;
+}
 
 static gboolean
 calibrate(void)
@@ -49,12 +70,20 @@ main(int argc, char **argv)
     g_autofree char *only = NULL;
     double scale = 1.0;
     gint64 seed = 1;
+    gint threads = 0;
+    g_autofree char *model_s = NULL;
+    SimQemuModel model = SIM_QEMU_7_2;
     GOptionEntry entries[] = {
         { "calibrate", 0, 0, G_OPTION_ARG_NONE, &do_calibrate, "Reproduce seed 004's table", NULL },
         { "suite", 0, 0, G_OPTION_ARG_NONE, &do_suite, "Run the scenario suite and its goals", NULL },
         { "scenario", 0, 0, G_OPTION_ARG_STRING, &only, "Only this scenario (S1..S8)", "NAME" },
         { "scale", 0, 0, G_OPTION_ARG_DOUBLE, &scale, "Shorten phases by this factor", "X" },
         { "seed", 0, 0, G_OPTION_ARG_INT64, &seed, "PRNG seed", "N" },
+        { "matrix", 0, G_OPTION_FLAG_OPTIONAL_ARG, G_OPTION_ARG_CALLBACK, matrix_option,
+          "Run the scenario matrix and its goals (reduced grid, or =full)", "full" },
+        { "threads", 0, 0, G_OPTION_ARG_INT, &threads, "Matrix cells run at once (0: one per CPU)", "N" },
+        { "qemu-model", 0, 0, G_OPTION_ARG_STRING, &model_s,
+          "QEMU polling mechanism: 7.2 (one window) or 10 (per-handler windows)", "7.2|10" },
         { NULL },
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new("- QEMU iothread polling simulator");
@@ -67,6 +96,22 @@ main(int argc, char **argv)
     if (!g_option_context_parse(ctx, &argc, &argv, &error)) {
         fprintf(stderr, "pollsim: %s\n", error->message);
         return 2;
+    }
+    if (model_s && !sim_qemu_model_parse(model_s, &model)) {
+        fprintf(stderr, "pollsim: --qemu-model %s: expected 7.2 or 10\n", model_s);
+        return 2;
+    }
+    if (matrix_arg) {
+        g_autoptr(SimMatrixResult) m = NULL;
+
+        if (threads < 0) {
+            fprintf(stderr, "pollsim: --threads must be >= 0\n");
+            return 2;
+        }
+        m = sim_matrix_run(g_str_equal(matrix_arg, "full"), model, (guint64)seed, (guint)threads);
+        sim_matrix_print(m, stdout);
+        g_clear_pointer(&matrix_arg, g_free);
+        return sim_matrix_goals_pass(m) ? 0 : 1;
     }
     if (!do_calibrate && !do_suite)
         do_suite = TRUE;
@@ -83,11 +128,13 @@ main(int argc, char **argv)
            "polling core-s | exits/s | vCPU app cores | writes |\n");
     printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (guint i = 0; i < sim_n_scenarios; i++) {
-        const SimScenario *scn = &sim_scenarios[i];
+        SimScenario one = sim_scenarios[i];
+        const SimScenario *scn = &one;
         g_autoptr(SimResult) r = NULL;
 
         if (only && g_ascii_strcasecmp(only, scn->name) != 0)
             continue;
+        one.qemu_model = model;
         r = sim_result_run(scn, scale, (guint64)seed);
         print_run(scn, r->off, r->off);
         print_run(scn, r->qemu_default, r->off);

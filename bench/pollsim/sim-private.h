@@ -8,6 +8,12 @@
 
 #define SIM_RING 4096           /* requests in flight per VM, at most */
 
+/* QEMU 10's poll handlers of one virtio-blk disk. */
+enum {
+    SIM_HANDLER_VQ,             /* virtqueue: guest requests (and kicks) */
+    SIM_HANDLER_AIO,            /* Linux AIO completion ring */
+};
+
 typedef enum {
     EV_DEVICE_DONE,             /* arg: request */
     EV_POLL_DEADLINE,           /* arg: poll generation */
@@ -64,7 +70,8 @@ typedef struct {
     /* iothread */
     SimThread iot;
     SimIotState st;
-    double poll_ns;             /* QEMU's adaptive window */
+    double poll_ns;             /* QEMU's adaptive window (10: the max over handlers) */
+    double poll_h[2];           /* QEMU 10: per-handler windows, SIM_HANDLER_* */
     double loop_start;
     guint32 poll_gen;
     double poll_v_start;
@@ -109,6 +116,7 @@ struct _Sim {
     SimCosts costs;
     guint n_cores;
     gboolean qemu_v4;
+    SimQemuModel qemu_model;
     guint64 rng[4];
 
     double now;

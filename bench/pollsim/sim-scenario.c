@@ -112,9 +112,46 @@ hist_push(VmLoop *l, const PolicyMetrics *m)
     l->hist[l->n_hist++] = *m;
 }
 
+/* splitmix64: the noise generator, independent of the simulator's PRNG. */
+static guint64
+noise_next(guint64 *state)
+{
+    guint64 z = (*state += 0x9e3779b97f4a7c15ull);
+
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Scale what the policy sees of one tick's I/O by 1 + U(-noise, +noise). */
+static void
+metrics_add_noise(PolicyMetrics *m, double noise, guint64 *state)
+{
+    double u = (noise_next(state) >> 11) * (1.0 / 9007199254740992.0);
+    double f = 1.0 + noise * (2 * u - 1);
+
+    m->rd_iops *= f;
+    m->wr_iops *= f;
+    m->flush_iops *= f;
+    m->rd_mbps *= f;
+    m->wr_mbps *= f;
+    if (m->have_cpu && f > 0)
+        m->blocks_per_op /= f;
+    if (m->have_exits && f > 0)
+        m->exits_per_op /= f;
+}
+
 SimRun *
 sim_scenario_run(const SimScenario *scn, const PolicySpec *spec,
                  const PolicyTriple *phase_triples, double scale, guint64 seed)
+{
+    return sim_scenario_run_opts(scn, spec, phase_triples, scale, seed, NULL);
+}
+
+SimRun *
+sim_scenario_run_opts(const SimScenario *scn, const PolicySpec *spec,
+                      const PolicyTriple *phase_triples, double scale, guint64 seed,
+                      const SimRunOpts *opts)
 {
     guint n = sim_scenario_n_vms(scn), tpp = ticks_per_phase(scn, scale);
     guint n_ticks = tpp * scn->n_phases;
@@ -127,7 +164,9 @@ sim_scenario_run(const SimScenario *scn, const PolicySpec *spec,
     PolicyHostCounters hprev, hcur;
     double lat_sum = 0, ops_sum = 0;
     guint64 hist_all[2048] = { 0 };
+    guint64 noise_state = opts ? opts->noise_seed : 0;
 
+    sim_set_qemu_model(sim, scn->qemu_model);
     run->n_ticks = n_ticks;
     run->ticks = g_new0(SimTickStats, n_ticks);
     if (spec) {
@@ -178,6 +217,9 @@ sim_scenario_run(const SimScenario *scn, const PolicySpec *spec,
                     hist_all[b] += tr->lat_hist[b] - loops[i].truth0.lat_hist[b];
             }
             loops[i].truth0 = *tr;
+            /* The scores above saw the truth; the policy sees the noisy figures. */
+            if (opts && opts->noise > 0)
+                metrics_add_noise(&loops[i].hist[loops[i].n_hist - 1], opts->noise, &noise_state);
             inputs[i] = (PolicyIothreadInput){ "vm", loops[i].name, sim_vm_triple(sim, i),
                                                loops[i].hist, loops[i].n_hist };
         }
@@ -189,9 +231,14 @@ sim_scenario_run(const SimScenario *scn, const PolicySpec *spec,
                 if (d->change && d->apply) {
                     sim_vm_set_triple(sim, i, &d->triple);
                     run->n_writes++;
+                    ts->writes++;
+                    if (i == 0 && opts && opts->operator_tick && t > opts->operator_tick)
+                        run->operator_overwrites++;
                 }
             }
         }
+        if (opts && opts->operator_tick && t == opts->operator_tick)
+            sim_vm_set_triple(sim, 0, &opts->operator_triple);
         if ((t + 1) % tpp == 0 && t + 1 < n_ticks) {
             guint p = (t + 1) / tpp;
 

@@ -30,6 +30,7 @@ typedef struct {
     guint n_groups;
     double budget_cores;                /* 0: none */
     guint beneficiary_group;            /* S8: the group that should poll, else G_MAXUINT */
+    SimQemuModel qemu_model;            /* the polling mechanism, 7.2 unless set */
 } SimScenario;
 
 extern const SimScenario sim_scenarios[];
@@ -45,6 +46,7 @@ typedef struct {
     double vcpu_compute_cores;
     double exits_per_s;
     guint n_polling;            /* VMs whose poll-max-ns > 0 at the end of the tick */
+    guint writes;               /* triple writes the policy made at the end of the tick */
     guint benef_polling;        /* of those, in the beneficiary group */
 } SimTickStats;
 
@@ -55,6 +57,7 @@ typedef struct {
     /* whole run after the first tick (the policy has no sample before it) */
     double iops, lat_mean_us, lat_p99_us, poll_core_s, iot_core_s, exits_per_s, vcpu_cores;
     guint n_writes;
+    guint operator_overwrites;  /* policy writes to the first VM after the operator's */
 } SimRun;
 
 void sim_run_free(SimRun *run);
@@ -67,6 +70,30 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimRun, sim_run_free)
  */
 SimRun *sim_scenario_run(const SimScenario *scn, const PolicySpec *spec,
                          const PolicyTriple *phase_triples, double scale, guint64 seed);
+
+/*
+ * What a run adds to the simulated host.  Noise is measurement noise: the
+ * IOPS the policy is shown are multiplied by an independent 1 + U(-noise,
+ * +noise) each tick (what a TCG guest or a noisy neighbour gives the
+ * samplers); the scores use the true figures.  Its generator is seeded by
+ * @noise_seed, apart from the simulator's, so that noise and arrivals vary
+ * independently.
+ */
+typedef struct {
+    double noise;               /* 0.5 = +-50% */
+    guint64 noise_seed;
+    /*
+     * An operator's write (virsh iothreadset) of @operator_triple to the
+     * first VM at the end of tick @operator_tick (0: none), after the
+     * policy's own decisions of that tick.
+     */
+    guint operator_tick;
+    PolicyTriple operator_triple;
+} SimRunOpts;
+
+SimRun *sim_scenario_run_opts(const SimScenario *scn, const PolicySpec *spec,
+                              const PolicyTriple *phase_triples, double scale, guint64 seed,
+                              const SimRunOpts *opts);
 
 /* The best static triple for each phase by grid search on IOPS. */
 void sim_scenario_oracle(const SimScenario *scn, double scale, guint64 seed,

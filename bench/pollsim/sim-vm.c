@@ -80,24 +80,52 @@ vm_index(Sim *sim, SimVm *vm)
 
 static void iot_loop_begin(Sim *sim, SimVm *vm);
 
-static void
-iot_adjust(SimVm *vm, double block_ns)
+/* QEMU's grow/shrink rule applied to one window. */
+static double
+window_adjust(const PolicyTriple *t, double poll_ns, double block_ns)
 {
-    double max = (double)vm->triple.poll_max_ns;
+    double max = (double)t->poll_max_ns;
 
-    if (!vm->triple.poll_max_ns)
-        return;
-    if (block_ns <= vm->poll_ns) {
+    if (block_ns <= poll_ns) {
         /* the window is about right */
     } else if (block_ns > max) {
-        vm->poll_ns = vm->triple.poll_shrink ? floor(vm->poll_ns / vm->triple.poll_shrink) : 0;
-    } else if (vm->poll_ns < max && block_ns < max) {
-        double grow = vm->triple.poll_grow ? (double)vm->triple.poll_grow : 2.0;
+        poll_ns = t->poll_shrink ? floor(poll_ns / t->poll_shrink) : 0;
+    } else if (poll_ns < max && block_ns < max) {
+        double grow = t->poll_grow ? (double)t->poll_grow : 2.0;
 
-        vm->poll_ns = vm->poll_ns > 0 ? vm->poll_ns * grow : 4000;
-        if (vm->poll_ns > max)
-            vm->poll_ns = max;
+        poll_ns = poll_ns > 0 ? poll_ns * grow : 4000;
+        if (poll_ns > max)
+            poll_ns = max;
     }
+    return poll_ns;
+}
+
+/*
+ * @fired: the handlers that had work (1 << SIM_HANDLER_*).  7.2 has one
+ * window for the iothread; 10 adjusts only the windows of the handlers
+ * that fired and polls for the longest window.
+ */
+static void
+iot_adjust(Sim *sim, SimVm *vm, double block_ns, guint fired)
+{
+    if (!vm->triple.poll_max_ns)
+        return;
+    if (sim->qemu_model != SIM_QEMU_10) {
+        vm->poll_ns = window_adjust(&vm->triple, vm->poll_ns, block_ns);
+        return;
+    }
+    for (guint h = 0; h < G_N_ELEMENTS(vm->poll_h); h++)
+        if (fired & (1u << h))
+            vm->poll_h[h] = window_adjust(&vm->triple, vm->poll_h[h], block_ns);
+    vm->poll_ns = MAX(vm->poll_h[SIM_HANDLER_VQ], vm->poll_h[SIM_HANDLER_AIO]);
+}
+
+/* Which handlers have work now. */
+static guint
+iot_fired(const SimVm *vm)
+{
+    return (vm->avail.len || vm->kick_pending ? 1u << SIM_HANDLER_VQ : 0) |
+           (vm->cq.len ? 1u << SIM_HANDLER_AIO : 0);
 }
 
 static void
@@ -145,7 +173,7 @@ iot_got_work(Sim *sim, SimVm *vm, gboolean by_polling)
     if (sim->qemu_v4 && by_polling)
         vm->adjust_at_end = TRUE;
     else
-        iot_adjust(vm, sim->now - vm->loop_start);
+        iot_adjust(sim, vm, sim->now - vm->loop_start, iot_fired(vm));
     iot_dispatch(sim, vm);
 }
 
@@ -385,7 +413,7 @@ iot_chunk_done(Sim *sim, SimVm *vm)
     }
     if (vm->adjust_at_end) {
         vm->adjust_at_end = FALSE;
-        iot_adjust(vm, sim->now - vm->loop_start);
+        iot_adjust(sim, vm, sim->now - vm->loop_start, ~0u);
     }
     for (guint i = 0; i < vm->n_sub; i++)
         device_submit(sim, vm, vm->taken_sub[i]);
@@ -460,6 +488,15 @@ sim_vm_handle_event(Sim *sim, const SimEvent *ev)
     case EV_ARRIVAL:
         if (ev->arg != vm->arrival_gen)
             break;
+        /*
+         * An open loop beyond what the VM can serve would grow without
+         * bound; past half the ring the guest's queue is full and the
+         * request is not issued (fio would stall the same way).
+         */
+        if (vm->inflight >= SIM_RING / 2) {
+            schedule_arrival(sim, vm);
+            break;
+        }
         vm->inflight++;
         vcpu_push(sim, vm, VCPU_ITEM_SUBMIT, req_new(sim, vm), FALSE);
         vcpu_kick_idle(sim, vm);
@@ -505,6 +542,30 @@ sim_vm_set_workload(Sim *sim, guint i, const SimWorkload *w)
 }
 
 void
+sim_set_qemu_model(Sim *sim, SimQemuModel model)
+{
+    sim->qemu_model = model;
+}
+
+gboolean
+sim_qemu_model_parse(const char *s, SimQemuModel *out)
+{
+    if (g_strcmp0(s, "7.2") == 0)
+        *out = SIM_QEMU_7_2;
+    else if (g_strcmp0(s, "10") == 0)
+        *out = SIM_QEMU_10;
+    else
+        return FALSE;
+    return TRUE;
+}
+
+const char *
+sim_qemu_model_to_string(SimQemuModel model)
+{
+    return model == SIM_QEMU_10 ? "10" : "7.2";
+}
+
+void
 sim_set_qemu_v4(Sim *sim, gboolean v4)
 {
     sim->qemu_v4 = v4;
@@ -517,6 +578,7 @@ sim_vm_set_triple(Sim *sim, guint i, const PolicyTriple *triple)
 
     vm->triple = *triple;
     vm->poll_ns = 0;
+    vm->poll_h[SIM_HANDLER_VQ] = vm->poll_h[SIM_HANDLER_AIO] = 0;
     vm->adjust_at_end = FALSE;
 }
 

@@ -72,6 +72,24 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(Sim, sim_free)
  */
 void sim_set_qemu_v4(Sim *sim, gboolean v4);
 
+/*
+ * The polling mechanism of the QEMU being modelled.  7.2: one adaptive
+ * window per iothread.  10 (10.0 and later, "aio-posix: Separate
+ * AioPolledEvent per AioHandler"): one window per handler (here the
+ * virtqueue and the Linux AIO completion ring); the busy-poll length is the
+ * maximum over handlers, grow/shrink apply only to the handlers that fired
+ * in the iteration, and a parameter write resets them all.
+ */
+typedef enum {
+    SIM_QEMU_7_2,
+    SIM_QEMU_10,
+} SimQemuModel;
+
+void sim_set_qemu_model(Sim *sim, SimQemuModel model);
+/* "7.2" / "10"; FALSE for anything else. */
+gboolean sim_qemu_model_parse(const char *s, SimQemuModel *out);
+const char *sim_qemu_model_to_string(SimQemuModel model);
+
 /* Returns the VM index. */
 guint sim_add_vm(Sim *sim, const SimWorkload *w, const PolicyTriple *triple);
 guint sim_n_vms(const Sim *sim);

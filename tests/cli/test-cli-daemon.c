@@ -88,6 +88,37 @@ test_list(void)
     g_assert_cmpstr(pt_json_path_str(l, "targets/0/iothreads/1"), ==, "iot1");
 }
 
+/* The text CAUSE column says what the JSON's "cause" says, for the newest
+ * decision (the first row of the text table, the last of the JSON). */
+static void
+show_causes_agree(const char *text, json_object *show)
+{
+    json_object *decs = pt_json_path(show, "iothreads/0/decisions");
+    gsize n = json_object_array_length(decs);
+    json_object *newest;
+    const char *cause, *head, *col, *row;
+    g_autofree char *cell = NULL;
+
+    g_assert_cmpuint(n, >, 0);
+    newest = json_object_array_get_idx(decs, n - 1);
+    cause = pt_json_path_str(newest, "cause");
+    g_assert_nonnull(cause);
+    g_assert_cmpstr(cause, !=, "");
+    /* The row under the header holds the newest decision; its CAUSE cell
+     * starts at the header's CAUSE column and ends at the column gap. */
+    head = strstr(text, "    WHEN ");
+    g_assert_nonnull(head);
+    col = strstr(head, "CAUSE");
+    row = strchr(head, '\n');
+    g_assert_nonnull(col);
+    g_assert_nonnull(row);
+    /* Columns count characters: POLL-MAX-NS holds a multibyte arrow. */
+    row = g_utf8_offset_to_pointer(row + 1, g_utf8_pointer_to_offset(head, col));
+    cell = g_strndup(row, strstr(row, "  ") ? (gsize)(strstr(row, "  ") - row) : strlen(row));
+    if (g_strcmp0(cell, cause) != 0)
+        g_error("show: text CAUSE %s is not the JSON's %s:\n%s", cell, cause, text);
+}
+
 static void
 test_show(void)
 {
@@ -126,6 +157,7 @@ test_show(void)
     g_assert_cmpuint(json_object_array_length(pt_json_path(io1, "iothreads")), ==, 1);
     g_assert_cmpstr(pt_json_path_str(io1, "iothreads/0/id"), ==, "iot1");
     g_assert_cmpuint(json_object_array_length(pt_json_path(io1, "iothreads/0/history")), ==, 2);
+    show_causes_agree(one, io1);
 }
 /* ---- history, export, report, metrics --------------------------------- */
 

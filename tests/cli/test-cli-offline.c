@@ -504,6 +504,8 @@ test_errors(void)
         { { "--db", missing, "status", NULL }, 2, "--db works only with" },
         /* Offline errors name the file. */
         { { "--db", missing, "history", "vm-1", NULL }, 1, "missing.db: No such file" },
+        /* Not found is exit 1, offline as from the daemon. */
+        { { "--db", db_path, "history", "nosuch", NULL }, 1, "nosuch: no such target in " },
         { { "--db", junk, "export", NULL }, 1, "junk.db: cannot read it as a database" },
     };
 

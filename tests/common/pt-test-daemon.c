@@ -299,3 +299,17 @@ pt_json_path_str(json_object *root, const char *path)
 
     return v ? json_object_get_string(v) : NULL;
 }
+
+json_object *
+pt_test_status_target(json_object *status, const char *name)
+{
+    json_object *tl = pt_json_path(status, "targets");
+
+    for (size_t i = 0; tl && i < json_object_array_length(tl); i++) {
+        json_object *t = json_object_array_get_idx(tl, i);
+
+        if (g_strcmp0(pt_json_path_str(t, "name"), name) == 0)
+            return t;
+    }
+    return NULL;
+}

@@ -52,3 +52,5 @@ gboolean pt_test_wait(gboolean (*cond)(gpointer), gpointer data, guint timeout_m
 json_object *pt_json_path(json_object *root, const char *path);
 gint64 pt_json_path_int(json_object *root, const char *path);
 const char *pt_json_path_str(json_object *root, const char *path);
+/* The target named @name in a status reply's "targets", or NULL. */
+json_object *pt_test_status_target(json_object *status, const char *name);

@@ -9,10 +9,16 @@
  * Polling pays on this fake: a device runs faster while all of its
  * iothreads poll, so the adaptive policy has a reason to keep polling.
  *
+ * The same QEMU is large where a legitimate one can be: the vq-mapped
+ * disk sits on a backing chain 64 images deep (query-blockstats nests one
+ * level per image), and the guest has 512 vCPUs under KVM, whose exits
+ * QEMU reports through query-stats.  Neither may make a sample fail.
+ *
  * The daemon runs in this process, on this main loop, through the same
  * code as polltuned: attach by glob, sample, derive, decide, apply.
  */
 #include <json-c/json.h>
+#include <string.h>
 #include <glib/gstdio.h>
 
 #include "pt-daemon.h"
@@ -21,8 +27,12 @@
 #define VDC_IOPS 5000.0         /* the vq-mapped virtio-blk, on iot0 + iot1 */
 #define SD0_IOPS 3000.0         /* the scsi-hd, on its controller's iot2 */
 #define NO_POLL_SLOWDOWN 0.6    /* a device's rate while one of its iothreads does not poll */
+#define CHAIN_DEPTH 64          /* backing images under vdc */
+#define N_VCPUS 512
+#define VCPU_EXITS_PER_S 60.0   /* each vCPU's, as an idle KVM guest's */
 
 typedef struct {
+    gint64 start_us;
     gint64 last_us;
     double ops[2];              /* vdc, sd0 */
     PolicyTriple triple[3];     /* iot0, iot1, iot2 as qom-set left them */
@@ -46,6 +56,40 @@ fake_blockstat(const char *node, const char *qdev, double total)
         " \"zone_append_total_time_ns\": 0, \"timed_stats\": [], \"account_invalid\": true,"
         " \"account_failed\": true, \"invalid_rd_operations\": 0, \"unmap_operations\": 0}}",
         node, qdev, ops, ops * 4096, ops * 40000);
+}
+
+/* vdc's backing chain: one object per image, each under the one above. */
+static char *
+fake_backing_chain(guint depth)
+{
+    GString *s = g_string_new(NULL);
+
+    for (guint i = 0; i < depth; i++)
+        g_string_append_printf(s, ", \"backing\": {\"node-name\": \"vdc-img%u\", \"stats\":"
+                               " {\"rd_operations\": %u, \"wr_operations\": 0,"
+                               " \"flush_operations\": 0}", i, i);
+    for (guint i = 0; i < depth; i++)
+        g_string_append_c(s, '}');
+    return g_string_free(s, FALSE);
+}
+
+/* query-stats for the vCPUs, each with the exits asked for. */
+static char *
+fake_vcpu_stats(FakeQemu *q)
+{
+    GString *r = g_string_new("{\"return\": [");
+    guint64 each = (guint64)((g_get_monotonic_time() - q->start_us) / 1e6 * VCPU_EXITS_PER_S);
+
+    for (guint i = 0; i < N_VCPUS; i++)
+        g_string_append_printf(r, "%s{\"provider\": \"kvm\", \"qom-path\":"
+                               " \"/machine/unattached/device[%u]\", \"stats\": ["
+                               "{\"name\": \"exits\", \"value\": %" G_GUINT64_FORMAT "},"
+                               " {\"name\": \"io_exits\", \"value\": 0},"
+                               " {\"name\": \"mmio_exits\", \"value\": 0},"
+                               " {\"name\": \"halt_exits\", \"value\": %" G_GUINT64_FORMAT "}]}",
+                               i ? ", " : "", i, each + i, each / 2);
+    g_string_append(r, "]}");
+    return g_string_free(r, FALSE);
 }
 
 /* qom-get as QEMU 10.0 answers it for this machine. */
@@ -140,8 +184,24 @@ fake_respond(const char *command, json_object *args, gpointer data)
         q->ops[1] += secs * SD0_IOPS * (q->triple[2].poll_max_ns ? 1.0 : NO_POLL_SLOWDOWN);
         vdc = fake_blockstat("disk-vdc", "/machine/peripheral/vdc/virtio-backend", q->ops[0]);
         sd0 = fake_blockstat("disk-sd0", "sd0", q->ops[1]);
+        {
+            g_autofree char *chain = fake_backing_chain(CHAIN_DEPTH);
 
-        return g_strdup_printf("{\"return\": [%s, %s]}", vdc, sd0);
+            /* vdc's entry ends in "}}": the chain goes inside the outer one. */
+            vdc[strlen(vdc) - 1] = 0;
+            return g_strdup_printf("{\"return\": [%s%s}, %s]}", vdc, chain, sd0);
+        }
+    }
+    if (g_str_equal(command, "query-kvm"))
+        return g_strdup("{\"return\": {\"enabled\": true, \"present\": true}}");
+    if (g_str_equal(command, "query-stats")) {
+        json_object *target = NULL;
+
+        if (args)
+            json_object_object_get_ex(args, "target", &target);
+        if (target && g_str_equal(json_object_get_string(target), "vcpu"))
+            return fake_vcpu_stats(q);
+        return g_strdup("{\"return\": []}");
     }
     if (g_str_equal(command, "qom-get"))
         return fake_qom_get(q, path, prop);
@@ -234,7 +294,7 @@ test_vq_mapping_and_scsi(void)
     g_autoptr(PtDaemon) d = NULL;
     PtConf *conf;
     PtTarget *t;
-    FakeQemu q = { .last_us = g_get_monotonic_time() };
+    FakeQemu q = { .last_us = g_get_monotonic_time(), .start_us = g_get_monotonic_time() };
     PtDaemonRoots roots = { .proc_root = proc, .debugfs_root = proc, .tracefs_root = proc };
     Busy busy;
     gint64 deadline;
@@ -249,7 +309,7 @@ test_vq_mapping_and_scsi(void)
     qmp_fake_monitor_set_responder(fake, fake_respond, &q);
 
     conf_text = g_strdup_printf("[daemon]\ndatabase = %s/db.sqlite\ninterval = 100ms\n"
-                                "exits-source = off\nmetrics-listen =\n"
+                                "exits-source = auto\nmetrics-listen =\n"
                                 "[targets]\nlibvirt = false\nqmp-globs = %s/*.qmp\n"
                                 "[policy]\ndefault = adaptive\n", dir, dir);
     conf = pt_conf_load_data(conf_text, strlen(conf_text), "test", &err);
@@ -297,6 +357,22 @@ test_vq_mapping_and_scsi(void)
         /* Shared figures are marked as such; the scsi disk's are its own. */
         g_assert_cmpuint(m->io_shared_by, ==, i < 2 ? 2 : 0);
         g_assert_cmpstr(io->group, ==, i < 2 ? "iot0" : NULL);
+    }
+    /* Every tick carried the VM's exits from QEMU's own query-stats, over
+     * 512 vCPUs: none from the host side (this fake has no debugfs or perf
+     * of its own), and the 64-deep chain never closed the connection. */
+    {
+        const char *why = NULL;
+        PtIothread *io = g_hash_table_lookup(t->iothreads, "iot2");
+        const PolicyMetrics *m = &g_array_index(io->history, PolicyMetrics,
+                                                io->history->len - 1);
+
+        g_assert_cmpint(pt_target_exit_source(t, &why), ==, PROBE_EXIT_SOURCE_QUERY_STATS);
+        g_assert_cmpint(t->state, ==, PT_TARGET_ATTACHED);
+        g_assert_true(m->have_exits);
+        g_test_message("exits: %.0f/s over %u vCPUs (%s)", m->exits_per_s, N_VCPUS, why);
+        g_assert_cmpfloat(m->exits_per_s, >, N_VCPUS * VCPU_EXITS_PER_S * 0.5);
+        g_assert_cmpfloat(m->exits_per_s, <, N_VCPUS * VCPU_EXITS_PER_S * 1.5);
     }
     /* The metrics endpoint marks the group's shared figures. */
     {

@@ -366,6 +366,65 @@ test_new_instance(void)
     g_assert_cmpuint(log_count(d, "a new QEMU instance"), ==, 4);
 }
 
+/* A write made outside polltune (an operator's qom-set, virsh
+ * iothreadset) is held as an implicit override: the policy does not
+ * replace it, and status and the metrics say so until the hold ends. */
+static void
+test_external_write_held(void)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(Vm) vm = NULL;
+    g_autoptr(PtTestDaemon) d = NULL;
+    g_autofree char *conf = NULL;
+    g_autoptr(json_object) st = NULL;
+    g_autoptr(json_object) metrics = NULL;
+    json_object *io = NULL, *held;
+    TickWait kw;
+
+    if (skip_without_qemu())
+        return;
+    vm = vm_start("vm-x", NULL);
+    conf = conf_for("static:60000/0/0", "");
+    d = pt_test_daemon_start(conf, &err);
+    g_assert_no_error(err);
+    g_assert_true(wait_poll(vm, "iot0", 60000, 3000));
+
+    /* The operator's own value, through the test's monitor. */
+    g_assert_true(qmp_iothread_set_sync(vm->qmp, "iot0", QMP_IOTHREAD_POLL_MAX_NS, 12345,
+                                        G_MAXINT64, &err));
+    g_assert_no_error(err);
+    st = pt_test_daemon_ok(d, "status", NULL);
+    kw = (TickWait){ d, pt_json_path_int(st, "ticks") + 10 };
+    g_clear_pointer(&st, json_object_put);
+    g_assert_true(pt_test_wait(ticks_reached, &kw, 10000));
+    /* Ten ticks later the static policy has not put its 60000 back. */
+    g_assert_cmpuint(vm_poll_max(vm, "iot0"), ==, 12345);
+    st = pt_test_daemon_ok(d, "status", NULL);
+    {
+        json_object *t = pt_test_status_target(st, "vm-x");
+        json_object *ios = pt_json_path(t, "iothreads");
+
+        for (size_t k = 0; k < json_object_array_length(ios); k++)
+            if (g_str_equal(pt_json_path_str(json_object_array_get_idx(ios, k), "id"), "iot0"))
+                io = json_object_array_get_idx(ios, k);
+    }
+    g_assert_nonnull(io);
+    held = pt_json_path(io, "external_hold");
+    g_assert_nonnull(held);
+    g_assert_cmpint(pt_json_path_int(held, "poll-max-ns"), ==, 12345);
+    g_assert_cmpint(pt_json_path_int(held, "until_ms") - pt_json_path_int(held, "since_ms"), ==,
+                    3600 * 1000);
+    /* iot1 was not touched: nothing held there. */
+    metrics = pt_test_daemon_ok(d, "metrics", NULL);
+    g_assert_nonnull(strstr(pt_json_path_str(metrics, "text"),
+                            "polltune_external_hold_remaining_seconds{domain=\"vm-x\","
+                            "iothread=\"iot0\"} "));
+    g_assert_null(strstr(pt_json_path_str(metrics, "text"),
+                         "polltune_external_hold_remaining_seconds{domain=\"vm-x\","
+                         "iothread=\"iot1\"} "));
+    g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
+}
+
 static void
 test_override_expiry_detach(void)
 {
@@ -789,6 +848,7 @@ main(int argc, char **argv)
     g_test_add_func("/daemon/qmp/kill-and-restart", test_kill_and_restart);
     g_test_add_func("/daemon/qmp/recommend-once", test_recommend_once);
     g_test_add_func("/daemon/qmp/new-instance", test_new_instance);
+    g_test_add_func("/daemon/qmp/external-write-held", test_external_write_held);
     g_test_add_func("/daemon/qmp/override-expiry-detach", test_override_expiry_detach);
     g_test_add_func("/daemon/qmp/reload", test_reload);
     g_test_add_func("/daemon/qmp/reload-one-path", test_reload_one_path);

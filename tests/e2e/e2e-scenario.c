@@ -18,26 +18,12 @@ e2e_daemon_conf(const char *targets)
                            targets, E2E_POLICY_NS, 2 * E2E_POLL_ON_NS);
 }
 
-static json_object *
-find_target(json_object *st, const char *target)
-{
-    json_object *tl = pt_json_path(st, "targets");
-
-    for (size_t i = 0; tl && i < json_object_array_length(tl); i++) {
-        json_object *t = json_object_array_get_idx(tl, i);
-
-        if (g_strcmp0(pt_json_path_str(t, "name"), target) == 0)
-            return t;
-    }
-    return NULL;
-}
-
 /* The status object of @iothread of @target, a new reference, or NULL. */
 static json_object *
 status_iothread(PtTestDaemon *d, const char *target, const char *iothread)
 {
     g_autoptr(json_object) st = pt_test_daemon_ok(d, "status", NULL);
-    json_object *t = find_target(st, target);
+    json_object *t = pt_test_status_target(st, target);
     json_object *iots = t ? pt_json_path(t, "iothreads") : NULL;
 
     for (size_t i = 0; iots && i < json_object_array_length(iots); i++) {
@@ -57,7 +43,7 @@ wait_target(PtTestDaemon *d, const char *target, gboolean with_iothreads, guint 
 
     do {
         g_autoptr(json_object) st = pt_test_daemon_ok(d, "status", NULL);
-        json_object *t = find_target(st, target);
+        json_object *t = pt_test_status_target(st, target);
 
         if (t && g_strcmp0(pt_json_path_str(t, "state"), "attached") == 0 &&
             (!with_iothreads || json_object_array_length(pt_json_path(t, "iothreads")) == 2))

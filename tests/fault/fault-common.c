@@ -69,25 +69,11 @@ fault_status(FaultCase *fc)
     return ret;
 }
 
-json_object *
-fault_find_target(json_object *st, const char *name)
-{
-    json_object *tl = pt_json_path(st, "targets");
-
-    for (size_t i = 0; tl && i < json_object_array_length(tl); i++) {
-        json_object *t = json_object_array_get_idx(tl, i);
-
-        if (g_strcmp0(pt_json_path_str(t, "name"), name) == 0)
-            return t;
-    }
-    return NULL;
-}
-
 char *
 fault_target_state(FaultCase *fc, const char *name, gint *n_iothreads)
 {
     g_autoptr(json_object) st = fault_status(fc);
-    json_object *t = st ? fault_find_target(st, name) : NULL;
+    json_object *t = st ? pt_test_status_target(st, name) : NULL;
 
     if (n_iothreads)
         *n_iothreads = t ? (gint)json_object_array_length(pt_json_path(t, "iothreads")) : -1;
@@ -101,7 +87,7 @@ fault_wait_attached(FaultCase *fc, const char *name, guint n_iothreads, guint ti
 
     do {
         g_autoptr(json_object) st = fault_status(fc);
-        json_object *t = st ? fault_find_target(st, name) : NULL;
+        json_object *t = st ? pt_test_status_target(st, name) : NULL;
 
         if (t && g_strcmp0(pt_json_path_str(t, "state"), "attached") == 0 &&
             json_object_array_length(pt_json_path(t, "iothreads")) == n_iothreads)
@@ -149,7 +135,7 @@ fault_assert_healthy_watch(FaultCase *fc, guint seconds, FaultStatusFunc fn, gpo
         now = g_get_monotonic_time();
         if (st && fn)
             fn(st, data);
-        if (st && (t = fault_find_target(st, "healthy"))) {
+        if (st && (t = pt_test_status_target(st, "healthy"))) {
             gint64 ticks = pt_json_path_int(st, "ticks");
             gint64 ts = pt_json_path_int(t, "iothreads/0/metrics/ts_ms");
 

@@ -40,8 +40,6 @@ void fault_assert_healthy_for(FaultCase *fc, guint seconds);
 typedef void (*FaultStatusFunc)(json_object *status, gpointer data);
 void fault_assert_healthy_watch(FaultCase *fc, guint seconds, FaultStatusFunc fn,
                                 gpointer data);
-/* Target @name in a status reply, or NULL. */
-json_object *fault_find_target(json_object *status, const char *name);
 /* Clean stop exits 0; the database passes integrity_check. */
 void fault_case_finish(FaultCase *fc);
 void fault_case_free(FaultCase *fc);

@@ -176,6 +176,33 @@ peer_bad_greeting(FaultPeer *p, int fd)
         line = peer_read_line(p, fd, in, 60000);
 }
 
+/* Holds the connection open and reads nothing, until the daemon gives up. */
+static void
+peer_silence(FaultPeer *p, int fd)
+{
+    while (!peer_stopping(p)) {
+        struct pollfd pfd = { .fd = fd, .events = POLLRDHUP };
+
+        if (poll(&pfd, 1, 100) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+            return;
+    }
+}
+
+static const char *const fault_peer_kind_names[FAULT_PEER_KIND_MAX] = {
+    [FAULT_PEER_GARBAGE] = "garbage",
+    [FAULT_PEER_HUGE_LINE] = "huge-line",
+    [FAULT_PEER_DRIP] = "drip",
+    [FAULT_PEER_WRONG_SHAPE] = "wrong-shape",
+    [FAULT_PEER_BAD_GREETING] = "bad-greeting",
+    [FAULT_PEER_SILENCE] = "silence",
+};
+
+const char *
+fault_peer_kind_name(FaultPeerKind kind)
+{
+    return kind < FAULT_PEER_KIND_MAX ? fault_peer_kind_names[kind] : "invalid";
+}
+
 static gpointer
 peer_thread(gpointer data)
 {
@@ -197,6 +224,8 @@ peer_thread(gpointer data)
         case FAULT_PEER_DRIP: peer_drip(p, fd); break;
         case FAULT_PEER_WRONG_SHAPE: peer_wrong_shape(p, fd); break;
         case FAULT_PEER_BAD_GREETING: peer_bad_greeting(p, fd); break;
+        case FAULT_PEER_SILENCE: peer_silence(p, fd); break;
+        case FAULT_PEER_KIND_MAX: g_assert_not_reached();
         }
         close(fd);
     }

@@ -16,7 +16,12 @@ typedef enum {
     FAULT_PEER_DRIP,            /* the greeting, one byte per second */
     FAULT_PEER_WRONG_SHAPE,     /* valid JSON, never what was asked */
     FAULT_PEER_BAD_GREETING,    /* valid JSON that is no greeting, then silence */
+    FAULT_PEER_SILENCE,         /* accepts, then says nothing at all */
+    FAULT_PEER_KIND_MAX,
 } FaultPeerKind;
+
+/* "garbage", "huge-line", ...: for messages and replayable logs. */
+const char *fault_peer_kind_name(FaultPeerKind kind);
 
 typedef struct FaultPeer FaultPeer;
 

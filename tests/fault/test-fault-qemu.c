@@ -156,7 +156,7 @@ watch_reasons(json_object *st, gpointer data)
     ReasonWatch *w = data;
 
     for (guint i = 0; i < BROKEN_PEERS; i++) {
-        json_object *t = fault_find_target(st, w->names[i]);
+        json_object *t = pt_test_status_target(st, w->names[i]);
         const char *reason = t ? pt_json_path_str(t, "state_reason") : NULL;
 
         if (!t)

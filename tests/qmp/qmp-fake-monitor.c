@@ -245,7 +245,7 @@ fake_on_message(const char *text, gsize len, gpointer data, GError **error)
     s = g_queue_peek_head(&f->steps);
     if (!s && f->responder) {
         g_autofree char *answer = f->responder(m->name, m->body, f->responder_data);
-        g_autoptr(json_object) reply = answer ? json_tokener_parse(answer) : NULL;
+        g_autoptr(json_object) reply = answer ? fake_json_parse_deep(answer) : NULL;
         g_autofree char *wire = NULL;
 
         if (!reply) {

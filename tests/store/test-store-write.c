@@ -225,11 +225,18 @@ test_decisions(Fixture *fx, gconstpointer data)
     StoreDecision in = {
         .ts_ms = T0, .target = "vm0", .iothread = "iothread0", .policy = "adaptive",
         .old_triple = { 32768, 0, 0 }, .new_triple = { 65536, 2, STORE_NULL },
-        .reason = "latency above target", .applied = TRUE,
+        .reason = "latency above target", .cause = "latency", .applied = TRUE,
     };
     StoreFilter f;
+    gboolean known = TRUE;
 
+    g_assert_true(store_target_known(fx->db, "vm0", &known, &error));
+    g_assert_false(known);
     g_assert_true(store_decision_insert(fx->db, &in, &error));
+    g_assert_true(store_target_known(fx->db, "vm0", &known, &error));
+    g_assert_true(known);
+    g_assert_true(store_target_known(fx->db, "vm9", &known, &error));
+    g_assert_false(known);
     in.ts_ms = T0 + 5000;
     in.iothread = "iothread1";
     in.applied = FALSE;
@@ -245,6 +252,7 @@ test_decisions(Fixture *fx, gconstpointer data)
     g_assert_cmpint(d->ts_ms, ==, T0 + 5000);
     g_assert_cmpstr(d->policy, ==, "adaptive");
     g_assert_cmpstr(d->reason, ==, "latency above target");
+    g_assert_cmpstr(d->cause, ==, "latency");
     g_assert_cmpint(d->new_triple.poll_grow, ==, 2);
     g_assert_cmpint(d->new_triple.poll_shrink, ==, STORE_NULL);
     g_assert_false(d->applied);

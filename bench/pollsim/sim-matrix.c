@@ -1,0 +1,533 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * sim-matrix: see sim-matrix.h.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "sim-calib.h"
+#include "sim-matrix.h"
+
+/*
+ * Thirty 1 s ticks per phase: long enough that an exploration of a few
+ * ticks costs a few percent at most, short enough for the full grid to run
+ * in well under an hour on one core.
+ */
+#define PHASE_S 30
+/* An operator's own choice, unlike anything the policy writes. */
+#define OPERATOR_TRIPLE ((PolicyTriple){ 50000, 0, 0 })
+/* The oracle's grid runs: tick 0 (no policy sample yet) is not scored. */
+#define ORACLE_S 4
+
+static const guint loads_qd[] = { 1, 2, 4, 8, 16, 32, 48, 64, 128 };
+static const double loads_open[] = { 0.5, 2.0 };
+#define N_LOADS (G_N_ELEMENTS(loads_qd) + G_N_ELEMENTS(loads_open))
+/* 5 us to 500 us, log-spaced (a factor of 10^0.4 apart). */
+#define N_SVC 6
+static const double noises[] = { 0, 0.10, 0.25, 0.50 };
+#define N_NOISE G_N_ELEMENTS(noises)
+
+static const PolicyTriple oracle_grid[] = {
+    { 0, 0, 0 },      { 8192, 0, 0 },   { 16384, 0, 0 },   { 32768, 0, 0 },
+    { 65536, 0, 0 },  { 131072, 0, 0 }, { 262144, 0, 0 },  { 500000, 0, 0 },
+};
+
+static double
+svc_us_at(guint i)
+{
+    return 5.0 * pow(10.0, 0.4 * i);
+}
+
+void
+sim_matrix_result_free(SimMatrixResult *r)
+{
+    if (!r)
+        return;
+    g_free(r->cells);
+    g_free(r);
+}
+
+char *
+sim_matrix_cell_format(const SimMatrixCell *c)
+{
+    g_autofree char *load = c->w.qd ? g_strdup_printf("qd=%u closed", c->w.qd)
+                                    : g_strdup_printf("open=%.1fx", c->w.open_load);
+
+    return g_strdup_printf("%s svc=%.0fus host=%s %s noise=%.0f%% qemu=%s", load, c->w.svc_us,
+                           c->w.shared ? "shared" : "dedicated",
+                           c->w.change ? "phase-change" : "steady", 100 * c->noise,
+                           sim_qemu_model_to_string(c->w.qemu_model));
+}
+
+double
+sim_matrix_cell_ratio(const SimMatrixCell *c, SimMatrixPolicy p)
+{
+    return exp(c->score[p] - c->score[SIM_MATRIX_ORACLE]);
+}
+
+static SimWorkload
+workload_of(const SimMatrixWorkload *mw, guint qd)
+{
+    double svc = mw->svc_us * 1000;
+    SimWorkload w = {
+        .qd = qd,
+        .compute = mw->shared,
+        .service = { SIM_DIST_NORMAL, svc, 0.08 * svc },
+        .dev_occupancy = SIM_NVME_OCCUPANCY,
+    };
+
+    if (!qd)
+        w.open_iops = mw->open_load * 1e9 / (svc + 15000);
+    return w;
+}
+
+static void
+scenario_of(const SimMatrixWorkload *mw, SimScenario *scn)
+{
+    *scn = (SimScenario){
+        .name = "matrix",
+        .what = "generated cell",
+        .n_cores = mw->shared ? 1 : 4,
+        .n_phases = mw->change ? 2 : 1,
+        .phase_s = PHASE_S,
+        .n_groups = 1,
+        .beneficiary_group = G_MAXUINT,
+        .qemu_model = mw->qemu_model,
+    };
+    scn->groups[0].count = 1;
+    scn->groups[0].phase[0] = workload_of(mw, mw->qd);
+    /* A phase change moves a shallow queue deep and a deep one (or open) to QD1. */
+    if (mw->change)
+        scn->groups[0].phase[1] = workload_of(mw, mw->qd && mw->qd <= 8 ? 32 : 1);
+}
+
+/* The balanced objective over ticks [from, to): ln(mean IOPS) - 0.10 x cores. */
+static double
+run_score(const SimRun *r, guint from, guint to)
+{
+    PolicyMetrics m = { .have_cpu = TRUE };
+    double iops = 0, cores = 0;
+
+    from = MAX(from, 1);
+    if (from >= to)
+        return 0;
+    for (guint t = from; t < to; t++) {
+        iops += r->ticks[t].iops;
+        cores += r->ticks[t].iot_cores;
+    }
+    m.rd_iops = iops / (to - from);
+    m.cpu_pct = 100.0 * cores / (to - from);
+    return policy_objective_score(POLICY_OBJECTIVE_BALANCED, &m);
+}
+
+static void
+run_fill(SimMatrixCell *c, SimMatrixPolicy p, const SimRun *r)
+{
+    guint tpp = r->n_ticks / c->n_phases;
+
+    c->score[p] = 0;
+    for (guint ph = 0; ph < c->n_phases; ph++) {
+        c->score[p] += run_score(r, ph * tpp, (ph + 1) * tpp) / c->n_phases;
+        c->writes[p][ph] = 0;
+        for (guint t = ph * tpp; t < (ph + 1) * tpp; t++)
+            c->writes[p][ph] += r->ticks[t].writes;
+    }
+    c->poll_core_s[p] = r->poll_core_s;
+}
+
+typedef struct {
+    SimMatrixWorkload w;
+    guint64 seed;
+    SimMatrixCell *out;         /* N_NOISE cells */
+} MatrixJob;
+
+static void
+oracle_search(const SimScenario *scn, guint64 seed, PolicyTriple out[SIM_MAX_PHASES])
+{
+    for (guint p = 0; p < scn->n_phases; p++) {
+        SimScenario one = *scn;
+        double best = -G_MAXDOUBLE;
+
+        one.n_phases = 1;
+        one.phase_s = ORACLE_S;
+        one.groups[0].phase[0] = scn->groups[0].phase[p];
+        for (guint k = 0; k < G_N_ELEMENTS(oracle_grid); k++) {
+            g_autoptr(SimRun) r = sim_scenario_run(&one, NULL, &oracle_grid[k], 1.0, seed);
+            double s = run_score(r, 1, r->n_ticks);
+
+            if (s > best) {
+                best = s;
+                out[p] = oracle_grid[k];
+            }
+        }
+    }
+}
+
+static void
+job_run(gpointer data, gpointer user_data G_GNUC_UNUSED)
+{
+    MatrixJob *job = data;
+    SimScenario scn;
+    PolicyTriple best[SIM_MAX_PHASES];
+    PolicySpec spec = { .objective = POLICY_OBJECTIVE_BALANCED };
+    g_autoptr(SimRun) off = NULL, def = NULL, oracle = NULL;
+
+    scenario_of(&job->w, &scn);
+    oracle_search(&scn, job->seed, best);
+    oracle = sim_scenario_run(&scn, NULL, best, 1.0, job->seed);
+    spec.kind = POLICY_KIND_OFF;
+    off = sim_scenario_run(&scn, &spec, NULL, 1.0, job->seed);
+    spec.kind = POLICY_KIND_QEMU_DEFAULT;
+    def = sim_scenario_run(&scn, &spec, NULL, 1.0, job->seed);
+    spec.kind = POLICY_KIND_ADAPTIVE;
+    {
+        /*
+         * An operator sets a triple of their own half way into the first
+         * phase: the policy must leave it alone for the rest of the run
+         * (the default hold is an hour).
+         */
+        SimRunOpts opts = { .operator_tick = PHASE_S / 2,
+                            .operator_triple = OPERATOR_TRIPLE };
+        g_autoptr(SimRun) a = sim_scenario_run_opts(&scn, &spec, NULL, 1.0, job->seed, &opts);
+
+        for (guint n = 0; n < N_NOISE; n++)
+            job->out[n].operator_overwrites = n == 0 ? (gint)a->operator_overwrites : -1;
+    }
+    for (guint n = 0; n < N_NOISE; n++) {
+        SimMatrixCell *c = &job->out[n];
+        SimRunOpts opts = { noises[n], job->seed * 0x2545f4914f6cdd1dull + n + 1 };
+        g_autoptr(SimRun) a = sim_scenario_run_opts(&scn, &spec, NULL, 1.0, job->seed, &opts);
+
+        c->w = job->w;
+        c->noise = noises[n];
+        c->n_phases = scn.n_phases;
+        run_fill(c, SIM_MATRIX_ORACLE, oracle);
+        run_fill(c, SIM_MATRIX_OFF, off);
+        run_fill(c, SIM_MATRIX_QEMU_DEFAULT, def);
+        run_fill(c, SIM_MATRIX_ADAPTIVE, a);
+    }
+    g_free(job);
+}
+
+/*
+ * The reduced grid of the test suite: shallow, middle and deep queues and
+ * an open loop on a fast, a middle and a slow device on a dedicated host,
+ * and the middle device again on a shared core with a phase change.  About
+ * a minute of CPU.
+ */
+static gboolean
+in_reduced(guint load, guint svc, gboolean shared, gboolean change)
+{
+    gboolean load_ok = load == 0 || load == 4 || load == 7 || load == G_N_ELEMENTS(loads_qd);
+
+    if (!load_ok || shared != change)
+        return FALSE;
+    return shared ? svc == 2 : (svc == 0 || svc == 2 || svc == 4);
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+/* The q-quantile (nearest rank) of @v[@n]; sorts @v. */
+static double
+quantile(double *v, guint n, double q)
+{
+    guint k;
+
+    if (!n)
+        return 0;
+    qsort(v, n, sizeof(*v), cmp_double);
+    k = (guint)ceil(q * n);
+    return v[MIN(MAX(k, 1), n) - 1];
+}
+
+/* Writes per workload change of policy @p, over cells at @noise (< 0: all). */
+static double
+writes_quantile(const SimMatrixResult *r, SimMatrixPolicy p, double noise, double q)
+{
+    g_autofree double *v = g_new(double, 2 * r->n_cells + 1);
+    guint n = 0;
+
+    for (guint i = 0; i < r->n_cells; i++) {
+        const SimMatrixCell *c = &r->cells[i];
+
+        if (noise >= 0 && fabs(c->noise - noise) > 1e-9)
+            continue;
+        for (guint ph = 0; ph < c->n_phases; ph++)
+            v[n++] = c->writes[p][ph];
+    }
+    return quantile(v, n, q);
+}
+
+static void
+goals_judge(SimMatrixResult *r)
+{
+    static const SimMatrixPolicy judged[] = { SIM_MATRIX_ADAPTIVE, SIM_MATRIX_OFF,
+                                              SIM_MATRIX_QEMU_DEFAULT };
+    SimMatrixGoal *g = r->goals;
+    double mean[SIM_MATRIX_N_POLICIES] = { 0 };
+    guint within[SIM_MATRIX_N_POLICIES] = { 0 }, below[SIM_MATRIX_N_POLICIES] = { 0 };
+    double worst_vs_trivial = G_MAXDOUBLE;
+
+    for (guint i = 0; i < r->n_cells; i++) {
+        const SimMatrixCell *c = &r->cells[i];
+        double trivial = MAX(c->score[SIM_MATRIX_OFF], c->score[SIM_MATRIX_QEMU_DEFAULT]);
+
+        for (guint k = 0; k < G_N_ELEMENTS(judged); k++) {
+            SimMatrixPolicy p = judged[k];
+
+            mean[p] += c->score[p] / r->n_cells;
+            within[p] += sim_matrix_cell_ratio(c, p) >= 0.97;
+            below[p] += exp(c->score[p] - trivial) < 0.97;
+        }
+        worst_vs_trivial = MIN(worst_vs_trivial, exp(c->score[SIM_MATRIX_ADAPTIVE] - trivial));
+    }
+    g[0].name = ">= 95% of cells within 3% of the oracle";
+    g[1].name = "no cell > 3% below the better trivial baseline";
+    g[2].name = "beats both trivial baselines in aggregate";
+    g[3].name = "p95 writes per workload change <= 3 at +-50% noise";
+    for (guint k = 0; k < G_N_ELEMENTS(judged); k++) {
+        SimMatrixPolicy p = judged[k];
+
+        g[0].pass[p] = within[p] >= 0.95 * r->n_cells;
+        g[1].pass[p] = below[p] == 0;
+        /* A trivial policy cannot beat itself: it fails goal 3 by definition. */
+        g[2].pass[p] = p == SIM_MATRIX_ADAPTIVE &&
+                       mean[p] > mean[SIM_MATRIX_OFF] && mean[p] > mean[SIM_MATRIX_QEMU_DEFAULT];
+        g[3].pass[p] = writes_quantile(r, p, 0.5, 0.95) <= 3;
+    }
+    g_snprintf(g[0].detail, sizeof(g[0].detail), "adaptive %.1f%%, off %.1f%%, qemu-default %.1f%%",
+               100.0 * within[0] / r->n_cells, 100.0 * within[1] / r->n_cells,
+               100.0 * within[2] / r->n_cells);
+    g_snprintf(g[1].detail, sizeof(g[1].detail),
+               "cells below: adaptive %u (worst %.1f%% of the better baseline), off %u, "
+               "qemu-default %u", below[0], 100 * worst_vs_trivial, below[1], below[2]);
+    g_snprintf(g[3].detail, sizeof(g[3].detail), "p95 at +-50%%: adaptive %.0f, off %.0f, "
+               "qemu-default %.0f", writes_quantile(r, 0, 0.5, 0.95),
+               writes_quantile(r, 1, 0.5, 0.95), writes_quantile(r, 2, 0.5, 0.95));
+    for (guint i = 0; i < r->n_cells; i++)
+        mean[SIM_MATRIX_ORACLE] += r->cells[i].score[SIM_MATRIX_ORACLE] / r->n_cells;
+    g_snprintf(g[2].detail, sizeof(g[2].detail),
+               "mean objective: adaptive %.4f, off %.4f, qemu-default %.4f, oracle %.4f",
+               mean[0], mean[1], mean[2], mean[SIM_MATRIX_ORACLE]);
+}
+
+static void
+summarise(SimMatrixResult *r)
+{
+    g_autofree double *ratios = g_new(double, r->n_cells + 1);
+    double poll_a = 0, poll_d = 0;
+    guint within = 0;
+
+    r->worst_ratio = G_MAXDOUBLE;
+    for (guint i = 0; i < r->n_cells; i++) {
+        const SimMatrixCell *c = &r->cells[i];
+        double x = sim_matrix_cell_ratio(c, SIM_MATRIX_ADAPTIVE);
+
+        ratios[i] = x;
+        within += x >= 0.97;
+        if (x < r->worst_ratio) {
+            r->worst_ratio = x;
+            r->worst_cell = i;
+        }
+        poll_a += c->poll_core_s[SIM_MATRIX_ADAPTIVE];
+        if (c->operator_overwrites >= 0) {
+            r->operator_runs++;
+            r->operator_overwritten += c->operator_overwrites > 0;
+        }
+        poll_d += c->poll_core_s[SIM_MATRIX_QEMU_DEFAULT];
+    }
+    r->share_within = r->n_cells ? (double)within / r->n_cells : 0;
+    r->p5_ratio = quantile(ratios, r->n_cells, 0.05);
+    r->writes_median = writes_quantile(r, SIM_MATRIX_ADAPTIVE, -1, 0.5);
+    r->writes_p95 = writes_quantile(r, SIM_MATRIX_ADAPTIVE, -1, 0.95);
+    r->writes_p95_noise50 = writes_quantile(r, SIM_MATRIX_ADAPTIVE, 0.5, 0.95);
+    r->poll_vs_default = poll_d > 0 ? poll_a / poll_d : 0;
+    goals_judge(r);
+}
+
+SimMatrixResult *
+sim_matrix_run(gboolean full, SimQemuModel model, guint64 seed, guint n_threads)
+{
+    SimMatrixResult *r = g_new0(SimMatrixResult, 1);
+    g_autoptr(GPtrArray) jobs = g_ptr_array_new();
+    GThreadPool *pool;
+    guint id = 0;
+
+    for (guint load = 0; load < N_LOADS; load++)
+        for (guint svc = 0; svc < N_SVC; svc++)
+            for (guint host = 0; host < 2; host++)
+                for (guint change = 0; change < 2; change++) {
+                    MatrixJob *job;
+
+                    id++;
+                    if (!full && !in_reduced(load, svc, host, change))
+                        continue;
+                    job = g_new0(MatrixJob, 1);
+                    job->w.qd = load < G_N_ELEMENTS(loads_qd) ? loads_qd[load] : 0;
+                    job->w.open_load = job->w.qd ? 0 : loads_open[load - G_N_ELEMENTS(loads_qd)];
+                    job->w.svc_us = svc_us_at(svc);
+                    job->w.shared = host;
+                    job->w.change = change;
+                    job->w.qemu_model = model;
+                    /* The cell's coordinates pick its seed: arrivals and jitter vary by cell. */
+                    job->seed = seed * 1000003ull + id;
+                    g_ptr_array_add(jobs, job);
+                }
+    r->n_cells = jobs->len * N_NOISE;
+    r->cells = g_new0(SimMatrixCell, r->n_cells);
+    if (!n_threads)
+        n_threads = MAX(g_get_num_processors(), 1);
+    pool = g_thread_pool_new(job_run, NULL, (gint)n_threads, TRUE, NULL);
+    for (guint i = 0; i < jobs->len; i++) {
+        MatrixJob *job = g_ptr_array_index(jobs, i);
+
+        job->out = &r->cells[i * N_NOISE];
+        g_thread_pool_push(pool, job, NULL);
+    }
+    g_thread_pool_free(pool, FALSE, TRUE);
+    summarise(r);
+    return r;
+}
+
+gboolean
+sim_matrix_goals_pass(const SimMatrixResult *r)
+{
+    for (guint k = 0; k < SIM_MATRIX_N_GOALS; k++)
+        if (!r->goals[k].pass[SIM_MATRIX_ADAPTIVE])
+            return FALSE;
+    return TRUE;
+}
+
+/* Adaptive's figures over the cells that @keep selects. */
+static void
+print_slice(const SimMatrixResult *r, FILE *out, const char *label,
+            gboolean (*keep)(const SimMatrixCell *c, double arg), double arg)
+{
+    g_autofree double *v = g_new(double, r->n_cells + 1);
+    guint n = 0, within = 0;
+    double worst = G_MAXDOUBLE;
+
+    for (guint i = 0; i < r->n_cells; i++) {
+        const SimMatrixCell *c = &r->cells[i];
+        double x = sim_matrix_cell_ratio(c, SIM_MATRIX_ADAPTIVE);
+
+        if (!keep(c, arg))
+            continue;
+        v[n++] = x;
+        within += x >= 0.97;
+        worst = MIN(worst, x);
+    }
+    if (!n)
+        return;
+    fprintf(out, "| %s | %u | %.1f%% | %.1f%% | %.1f%% |\n", label, n, 100.0 * within / n,
+            100 * quantile(v, n, 0.05), 100 * worst);
+}
+
+static gboolean
+keep_noise(const SimMatrixCell *c, double arg)
+{
+    return fabs(c->noise - arg) < 1e-9;
+}
+
+static gboolean
+keep_qd(const SimMatrixCell *c, double arg)
+{
+    return c->w.qd == (guint)arg;
+}
+
+static gboolean
+keep_svc(const SimMatrixCell *c, double arg)
+{
+    return fabs(c->w.svc_us - arg) < 1e-6;
+}
+
+static gboolean
+keep_host(const SimMatrixCell *c, double arg)
+{
+    return c->w.shared == (arg > 0);
+}
+
+static gboolean
+keep_change(const SimMatrixCell *c, double arg)
+{
+    return c->w.change == (arg > 0);
+}
+
+void
+sim_matrix_print(const SimMatrixResult *r, FILE *out)
+{
+    g_autofree char *worst = r->n_cells ? sim_matrix_cell_format(&r->cells[r->worst_cell]) : NULL;
+    guint *idx = g_new(guint, r->n_cells + 1);
+
+    fprintf(out, "| slice | cells | within 3%% of oracle | p5 | worst |\n|---|---:|---:|---:|---:|\n");
+    for (guint n = 0; n < N_NOISE; n++) {
+        g_autofree char *l = g_strdup_printf("noise +-%.0f%%", 100 * noises[n]);
+        print_slice(r, out, l, keep_noise, noises[n]);
+    }
+    for (guint q = 0; q < G_N_ELEMENTS(loads_qd); q++) {
+        g_autofree char *l = g_strdup_printf("closed QD%u", loads_qd[q]);
+        print_slice(r, out, l, keep_qd, loads_qd[q]);
+    }
+    print_slice(r, out, "open loop", keep_qd, 0);
+    for (guint s = 0; s < N_SVC; s++) {
+        g_autofree char *l = g_strdup_printf("service %.0f us", svc_us_at(s));
+        print_slice(r, out, l, keep_svc, svc_us_at(s));
+    }
+    print_slice(r, out, "dedicated cores", keep_host, 0);
+    print_slice(r, out, "shared core", keep_host, 1);
+    print_slice(r, out, "steady", keep_change, 0);
+    print_slice(r, out, "phase change", keep_change, 1);
+
+    /* The ten worst cells, where the policy still loses. */
+    for (guint i = 0; i < r->n_cells; i++)
+        idx[i] = i;
+    for (guint i = 0; i < MIN(10, r->n_cells); i++)
+        for (guint j = i + 1; j < r->n_cells; j++)
+            if (sim_matrix_cell_ratio(&r->cells[idx[j]], SIM_MATRIX_ADAPTIVE) <
+                sim_matrix_cell_ratio(&r->cells[idx[i]], SIM_MATRIX_ADAPTIVE)) {
+                guint t = idx[i];
+                idx[i] = idx[j];
+                idx[j] = t;
+            }
+    fprintf(out, "\n| worst cells | adaptive | off | qemu-default | adaptive writes |\n"
+                 "|---|---:|---:|---:|---:|\n");
+    for (guint i = 0; i < MIN(10, r->n_cells); i++) {
+        const SimMatrixCell *c = &r->cells[idx[i]];
+        g_autofree char *co = sim_matrix_cell_format(c);
+
+        fprintf(out, "| %s | %.1f%% | %.1f%% | %.1f%% | %u |\n", co,
+                100 * sim_matrix_cell_ratio(c, SIM_MATRIX_ADAPTIVE),
+                100 * sim_matrix_cell_ratio(c, SIM_MATRIX_OFF),
+                100 * sim_matrix_cell_ratio(c, SIM_MATRIX_QEMU_DEFAULT),
+                c->writes[SIM_MATRIX_ADAPTIVE][0] + (c->n_phases > 1 ? c->writes[SIM_MATRIX_ADAPTIVE][1] : 0));
+    }
+    g_free(idx);
+
+    fprintf(out, "\nadaptive: %.1f%% of cells within 3%% of the oracle, p5 %.1f%%, worst %.1f%%; "
+                 "writes per workload change median %.0f, p95 %.0f (p95 at +-50%% noise %.0f); "
+                 "polling CPU %.2fx qemu-default's\n",
+            100 * r->share_within, 100 * r->p5_ratio, 100 * r->worst_ratio, r->writes_median,
+            r->writes_p95, r->writes_p95_noise50, r->poll_vs_default);
+    fprintf(out, "\noperator writes: %u runs, %u where the policy wrote over the operator's "
+                 "triple within its hold\n", r->operator_runs, r->operator_overwritten);
+    fprintf(out, "\n| goal | adaptive | also met by off | also met by qemu-default | numbers |\n"
+                 "|---|---|---|---|---|\n");
+    for (guint k = 0; k < SIM_MATRIX_N_GOALS; k++) {
+        const SimMatrixGoal *g = &r->goals[k];
+
+        fprintf(out, "| %s | %s | %s | %s | %s |\n", g->name,
+                g->pass[SIM_MATRIX_ADAPTIVE] ? "PASS" : "FAIL",
+                g->pass[SIM_MATRIX_OFF] ? "yes" : "no",
+                g->pass[SIM_MATRIX_QEMU_DEFAULT] ? "yes" : "no", g->detail);
+    }
+    fprintf(out, "\nmatrix: %u cells, %.1f%% within 3%% of oracle, worst %.1f%% at (%s), "
+                 "p95 writes per change %.0f\n",
+            r->n_cells, 100 * r->share_within, 100 * r->worst_ratio, worst ? worst : "none",
+            r->writes_p95_noise50);
+}
