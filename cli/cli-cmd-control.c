@@ -329,14 +329,21 @@ cli_cmd_attach(CliContext *ctx, char **args, guint n, GError **error)
     g_autofree char *cwd = NULL;
     g_autofree char *done = NULL;
 
-    /* The daemon's working directory is not ours. */
-    if (g_path_is_absolute(args[0])) {
+    /* A bare word that is no file here is a libvirt domain, by name or
+     * UUID; anything else is a QMP socket path. */
+    if (!strchr(args[0], '/') && !g_file_test(args[0], G_FILE_TEST_EXISTS)) {
         path = g_strdup(args[0]);
+        json_object_object_add(req, "domain", json_object_new_string(path));
     } else {
-        cwd = g_get_current_dir();
-        path = g_build_filename(cwd, args[0], NULL);
+        /* The daemon's working directory is not ours. */
+        if (g_path_is_absolute(args[0])) {
+            path = g_strdup(args[0]);
+        } else {
+            cwd = g_get_current_dir();
+            path = g_build_filename(cwd, args[0], NULL);
+        }
+        json_object_object_add(req, "path", json_object_new_string(path));
     }
-    json_object_object_add(req, "path", json_object_new_string(path));
     if (opt_attach_name)
         json_object_object_add(req, "name", json_object_new_string(opt_attach_name));
     if (!(r = cli_context_call(ctx, "attach", req, error)))

@@ -5,6 +5,7 @@
 #include "pt-conf.h"
 #include "pt-control.h"
 #include "pt-daemon.h"
+#include "pt-lock.h"
 #include "pt-log.h"
 #include "pt-metrics.h"
 
@@ -16,9 +17,11 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include <glib-unix.h>
+#include <glib/gstdio.h>
 #include <systemd/sd-daemon.h>
 
 #define PT_DEFAULT_CONFIG PT_SYSCONFDIR "/polltune/polltuned.conf"
+#define PT_DEFAULT_PIDFILE PT_RUNTIME_DIR "/polltuned.pid"
 
 typedef struct {
     GMainLoop *loop;
@@ -26,6 +29,10 @@ typedef struct {
     PtControl *control;
     PtMetricsServer *metrics;
     const char *config_path;        /* main()'s, which owns it */
+    const char *db_lock_path;       /* main()'s too */
+    const char *pidfile;
+    int db_lock_fd;
+    int pidfile_fd;
     gboolean stopping;
     int exit_code;
 } PtMain;
@@ -106,7 +113,7 @@ pt_on_watchdog(gpointer data)
 int
 main(int argc, char **argv)
 {
-    PtMain m = { .exit_code = 0 };
+    PtMain m = { .exit_code = 0, .db_lock_fd = -1, .pidfile_fd = -1 };
     g_autoptr(GError) err = NULL;
     g_autoptr(GOptionContext) ctx = NULL;
     g_autoptr(PtConf) conf = NULL;
@@ -114,10 +121,12 @@ main(int argc, char **argv)
     /* Freed on every return: a start that fails (a full disk, say) must
      * leave nothing for LeakSanitizer to report. */
     g_autofree char *config_path = NULL;
+    g_autofree char *pidfile = NULL, *db_lock_path = NULL;
     g_autofree char *opt_db = NULL, *opt_socket = NULL, *opt_mode = NULL;
     gint64 opt_interval = 0;
     PtConfOverrides ov = { .mode = PT_MODE_INVALID };
-    gboolean foreground = FALSE, verbose = FALSE, version = FALSE;
+    gboolean foreground = FALSE, verbose = FALSE, version = FALSE, explicit_config;
+    gboolean detach, check_config = FALSE;
     guint64 watchdog_us = 0;
     guint64 nofile;
     GOptionEntry entries[] = {
@@ -127,6 +136,11 @@ main(int argc, char **argv)
         { "socket", 0, 0, G_OPTION_ARG_FILENAME, &opt_socket, "Control socket", "PATH" },
         { "interval", 'i', 0, G_OPTION_ARG_STRING, &interval, "Tick interval, e.g. 1s or 250ms", "DURATION" },
         { "mode", 'm', 0, G_OPTION_ARG_STRING, &opt_mode, "observe, recommend or enforce", "MODE" },
+        { "pidfile", 0, 0, G_OPTION_ARG_FILENAME, &pidfile,
+          "Pid file when detached (default " PT_DEFAULT_PIDFILE ")", "FILE" },
+        { "check-config", 0, 0, G_OPTION_ARG_NONE, &check_config,
+          "Validate the configuration (FILE, or --config's), print it in effect and exit",
+          NULL },
         { "foreground", 'f', 0, G_OPTION_ARG_NONE, &foreground, "Do not detach from the terminal", NULL },
         { "verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose, "Log debug messages", NULL },
         { "version", 'V', 0, G_OPTION_ARG_NONE, &version, "Print the version and exit", NULL },
@@ -134,7 +148,7 @@ main(int argc, char **argv)
     };
 
     setlocale(LC_ALL, "");
-    ctx = g_option_context_new("- tune QEMU iothread polling");
+    ctx = g_option_context_new("[--check-config [FILE]] - tune QEMU iothread polling");
     g_option_context_add_main_entries(ctx, entries, NULL);
     if (!g_option_context_parse(ctx, &argc, &argv, &err)) {
         fprintf(stderr, "polltuned: %s\n", err->message);
@@ -143,6 +157,10 @@ main(int argc, char **argv)
     if (version) {
         printf("polltuned %s\n", PT_VERSION);
         return 0;
+    }
+    if (check_config && argc == 2 && !config_path) {
+        config_path = g_strdup(argv[1]);
+        argc--;
     }
     if (argc > 1) {
         fprintf(stderr, "polltuned: unexpected argument '%s'\n", argv[1]);
@@ -159,14 +177,19 @@ main(int argc, char **argv)
     }
     pt_log_init(verbose);
     nofile = pt_raise_nofile();
+    /* A file named on the command line must exist: a typo must not start
+     * an enforcing daemon on defaults.  Only the default may be absent. */
+    explicit_config = config_path != NULL;
     if (!config_path)
         config_path = g_strdup(PT_DEFAULT_CONFIG);
     m.config_path = config_path;
-    conf = pt_conf_load(m.config_path, FALSE, &err);
+    conf = pt_conf_load(m.config_path, explicit_config, &err);
     if (!conf) {
         pt_err(NULL, NULL, "%s", err->message);
         return 1;
     }
+    if (!explicit_config && !g_file_test(m.config_path, G_FILE_TEST_EXISTS))
+        pt_info(NULL, NULL, "%s does not exist: using the defaults", m.config_path);
     /* Kept in the configuration, so every reload puts them in front too. */
     ov.database = opt_db;
     ov.control_socket = opt_socket;
@@ -174,9 +197,70 @@ main(int argc, char **argv)
     ov.interval_ms = (guint)opt_interval;
     pt_conf_apply_overrides(conf, &ov);
 
-    if (!foreground && !getenv("NOTIFY_SOCKET") && daemon(0, 0) < 0) {
-        pt_err(NULL, NULL, "daemon: %s", g_strerror(errno));
-        return 1;
+    /* Like nginx -t: validate and show, opening nothing else. */
+    if (check_config) {
+        g_autofree char *text = pt_conf_format(conf);
+
+        fputs(text, stdout);
+        return 0;
+    }
+    /* One daemon per database and per control socket: checked before
+     * detaching, so the operator sees the error on the terminal. */
+    {
+        const PtConf *c = conf;
+
+        if (!g_str_equal(c->database, ":memory:")) {
+            db_lock_path = g_strconcat(c->database, ".lock", NULL);
+            m.db_lock_path = db_lock_path;
+            m.db_lock_fd = pt_lock_file_acquire(m.db_lock_path, c->database, &err);
+            /* A read-only directory: no second daemon can write there either,
+             * and opening the store says what to do about it. */
+            if (m.db_lock_fd < 0 && g_error_matches(err, G_IO_ERROR, G_IO_ERROR_READ_ONLY))
+                g_clear_error(&err);
+            else if (m.db_lock_fd < 0) {
+                pt_err(NULL, NULL, "%s", err->message);
+                return 1;
+            }
+        }
+        if (!pt_socket_check_unused(c->control_socket, &err)) {
+            pt_err(NULL, NULL, "%s", err->message);
+            pt_lock_file_release(m.db_lock_fd, m.db_lock_path);
+            return 1;
+        }
+    }
+    /* Under systemd (either variable set) the service manager supervises
+     * and the journal logs; by hand, detach unless -f. */
+    detach = !foreground && !getenv("NOTIFY_SOCKET") && !getenv("INVOCATION_ID");
+    if (detach) {
+        if (!pidfile)
+            pidfile = g_strdup(PT_DEFAULT_PIDFILE);
+        m.pidfile = pidfile;
+        {
+            g_autofree char *dir = g_path_get_dirname(m.pidfile);
+
+            if (g_str_equal(dir, PT_RUNTIME_DIR))
+                g_mkdir_with_parents(dir, 0755);
+        }
+        m.pidfile_fd = pt_lock_file_acquire(m.pidfile, m.pidfile, &err);
+        if (m.pidfile_fd < 0) {
+            pt_err(NULL, NULL, "%s", err->message);
+            pt_lock_file_release(m.db_lock_fd, m.db_lock_path);
+            return 1;
+        }
+        /* Empty until the detached child writes its own pid: a reader
+         * never sees the parent's, which exits at once. */
+        if (ftruncate(m.pidfile_fd, 0) < 0 || daemon(0, 0) < 0) {
+            pt_err(NULL, NULL, "daemon: %s", g_strerror(errno));
+            return 1;
+        }
+        /* stderr is /dev/null now: syslog is where an operator looks. */
+        pt_log_use_syslog();
+        if (!pt_lock_file_write_pid(m.pidfile_fd, m.pidfile, &err) ||
+            (m.db_lock_fd >= 0 &&
+             !pt_lock_file_write_pid(m.db_lock_fd, m.db_lock_path, &err))) {
+            pt_err(NULL, NULL, "%s", err->message);
+            return 1;
+        }
     }
     signal(SIGPIPE, SIG_IGN);
 
@@ -235,6 +319,8 @@ main(int argc, char **argv)
     pt_control_free(m.control);
     pt_daemon_free(m.daemon);
     g_main_loop_unref(m.loop);
+    pt_lock_file_release(m.pidfile_fd, m.pidfile);
+    pt_lock_file_release(m.db_lock_fd, m.db_lock_path);
     pt_info(NULL, NULL, "stopped");
     return m.exit_code;
 }

@@ -5,7 +5,7 @@
 #include <gio/gio.h>
 
 #define PT_DEFAULT_DATABASE "/var/lib/polltune/history.db"
-#define PT_DEFAULT_SOCKET "/run/polltune/control.sock"
+#define PT_DEFAULT_SOCKET PT_RUNTIME_DIR "/control.sock"
 
 static const char *const pt_mode_table[PT_MODE_MAX] = {
     [PT_MODE_OBSERVE] = "observe",

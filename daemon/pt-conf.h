@@ -11,6 +11,11 @@
  */
 #pragma once
 
+/* The runtime directory polltuned may create (systemd's RuntimeDirectory=
+ * creates it under the unit); the default control socket and pidfile live
+ * in it. */
+#define PT_RUNTIME_DIR "/run/polltune"
+
 #include <glib.h>
 
 #include "policy.h"
@@ -91,6 +96,9 @@ PtConf *pt_conf_load_data(const char *data, gsize len, const char *name,
 
 /* Put @ov in front of @conf's own settings, and keep a copy in
  * conf->overrides so that the next reload puts them in front again. */
+/* Every key with its effective value, in the file's syntax (loads back to
+ * the same configuration). */
+char *pt_conf_format(const PtConf *conf);
 void pt_conf_apply_overrides(PtConf *conf, const PtConfOverrides *ov);
 
 /* Whether @next may replace @running without a restart: FALSE, naming the

@@ -789,7 +789,7 @@ pt_cmd_mode_set(PtConn *conn, json_object *args, json_object **ret, GError **err
         return FALSE;
     if ((m = pt_mode_from_string(mode)) == PT_MODE_INVALID)
         return pt_arg_bad(error, "mode", "must be observe, recommend or enforce");
-    if (!pt_daemon_set_mode(pt_conn_daemon(conn), m, error))
+    if (!pt_daemon_set_runtime_mode(pt_conn_daemon(conn), m, error))
         return FALSE;
     *ret = json_object_new_object();
     json_object_object_add(*ret, "mode", json_object_new_string(mode));
@@ -799,13 +799,24 @@ pt_cmd_mode_set(PtConn *conn, json_object *args, json_object **ret, GError **err
 static gboolean
 pt_cmd_attach(PtConn *conn, json_object *args, json_object **ret, GError **error)
 {
-    const char *path, *name;
+    const char *path, *name, *domain;
     g_autofree char *got = NULL;
 
-    if (!pt_arg_str(args, "path", TRUE, &path, error) ||
+    if (!pt_arg_str(args, "path", FALSE, &path, error) ||
         !pt_arg_str(args, "name", FALSE, &name, error) ||
-        !pt_daemon_attach_qmp(pt_conn_daemon(conn), path, name, &got, error))
+        !pt_arg_str(args, "domain", FALSE, &domain, error))
         return FALSE;
+    /* A "path" that is not absolute names a libvirt domain too. */
+    if (!domain && path && !g_path_is_absolute(path))
+        domain = path;
+    if (domain) {
+        if (!pt_daemon_attach_libvirt(pt_conn_daemon(conn), domain, &got, error))
+            return FALSE;
+    } else if (!path) {
+        return pt_arg_bad(error, "path", "path (a QMP socket) or domain is required");
+    } else if (!pt_daemon_attach_qmp(pt_conn_daemon(conn), path, name, &got, error)) {
+        return FALSE;
+    }
     *ret = json_object_new_object();
     json_object_object_add(*ret, "name", json_object_new_string(got));
     return TRUE;
@@ -845,13 +856,19 @@ static gboolean
 pt_cmd_reload(PtConn *conn, json_object *args, json_object **ret, GError **error)
 {
     g_autoptr(GError) err = NULL;
+    PtDaemon *d = pt_conn_daemon(conn);
 
     /* The same path as SIGHUP, so both behave alike. */
-    if (!pt_daemon_reload_file(pt_conn_daemon(conn), &err)) {
+    if (!pt_daemon_reload_file(d, &err)) {
         g_set_error(error, PT_CONTROL_ERROR, PT_CONTROL_ERROR_GENERIC, "%s", err->message);
         return FALSE;
     }
+    /* Say which mode holds and why, so a kept runtime mode is no surprise. */
     *ret = json_object_new_object();
+    json_object_object_add(*ret, "mode",
+                           json_object_new_string(pt_mode_to_string(pt_daemon_get_mode(d))));
+    json_object_object_add(*ret, "mode_from", json_object_new_string(
+        pt_daemon_get_runtime_mode(d) != PT_MODE_INVALID ? "runtime" : "configuration"));
     return TRUE;
 }
 

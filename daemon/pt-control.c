@@ -1,6 +1,8 @@
 #include "pt-config.h"
+#include "pt-conf.h"
 #include "pt-control.h"
 #include "pt-control-private.h"
+#include "pt-lock.h"
 #include "pt-log.h"
 #include "qmp-json.h"
 #include "qmp-stream.h"
@@ -459,16 +461,28 @@ pt_control_new(PtDaemon *daemon, const char *path, const char *group,
                     "%s: control socket path too long", path);
         return NULL;
     }
-    if (g_mkdir_with_parents(dir, 0755) < 0) {
-        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno),
-                    "%s: cannot create: %s", dir, g_strerror(errno));
+    /* Only the runtime directory is ours to create; any other parent is
+     * the operator's, and a typo must not grow a directory tree. */
+    if (g_str_equal(dir, PT_RUNTIME_DIR)) {
+        if (g_mkdir_with_parents(dir, 0755) < 0) {
+            g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno),
+                        "%s: cannot create: %s", dir, g_strerror(errno));
+            return NULL;
+        }
+    } else if (!g_file_test(dir, G_FILE_TEST_IS_DIR)) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND,
+                    "%s: control socket directory %s does not exist", path, dir);
         return NULL;
     }
+    /* Another daemon listening here keeps its socket: never unlink it. */
+    if (!pt_socket_check_unused(path, error))
+        return NULL;
     strcpy(sun.sun_path, path);
     ctl->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (ctl->fd < 0)
         goto fail;
-    /* A socket file left by a daemon that died is stale: replace it. */
+    /* Nothing listens (checked above): a file left by a daemon that died
+     * is stale, replace it. */
     g_unlink(path);
     if (bind(ctl->fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ||
         listen(ctl->fd, 64) < 0)

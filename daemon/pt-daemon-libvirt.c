@@ -27,6 +27,8 @@ typedef struct {
     gboolean relist;                /* a start event came during a listing */
     guint pending;                  /* async calls not yet completed */
     gboolean stopped;               /* freed by the last completion */
+    GHashTable *detached;           /* uuid -> name: detached by request,
+                                     * left out of listings until attached */
 } PtDaemonLibvirt;
 
 /* Calls still pending when the daemon stops complete later (with an
@@ -286,6 +288,8 @@ pt_lv_listed(GObject *obj, GAsyncResult *res, gpointer data)
         const PtLibvirtDomain *dom = doms->pdata[i];
         PtTarget *t = pt_daemon_find_target(d, dom->name);
 
+        if (!t && dom->uuid && g_hash_table_contains(dl->detached, dom->uuid))
+            continue;
         if (t && t->kind != STORE_TARGET_LIBVIRT) {
             pt_warn(dom->name, NULL, "libvirt domain has the name of a QMP target; skipped");
             continue;
@@ -360,7 +364,12 @@ pt_lv_disconnected(PtLibvirt *lv, const GError *why, gpointer data)
 static void
 pt_lv_started(PtLibvirt *lv, const char *name, const char *uuid, gpointer data)
 {
-    pt_lv_relist(data);
+    PtDaemonLibvirt *dl = data;
+
+    /* A detach lasts until the domain next starts. */
+    if (uuid && dl->detached)
+        g_hash_table_remove(dl->detached, uuid);
+    pt_lv_relist(dl);
 }
 
 static void
@@ -390,6 +399,7 @@ pt_daemon_libvirt_start(PtDaemon *d)
 
     dl->d = d;
     dl->waiting = g_ptr_array_new();
+    dl->detached = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     dl->lv = pt_libvirt_new(d->conf->libvirt_uri, NULL, &cb, dl);
     pt_libvirt_set_timeout(dl->lv, d->conf->qmp_timeout_ms);
     pt_libvirt_set_pid_dir(dl->lv, d->conf->libvirt_pid_dir);
@@ -416,6 +426,7 @@ pt_daemon_libvirt_stop(PtDaemon *d)
     dl->d = NULL;
     d->libvirt = NULL;
     dl->stopped = TRUE;
+    g_clear_pointer(&dl->detached, g_hash_table_unref);
     if (dl->pending == 0) {
         g_ptr_array_unref(dl->waiting);
         g_free(dl);
@@ -429,4 +440,46 @@ pt_daemon_libvirt_connected(PtDaemon *d, gboolean *enabled)
 
     *enabled = dl && dl->lv;
     return *enabled && pt_libvirt_is_connected(dl->lv);
+}
+
+void
+pt_daemon_libvirt_detached(PtDaemon *d, const PtTarget *t)
+{
+    PtDaemonLibvirt *dl = d->libvirt;
+
+    if (dl && dl->detached && t->uuid)
+        g_hash_table_replace(dl->detached, g_strdup(t->uuid), g_strdup(t->name));
+}
+
+gboolean
+pt_daemon_attach_libvirt(PtDaemon *d, const char *domain, char **name_out, GError **error)
+{
+    PtDaemonLibvirt *dl = d->libvirt;
+    PtTarget *t = pt_daemon_find_target(d, domain);
+    GHashTableIter it;
+    gpointer uuid, name;
+
+    if (!dl || !dl->lv) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
+                    "%s: not a socket path, and libvirt is off ([targets] libvirt)", domain);
+        return FALSE;
+    }
+    if (t) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_EXISTS, "%s: already attached", domain);
+        return FALSE;
+    }
+    /* By name or by UUID, among the domains detached by request. */
+    g_hash_table_iter_init(&it, dl->detached);
+    while (g_hash_table_iter_next(&it, &uuid, &name)) {
+        if (g_str_equal(uuid, domain) || g_str_equal(name, domain)) {
+            *name_out = g_strdup(name);
+            g_hash_table_iter_remove(&it);
+            /* The listing attaches it if libvirt still runs it. */
+            pt_lv_relist(dl);
+            return TRUE;
+        }
+    }
+    g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND,
+                "%s: no libvirt domain of that name or UUID was detached", domain);
+    return FALSE;
 }

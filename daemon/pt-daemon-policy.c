@@ -424,6 +424,13 @@ pt_daemon_handle_one(PtDaemon *d, PtTarget *t, PolicyDecision *dec, const char *
         PtIothread *io = g_hash_table_lookup(t->iothreads, dec->iothread);
         PolicyTriple old = io ? io->triple : dec->triple;
 
+        /* A policy repeats its advice every tick while the load holds;
+         * the store and the log keep changes, not repetitions. */
+        if (io && io->last_decision && g_strcmp0(io->last_outcome, "recommended") == 0 &&
+            g_strcmp0(io->last_policy, policy) == 0 &&
+            policy_triple_equal(&io->last_decision->triple, &dec->triple) &&
+            policy_triple_equal(&io->last_old, &old))
+            return;
         d->stats.decisions_recommended++;
         pt_daemon_record(d, t, dec, &old, policy, "recommended", FALSE);
     }
@@ -564,6 +571,21 @@ pt_daemon_policy_for(PtDaemon *d, const char *target, const char *iothread)
 }
 
 gboolean
+pt_daemon_set_runtime_mode(PtDaemon *d, PtMode mode, GError **error)
+{
+    if (!pt_daemon_set_mode(d, mode, error))
+        return FALSE;
+    d->runtime_mode = mode;
+    return TRUE;
+}
+
+PtMode
+pt_daemon_get_runtime_mode(PtDaemon *d)
+{
+    return d->runtime_mode;
+}
+
+gboolean
 pt_daemon_set_mode(PtDaemon *d, PtMode mode, GError **error)
 {
     GHashTableIter it;
@@ -634,6 +656,9 @@ pt_daemon_detach(PtDaemon *d, const char *name, GError **error)
     /* A socket matched by qmp-globs stays detached until attached again. */
     if (t->kind == STORE_TARGET_QMP)
         g_hash_table_add(d->detached_paths, g_strdup(pt_target_qmp_path(t)));
+    /* A domain stays detached until attached by name, not the next listing. */
+    if (t->kind == STORE_TARGET_LIBVIRT)
+        pt_daemon_libvirt_detached(d, t);
     t->detached = TRUE;
     policy_engine_forget(d->engine, t->name);
     pt_info(t->name, NULL, "detached by request");

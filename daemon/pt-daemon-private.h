@@ -9,6 +9,9 @@
 struct PtDaemon {
     PtConf *conf;
     PtMode mode;
+    /* Set with mode-set: stays in front of the file's mode across reloads,
+     * as runtime rules do; PT_MODE_INVALID when none. */
+    PtMode runtime_mode;
     char *proc_root, *debugfs_root, *tracefs_root;
     ProbeRoots proot;
 
@@ -71,5 +74,7 @@ gboolean pt_daemon_install_rules(GPtrArray *rules, PolicyConfig *policy, GError 
 /* pt-daemon-libvirt.c */
 void pt_daemon_libvirt_start(PtDaemon *d);
 void pt_daemon_libvirt_stop(PtDaemon *d);
+/* Keep detached domain @t out of listings until attached by name or UUID. */
+void pt_daemon_libvirt_detached(PtDaemon *d, const PtTarget *t);
 /* Whether libvirt is in use (*enabled) and connected now. */
 gboolean pt_daemon_libvirt_connected(PtDaemon *d, gboolean *enabled);

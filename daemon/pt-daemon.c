@@ -48,6 +48,7 @@ pt_daemon_new(PtConf *conf, const PtDaemonRoots *roots, GError **error)
 
     d->conf = conf;
     d->mode = conf->mode;
+    d->runtime_mode = PT_MODE_INVALID;
     conf->policy->mode = conf->mode == PT_MODE_ENFORCE ? POLICY_MODE_ENFORCE :
                                                          POLICY_MODE_RECOMMEND;
     if (roots) {
@@ -247,7 +248,8 @@ pt_daemon_reload(PtDaemon *d, PtConf *conf, GError **error)
     }
     pt_conf_free(d->conf);
     d->conf = g_steal_pointer(&newc);
-    pt_daemon_set_mode(d, d->conf->mode, NULL);
+    pt_daemon_set_mode(d, d->runtime_mode != PT_MODE_INVALID ? d->runtime_mode :
+                       d->conf->mode, NULL);
     d->conf->policy->mode = d->mode == PT_MODE_ENFORCE ? POLICY_MODE_ENFORCE :
                                                          POLICY_MODE_RECOMMEND;
     return TRUE;

@@ -103,6 +103,14 @@ double pt_daemon_polling_cores(PtDaemon *d);
 
 /* Control operations.  Each validates and fails with a message for operators. */
 gboolean pt_daemon_set_mode(PtDaemon *d, PtMode mode, GError **error);
+/* The same, from an operator at run time: the mode then holds across
+ * reloads (the file's mode no longer replaces it) until the next stop. */
+gboolean pt_daemon_set_runtime_mode(PtDaemon *d, PtMode mode, GError **error);
+/* The mode set at run time, or PT_MODE_INVALID when the file's holds. */
+PtMode pt_daemon_get_runtime_mode(PtDaemon *d);
+/* Attach again libvirt domain @domain (name or UUID) detached by request. */
+gboolean pt_daemon_attach_libvirt(PtDaemon *d, const char *domain, char **name_out,
+                                  GError **error);
 gboolean pt_daemon_attach_qmp(PtDaemon *d, const char *path, const char *name,
                               char **name_out, GError **error);
 gboolean pt_daemon_detach(PtDaemon *d, const char *name, GError **error);

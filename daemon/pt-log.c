@@ -2,10 +2,20 @@
 
 #include <stdio.h>
 #include <sys/stat.h>
+#include <syslog.h>
 #include <systemd/sd-journal.h>
 
 static gboolean pt_log_journal;
 static gboolean pt_log_verbose;
+static gboolean pt_log_syslog;
+
+void
+pt_log_use_syslog(void)
+{
+    openlog("polltuned", LOG_PID | LOG_NDELAY, LOG_DAEMON);
+    pt_log_journal = FALSE;
+    pt_log_syslog = TRUE;
+}
 
 void
 pt_log_init(gboolean verbose)
@@ -43,6 +53,11 @@ pt_log(int priority, const char *vm, const char *iothread, const char *fmt, ...)
                         "POLLTUNE_VM=%s", vm ? vm : "",
                         "POLLTUNE_IOTHREAD=%s", iothread ? iothread : "",
                         NULL);
+        return;
+    }
+    if (pt_log_syslog) {
+        syslog(priority, "%s%s%s%s%s", vm ? vm : "", iothread ? "/" : "",
+               iothread ? iothread : "", vm ? ": " : "", msg);
         return;
     }
     {

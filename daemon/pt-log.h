@@ -12,6 +12,9 @@
 #include <syslog.h>
 
 void pt_log_init(gboolean verbose);
+/* From now on log to syslog (daemon facility): after daemonising, when
+ * stderr is /dev/null and no journal stream is ours. */
+void pt_log_use_syslog(void);
 /* @vm and @iothread may be NULL. */
 void pt_log(int priority, const char *vm, const char *iothread, const char *fmt, ...)
     G_GNUC_PRINTF(4, 5);

@@ -80,6 +80,52 @@ test_missing(void)
     g_assert_nonnull(strstr(err->message, "/nonexistent/polltuned.conf"));
 }
 
+/* --check-config prints every key; what it prints loads back to the
+ * same configuration, with non-default values, lists and rules. */
+static void
+test_format(void)
+{
+    static const char text[] =
+        "[daemon]\ninterval = 250ms\nmode = recommend\nadmin-group = wheel\n"
+        "metrics-listen =\n"
+        "[targets]\nlibvirt = false\nqmp-sockets = /run/a.qmp;/run/b.qmp\n"
+        "qmp-globs = /run/vm/*.qmp\n"
+        "[retention]\nraw = 3d\nmax-size = 1G\n"
+        "[policy]\ndefault = static:50000/4/4\nbudget-cores = 1.5\nidle-iops = 250\n"
+        "[rule db-*]\npolicy = adaptive:latency\n";
+    g_autoptr(GError) err = NULL;
+    g_autoptr(PtConf) conf = pt_conf_load_data(text, strlen(text), "t.conf", &err);
+    g_autoptr(PtConf) again = NULL;
+    g_autofree char *out = NULL, *out2 = NULL;
+    g_autoptr(GKeyFile) kf = g_key_file_new();
+    static const char *const groups[] = { "daemon", "targets", "retention", "policy", NULL };
+    gsize nkeys = 0;
+
+    g_assert_no_error(err);
+    out = pt_conf_format(conf);
+    again = pt_conf_load_data(out, strlen(out), "formatted", &err);
+    g_assert_no_error(err);
+    out2 = pt_conf_format(again);
+    /* Equal but for the first line, which names the source. */
+    g_assert_cmpstr(strchr(out, '\n'), ==, strchr(out2, '\n'));
+    g_assert_cmpuint(again->interval_ms, ==, 250);
+    g_assert_cmpint(again->mode, ==, PT_MODE_RECOMMEND);
+    g_assert_null(again->metrics_listen);
+    g_assert_cmpstr(again->qmp_sockets[1], ==, "/run/b.qmp");
+    g_assert_cmpint(again->max_size_bytes, ==, 1024 * 1024 * 1024);
+    g_assert_cmpfloat(again->policy->budget_cores, ==, 1.5);
+    g_assert_cmpuint(again->policy->rules->len, ==, 1);
+    /* Every key: 13 daemon, 5 targets, 4 retention, 13 policy. */
+    g_assert_true(g_key_file_load_from_data(kf, out, -1, G_KEY_FILE_NONE, &err));
+    for (guint i = 0; groups[i]; i++) {
+        g_auto(GStrv) keys = g_key_file_get_keys(kf, groups[i], NULL, &err);
+
+        g_assert_no_error(err);
+        nkeys += g_strv_length(keys);
+    }
+    g_assert_cmpuint(nkeys, ==, 13 + 5 + 4 + 13);
+}
+
 static void
 test_values(void)
 {
@@ -410,6 +456,7 @@ main(int argc, char **argv)
     g_test_add_func("/conf/example", test_example);
     g_test_add_func("/conf/missing", test_missing);
     g_test_add_func("/conf/values", test_values);
+    g_test_add_func("/conf/format", test_format);
     g_test_add_func("/conf/units", test_units);
     g_test_add_func("/conf/metrics-cap", test_metrics_cap);
     g_test_add_func("/conf/decimal", test_decimal);

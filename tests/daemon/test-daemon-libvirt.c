@@ -1,7 +1,7 @@
 /*
  * polltuned against a real libvirtd (private, in its own mount namespace)
- * and real TCG domains: discovery at start and on domain start, detach on
- * destroy, a policy change that `virsh domstats --iothread` confirms, and a
+ * and real TCG domains: discovery at start and on domain start, detach and
+ * attach again by name or UUID, detach on destroy, a policy change that `virsh domstats --iothread` confirms, and a
  * reconnect after libvirtd is killed and started again.
  */
 #include "pt-test-daemon.h"
@@ -122,6 +122,37 @@ test_libvirt(void)
     after_name = g_strdup(after->name);     /* outlives the domain handle */
     seen = (Seen){ d, after_name, TRUE };
     g_assert_true(pt_test_wait(target_seen, &seen, 3000));
+
+    /* Detached by request, it stays detached (a listing does not bring it
+     * back) until attached again by name, then by UUID. */
+    {
+        g_autofree char *by_name = g_strdup_printf("{\"name\": \"%s\"}", after_name);
+        g_autofree char *attach_name = g_strdup_printf("{\"domain\": \"%s\"}", after_name);
+        g_autofree char *attach_uuid = g_strdup_printf("{\"path\": \"%s\"}", after->uuid);
+        g_autoptr(json_object) r = NULL;
+        g_autoptr(json_object) e = NULL;
+
+        json_object_put(pt_test_daemon_ok(d, "detach", by_name));
+        seen.want = FALSE;
+        g_assert_true(pt_test_wait(target_seen, &seen, 3000));
+        r = pt_test_daemon_ok(d, "attach", attach_name);
+        g_assert_cmpstr(pt_json_path_str(r, "name"), ==, after_name);
+        seen.want = TRUE;
+        g_assert_true(pt_test_wait(target_seen, &seen, 5000));
+
+        json_object_put(pt_test_daemon_ok(d, "detach", by_name));
+        seen.want = FALSE;
+        g_assert_true(pt_test_wait(target_seen, &seen, 3000));
+        json_object_put(pt_test_daemon_ok(d, "attach", attach_uuid));
+        seen.want = TRUE;
+        g_assert_true(pt_test_wait(target_seen, &seen, 5000));
+
+        /* A name libvirt never ran is refused, naming it. */
+        e = pt_test_daemon_call(d, "attach", "{\"domain\": \"no-such-vm\"}", &err);
+        g_assert_no_error(err);
+        g_assert_cmpstr(pt_json_path_str(e, "error/class"), ==, "NotFound");
+        g_assert_nonnull(strstr(pt_json_path_str(e, "error/desc"), "no-such-vm"));
+    }
 
     /* Destroyed: detached. */
     g_clear_pointer(&after, pt_test_domain_free);

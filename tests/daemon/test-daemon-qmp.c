@@ -248,6 +248,34 @@ ticks_reached(gpointer data)
     return pt_json_path_int(st, "ticks") >= w->ticks;
 }
 
+/* In recommend mode the same advice holds tick after tick; it is recorded
+ * (store row and log line) once per iothread, not once per tick. */
+static void
+test_recommend_once(void)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(Vm) vm = NULL;
+    g_autoptr(PtTestDaemon) d = NULL;
+    g_autofree char *conf = NULL;
+    TargetWait tw;
+    TickWait kw;
+
+    if (skip_without_qemu())
+        return;
+    vm = vm_start("vm-r", NULL);
+    conf = conf_for("static:70000/2/2", "mode = recommend\n");
+    d = pt_test_daemon_start(conf, &err);
+    g_assert_no_error(err);
+    tw = (TargetWait){ d, "vm-r", 0 };
+    g_assert_true(pt_test_wait(target_attached, &tw, 5000));
+    /* 15 ticks of 200 ms with the same advice each time. */
+    kw = (TickWait){ d, 15 };
+    g_assert_true(pt_test_wait(ticks_reached, &kw, 30000));
+    g_assert_cmpuint(log_count(d, "recommended ->"), ==, 2);
+    g_assert_cmpuint(vm_poll_max(vm, "iot0"), ==, 32768);
+    pt_test_daemon_stop(d);
+}
+
 /* kill -9 leaves the policy's values in QEMU; with no on-restart in the
  * file the next start puts the originals back (the floor after a crash),
  * and `on-restart = resume` is the explicit way to keep them. */
@@ -825,6 +853,7 @@ main(int argc, char **argv)
     vm_dir = g_dir_make_tmp("pt-vms-XXXXXX", NULL);
     g_test_add_func("/daemon/qmp/discover-apply-restore", test_discover_apply_restore);
     g_test_add_func("/daemon/qmp/kill-and-restart", test_kill_and_restart);
+    g_test_add_func("/daemon/qmp/recommend-once", test_recommend_once);
     g_test_add_func("/daemon/qmp/new-instance", test_new_instance);
     g_test_add_func("/daemon/qmp/external-write-held", test_external_write_held);
     g_test_add_func("/daemon/qmp/override-expiry-detach", test_override_expiry_detach);

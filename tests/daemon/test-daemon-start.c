@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * polltuned started by hand: a named configuration file must exist, one
+ * daemon per database and per control socket, no directories grown for a
+ * mistyped path, a detached daemon leaves a pidfile, and a mode set at
+ * run time is not silently undone by a reload.  No QEMU needed:
+ * these are about the process, not about tuning.
+ */
+#include "pt-test-daemon.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <glib/gstdio.h>
+
+/* Run polltuned with @args to completion; returns its exit status and
+ * its stderr in @out.  Every case here exits within a second; the
+ * deadline is the test's timeout. */
+static int
+run_polltuned(const char *const *args, char **out)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
+    const char *build = g_getenv("PT_BUILD_ROOT");
+    g_auto(GStrv) envp = g_get_environ();
+    int status = -1;
+
+    g_ptr_array_add(argv, g_build_filename(build ? build : ".", "daemon", "polltuned", NULL));
+    for (guint i = 0; args[i]; i++)
+        g_ptr_array_add(argv, g_strdup(args[i]));
+    g_ptr_array_add(argv, NULL);
+    /* As started by hand, not by systemd. */
+    envp = g_environ_unsetenv(envp, "NOTIFY_SOCKET");
+    envp = g_environ_unsetenv(envp, "INVOCATION_ID");
+    envp = g_environ_unsetenv(envp, "JOURNAL_STREAM");
+    g_assert_true(g_spawn_sync(NULL, (char **)argv->pdata, envp, G_SPAWN_STDOUT_TO_DEV_NULL,
+                               NULL, NULL, NULL, out, &status, &err));
+    g_assert_no_error(err);
+    g_assert_true(WIFEXITED(status));
+    return WEXITSTATUS(status);
+}
+
+static void
+test_missing_config(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("pt-start-XXXXXX", NULL);
+    g_autofree char *conf = g_build_filename(dir, "typo.conf", NULL);
+    g_autofree char *out = NULL;
+    const char *args[] = { "-f", "-c", conf, NULL };
+
+    g_assert_cmpint(run_polltuned(args, &out), ==, 1);
+    g_assert_nonnull(strstr(out, conf));
+    g_assert_nonnull(strstr(out, "No such file"));
+    g_rmdir(dir);
+}
+
+static void
+test_second_instance(void)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(PtTestDaemon) d = pt_test_daemon_start("", &err);
+    g_autofree char *pid = NULL;
+    g_autofree char *sock2 = NULL, *db2 = NULL;
+    json_object *r;
+
+    g_assert_no_error(err);
+    pid = g_strdup_printf("pid %d", (int)d->pid);
+    sock2 = g_build_filename(d->dir, "other.sock", NULL);
+    db2 = g_build_filename(d->dir, "other.db", NULL);
+    {
+        /* Same database, same socket. */
+        g_autofree char *out = NULL;
+        const char *args[] = { "-f", "-c", d->conf_path, NULL };
+
+        g_assert_cmpint(run_polltuned(args, &out), ==, 1);
+        g_assert_nonnull(strstr(out, pid));
+        g_assert_nonnull(strstr(out, d->db_path));
+    }
+    {
+        /* Same database, another socket. */
+        g_autofree char *out = NULL;
+        const char *args[] = { "-f", "-c", d->conf_path, "--socket", sock2, NULL };
+
+        g_assert_cmpint(run_polltuned(args, &out), ==, 1);
+        g_assert_nonnull(strstr(out, pid));
+        g_assert_false(g_file_test(sock2, G_FILE_TEST_EXISTS));
+    }
+    {
+        /* Another database, the same socket: the live socket stays. */
+        g_autofree char *out = NULL;
+        const char *args[] = { "-f", "-c", d->conf_path, "--db", db2, NULL };
+
+        g_assert_cmpint(run_polltuned(args, &out), ==, 1);
+        g_assert_nonnull(strstr(out, pid));
+        g_assert_nonnull(strstr(out, d->socket_path));
+    }
+    r = pt_test_daemon_ok(d, "status", NULL);
+    json_object_put(r);
+    pt_test_daemon_stop(d);
+}
+
+static void
+test_no_mkdir(void)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(PtTestDaemon) d = pt_test_daemon_start("", &err);
+    g_autofree char *missing = NULL, *sock = NULL, *db2 = NULL, *out = NULL;
+
+    g_assert_no_error(err);
+    pt_test_daemon_stop(d);
+    missing = g_build_filename(d->dir, "nodir", NULL);
+    sock = g_build_filename(missing, "control.sock", NULL);
+    db2 = g_build_filename(d->dir, "other.db", NULL);
+    {
+        const char *args[] = { "-f", "-c", d->conf_path, "--socket", sock, NULL };
+
+        g_assert_cmpint(run_polltuned(args, &out), ==, 1);
+    }
+    g_assert_nonnull(strstr(out, missing));
+    g_assert_nonnull(strstr(out, "does not exist"));
+    g_assert_false(g_file_test(missing, G_FILE_TEST_EXISTS));
+}
+
+/* Like nginx -t: exit 0 and the effective configuration, or 1 and the
+ * error; no database or socket is opened either way. */
+static void
+test_check_config(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("pt-start-XXXXXX", NULL);
+    g_autofree char *conf = g_build_filename(dir, "p.conf", NULL);
+    g_autofree char *bad = g_build_filename(dir, "bad.conf", NULL);
+    g_autofree char *db = g_build_filename(dir, "h.db", NULL);
+    g_autofree char *sock = g_build_filename(dir, "c.sock", NULL);
+    g_autofree char *body = g_strdup_printf("[daemon]\ndatabase = %s\ncontrol-socket = %s\n"
+                                            "mode = observe\n", db, sock);
+    g_autofree char *argv0 = NULL, *out = NULL, *errout = NULL;
+    g_autoptr(GError) err = NULL;
+    const char *build = g_getenv("PT_BUILD_ROOT");
+    int status;
+
+    g_assert_true(g_file_set_contents(conf, body, -1, NULL));
+    g_assert_true(g_file_set_contents(bad, "[daemon]\nmode = fast\n", -1, NULL));
+    argv0 = g_build_filename(build ? build : ".", "daemon", "polltuned", NULL);
+    {
+        const char *argv[] = { argv0, "--check-config", conf, NULL };
+
+        g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_DEFAULT, NULL, NULL,
+                                   &out, &errout, &status, &err));
+        g_assert_no_error(err);
+        g_assert_true(WIFEXITED(status));
+        g_assert_cmpint(WEXITSTATUS(status), ==, 0);
+        g_assert_nonnull(strstr(out, "mode = observe\n"));
+        g_assert_nonnull(strstr(out, "[policy]\n"));
+    }
+    g_assert_false(g_file_test(db, G_FILE_TEST_EXISTS));
+    g_assert_false(g_file_test(sock, G_FILE_TEST_EXISTS));
+    {
+        const char *args[] = { "--check-config", bad, NULL };
+        g_autofree char *e = NULL;
+
+        g_assert_cmpint(run_polltuned(args, &e), ==, 1);
+        g_assert_nonnull(strstr(e, "'fast' is not observe"));
+    }
+    {
+        const char *args[] = { "--check-config", "/nonexistent/p.conf", NULL };
+        g_autofree char *e = NULL;
+
+        g_assert_cmpint(run_polltuned(args, &e), ==, 1);
+        g_assert_nonnull(strstr(e, "/nonexistent/p.conf"));
+    }
+    g_unlink(conf);
+    g_unlink(bad);
+    g_rmdir(dir);
+}
+
+/* A mode set at run time holds across reloads, like runtime rules, and
+ * the reload reply says where the mode in force comes from. */
+static void
+test_mode_survives_reload(void)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(PtTestDaemon) d = pt_test_daemon_start("mode = enforce\n[targets]\nlibvirt = false\n",
+                                                     &err);
+    json_object *r;
+
+    g_assert_no_error(err);
+    r = pt_test_daemon_ok(d, "reload", NULL);
+    g_assert_cmpstr(pt_json_path_str(r, "mode_from"), ==, "configuration");
+    json_object_put(r);
+    json_object_put(pt_test_daemon_ok(d, "mode-set", "{\"mode\": \"recommend\"}"));
+    r = pt_test_daemon_ok(d, "reload", NULL);
+    g_assert_cmpstr(pt_json_path_str(r, "mode"), ==, "recommend");
+    g_assert_cmpstr(pt_json_path_str(r, "mode_from"), ==, "runtime");
+    json_object_put(r);
+    r = pt_test_daemon_ok(d, "status", NULL);
+    g_assert_cmpstr(pt_json_path_str(r, "mode"), ==, "recommend");
+    json_object_put(r);
+    pt_test_daemon_stop(d);
+}
+
+static gboolean
+pidfile_written(gpointer data)
+{
+    g_autofree char *text = NULL;
+
+    return g_file_get_contents(data, &text, NULL, NULL) && atoi(text) > 0;
+}
+
+static gboolean
+process_gone(gpointer data)
+{
+    return kill(GPOINTER_TO_INT(data), 0) < 0;
+}
+
+static void
+test_detach_pidfile(void)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(PtTestDaemon) d = pt_test_daemon_start("", &err);
+    g_autofree char *pidfile = NULL, *text = NULL, *exe = NULL, *out = NULL;
+    g_autofree char *proc_exe = NULL;
+    int pid;
+
+    g_assert_no_error(err);
+    pt_test_daemon_stop(d);
+    pidfile = g_build_filename(d->dir, "polltuned.pid", NULL);
+    {
+        const char *args[] = { "-c", d->conf_path, "--pidfile", pidfile, NULL };
+
+        /* The parent returns once the child detached. */
+        g_assert_cmpint(run_polltuned(args, &out), ==, 0);
+    }
+    g_assert_true(pt_test_wait(pidfile_written, pidfile, 20000));
+    g_assert_true(g_file_get_contents(pidfile, &text, NULL, NULL));
+    pid = atoi(text);
+    proc_exe = g_strdup_printf("/proc/%d/exe", pid);
+    exe = g_file_read_link(proc_exe, NULL);
+    g_assert_nonnull(exe);
+    g_assert_true(g_str_has_suffix(exe, "/daemon/polltuned"));
+    /* The running daemon's pid is in the database lock too. */
+    {
+        g_autofree char *lock = g_strconcat(d->db_path, ".lock", NULL);
+        g_autofree char *ltext = NULL;
+
+        g_assert_true(g_file_get_contents(lock, &ltext, NULL, NULL));
+        g_assert_cmpint(atoi(ltext), ==, pid);
+    }
+    /* A reply means the main loop runs, so SIGTERM is handled. */
+    {
+        gint64 deadline = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
+        json_object *r = NULL;
+
+        while (!r && g_get_monotonic_time() < deadline) {
+            g_autoptr(GError) e = NULL;
+
+            r = pt_test_daemon_call(d, "status", NULL, &e);
+            if (!r)
+                g_usleep(50000);
+        }
+        g_assert_nonnull(r);
+        json_object_put(r);
+    }
+    g_assert_cmpint(kill(pid, SIGTERM), ==, 0);
+    g_assert_true(pt_test_wait(process_gone, GINT_TO_POINTER(pid), 20000));
+    g_assert_false(g_file_test(pidfile, G_FILE_TEST_EXISTS));
+}
+
+int
+main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/daemon/start/missing-config", test_missing_config);
+    g_test_add_func("/daemon/start/second-instance", test_second_instance);
+    g_test_add_func("/daemon/start/no-mkdir", test_no_mkdir);
+    g_test_add_func("/daemon/start/detach-pidfile", test_detach_pidfile);
+    g_test_add_func("/daemon/start/check-config", test_check_config);
+    g_test_add_func("/daemon/start/mode-survives-reload", test_mode_survives_reload);
+    return g_test_run();
+}
