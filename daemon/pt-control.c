@@ -439,6 +439,7 @@ pt_control_new(PtDaemon *daemon, const char *path, const char *group,
     g_autoptr(PtControl) ctl = g_new0(PtControl, 1);
     struct sockaddr_un sun = { .sun_family = AF_UNIX };
     g_autofree char *dir = g_path_get_dirname(path);
+    g_autofree char *tmp = NULL;
 
     ctl->d = daemon;
     ctl->fd = -1;
@@ -477,19 +478,32 @@ pt_control_new(PtDaemon *daemon, const char *path, const char *group,
     /* Another daemon listening here keeps its socket: never unlink it. */
     if (!pt_socket_check_unused(path, error))
         return NULL;
-    strcpy(sun.sun_path, path);
+    /* Bound under a temporary name, listening and with its mode and group
+     * set, then renamed into place: a client never finds the path bound
+     * but not yet listening (refused), nor with the wrong permissions.  The
+     * rename replaces a file left by a daemon that died (nothing listens:
+     * checked above). */
+    tmp = g_strdup_printf("%s.%d.new", path, (int)getpid());
+    if (strlen(tmp) >= sizeof(sun.sun_path))
+        g_clear_pointer(&tmp, g_free);
+    strcpy(sun.sun_path, tmp ? tmp : path);
     ctl->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (ctl->fd < 0)
         goto fail;
-    /* Nothing listens (checked above): a file left by a daemon that died
-     * is stale, replace it. */
-    g_unlink(path);
+    g_unlink(sun.sun_path);
     if (bind(ctl->fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ||
         listen(ctl->fd, 64) < 0)
         goto fail;
-    chmod(path, 0660);
-    if (ctl->have_read_gid && chown(path, 0, ctl->read_gid) < 0 && geteuid() == 0)
+    chmod(sun.sun_path, 0660);
+    if (ctl->have_read_gid && chown(sun.sun_path, 0, ctl->read_gid) < 0 && geteuid() == 0)
         pt_warn(NULL, NULL, "control: chown %s: %s", path, g_strerror(errno));
+    if (tmp && rename(tmp, path) < 0) {
+        int e = errno;
+
+        g_unlink(tmp);
+        errno = e;
+        goto fail;
+    }
     ctl->watch = g_unix_fd_add(ctl->fd, G_IO_IN, pt_control_on_accept, ctl);
     return g_steal_pointer(&ctl);
 

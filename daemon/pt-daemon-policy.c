@@ -194,6 +194,7 @@ pt_daemon_capture_original(PtDaemon *d, PtTarget *t, PtIothread *io)
         if (pt_original_is_ours(t, instance)) {
             io->original = pt_policy_triple(&st);
             io->have_original = TRUE;
+            io->original_saved = TRUE;
             if (!instance && t->instance &&
                 !store_original_save(d->store, t->name, io->id, &st, t->instance, now_ms,
                                      &err))
@@ -213,11 +214,31 @@ pt_daemon_capture_original(PtDaemon *d, PtTarget *t, PtIothread *io)
         policy_engine_forget(d->engine, t->name);
     }
     g_clear_error(&err);
-    st = pt_store_triple(&io->triple);
-    if (!store_original_save(d->store, t->name, io->id, &st, t->instance, now_ms, &err))
-        pt_warn(t->name, io->id, "store: original values: %s", err->message);
     io->original = io->triple;
     io->have_original = TRUE;
+    io->original_saved = FALSE;
+    pt_daemon_save_original(d, t, io);
+}
+
+/* Until the originals are in the store the policy does not write: after a
+ * crash the next start could only take whatever it then finds for them. */
+void
+pt_daemon_save_original(PtDaemon *d, PtTarget *t, PtIothread *io)
+{
+    g_autoptr(GError) err = NULL;
+    StoreTriple st = pt_store_triple(&io->original);
+
+    if (store_original_save(d->store, t->name, io->id, &st, t->instance,
+                            g_get_real_time() / 1000, &err)) {
+        if (io->original_saved_failed)
+            pt_info(t->name, io->id, "store: original values saved; tuning resumes");
+        io->original_saved = TRUE;
+        io->original_saved_failed = FALSE;
+    } else if (!io->original_saved_failed) {
+        pt_warn(t->name, io->id, "store: original values: %s; not tuning until they are "
+                "saved", err->message);
+        io->original_saved_failed = TRUE;
+    }
 }
 
 guint
@@ -464,7 +485,8 @@ pt_daemon_handle_decision(PtDaemon *d, PtTarget *t, PolicyDecision *dec)
         PtIothread *io = members->pdata[i];
         g_autoptr(PolicyDecision) one = NULL;
 
-        if (!io->have_triple || policy_triple_equal(&io->triple, &dec->triple))
+        if (!io->have_triple || !io->have_original || !io->original_saved ||
+            policy_triple_equal(&io->triple, &dec->triple))
             continue;
         if (!dec->change && d->mode != PT_MODE_ENFORCE)
             continue;
@@ -521,7 +543,12 @@ pt_daemon_run_policy(PtDaemon *d, GPtrArray *targets)
                 .poll_model = policy_poll_model_for_version(t->qemu_version),
             };
 
-            if (!io->have_triple || !io->history->len)
+            /* Never write an iothread whose originals are not known yet: a
+             * QEMU just restarted on the same socket still shows its
+             * predecessor's figures until it is sampled, and a write made
+             * then would be captured as the new process's original. */
+            if (!io->have_triple || !io->history->len || !io->have_original ||
+                !io->original_saved)
                 continue;
             if (spec->kind == POLICY_KIND_OBSERVE && !pt_daemon_override_for(d, t->name, key)) {
                 if (!io->restored && io->have_original &&

@@ -60,6 +60,7 @@ gint pt_double_cmp(gconstpointer a, gconstpointer b);
 
 /* pt-daemon-policy.c */
 void pt_daemon_capture_original(PtDaemon *d, PtTarget *t, PtIothread *io);
+void pt_daemon_save_original(PtDaemon *d, PtTarget *t, PtIothread *io);
 /* Decide for the iothreads of @targets, which were sampled this tick. */
 void pt_daemon_run_policy(PtDaemon *d, GPtrArray *targets);
 /* Restore @t's originals; returns how many writes were started. */

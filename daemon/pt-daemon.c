@@ -545,6 +545,8 @@ pt_daemon_absorb(PtDaemon *d, PtTarget *t, ProbeTargetSnap *snap, GArray *sample
             io->have_triple = TRUE;
             if (!io->have_original)
                 pt_daemon_capture_original(d, t, io);
+            else if (!io->original_saved)
+                pt_daemon_save_original(d, t, io);
         }
         if (g_strcmp0(io->group, ios->group) != 0) {
             if (ios->group)

@@ -61,6 +61,11 @@ typedef struct {
     gboolean have_triple;
     PolicyTriple triple;            /* as last read */
     gboolean have_original;
+    /* The originals are in the store: only then may the policy write,
+     * since a crash must leave them to restore (a full disk can refuse
+     * the save; it is tried again every tick). */
+    gboolean original_saved;
+    gboolean original_saved_failed; /* said once in the log */
     PolicyTriple original;
     GArray *history;                /* PolicyMetrics, oldest first, bounded */
     PolicyDecision *last_decision;  /* may be NULL */
