@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cli-client: connect, greeting, one request at a time, blocking I/O with
  * poll() bounding every wait.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cli-client: a small blocking client for polltuned's control socket.
  *

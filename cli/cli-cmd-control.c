@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cli-cmd-control: commands that change what the daemon does: policy,
  * override, mode, attach, detach, reload.  What can be checked here is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cli-cmd-data: history, export and report, from the daemon or, with
  * --db, from a database file read-only with no daemon at all.

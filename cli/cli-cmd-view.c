@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cli-cmd-view: the read-only daemon commands: status, list, show,
  * metrics, version.

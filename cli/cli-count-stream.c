@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cli-count-stream: byte and line counts, and a throttled progress callback.
  */

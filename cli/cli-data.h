@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cli-data: history as polltunectl sees it, from the daemon or a file.
  *

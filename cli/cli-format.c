@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cli-format: tables, sparklines and short numbers for human output.
  */

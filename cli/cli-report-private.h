@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cli-report-private: the report's aggregated data, shared by the part
  * that collects it (cli-report.c) and the part that writes HTML

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cli-report: collecting the report's data into per-iothread buckets, and
  * the per-VM figures derived from them.

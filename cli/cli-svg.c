@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cli-svg: line, stacked-area and bar charts as inline SVG.
  */

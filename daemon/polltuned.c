@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * polltuned: parse options, wire the components, run the loop.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * pt-conf: polltuned's configuration, /etc/polltune/polltuned.conf.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The control commands of docs/CONTROL.md: argument checking, the call into
  * the daemon, and the JSON of the reply.

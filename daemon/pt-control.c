@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "pt-config.h"
 #include "pt-conf.h"
 #include "pt-control.h"

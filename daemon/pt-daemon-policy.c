@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The daemon's side of decisions: feeding the policy engine, applying what
  * it decides, recording every decision with its outcome, overrides, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * pt-daemon-private: the daemon's state, shared by its own files only.
  */

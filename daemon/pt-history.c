@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * From two snapshots to the store's per-tick deltas.
  *

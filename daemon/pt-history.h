@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * pt-history: the store's per-tick deltas from two probe snapshots.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * pt-libvirt-event: libvirt's event loop on a private GMainContext, run by
  * one process-wide thread.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * pt-libvirt-parse: pure conversions from what libvirt returns into
  * pt-libvirt's plain structs, kept apart from the threads so that tests can

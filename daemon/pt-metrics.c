@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The OpenMetrics exposition, served over HTTP with libsoup and returned by
  * the control command `metrics`.

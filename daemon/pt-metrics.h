@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * pt-metrics: the Prometheus endpoint.  GET /metrics returns
  * pt_daemon_render_metrics() as OpenMetrics text.

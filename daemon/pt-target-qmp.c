@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The direct QMP backend of pt-target: a QEMU that libvirt does not manage,
  * reached through a dedicated -qmp socket.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * pt-target: one VM the daemon tunes, whatever the channel to it.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * policy-counters: raw cumulative counters and their conversion into the
  * per-tick rates of policy-metrics.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * policy-guard: the host-wide guard rails, applied to adaptive proposals
  * after every iothread has made its own.

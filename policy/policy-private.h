@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * policy-private: state and functions shared by the engine's files.  Not
  * installed, not for other components.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * probe-derive: snapshots to PolicyCounters, rates by policy-counters.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * probe-exits: the KVM exit counters of one VM, from whichever source has
  * them, and the debugfs reader.

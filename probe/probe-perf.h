@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * probe-perf: KVM exits counted with perf tracepoints, per thread of a QEMU
  * process, without QEMU's help.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * probe-read: the one narrow edge through which probe/ reads the host.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * probe-sampler: everything the host can tell about one VM, and about the
  * host, in one call per tick each.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * probe-thread: per-thread counters of a QEMU process, and finding its
  * threads.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "qmp-client.h"
 #include "qmp-json.h"
 #include "qmp-stream.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * qmp-client: an asynchronous QMP client on a GMainContext.
  *

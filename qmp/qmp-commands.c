@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "qmp-commands.h"
 #include "qmp-decode.h"
 #include "qmp-json.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * qmp-commands: typed wrappers for the QMP commands polltune uses.
  *

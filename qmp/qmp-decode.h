@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * qmp-decode: turn the "return" value of a command into qmp-commands.h
  * structs.  Exposed for the fuzzer and tests; callers use qmp-commands.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * qmp-stream: split a byte stream into JSON object messages.
  *

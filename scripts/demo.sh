@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # polltune in two minutes: install, build, and tune a real VM.
 #
 # On a fresh Debian 12 machine, as root, from the checkout:

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Install everything polltune needs to build, test and demo on Debian 12.
 # Idempotent: packages already present are left alone.
 set -eu

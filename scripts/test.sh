@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Install, build and run polltune's whole test suite.
 #
 # Three builds, each from scratch in its own folder under the source tree:

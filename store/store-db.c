@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * store-db: opening, the connection's settings, recovery from a corrupt,
  * deleted or replaced file, prepared statements, notices and meta.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * store-export: streaming CSV (RFC 4180) and JSON Lines, and time bounds.
  *

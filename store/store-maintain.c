@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * store-maintain: rollups, retention and the size cap, in small units.
  *

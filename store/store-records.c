@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * store-records: decisions, operator overrides and the original polling
  * values, the small tables written outside the per-tick path.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * store-write: one transaction per tick, and the pending queue that keeps
  * ticks the database could not take yet (locked, full, unwritable).

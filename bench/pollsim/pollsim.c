@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * bench/pollsim: calibrate the simulator against seed 004, run the scenario
  * suite against off, qemu-default and the oracle, and enforce the goals.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * sim-calib: seed 004's measured table (Fam Zheng, virtio-blk on NVMe, QEMU
  * with the v4 polling series, fio randread 4k) and the runs that reproduce it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * sim-core: the event queue, the PRNG and the host CPU.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * sim-goals: see sim-goals.h.  The goals are the project's targets for the
  * policy; docs/BENCHMARKS.md lists them with the numbers.

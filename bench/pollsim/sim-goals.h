@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * sim-goals: the suite's goals, each a check over the runs of one scenario.
  */

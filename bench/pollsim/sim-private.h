@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * sim-private: the simulator's internal state, shared by sim-core.c (event
  * queue, PRNG, processor-sharing CPU) and sim-vm.c (guest, iothread, device).

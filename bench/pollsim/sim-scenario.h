@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * sim-scenario: the scenario suite S1..S8, the closed loop that runs the
  * policy library against the simulator at a 1 s tick, the grid-search

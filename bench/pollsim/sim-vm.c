@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * sim-vm: one VM's guest, iothread and disk.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * pollsim: a discrete-event simulator of QEMU 7.2 iothreads polling.
  *

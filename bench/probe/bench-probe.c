@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * bench-probe: the CPU the daemon spends to sample one iothread from every
  * host source in one tick, against reading the same files with cat.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Round-trip time of query-iothreads against a real QEMU: polltune's QMP
  * client (framing, parsing into structs, the GLib main loop) against a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * raw-qmp-poller: the reference for the scale benchmark.
  *

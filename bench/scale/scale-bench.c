@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * scale-bench: what polltuned costs the host as the number of VMs grows.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * bench-store: the history store's figures, each against its reference in
  * the same run.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cli-make-testdb: writes a history database with the tests' shape, ending
  * now, so polltunectl's offline commands can be tried and measured by hand.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cli-replay-peer: a stand-in control socket for measuring polltunectl's
  * own cost (not polltuned's).  It serves one connection after another,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cli-testdb: history databases with a recognisable shape for polltunectl's
  * tests, written through store/ as the daemon writes them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * polltunectl's mutating commands and its errors against the real
  * polltuned attached to real QEMU (see cli-live.h): each effect is read

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * polltunectl's read commands against the real polltuned attached to real
  * QEMU (see cli-live.h): status, list, show, history, export, report and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * polltunectl with --db: history, export and report against a real
  * database written through store/, checked against direct sqlite queries

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * pt-test-daemon: run the real polltuned for a test and talk to it.
  *

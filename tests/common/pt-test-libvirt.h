@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * pt-test-libvirt: a private libvirtd and throwaway TCG domains for tests.
  *

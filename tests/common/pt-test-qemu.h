@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * pt-test-qemu: start and stop a real QEMU for tests.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * polltuned.conf loading: the shipped example parses and means the
  * defaults, and every kind of mistake is refused with an error that names

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * polltuned against a real libvirtd (private, in its own mount namespace)
  * and real TCG domains: discovery at start and on domain start, detach and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * polltuned against real QEMU through direct QMP sockets: discovery,
  * policies applied and seen by QEMU, overrides and their expiry, restore on
@@ -296,7 +297,9 @@ test_kill_and_restart(void)
     conf = conf_for("static:90000/0/0", NULL);
     d = pt_test_daemon_start(conf, &err);
     g_assert_no_error(err);
+    /* Both written before the kill, so that the next start restores both. */
     g_assert_true(wait_poll(vm, "iot0", 90000, 3000));
+    g_assert_true(wait_poll(vm, "iot1", 90000, 3000));
 
     /* kill -9: nothing restores, the VM keeps what the policy chose. */
     pt_test_daemon_kill(d);

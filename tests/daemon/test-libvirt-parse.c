@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The pure half of pt-libvirt: domain XML and stats records to structs. */
 #include <glib/gstdio.h>
 

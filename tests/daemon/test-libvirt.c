@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * pt-libvirt against a real, private libvirtd with real TCG domains:
  * discovery, lifecycle events, stats, setting iothread parameters, errors,

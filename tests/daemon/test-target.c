@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The per-target bookkeeping the daemon keeps in memory between ticks:
  * whatever the uptime, it must stay bounded; and the backoff of a target

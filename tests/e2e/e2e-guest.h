@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * e2e-guest: the host's view of a running test guest, for the end-to-end
  * tests.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * e2e-scenario: one run of the whole product against a real guest.
  *

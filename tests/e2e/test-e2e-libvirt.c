@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * End to end through libvirt: a private libvirtd (pt-test-libvirt.h) runs
  * the test guest as a type='qemu' domain with two iothreads and the disk on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * End to end over direct QMP: the test guest booted by run-guest.sh with a
  * QMP socket the daemon finds through its glob and a second monitor for the

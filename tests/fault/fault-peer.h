@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * fault-peer: a misbehaving QMP server on a listening unix socket.
  *

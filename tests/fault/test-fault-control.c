@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Faults on the operator side: a flood of malformed and oversized control
  * requests from 50 clients at once plus one client that connects and never

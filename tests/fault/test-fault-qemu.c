@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Faults on the QMP side: a QEMU killed while the daemon talks to it, a
  * QEMU stopped for 10 s and continued, and fake monitors that send garbage,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Faults under the database: its disk filling up and then freed, and the
  * file deleted while the daemon has it open.  Sampling must go on from

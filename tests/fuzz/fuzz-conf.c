@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Fuzz target: polltuned's configuration parser, on whatever text an
  * operator (or a broken package script) might leave in polltuned.conf.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Fuzz target: the control socket's request path, on whatever bytes a
  * local client might send (docs/CONTROL.md).

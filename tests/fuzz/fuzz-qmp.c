@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Fuzz target: the QMP stream splitter, the message parser and every typed
  * reply decoder, on whatever bytes a peer might send.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Run a fuzz target over its seed corpus and kept reproducers, one GTest
  * case per file, so every build checks that no input ever found to crash a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Feed fuzz input through a QmpStream as a peer's bytes would arrive.
  *

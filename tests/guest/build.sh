@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Builds the test guest: a Debian cloud kernel and an initramfs holding
 # busybox-static, the virtio-blk modules and loadgen.
 #

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Runs the test guest as a libvirt domain (type='qemu', i.e. TCG) built from
 # domain.xml.in: two iothreads, the virtio-blk disk on iothread 1.
 #

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Boots the test guest directly with qemu-system-x86_64 under TCG, with its
 # virtio-blk disk on an iothread and a QMP socket for polltuned to find.
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Self-test of the test guest: builds it (cached), boots it with a short
 # schedule and checks that every phase reported, parsed and did I/O.
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The engine, table-driven: each case is a workload model (what an iothread
  * measures under a given triple), a host, a few per-tick hooks, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Names, triples, specs, rules, bounds and counter conversion: table-driven.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The polling simulator: calibration against seed 004 (every row within
  * +-10%), determinism, QEMU's window rules as observed from outside, and a

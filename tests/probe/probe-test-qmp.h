@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * A minimal synchronous QMP exchange for the probe tests: connect to the
  * test QEMU's monitor, negotiate, run one command, return its "return"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Helpers shared by the probe tests: where the fixture trees are, and a
  * writable copy of a fixture tree that a test may change between ticks.

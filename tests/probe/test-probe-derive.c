@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The derivation: snapshots in, PolicyMetrics/PolicyHost out, edge cases. */
 #include <math.h>
 

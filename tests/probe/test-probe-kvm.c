@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The three exit sources against a real KVM guest: QEMU's query-stats,
  * KVM's debugfs and the perf tracepoints must be increasing and agree

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The thread readers against a real QEMU (-machine none with iothreads,
  * debug-threads=on): comm resolution finds the iothreads QEMU reports, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The /proc, PSI, debugfs and tracefs readers on fixture trees. */
 #include <math.h>
 #include <unistd.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The samplers on fixture trees: tid resolution and re-resolution, source
  * states said once, exit source selection; and perf's thread following on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * qmp-fake-monitor: a scripted QMP peer over a socketpair, for tests.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The QMP client against a scripted fake monitor: every typed wrapper, error
  * replies, events, ids, and peers that misbehave in every way we can make

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The QMP client against a real qemu-system-x86_64: what the fake monitor
  * cannot prove is that we imagined QEMU's replies right.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests of the QMP stream splitter and the message codec. */
 #include "qmp-error.h"
 #include "qmp-json.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * store-testutil: ticks with predictable contents and temporary folders
  * for the store's tests and benchmarks.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Export: time bounds, CSV per RFC 4180, JSON Lines, filters, rollups,
  * decisions, and memory that stays flat however many rows go out.

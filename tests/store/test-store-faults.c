@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Faults: a database locked by another process, a full disk (a real
  * small tmpfs), a corrupt file at open, SIGKILL in the middle of writing,

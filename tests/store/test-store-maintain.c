@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Rollups (values checked by hand), retention, the size cap, and the
  * 50 ms bound on every maintenance unit.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Schema creation, forward migration from a version-1 file, and refusal
  * of a file from a newer schema.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Tick writes and what queries give back: values and NULLs round-trip,
  * device rows, latest per iothread, range filters, decisions, overrides
