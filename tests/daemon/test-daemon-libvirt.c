@@ -2,8 +2,10 @@
 /*
  * polltuned against a real libvirtd (private, in its own mount namespace)
  * and real TCG domains: discovery at start and on domain start, detach and
- * attach again by name or UUID, detach on destroy, a policy change that `virsh domstats --iothread` confirms, and a
- * reconnect after libvirtd is killed and started again.
+ * attach again by name or UUID, detach on destroy, a policy change that
+ * `virsh domstats --iothread` confirms, an operator's `virsh iothreadset`
+ * held rather than reverted, and a reconnect after libvirtd is killed and
+ * started again.
  */
 #include "pt-test-daemon.h"
 #include "pt-test-libvirt.h"
@@ -77,6 +79,33 @@ domstats_has(gpointer data)
     return out && strstr(out, w->needle);
 }
 
+typedef struct {
+    PtTestDaemon *d;
+    const char *target;
+    const char *iothread;
+    gint64 held;
+} HoldWait;
+
+/* status shows @held as the external write held on the iothread. */
+static gboolean
+external_held(gpointer data)
+{
+    HoldWait *w = data;
+    g_autoptr(json_object) st = pt_test_daemon_ok(w->d, "status", NULL);
+    json_object *t = pt_test_status_target(st, w->target);
+    json_object *ios = t ? pt_json_path(t, "iothreads") : NULL;
+
+    for (size_t k = 0; ios && k < json_object_array_length(ios); k++) {
+        json_object *io = json_object_array_get_idx(ios, k);
+        json_object *h = pt_json_path(io, "external_hold");
+
+        if (g_str_equal(pt_json_path_str(io, "id"), w->iothread) && h &&
+            !json_object_is_type(h, json_type_null))
+            return pt_json_path_int(h, "poll-max-ns") == w->held;
+    }
+    return FALSE;
+}
+
 static void
 test_libvirt(void)
 {
@@ -116,6 +145,31 @@ test_libvirt(void)
     vw.needle = "iothread.2.poll-grow=2";
     g_assert_true(pt_test_wait(domstats_has, &vw, 5000));
     assert_qemu_facts(d, before->name);
+
+    /* An operator's virsh iothreadset is held, not reverted (it used to be
+     * within a second), and status says so. */
+    {
+        g_autofree char *set = pt_test_libvirtd_virsh(lvd, NULL, "iothreadset", before->name,
+                                                      "2", "--poll-max-ns", "12345", "--live",
+                                                      NULL);
+        HoldWait hw = { d, before->name, "iothread2", 12345 };
+        g_autoptr(json_object) st = NULL;
+        gint64 until;
+
+        g_assert_nonnull(set);
+        g_assert_true(pt_test_wait(external_held, &hw, 10000));
+        /* Four ticks later libvirt still sees the operator's value. */
+        st = pt_test_daemon_ok(d, "status", NULL);
+        until = pt_json_path_int(st, "ticks") + 4;
+        for (int i = 0; i < 100 && pt_json_path_int(st, "ticks") < until; i++) {
+            g_clear_pointer(&st, json_object_put);
+            g_usleep(200000);
+            st = pt_test_daemon_ok(d, "status", NULL);
+        }
+        g_assert_cmpint(pt_json_path_int(st, "ticks"), >=, until);
+        vw.needle = "iothread.2.poll-max-ns=12345";
+        g_assert_true(domstats_has(&vw));
+    }
 
     /* A domain started later is found through the lifecycle event. */
     after = pt_test_domain_start(lvd, &err);
