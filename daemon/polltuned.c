@@ -256,9 +256,11 @@ main(int argc, char **argv)
         }
         /* stderr is /dev/null now: syslog is where an operator looks. */
         pt_log_use_syslog();
-        if (!pt_lock_file_write_pid(m.pidfile_fd, m.pidfile, &err) ||
-            (m.db_lock_fd >= 0 &&
-             !pt_lock_file_write_pid(m.db_lock_fd, m.db_lock_path, &err))) {
+        /* The database lock first: once the pidfile names this process,
+         * everything else that names a pid does too. */
+        if ((m.db_lock_fd >= 0 &&
+             !pt_lock_file_write_pid(m.db_lock_fd, m.db_lock_path, &err)) ||
+            !pt_lock_file_write_pid(m.pidfile_fd, m.pidfile, &err)) {
             pt_err(NULL, NULL, "%s", err->message);
             return 1;
         }

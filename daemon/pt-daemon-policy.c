@@ -598,12 +598,25 @@ pt_daemon_policy_for(PtDaemon *d, const char *target, const char *iothread)
     return policy_spec_format(policy_config_lookup(d->conf->policy, target, iothread));
 }
 
+/*
+ * A mode set with polltunectl holds across reloads and restarts, like the
+ * rules it sets: stored before it takes effect.  Setting the mode the
+ * configuration has ends it (the file rules again).
+ */
 gboolean
 pt_daemon_set_runtime_mode(PtDaemon *d, PtMode mode, GError **error)
 {
+    PtMode keep = mode == d->conf->mode ? PT_MODE_INVALID : mode;
+
+    if (mode < 0 || mode >= PT_MODE_MAX) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT, "invalid mode");
+        return FALSE;
+    }
+    if (keep != d->runtime_mode && !store_runtime_mode_set(d->store, keep, error))
+        return FALSE;
     if (!pt_daemon_set_mode(d, mode, error))
         return FALSE;
-    d->runtime_mode = mode;
+    d->runtime_mode = keep;
     return TRUE;
 }
 

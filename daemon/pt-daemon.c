@@ -212,6 +212,22 @@ pt_daemon_start(PtDaemon *d, GError **error)
         g_ptr_array_add(d->overrides, g_steal_pointer(&rows->pdata[i]));
     if (!pt_daemon_load_rules(d, error))
         return FALSE;
+    /* A mode set with polltunectl in an earlier run holds, unless the
+     * command line names one, which ends it. */
+    {
+        int m = store_runtime_mode_get(d->store);
+
+        if (d->conf->overrides.mode != PT_MODE_INVALID) {
+            if (m >= 0 && !store_runtime_mode_set(d->store, -1, error))
+                return FALSE;
+        } else if (m >= 0 && m < PT_MODE_MAX && (PtMode)m != d->conf->mode) {
+            d->runtime_mode = m;
+            pt_daemon_set_mode(d, m, NULL);
+            pt_info(NULL, NULL, "mode %s, set with polltunectl mode before the restart; "
+                    "'polltunectl mode %s' returns to the configuration's",
+                    pt_mode_to_string(m), pt_mode_to_string(d->conf->mode));
+        }
+    }
 
     for (guint i = 0; d->conf->qmp_sockets[i]; i++)
         pt_daemon_attach_path(d, d->conf->qmp_sockets[i], NULL, NULL);

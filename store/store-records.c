@@ -375,3 +375,19 @@ store_target_known(StoreDb *db, const char *name, gboolean *known, GError **erro
     *known = rc == SQLITE_ROW;
     return TRUE;
 }
+
+gboolean
+store_runtime_mode_set(StoreDb *db, int mode, GError **error)
+{
+    if (!store_db_check_file(db, g_get_real_time() / 1000, error))
+        return FALSE;
+    return store_meta_set_int(db, "runtime_mode", mode < 0 ? -1 : mode, error);
+}
+
+int
+store_runtime_mode_get(StoreDb *db)
+{
+    if (!db->sql)
+        return -1;
+    return (int)store_meta_get_int(db, "runtime_mode", -1);
+}

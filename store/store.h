@@ -289,6 +289,11 @@ gboolean store_policy_rule_clear(StoreDb *db, const char *glob, GError **error);
 /* Every stored rule, oldest first. */
 GPtrArray *store_policy_rule_list(StoreDb *db, GError **error);
 
+/* The daemon's mode set at run time, kept like the rules: an enum value of
+ * the caller's, or -1 for none (the configuration's mode applies). */
+gboolean store_runtime_mode_set(StoreDb *db, int mode, GError **error);
+int store_runtime_mode_get(StoreDb *db);
+
 /*
  * Saves the triple seen at the first attach of QEMU instance @instance (an
  * opaque id; NULL: unknown).  A triple saved for the same instance is never

@@ -195,6 +195,30 @@ test_mode_survives_reload(void)
     r = pt_test_daemon_ok(d, "status", NULL);
     g_assert_cmpstr(pt_json_path_str(r, "mode"), ==, "recommend");
     json_object_put(r);
+
+    /* And across a restart, like the rules polltunectl sets. */
+    g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
+    g_assert_true(pt_test_daemon_restart(d, &err));
+    g_assert_no_error(err);
+    r = pt_test_daemon_ok(d, "status", NULL);
+    g_assert_cmpstr(pt_json_path_str(r, "mode"), ==, "recommend");
+    json_object_put(r);
+    r = pt_test_daemon_ok(d, "reload", NULL);
+    g_assert_cmpstr(pt_json_path_str(r, "mode_from"), ==, "runtime");
+    json_object_put(r);
+
+    /* Setting the configuration's own mode ends it: the file rules again,
+     * after a restart too. */
+    json_object_put(pt_test_daemon_ok(d, "mode-set", "{\"mode\": \"enforce\"}"));
+    r = pt_test_daemon_ok(d, "reload", NULL);
+    g_assert_cmpstr(pt_json_path_str(r, "mode_from"), ==, "configuration");
+    json_object_put(r);
+    g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
+    g_assert_true(pt_test_daemon_restart(d, &err));
+    g_assert_no_error(err);
+    r = pt_test_daemon_ok(d, "status", NULL);
+    g_assert_cmpstr(pt_json_path_str(r, "mode"), ==, "enforce");
+    json_object_put(r);
     pt_test_daemon_stop(d);
 }
 
