@@ -211,6 +211,10 @@ main(int argc, char **argv)
         const PtConf *c = conf;
 
         if (!g_str_equal(c->database, ":memory:")) {
+            if (!pt_daemon_prepare_state_dir(c->database, &err)) {
+                pt_err(NULL, NULL, "%s", err->message);
+                return 1;
+            }
             db_lock_path = g_strconcat(c->database, ".lock", NULL);
             m.db_lock_path = db_lock_path;
             m.db_lock_fd = pt_lock_file_acquire(m.db_lock_path, c->database, &err);

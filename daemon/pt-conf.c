@@ -5,7 +5,7 @@
 #include <errno.h>
 #include <gio/gio.h>
 
-#define PT_DEFAULT_DATABASE "/var/lib/polltune/history.db"
+#define PT_DEFAULT_DATABASE PT_STATE_DIR "/history.db"
 #define PT_DEFAULT_SOCKET PT_RUNTIME_DIR "/control.sock"
 
 static const char *const pt_mode_table[PT_MODE_MAX] = {

@@ -16,6 +16,7 @@
  * creates it under the unit); the default control socket and pidfile live
  * in it. */
 #define PT_RUNTIME_DIR "/run/polltune"
+#define PT_STATE_DIR "/var/lib/polltune"
 
 #include <glib.h>
 

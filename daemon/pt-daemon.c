@@ -39,6 +39,27 @@ pt_store_options(const PtConf *conf, gint64 now_ms, StoreOptions *opts)
     opts->size_cap_bytes = conf->max_size_bytes;
 }
 
+gboolean
+pt_daemon_prepare_state_dir(const char *database, GError **error)
+{
+    g_autofree char *dir = g_path_get_dirname(database);
+
+    /* Only the state directory is ours to create; any other is the
+     * operator's, and a typo in database= must not grow a tree. */
+    if (g_str_equal(dir, PT_STATE_DIR) && g_mkdir_with_parents(dir, 0750) < 0) {
+        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno), "%s: cannot create: %s",
+                    dir, g_strerror(errno));
+        return FALSE;
+    }
+    if (!g_file_test(dir, G_FILE_TEST_IS_DIR)) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND,
+                    "%s: the database's directory %s does not exist; create it or set "
+                    "database= to a path in one that does", database, dir);
+        return FALSE;
+    }
+    return TRUE;
+}
+
 PtDaemon *
 pt_daemon_new(PtConf *conf, const PtDaemonRoots *roots, GError **error)
 {
@@ -69,13 +90,8 @@ pt_daemon_new(PtConf *conf, const PtDaemonRoots *roots, GError **error)
     d->stats.started_ms = now_ms;
 
     if (g_strcmp0(conf->database, ":memory:") != 0) {
-        g_autofree char *dir = g_path_get_dirname(conf->database);
-
-        if (g_mkdir_with_parents(dir, 0750) < 0) {
-            g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno),
-                        "%s: cannot create: %s", dir, g_strerror(errno));
+        if (!pt_daemon_prepare_state_dir(conf->database, error))
             return NULL;
-        }
         d->run_marker = g_strconcat(conf->database, ".running", NULL);
     }
     pt_store_options(conf, now_ms, &opts);

@@ -59,6 +59,10 @@ typedef struct {
     const char *tracefs_root;
 } PtDaemonRoots;
 
+/* The directory of @database exists, or is the state directory and was
+ * created; fails naming it otherwise. */
+gboolean pt_daemon_prepare_state_dir(const char *database, GError **error);
+
 /* Takes @conf.  Opens the store; nothing runs until pt_daemon_start(). */
 PtDaemon *pt_daemon_new(PtConf *conf, const PtDaemonRoots *roots, GError **error);
 void pt_daemon_free(PtDaemon *d);

@@ -119,6 +119,18 @@ test_no_mkdir(void)
     g_assert_nonnull(strstr(out, missing));
     g_assert_nonnull(strstr(out, "does not exist"));
     g_assert_false(g_file_test(missing, G_FILE_TEST_EXISTS));
+
+    /* Nor for the database: only the state directory is created. */
+    g_clear_pointer(&out, g_free);
+    g_free(db2);
+    db2 = g_build_filename(missing, "history.db", NULL);
+    {
+        const char *args[] = { "-f", "-c", d->conf_path, "--db", db2, NULL };
+
+        g_assert_cmpint(run_polltuned(args, &out), ==, 1);
+    }
+    g_assert_nonnull(strstr(out, "does not exist"));
+    g_assert_false(g_file_test(missing, G_FILE_TEST_EXISTS));
 }
 
 /* Like nginx -t: exit 0 and the effective configuration, or 1 and the
