@@ -73,6 +73,9 @@ pt_conf_format(const PtConf *c)
     g_string_append_printf(s, "psi-limit = %g\n", p->psi_some_limit);
     g_string_append_printf(s, "vcpu-delay-limit = %g\n", p->vcpu_delay_limit);
     g_string_append_printf(s, "iothread-delay-limit = %g\n", p->iothread_delay_limit);
+    g_string_append_printf(s, "balanced-cpu-weight = %g\n", p->balanced_cpu_weight);
+    g_string_append_printf(s, "efficiency-cpu-weight = %g\n", p->efficiency_cpu_weight);
+    g_string_append_printf(s, "exit-cost-ns = %g\n", p->exit_cost_ns);
 
     for (guint i = 0; p->rules && i < p->rules->len; i++) {
         const PolicyRule *rule = p->rules->pdata[i];

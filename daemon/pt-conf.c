@@ -392,7 +392,8 @@ static const char *const pt_keys_policy[] = {
     "default", "max-poll-max-ns", "poll-grow-min", "poll-grow-max",
     "poll-shrink-min", "poll-shrink-max", "min-dwell", "revalidate",
     "idle-iops", "budget-cores", "psi-limit", "vcpu-delay-limit",
-    "iothread-delay-limit", "external-hold", NULL };
+    "iothread-delay-limit", "external-hold", "balanced-cpu-weight", "efficiency-cpu-weight",
+    "exit-cost-ns", NULL };
 static const char *const pt_keys_rule[] = { "policy", NULL };
 
 const char *const *
@@ -537,7 +538,10 @@ pt_conf_read_policy(PtConfReader *r, PtConf *c, GError **error)
         !pt_conf_get_double(r, "budget-cores", 0, 4096, &p->budget_cores, error) ||
         !pt_conf_get_double(r, "psi-limit", 0, 100, &p->psi_some_limit, error) ||
         !pt_conf_get_double(r, "vcpu-delay-limit", 0, 100, &p->vcpu_delay_limit, error) ||
-        !pt_conf_get_double(r, "iothread-delay-limit", 0, 100, &p->iothread_delay_limit, error))
+        !pt_conf_get_double(r, "iothread-delay-limit", 0, 100, &p->iothread_delay_limit, error) ||
+        !pt_conf_get_double(r, "balanced-cpu-weight", 0, 100, &p->balanced_cpu_weight, error) ||
+        !pt_conf_get_double(r, "efficiency-cpu-weight", 0, 100, &p->efficiency_cpu_weight, error) ||
+        !pt_conf_get_double(r, "exit-cost-ns", 0, 1e6, &p->exit_cost_ns, error))
         return FALSE;
 
     for (guint i = 0; groups[i]; i++) {

@@ -48,9 +48,9 @@
  * The change detector fires when the CUSUM of ln IOPS passes CUSUM_SDS
  * per-tick standard deviations (and at least ln(1 + change_ratio)); its
  * slack is half a change_ratio step or half a standard deviation, whichever
- * is larger.  At 5 sd and a slack of 0.5 sd noise alone raises a false
- * alarm about once in 900 ticks (a 15-minute revalidation comes sooner);
- * without noise a change of 25% or more shows in one to three ticks.
+ * is larger, plus the standard error of the reference's mean.  At 5 sd and
+ * a slack of 0.5 sd noise alone raises a false alarm about once in 900
+ * ticks (a 15-minute revalidation comes sooner); without noise a change of 25% or more shows in one to three ticks.
  */
 #define CUSUM_SDS 5.0
 /*
@@ -66,33 +66,75 @@
 /*
  * Score in natural-log units of IOPS, so 0.01 is about 1%.
  *  latency:    ln(IOPS) - ln(mean latency); CPU does not count.
- *  balanced:   ln(IOPS) - 0.10 * iothread cores; a core must buy >= 10.5%.
- *  efficiency: ln(IOPS) - 0.50 * iothread cores; a core must buy >= 65%.
+ *  balanced:   ln(IOPS) - balanced_cpu_weight x whole-VM cores.
+ *  efficiency: ln(IOPS) - efficiency_cpu_weight x whole-VM cores.
+ * Whole-VM cores: the iothread's CPU, plus the vCPU time of the guest's
+ * exits where they are counted: polling that suppresses a kick saves an
+ * exit, and on a shared core that time goes to the guest's application.
  */
-double
-policy_objective_cpu_weight(PolicyObjective o)
+static double
+weight_of(double balanced, double efficiency, PolicyObjective o)
 {
     switch (o) {
     case POLICY_OBJECTIVE_LATENCY:
         return 0.0;
     case POLICY_OBJECTIVE_EFFICIENCY:
-        return 0.50;
+        return efficiency;
     case POLICY_OBJECTIVE_BALANCED:
     default:
-        return 0.10;
+        return balanced;
     }
+}
+
+static double
+vm_cores(double exit_cost_ns, const PolicyMetrics *m)
+{
+    double cores = m->have_cpu ? m->cpu_pct / 100.0 : 0.0;
+
+    if (m->have_exits)
+        cores += m->exits_per_s * exit_cost_ns / 1e9;
+    return cores;
+}
+
+static double
+score_of(double weight, double exit_cost_ns, PolicyObjective o, const PolicyMetrics *m)
+{
+    double iops = MAX(policy_metrics_iops(m), 1e-3);
+    double s = log(iops) - weight * vm_cores(exit_cost_ns, m);
+
+    if (o == POLICY_OBJECTIVE_LATENCY && m->lat_mean_ns > 0)
+        s -= log(m->lat_mean_ns / 1000.0);
+    return s;
+}
+
+double
+policy_objective_cpu_weight(PolicyObjective o)
+{
+    return weight_of(POLICY_DEFAULT_BALANCED_CPU_WEIGHT, POLICY_DEFAULT_EFFICIENCY_CPU_WEIGHT, o);
 }
 
 double
 policy_objective_score(PolicyObjective o, const PolicyMetrics *m)
 {
-    double iops = MAX(policy_metrics_iops(m), 1e-3);
-    double cores = m->have_cpu ? m->cpu_pct / 100.0 : 0.0;
-    double s = log(iops) - policy_objective_cpu_weight(o) * cores;
+    return score_of(policy_objective_cpu_weight(o), POLICY_DEFAULT_EXIT_COST_NS, o, m);
+}
 
-    if (o == POLICY_OBJECTIVE_LATENCY && m->lat_mean_ns > 0)
-        s -= log(m->lat_mean_ns / 1000.0);
-    return s;
+double
+policy_config_cpu_weight(const PolicyConfig *cfg, PolicyObjective o)
+{
+    return weight_of(cfg->balanced_cpu_weight, cfg->efficiency_cpu_weight, o);
+}
+
+double
+policy_config_vm_cores(const PolicyConfig *cfg, const PolicyMetrics *m)
+{
+    return vm_cores(cfg->exit_cost_ns, m);
+}
+
+double
+policy_config_score(const PolicyConfig *cfg, PolicyObjective o, const PolicyMetrics *m)
+{
+    return score_of(policy_config_cpu_weight(cfg, o), cfg->exit_cost_ns, o, m);
 }
 
 void
@@ -142,15 +184,17 @@ segment_start(PolicySegment *g, const PolicyTriple *t)
 }
 
 static void
-segment_add(PolicySegment *g, PolicyObjective o, const PolicyMetrics *m)
+segment_add(const PolicyConfig *cfg, PolicySegment *g, PolicyObjective o, const PolicyMetrics *m)
 {
-    double s = policy_objective_score(o, m);
+    double s = policy_config_score(cfg, o, m);
 
     g->n++;
     g->sum += s;
     g->sumsq += s * s;
     g->ln_iops_sum += log(MAX(policy_metrics_iops(m), 1e-3));
     g->cpu_sum += m->have_cpu ? m->cpu_pct : 0.0;
+    g->vm_cores_sum += policy_config_vm_cores(cfg, m);
+    g->n_exits += m->have_exits;
     g->last = *m;
 }
 
@@ -184,7 +228,9 @@ noise_sd_df(const PolicyIothreadState *st, double *data_df)
     double df = NOISE_PRIOR_DF + st->noise_df;
     const PolicySegment *live[] = { st->have_ref ? &st->ref : NULL,
                                     st->exploring ? &st->seg_a : NULL,
-                                    st->trial ? &st->seg_x : NULL };
+                                    st->trial ? &st->seg_x : NULL,
+                                    st->exploring && st->n_done > 0 ? &st->done[0] : NULL,
+                                    st->exploring && st->n_done > 1 ? &st->done[1] : NULL };
 
     for (guint i = 0; i < G_N_ELEMENTS(live); i++) {
         if (live[i] && live[i]->n > 1) {
@@ -201,6 +247,24 @@ static double
 noise_sd(const PolicyIothreadState *st)
 {
     return noise_sd_df(st, NULL);
+}
+
+/*
+ * The critical value for @z (a normal quantile) when the noise is known
+ * only from the ticks measured: Student's t at their degrees of freedom
+ * (Cornish-Fisher's expansion; at least one degree, so that the prior
+ * alone never lets a difference count as known).  Two ticks of each triple
+ * under +-50% noise then need about a factor of two, not 2%.
+ */
+static double
+t_crit(const PolicyIothreadState *st, double z)
+{
+    double df;
+
+    noise_sd_df(st, &df);
+    df = MAX(df, 1.0);
+    return z + (z * z * z + z) / (4 * df) +
+           (5 * pow(z, 5) + 16 * z * z * z + 3 * z) / (96 * df * df);
 }
 
 static void
@@ -225,9 +289,9 @@ probe_threshold(const PolicyConfig *cfg, const PolicySegment *x, const PolicySeg
 
 /* How many standard errors probe @x must lead its threshold by. */
 static double
-probe_z_needed(const PolicySegment *x, const PolicySegment *a)
+probe_z_needed(const PolicyIothreadState *st, const PolicySegment *x, const PolicySegment *a)
 {
-    return segment_cpu(x) >= segment_cpu(a) ? EVIDENCE_Z : EVIDENCE_Z_CHEAPER;
+    return t_crit(st, segment_cpu(x) >= segment_cpu(a) ? EVIDENCE_Z : EVIDENCE_Z_CHEAPER);
 }
 
 /* The probe's lead over its threshold, in standard errors of the difference. */
@@ -256,7 +320,7 @@ polls_in_vain(const PolicySegment *g)
  * cost a tick.
  */
 static gboolean
-wide_beats_off(const PolicyIothreadState *st, PolicyObjective o)
+wide_beats_off(const PolicyConfig *cfg, const PolicyIothreadState *st, PolicyObjective o)
 {
     const PolicySegment *a = &st->seg_a, *x;
     double se, lead;
@@ -268,8 +332,8 @@ wide_beats_off(const PolicyIothreadState *st, PolicyObjective o)
         return FALSE;
     se = noise_sd(st) * sqrt(1.0 / MAX(a->n, 1) + 1.0 / MAX(x->n, 1));
     lead = segment_mean(x) - segment_mean(a) -
-           policy_objective_cpu_weight(o) * segment_cpu(a) / 100.0;
-    return lead > EVIDENCE_Z * se;
+           policy_config_cpu_weight(cfg, o) * segment_cpu(a) / 100.0;
+    return lead > t_crit(st, EVIDENCE_Z) * se;
 }
 
 /*
@@ -286,7 +350,7 @@ probe_equivalent(const PolicyConfig *cfg, const PolicyIothreadState *st, const P
     double se = noise_sd(st) * sqrt(1.0 / MAX(a->n, 1) + 1.0 / MAX(x->n, 1));
     double d = segment_mean(x) - segment_mean(a);
 
-    return fabs(d) + EVIDENCE_Z * se < cfg->probe_margin + cfg->rollback_tolerance;
+    return fabs(d) + t_crit(st, EVIDENCE_Z) * se < cfg->probe_margin + cfg->rollback_tolerance;
 }
 
 /*
@@ -295,8 +359,8 @@ probe_equivalent(const PolicyConfig *cfg, const PolicyIothreadState *st, const P
  * Minus what the polling core would cost.  Probing when this is negative
  * would burn a core for a tick to learn nothing.
  */
-static double
-polling_upper_bound(const PolicyConfig *cfg, PolicyObjective o, const PolicyMetrics *m)
+double
+policy_adaptive_polling_bound(const PolicyConfig *cfg, PolicyObjective o, const PolicyMetrics *m)
 {
     double iops = policy_metrics_iops(m);
     double per_op_ns = iops > 0 ? 1e9 / iops : G_MAXDOUBLE;
@@ -304,7 +368,7 @@ polling_upper_bound(const PolicyConfig *cfg, PolicyObjective o, const PolicyMetr
     double idle = m->have_cpu ? MAX(0.0, 1.0 - m->cpu_pct / 100.0) : 1.0;
 
     return log1p(blocks * cfg->saving_per_block_ns / per_op_ns) -
-           policy_objective_cpu_weight(o) * idle;
+           policy_config_cpu_weight(cfg, o) * idle;
 }
 
 /* Polling's measured value for the guards: the best polling triple against off. */
@@ -326,10 +390,25 @@ record_benefit(PolicyIothreadState *st)
         else if (!poll || segment_mean(g) > segment_mean(poll))
             poll = g;
     }
+    st->have_frugal = FALSE;
+    for (guint i = 0; off && off->n_exits == off->n && i < G_N_ELEMENTS(all); i++) {
+        const PolicySegment *g = all[i];
+
+        if (!g || !g->n || g->triple.poll_max_ns == 0 || g->n_exits != g->n ||
+            g->vm_cores_sum / g->n > off->vm_cores_sum / off->n ||
+            segment_mean(g) <= segment_mean(off))
+            continue;
+        if (!st->have_frugal || segment_mean(g) > segment_mean(&st->frugal)) {
+            st->have_frugal = TRUE;
+            st->frugal = *g;
+        }
+    }
     if (off && poll) {
         st->have_benefit = TRUE;
         st->gain = segment_mean(poll) - segment_mean(off);
         st->poll_cores = MAX((segment_cpu(poll) - segment_cpu(off)) / 100.0, 0.01);
+        st->have_net = off->n_exits == off->n && poll->n_exits == poll->n;
+        st->net_cores = poll->vm_cores_sum / poll->n - off->vm_cores_sum / off->n;
     }
 }
 
@@ -340,6 +419,25 @@ settle(PolicyIothreadState *st, const PolicySegment *g, gint64 now_ms)
     st->ref = *g;
     st->ref_ms = now_ms;
     st->cusum_hi = st->cusum_lo = 0;
+}
+
+gboolean
+policy_adaptive_fall_back_frugal(PolicyProposal *p, gint64 now_ms)
+{
+    PolicyIothreadState *st = p->st;
+    g_autofree char *t = NULL;
+
+    if (!st->have_frugal || st->exploring || st->trial)
+        return FALSE;
+    t = policy_triple_format(&st->frugal.triple);
+    st->best = st->frugal.triple;
+    st->want = !policy_triple_equal(&st->best, &p->in->current);
+    settle(st, &st->frugal, now_ms);
+    p->returns_to_best = TRUE;
+    policy_proposal_set(p, &st->frugal.triple, POLICY_CAUSE_CONTENTION,
+                        "adaptive: host contention, polling at %s, measured to beat off at no "
+                        "more whole-VM CPU (it saves the vCPUs more exits than it burns)", t);
+    return TRUE;
 }
 
 static void
@@ -372,7 +470,7 @@ explore_finish(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
 
         segment_describe(p->evidence, "probe", x);
         g_string_append_printf(p->evidence, ":z=%.1f", z);
-        if (z > probe_z_needed(x, &st->seg_a) && lead > best_lead) {
+        if (z > probe_z_needed(st, x, &st->seg_a) && lead > best_lead) {
             best_lead = lead;
             win = x;
         }
@@ -450,6 +548,8 @@ explore_next(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
     explore_finish(cfg, p, now_ms);
 }
 
+static const char WHY_MOVED[] = "IOPS moved away from the settled reference";
+
 /*
  * Has the workload changed?  A two-sided CUSUM of ln IOPS against the
  * settled mean, with a threshold sized to the measured noise, so that noise
@@ -460,7 +560,7 @@ workload_changed(const PolicyConfig *cfg, PolicyIothreadState *st, const PolicyM
                  gint64 now_ms, const char **why, GString *evidence)
 {
     double step = log1p(cfg->change_ratio), sd = noise_sd(st);
-    double h = MAX(step, CUSUM_SDS * sd), slack = MAX(step, sd) / 2, x;
+    double h = MAX(step, CUSUM_SDS * sd), slack, x;
 
     if (!st->have_ref || !st->ref.n) {
         *why = "first measurement";
@@ -469,18 +569,24 @@ workload_changed(const PolicyConfig *cfg, PolicyIothreadState *st, const PolicyM
     x = log(MAX(policy_metrics_iops(m), 1e-3)) - st->ref.ln_iops_sum / st->ref.n;
     /* No noise up to +-50% moves one tick by a factor of 3: that is a new workload. */
     if (fabs(x) > GROSS_CHANGE_LN) {
-        *why = "IOPS moved away from the settled reference";
+        *why = WHY_MOVED;
         return TRUE;
     }
     /* The reference's mean and spread are learned from its first ticks. */
     if (st->ref.n < REF_MIN_TICKS)
         return FALSE;
+    /*
+     * The reference's own mean is uncertain by sd / sqrt(n): without that
+     * in the slack, a reference of a few noisy ticks biases every tick
+     * the same way and the sum drifts to a false alarm within a phase.
+     */
+    slack = MAX(step, sd) / 2 + sd / sqrt(st->ref.n);
     st->cusum_hi = MAX(0.0, st->cusum_hi + x - slack);
     st->cusum_lo = MAX(0.0, st->cusum_lo - x - slack);
     g_string_append_printf(evidence, " cusum=%.3f/%.3f limit=%.3f", st->cusum_hi,
                            st->cusum_lo, h);
     if (st->cusum_hi > h || st->cusum_lo > h) {
-        *why = "IOPS moved away from the settled reference";
+        *why = WHY_MOVED;
         return TRUE;
     }
     if (cfg->revalidate_ms > 0 && now_ms - st->ref_ms >= cfg->revalidate_ms) {
@@ -523,6 +629,15 @@ explore_begin(const PolicyConfig *cfg, PolicyProposal *p, const char *why, gint6
 
     st->exploring = TRUE;
     st->n_done = 0;
+    /*
+     * A new workload is a new question for the contention guard too: where
+     * exits are counted, the wide probe measures whole-VM CPU, so the
+     * hold-off of a cut made for the old workload does not apply to it.
+     */
+    if (why == WHY_MOVED && m->have_exits && st->holdoff_until_ms > now_ms) {
+        st->holdoff_until_ms = G_MININT64;
+        g_string_append(p->evidence, " contention_holdoff=cleared(new workload)");
+    }
     st->noise_ss *= NOISE_DECAY;
     st->noise_df *= NOISE_DECAY;
     /* The settled ticks are the freshest measure of the noise. */
@@ -532,13 +647,13 @@ explore_begin(const PolicyConfig *cfg, PolicyProposal *p, const char *why, gint6
     st->pending = POLICY_CAND_OFF | POLICY_CAND_WIDE;
     if (policy_triple_equal(&w, cur))
         st->pending &= ~POLICY_CAND_WIDE;
-    if (st->pending & POLICY_CAND_WIDE && polling_upper_bound(cfg, p->objective, m) < 0) {
+    if (st->pending & POLICY_CAND_WIDE && policy_adaptive_polling_bound(cfg, p->objective, m) < 0) {
         st->pending &= ~POLICY_CAND_WIDE;
         g_string_append_printf(p->evidence, " polling_bound=%.3f",
-                               polling_upper_bound(cfg, p->objective, m));
+                               policy_adaptive_polling_bound(cfg, p->objective, m));
     }
     segment_start(&st->seg_a, cur);
-    segment_add(&st->seg_a, p->objective, m);
+    segment_add(cfg, &st->seg_a, p->objective, m);
     st->measuring_a = TRUE;
     g_string_append_printf(p->evidence, " trigger=\"%s\"", why);
 }
@@ -557,7 +672,7 @@ policy_adaptive_step(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
         return;
     }
     policy_metrics_describe(p->evidence, "", m);
-    g_string_append_printf(p->evidence, " score=%.4f", policy_objective_score(o, m));
+    g_string_append_printf(p->evidence, " score=%.4f", policy_config_score(cfg, o, m));
 
     /* A write landed inside this tick: its numbers describe neither triple. */
     if (!policy_triple_equal(&m->triple, cur) ||
@@ -591,7 +706,7 @@ policy_adaptive_step(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
 
         if (!st->seg_x.n || !policy_triple_equal(&st->seg_x.triple, cur))
             segment_start(&st->seg_x, cur);
-        segment_add(&st->seg_x, o, m);
+        segment_add(cfg, &st->seg_x, o, m);
         z = probe_z(cfg, st, &st->seg_x);
         /*
          * Go on while the probe neither clearly wins, nor clearly loses,
@@ -599,7 +714,7 @@ policy_adaptive_step(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
          * when nothing measured the noise yet.
          */
         if (st->seg_x.n < SEG_MAX &&
-            ((z <= probe_z_needed(&st->seg_x, &st->seg_a) && z >= -EVIDENCE_Z &&
+            ((z <= probe_z_needed(st, &st->seg_x, &st->seg_a) && z >= -t_crit(st, EVIDENCE_Z) &&
               !probe_equivalent(cfg, st, &st->seg_x)) ||
              (st->seg_x.n < 2 && st->seg_a.n < 2 && st->noise_df < 1))) {
             g_autofree char *t = policy_triple_format(cur);
@@ -619,14 +734,14 @@ policy_adaptive_step(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
          * by the dwell, which would only prolong a probe that lost.
          */
         p->returns_to_best = TRUE;
-        if (st->pending & POLICY_CAND_OFF && wide_beats_off(st, o))
+        if (st->pending & POLICY_CAND_OFF && wide_beats_off(cfg, st, o))
             st->pending &= ~POLICY_CAND_OFF;
         explore_next(cfg, p, now_ms);
         return;
     }
     if (st->exploring) {
         if (st->measuring_a && policy_triple_equal(cur, &st->seg_a.triple)) {
-            segment_add(&st->seg_a, o, m);
+            segment_add(cfg, &st->seg_a, o, m);
         }
         if (st->measuring_a && !start_measured(st)) {
             g_string_append_printf(p->evidence, " noise_sd=%.4f", noise_sd(st));
@@ -645,7 +760,7 @@ policy_adaptive_step(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
         PolicySegment g;
 
         segment_start(&g, &off);
-        segment_add(&g, o, m);
+        segment_add(cfg, &g, o, m);
         settle(st, &g, now_ms);
         policy_proposal_set(p, &off, POLICY_CAUSE_IDLE,
                             "adaptive: %.0f IOPS is below %.0f, gaps this long cannot be "
@@ -653,7 +768,7 @@ policy_adaptive_step(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
         return;
     }
     if (!workload_changed(cfg, st, m, now_ms, &why, p->evidence)) {
-        segment_add(&st->ref, o, m);
+        segment_add(cfg, &st->ref, o, m);
         policy_proposal_set(p, cur, POLICY_CAUSE_NONE, "adaptive: steady");
         return;
     }

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy.h"
+#include "policy-private.h"
 
 G_DEFINE_QUARK(policy-error-quark, policy_error)
 
@@ -253,6 +253,9 @@ policy_config_new(void)
     c->idle_iops = 100.0;
     c->probe_poll_max_ns = 262144;
     c->saving_per_block_ns = 8000;
+    c->balanced_cpu_weight = POLICY_DEFAULT_BALANCED_CPU_WEIGHT;
+    c->efficiency_cpu_weight = POLICY_DEFAULT_EFFICIENCY_CPU_WEIGHT;
+    c->exit_cost_ns = POLICY_DEFAULT_EXIT_COST_NS;
     c->psi_some_limit = 20.0;
     c->vcpu_delay_limit = 10.0;
     c->iothread_delay_limit = 10.0;
@@ -315,6 +318,8 @@ policy_config_validate(const PolicyConfig *c, GError **error)
         why = "budget must not be negative";
     else if (c->saving_per_block_ns < 0)
         why = "saving per block must not be negative";
+    else if (c->balanced_cpu_weight < 0 || c->efficiency_cpu_weight < 0 || c->exit_cost_ns < 0)
+        why = "objective weights and the exit cost must not be negative";
     else if (c->probe_poll_max_ns == 0)
         why = "probe poll-max-ns must be positive";
     if (why) {

@@ -5,7 +5,11 @@
  *
  *  - Contention: when the host is short of CPU (PSI, vCPU or iothread
  *    run-queue wait), polling is cut, first where it buys least per core, and
- *    no polling probe starts until a hold-off expires.
+ *    no polling probe starts until a hold-off expires.  Where exit counters
+ *    exist, polling is weighed on whole-VM CPU: polling that suppresses
+ *    kicks saves the vCPUs an exit each, and polling that saves more vCPU
+ *    time than it burns eases the contention, so it is not cut, and its
+ *    probe (a measurement of exactly that) is not deferred.
  *  - Budget: polling CPU across the host is kept within budget_cores, given
  *    to the iothreads with the highest measured gain per polling core.
  */
@@ -61,6 +65,39 @@ cut_polling(PolicyProposal *p, PolicyCause cause, gint64 holdoff_until_ms,
     policy_adaptive_reset(p->st);
 }
 
+/*
+ * May this proposal poll on a contended host?  Only when exit counters
+ * show what polling saves: a measured exploration whose polling triple
+ * cost no more whole-VM CPU than off (and gained), a wide probe that
+ * measures it, or an exploration still in progress (it measures off next).
+ * Sets @why to the evidence either way.
+ */
+static gboolean
+polling_pays_for_itself(const PolicyProposal *p, GString *why)
+{
+    const PolicyIothreadState *st = p->st;
+
+    if (!p->m || !p->m->have_exits) {
+        g_string_append(why, " exits=unavailable(polling's vCPU saving unknown)");
+        return FALSE;
+    }
+    if (p->trial_cand == POLICY_CAND_WIDE || (st->exploring && !st->have_benefit)) {
+        g_string_append(why, " exits_per_op_now=");
+        g_string_append_printf(why, "%.2f(measuring whole-VM CPU)", p->m->exits_per_op);
+        return TRUE;
+    }
+    if (st->have_benefit && st->have_net) {
+        g_string_append_printf(why, " polling_net_cores=%.3f polling_gain=%.4f",
+                               st->net_cores, st->gain);
+        if (st->net_cores <= 0 && st->gain > 0)
+            return TRUE;
+        /* The chosen window costs more, a narrower one measured does not. */
+        return st->have_frugal && policy_triple_equal(&p->triple, &st->frugal.triple);
+    }
+    g_string_append(why, " polling_net_cores=unknown");
+    return FALSE;
+}
+
 void
 policy_guard_contention(const PolicyConfig *cfg, const PolicyHost *host,
                         PolicyProposal *props, guint n, gint64 now_ms)
@@ -92,6 +129,18 @@ policy_guard_contention(const PolicyConfig *cfg, const PolicyHost *host,
             continue;
         own_hot = p->m && p->m->have_cpu && cfg->iothread_delay_limit > 0 &&
                   p->m->run_delay_pct >= cfg->iothread_delay_limit;
+        if (host_hot || own_hot) {
+            g_autoptr(GString) ev = g_string_new(NULL);
+
+            if (polling_pays_for_itself(p, ev)) {
+                g_string_append_printf(p->evidence, "%s contention_kept=polling saves whole-VM CPU",
+                                       ev->str);
+                continue;
+            }
+            g_string_append(p->evidence, ev->str);
+            if (!p->trial_cand && policy_adaptive_fall_back_frugal(p, now_ms))
+                continue;
+        }
         if (p->trial_cand == POLICY_CAND_WIDE && (host_hot || own_hot)) {
             cut_polling(p, POLICY_CAUSE_CONTENTION, now_ms + cfg->contention_holdoff_ms,
                         host_hot ? why : "iothread run-queue wait");
@@ -160,8 +209,9 @@ cmp_budget_priority(const void *a, const void *b)
 
     if (ka != kb)
         return ka - kb;
-    va = value_per_core(pa);
-    vb = value_per_core(pb);
+    /* Probes: the one that could gain most per core first. */
+    va = ka == 2 ? pa->probe_value : value_per_core(pa);
+    vb = kb == 2 ? pb->probe_value : value_per_core(pb);
     if (va != vb)
         return (vb > va) - (vb < va);
     return (pa > pb) - (pa < pb);  /* input order: deterministic */
@@ -185,6 +235,9 @@ policy_guard_budget(const PolicyConfig *cfg, PolicyProposal *props, guint n)
             used += p->m && p->m->have_cpu ? p->m->cpu_pct / 100.0 : proposal_cores(p);
             continue;
         }
+        if (p->trial_cand && p->m)
+            p->probe_value = policy_adaptive_polling_bound(cfg, p->objective, p->m) /
+                             MAX(polling_cost(p), 0.01);
         g_ptr_array_add(cands, p);
     }
     qsort(cands->pdata, cands->len, sizeof(gpointer), cmp_budget_priority);

@@ -7,6 +7,16 @@
 
 #include "policy.h"
 
+/*
+ * The objectives' default judgements (docs/POLICY.md, "Objectives"):
+ * balanced asks a core to buy >= 10.5% IOPS, efficiency >= 65%; an exit
+ * costs the vCPU 12 us, the simulator's exit_cpu fitted to seed 004
+ * (12.4 us, docs/SIMULATOR.md).
+ */
+#define POLICY_DEFAULT_BALANCED_CPU_WEIGHT 0.10
+#define POLICY_DEFAULT_EFFICIENCY_CPU_WEIGHT 0.50
+#define POLICY_DEFAULT_EXIT_COST_NS 12000.0
+
 /* Adaptive exploration candidates. */
 enum {
     POLICY_CAND_OFF = 1 << 0,
@@ -23,6 +33,8 @@ typedef struct {
     double sum, sumsq;          /* objective score */
     double ln_iops_sum;
     double cpu_sum;             /* % of a core */
+    double vm_cores_sum;        /* whole-VM cores (policy_config_vm_cores) */
+    guint n_exits;              /* ticks with exit counters */
     PolicyMetrics last;
 } PolicySegment;
 
@@ -69,6 +81,11 @@ typedef struct {
     gboolean have_benefit;
     double gain;                /* objective gain of polling over off */
     double poll_cores;          /* extra iothread CPU that buys it */
+    gboolean have_net;          /* exits counted under both: net_cores is known */
+    double net_cores;           /* extra whole-VM CPU (< 0: polling saves vCPU time) */
+    /* the best measured polling triple that beat off at no more whole-VM CPU */
+    gboolean have_frugal;
+    PolicySegment frugal;
     gint64 holdoff_until_ms;    /* contention: no polling probes before */
 } PolicyIothreadState;
 
@@ -83,6 +100,7 @@ typedef struct {
     gboolean returns_to_best;   /* ends a probe: not held back by dwell */
     guint trial_cand;           /* POLICY_CAND_* this proposal probes, or 0 */
     gboolean guard_cut;         /* contention/budget forced polling off */
+    double probe_value;         /* budget: a probe's ceiling gain per core it needs */
     PolicyTriple triple;        /* proposed */
     PolicyCause cause;
     GString *reason;
@@ -94,6 +112,14 @@ void policy_metrics_describe(GString *out, const char *prefix, const PolicyMetri
 void policy_adaptive_step(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms);
 void policy_adaptive_reset(PolicyIothreadState *st);
 PolicyTriple policy_adaptive_off(const PolicyTriple *current);
+/*
+ * The most polling could gain on @m, less what its core would cost
+ * (objective units): a ceiling, for ordering probes, not an estimate.
+ */
+double policy_adaptive_polling_bound(const PolicyConfig *cfg, PolicyObjective o,
+                                     const PolicyMetrics *m);
+/* Contention: settle on the measured frugal polling triple instead; FALSE if none. */
+gboolean policy_adaptive_fall_back_frugal(PolicyProposal *p, gint64 now_ms);
 
 void policy_guard_contention(const PolicyConfig *cfg, const PolicyHost *host,
                              PolicyProposal *props, guint n, gint64 now_ms);

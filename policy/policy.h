@@ -81,9 +81,13 @@ PolicyCause policy_cause_from_string(const char *s);
  * What an objective maximises for one tick of one iothread, in natural-log
  * units of IOPS (0.01 is about 1%):
  *   latency     ln(IOPS) - ln(mean latency in us)
- *   balanced    ln(IOPS) - 0.10 * iothread cores
- *   efficiency  ln(IOPS) - 0.50 * iothread cores
- * policy_objective_cpu_weight() is the per-core weight (0, 0.10, 0.50).
+ *   balanced    ln(IOPS) - 0.10 * whole-VM polling cores
+ *   efficiency  ln(IOPS) - 0.50 * whole-VM polling cores
+ * Whole-VM cores are the iothread's CPU plus, where exit counters exist,
+ * the vCPU time the guest's exits cost (exits/s x exit_cost_ns): polling
+ * that suppresses kicks gives that time back to the vCPUs.  The weights and
+ * the exit cost are PolicyConfig fields (docs/POLICY.md, "Objectives");
+ * these two functions use their defaults.
  */
 double policy_objective_score(PolicyObjective o, const PolicyMetrics *m);
 double policy_objective_cpu_weight(PolicyObjective o);
@@ -131,6 +135,16 @@ typedef struct {
     guint64 probe_poll_max_ns;  /* the wide window adaptive tries */
     double saving_per_block_ns; /* at most what one avoided block saves */
 
+    /*
+     * The objectives' judgements (docs/POLICY.md, "Objectives"): what a
+     * core of CPU is worth in ln IOPS for balanced and efficiency, and the
+     * vCPU time one KVM exit costs, which counts as CPU where exit
+     * counters exist (0: exits are not counted).
+     */
+    double balanced_cpu_weight;
+    double efficiency_cpu_weight;
+    double exit_cost_ns;
+
     /* Contention guard: thresholds in %, 0 disables the signal. */
     double psi_some_limit;
     double vcpu_delay_limit;
@@ -156,6 +170,12 @@ gboolean policy_config_validate(const PolicyConfig *config, GError **error);
 /* The spec that applies to @target/@iothread (@iothread may be NULL). */
 const PolicySpec *policy_config_lookup(const PolicyConfig *config,
                                        const char *target, const char *iothread);
+/* The objective's per-core weight and per-tick score under @config's judgements. */
+double policy_config_cpu_weight(const PolicyConfig *config, PolicyObjective o);
+double policy_config_score(const PolicyConfig *config, PolicyObjective o,
+                           const PolicyMetrics *m);
+/* Whole-VM cores of one tick: iothread CPU plus the exits' vCPU time. */
+double policy_config_vm_cores(const PolicyConfig *config, const PolicyMetrics *m);
 /* TRUE if @t is inside the configured bounds; else an error naming why. */
 gboolean policy_config_check_triple(const PolicyConfig *config,
                                     const PolicyTriple *t, GError **error);

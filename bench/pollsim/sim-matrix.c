@@ -101,12 +101,16 @@ scenario_of(const SimMatrixWorkload *mw, SimScenario *scn)
         scn->groups[0].phase[1] = workload_of(mw, mw->qd && mw->qd <= 8 ? 32 : 1);
 }
 
-/* The balanced objective over ticks [from, to): ln(mean IOPS) - 0.10 x cores. */
+/*
+ * The balanced objective over ticks [from, to): ln(mean IOPS) - 0.10 x
+ * whole-VM cores (iothread CPU plus the vCPU time of the exits), with the
+ * policy's default judgements.
+ */
 static double
 run_score(const SimRun *r, guint from, guint to)
 {
-    PolicyMetrics m = { .have_cpu = TRUE };
-    double iops = 0, cores = 0;
+    PolicyMetrics m = { .have_cpu = TRUE, .have_exits = TRUE };
+    double iops = 0, cores = 0, exits = 0;
 
     from = MAX(from, 1);
     if (from >= to)
@@ -114,9 +118,11 @@ run_score(const SimRun *r, guint from, guint to)
     for (guint t = from; t < to; t++) {
         iops += r->ticks[t].iops;
         cores += r->ticks[t].iot_cores;
+        exits += r->ticks[t].exits_per_s;
     }
     m.rd_iops = iops / (to - from);
     m.cpu_pct = 100.0 * cores / (to - from);
+    m.exits_per_s = exits / (to - from);
     return policy_objective_score(POLICY_OBJECTIVE_BALANCED, &m);
 }
 

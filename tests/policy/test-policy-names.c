@@ -155,6 +155,29 @@ test_bounds(void)
     g_assert_false(policy_config_validate(c, NULL));
 }
 
+/* Exits cost vCPU time where counted; the configured cost and weight apply. */
+static void
+test_objective_exits(void)
+{
+    g_autoptr(PolicyConfig) c = policy_config_new();
+    PolicyMetrics m = { .have_io = TRUE, .rd_iops = 10000, .have_cpu = TRUE, .cpu_pct = 50,
+                        .have_exits = TRUE, .exits_per_s = 20000 };
+    double with = policy_config_score(c, POLICY_OBJECTIVE_BALANCED, &m);
+
+    /* 0.5 iothread cores + 20000 x 12 us = 0.74 whole-VM cores at 0.10 each. */
+    g_assert_cmpfloat_with_epsilon(policy_config_vm_cores(c, &m), 0.74, 1e-9);
+    g_assert_cmpfloat_with_epsilon(with, log(10000) - 0.074, 1e-9);
+    g_assert_cmpfloat_with_epsilon(policy_objective_score(POLICY_OBJECTIVE_BALANCED, &m), with,
+                                   1e-12);
+    c->exit_cost_ns = 0;
+    c->balanced_cpu_weight = 0.2;
+    g_assert_cmpfloat_with_epsilon(policy_config_score(c, POLICY_OBJECTIVE_BALANCED, &m),
+                                   log(10000) - 0.1, 1e-9);
+    m.have_exits = FALSE;
+    c->exit_cost_ns = 12000;
+    g_assert_cmpfloat_with_epsilon(policy_config_vm_cores(c, &m), 0.5, 1e-9);
+}
+
 static void
 test_counters(void)
 {
@@ -278,5 +301,6 @@ main(int argc, char **argv)
     g_test_add_func("/policy/guard/bounds", test_bounds);
     g_test_add_func("/policy/counters/iothread", test_counters);
     g_test_add_func("/policy/counters/host", test_host_counters);
+    g_test_add_func("/policy/objective/exits", test_objective_exits);
     return g_test_run();
 }
