@@ -26,6 +26,24 @@ interval_ok(gint64 prev_ns, gint64 cur_ns, GError **error)
     return TRUE;
 }
 
+/* Per-device rates, only when both readings count the same devices. */
+static void
+devices_from_counters(const PolicyCounters *prev, const PolicyCounters *cur, double secs,
+                      PolicyMetrics *m)
+{
+    guint n = cur->n_devices;
+    double d;
+
+    if (n == 0 || n != prev->n_devices || n > POLICY_MAX_DEVICES)
+        return;
+    for (guint i = 0; i < n; i++) {
+        if (!delta(prev->dev_ops[i], cur->dev_ops[i], &d))
+            return;
+        m->dev_iops[i] = d / secs;
+    }
+    m->n_devices = n;
+}
+
 gboolean
 policy_metrics_from_counters(const PolicyCounters *prev, const PolicyCounters *cur,
                              PolicyMetrics *out, GError **error)
@@ -58,6 +76,7 @@ policy_metrics_from_counters(const PolicyCounters *prev, const PolicyCounters *c
         m.lat_mean_ns = ops > 0 ? (rt + wt + ft) / ops : 0.0;
         /* Little's law: request time per unit of time is the mean depth. */
         m.queue_depth = (rt + wt + ft) / m.interval_ns;
+        devices_from_counters(prev, cur, secs, &m);
     }
     if (prev->have_cpu && cur->have_cpu && delta(prev->cpu_ns, cur->cpu_ns, &cpu) &&
         delta(prev->vol_ctxsw, cur->vol_ctxsw, &vol) &&

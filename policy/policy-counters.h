@@ -29,6 +29,10 @@ typedef struct {
     guint64 rd_ops, wr_ops, flush_ops;
     guint64 rd_bytes, wr_bytes;
     guint64 rd_total_ns, wr_total_ns, flush_total_ns;
+    /* Operations (rd+wr+flush) of each device, the same devices in the same
+     * order in both readings; 0 devices: not counted one by one. */
+    guint n_devices;
+    guint64 dev_ops[POLICY_MAX_DEVICES];
 
     gboolean have_cpu;          /* /proc/<pid>/task/<tid>/{stat,status,schedstat} */
     guint64 cpu_ns;             /* time on a CPU: schedstat run time, or utime+stime */

@@ -64,6 +64,14 @@ PolicyPollModel policy_poll_model_from_string(const char *s);
  * 0: unknown). */
 PolicyPollModel policy_poll_model_for_version(guint32 qemu_version);
 
+/*
+ * Devices of one iothread counted one by one, at most.  A guest with more
+ * virtio disks on one iothread than this is unusual (libvirt's examples
+ * and the seeds' benchmarks use one to four); beyond it the sampler leaves
+ * n_devices 0 and the policy sees the total only.
+ */
+#define POLICY_MAX_DEVICES 16
+
 /* What one iothread did during one tick. */
 typedef struct {
     gint64 when_ms;             /* end of the tick, UTC ms since the epoch */
@@ -79,6 +87,14 @@ typedef struct {
      * split per iothread (shared devices); the io figures above are the
      * whole group's, the same on every member.  0 or 1: its own. */
     guint io_shared_by;
+    /*
+     * Operations per second of each device (rd+wr+flush), in the sampler's
+     * order, when it counts devices one by one (0: not counted).  With two
+     * or more the objective weighs each device's IOPS on its own, so that
+     * one device's gain cannot hide another's loss.
+     */
+    guint n_devices;
+    double dev_iops[POLICY_MAX_DEVICES];
 
     gboolean have_cpu;          /* /proc/<pid>/task/<tid>/{stat,status,schedstat} */
     double cpu_pct;             /* utime+stime over the interval; 100 = one core */

@@ -59,6 +59,7 @@ deltas_io(const ProbeIothreadSnap *a, const ProbeIothreadSnap *b,
           ProbeIothreadDeltas *d)
 {
     ProbeBlockCounters s = { 0 };
+    guint64 dev_ops[POLICY_MAX_DEVICES] = { 0 };
 
     if (!a->have_block || !b->have_block || a->devices->len != b->devices->len)
         return;
@@ -80,8 +81,18 @@ deltas_io(const ProbeIothreadSnap *a, const ProbeIothreadSnap *b,
             !delta_add(p->wr_time_ns, c->wr_time_ns, &s.wr_time_ns) ||
             !delta_add(p->flush_time_ns, c->flush_time_ns, &s.flush_time_ns))
             return;
+        if (i < POLICY_MAX_DEVICES) {
+            delta_add(p->rd_ops, c->rd_ops, &dev_ops[i]);
+            delta_add(p->wr_ops, c->wr_ops, &dev_ops[i]);
+            delta_add(p->flush_ops, c->flush_ops, &dev_ops[i]);
+        }
     }
     d->have_io = TRUE;
+    if (b->devices->len <= POLICY_MAX_DEVICES) {
+        d->n_devices = b->devices->len;
+        for (guint i = 0; i < d->n_devices; i++)
+            d->dev_ops[i] = delta_of_sum(dev_ops[i]);
+    }
     d->rd_ops = delta_of_sum(s.rd_ops);
     d->wr_ops = delta_of_sum(s.wr_ops);
     d->flush_ops = delta_of_sum(s.flush_ops);
@@ -225,6 +236,10 @@ probe_derive_iothread(const ProbeTargetSnap *prev, const ProbeTargetSnap *cur,
         cc.rd_total_ns = (guint64)d.rd_time_ns;
         cc.wr_total_ns = (guint64)d.wr_time_ns;
         cc.flush_total_ns = (guint64)d.flush_time_ns;
+        /* Per device, for the objective's fairness; prev is all zeros too. */
+        pc.n_devices = cc.n_devices = d.n_devices;
+        for (guint i = 0; i < d.n_devices; i++)
+            cc.dev_ops[i] = (guint64)d.dev_ops[i];
     }
     /* Without schedstat the run-queue wait is unknown: 0.  With it, a wait
      * that went backwards leaves the whole CPU group out. */

@@ -49,6 +49,10 @@ typedef struct {
     gboolean have_io;
     gint64 rd_ops, wr_ops, flush_ops, rd_bytes, wr_bytes;
     gint64 rd_time_ns, wr_time_ns, flush_time_ns;
+    /* With have_io and at most POLICY_MAX_DEVICES devices: each device's
+     * operations (rd+wr+flush), in the current snapshot's order; else 0. */
+    guint n_devices;
+    gint64 dev_ops[POLICY_MAX_DEVICES];
     /* Same tid only.  run_delay_ns is read only with schedstat
      * (have_schedstat); it is absent without. */
     gboolean have_schedstat;

@@ -155,6 +155,55 @@ test_bounds(void)
     g_assert_false(policy_config_validate(c, NULL));
 }
 
+/* Per-device operations become per-device rates, only over the same devices. */
+static void
+test_counters_devices(void)
+{
+    PolicyCounters a = { .mono_ns = 1000000000, .have_io = TRUE, .n_devices = 2,
+                         .dev_ops = { 100, 1000 } };
+    PolicyCounters b = a;
+    PolicyMetrics m;
+
+    b.mono_ns = 2000000000;
+    b.dev_ops[0] = 100 + 10000;
+    b.dev_ops[1] = 1000 + 200000;
+    b.rd_ops = 210000;
+    g_assert_true(policy_metrics_from_counters(&a, &b, &m, NULL));
+    g_assert_cmpuint(m.n_devices, ==, 2);
+    g_assert_cmpfloat_with_epsilon(m.dev_iops[0], 10000, 1e-9);
+    g_assert_cmpfloat_with_epsilon(m.dev_iops[1], 200000, 1e-9);
+    /* Another device set: the total only. */
+    b.n_devices = 3;
+    g_assert_true(policy_metrics_from_counters(&a, &b, &m, NULL));
+    g_assert_cmpuint(m.n_devices, ==, 0);
+    g_assert_true(m.have_io);
+}
+
+/*
+ * A QD1 device beside a QD64 one on the same iothread: a triple that takes
+ * a third of the QD1 device's IOPS for +15% on the deep one raises the
+ * total, so ln(total IOPS) prefers it; the per-device objective does not.
+ */
+static void
+test_objective_per_device(void)
+{
+    PolicyMetrics fair = { .have_io = TRUE, .rd_iops = 210000, .n_devices = 2,
+                           .dev_iops = { 10000, 200000 } };
+    PolicyMetrics unfair = { .have_io = TRUE, .rd_iops = 236700, .n_devices = 2,
+                             .dev_iops = { 6700, 230000 } };
+    PolicyMetrics one = { .have_io = TRUE, .rd_iops = 5000, .n_devices = 1,
+                          .dev_iops = { 5000 } };
+
+    g_assert_cmpfloat(policy_objective_score(POLICY_OBJECTIVE_BALANCED, &fair), >,
+                      policy_objective_score(POLICY_OBJECTIVE_BALANCED, &unfair));
+    fair.n_devices = unfair.n_devices = 0;
+    g_assert_cmpfloat(policy_objective_score(POLICY_OBJECTIVE_BALANCED, &fair), <,
+                      policy_objective_score(POLICY_OBJECTIVE_BALANCED, &unfair));
+    /* One device: ln(IOPS), as without per-device counts. */
+    g_assert_cmpfloat_with_epsilon(policy_objective_score(POLICY_OBJECTIVE_BALANCED, &one),
+                                   log(5000), 1e-9);
+}
+
 /* Exits cost vCPU time where counted; the configured cost and weight apply. */
 static void
 test_objective_exits(void)
@@ -301,6 +350,8 @@ main(int argc, char **argv)
     g_test_add_func("/policy/guard/bounds", test_bounds);
     g_test_add_func("/policy/counters/iothread", test_counters);
     g_test_add_func("/policy/counters/host", test_host_counters);
+    g_test_add_func("/policy/counters/devices", test_counters_devices);
+    g_test_add_func("/policy/objective/per-device", test_objective_per_device);
     g_test_add_func("/policy/objective/exits", test_objective_exits);
     return g_test_run();
 }

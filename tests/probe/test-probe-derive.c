@@ -105,6 +105,11 @@ test_rates(void)
     g_assert_cmpfloat_with_epsilon(m.run_delay_pct, 5.0, 1e-9);
     g_assert_cmpfloat_with_epsilon(m.exits_per_s, 20000, 1e-9);
     g_assert_cmpfloat_with_epsilon(m.exits_per_op, 2.0, 1e-12);
+    /* Each device's own rate, in the current snapshot's order, for the
+     * objective's per-device fairness. */
+    g_assert_cmpuint(m.n_devices, ==, 2);
+    g_assert_cmpfloat_with_epsilon(m.dev_iops[0], 1020, 1e-9);
+    g_assert_cmpfloat_with_epsilon(m.dev_iops[1], 8980, 1e-9);
 }
 
 static void
