@@ -409,13 +409,20 @@ record_benefit(PolicyIothreadState *st)
         else if (!poll || segment_mean(g) > segment_mean(poll))
             poll = g;
     }
+    /*
+     * Frugal: costs no more whole-VM CPU than off (CPU is measured without
+     * the IOPS' noise) and is not confidently worse than off.
+     */
     st->have_frugal = FALSE;
     for (guint i = 0; off && off->n_exits == off->n && i < G_N_ELEMENTS(all); i++) {
         const PolicySegment *g = all[i];
+        double se;
 
         if (!g || !g->n || g->triple.poll_max_ns == 0 || g->n_exits != g->n ||
-            g->vm_cores_sum / g->n > off->vm_cores_sum / off->n ||
-            segment_mean(g) <= segment_mean(off))
+            g->vm_cores_sum / g->n > off->vm_cores_sum / off->n)
+            continue;
+        se = noise_sd(st) * sqrt(1.0 / g->n + 1.0 / off->n);
+        if (segment_mean(g) - segment_mean(off) < -t_crit(st, EVIDENCE_Z) * se)
             continue;
         if (!st->have_frugal || segment_mean(g) > segment_mean(&st->frugal)) {
             st->have_frugal = TRUE;
