@@ -344,6 +344,7 @@ pt_iothread_totals_add(PtIothreadTotals *tot, const StoreSample *s)
             continue;
         tot->have[def->source] = TRUE;
         if (def->reset == METRIC_RESET_GAUGE) {
+            tot->have_gauge[i] = TRUE;
             tot->v[i][0] = s->m[i];
             continue;
         }
@@ -373,7 +374,9 @@ pt_iothread_metric(const PtIothread *io, MetricId id, int polling, gint64 *v)
                          (guint64)G_MAXINT64);
         return TRUE;
     }
-    if (!io->totals.have[def->source])
+    /* A gauge one source does not give (aio-max-batch from libvirt) is
+     * absent, not 0; a counter is there with its group. */
+    if (def->reset == METRIC_RESET_GAUGE ? !io->totals.have_gauge[id] : !io->totals.have[def->source])
         return FALSE;
     if (def->reset == METRIC_RESET_GAUGE)
         *v = io->totals.v[id][0];

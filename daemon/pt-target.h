@@ -47,6 +47,7 @@ const char *pt_target_state_to_string(PtTargetState s);
  */
 typedef struct {
     gboolean have[METRIC_SOURCE_MAX];
+    gboolean have_gauge[METRIC_MAX];    /* a gauge is there once read */
     gint64 v[METRIC_MAX][2];        /* [0] polling off, [1] poll-max-ns > 0 */
 } PtIothreadTotals;
 
