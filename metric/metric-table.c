@@ -98,6 +98,12 @@ static const MetricDef metric_defs[METRIC_MAX] = {
     [METRIC_HALT_EXITS] = {
         "halt_exits", "exits", EXITS, METRIC_RESET_SELF, "KVM exits on HLT.",
         NULL, NULL, NULL, 1, NULL, NULL, NULL },
+    [METRIC_AIO_MAX_BATCH] = {
+        "aio_max_batch", "requests", IOTHREAD, METRIC_RESET_GAUGE,
+        "The iothread's aio-max-batch in force during the tick: the most requests its "
+        "AIO engine submits in one batch (0: QEMU's default).",
+        "polltune_aio_max_batch", NULL, NULL, 1, NULL,
+        "The iothread's aio-max-batch (0: QEMU's default).", "aio-max-batch" },
 };
 
 #define OPS { METRIC_RD_OPS, METRIC_WR_OPS, METRIC_FLUSH_OPS }

@@ -53,6 +53,8 @@ typedef enum {
     METRIC_IO_EXITS,
     METRIC_MMIO_EXITS,
     METRIC_HALT_EXITS,
+    /* query-iothreads, QEMU 6.1 and later (schema 6) */
+    METRIC_AIO_MAX_BATCH,
     METRIC_MAX,
     METRIC_INVALID = -1,
 } MetricId;

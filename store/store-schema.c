@@ -99,6 +99,10 @@ static const char *const migrations[] = {
      * that a stored decision says what the in-memory one said; rows
      * written before have none (NULL) */
     "ALTER TABLE decisions ADD COLUMN cause TEXT;",
+
+    /* 6: the iothread's aio-max-batch (metric-table.h); rows written
+     * before have none (NULL) */
+    "ALTER TABLE samples ADD COLUMN aio_max_batch INTEGER;",
 };
 
 int

@@ -491,6 +491,11 @@ check_counters_and_states(const char *before, const char *after)
     g_assert_cmpfloat(cpu_after, >, 0);
     g_assert_cmpfloat(cpu_after, >=, cpu_before);
     g_assert_nonnull(strstr(after, "# TYPE polltune_iothread_cpu_seconds counter\n"));
+    /* A setting QEMU reports in query-iothreads, as a gauge: a real QEMU
+     * (6.1 and later) runs with aio-max-batch 0, its default. */
+    g_assert_nonnull(strstr(after, "# TYPE polltune_aio_max_batch gauge\n"));
+    g_assert_cmpfloat(metric_sample(after, "polltune_aio_max_batch{domain=\"vm-a\","
+                                           "iothread=\"iot1\"}"), ==, 0);
     g_assert_cmpfloat(metric_sample(after, "polltune_build_info{version=\"" PT_VERSION "\"}"),
                       ==, 1);
     for (const char *m = "observe\0recommend\0enforce\0"; *m; m += strlen(m) + 1) {

@@ -77,10 +77,10 @@ assert_lines_equal(char **got, guint skip, GPtrArray *want)
 static void
 test_export_csv_raw(void)
 {
-    static const int dec[20] = { 0 };
+    static const int dec[CLI_N_RAW] = { 0 };
     g_autofree char *out = g_build_filename(tmp_dir, "raw.csv", NULL);
     gint64 from = t0_ms + 600 * 1000 + 500, to = t0_ms + 1500 * 1000;
-    g_autoptr(GPtrArray) want = cli_expected_csv(db_path, CLI_RAW_QUERY, from, to, dec, 20, 0);
+    g_autoptr(GPtrArray) want = cli_expected_csv(db_path, CLI_RAW_QUERY, from, to, dec, CLI_N_RAW, 0);
     g_auto(GStrv) got = run_export("csv", from, to, NULL, out);
     g_autoptr(GString) want_header = g_string_new("time,target,iothread");
 

@@ -134,12 +134,13 @@ test_csv(Fixture *fx, gconstpointer data)
     g_assert_cmpstr(lines[0], ==,
                     "time,target,iothread,tick_ns,poll_max_ns,poll_grow,poll_shrink,cpu_ns,"
                     "ctx_vol,ctx_invol,runq_wait_ns,rd_ops,rd_bytes,rd_time_ns,wr_ops,wr_bytes,"
-                    "wr_time_ns,flush_ops,flush_time_ns,kvm_exits,io_exits,mmio_exits,halt_exits");
+                    "wr_time_ns,flush_ops,flush_time_ns,kvm_exits,io_exits,mmio_exits,halt_exits,"
+                    "aio_max_batch");
     /* rows in time order; NULL is an empty field; quotes doubled */
     g_assert_cmpstr(lines[1], ==, "2025-12-01T12:00:00.000Z,vm0,iothread0,1000000000,32768,,,"
-                                  "1000,,,,0,,,,,,,,,,,");
+                                  "1000,,,,0,,,,,,,,,,,,");
     g_assert_cmpstr(lines[2], ==, "2025-12-01T12:00:00.000Z,\"we,ird \"\"vm\"\"\",iothread0,"
-                                  "1000000000,32768,,,1000,,,,0,,,,,,,,,,,");
+                                  "1000000000,32768,,,1000,,,,0,,,,,,,,,,,,");
     g_assert_true(g_str_has_prefix(lines[6], "2025-12-01T12:00:02.000Z,"));
     g_assert_cmpstr(lines[7], ==, "");
 }
