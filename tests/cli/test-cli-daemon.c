@@ -198,7 +198,7 @@ settled_range(gint64 *from, gint64 *to)
 static guint
 db_rows(const char *target, const char *iothread, gint64 from, gint64 to)
 {
-    static const int dec[CLI_N_RAW] = { 0 };
+    static const int dec[CLI_N_RAW] = { [CLI_N_RAW - 1] = 3 };     /* iops: 3 places */
     g_autoptr(GPtrArray) lines = cli_expected_csv(cli_live.d->db_path, CLI_RAW_QUERY, from, to,
                                                   dec, CLI_N_RAW, 0);
     g_autofree char *key = g_strdup_printf(",%s,%s,", target, iothread);
@@ -269,7 +269,7 @@ export_lines(const char *format, gint64 from, gint64 to, const char *path, const
 static void
 test_export(void)
 {
-    static const int dec[CLI_N_RAW] = { 0 };
+    static const int dec[CLI_N_RAW] = { [CLI_N_RAW - 1] = 3 };     /* iops: 3 places */
     g_autofree char *csv_path = g_build_filename(cli_live.tmp_dir, "e.csv", NULL);
     g_autofree char *jsonl_path = g_build_filename(cli_live.tmp_dir, "e.jsonl", NULL);
     g_autoptr(GPtrArray) want = NULL;
