@@ -510,17 +510,28 @@ report_offline(StoreDb *db, CliReport *rep, const CliRange *r, GError **error)
     StoreFilter f;
 
     cli_store_filter(&f, r, opt_vm, NULL);
-    if (!(cur = store_query_range(db, &f, error)))
-        return FALSE;
-    for (;;) {
-        CliPoint p;
-
-        if (!store_cursor_next(cur, &row, error))
+    for (gboolean ticks = FALSE;; ticks = TRUE) {
+        g_clear_pointer(&cur, store_cursor_free);
+        if (!(cur = store_query_range(db, &f, error)))
             return FALSE;
-        if (!row)
+        for (;;) {
+            CliPoint p;
+
+            if (!store_cursor_next(cur, &row, error))
+                return FALSE;
+            if (!row)
+                break;
+            cli_point_from_row(row, &p);
+            if (ticks)
+                cli_report_add_tick(rep, &p);
+            else
+                cli_report_add_point(rep, &p);
+        }
+        /* Rollups do not say which ticks polled: the raw rows kept for the
+         * range do, and the policy's off/on runs are only in them. */
+        if (ticks || f.resolution == STORE_RES_RAW)
             break;
-        cli_point_from_row(row, &p);
-        cli_report_add_point(rep, &p);
+        f.resolution = STORE_RES_RAW;
     }
     if (!(dcur = store_query_decisions(db, &f, error)))
         return FALSE;
@@ -568,6 +579,39 @@ decision_chunk(const char *chunk, gsize len, gpointer user_data, GError **error)
     return TRUE;
 }
 
+/*
+ * Rollups do not say which ticks polled; the raw rows do.  The daemon
+ * answers at most DAEMON_HISTORY_MAX_ROWS of them, so ask for the newest
+ * that many seconds (1 s ticks, the default interval): the policy's latest
+ * off/on runs, which the report's estimates need.
+ */
+static gboolean
+report_online_ticks(CliContext *ctx, CliReport *rep, const CliRange *r, const char *target,
+                    const char *iothread, GError **error)
+{
+    CliRange raw = *r;
+    g_autofree char *since = NULL;
+    g_autoptr(json_object) reply = NULL;
+    json_object *rows;
+
+    raw.resolution = STORE_RES_RAW;
+    raw.from_ms = MAX(r->from_ms, r->to_ms - (gint64)DAEMON_HISTORY_MAX_ROWS * 1000);
+    since = cli_iso_time(raw.from_ms);
+    raw.since = since;
+    if (!(reply = history_online(ctx, &raw, target, iothread, error)))
+        return FALSE;
+    if (!json_object_object_get_ex(reply, "rows", &rows) ||
+        !json_object_is_type(rows, json_type_array))
+        return TRUE;
+    for (gsize i = 0; i < json_object_array_length(rows); i++) {
+        CliPoint p;
+
+        if (cli_point_from_json(json_object_array_get_idx(rows, i), &p))
+            cli_report_add_tick(rep, &p);
+    }
+    return TRUE;
+}
+
 static gboolean
 report_online_series(CliContext *ctx, CliReport *rep, const CliRange *r, const char *target,
                      const char *iothread, GError **error)
@@ -590,6 +634,9 @@ report_online_series(CliContext *ctx, CliReport *rep, const CliRange *r, const c
         if (cli_point_from_json(json_object_array_get_idx(rows, i), &p))
             cli_report_add_point(rep, &p);
     }
+    if (r->resolution != STORE_RES_RAW && !report_online_ticks(ctx, rep, r, target, iothread,
+                                                               error))
+        return FALSE;
     if (n >= DAEMON_HISTORY_MAX_ROWS) {
         g_autofree char *note = g_strdup_printf(
             "%s/%s: the daemon returns at most %d rows per request, so this iothread's "
@@ -668,15 +715,36 @@ cli_cmd_report(CliContext *ctx, char **args, guint n, GError **error)
         source = g_strdup_printf("polltuned at %s", ctx->socket_path);
     }
     /* Rollups exist only where the daemon's maintenance made them: when the
-     * chosen level is empty, fall back to a finer one. */
+     * chosen level is empty, fall back to a finer one.  With the default
+     * range, a history shorter than it is read at the resolution its own
+     * span calls for (22 minutes of history: raw ticks, not one hourly
+     * rollup), from its first sample. */
     for (;;) {
+        gint64 first = 0, last = 0;
+        StoreResolution fits;
+
         g_clear_pointer(&rep, cli_report_free);
         rep = cli_report_new(r.from_ms, r.to_ms, source, r.resolution);
+        cli_report_fit_range(rep, !opt_since);
         if (!(db ? report_offline(cli_db_store(db), rep, &r, error) : report_online(ctx, rep, &r, error)))
             return FALSE;
-        if (cli_report_n_points(rep) > 0 || r.resolution_given || r.resolution == STORE_RES_RAW)
+        if (cli_report_n_points(rep) == 0) {
+            if (r.resolution_given || r.resolution == STORE_RES_RAW)
+                break;
+            r.resolution--;
+            continue;
+        }
+        if (opt_since || r.resolution_given || !cli_report_data_span(rep, &first, &last))
             break;
-        r.resolution--;
+        fits = cli_resolution_for_span(r.to_ms - first);
+        if (fits >= r.resolution)
+            break;
+        /* A rollup row is stamped with its period's start: keep that period. */
+        r.from_ms = MAX(r.from_ms, first);
+        r.resolution = fits;
+        g_free(since_iso);
+        since_iso = cli_iso_time(r.from_ms);
+        r.since = since_iso;
     }
     if (!cli_output_open(&o, opt_output, error))
         return FALSE;
