@@ -15,6 +15,7 @@
 #include "cli-count-stream.h"
 #include "cli-data.h"
 #include "cli-format.h"
+#include "cli-prometheus.h"
 #include "cli-report.h"
 #include "qmp-json.h"
 
@@ -29,6 +30,9 @@ static char *opt_vm;
 static char *opt_iothread;
 static gboolean opt_decisions;
 static char *opt_output;
+static char *opt_prometheus;
+static char *opt_selector;
+static char *opt_scrape;
 
 #define RANGE_ENTRIES(since_default)                                                    \
     { "since", 0, 0, G_OPTION_ARG_STRING, &opt_since,                                   \
@@ -60,6 +64,13 @@ const GOptionEntry cli_export_entries[] = {
 const GOptionEntry cli_report_entries[] = {
     RANGE_ENTRIES("30d"),
     { "vm", 0, 0, G_OPTION_ARG_STRING, &opt_vm, "Only this VM", "NAME" },
+    { "prometheus", 0, 0, G_OPTION_ARG_STRING, &opt_prometheus,
+      "A fleet's report from this Prometheus server (http://HOST:PORT)", "URL" },
+    { "selector", 0, 0, G_OPTION_ARG_STRING, &opt_selector,
+      "With --prometheus: label matchers for the series (job=\"polltune\",dc=\"b\")",
+      "MATCHERS" },
+    { "scrape-interval", 0, 0, G_OPTION_ARG_STRING, &opt_scrape,
+      "With --prometheus: the servers' scrape interval (default 15s)", "DURATION" },
     { "output", 'o', 0, G_OPTION_ARG_FILENAME, &opt_output, "Write here, not to stdout",
       "FILE" },
     { NULL },
@@ -688,6 +699,86 @@ report_online(CliContext *ctx, CliReport *rep, const CliRange *r, GError **error
     return done != NULL;
 }
 
+/* Writes the page; with -o FILE, says so (--json: with each series'
+ * figures, for scripts that compare reports). */
+static gboolean
+report_finish(CliContext *ctx, CliReport *rep, const char *resolution, GError **error)
+{
+    CliOutput o = { 0 };
+    gint64 from, to;
+    gboolean ok;
+
+    if (!cli_output_open(&o, opt_output, error))
+        return FALSE;
+    ok = cli_report_write(rep, o.base, ctx->now_ms, error);
+    if (!cli_output_close(&o, ok, error))
+        return FALSE;
+    if (opt_output && !g_str_equal(opt_output, "-")) {
+        if (ctx->json) {
+            g_autoptr(json_object) s = json_object_new_object();
+
+            json_object_object_add(s, "path", json_object_new_string(opt_output));
+            json_object_object_add(s, "resolution", json_object_new_string(resolution));
+            json_object_object_add(s, "points",
+                                   json_object_new_int64((gint64)cli_report_n_points(rep)));
+            json_object_object_add(s, "series", cli_report_summary(rep));
+            cli_report_range(rep, &from, &to);
+            json_object_object_add(s, "from_ms", json_object_new_int64(from));
+            json_object_object_add(s, "to_ms", json_object_new_int64(to));
+            cli_print_json(s);
+        } else {
+            printf("wrote %s (%" G_GUINT64_FORMAT " points at %s resolution)\n", opt_output,
+                   cli_report_n_points(rep), resolution);
+        }
+    }
+    return TRUE;
+}
+
+/* The Prometheus servers' scrape interval when none is given: theirs. */
+#define PROM_DEFAULT_SCRAPE_MS 15000
+
+static gboolean
+report_prometheus(CliContext *ctx, const CliRange *r, GError **error)
+{
+    g_autoptr(CliReport) rep = NULL;
+    g_autofree char *source = NULL;
+    g_autoptr(GError) local = NULL;
+    CliPromOptions o = { .url = opt_prometheus, .selector = opt_selector,
+                         .scrape_ms = PROM_DEFAULT_SCRAPE_MS, .timeout_s = 60 };
+    guint n = 0;
+
+    if (ctx->db_path || opt_vm) {
+        g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "--prometheus reads the fleet: it "
+                    "takes no %s", ctx->db_path ? "--db" : "--vm (use --selector)");
+        return FALSE;
+    }
+    if (opt_scrape && (!store_duration_parse(opt_scrape, &o.scrape_ms, &local) ||
+                       o.scrape_ms < 1000)) {
+        g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "--scrape-interval %s: %s", opt_scrape,
+                    local ? local->message : "at least 1s");
+        return FALSE;
+    }
+    source = opt_selector ? g_strdup_printf("Prometheus at %s, series {%s}", opt_prometheus,
+                                            opt_selector)
+                          : g_strdup_printf("Prometheus at %s", opt_prometheus);
+    rep = cli_report_new(r->from_ms, r->to_ms, source, STORE_RES_RAW);
+    cli_report_fit_range(rep, !opt_since);
+    if (!cli_prometheus_read(&o, rep, r->from_ms, r->to_ms, &n, error))
+        return FALSE;
+    cli_report_add_note(rep, "Fleet report from Prometheus: each VM is HOST/DOMAIN; rates "
+                        "are over a window of at least four scrapes, so off/on runs shorter "
+                        "than a step are not seen; decisions and their evidence are in each "
+                        "host's own history (polltunectl report on that host).");
+    if (n == 0) {
+        g_set_error(error, CLI_ERROR, CLI_ERROR_FAILED, "Prometheus at %s: no polltune "
+                    "iothread series%s%s%s in the range", opt_prometheus,
+                    opt_selector ? " matching {" : "", opt_selector ? opt_selector : "",
+                    opt_selector ? "}" : "");
+        return FALSE;
+    }
+    return report_finish(ctx, rep, "prometheus", error);
+}
+
 gboolean
 cli_cmd_report(CliContext *ctx, char **args, guint n, GError **error)
 {
@@ -696,9 +787,7 @@ cli_cmd_report(CliContext *ctx, char **args, guint n, GError **error)
     g_autofree char *source = NULL;
     g_autofree char *since_iso = NULL;
     g_autofree char *until_iso = NULL;
-    CliOutput o = { 0 };
     CliRange r;
-    gboolean ok;
 
     if (!cli_range_parse(ctx, "30d", &r, error))
         return FALSE;
@@ -707,6 +796,13 @@ cli_cmd_report(CliContext *ctx, char **args, guint n, GError **error)
     until_iso = cli_iso_time(r.to_ms);
     r.since = since_iso;
     r.until = until_iso;
+    if (opt_prometheus)
+        return report_prometheus(ctx, &r, error);
+    if (opt_selector || opt_scrape) {
+        g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "%s needs --prometheus",
+                    opt_selector ? "--selector" : "--scrape-interval");
+        return FALSE;
+    }
     if (ctx->db_path) {
         if (!(db = cli_context_db_open(ctx, error)))
             return FALSE;
@@ -746,25 +842,5 @@ cli_cmd_report(CliContext *ctx, char **args, guint n, GError **error)
         since_iso = cli_iso_time(r.from_ms);
         r.since = since_iso;
     }
-    if (!cli_output_open(&o, opt_output, error))
-        return FALSE;
-    ok = cli_report_write(rep, o.base, ctx->now_ms, error);
-    if (!cli_output_close(&o, ok, error))
-        return FALSE;
-    if (opt_output && !g_str_equal(opt_output, "-")) {
-        if (ctx->json) {
-            g_autoptr(json_object) s = json_object_new_object();
-
-            json_object_object_add(s, "path", json_object_new_string(opt_output));
-            json_object_object_add(s, "resolution", json_object_new_string(
-                                       store_resolution_to_string(r.resolution)));
-            json_object_object_add(s, "points",
-                                   json_object_new_int64((gint64)cli_report_n_points(rep)));
-            cli_print_json(s);
-        } else {
-            printf("wrote %s (%" G_GUINT64_FORMAT " points at %s resolution)\n", opt_output,
-                   cli_report_n_points(rep), store_resolution_to_string(r.resolution));
-        }
-    }
-    return TRUE;
+    return report_finish(ctx, rep, store_resolution_to_string(r.resolution), error);
 }

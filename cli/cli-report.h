@@ -55,4 +55,12 @@ gboolean cli_report_data_span(const CliReport *r, gint64 *first_ms, gint64 *last
 gboolean cli_report_write(CliReport *r, GOutputStream *out, gint64 now_ms,
                           GError **error);
 
+/* After cli_report_write: per iothread, its figures over the page's range
+ * ({"target", "iothread", "points", "iops_mean", "cpu_pct_mean",
+ * "polling_share", "poll_max_ns_last", "onoff_pairs", "polling_cpu_pct"}),
+ * for scripts and tests that compare two reports. */
+json_object *cli_report_summary(CliReport *r);
+/* After cli_report_write: the page's range (fitted to the data or not). */
+void cli_report_range(const CliReport *r, gint64 *from_ms, gint64 *to_ms);
+
 G_END_DECLS
