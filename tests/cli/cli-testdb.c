@@ -75,8 +75,12 @@ cli_testdb_create(const char *path, const CliTestDbSpec *spec)
                 .ts_ms = ts, .target = "db-1", .iothread = "iothread0",
                 .policy = "adaptive:balanced",
                 .old_triple = { max_ns, 0, 0 }, .new_triple = { next, 0, 0 },
-                .reason = next > max_ns ? "probe: IOPS rose, CPU has room, \"grow\"" :
-                          "back off: CPU, budget spent",
+                /* As the daemon stores them: the text, then the evidence. */
+                .reason = next > max_ns ? "probe: IOPS rose, CPU has room, \"grow\" "
+                                          "[triple=16384/2/0 iops=5200 lat_us=310.5 "
+                                          "cpu_pct=22.1 start=16384/2/0:n=12:score=0.1234 "
+                                          "trigger=\"iops up 30%\"]" :
+                          "back off: CPU, budget spent [budget_cores=0.50 used=0.62 cost=0.12]",
                 .applied = (i / spec->decision_every) % 3 != 2,
             };
 

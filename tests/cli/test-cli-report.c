@@ -181,9 +181,15 @@ test_report_figures(void)
     g_assert_cmpfloat(row_number(proj, 4), >, row_number(proj, 2));
     g_assert_nonnull(strstr(html, "saturates at 100 % of one core"));
 
-    /* Evidence as named fields: the test reasons carry none, the
-     * decision table is there with its markers. */
-    g_assert_nonnull(strstr(html, "probe: IOPS rose, CPU has room, &quot;grow&quot;"));
+    /* Evidence as named fields with units, not key=value. */
+    g_assert_nonnull(strstr(html, "probe: IOPS rose, CPU has room, &quot;grow&quot;<dl"));
+    g_assert_nonnull(strstr(html, "<dt>IOPS</dt><dd>5200 ops/s</dd>"));
+    g_assert_nonnull(strstr(html, "<dt>latency</dt><dd>310.5 \302\265s</dd>"));
+    g_assert_nonnull(strstr(html, "<dt>starting run</dt><dd>16384/2/0, 12 ticks, score "
+                                  "0.1234</dd>"));
+    g_assert_nonnull(strstr(html, "<dt>trigger</dt><dd>iops up 30%</dd>"));
+    g_assert_nonnull(strstr(html, "<dt>budget</dt><dd>0.50 cores</dd>"));
+    g_assert_null(strstr(html, "lat_us="));
     g_assert_cmpuint(count(html, "class=\"decision applied\""), ==, 3 * 7);
 }
 
