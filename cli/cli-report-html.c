@@ -7,6 +7,7 @@
  * can check it.  Sections are written to the stream as they are made.
  */
 #include <math.h>
+#include <string.h>
 
 #include "cli-format.h"
 #include "cli-report-evidence.h"
@@ -458,6 +459,76 @@ host_tables(GString *h, GPtrArray *by_cores, GPtrArray *vms)
     g_string_append(h, "</table>");
 }
 
+typedef struct {
+    char *host;
+    guint vms, iothreads;
+    double cores, poll_cores, iops;
+    gboolean any_poll;
+} HostRow;
+
+static void
+host_row_free(gpointer p)
+{
+    HostRow *h = p;
+
+    g_free(h->host);
+    g_free(h);
+}
+
+/*
+ * A fleet's VMs are named HOST/DOMAIN (report --prometheus; a domain or a
+ * QMP target's name has no '/'): their figures summed per host.
+ */
+static void
+fleet_hosts(GString *h, GPtrArray *vms)
+{
+    g_autoptr(GPtrArray) rows = g_ptr_array_new_with_free_func(host_row_free);
+
+    for (guint i = 0; i < vms->len; i++) {
+        ReportVm *vm = g_ptr_array_index(vms, i);
+        const char *slash = strchr(vm->name, '/');
+        HostRow *row = rows->len ? g_ptr_array_index(rows, rows->len - 1) : NULL;
+
+        if (!slash)
+            return;
+        /* vms is sorted by name: one host's VMs are together. */
+        if (!row || strncmp(row->host, vm->name, slash - vm->name) != 0 ||
+            row->host[slash - vm->name] != '\0') {
+            row = g_new0(HostRow, 1);
+            row->host = g_strndup(vm->name, slash - vm->name);
+            g_ptr_array_add(rows, row);
+        }
+        row->vms++;
+        row->iothreads += vm->series->len;
+        row->cores += isnan(vm->mean_cores) ? 0 : vm->mean_cores;
+        row->iops += isnan(vm->mean_iops) ? 0 : vm->mean_iops;
+        for (guint k = 0; k < vm->series->len; k++) {
+            const ReportSeries *s = g_ptr_array_index(vm->series, k);
+
+            if (!isnan(s->mean_poll_cores)) {
+                row->poll_cores += s->mean_poll_cores;
+                row->any_poll = TRUE;
+            }
+        }
+    }
+    g_string_append(h, "<h3 id=\"hosts\">By host</h3><table id=\"hosts-table\"><tr><th>host"
+                    "</th><th>VMs</th><th>iothreads</th><th>iothread CPU, mean (cores)</th>"
+                    "<th>polling, mean (cores; from off/on pairs)</th><th>IOPS, mean (ops/s)"
+                    "</th></tr>");
+    for (guint i = 0; i < rows->len; i++) {
+        const HostRow *row = g_ptr_array_index(rows, i);
+
+        g_string_append(h, "<tr>");
+        cell_text(h, row->host);
+        g_string_append_printf(h, "<td>%u</td><td>%u</td>", row->vms, row->iothreads);
+        cell_unit(h, row->cores, FALSE, 3, "cores");
+        cell_unit(h, row->any_poll ? row->poll_cores : NAN, FALSE, 3, "cores");
+        cell_unit(h, row->iops, TRUE, 0, "ops/s");
+        g_string_append(h, "</tr>");
+    }
+    g_string_append(h, "</table>");
+}
+
 static char *
 max_ns_text(gint64 v)
 {
@@ -615,6 +686,7 @@ cli_report_write(CliReport *r, GOutputStream *out, gint64 now_ms, GError **error
     if (vms->len == 0)
         g_string_append(h, "<p class=\"note\">No samples in this range.</p>");
     else {
+        fleet_hosts(h, vms);
         host_polling(h, r, by_cores, now_ms);
         host_vs_default(h, r, now_ms);
         host_projection(h, r);

@@ -268,6 +268,15 @@ test_fleet(void)
         os = series_find(own, "vm-1", "iot0");
         g_assert_nonnull(fs);
         g_assert_nonnull(os);
+        /* Grouped by host, then domain. */
+        {
+            g_autofree char *heading = g_strdup_printf("<h3>%s</h3>", target);
+            g_autofree char *hrow = g_strdup_printf("<tr><td>%s</td><td>1</td><td>1</td>",
+                                                    hosts[i].host);
+
+            g_assert_nonnull(strstr(html, heading));
+            g_assert_nonnull(strstr(html, hrow));
+        }
         g_test_message("%s: fleet cpu %.3f %% polling %.2f max %g; own cpu %.3f %% polling "
                        "%.2f max %g", target, num(fs, "cpu_pct_mean"),
                        num(fs, "polling_share"), num(fs, "poll_max_ns_last"),
