@@ -706,11 +706,28 @@ cli_report_write(CliReport *r, GOutputStream *out, gint64 now_ms, GError **error
         g_autofree char *iops95 = cli_format_si(vm->iops_p95);
         g_autofree char *lat95 = cli_format_fixed(vm->lat_p95, 1);
 
+        double poll = 0;
+        guint pairs = 0;
+
+        for (guint i = 0; i < vm->series->len; i++) {
+            const ReportSeries *s = g_ptr_array_index(vm->series, i);
+
+            if (s->onoff.n_pairs) {
+                poll += s->mean_poll_cores;
+                pairs += s->onoff.n_pairs;
+            }
+        }
         g_string_append(h, "<h3>");
         esc(h, vm->name);
         g_string_append_printf(h, "</h3><p class=\"meta\">mean %s ops/s, %s iothread cores, "
-                               "IOPS p95 %s ops/s, latency p95 %s &#181;s</p>", iops, cores,
+                               "IOPS p95 %s ops/s, latency p95 %s &#181;s", iops, cores,
                                iops95, lat95);
+        if (pairs)
+            g_string_append_printf(h, ", of which polling %.3f cores (from %u off/on pairs)",
+                                   poll, pairs);
+        else
+            g_string_append(h, "; no off/on pair, so no estimate of its polling CPU");
+        g_string_append(h, "</p>");
         for (guint i = 0; i < vm->series->len; i++) {
             ReportSeries *s = g_ptr_array_index(vm->series, i);
 
