@@ -7,7 +7,10 @@
  * The iothread runs QEMU 7.2's aio_poll loop with its adaptive poll window
  * (sim-vm.c has the exact rules); the guest submits requests, kicks when
  * notifications are enabled (a VM exit), takes interrupts and resubmits;
- * the device completes after a sampled service time.
+ * the device completes after a sampled service time.  Polling can lose:
+ * a poll iteration checks every handler of the iothread (idle ones
+ * included), and a device with a per-command overhead fed by a batching
+ * guest pays it per request when a polling iothread splits the batches.
  *
  * The simulator exposes only what production samplers read (cumulative
  * counters in the shape of policy-counters.h) plus ground truth used for
