@@ -518,6 +518,7 @@ report_offline(StoreDb *db, CliReport *rep, const CliRange *r, GError **error)
     g_autoptr(StoreCursor) dcur = NULL;
     const StoreRow *row;
     const StoreDecisionRow *drow;
+    gint64 first = 0, last = 0;
     StoreFilter f;
 
     cli_store_filter(&f, r, opt_vm, NULL);
@@ -539,10 +540,14 @@ report_offline(StoreDb *db, CliReport *rep, const CliRange *r, GError **error)
                 cli_report_add_point(rep, &p);
         }
         /* Rollups do not say which ticks polled: the raw rows kept for the
-         * range do, and the policy's off/on runs are only in them. */
+         * range do, and the policy's off/on runs are only in them.  The
+         * report keeps the newest CLI_REPORT_MAX_TICKS of each iothread:
+         * read no older ones. */
         if (ticks || f.resolution == STORE_RES_RAW)
             break;
         f.resolution = STORE_RES_RAW;
+        if (cli_report_data_span(rep, &first, &last))
+            f.from_ms = MAX(f.from_ms, last - (gint64)CLI_REPORT_MAX_TICKS * 1000);
     }
     if (!(dcur = store_query_decisions(db, &f, error)))
         return FALSE;

@@ -139,6 +139,21 @@ write_header(GString *h, CliReport *r, gint64 now_ms, guint n_vms)
     if (r->range_fitted)
         g_string_append(h, "<p class=\"meta\">The history is shorter than the range asked: "
                         "the page spans its first to its last sample.</p>");
+    for (guint i = 0; i < r->series->len; i++) {
+        const ReportSeries *s = g_ptr_array_index(r->series, i);
+
+        if (s->ticks_cut && s->ticks->len) {
+            g_autofree char *since = cli_format_time_ms(
+                g_array_index(s->ticks, ReportPoint, 0).ts_ms, FALSE);
+
+            g_string_append_printf(h, "<p class=\"meta\" id=\"ticks-cut\">Which ticks polled "
+                                   "(time polling, off/on pairs, the comparison with QEMU's "
+                                   "default, the projection) is read from the newest %u "
+                                   "per-tick rows of each iothread: from %s UTC on.</p>",
+                                   CLI_REPORT_MAX_TICKS, since);
+            break;
+        }
+    }
     for (guint i = 0; i < r->notes->len; i++) {
         g_string_append(h, "<p class=\"note\">");
         esc(h, g_ptr_array_index(r->notes, i));

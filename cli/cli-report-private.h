@@ -84,6 +84,7 @@ typedef struct {
     /* Per-tick rows fed beside rollups, for what needs the setting of each
      * tick (pairs, time polling); NULL when the points are those rows. */
     GArray *ticks;
+    gboolean ticks_cut;         /* older rows than the newest CLI_REPORT_MAX_TICKS dropped */
     ReportBucket *b;            /* nb buckets */
     GArray *decisions;          /* ReportDecision, in arrival order */
     guint decisions_total;

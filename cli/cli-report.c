@@ -142,6 +142,12 @@ cli_report_add_tick(CliReport *r, const CliPoint *p)
         s->ticks = g_array_new(FALSE, FALSE, sizeof(ReportPoint));
     rp = point_compact(p);
     g_array_append_val(s->ticks, rp);
+    /* Rows arrive oldest first: keep the newest CLI_REPORT_MAX_TICKS,
+     * trimming in halves so that each row is moved at most once. */
+    if (s->ticks->len >= 2 * CLI_REPORT_MAX_TICKS) {
+        g_array_remove_range(s->ticks, 0, s->ticks->len - CLI_REPORT_MAX_TICKS);
+        s->ticks_cut = TRUE;
+    }
 }
 
 gboolean
@@ -328,6 +334,10 @@ report_settle(CliReport *r)
             r->interval_ms = iv;
         if (s->ticks) {
             g_array_sort(s->ticks, cmp_point);
+            if (s->ticks->len > CLI_REPORT_MAX_TICKS) {
+                g_array_remove_range(s->ticks, 0, s->ticks->len - CLI_REPORT_MAX_TICKS);
+                s->ticks_cut = TRUE;
+            }
             iv = points_interval(s->ticks);
             if (iv > 0 && (r->tick_ms == 0 || iv < r->tick_ms))
                 r->tick_ms = iv;

@@ -44,6 +44,12 @@ void cli_report_add_decision(CliReport *r, const CliDecision *d);
 /* A per-tick row fed beside rollups: not charted, but it tells which
  * ticks polled, and the policy's off/on runs are found in such rows only. */
 void cli_report_add_tick(CliReport *r, const CliPoint *p);
+/* Per-tick rows kept beside rollups, per iothread: the newest 12 h of 1 s
+ * ticks.  The policy probes every few minutes, so that holds dozens of its
+ * off/on runs; at 24 bytes a row it is about 1 MB per iothread (100 MB
+ * for 100 iothreads), where the 48 h of raw rows kept by default would be
+ * four times that. */
+#define CLI_REPORT_MAX_TICKS (12 * 3600)
 /* Shown as a warning (e.g. "vm-3/iothread1: the daemon's 10,000-row limit
  * cut the history short"). */
 void cli_report_add_note(CliReport *r, const char *note);
