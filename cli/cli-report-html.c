@@ -682,6 +682,16 @@ series_decisions(GString *h, ReportSeries *s)
     g_string_append(h, "</table>");
 }
 
+/* "Fleet" when the VMs are HOST/DOMAIN (report --prometheus), else "Host". */
+static const char *
+report_scope(GPtrArray *vms)
+{
+    for (guint i = 0; i < vms->len; i++)
+        if (strchr(((ReportVm *)g_ptr_array_index(vms, i))->name, '/'))
+            return "Fleet";
+    return "Host";
+}
+
 gboolean
 cli_report_write(CliReport *r, GOutputStream *out, gint64 now_ms, GError **error)
 {
@@ -697,7 +707,7 @@ cli_report_write(CliReport *r, GOutputStream *out, gint64 now_ms, GError **error
 
     g_ptr_array_sort(by_cores, cmp_vm_cores);
     write_header(h, r, now_ms, vms->len);
-    g_string_append(h, "<h2>Host</h2>");
+    g_string_append_printf(h, "<h2>%s</h2>", report_scope(vms));
     if (vms->len == 0)
         g_string_append(h, "<p class=\"note\">No samples in this range.</p>");
     else {
