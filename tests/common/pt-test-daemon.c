@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <string.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -421,4 +422,29 @@ pt_test_wait_stored(PtTestDaemon *d, const char *target, const char *iothread,
     PtDaemonWait w = { d, "status", pt_test_stored_past, target, iothread, after_ms };
 
     return pt_test_daemon_wait(&w, ms);
+}
+
+guint
+pt_test_daemon_log_count(PtTestDaemon *d, const char *needle)
+{
+    g_autofree char *log = NULL;
+    guint n = 0;
+
+    g_file_get_contents(d->log_path, &log, NULL, NULL);
+    for (const char *p = log; p && (p = strstr(p, needle)); p++)
+        n++;
+    return n;
+}
+
+gboolean
+pt_test_wait_log(PtTestDaemon *d, const char *needle, guint n, guint ms)
+{
+    gint64 deadline = g_get_monotonic_time() + (gint64)ms * 1000;
+
+    while (pt_test_daemon_log_count(d, needle) < n) {
+        if (g_get_monotonic_time() > deadline)
+            return FALSE;
+        g_usleep(50000);
+    }
+    return TRUE;
 }

@@ -85,6 +85,10 @@ gboolean pt_test_daemon_wait(PtDaemonWait *w, guint ms);
  */
 gint64 pt_test_wait_target(PtTestDaemon *d, const char *target, guint n_iothreads,
                            gboolean want, guint ms);
+/* How often the daemon's log holds @needle. */
+guint pt_test_daemon_log_count(PtTestDaemon *d, const char *needle);
+/* Wait up to @ms until it holds @needle @n times. */
+gboolean pt_test_wait_log(PtTestDaemon *d, const char *needle, guint n, guint ms);
 /* Wait up to @ms until the daemon has run @ticks ticks since it started. */
 gboolean pt_test_wait_ticks(PtTestDaemon *d, gint64 ticks, guint ms);
 /* Wait up to @ms until everything @target/@iothread sampled up to

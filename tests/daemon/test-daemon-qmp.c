@@ -58,17 +58,6 @@ conf_for(const char *policy, const char *extra)
                            extra ? extra : "", vm_dir, policy);
 }
 
-static gboolean
-skip_without_qemu(void)
-{
-    g_autofree char *why = NULL;
-
-    if (pt_test_have_qemu(&why))
-        return FALSE;
-    g_test_skip(why);
-    return TRUE;
-}
-
 static void
 test_discover_apply_restore(void)
 {
@@ -79,7 +68,7 @@ test_discover_apply_restore(void)
     g_autoptr(json_object) st = NULL;
     gint64 t0;
 
-    if (skip_without_qemu())
+    if (pt_test_skip_without_qemu())
         return;
     vm = pt_test_vm_start(vm_dir, "vm-a", ",poll-max-ns=1000,poll-grow=3");
     conf = conf_for("static:70000/2/2", NULL);
@@ -122,33 +111,6 @@ test_discover_apply_restore(void)
     }
 }
 
-/* How often the daemon's log holds @needle. */
-static guint
-log_count(PtTestDaemon *d, const char *needle)
-{
-    g_autofree char *log = NULL;
-    guint n = 0;
-
-    g_file_get_contents(d->log_path, &log, NULL, NULL);
-    for (const char *p = log; p && (p = strstr(p, needle)); p++)
-        n++;
-    return n;
-}
-
-typedef struct {
-    PtTestDaemon *d;
-    const char *needle;
-    guint n;
-} LogWait;
-
-static gboolean
-log_reaches(gpointer data)
-{
-    LogWait *w = data;
-
-    return log_count(w->d, w->needle) >= w->n;
-}
-
 /* In recommend mode the same advice holds tick after tick; it is recorded
  * (store row and log line) once per iothread, not once per tick. */
 static void
@@ -159,7 +121,7 @@ test_recommend_once(void)
     g_autoptr(PtTestDaemon) d = NULL;
     g_autofree char *conf = NULL;
 
-    if (skip_without_qemu())
+    if (pt_test_skip_without_qemu())
         return;
     vm = pt_test_vm_start(vm_dir, "vm-r", NULL);
     conf = conf_for("static:70000/2/2", "mode = recommend\n");
@@ -168,7 +130,7 @@ test_recommend_once(void)
     g_assert_cmpint(pt_test_wait_target(d, "vm-r", 2, TRUE, 5000), >=, 0);
     /* 15 ticks of 200 ms with the same advice each time. */
     g_assert_true(pt_test_wait_ticks(d, 15, 30000));
-    g_assert_cmpuint(log_count(d, "recommended ->"), ==, 2);
+    g_assert_cmpuint(pt_test_daemon_log_count(d, "recommended ->"), ==, 2);
     g_assert_cmpuint(vm_poll_max(vm, "iot0"), ==, 32768);
     pt_test_daemon_stop(d);
 }
@@ -185,7 +147,7 @@ test_kill_and_restart(void)
     g_autofree char *conf = NULL;
     g_autofree char *resume = NULL;
 
-    if (skip_without_qemu())
+    if (pt_test_skip_without_qemu())
         return;
     vm = pt_test_vm_start(vm_dir, "vm-k", NULL);
     conf = conf_for("static:90000/0/0", NULL);
@@ -206,14 +168,10 @@ test_kill_and_restart(void)
     g_assert_cmpint(pt_test_wait_target(d, "vm-k", 2, TRUE, 3000), >=, 0);
     /* QEMU still has the killed run's 90000 at first: wait for the two
      * restores, then for the policy's write after them. */
-    {
-        LogWait lw = { d, "restore applied -> 32768/0/0", 2 };
-
-        g_assert_true(pt_test_wait(log_reaches, &lw, 10000));
-    }
+    g_assert_true(pt_test_wait_log(d, "restore applied -> 32768/0/0", 2, 10000));
     g_assert_true(wait_poll(vm, "iot0", 90000, 5000));
-    g_assert_cmpuint(log_count(d, "did not exit cleanly; on-restart=restore"), ==, 1);
-    g_assert_cmpuint(log_count(d, "restore applied -> 32768/0/0"), ==, 2);
+    g_assert_cmpuint(pt_test_daemon_log_count(d, "did not exit cleanly; on-restart=restore"), ==, 1);
+    g_assert_cmpuint(pt_test_daemon_log_count(d, "restore applied -> 32768/0/0"), ==, 2);
 
     /* resume, asked for: another kill -9 and start write nothing back. */
     pt_test_daemon_kill(d);
@@ -228,8 +186,8 @@ test_kill_and_restart(void)
     g_assert_no_error(err);
     g_assert_cmpint(pt_test_wait_target(d, "vm-k", 2, TRUE, 3000), >=, 0);
     g_assert_true(pt_test_wait_ticks(d, 5, 5000));
-    g_assert_cmpuint(log_count(d, "did not exit cleanly; on-restart=resume"), ==, 1);
-    g_assert_cmpuint(log_count(d, "restore applied"), ==, 2);
+    g_assert_cmpuint(pt_test_daemon_log_count(d, "did not exit cleanly; on-restart=resume"), ==, 1);
+    g_assert_cmpuint(pt_test_daemon_log_count(d, "restore applied"), ==, 2);
     g_assert_cmpuint(vm_poll_max(vm, "iot0"), ==, 90000);
 }
 
@@ -244,7 +202,7 @@ test_new_instance(void)
     g_autoptr(PtTestDaemon) d = NULL;
     g_autofree char *conf = NULL;
 
-    if (skip_without_qemu())
+    if (pt_test_skip_without_qemu())
         return;
     vm = pt_test_vm_start(vm_dir, "vm-i", NULL);
     conf = conf_for("static:50000/0/0", NULL);
@@ -260,7 +218,7 @@ test_new_instance(void)
     g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
     g_assert_cmpuint(vm_poll_max(vm, "iot1"), ==, 20000);
     g_assert_cmpuint(vm_poll_max(vm, "iot0"), ==, 32768);
-    g_assert_cmpuint(log_count(d, "a new QEMU instance"), ==, 2);
+    g_assert_cmpuint(pt_test_daemon_log_count(d, "a new QEMU instance"), ==, 2);
 
     /* Replaced while the daemon is down after kill -9: the unclean start
      * must not write the old instance's values into the new one. */
@@ -276,8 +234,8 @@ test_new_instance(void)
     g_assert_true(wait_poll(vm, "iot1", 50000, 5000));
     g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
     g_assert_cmpuint(vm_poll_max(vm, "iot1"), ==, 25000);
-    g_assert_cmpuint(log_count(d, "restore applied -> 20000/0/0"), ==, 1);
-    g_assert_cmpuint(log_count(d, "a new QEMU instance"), ==, 4);
+    g_assert_cmpuint(pt_test_daemon_log_count(d, "restore applied -> 20000/0/0"), ==, 1);
+    g_assert_cmpuint(pt_test_daemon_log_count(d, "a new QEMU instance"), ==, 4);
 }
 
 /* A write made outside polltune (an operator's qom-set, virsh
@@ -294,7 +252,7 @@ test_external_write_held(void)
     g_autoptr(json_object) metrics = NULL;
     json_object *io = NULL, *held;
 
-    if (skip_without_qemu())
+    if (pt_test_skip_without_qemu())
         return;
     vm = pt_test_vm_start(vm_dir, "vm-x", NULL);
     conf = conf_for("static:60000/0/0", "");
@@ -348,7 +306,7 @@ test_override_expiry_detach(void)
     g_autoptr(json_object) reply = NULL;
     g_autoptr(json_object) st = NULL;
 
-    if (skip_without_qemu())
+    if (pt_test_skip_without_qemu())
         return;
     vm = pt_test_vm_start(vm_dir, "vm-o", NULL);
     conf = conf_for("off", NULL);
@@ -413,7 +371,7 @@ test_reload(void)
     g_autoptr(json_object) reply = NULL;
     g_autoptr(json_object) ok = NULL;
 
-    if (skip_without_qemu())
+    if (pt_test_skip_without_qemu())
         return;
     vm = pt_test_vm_start(vm_dir, "vm-r", NULL);
     conf = conf_for("static:11000/0/0", NULL);
@@ -446,10 +404,10 @@ test_reload(void)
 static void
 sighup_and_wait(PtTestDaemon *d, const char *needle)
 {
-    LogWait w = { d, needle, log_count(d, needle) + 1 };
+    guint n = pt_test_daemon_log_count(d, needle);
 
     kill(d->pid, SIGHUP);
-    g_assert_true(pt_test_wait(log_reaches, &w, 10000));
+    g_assert_true(pt_test_wait_log(d, needle, n + 1, 10000));
 }
 
 static void
@@ -546,7 +504,7 @@ test_runtime_rule(void)
     g_autoptr(json_object) reply = NULL;
     g_autoptr(json_object) get = NULL;
 
-    if (skip_without_qemu())
+    if (pt_test_skip_without_qemu())
         return;
     vm = pt_test_vm_start(vm_dir, "vm-p", NULL);
     conf = conf_for("static:11000/0/0", NULL);
@@ -701,7 +659,7 @@ test_stopped_qemu(void)
     g_autoptr(json_object) st1 = NULL;
     g_autoptr(json_object) st2 = NULL;
 
-    if (skip_without_qemu())
+    if (pt_test_skip_without_qemu())
         return;
     a = pt_test_vm_start(vm_dir, "vm-s1", NULL);
     b = pt_test_vm_start(vm_dir, "vm-s2", NULL);

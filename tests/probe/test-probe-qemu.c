@@ -14,17 +14,6 @@
 #include "probe-thread.h"
 #include "pt-test-qemu.h"
 
-static gboolean
-need_qemu(void)
-{
-    g_autofree char *why = NULL;
-
-    if (pt_test_have_qemu(&why))
-        return TRUE;
-    g_test_skip(why);
-    return FALSE;
-}
-
 /* The test's own reading of a thread: stat fields 14/15 and status lines. */
 typedef struct {
     unsigned long long utime, stime, vcsw, nvcsw;
@@ -70,7 +59,7 @@ test_iothreads(void)
     g_autoptr(QmpClient) m = NULL;
     json_object *iothreads;
 
-    if (!need_qemu())
+    if (pt_test_skip_without_qemu())
         return;
     q = pt_test_qemu_start_iothreads(2, &error);
     g_assert_no_error(error);
@@ -135,7 +124,7 @@ test_counters_move(void)
     g_autoptr(QmpClient) m = NULL;
     ProbeIothreadSnap *io_a, *io_b;
 
-    if (!need_qemu())
+    if (pt_test_skip_without_qemu())
         return;
     q = pt_test_qemu_start_iothreads(1, &error);
     g_assert_no_error(error);
@@ -180,7 +169,7 @@ test_vcpus_tcg(void)
     json_object *cpus;
     guint n;
 
-    if (!need_qemu())
+    if (pt_test_skip_without_qemu())
         return;
     q = pt_test_qemu_start(args, &error);
     g_assert_no_error(error);
