@@ -104,6 +104,8 @@ const StoreOverrideRow *pt_daemon_override_for(PtDaemon *d, const char *target,
 gboolean pt_daemon_external_hold_for(PtDaemon *d, const char *target, const char *iothread,
                                      PolicyTriple *triple, gint64 *since_ms, gint64 *until_ms);
 /* Estimated polling CPU across all iothreads, in cores, last tick. */
+/* Whether libvirt is in use (*enabled) and connected now. */
+gboolean pt_daemon_libvirt_connected(PtDaemon *d, gboolean *enabled);
 double pt_daemon_polling_cores(PtDaemon *d);
 
 /* Control operations.  Each validates and fails with a message for operators. */

@@ -40,5 +40,9 @@ void test_db_reopen(TestDb *fx, const StoreOptions *opts);
 void test_db_teardown(TestDb *fx);
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(TestDb, test_db_teardown)
 
+/* Creates @path from the SQL script tests/store/data/@script (an old
+ * schema's file, written by hand). */
+void test_db_from_script(const char *path, const char *script);
+
 /* Runs a query returning one integer on a separate connection to @path. */
 gint64 test_sql_int(const char *path, const char *sql);
