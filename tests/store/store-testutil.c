@@ -95,8 +95,10 @@ test_dir_remove(const char *dir)
 void
 test_db_setup(TestDb *fx, const StoreOptions *opts)
 {
+    /* Callers may hand in an uninitialised fixture. */
     fx->dir = test_dir_new();
     fx->path = g_build_filename(fx->dir, "h.db", NULL);
+    fx->db = NULL;
     test_db_reopen(fx, opts);
 }
 
