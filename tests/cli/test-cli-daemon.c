@@ -350,9 +350,14 @@ test_report(void)
 
     if (!cli_live_setup())
         return;
-    out = CTL_OK("report", "--since", "1m", "-o", path);
+    /* The default range (30 days) over seconds of history: the page spans
+     * the history, read from raw ticks. */
+    out = CTL_OK("report", "-o", path);
     g_assert_true(g_str_has_prefix(out, "wrote "));
+    g_assert_nonnull(strstr(out, "at raw resolution"));
     g_assert_true(g_file_get_contents(path, &html, NULL, NULL));
+    g_assert_nonnull(strstr(html, "the page spans its first to its last sample"));
+    g_assert_null(strstr(html, "NaN"));
     g_assert_nonnull(strstr(html, "<svg"));
     g_assert_nonnull(strstr(html, "vm-a"));
     g_assert_nonnull(strstr(html, "iot1"));
