@@ -104,6 +104,8 @@ const StoreOverrideRow *pt_daemon_override_for(PtDaemon *d, const char *target,
 gboolean pt_daemon_external_hold_for(PtDaemon *d, const char *target, const char *iothread,
                                      PolicyTriple *triple, gint64 *since_ms, gint64 *until_ms);
 /* Estimated polling CPU across all iothreads, in cores, last tick. */
+/* Whether libvirt is in use (*enabled) and connected now. */
+gboolean pt_daemon_libvirt_connected(PtDaemon *d, gboolean *enabled);
 double pt_daemon_polling_cores(PtDaemon *d);
 
 /* Control operations.  Each validates and fails with a message for operators. */
@@ -123,9 +125,6 @@ gboolean pt_daemon_detach(PtDaemon *d, const char *name, GError **error);
 gboolean pt_daemon_policy_set(PtDaemon *d, const char *glob, const char *spec,
                               const char *who, GError **error);
 gboolean pt_daemon_policy_clear(PtDaemon *d, const char *glob, GError **error);
-/* The policy-set rule standing at @index of the rules in force, or NULL
- * when the rule there comes from the configuration. */
-const StorePolicyRule *pt_daemon_runtime_rule_at(PtDaemon *d, guint index);
 /* poll_grow/poll_shrink < 0: keep the current value.  @for_ms 0: no expiry. */
 gboolean pt_daemon_override_set(PtDaemon *d, const char *target, const char *iothread,
                                 gint64 poll_max_ns, gint64 poll_grow, gint64 poll_shrink,

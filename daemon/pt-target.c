@@ -3,16 +3,23 @@
 #include "probe-host.h"
 #include "probe-thread.h"
 
-static const char *const pt_target_state_table[PT_TARGET_STATE_MAX] = {
-    [PT_TARGET_CONNECTING] = "connecting",
-    [PT_TARGET_ATTACHED] = "attached",
-    [PT_TARGET_LOST] = "lost",
-};
+PT_ENUM_IMPL(pt_target_state, PtTargetState, PT_TARGET_STATE_MAX,
+             [PT_TARGET_CONNECTING] = "connecting",
+             [PT_TARGET_ATTACHED] = "attached",
+             [PT_TARGET_LOST] = "lost")
 
-const char *
-pt_target_state_to_string(PtTargetState s)
+PT_ENUM_IMPL(pt_outcome, PtOutcome, PT_OUTCOME_MAX,
+             [PT_OUTCOME_APPLIED] = "applied",
+             [PT_OUTCOME_RECOMMENDED] = "recommended",
+             [PT_OUTCOME_FAILED] = "failed")
+
+char *
+pt_outcome_format(PtOutcome outcome, const char *failure)
 {
-    return s < PT_TARGET_STATE_MAX ? pt_target_state_table[s] : NULL;
+    if (outcome == PT_OUTCOME_FAILED)
+        return g_strdup_printf("%s: %s", pt_outcome_to_string(outcome),
+                               failure ? failure : "unknown");
+    return g_strdup(pt_outcome_to_string(outcome));
 }
 
 static void
@@ -22,7 +29,7 @@ pt_iothread_free(PtIothread *io)
     g_free(io->group);
     g_array_unref(io->history);
     policy_decision_free(io->last_decision);
-    g_free(io->last_outcome);
+    g_free(io->last_failure);
     g_free(io->last_policy);
     g_free(io);
 }
@@ -105,8 +112,9 @@ pt_target_set_state_at(PtTarget *t, PtTargetState state, const char *reason, gin
         if (t->state == PT_TARGET_LOST)
             return;
         pt_target_note_failure(t, reason, now_us);
-        /* libvirt targets come back with libvirt's own reconnect. */
-        why = t->kind == STORE_TARGET_QMP ?
+        /* Targets without a retry of their own come back with their
+         * channel's reconnect (libvirt's): no attempts to count. */
+        why = t->ops->retry ?
             g_strdup_printf("%s; attempt %u failed, the next in %u s", h->last_failure,
                             h->failures, h->backoff_ms / 1000) :
             g_strdup(h->last_failure);
@@ -131,7 +139,7 @@ pt_target_set_state_at(PtTarget *t, PtTargetState state, const char *reason, gin
     /* While broken, attempts come and go without a line each. */
     if (was_broken)
         return;
-    if (state == PT_TARGET_LOST && t->kind == STORE_TARGET_QMP)
+    if (state == PT_TARGET_LOST && t->ops->retry)
         g_ptr_array_add(t->news, g_strdup_printf("lost: %s; retrying after %u s, then "
                                                  "backing off up to %u s while it fails",
                                                  h->last_failure, h->backoff_ms / 1000,
@@ -141,6 +149,13 @@ pt_target_set_state_at(PtTarget *t, PtTargetState state, const char *reason, gin
                         g_strdup_printf("%s: %s", pt_target_state_to_string(state),
                                         t->state_reason) :
                         g_strdup(pt_target_state_to_string(state)));
+}
+
+void
+pt_target_retry(PtTarget *t)
+{
+    if (t->ops->retry)
+        t->ops->retry(t);
 }
 
 void
