@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 
 #include "cli-live.h"
+#include "metric-table.h"
 #include "pt-config.h"
 
 /* ---- the read commands ------------------------------------------------ */
@@ -478,6 +479,20 @@ check_counters_and_states(const char *before, const char *after)
     g_assert_cmpfloat(cpu_after, >, 0);
     g_assert_cmpfloat(cpu_after, >=, cpu_before);
     g_assert_nonnull(strstr(after, "# TYPE polltune_iothread_cpu_seconds counter\n"));
+    /* Every family the metric table names is in the exposition, once. */
+    for (int i = 0; i < METRIC_MAX; i++) {
+        const MetricDef *def = metric_def(i);
+        g_autofree char *type = NULL;
+        const char *at;
+
+        if (!def->om_family)
+            continue;
+        type = g_strdup_printf("# TYPE %s %s\n", def->om_family,
+                               def->reset == METRIC_RESET_GAUGE ? "gauge" : "counter");
+        at = strstr(after, type);
+        g_assert_nonnull(at);
+        g_assert_null(strstr(at + 1, type));
+    }
     /* A setting QEMU reports in query-iothreads, as a gauge: a real QEMU
      * (6.1 and later) runs with aio-max-batch 0, its default. */
     g_assert_nonnull(strstr(after, "# TYPE polltune_aio_max_batch gauge\n"));
