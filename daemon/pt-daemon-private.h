@@ -60,6 +60,9 @@ void pt_daemon_scan_globs(PtDaemon *d);
 gint pt_double_cmp(gconstpointer a, gconstpointer b);
 
 /* pt-daemon-policy.c */
+/* @io as the engine sees it: a group's first iothread names the group, with
+ * @io's own history (the tick puts the group's history in). */
+PolicyIothreadInput pt_daemon_policy_input(PtTarget *t, PtIothread *io);
 void pt_daemon_capture_original(PtDaemon *d, PtTarget *t, PtIothread *io);
 void pt_daemon_save_original(PtDaemon *d, PtTarget *t, PtIothread *io);
 /* Decide for the iothreads of @targets, which were sampled this tick. */
