@@ -19,7 +19,7 @@
 #include "pt-log.h"
 #include "probe-devmap.h"
 
-typedef struct {
+struct PtDaemonLibvirt {
     PtDaemon *d;
     PtLibvirt *lv;
     GPtrArray *waiting;             /* PtTarget *: samples waiting for stats */
@@ -30,7 +30,7 @@ typedef struct {
     gboolean stopped;               /* freed by the last completion */
     GHashTable *detached;           /* uuid -> name: detached by request,
                                      * left out of listings until attached */
-} PtDaemonLibvirt;
+};
 
 /* Calls still pending when the daemon stops complete later (with an
  * error); the last one frees what they refer to. */

@@ -7,6 +7,10 @@
 #include "pt-daemon.h"
 #include "probe-sampler.h"
 
+/* The daemon's side of libvirt: its connection and domain targets
+ * (pt-daemon-libvirt.c). */
+typedef struct PtDaemonLibvirt PtDaemonLibvirt;
+
 struct PtDaemon {
     PtConf *conf;
     PtMode mode;
@@ -29,7 +33,7 @@ struct PtDaemon {
     PolicyHost host_metrics;
     GHashTable *targets;            /* name -> PtTarget */
     GHashTable *detached_paths;     /* QMP sockets detached by request */
-    gpointer libvirt;               /* PtDaemonLibvirt, see pt-daemon-libvirt.c */
+    PtDaemonLibvirt *libvirt;       /* NULL unless conf->libvirt */
 
     guint timer;
     gboolean tick_running;
