@@ -659,7 +659,9 @@ pt_cmd_policy_get(PtConn *conn, json_object *args, json_object **ret, GError **e
 
         json_object_object_add(o, "glob", json_object_new_string(r->glob));
         json_object_object_add(o, "policy", json_object_new_string(spec));
-        if (rt) {
+        if (pt_daemon_metadata_rule_at(d, i)) {
+            json_object_object_add(o, "source", json_object_new_string("libvirt-metadata"));
+        } else if (rt) {
             json_object_object_add(o, "source", json_object_new_string("policy-set"));
             json_object_object_add(o, "set-by", json_object_new_string(rt->who));
             json_object_object_add(o, "set-at", json_object_new_int64(rt->set_ms));

@@ -39,6 +39,11 @@ pt_daemon_policy_source(PtDaemon *d, const char *target, const char *iothread, c
 
         if (&r->spec != spec)
             continue;
+        if (pt_daemon_metadata_rule_at(d, i)) {
+            *detail = g_strdup_printf("<polltune:policy> in the metadata of libvirt domain %s",
+                                      r->glob);
+            return "libvirt-metadata";
+        }
         if ((rt = pt_daemon_runtime_rule_at(d, i))) {
             *detail = g_strdup_printf("rule %s set with policy-set by %s", r->glob, rt->who);
             return "policy-set";

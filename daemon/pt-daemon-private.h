@@ -27,6 +27,9 @@ struct PtDaemon {
      * newest wins. */
     GPtrArray *runtime_rules;
     GPtrArray *overrides;           /* StoreOverrideRow, active */
+    /* Rules from libvirt domain metadata, right after the runtime rules in
+     * conf->policy (pt-daemon-metadata.c); NULL until the first. */
+    GPtrArray *metadata_rules;
 
     ProbeHostSampler *host;
     ProbeHostSnap *host_prev;
@@ -79,6 +82,15 @@ gboolean pt_daemon_load_rules(PtDaemon *d, GError **error);
 /* Puts @rules (StorePolicyRule, oldest first) in front of @policy's rules,
  * newest first.  Fails naming the first rule @policy cannot take. */
 gboolean pt_daemon_install_rules(GPtrArray *rules, PolicyConfig *policy, GError **error);
+
+/* pt-daemon-metadata.c */
+/* Domain @domain's polltune metadata element as libvirt returned it (NULL:
+ * none), or @read_error when it could not be read: installs, replaces or
+ * removes its rule; bad metadata is logged and changes nothing. */
+void pt_daemon_metadata_update(PtDaemon *d, const char *domain, const char *xml,
+                               const char *read_error);
+/* Puts the metadata rules into @policy after its runtime rules (a reload). */
+void pt_daemon_metadata_install_all(PtDaemon *d, PolicyConfig *policy);
 
 /* pt-daemon-libvirt.c */
 void pt_daemon_libvirt_start(PtDaemon *d);

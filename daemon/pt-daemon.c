@@ -195,6 +195,8 @@ pt_daemon_free(PtDaemon *d)
         g_hash_table_unref(d->detached_paths);
     if (d->overrides)
         g_ptr_array_unref(d->overrides);
+    if (d->metadata_rules)
+        g_ptr_array_unref(d->metadata_rules);
     if (d->tick_ms)
         g_array_unref(d->tick_ms);
     pt_conf_free(d->conf);
@@ -272,6 +274,7 @@ pt_daemon_reload(PtDaemon *d, PtConf *conf, GError **error)
     engine = policy_engine_new(conf->policy, error);
     if (!engine)
         return FALSE;
+    pt_daemon_metadata_install_all(d, conf->policy);
     /* A new engine starts learning afresh. */
     policy_engine_free(d->engine);
     d->engine = engine;
