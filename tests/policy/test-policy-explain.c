@@ -152,6 +152,32 @@ test_explain(void)
     g_assert_cmpfloat(g->value, >, 0);
     g_assert_cmpfloat(g->value, <=, g->limit);
     g_assert_cmpint(g->until_ms, ==, tick * 1000 + (gint64)(g->value * 1000));
+    /* vCPUs and the iothread itself waiting for a CPU, each against its limit. */
+    {
+        PolicyMetrics *last = &g_array_index(a.hist, PolicyMetrics, a.hist->len - 1);
+        g_autoptr(PolicyExplain) y = NULL;
+
+        host.have_vcpu_delay = TRUE;
+        host.vcpu_run_delay_pct = 2 * cfg->vcpu_delay_limit;
+        last->run_delay_pct = 3 * cfg->iothread_delay_limit;
+        y = run_explain(&a, &host, tick * 1000);
+        g = &y->guards[POLICY_GUARD_VCPU_DELAY];
+        g_assert_true(g->holds);
+        g_assert_cmpfloat(g->value, ==, 2 * cfg->vcpu_delay_limit);
+        g_assert_cmpfloat(g->limit, ==, cfg->vcpu_delay_limit);
+        g = &y->guards[POLICY_GUARD_IOTHREAD_DELAY];
+        g_assert_true(g->holds);
+        g_assert_cmpfloat(g->value, ==, 3 * cfg->iothread_delay_limit);
+        g_assert_cmpfloat(g->limit, ==, cfg->iothread_delay_limit);
+        /* Under a policy that is not adaptive none of them holds back. */
+        g_assert_true(policy_spec_parse("static:50000/0/0", &cfg->default_spec, NULL));
+        g_clear_pointer(&y, policy_explain_free);
+        y = run_explain(&a, &host, tick * 1000);
+        g_assert_false(y->guards[POLICY_GUARD_VCPU_DELAY].holds);
+        g_assert_false(y->guards[POLICY_GUARD_PSI].holds);
+        g_assert_nonnull(strstr(y->guards[POLICY_GUARD_PSI].detail, "not adaptive"));
+        g_assert_cmpstr(y->phase, ==, "fixed");
+    }
     g_assert_cmpstr(policy_guard_to_string(POLICY_GUARD_HOLDOFF), ==, "contention-holdoff");
     g_assert_cmpint(policy_guard_from_string("budget"), ==, POLICY_GUARD_BUDGET);
     g_assert_cmpint(policy_guard_from_string("nope"), ==, POLICY_GUARD_INVALID);
