@@ -2,11 +2,7 @@
 /*
  * cli-data: the read-only database open and the row conversions.
  */
-#include <errno.h>
-#include <glib/gstdio.h>
 #include <math.h>
-#include <sqlite3.h>
-#include <sys/stat.h>
 
 #include "cli-client.h"
 #include "cli-data.h"
@@ -14,9 +10,6 @@
 
 struct CliDb {
     StoreDb *store;
-    char *dir;                  /* the snapshot's private folder */
-    char *copy;
-    char *paths[6];             /* copy, -wal, -shm, -journal, dir, NULL */
 };
 
 void
@@ -25,21 +18,7 @@ cli_db_close(CliDb *db)
     if (!db)
         return;
     store_db_close(db->store);
-    for (int i = 0; i < 4 && db->paths[i]; i++)
-        g_unlink(db->paths[i]);
-    if (db->dir)
-        g_rmdir(db->dir);
-    for (int i = 0; i < 4; i++)
-        g_free(db->paths[i]);
-    g_free(db->copy);
-    g_free(db->dir);
     g_free(db);
-}
-
-const char *const *
-cli_db_snapshot_paths(CliDb *db)
-{
-    return (const char *const *)db->paths;
 }
 
 StoreDb *
@@ -48,138 +27,15 @@ cli_db_store(CliDb *db)
     return db->store;
 }
 
-static gboolean
-sql_failed(const char *path, sqlite3 *sql, int rc, const char *what, GError **error)
-{
-    g_set_error(error, CLI_ERROR, CLI_ERROR_FAILED, "%s: %s: %s", path, what,
-                sql ? sqlite3_errmsg(sql) : sqlite3_errstr(rc));
-    return FALSE;
-}
-
-/*
- * Opens @path without writing anything next to it.  A database with no
- * -wal file was closed cleanly and is read as immutable (no -shm either);
- * otherwise polltuned (or a crashed one) has it open and its -wal and -shm
- * exist already.
- */
-static sqlite3 *
-source_open(const char *path, GError **error)
-{
-    g_autofree char *wal = g_strconcat(path, "-wal", NULL);
-    g_autofree char *escaped = g_uri_escape_string(path, "/", FALSE);
-    g_autofree char *uri = g_strdup_printf("file:%s?mode=ro%s", escaped,
-                                           g_file_test(wal, G_FILE_TEST_EXISTS) ? ""
-                                           : "&immutable=1");
-    sqlite3 *sql = NULL;
-    int rc = sqlite3_open_v2(uri, &sql, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
-
-    if (rc != SQLITE_OK) {
-        sql_failed(path, sql, rc, "open", error);
-        sqlite3_close(sql);
-        return NULL;
-    }
-    sqlite3_busy_timeout(sql, 2000);
-    return sql;
-}
-
-static gboolean
-source_check(const char *path, sqlite3 *sql, GError **error)
-{
-    sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(sql, "PRAGMA user_version", -1, &st, NULL), version = -1;
-
-    if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        version = sqlite3_column_int(st, 0);
-        rc = SQLITE_OK;
-    }
-    sqlite3_finalize(st);
-    if (rc != SQLITE_OK)
-        return sql_failed(path, sql, rc, "cannot read it as a database", error);
-    if (version == 0) {
-        g_set_error(error, CLI_ERROR, CLI_ERROR_FAILED,
-                    "%s: not a polltune history database (no schema)", path);
-        return FALSE;
-    }
-    if (version > store_schema_version()) {
-        g_set_error(error, CLI_ERROR, CLI_ERROR_FAILED, "%s: written by a newer polltune "
-                    "(schema %d; this polltunectl reads up to %d)", path, version,
-                    store_schema_version());
-        return FALSE;
-    }
-    return TRUE;
-}
-
-static gboolean
-snapshot(const char *path, sqlite3 *src, const char *copy, GError **error)
-{
-    sqlite3 *dst = NULL;
-    sqlite3_backup *b;
-    int rc = sqlite3_open_v2(copy, &dst, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
-
-    if (rc != SQLITE_OK) {
-        sql_failed(copy, dst, rc, "create snapshot", error);
-        sqlite3_close(dst);
-        return FALSE;
-    }
-    /* One step copies every page under one read transaction: consistent. */
-    b = sqlite3_backup_init(dst, "main", src, "main");
-    rc = b ? sqlite3_backup_step(b, -1) : sqlite3_errcode(dst);
-    if (b)
-        sqlite3_backup_finish(b);
-    if (rc != SQLITE_DONE) {
-        sql_failed(path, src, rc, "read", error);
-        sqlite3_close(dst);
-        return FALSE;
-    }
-    sqlite3_close(dst);
-    return TRUE;
-}
-
 CliDb *
 cli_db_open(const char *path, GError **error)
 {
     g_autoptr(CliDb) db = g_new0(CliDb, 1);
     g_autoptr(GError) local = NULL;
-    g_autofree char *notice = NULL;
-    struct stat sb;
-    sqlite3 *src;
-    gboolean ok;
 
-    if (stat(path, &sb) != 0) {
-        int e = errno;
-
-        g_set_error(error, CLI_ERROR, CLI_ERROR_FAILED, "%s: %s", path, g_strerror(e));
-        return NULL;
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        g_set_error(error, CLI_ERROR, CLI_ERROR_FAILED, "%s: not a regular file", path);
-        return NULL;
-    }
-    if (!(src = source_open(path, error)))
-        return NULL;
-    if (!(db->dir = g_dir_make_tmp("polltunectl-XXXXXX", &local))) {
-        sqlite3_close(src);
-        g_set_error(error, CLI_ERROR, CLI_ERROR_FAILED, "snapshot of %s: %s", path,
-                    local->message);
-        return NULL;
-    }
-    db->copy = g_build_filename(db->dir, "history.db", NULL);
-    db->paths[0] = g_strdup(db->copy);
-    db->paths[1] = g_strconcat(db->copy, "-wal", NULL);
-    db->paths[2] = g_strconcat(db->copy, "-shm", NULL);
-    db->paths[3] = g_strconcat(db->copy, "-journal", NULL);
-    db->paths[4] = db->dir;
-    ok = source_check(path, src, error) && snapshot(path, src, db->copy, error);
-    sqlite3_close(src);
-    if (!ok)
-        return NULL;
-    /* The snapshot is ours: store/ may migrate it; it must not "repair" it. */
-    if (!(db->store = store_db_open(db->copy, NULL, &local))) {
-        g_set_error(error, CLI_ERROR, CLI_ERROR_FAILED, "%s: %s", path, local->message);
-        return NULL;
-    }
-    if ((notice = store_db_take_notice(db->store))) {
-        g_set_error(error, CLI_ERROR, CLI_ERROR_FAILED, "%s: unusable: %s", path, notice);
+    /* The messages name the file and the cause already. */
+    if (!(db->store = store_db_open_readonly(path, &local))) {
+        g_set_error_literal(error, CLI_ERROR, CLI_ERROR_FAILED, local->message);
         return NULL;
     }
     return g_steal_pointer(&db);

@@ -305,9 +305,7 @@ pt_lv_listed(GObject *obj, GAsyncResult *res, gpointer data)
             lt->devmap = probe_devmap_new();
             t = &lt->parent;
             t->uuid = g_strdup(dom->uuid);
-            t->exits_mode = probe_exits_mode_from_string(d->conf->exits_source);
-            if (t->exits_mode == PROBE_EXITS_MODE_INVALID)
-                t->exits_mode = PROBE_EXITS_AUTO;
+            t->exits_mode = pt_daemon_exits_mode(d->conf);
             pt_daemon_add_target(d, t);
         }
         pt_lv_update(dl, t, dom);
@@ -395,7 +393,7 @@ pt_lv_stopped(PtLibvirt *lv, const char *name, const char *uuid, const char *rea
     }
 }
 
-void
+static void
 pt_daemon_libvirt_start(PtDaemon *d)
 {
     static const PtLibvirtCallbacks cb = {
@@ -405,8 +403,11 @@ pt_daemon_libvirt_start(PtDaemon *d)
         .domain_stopped = pt_lv_stopped,
         .domain_metadata_changed = pt_lv_metadata_changed,
     };
-    PtDaemonLibvirt *dl = g_new0(PtDaemonLibvirt, 1);
+    PtDaemonLibvirt *dl;
 
+    if (!d->conf->libvirt)
+        return;
+    dl = g_new0(PtDaemonLibvirt, 1);
     dl->d = d;
     dl->waiting = g_ptr_array_new();
     dl->detached = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
@@ -417,7 +418,7 @@ pt_daemon_libvirt_start(PtDaemon *d)
     d->libvirt = dl;
 }
 
-void
+static void
 pt_daemon_libvirt_stop(PtDaemon *d)
 {
     PtDaemonLibvirt *dl = d->libvirt;
@@ -452,8 +453,8 @@ pt_daemon_libvirt_connected(PtDaemon *d, gboolean *enabled)
     return *enabled && pt_libvirt_is_connected(dl->lv);
 }
 
-void
-pt_daemon_libvirt_detached(PtDaemon *d, const PtTarget *t)
+static void
+pt_daemon_libvirt_hold_detached(PtDaemon *d, const PtTarget *t)
 {
     PtDaemonLibvirt *dl = d->libvirt;
 
@@ -493,3 +494,11 @@ pt_daemon_attach_libvirt(PtDaemon *d, const char *domain, char **name_out, GErro
                 "%s: no libvirt domain of that name or UUID was detached", domain);
     return FALSE;
 }
+
+const PtTargetKindOps pt_daemon_libvirt_kind = {
+    .start = pt_daemon_libvirt_start,
+    /* Domains are learnt from libvirt's lifecycle events and listings. */
+    .discover = NULL,
+    .hold_detached = pt_daemon_libvirt_hold_detached,
+    .stop = pt_daemon_libvirt_stop,
+};

@@ -112,6 +112,8 @@ PolicyExplain *pt_daemon_explain(PtDaemon *d, PtTarget *t, PtIothread *io);
 const char *pt_daemon_policy_source(PtDaemon *d, const char *target, const char *iothread,
                                     char **detail);
 /* Estimated polling CPU across all iothreads, in cores, last tick. */
+/* Whether libvirt is in use (*enabled) and connected now. */
+gboolean pt_daemon_libvirt_connected(PtDaemon *d, gboolean *enabled);
 double pt_daemon_polling_cores(PtDaemon *d);
 
 /* Control operations.  Each validates and fails with a message for operators. */

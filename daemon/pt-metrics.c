@@ -13,7 +13,6 @@
  * test suite.
  */
 #include "pt-config.h"
-#include "pt-daemon-private.h"
 #include "pt-metrics.h"
 #include "pt-log.h"
 
@@ -272,7 +271,7 @@ pt_render_states(GString *out, PtDaemon *d, GPtrArray *ios, GPtrArray *owners,
     pt_family(out, &(PtFamily){ "polltune_budget_cores", "gauge", NULL,
                                 "Host-wide polling budget in cores; 0: none set." });
     g_string_append_printf(out, "polltune_budget_cores %.4f\n",
-                           d->conf->policy->budget_cores);
+                           pt_daemon_get_conf(d)->policy->budget_cores);
     if (lv_enabled) {
         pt_family(out, &(PtFamily){ "polltune_libvirt_connected", "gauge", NULL,
                                     "1 while the daemon is connected to libvirt." });
@@ -360,6 +359,7 @@ pt_render(PtDaemon *d)
     g_autoptr(GPtrArray) ios = pt_all_iothreads(d, &owners);
     g_autoptr(GPtrArray) targets = pt_daemon_list_targets(d);
     StoreStats ss;
+    PtDaemonStats stats;
     guint by_state[PT_TARGET_STATE_MAX] = { 0 };
 
     for (gsize f = 0; f < G_N_ELEMENTS(pt_iothread_families); f++) {
@@ -380,42 +380,43 @@ pt_render(PtDaemon *d)
     }
     pt_render_counters(out, ios, owners);
     pt_render_states(out, d, ios, owners, targets);
+    pt_daemon_get_stats(d, &stats);
 
     pt_family(out, &(PtFamily){ "polltune_ticks", "counter", NULL, "Ticks completed." });
-    g_string_append_printf(out, "polltune_ticks_total %" G_GUINT64_FORMAT "\n", d->stats.ticks);
+    g_string_append_printf(out, "polltune_ticks_total %" G_GUINT64_FORMAT "\n", stats.ticks);
     pt_family(out, &(PtFamily){ "polltune_tick_overruns", "counter", NULL,
                                 "Ticks that took longer than the interval." });
     g_string_append_printf(out, "polltune_tick_overruns_total %" G_GUINT64_FORMAT "\n",
-                           d->stats.overruns);
-    pt_tick_histogram(out, &d->stats);
+                           stats.overruns);
+    pt_tick_histogram(out, &stats);
     pt_family(out, &(PtFamily){ "polltune_tick_last_duration_seconds", "gauge", "seconds",
                                 "Duration of the last tick." });
     g_string_append_printf(out, "polltune_tick_last_duration_seconds %.6f\n",
-                           d->stats.last_tick_ms / 1000.0);
+                           stats.last_tick_ms / 1000.0);
     pt_family(out, &(PtFamily){ "polltune_tick_wait_seconds", "counter", "seconds",
                                 "Tick time spent waiting for the targets' answers." });
-    g_string_append_printf(out, "polltune_tick_wait_seconds_total %.6f\n", d->stats.wait_s_total);
+    g_string_append_printf(out, "polltune_tick_wait_seconds_total %.6f\n", stats.wait_s_total);
     pt_family(out, &(PtFamily){ "polltune_tick_work_seconds", "counter", "seconds",
                                 "Tick time spent on the daemon's own work after the answers "
                                 "(derive, store, policy)." });
-    g_string_append_printf(out, "polltune_tick_work_seconds_total %.6f\n", d->stats.work_s_total);
+    g_string_append_printf(out, "polltune_tick_work_seconds_total %.6f\n", stats.work_s_total);
     pt_family(out, &(PtFamily){ "polltune_tick_duration_p50_seconds", "gauge", "seconds",
                                 "Median tick duration over the last 600 ticks." });
     g_string_append_printf(out, "polltune_tick_duration_p50_seconds %.6f\n",
-                           d->stats.tick_ms_p50 / 1000.0);
+                           stats.tick_ms_p50 / 1000.0);
     pt_family(out, &(PtFamily){ "polltune_tick_duration_p99_seconds", "gauge", "seconds",
                                 "99th percentile tick duration over the last 600 ticks." });
     g_string_append_printf(out, "polltune_tick_duration_p99_seconds %.6f\n",
-                           d->stats.tick_ms_p99 / 1000.0);
+                           stats.tick_ms_p99 / 1000.0);
     pt_family(out, &(PtFamily){ "polltune_late_samples", "counter", NULL,
                                 "Target samples that missed their tick's deadline." });
     g_string_append_printf(out, "polltune_late_samples_total %" G_GUINT64_FORMAT "\n",
-                           d->stats.late_targets);
-    store_db_get_stats(d->store, &ss);
+                           stats.late_targets);
+    store_db_get_stats(pt_daemon_get_store(d), &ss);
     pt_family(out, &(PtFamily){ "polltune_store_errors", "counter", NULL,
                                 "Tick writes that failed." });
     g_string_append_printf(out, "polltune_store_errors_total %" G_GUINT64_FORMAT "\n",
-                           d->stats.store_errors);
+                           stats.store_errors);
     pt_family(out, &(PtFamily){ "polltune_store_dropped_ticks", "counter", NULL,
                                 "Ticks dropped because the pending queue overflowed." });
     g_string_append_printf(out, "polltune_store_dropped_ticks_total %" G_GUINT64_FORMAT "\n",
@@ -428,8 +429,8 @@ pt_render(PtDaemon *d)
     g_string_append_printf(out, "polltune_decisions_total{outcome=\"applied\"} %" G_GUINT64_FORMAT "\n"
                            "polltune_decisions_total{outcome=\"failed\"} %" G_GUINT64_FORMAT "\n"
                            "polltune_decisions_total{outcome=\"recommended\"} %" G_GUINT64_FORMAT "\n",
-                           d->stats.decisions_applied, d->stats.decisions_failed,
-                           d->stats.decisions_recommended);
+                           stats.decisions_applied, stats.decisions_failed,
+                           stats.decisions_recommended);
     pt_family(out, &(PtFamily){ "polltune_target_sample_seconds", "gauge", "seconds",
                                 "Time the last sample of a VM took, first query to last answer." });
     for (guint i = 0; i < targets->len; i++) {

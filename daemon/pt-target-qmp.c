@@ -470,6 +470,7 @@ pt_qmp_free(PtTarget *t)
 static const PtTargetOps pt_qmp_ops = {
     .sample = pt_qmp_sample,
     .apply = pt_qmp_apply,
+    .retry = pt_target_qmp_retry,
     .close = pt_qmp_close,
     .free = pt_qmp_free,
 };

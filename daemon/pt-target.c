@@ -105,8 +105,9 @@ pt_target_set_state_at(PtTarget *t, PtTargetState state, const char *reason, gin
         if (t->state == PT_TARGET_LOST)
             return;
         pt_target_note_failure(t, reason, now_us);
-        /* libvirt targets come back with libvirt's own reconnect. */
-        why = t->kind == STORE_TARGET_QMP ?
+        /* Targets without a retry of their own come back with their
+         * channel's reconnect (libvirt's): no attempts to count. */
+        why = t->ops->retry ?
             g_strdup_printf("%s; attempt %u failed, the next in %u s", h->last_failure,
                             h->failures, h->backoff_ms / 1000) :
             g_strdup(h->last_failure);
@@ -131,7 +132,7 @@ pt_target_set_state_at(PtTarget *t, PtTargetState state, const char *reason, gin
     /* While broken, attempts come and go without a line each. */
     if (was_broken)
         return;
-    if (state == PT_TARGET_LOST && t->kind == STORE_TARGET_QMP)
+    if (state == PT_TARGET_LOST && t->ops->retry)
         g_ptr_array_add(t->news, g_strdup_printf("lost: %s; retrying after %u s, then "
                                                  "backing off up to %u s while it fails",
                                                  h->last_failure, h->backoff_ms / 1000,
@@ -141,6 +142,13 @@ pt_target_set_state_at(PtTarget *t, PtTargetState state, const char *reason, gin
                         g_strdup_printf("%s: %s", pt_target_state_to_string(state),
                                         t->state_reason) :
                         g_strdup(pt_target_state_to_string(state)));
+}
+
+void
+pt_target_retry(PtTarget *t)
+{
+    if (t->ops->retry)
+        t->ops->retry(t);
 }
 
 void

@@ -120,6 +120,10 @@ typedef struct {
     /* Write the members of @to that differ from @from; call pt_target_apply_finish(). */
     void (*apply)(PtTarget *t, const char *iothread, const PolicyTriple *from,
                   const PolicyTriple *to, gint64 bound, gpointer job);
+    /* Once a tick: reach a lost target again if its channel is back, with
+     * the backoff of PtTargetHealth.  NULL when the channel reconnects by
+     * itself (libvirt's connection brings its domains back). */
+    void (*retry)(PtTarget *t);
     /* Called once attached -> about to be dropped; release the channel. */
     void (*close)(PtTarget *t);
     void (*free)(PtTarget *t);
@@ -182,6 +186,8 @@ void pt_target_set_state_at(PtTarget *t, PtTargetState state, const char *reason
 void pt_target_sample_result(PtTarget *t, const GError *error, gint64 now_us);
 /* TRUE when the backoff allows another attempt. */
 gboolean pt_target_retry_due(const PtTarget *t, gint64 now_us);
+/* Once a tick: ops->retry, when the kind has one. */
+void pt_target_retry(PtTarget *t);
 /* Once a tick: the reminder of a target that stays broken. */
 void pt_target_health_tick(PtTarget *t, gint64 now_us);
 /* Learn (or change) the QEMU pid; a new pid starts a new ProbeTarget. */

@@ -514,15 +514,15 @@ store_db_recover_corrupt(StoreDb *db, gint64 now_ms, const char *cause, GError *
 }
 
 StoreDb *
-store_db_open(const char *path, const StoreOptions *opts, GError **error)
+store_db_alloc(const char *path, const StoreOptions *opts, GError **error)
 {
-    g_autoptr(StoreDb) db = g_new0(StoreDb, 1);
-    g_autoptr(GError) local = NULL;
+    g_autoptr(StoreDb) db = NULL;
 
     if (!path || !*path) {
         g_set_error(error, STORE_ERROR, STORE_ERROR_INVALID, "history database: empty path");
         return NULL;
     }
+    db = g_new0(StoreDb, 1);
     db->path = g_strdup(path);
     db->is_memory = g_str_equal(path, ":memory:");
     if (!db->is_memory)
@@ -537,7 +537,17 @@ store_db_open(const char *path, const StoreOptions *opts, GError **error)
     g_queue_init(&db->pending);
     g_queue_init(&db->notices);
     db->rows_per_tick = 1;
+    return g_steal_pointer(&db);
+}
 
+StoreDb *
+store_db_open(const char *path, const StoreOptions *opts, GError **error)
+{
+    g_autoptr(StoreDb) db = store_db_alloc(path, opts, error);
+    g_autoptr(GError) local = NULL;
+
+    if (!db)
+        return NULL;
     if (connection_open(db, &local))
         return g_steal_pointer(&db);
     if (db->is_memory || !g_error_matches(local, STORE_ERROR, STORE_ERROR_CORRUPT)) {
@@ -574,6 +584,13 @@ store_db_check_file(StoreDb *db, gint64 now_ms, GError **error)
     struct stat st;
     const char *what;
 
+    /* Every write asks here first: a read-only handle neither writes nor
+     * reopens the path read-write. */
+    if (db->readonly) {
+        g_set_error(error, STORE_ERROR, STORE_ERROR_INVALID, "%s: opened read-only",
+                    db->path);
+        return FALSE;
+    }
     if (db->is_memory || !db->sql)
         return db->sql ? TRUE : connection_open(db, error);
     if (g_stat(db->path, &st) != 0)

@@ -83,12 +83,15 @@ struct StoreDb {
     int wal_frames;             /* WAL size after the last commit */
     gint64 page_size;           /* bytes; a WAL frame is this plus 24 */
     char *dir;                  /* where the WAL lives, for its free space */
+    gboolean readonly;          /* store_db_open_readonly(): no write, no reopen */
 };
 
 /* store-schema.c */
 gboolean store_schema_migrate(sqlite3 *sql, const char *path, GError **error);
 
 /* store-db.c */
+/* A handle on @path without a connection yet; @opts may be NULL. */
+StoreDb *store_db_alloc(const char *path, const StoreOptions *opts, GError **error);
 sqlite3_stmt *store_stmt(StoreDb *db, StoreStmt which, GError **error);
 sqlite3_stmt *store_prepare(StoreDb *db, const char *sql, GError **error);
 gboolean store_exec(StoreDb *db, const char *sql, GError **error);

@@ -107,6 +107,20 @@ typedef struct StoreDb StoreDb;
  * Fails with STORE_ERROR_SCHEMA for a file from a newer schema.
  */
 StoreDb *store_db_open(const char *path, const StoreOptions *opts, GError **error);
+/*
+ * Opens the database at @path for reading only (SQLITE_OPEN_READONLY): no
+ * migration, no pragma that writes, no copy, and nothing created beside
+ * the file.  A file without a -wal (closed cleanly) is read as immutable,
+ * so no -shm is made either; with one, polltuned (or a crashed one) has it
+ * open and sqlite reads through the existing -wal and -shm.
+ * Writes through the handle fail with STORE_ERROR_INVALID.
+ * Fails naming @path and the cause: a missing or non-regular file
+ * (STORE_ERROR_NOT_FOUND / STORE_ERROR_INVALID), not a database or no
+ * polltune schema (STORE_ERROR_CORRUPT), a schema newer or older than this
+ * build reads (STORE_ERROR_SCHEMA; an older one is migrated by the next
+ * start of polltuned).
+ */
+StoreDb *store_db_open_readonly(const char *path, GError **error);
 void store_db_close(StoreDb *db);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(StoreDb, store_db_close)
 

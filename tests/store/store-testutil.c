@@ -112,6 +112,21 @@ test_db_teardown(TestDb *fx)
     g_free(fx->path);
 }
 
+void
+test_db_from_script(const char *path, const char *script)
+{
+    g_autofree char *file = g_test_build_filename(G_TEST_DIST, "store", "data", script, NULL);
+    g_autofree char *text = NULL;
+    g_autoptr(GError) error = NULL;
+    sqlite3 *raw = NULL;
+
+    g_assert_true(g_file_get_contents(file, &text, NULL, &error));
+    g_assert_no_error(error);
+    g_assert_cmpint(sqlite3_open(path, &raw), ==, SQLITE_OK);
+    g_assert_cmpint(sqlite3_exec(raw, text, NULL, NULL, NULL), ==, SQLITE_OK);
+    sqlite3_close(raw);
+}
+
 gint64
 test_sql_int(const char *path, const char *sql)
 {

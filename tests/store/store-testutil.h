@@ -36,5 +36,9 @@ typedef struct {
 void test_db_setup(TestDb *fx, const StoreOptions *opts);
 void test_db_teardown(TestDb *fx);
 
+/* Creates @path from the SQL script tests/store/data/@script (an old
+ * schema's file, written by hand). */
+void test_db_from_script(const char *path, const char *script);
+
 /* Runs a query returning one integer on a separate connection to @path. */
 gint64 test_sql_int(const char *path, const char *sql);

@@ -41,9 +41,6 @@ test_migrate_v1(void)
 {
     g_autofree char *dir = test_dir_new();
     g_autofree char *path = g_build_filename(dir, "v1.db", NULL);
-    g_autofree char *fixture = g_test_build_filename(G_TEST_DIST, "store", "data",
-                                                     "schema-v1.sql", NULL);
-    g_autofree char *script = NULL;
     g_autoptr(GError) error = NULL;
     g_autoptr(StoreDb) db = NULL;
     g_autoptr(StoreCursor) cur = NULL;
@@ -53,13 +50,9 @@ test_migrate_v1(void)
     StoreFilter f;
     StoreTriple orig;
     g_autofree char *instance = NULL;
-    sqlite3 *raw = NULL;
     guint n = 0;
 
-    g_assert_true(g_file_get_contents(fixture, &script, NULL, &error));
-    g_assert_cmpint(sqlite3_open(path, &raw), ==, SQLITE_OK);
-    g_assert_cmpint(sqlite3_exec(raw, script, NULL, NULL, NULL), ==, SQLITE_OK);
-    sqlite3_close(raw);
+    test_db_from_script(path, "schema-v1.sql");
     g_assert_cmpint(test_sql_int(path, "PRAGMA user_version"), ==, 1);
 
     db = store_db_open(path, NULL, &error);
