@@ -8,6 +8,7 @@
 
 #include "cli-commands.h"
 #include "cli-format.h"
+#include "metric-table.h"
 #include "pt-config.h"
 #include "qmp-json.h"
 
@@ -173,7 +174,15 @@ cli_cmd_status(CliContext *ctx, char **args, guint n, GError **error)
     print_status_header(st);
     targets = member(st, "targets");
     t = cli_table_new("VM/IOTHREAD", "STATE", ">POLL-MAX-NS", ">GROW", ">SHRINK", "POLICY",
-                      ">IOPS", ">LAT-\302\265s", ">CPU-%", ">BLK/OP", ">EXIT/OP", NULL);
+                      NULL);
+    /* Then the rates the metric table gives a column, right-aligned. */
+    for (int r = 0; r < METRIC_RATE_MAX; r++) {
+        if (metric_rate_def(r)->cli_header) {
+            g_autofree char *col = g_strconcat(">", metric_rate_def(r)->cli_header, NULL);
+
+            cli_table_add_column(t, col);
+        }
+    }
     d = cli_table_new("VM/IOTHREAD", "WHEN", "OUTCOME", "POLL-MAX-NS", "REASON", NULL);
     x = cli_table_new("VM", "QEMU", "EXITS FROM", "WHY", NULL);
     why = cli_table_new("VM", "STATE", "REASON", NULL);
@@ -212,11 +221,6 @@ cli_cmd_status(CliContext *ctx, char **args, guint n, GError **error)
             g_autofree char *grow = int_text(tr, "poll-grow");
             g_autofree char *shrink = int_text(tr, "poll-shrink");
             g_autofree char *policy = policy_text(ctx, it);
-            g_autofree char *iops = num_text(m, "iops", -1);
-            g_autofree char *lat = num_text(m, "lat_us", 1);
-            g_autofree char *cpu = num_text(m, "cpu_pct", 1);
-            g_autofree char *bpo = num_text(m, "blocks_per_op", 2);
-            g_autofree char *epo = num_text(m, "exits_per_op", 2);
 
             cli_table_row(t);
             cli_table_cell(t, name);
@@ -225,11 +229,15 @@ cli_cmd_status(CliContext *ctx, char **args, guint n, GError **error)
             cli_table_cell(t, grow);
             cli_table_cell(t, shrink);
             cli_table_cell(t, policy);
-            cli_table_cell(t, iops);
-            cli_table_cell(t, lat);
-            cli_table_cell(t, cpu);
-            cli_table_cell(t, bpo);
-            cli_table_cell(t, epo);
+            for (int r = 0; r < METRIC_RATE_MAX; r++) {
+                const MetricRateDef *rd = metric_rate_def(r);
+
+                if (rd->cli_header) {
+                    g_autofree char *cell = num_text(m, rd->json_key, rd->cli_decimals);
+
+                    cli_table_cell(t, cell);
+                }
+            }
             if (last) {
                 g_autofree char *age = age_text(ctx, last, "ts_ms");
                 g_autofree char *change = triple_change(last);

@@ -47,102 +47,19 @@ have(gint64 v)
     return v != STORE_NULL;
 }
 
-static void
-put_double(json_object *o, const char *key, double v)
-{
-    if (!isnan(v) && !isinf(v))
-        json_object_object_add(o, key, json_object_new_double(v));
-}
-
-static gint64
-sum3(gint64 a, gint64 b, gint64 c)
-{
-    return have(a) && have(b) && have(c) ? a + b + c : STORE_NULL;
-}
-
-/* The rates of a raw row, named as CONTROL.md's metrics object. */
-static void
-raw_metrics(const StoreRow *r, json_object *o)
-{
-    const StoreSample *s = &r->sample;
-    const StoreIo *io = &s->io;
-    double secs = r->len_ns / 1e9;
-    gint64 ops = sum3(io->rd_ops, io->wr_ops, io->flush_ops);
-    gint64 time_ns = sum3(io->rd_time_ns, io->wr_time_ns, io->flush_time_ns);
-
-    if (secs <= 0)
-        return;
-    if (have(ops)) {
-        put_double(o, "iops", ops / secs);
-        put_double(o, "rd_iops", io->rd_ops / secs);
-        put_double(o, "wr_iops", io->wr_ops / secs);
-        put_double(o, "flush_iops", io->flush_ops / secs);
-    }
-    if (have(io->rd_bytes) && have(io->wr_bytes))
-        put_double(o, "mbps", (io->rd_bytes + io->wr_bytes) / secs / 1e6);
-    if (have(ops) && have(time_ns)) {
-        if (ops > 0)
-            put_double(o, "lat_us", time_ns / (double)ops / 1000.0);
-        put_double(o, "queue_depth", time_ns / (double)r->len_ns);
-    }
-    if (have(s->cpu_ns))
-        put_double(o, "cpu_pct", s->cpu_ns * 100.0 / r->len_ns);
-    if (have(s->ctx_vol)) {
-        put_double(o, "blocks_per_s", s->ctx_vol / secs);
-        if (have(ops))
-            put_double(o, "blocks_per_op", ops > 0 ? s->ctx_vol / (double)ops : 0.0);
-    }
-    if (have(s->runq_wait_ns))
-        put_double(o, "run_delay_pct", s->runq_wait_ns * 100.0 / r->len_ns);
-    if (have(s->kvm_exits)) {
-        put_double(o, "exits_per_s", s->kvm_exits / secs);
-        if (have(ops))
-            put_double(o, "exits_per_op", ops > 0 ? s->kvm_exits / (double)ops : 0.0);
-    }
-}
-
-static json_object *
-stat_json(const StoreStat *st, double scale)
-{
-    json_object *o = json_object_new_object();
-    const gint64 v[] = { st->min, st->mean, st->max, st->p95 };
-    const char *const k[] = { "min", "mean", "max", "p95" };
-
-    for (gsize i = 0; i < G_N_ELEMENTS(v); i++)
-        if (have(v[i]))
-            put_double(o, k[i], v[i] * scale);
-    return o;
-}
-
 json_object *
 cli_row_to_json(const StoreRow *r)
 {
-    json_object *o = json_object_new_object();
-
-    json_object_object_add(o, "ts_ms", json_object_new_int64(r->ts_ms));
-    json_object_object_add(o, "target", json_object_new_string(r->target));
-    json_object_object_add(o, "iothread", json_object_new_string(r->iothread));
-    if (r->resolution == STORE_RES_RAW) {
-        const StoreSample *s = &r->sample;
-
-        raw_metrics(r, o);
-        /* As the daemon's history rows: null when unknown. */
-        json_object_object_add(o, "poll-max-ns", have(s->poll_max_ns) ?
-                               json_object_new_int64(s->poll_max_ns) : NULL);
-        return o;
-    }
-    /* Rollups keep milli-ops/s, ns per op and ppm of a core. */
-    json_object_object_add(o, "count", json_object_new_int64(r->count));
-    json_object_object_add(o, "iops", stat_json(&r->iops, 1e-3));
-    json_object_object_add(o, "lat_us", stat_json(&r->lat, 1e-3));
-    json_object_object_add(o, "cpu_pct", stat_json(&r->cpu, 1e-4));
-    return o;
+    return store_row_to_json(r);
 }
 
+/* A rollup's mean of @rate in the rate's unit, or NAN. */
 static double
-stat_mean(gint64 mean, double scale)
+stat_mean(const StoreRow *r, MetricRate rate)
 {
-    return have(mean) ? mean * scale : NAN;
+    const StoreStat *st = store_row_stat(r, rate);
+
+    return st && have(st->mean) ? st->mean * metric_rate_def(rate)->rollup_scale : NAN;
 }
 
 void
@@ -151,24 +68,22 @@ cli_point_from_row(const StoreRow *r, CliPoint *p)
     *p = (CliPoint){ .ts_ms = r->ts_ms, .target = r->target, .iothread = r->iothread,
                      .iops = NAN, .lat_us = NAN, .cpu_pct = NAN, .poll_max_ns = -1 };
     if (r->resolution == STORE_RES_RAW) {
-        g_autoptr(json_object) o = json_object_new_object();
-        json_object *v;
-
-        /* One derivation for both paths: the JSON one above. */
-        raw_metrics(r, o);
-        if (json_object_object_get_ex(o, "iops", &v))
-            p->iops = json_object_get_double(v);
-        if (json_object_object_get_ex(o, "lat_us", &v))
-            p->lat_us = json_object_get_double(v);
-        if (json_object_object_get_ex(o, "cpu_pct", &v))
-            p->cpu_pct = json_object_get_double(v);
+        /* One derivation for every path: the metric table's. */
+        if (!metric_rate_value(METRIC_RATE_IOPS, r->sample.m, STORE_NULL, r->len_ns, &p->iops))
+            p->iops = NAN;
+        if (!metric_rate_value(METRIC_RATE_LAT_US, r->sample.m, STORE_NULL, r->len_ns,
+                               &p->lat_us))
+            p->lat_us = NAN;
+        if (!metric_rate_value(METRIC_RATE_CPU_PCT, r->sample.m, STORE_NULL, r->len_ns,
+                               &p->cpu_pct))
+            p->cpu_pct = NAN;
         if (have(r->sample.poll_max_ns))
             p->poll_max_ns = r->sample.poll_max_ns;
         return;
     }
-    p->iops = stat_mean(r->iops.mean, 1e-3);
-    p->lat_us = stat_mean(r->lat.mean, 1e-3);
-    p->cpu_pct = stat_mean(r->cpu.mean, 1e-4);
+    p->iops = stat_mean(r, METRIC_RATE_IOPS);
+    p->lat_us = stat_mean(r, METRIC_RATE_LAT_US);
+    p->cpu_pct = stat_mean(r, METRIC_RATE_CPU_PCT);
 }
 
 /* A metric that is a number (raw rows) or {"mean": ...} (rollups). */

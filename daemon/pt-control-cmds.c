@@ -517,67 +517,6 @@ pt_filter_from_args(json_object *args, StoreFilter *f, GError **error)
     return TRUE;
 }
 
-static json_object *
-pt_json_stat(const StoreStat *s, double scale)
-{
-    json_object *o = json_object_new_object();
-
-    if (s->min != STORE_NULL) {
-        pt_json_num(o, "min", s->min * scale);
-        pt_json_num(o, "mean", s->mean * scale);
-        pt_json_num(o, "max", s->max * scale);
-    }
-    if (s->p95 != STORE_NULL)
-        pt_json_num(o, "p95", s->p95 * scale);
-    return o;
-}
-
-/* A raw row's rates, as the *metrics* object of CONTROL.md; a member whose
- * counters were unavailable is absent. */
-static void
-pt_json_raw_metrics(const StoreRow *row, json_object *o)
-{
-    const StoreSample *s = &row->sample;
-    const StoreIo *io = &s->io;
-    double secs = row->len_ns / 1e9;
-    gboolean have_ops = io->rd_ops != STORE_NULL && io->wr_ops != STORE_NULL &&
-                        io->flush_ops != STORE_NULL;
-    gboolean have_time = io->rd_time_ns != STORE_NULL && io->wr_time_ns != STORE_NULL &&
-                         io->flush_time_ns != STORE_NULL;
-    gint64 ops = have_ops ? io->rd_ops + io->wr_ops + io->flush_ops : 0;
-    gint64 tns = have_time ? io->rd_time_ns + io->wr_time_ns + io->flush_time_ns : 0;
-
-    if (secs <= 0)
-        return;
-    if (have_ops) {
-        pt_json_num(o, "iops", ops / secs);
-        pt_json_num(o, "rd_iops", io->rd_ops / secs);
-        pt_json_num(o, "wr_iops", io->wr_ops / secs);
-        pt_json_num(o, "flush_iops", io->flush_ops / secs);
-    }
-    if (io->rd_bytes != STORE_NULL && io->wr_bytes != STORE_NULL)
-        pt_json_num(o, "mbps", (io->rd_bytes + io->wr_bytes) / secs / 1e6);
-    if (have_ops && have_time) {
-        if (ops > 0)
-            pt_json_num(o, "lat_us", tns / (double)ops / 1000.0);
-        pt_json_num(o, "queue_depth", tns / (double)row->len_ns);
-    }
-    if (s->cpu_ns != STORE_NULL)
-        pt_json_num(o, "cpu_pct", s->cpu_ns * 100.0 / row->len_ns);
-    if (s->ctx_vol != STORE_NULL) {
-        pt_json_num(o, "blocks_per_s", s->ctx_vol / secs);
-        if (have_ops)
-            pt_json_num(o, "blocks_per_op", ops > 0 ? s->ctx_vol / (double)ops : 0.0);
-    }
-    if (s->runq_wait_ns != STORE_NULL)
-        pt_json_num(o, "run_delay_pct", s->runq_wait_ns * 100.0 / row->len_ns);
-    if (s->kvm_exits != STORE_NULL) {
-        pt_json_num(o, "exits_per_s", s->kvm_exits / secs);
-        if (have_ops)
-            pt_json_num(o, "exits_per_op", ops > 0 ? s->kvm_exits / (double)ops : 0.0);
-    }
-}
-
 static gboolean
 pt_cmd_history(PtConn *conn, json_object *args, json_object **ret, GError **error)
 {
@@ -605,22 +544,7 @@ pt_cmd_history(PtConn *conn, json_object *args, json_object **ret, GError **erro
         return FALSE;
     rows = json_object_new_array();
     while (n < 10000 && store_cursor_next(cur, &row, error) && row) {
-        json_object *o = json_object_new_object();
-
-        json_object_object_add(o, "ts_ms", json_object_new_int64(row->ts_ms));
-        json_object_object_add(o, "target", json_object_new_string(row->target));
-        json_object_object_add(o, "iothread", json_object_new_string(row->iothread));
-        if (row->resolution == STORE_RES_RAW) {
-            pt_json_raw_metrics(row, o);
-            json_object_object_add(o, "poll-max-ns", row->sample.poll_max_ns == STORE_NULL ? NULL :
-                                   json_object_new_int64(row->sample.poll_max_ns));
-        } else {
-            json_object_object_add(o, "count", json_object_new_int64(row->count));
-            json_object_object_add(o, "iops", pt_json_stat(&row->iops, 1e-3));
-            json_object_object_add(o, "lat_us", pt_json_stat(&row->lat, 1e-3));
-            json_object_object_add(o, "cpu_pct", pt_json_stat(&row->cpu, 1e-4));
-        }
-        json_object_array_add(rows, o);
+        json_object_array_add(rows, store_row_to_json(row));
         n++;
     }
     if (error && *error) {

@@ -343,28 +343,54 @@ pt_iothread_push_metrics(PtIothread *io, const PolicyMetrics *m)
 void
 pt_iothread_totals_add(PtIothreadTotals *tot, const StoreSample *s)
 {
-    const StoreIo *io = &s->io;
+    int polling = s->poll_max_ns != STORE_NULL && s->poll_max_ns > 0;
 
-    if (io->rd_ops != STORE_NULL) {
-        tot->have_io = TRUE;
-        tot->rd_ops += io->rd_ops;
-        tot->wr_ops += io->wr_ops;
-        tot->flush_ops += io->flush_ops;
-        tot->rd_bytes += io->rd_bytes;
-        tot->wr_bytes += io->wr_bytes;
-        tot->io_time_ns += io->rd_time_ns + io->wr_time_ns + io->flush_time_ns;
+    for (int i = 0; i < METRIC_MAX; i++) {
+        const MetricDef *def = metric_def(i);
+
+        if (s->m[i] == STORE_NULL)
+            continue;
+        tot->have[def->source] = TRUE;
+        if (def->reset == METRIC_RESET_GAUGE) {
+            tot->have_gauge[i] = TRUE;
+            tot->v[i][0] = s->m[i];
+            continue;
+        }
+        /* Deltas are never negative (probe-derive and pt-history drop a
+         * pair whose counter went back); a negative total is a corrupted
+         * row. */
+        g_assert(s->m[i] >= 0);
+        tot->v[i][polling] += s->m[i];
     }
-    if (s->cpu_ns != STORE_NULL) {
-        tot->have_cpu = TRUE;
-        tot->cpu_ns[s->poll_max_ns != STORE_NULL && s->poll_max_ns > 0] += s->cpu_ns;
-        if (s->ctx_vol != STORE_NULL)
-            tot->ctx_vol += s->ctx_vol;
-        if (s->runq_wait_ns != STORE_NULL)
-            tot->runq_wait_ns += s->runq_wait_ns;
+}
+
+gboolean
+pt_iothread_metric(const PtIothread *io, MetricId id, int polling, gint64 *v)
+{
+    const MetricDef *def = metric_def(id);
+
+    g_return_val_if_fail(def, FALSE);
+    /* The triple in force is the one last read or written, fresher than
+     * the last stored sample's. */
+    if (def->source == METRIC_SOURCE_IOTHREAD && id <= METRIC_POLL_SHRINK) {
+        static const PolicyKnob knob[] = { POLICY_KNOB_POLL_MAX_NS, POLICY_KNOB_POLL_GROW,
+                                           POLICY_KNOB_POLL_SHRINK };
+
+        if (!io->have_triple)
+            return FALSE;
+        *v = (gint64)MIN(policy_triple_get(&io->triple, knob[id - METRIC_POLL_MAX_NS]),
+                         (guint64)G_MAXINT64);
+        return TRUE;
     }
-    /* Deltas are never negative (probe-derive and pt-history drop a pair
-     * whose counter went back); a negative total is a corrupted row. */
-    g_assert(tot->rd_ops >= 0 && tot->cpu_ns[0] >= 0 && tot->cpu_ns[1] >= 0);
+    /* A gauge one source does not give (aio-max-batch from libvirt) is
+     * absent, not 0; a counter is there with its group. */
+    if (def->reset == METRIC_RESET_GAUGE ? !io->totals.have_gauge[id] : !io->totals.have[def->source])
+        return FALSE;
+    if (def->reset == METRIC_RESET_GAUGE)
+        *v = io->totals.v[id][0];
+    else
+        *v = polling < 0 ? io->totals.v[id][0] + io->totals.v[id][1] : io->totals.v[id][polling];
+    return TRUE;
 }
 
 void

@@ -38,19 +38,17 @@ const char *pt_target_state_to_string(PtTargetState s);
 #define PT_HISTORY_TICKS 120
 
 /*
- * Counters since the daemon first saw the iothread: the sums of the
- * store's per-tick deltas, so that the metrics endpoint can export
- * counters that Prometheus rate()s over any scrape interval.  A group
- * stays absent until its source first gives a figure.
+ * Every metric of the table (metric-table.h) since the daemon first saw
+ * the iothread: for a counter the sums of the store's per-tick deltas, so
+ * that the metrics endpoint can export counters that Prometheus rate()s
+ * over any scrape interval, split by whether poll-max-ns was above 0
+ * during the tick; for a gauge the last value read.  A source group stays
+ * absent until it first gives a figure.
  */
 typedef struct {
-    gboolean have_io, have_cpu;
-    gint64 rd_ops, wr_ops, flush_ops;
-    gint64 rd_bytes, wr_bytes;
-    gint64 io_time_ns;              /* rd+wr+flush total_time: busy time */
-    gint64 cpu_ns[2];               /* [0] polling off, [1] poll-max-ns > 0 */
-    gint64 ctx_vol;                 /* voluntary switches: real blocks */
-    gint64 runq_wait_ns;
+    gboolean have[METRIC_SOURCE_MAX];
+    gboolean have_gauge[METRIC_MAX];    /* a gauge is there once read */
+    gint64 v[METRIC_MAX][2];        /* [0] polling off, [1] poll-max-ns > 0 */
 } PtIothreadTotals;
 
 void pt_iothread_totals_add(PtIothreadTotals *tot, const StoreSample *s);
@@ -58,7 +56,7 @@ void pt_iothread_totals_add(PtIothreadTotals *tot, const StoreSample *s);
 typedef struct {
     char *id;
     int tid;
-    PtIothreadTotals totals;
+    PtIothreadTotals totals;        /* read with pt_iothread_metric() */
     gboolean have_triple;
     PolicyTriple triple;            /* as last read */
     gboolean have_original;
@@ -82,6 +80,12 @@ typedef struct {
     guint group_size;
     gboolean restored;              /* originals put back for observe */
 } PtIothread;
+
+/* Metric @id of @io for the metrics endpoint: a counter's total (both
+ * polling states, or only @polling's when 0 or 1; -1: both), a gauge's
+ * value in force, the triple as last read or written.  FALSE while its
+ * source has given no figure. */
+gboolean pt_iothread_metric(const PtIothread *io, MetricId id, int polling, gint64 *v);
 
 /*
  * A target whose channel keeps failing (refused, a bad greeting, garbage,

@@ -60,9 +60,9 @@ policy_metrics_from_counters(const PolicyCounters *prev, const PolicyCounters *c
         m.queue_depth = (rt + wt + ft) / m.interval_ns;
     }
     if (prev->have_cpu && cur->have_cpu && delta(prev->cpu_ns, cur->cpu_ns, &cpu) &&
-        delta(prev->vol_ctxsw, cur->vol_ctxsw, &vol) &&
-        delta(prev->nonvol_ctxsw, cur->nonvol_ctxsw, &nvol) &&
-        delta(prev->run_delay_ns, cur->run_delay_ns, &delay)) {
+        delta(prev->ctx_vol, cur->ctx_vol, &vol) &&
+        delta(prev->ctx_invol, cur->ctx_invol, &nvol) &&
+        delta(prev->runq_wait_ns, cur->runq_wait_ns, &delay)) {
         m.have_cpu = TRUE;
         m.cpu_pct = 100.0 * cpu / m.interval_ns;
         m.blocks_per_s = vol / secs;

@@ -32,8 +32,8 @@ typedef struct {
 
     gboolean have_cpu;          /* /proc/<pid>/task/<tid>/{stat,status,schedstat} */
     guint64 cpu_ns;             /* time on a CPU: schedstat run time, or utime+stime */
-    guint64 vol_ctxsw, nonvol_ctxsw;
-    guint64 run_delay_ns;       /* schedstat run-queue wait; 0 in both when unknown */
+    guint64 ctx_vol, ctx_invol; /* context switches, as metric-table.h names them */
+    guint64 runq_wait_ns;       /* schedstat run-queue wait; 0 in both when unknown */
 
     gboolean have_exits;        /* KVM exits of the whole VM */
     guint64 exits;

@@ -162,8 +162,6 @@ static const char *const stmt_sql[STMT_MAX] = {
     [STMT_TICK_INSERT] =
         "INSERT INTO ticks (ts, len_ns, psi_cpu_some_us, psi_io_some_us,"
         " psi_io_full_us, psi_mem_some_us, psi_mem_full_us) VALUES (?,?,?,?,?,?,?)",
-    [STMT_SAMPLE_INSERT] =
-        "INSERT INTO samples VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [STMT_DEVSAMPLE_INSERT] = "INSERT INTO device_samples VALUES (?,?,?,?,?,?,?,?,?,?)",
     [STMT_TARGET_UPSERT] =
         "INSERT INTO targets (kind, name, uuid, first_seen, last_seen) VALUES (?1,?2,?3,?4,?4)"
@@ -182,13 +180,26 @@ static const char *const stmt_sql[STMT_MAX] = {
         " RETURNING id",
 };
 
-/* "INSERT INTO samples VALUES (?,...),(?,...),..." for a batch. */
-static char *
-sample_batch_sql(void)
+char *
+store_sample_columns_sql(const char *prefix)
 {
-    GString *sql = g_string_new("INSERT INTO samples VALUES ");
+    GString *sql = g_string_new(NULL);
 
-    for (int r = 0; r < STORE_SAMPLE_BATCH; r++) {
+    for (int i = 0; i < METRIC_MAX; i++)
+        g_string_append_printf(sql, "%s%s%s", i ? ", " : "", prefix, metric_def(i)->name);
+    return g_string_free(sql, FALSE);
+}
+
+/* "INSERT INTO samples (key, <metrics>) VALUES (?,...),(?,...),..." for
+ * @rows rows; the columns are named since migrations append them. */
+static char *
+sample_insert_sql(int rows)
+{
+    g_autofree char *cols = store_sample_columns_sql("");
+    GString *sql = g_string_new(NULL);
+
+    g_string_printf(sql, "INSERT INTO samples (key, %s) VALUES ", cols);
+    for (int r = 0; r < rows; r++) {
         g_string_append(sql, r ? ",(?" : "(?");
         for (int c = 1; c < STORE_SAMPLE_COLUMNS; c++)
             g_string_append(sql, ",?");
@@ -200,8 +211,8 @@ sample_batch_sql(void)
 sqlite3_stmt *
 store_stmt(StoreDb *db, StoreStmt which, GError **error)
 {
-    if (!db->stmt[which] && which == STMT_SAMPLE_INSERT_BATCH) {
-        g_autofree char *sql = sample_batch_sql();
+    if (!db->stmt[which] && (which == STMT_SAMPLE_INSERT_BATCH || which == STMT_SAMPLE_INSERT)) {
+        g_autofree char *sql = sample_insert_sql(which == STMT_SAMPLE_INSERT ? 1 : STORE_SAMPLE_BATCH);
 
         db->stmt[which] = store_prepare(db, sql, error);
     } else if (!db->stmt[which]) {

@@ -254,13 +254,17 @@ out_record(Out *o, gint64 ts, const char *target, const char *iothread, const Co
     out_s(o, csv ? "\r\n" : "}\n");
 }
 
-static const Column raw_cols[] = {
-    { "tick_ns", 0 }, { "poll_max_ns", 0 }, { "poll_grow", 0 }, { "poll_shrink", 0 },
-    { "cpu_ns", 0 }, { "ctx_vol", 0 }, { "ctx_invol", 0 }, { "runq_wait_ns", 0 },
-    { "rd_ops", 0 }, { "rd_bytes", 0 }, { "rd_time_ns", 0 }, { "wr_ops", 0 },
-    { "wr_bytes", 0 }, { "wr_time_ns", 0 }, { "flush_ops", 0 }, { "flush_time_ns", 0 },
-    { "kvm_exits", 0 }, { "io_exits", 0 }, { "mmio_exits", 0 }, { "halt_exits", 0 },
-};
+/* Raw rows: the tick's length, then every metric of the table under its
+ * name, in table order (new metrics append). */
+#define RAW_COLS (1 + METRIC_MAX)
+
+static void
+raw_columns(Column *cols)
+{
+    cols[0] = (Column){ "tick_ns", 0 };
+    for (int i = 0; i < METRIC_MAX; i++)
+        cols[1 + i] = (Column){ metric_def(i)->name, 0 };
+}
 
 static const Column rollup_cols[] = {
     { "count", 0 }, { "span_ms", 0 },
@@ -279,17 +283,8 @@ static const char *const decision_texts[] = { "policy", "reason" };
 static void
 raw_values(const StoreRow *r, gint64 *v)
 {
-    const StoreSample *s = &r->sample;
-    const StoreIo *io = &s->io;
-    const gint64 vals[] = {
-        r->len_ns, s->poll_max_ns, s->poll_grow, s->poll_shrink, s->cpu_ns, s->ctx_vol,
-        s->ctx_invol, s->runq_wait_ns, io->rd_ops, io->rd_bytes, io->rd_time_ns, io->wr_ops,
-        io->wr_bytes, io->wr_time_ns, io->flush_ops, io->flush_time_ns, s->kvm_exits,
-        s->io_exits, s->mmio_exits, s->halt_exits,
-    };
-
-    G_STATIC_ASSERT(G_N_ELEMENTS(vals) == G_N_ELEMENTS(raw_cols));
-    memcpy(v, vals, sizeof(vals));
+    v[0] = r->len_ns;
+    memcpy(v + 1, r->sample.m, sizeof(r->sample.m));
 }
 
 static void
@@ -310,13 +305,15 @@ export_samples(StoreDb *db, const StoreFilter *f, Out *o, GError **error)
 {
     g_autoptr(StoreCursor) cur = store_query_range(db, f, error);
     gboolean raw = f->resolution == STORE_RES_RAW;
+    Column raw_cols[RAW_COLS];
     const Column *cols = raw ? raw_cols : rollup_cols;
-    guint n = raw ? G_N_ELEMENTS(raw_cols) : G_N_ELEMENTS(rollup_cols);
+    guint n = raw ? RAW_COLS : G_N_ELEMENTS(rollup_cols);
     const StoreRow *r;
-    gint64 v[G_N_ELEMENTS(raw_cols)];
+    gint64 v[MAX(RAW_COLS, G_N_ELEMENTS(rollup_cols))];
 
     if (!cur)
         return FALSE;
+    raw_columns(raw_cols);
     out_header(o, cols, n, NULL, 0);
     while (!o->error) {
         if (!store_cursor_next(cur, &r, error))

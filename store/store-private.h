@@ -27,7 +27,8 @@
 /* Sample rows per multi-row INSERT: one statement step instead of 32
  * saves most of the per-row statement overhead. */
 #define STORE_SAMPLE_BATCH 32
-#define STORE_SAMPLE_COLUMNS 20
+/* The key, then one column per metric (metric-table.h). */
+#define STORE_SAMPLE_COLUMNS (1 + METRIC_MAX)
 
 /* samples.key = tick id << STORE_KEY_SHIFT | iothread id */
 #define STORE_KEY_SHIFT 20
@@ -94,6 +95,9 @@ gboolean store_schema_migrate(sqlite3 *sql, const char *path, GError **error);
 StoreDb *store_db_alloc(const char *path, const StoreOptions *opts, GError **error);
 sqlite3_stmt *store_stmt(StoreDb *db, StoreStmt which, GError **error);
 sqlite3_stmt *store_prepare(StoreDb *db, const char *sql, GError **error);
+/* "<prefix>poll_max_ns, <prefix>poll_grow, ...": the metric columns of
+ * samples, in table order.  Free with g_free(). */
+char *store_sample_columns_sql(const char *prefix);
 gboolean store_exec(StoreDb *db, const char *sql, GError **error);
 void store_set_error(StoreDb *db, GError **error, int rc, const char *what);
 void store_set_error_sql(sqlite3 *sql, const char *path, GError **error, int rc,

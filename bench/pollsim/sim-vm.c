@@ -740,8 +740,8 @@ sim_vm_counters(Sim *sim, guint i, PolicyCounters *out)
         .rd_total_ns = vm->total_ns,
         .have_cpu = TRUE,
         .cpu_ns = (guint64)vm->iot.cpu_ns,
-        .vol_ctxsw = vm->vol_ctxsw,
-        .run_delay_ns = (guint64)vm->iot.delay_ns,
+        .ctx_vol = vm->vol_ctxsw,
+        .runq_wait_ns = (guint64)vm->iot.delay_ns,
         .have_exits = TRUE,
         .exits = vm->truth.exits,
     };

@@ -188,7 +188,7 @@ history_snap(gint64 t_ns, guint64 clk_tck, guint64 d0, guint64 d1, guint64 ticks
 {
     ProbeTargetSnap *s = probe_target_snap_new(10, t_ns, 1700000000000 + t_ns / 1000000);
     ProbeIothreadSnap *io = probe_target_snap_iothread(s, "iot0");
-    ProbeThreadCounters th = { .utime_ticks = ticks, .stime_ticks = ticks, .vcsw = ticks };
+    ProbeThreadCounters th = { .utime_ticks = ticks, .stime_ticks = ticks, .ctx_vol = ticks };
     ProbeBlockCounters c0 = { .rd_ops = d0, .rd_bytes = d0 * 4096 };
     ProbeBlockCounters c1 = { .rd_ops = d1, .rd_bytes = d1 * 4096 };
 

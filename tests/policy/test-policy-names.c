@@ -161,7 +161,7 @@ test_counters(void)
     PolicyCounters a = {
         .when_ms = 1000, .mono_ns = 1000000000, .have_io = TRUE, .have_cpu = TRUE,
         .have_exits = TRUE, .rd_ops = 100, .rd_total_ns = 1000, .cpu_ns = 0,
-        .vol_ctxsw = 10, .exits = 5,
+        .ctx_vol = 10, .exits = 5,
     };
     PolicyCounters b = a;
     PolicyMetrics m;
@@ -175,8 +175,8 @@ test_counters(void)
     b.rd_total_ns = 1000 + 50000ull * 40000;
     b.wr_total_ns = 10000ull * 40000;
     b.cpu_ns = 1000000000;          /* half a core */
-    b.vol_ctxsw = 10 + 30000;
-    b.run_delay_ns = 20000000;
+    b.ctx_vol = 10 + 30000;
+    b.runq_wait_ns = 20000000;
     b.exits = 5 + 120000;
     g_assert_true(policy_metrics_from_counters(&a, &b, &m, &error));
     g_assert_no_error(error);

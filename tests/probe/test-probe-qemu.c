@@ -110,10 +110,10 @@ test_iothreads(void)
         g_assert_cmpint(io->tid, ==, tid);
         assert_between(io->thread.utime_ticks, before.utime, after.utime);
         assert_between(io->thread.stime_ticks, before.stime, after.stime);
-        assert_between(io->thread.vcsw, before.vcsw, after.vcsw);
-        assert_between(io->thread.nvcsw, before.nvcsw, after.nvcsw);
+        assert_between(io->thread.ctx_vol, before.vcsw, after.vcsw);
+        assert_between(io->thread.ctx_invol, before.nvcsw, after.nvcsw);
         /* An iothread that has started has blocked at least once. */
-        g_assert_cmpuint(io->thread.vcsw, >, 0);
+        g_assert_cmpuint(io->thread.ctx_vol, >, 0);
 
         /* The thread-id path (direct QMP) reads the same thread. */
         g_assert_true(probe_target_sample_iothread(t, io, qemu_tid, &error));
@@ -159,8 +159,8 @@ test_counters_move(void)
     g_assert_true(probe_target_sample_iothread(t, io_b, 0, &error));
     g_assert_no_error(error);
     g_assert_cmpint(io_a->tid, ==, io_b->tid);
-    g_assert_cmpuint(io_b->thread.vcsw + io_b->thread.nvcsw, >,
-                     io_a->thread.vcsw + io_a->thread.nvcsw);
+    g_assert_cmpuint(io_b->thread.ctx_vol + io_b->thread.ctx_invol, >,
+                     io_a->thread.ctx_vol + io_a->thread.ctx_invol);
     if (io_a->thread.have_schedstat)
         g_assert_cmpuint(io_b->thread.run_ns, >, io_a->thread.run_ns);
     probe_test_qmp_close(&m);
