@@ -296,6 +296,20 @@ log_has(gpointer data)
     return g_file_get_contents(w->path, &text, NULL, NULL) && strstr(text, w->needle);
 }
 
+typedef struct {
+    PtTestDaemon *d;
+    gint64 ticks;
+} TicksWait;
+
+static gboolean
+ticks_passed(gpointer data)
+{
+    TicksWait *w = data;
+    g_autoptr(json_object) st = pt_test_daemon_ok(w->d, "status", NULL);
+
+    return pt_json_path_int(st, "ticks") >= w->ticks;
+}
+
 /*
  * A policy in the domain's metadata: read at discovery, followed on
  * libvirt's metadata-change event, ranked above the configuration's rules
@@ -318,6 +332,7 @@ test_policy_metadata(void)
     SourceWait sw;
     VirshWait vw;
     LogWait lw;
+    TicksWait tw;
 
     if (!pt_test_have_libvirtd(&why)) {
         g_test_skip(why);
@@ -366,6 +381,8 @@ test_policy_metadata(void)
     json_object_put(pt_test_daemon_ok(d, "policy-clear", clear_args));
     sw = (SourceWait){ d, dom->name, "static:80000/0/0", "libvirt-metadata" };
     g_assert_true(pt_test_wait(policy_from, &sw, 15000));
+    vw.needle = "iothread.1.poll-max-ns=80000";
+    g_assert_true(pt_test_wait(domstats_has, &vw, 10000));
 
     /* Garbage is refused, naming the domain and the cause; the policy stays. */
     metadata_set(lvd, dom->name, "static:fast");
@@ -376,8 +393,12 @@ test_policy_metadata(void)
     g_assert_true(log_has(&lw));
     lw.needle = "the policy stays static:80000/0/0";
     g_assert_true(log_has(&lw));
+    /* Three ticks later, still the metadata's last good policy. */
+    r = pt_test_daemon_ok(d, "status", NULL);
+    tw = (TicksWait){ d, pt_json_path_int(r, "ticks") + 3 };
+    g_clear_pointer(&r, json_object_put);
+    g_assert_true(pt_test_wait(ticks_passed, &tw, 15000));
     g_assert_true(policy_from(&sw));
-    vw.needle = "iothread.1.poll-max-ns=80000";
     g_assert_true(domstats_has(&vw));
 
     /* Removed: the configuration's rule applies again. */
