@@ -134,7 +134,7 @@ static json_object *
 pt_json_decision(const PtIothread *io)
 {
     const PolicyDecision *d = io->last_decision;
-    const char *outcome = io->last_outcome;
+    g_autofree char *outcome = pt_outcome_format(io->last_outcome, io->last_failure);
     const char *policy = io->last_policy;
     json_object *o = json_object_new_object();
 
@@ -146,8 +146,8 @@ pt_json_decision(const PtIothread *io)
     json_object_object_add(o, "cause", json_object_new_string(policy_cause_to_string(d->cause)));
     json_object_object_add(o, "old", pt_json_triple(&io->last_old));
     json_object_object_add(o, "new", pt_json_triple(&d->triple));
-    json_object_object_add(o, "applied", json_object_new_boolean(g_strcmp0(outcome, "applied") == 0));
-    json_object_object_add(o, "outcome", json_object_new_string(outcome ? outcome : ""));
+    json_object_object_add(o, "applied", json_object_new_boolean(io->last_outcome == PT_OUTCOME_APPLIED));
+    json_object_object_add(o, "outcome", json_object_new_string(outcome));
     json_object_object_add(o, "reason", json_object_new_string(d->reason ? d->reason : ""));
     json_object_object_add(o, "evidence", json_object_new_string(d->evidence ? d->evidence : ""));
     return o;
@@ -442,8 +442,8 @@ pt_json_stored_decisions(PtDaemon *d, const char *target, const char *iothread)
         json_object_object_add(o, "new", pt_json_triple(&(PolicyTriple){
             row->new_triple.poll_max_ns, row->new_triple.poll_grow, row->new_triple.poll_shrink }));
         json_object_object_add(o, "applied", json_object_new_boolean(row->applied));
-        json_object_object_add(o, "outcome",
-                               json_object_new_string(row->applied ? "applied" : "recommended"));
+        json_object_object_add(o, "outcome", json_object_new_string(pt_outcome_to_string(
+            row->applied ? PT_OUTCOME_APPLIED : PT_OUTCOME_RECOMMENDED)));
         json_object_object_add(o, "reason", json_object_new_string(row->reason ? row->reason : ""));
         g_queue_push_tail(&last, o);
         if (last.length > 20)
@@ -579,18 +579,14 @@ pt_cmd_policy_get(PtConn *conn, json_object *args, json_object **ret, GError **e
         PolicyRule *r = conf->policy->rules->pdata[i];
         g_autofree char *spec = policy_spec_format(&r->spec);
         json_object *o = json_object_new_object();
-        const StorePolicyRule *rt = pt_daemon_runtime_rule_at(d, i);
 
         json_object_object_add(o, "glob", json_object_new_string(r->glob));
         json_object_object_add(o, "policy", json_object_new_string(spec));
-        if (pt_daemon_metadata_rule_at(d, i)) {
-            json_object_object_add(o, "source", json_object_new_string("libvirt-metadata"));
-        } else if (rt) {
-            json_object_object_add(o, "source", json_object_new_string("policy-set"));
-            json_object_object_add(o, "set-by", json_object_new_string(rt->who));
-            json_object_object_add(o, "set-at", json_object_new_int64(rt->set_ms));
-        } else {
-            json_object_object_add(o, "source", json_object_new_string("config"));
+        json_object_object_add(o, "source",
+                               json_object_new_string(policy_origin_to_string(r->origin)));
+        if (r->who) {
+            json_object_object_add(o, "set-by", json_object_new_string(r->who));
+            json_object_object_add(o, "set-at", json_object_new_int64(r->set_ms));
         }
         json_object_array_add(rules, o);
     }

@@ -31,28 +31,28 @@ pt_daemon_policy_source(PtDaemon *d, const char *target, const char *iothread, c
 {
     const PolicyConfig *policy = d->conf->policy;
     const PolicySpec *spec = policy_config_lookup(policy, target, iothread);
+    const char *file = d->conf->path ? d->conf->path : "the configuration";
 
-    *detail = NULL;
     for (guint i = 0; i < policy->rules->len; i++) {
         const PolicyRule *r = policy->rules->pdata[i];
-        const StorePolicyRule *rt;
 
         if (&r->spec != spec)
             continue;
-        if (pt_daemon_metadata_rule_at(d, i)) {
+        switch (r->origin) {
+        case POLICY_ORIGIN_LIBVIRT_METADATA:
             *detail = g_strdup_printf("<polltune:policy> in the metadata of libvirt domain %s",
                                       r->glob);
-            return "libvirt-metadata";
+            break;
+        case POLICY_ORIGIN_POLICY_SET:
+            *detail = g_strdup_printf("rule %s set with policy-set by %s", r->glob,
+                                      r->who ? r->who : "?");
+            break;
+        default:
+            *detail = g_strdup_printf("[rule %s] of %s", r->glob, file);
+            break;
         }
-        if ((rt = pt_daemon_runtime_rule_at(d, i))) {
-            *detail = g_strdup_printf("rule %s set with policy-set by %s", r->glob, rt->who);
-            return "policy-set";
-        }
-        *detail = g_strdup_printf("[rule %s] of %s", r->glob,
-                                  d->conf->path ? d->conf->path : "the configuration");
-        return "config";
+        return policy_origin_to_string(r->origin);
     }
-    *detail = g_strdup_printf("default of %s", d->conf->path ? d->conf->path
-                                                             : "the configuration");
+    *detail = g_strdup_printf("default of %s", file);
     return "default";
 }

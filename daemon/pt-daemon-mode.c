@@ -6,6 +6,15 @@
 #include "pt-daemon-private.h"
 #include "pt-log.h"
 
+/* d->mode is the one owner of the mode; the policy only learns whether
+ * its decisions are applied (observe runs no policy at all). */
+void
+pt_daemon_mode_to_policy(PtDaemon *d)
+{
+    d->conf->policy->mode = d->mode == PT_MODE_ENFORCE ? POLICY_MODE_ENFORCE :
+                                                         POLICY_MODE_RECOMMEND;
+}
+
 /*
  * A mode set with polltunectl holds across reloads and restarts, like the
  * rules it sets: stored before it takes effect.  Setting the mode the
@@ -48,7 +57,7 @@ pt_daemon_set_mode(PtDaemon *d, PtMode mode, GError **error)
         return TRUE;
     pt_info(NULL, NULL, "mode %s -> %s", pt_mode_to_string(d->mode), pt_mode_to_string(mode));
     d->mode = mode;
-    d->conf->policy->mode = mode == PT_MODE_ENFORCE ? POLICY_MODE_ENFORCE : POLICY_MODE_RECOMMEND;
+    pt_daemon_mode_to_policy(d);
     if (mode == PT_MODE_OBSERVE) {
         g_hash_table_iter_init(&it, d->targets);
         while (g_hash_table_iter_next(&it, NULL, &v))

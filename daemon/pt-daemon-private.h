@@ -47,14 +47,7 @@ struct PtDaemon {
 
     StoreDb *store;
     PolicyEngine *engine;
-    /* StorePolicyRule added by policy-set, oldest first.  They are the first
-     * runtime_rules->len rules of conf->policy, in the opposite order: the
-     * newest wins. */
-    GPtrArray *runtime_rules;
     GPtrArray *overrides;           /* StoreOverrideRow, active */
-    /* Rules from libvirt domain metadata, right after the runtime rules in
-     * conf->policy (pt-daemon-metadata.c); NULL until the first. */
-    GPtrArray *metadata_rules;
 
     ProbeHostSampler *host;
     ProbeHostSnap *host_prev;
@@ -99,11 +92,11 @@ StoreTriple pt_store_triple(const PolicyTriple *t);
 PolicyDecision *pt_decision_copy(const PolicyDecision *src);
 /* The iothread the engine knows: a group's first one stands for it all. */
 const char *pt_iothread_policy_key(const PtIothread *io);
-/* Record @dec on @t with @outcome ("applied", "recommended", "failed: ...")
- * in the store, the log and the iothread's last decision. */
+/* Record @dec on @t with @outcome (@failure: why a write failed, else
+ * NULL) in the store, the log and the iothread's last decision. */
 void pt_daemon_record(PtDaemon *d, PtTarget *t, const PolicyDecision *dec,
-                      const PolicyTriple *old, const char *policy, const char *outcome,
-                      gboolean applied);
+                      const PolicyTriple *old, const char *policy, PtOutcome outcome,
+                      const char *failure);
 /* Write @dec (taken) to @t and record the outcome; @restore: a write of the
  * originals, which a stop waits for. */
 void pt_daemon_apply(PtDaemon *d, PtTarget *t, PolicyDecision *dec, const char *policy,
@@ -127,13 +120,19 @@ void pt_daemon_run_policy(PtDaemon *d, GPtrArray *targets);
  * @io's own history (the tick puts the group's history in). */
 PolicyIothreadInput pt_daemon_policy_input(PtTarget *t, PtIothread *io);
 
+/* pt-daemon-mode.c */
+/* Tell the policy configuration in force the mode d->mode. */
+void pt_daemon_mode_to_policy(PtDaemon *d);
+
 /* pt-daemon-rules.c */
 /* Reads the policy-set rules from the store and puts them in front of the
  * configured ones; a rule that no longer fits is logged and left out. */
 gboolean pt_daemon_load_rules(PtDaemon *d, GError **error);
-/* Puts @rules (StorePolicyRule, oldest first) in front of @policy's rules,
- * newest first.  Fails naming the first rule @policy cannot take. */
-gboolean pt_daemon_install_rules(GPtrArray *rules, PolicyConfig *policy, GError **error);
+/* Puts the policy-set rules of @from (a reload's old configuration) in
+ * front of @policy's, in their order.  Fails naming the first rule @policy
+ * cannot take, and leaves @policy unchanged. */
+gboolean pt_daemon_install_rules(const PolicyConfig *from, PolicyConfig *policy,
+                                 GError **error);
 
 /* pt-daemon-metadata.c */
 /* Domain @domain's polltune metadata element as libvirt returned it (NULL:
@@ -141,7 +140,8 @@ gboolean pt_daemon_install_rules(GPtrArray *rules, PolicyConfig *policy, GError 
  * removes its rule; bad metadata is logged and changes nothing. */
 void pt_daemon_metadata_update(PtDaemon *d, const char *domain, const char *xml,
                                const char *read_error);
-/* Puts the metadata rules into @policy after its runtime rules (a reload). */
+/* Puts the running configuration's metadata rules into @policy (a reload);
+ * one the new bounds refuse is dropped with a warning. */
 void pt_daemon_metadata_install_all(PtDaemon *d, PolicyConfig *policy);
 
 /* pt-daemon-libvirt.c */

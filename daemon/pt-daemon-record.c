@@ -46,11 +46,12 @@ typedef struct {
 
 void
 pt_daemon_record(PtDaemon *d, PtTarget *t, const PolicyDecision *dec,
-                 const PolicyTriple *old, const char *policy, const char *outcome,
-                 gboolean applied)
+                 const PolicyTriple *old, const char *policy, PtOutcome outcome,
+                 const char *failure)
 {
     g_autoptr(GError) err = NULL;
     g_autofree char *reason = NULL;
+    g_autofree char *outcome_text = pt_outcome_format(outcome, failure);
     PtIothread *io = g_hash_table_lookup(t->iothreads, dec->iothread);
     StoreDecision sd = {
         .ts_ms = g_get_real_time() / 1000,
@@ -60,13 +61,13 @@ pt_daemon_record(PtDaemon *d, PtTarget *t, const PolicyDecision *dec,
         .old_triple = pt_store_triple(old),
         .new_triple = pt_store_triple(&dec->triple),
         .cause = policy_cause_to_string(dec->cause),
-        .applied = applied,
+        .applied = outcome == PT_OUTCOME_APPLIED,
     };
 
     reason = dec->evidence && *dec->evidence ?
         g_strdup_printf("%s [%s]", dec->reason, dec->evidence) : g_strdup(dec->reason);
-    if (g_str_has_prefix(outcome, "failed")) {
-        char *r = g_strdup_printf("%s; %s", reason, outcome);
+    if (outcome == PT_OUTCOME_FAILED) {
+        char *r = g_strdup_printf("%s; %s", reason, outcome_text);
 
         g_free(reason);
         reason = r;
@@ -77,15 +78,16 @@ pt_daemon_record(PtDaemon *d, PtTarget *t, const PolicyDecision *dec,
     if (io) {
         policy_decision_free(io->last_decision);
         io->last_decision = pt_decision_copy(dec);
-        g_free(io->last_outcome);
-        io->last_outcome = g_strdup(outcome);
+        io->last_outcome = outcome;
+        g_free(io->last_failure);
+        io->last_failure = g_strdup(failure);
         g_free(io->last_policy);
         io->last_policy = g_strdup(policy);
         io->last_decision_ms = sd.ts_ms;
         io->last_old = *old;
     }
     pt_info(t->name, dec->iothread, "%s %s -> %" G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT
-            "/%" G_GUINT64_FORMAT ": %s", policy, outcome, dec->triple.poll_max_ns,
+            "/%" G_GUINT64_FORMAT ": %s", policy, outcome_text, dec->triple.poll_max_ns,
             dec->triple.poll_grow, dec->triple.poll_shrink, dec->reason);
 }
 
@@ -97,17 +99,16 @@ pt_daemon_applied(PtTarget *t, const GError *error, gpointer data)
     PtDaemon *d = ctx->d;
 
     if (error) {
-        g_autofree char *outcome = g_strdup_printf("failed: %s", error->message);
-
         d->stats.decisions_failed++;
-        pt_daemon_record(d, t, ctx->dec, &ctx->old, ctx->policy, outcome, FALSE);
+        pt_daemon_record(d, t, ctx->dec, &ctx->old, ctx->policy, PT_OUTCOME_FAILED,
+                         error->message);
     } else {
         PtIothread *io = g_hash_table_lookup(t->iothreads, ctx->dec->iothread);
 
         d->stats.decisions_applied++;
         if (io)
             io->triple = ctx->dec->triple;
-        pt_daemon_record(d, t, ctx->dec, &ctx->old, ctx->policy, "applied", TRUE);
+        pt_daemon_record(d, t, ctx->dec, &ctx->old, ctx->policy, PT_OUTCOME_APPLIED, NULL);
         /* A write that was in flight when the stop restored the originals
          * (or found nothing to restore) would outlive us: undo it. */
         if (!ctx->restore && d->shutting_down && d->conf->restore_on_exit && io &&

@@ -107,13 +107,13 @@ pt_daemon_handle_one(PtDaemon *d, PtTarget *t, PolicyDecision *dec, const char *
 
         /* A policy repeats its advice every tick while the load holds;
          * the store and the log keep changes, not repetitions. */
-        if (io && io->last_decision && g_strcmp0(io->last_outcome, "recommended") == 0 &&
+        if (io && io->last_decision && io->last_outcome == PT_OUTCOME_RECOMMENDED &&
             g_strcmp0(io->last_policy, policy) == 0 &&
             policy_triple_equal(&io->last_decision->triple, &dec->triple) &&
             policy_triple_equal(&io->last_old, &old))
             return;
         d->stats.decisions_recommended++;
-        pt_daemon_record(d, t, dec, &old, policy, "recommended", FALSE);
+        pt_daemon_record(d, t, dec, &old, policy, PT_OUTCOME_RECOMMENDED, NULL);
     }
 }
 

@@ -71,8 +71,7 @@ pt_daemon_new(PtConf *conf, const PtDaemonRoots *roots, GError **error)
     d->conf = conf;
     d->mode = conf->mode;
     d->runtime_mode = PT_MODE_INVALID;
-    conf->policy->mode = conf->mode == PT_MODE_ENFORCE ? POLICY_MODE_ENFORCE :
-                                                         POLICY_MODE_RECOMMEND;
+    pt_daemon_mode_to_policy(d);
     if (roots) {
         d->proc_root = g_strdup(roots->proc_root);
         d->debugfs_root = g_strdup(roots->debugfs_root);
@@ -83,7 +82,6 @@ pt_daemon_new(PtConf *conf, const PtDaemonRoots *roots, GError **error)
     d->proot.tracefs = d->tracefs_root;
     d->targets = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
                                        (GDestroyNotify)pt_target_unref);
-    d->runtime_rules = g_ptr_array_new_with_free_func((GDestroyNotify)store_policy_rule_free);
     d->overrides = g_ptr_array_new_with_free_func((GDestroyNotify)store_override_row_free);
     d->tick_ms = g_array_new(FALSE, TRUE, sizeof(double));
     d->stats.started_ms = now_ms;
@@ -189,12 +187,8 @@ pt_daemon_free(PtDaemon *d)
     probe_host_sampler_free(d->host);
     policy_engine_free(d->engine);
     pt_daemon_store_close(d);
-    if (d->runtime_rules)
-        g_ptr_array_unref(d->runtime_rules);
     if (d->overrides)
         g_ptr_array_unref(d->overrides);
-    if (d->metadata_rules)
-        g_ptr_array_unref(d->metadata_rules);
     if (d->tick_ms)
         g_array_unref(d->tick_ms);
     pt_conf_free(d->conf);
@@ -267,7 +261,7 @@ pt_daemon_reload(PtDaemon *d, PtConf *conf, GError **error)
     /* Rules from policy-set go in front of the new file's, as they stood
      * in front of the old one's; one the new bounds reject fails the
      * reload, which keeps the old configuration. */
-    if (!pt_daemon_install_rules(d->runtime_rules, conf->policy, error)) {
+    if (!pt_daemon_install_rules(d->conf->policy, conf->policy, error)) {
         g_prefix_error(error, "%s: ", conf->path ? conf->path : "configuration");
         return FALSE;
     }
@@ -284,10 +278,10 @@ pt_daemon_reload(PtDaemon *d, PtConf *conf, GError **error)
     }
     pt_conf_free(d->conf);
     d->conf = g_steal_pointer(&newc);
+    /* The new file's policy starts in its own mode: the one in force wins. */
     pt_daemon_set_mode(d, d->runtime_mode != PT_MODE_INVALID ? d->runtime_mode :
                        d->conf->mode, NULL);
-    d->conf->policy->mode = d->mode == PT_MODE_ENFORCE ? POLICY_MODE_ENFORCE :
-                                                         POLICY_MODE_RECOMMEND;
+    pt_daemon_mode_to_policy(d);
     return TRUE;
 }
 

@@ -133,12 +133,6 @@ gboolean pt_daemon_detach(PtDaemon *d, const char *name, GError **error);
 gboolean pt_daemon_policy_set(PtDaemon *d, const char *glob, const char *spec,
                               const char *who, GError **error);
 gboolean pt_daemon_policy_clear(PtDaemon *d, const char *glob, GError **error);
-/* The policy-set rule standing at @index of the rules in force, or NULL
- * when the rule there comes from the configuration. */
-const StorePolicyRule *pt_daemon_runtime_rule_at(PtDaemon *d, guint index);
-/* The libvirt domain whose metadata set the rule at @index of the rules in
- * force (docs/LIBVIRT.md), or NULL when that rule comes from elsewhere. */
-const char *pt_daemon_metadata_rule_at(PtDaemon *d, guint index);
 /* poll_grow/poll_shrink < 0: keep the current value.  @for_ms 0: no expiry. */
 gboolean pt_daemon_override_set(PtDaemon *d, const char *target, const char *iothread,
                                 gint64 poll_max_ns, gint64 poll_grow, gint64 poll_shrink,

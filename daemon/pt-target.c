@@ -3,16 +3,23 @@
 #include "probe-host.h"
 #include "probe-thread.h"
 
-static const char *const pt_target_state_table[PT_TARGET_STATE_MAX] = {
-    [PT_TARGET_CONNECTING] = "connecting",
-    [PT_TARGET_ATTACHED] = "attached",
-    [PT_TARGET_LOST] = "lost",
-};
+PT_ENUM_IMPL(pt_target_state, PtTargetState, PT_TARGET_STATE_MAX,
+             [PT_TARGET_CONNECTING] = "connecting",
+             [PT_TARGET_ATTACHED] = "attached",
+             [PT_TARGET_LOST] = "lost")
 
-const char *
-pt_target_state_to_string(PtTargetState s)
+PT_ENUM_IMPL(pt_outcome, PtOutcome, PT_OUTCOME_MAX,
+             [PT_OUTCOME_APPLIED] = "applied",
+             [PT_OUTCOME_RECOMMENDED] = "recommended",
+             [PT_OUTCOME_FAILED] = "failed")
+
+char *
+pt_outcome_format(PtOutcome outcome, const char *failure)
 {
-    return s < PT_TARGET_STATE_MAX ? pt_target_state_table[s] : NULL;
+    if (outcome == PT_OUTCOME_FAILED)
+        return g_strdup_printf("%s: %s", pt_outcome_to_string(outcome),
+                               failure ? failure : "unknown");
+    return g_strdup(pt_outcome_to_string(outcome));
 }
 
 static void
@@ -22,7 +29,7 @@ pt_iothread_free(PtIothread *io)
     g_free(io->group);
     g_array_unref(io->history);
     policy_decision_free(io->last_decision);
-    g_free(io->last_outcome);
+    g_free(io->last_failure);
     g_free(io->last_policy);
     g_free(io);
 }

@@ -22,15 +22,28 @@
 #include "policy.h"
 #include "probe-sampler.h"
 #include "store.h"
+#include "pt-enum.h"
 
 typedef enum {
     PT_TARGET_CONNECTING,
     PT_TARGET_ATTACHED,
     PT_TARGET_LOST,
     PT_TARGET_STATE_MAX,
+    PT_TARGET_STATE_INVALID = -1,
 } PtTargetState;
 
-const char *pt_target_state_to_string(PtTargetState s);
+PT_ENUM_DECL(pt_target_state, PtTargetState);
+
+/* What became of a decision. */
+typedef enum {
+    PT_OUTCOME_APPLIED,             /* written */
+    PT_OUTCOME_RECOMMENDED,         /* recorded only (recommend mode, or no write needed) */
+    PT_OUTCOME_FAILED,              /* the write failed; last_failure says why */
+    PT_OUTCOME_MAX,
+    PT_OUTCOME_INVALID = -1,
+} PtOutcome;
+
+PT_ENUM_DECL(pt_outcome, PtOutcome);
 
 /* Metrics kept in memory per iothread, for `show` and the metrics
  * endpoint (the policy reads only the latest).  Older ticks are in the
@@ -68,7 +81,8 @@ typedef struct {
     PolicyTriple original;
     GArray *history;                /* PolicyMetrics, oldest first, bounded */
     PolicyDecision *last_decision;  /* may be NULL */
-    char *last_outcome;             /* applied, recommended, failed: ... */
+    PtOutcome last_outcome;         /* of last_decision, when there is one */
+    char *last_failure;             /* why, when PT_OUTCOME_FAILED */
     char *last_policy;              /* the policy that decided it */
     gint64 last_decision_ms;        /* when it was recorded */
     PolicyTriple last_old;          /* the triple it replaced */
@@ -233,6 +247,9 @@ ProbeExitSource pt_target_exit_source(const PtTarget *t, const char **why);
 char *pt_target_qemu_version_string(const PtTarget *t);
 
 PtIothread *pt_target_iothread(PtTarget *t, const char *id);
+/* "applied", "recommended" or "failed: @failure", as the control protocol,
+ * the store's reasons and the log show an outcome. */
+char *pt_outcome_format(PtOutcome outcome, const char *failure);
 /* Append metrics to the iothread's bounded history. */
 void pt_iothread_push_metrics(PtIothread *io, const PolicyMetrics *m);
 
