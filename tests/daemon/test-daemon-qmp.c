@@ -815,6 +815,7 @@ test_explain_guards(void)
     g_clear_pointer(&r, json_object_put);
     r = pt_test_daemon_ok(d, "status", NULL);
     g_assert_true(pt_test_wait_ticks(d, pt_json_path_int(r, "ticks") + 5, 10000));
+    g_clear_pointer(&r, json_object_put);
     g_assert_cmpuint(vm_poll_max(vm, "iot0"), ==, 60000);
     x = explain_wait_holds(d, "vm-e", "iot0", "dwell");
     g = explain_guard(x, "dwell");
