@@ -4,8 +4,10 @@
  * tests, written through store/ as the daemon writes them.
  *
  * Three iothreads: db-1/iothread0 (busy, with a daily-ish wave and
- * decisions that raise and lower poll-max-ns), db-1/iothread1 (moderate)
- * and web-1/iothread0 (light, with an unavailable exit counter).
+ * decisions that raise and lower poll-max-ns), db-1/iothread1 (moderate, at
+ * QEMU's default with polling turned off for 30 ticks every 300: off/on
+ * pairs) and web-1/iothread0 (light, never polling, with an unavailable
+ * exit counter).
  */
 #pragma once
 
@@ -21,6 +23,12 @@ typedef struct {
 
 /* Creates @path and fills it; asserts on failure. */
 void cli_testdb_create(const char *path, const CliTestDbSpec *spec);
+
+/* The history the offline and report tests share: CLI_TESTDB_TICKS 1 s
+ * ticks from 2026-11-30 22:00 UTC, a decision every 600, with rollups.
+ * Returns the start (ms). */
+#define CLI_TESTDB_TICKS 7200
+gint64 cli_testdb_create_standard(const char *path);
 
 /* Runs a program and collects its output and exit status (0..255, or -1
  * when it died of a signal). */

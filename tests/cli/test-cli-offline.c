@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * polltunectl with --db: history, export and report against a real
+ * polltunectl with --db: history and export against a real
  * database written through store/, checked against direct sqlite queries
  * over the same range; and the command line's exit codes and messages.
  */
@@ -22,7 +22,7 @@ static char *db_path;
 static char *db_digest;
 static gint64 t0_ms;            /* start of the test data */
 
-#define N_TICKS 7200            /* two hours of 1 s ticks */
+#define N_TICKS CLI_TESTDB_TICKS /* two hours of 1 s ticks */
 
 static char *
 file_digest(const char *path)
@@ -250,145 +250,6 @@ test_history_table(void)
     cli_run_clear(&r);
 }
 
-static void
-test_report(void)
-{
-    g_autofree char *out = g_build_filename(tmp_dir, "report.html", NULL);
-    g_autofree char *since = cli_test_iso(t0_ms);
-    g_autofree char *until = cli_test_iso(t0_ms + N_TICKS * 1000);
-    const char *argv[] = { "--db", db_path, "report", "--since", since, "--until", until,
-                           "-o", out, "--json", NULL };
-    CliRun r = { 0 };
-    g_autofree char *html = NULL;
-    g_autoptr(json_object) summary = NULL;
-    guint charts = 0, markers = 0;
-    json_object *v;
-
-    cli_run(&r, argv);
-    g_assert_cmpstr(r.err, ==, "");
-    g_assert_cmpint(r.status, ==, 0);
-    summary = json_tokener_parse(r.out);
-    g_assert_true(json_object_object_get_ex(summary, "points", &v));
-    g_assert_cmpint(json_object_get_int64(v), ==, 120 * 3);
-    g_assert_true(g_file_get_contents(out, &html, NULL, NULL));
-    g_assert_true(g_str_has_prefix(html, "<!DOCTYPE html>"));
-    /* Self-contained: nothing to fetch, no scripts. */
-    g_assert_null(strstr(html, "http://"));
-    g_assert_null(strstr(html, "https://"));
-    g_assert_null(strstr(html, "<script"));
-    g_assert_null(strstr(html, " src="));
-    g_assert_null(strstr(html, "url("));
-    g_assert_null(strstr(html, "nan"));
-    for (const char *p = html; (p = strstr(p, "<path class=\"series\"")); p++)
-        charts++;
-    for (const char *p = html; (p = strstr(p, "class=\"decision applied\"")); p++)
-        markers++;
-    /* 3 iothreads x 3 charts, plus the host's stacked areas (2 VMs). */
-    g_assert_cmpuint(charts, ==, 3 * 3 + 2);
-    /* 11 decisions, 7 of them applied, each marked on 3 charts. */
-    g_assert_cmpuint(markers, ==, 3 * 7);
-    g_assert_nonnull(strstr(html, "data-points=\"120\""));
-    g_assert_nonnull(strstr(html, "<h3>Sizing</h3>"));
-    g_assert_nonnull(strstr(html, "IOPS per polling core"));
-    g_assert_nonnull(strstr(html, "probe: IOPS rose, CPU has room, &quot;grow&quot;"));
-    cli_run_clear(&r);
-}
-
-static void
-test_report_well_formed(void)
-{
-    g_autofree char *xmllint = g_find_program_in_path("xmllint");
-    g_autofree char *out = g_build_filename(tmp_dir, "report-x.html", NULL);
-    g_autofree char *since = cli_test_iso(t0_ms);
-    g_autofree char *until = cli_test_iso(t0_ms + N_TICKS * 1000);
-    const char *argv[] = { "--db", db_path, "report", "--since", since, "--until", until,
-                           "--resolution", "raw", "-o", out, NULL };
-    const char *lint[] = { xmllint, "--noout", "--nonet", out, NULL };
-    CliRun r = { 0 };
-    g_autofree char *err = NULL;
-    int status = 0;
-
-    if (!xmllint) {
-        g_test_skip("xmllint is not installed");
-        return;
-    }
-    cli_run(&r, argv);
-    g_assert_cmpint(r.status, ==, 0);
-    g_assert_true(g_spawn_sync(NULL, (char **)lint, NULL, G_SPAWN_STDOUT_TO_DEV_NULL, NULL,
-                               NULL, NULL, &err, &status, NULL));
-    g_assert_cmpstr(err, ==, "");
-    g_assert_cmpint(status, ==, 0);
-    cli_run_clear(&r);
-}
-
-static guint
-count(const char *haystack, const char *needle)
-{
-    guint n = 0;
-
-    for (const char *p = haystack; (p = strstr(p, needle)); p++)
-        n++;
-    return n;
-}
-
-/* Loads the report in headless Chromium: the page renders, nothing is
- * fetched, and the charts are in the DOM with their data points. */
-static void
-test_report_chromium(void)
-{
-    g_autofree char *chromium = g_find_program_in_path("chromium");
-    g_autofree char *out = g_build_filename(tmp_dir, "report-c.html", NULL);
-    g_autofree char *png = g_build_filename(tmp_dir, "report-c.png", NULL);
-    g_autofree char *url = NULL;
-    g_autofree char *shot = NULL;
-    g_autofree char *since = cli_test_iso(t0_ms);
-    g_autofree char *until = cli_test_iso(t0_ms + N_TICKS * 1000);
-    const char *argv[] = { "--db", db_path, "report", "--since", since, "--until", until,
-                           "-o", out, NULL };
-    g_autofree char *dom = NULL;
-    g_autofree char *err = NULL;
-    g_autofree char *data = NULL;
-    gsize len = 0;
-    CliRun r = { 0 };
-    int status = 0;
-
-    if (!chromium)
-        chromium = g_find_program_in_path("chromium-browser");
-    if (!chromium) {
-        g_test_skip("chromium is not installed");
-        return;
-    }
-    cli_run(&r, argv);
-    g_assert_cmpint(r.status, ==, 0);
-    url = g_strconcat("file://", out, NULL);
-    shot = g_strconcat("--screenshot=", png, NULL);
-    {
-        const char *dump[] = { chromium, "--headless=new", "--no-sandbox", "--disable-gpu",
-                               "--enable-logging=stderr", "--v=0", "--dump-dom", url, NULL };
-        const char *snap[] = { chromium, "--headless=new", "--no-sandbox", "--disable-gpu",
-                               "--hide-scrollbars", "--window-size=1240,1600", shot, url,
-                               NULL };
-
-        g_assert_true(g_spawn_sync(NULL, (char **)dump, NULL, G_SPAWN_DEFAULT, NULL, NULL,
-                                   &dom, &err, &status, NULL));
-        g_assert_true(g_spawn_check_wait_status(status, NULL));
-        g_assert_true(g_spawn_sync(NULL, (char **)snap, NULL, G_SPAWN_STDOUT_TO_DEV_NULL |
-                                   G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, NULL, NULL,
-                                   &status, NULL));
-        g_assert_true(g_spawn_check_wait_status(status, NULL));
-    }
-    /* Nothing failed to load (there is nothing to load). */
-    g_assert_null(strstr(err, "net::ERR_"));
-    g_assert_null(strstr(err, "Uncaught"));
-    /* 3 iothreads x 3 charts, the host's stacked chart and the bars. */
-    g_assert_cmpuint(count(dom, "<svg"), ==, 3 * 3 + 2);
-    g_assert_cmpuint(count(dom, "data-points=\"120\""), ==, 3 * 3 + 2);
-    g_assert_true(g_file_get_contents(png, &data, &len, NULL));
-    g_assert_cmpuint(len, >, 10000);
-    g_assert_true(memcmp(data, "\211PNG\r\n\032\n", 8) == 0);
-    cli_run_clear(&r);
-}
-
 /* A reader that goes away (| head) kills polltunectl with SIGPIPE in the
  * middle of an export: its snapshot of the database must go too. */
 static void
@@ -576,17 +437,12 @@ test_db_untouched(void)
 int
 main(int argc, char **argv)
 {
-    g_autoptr(GDateTime) t0 = g_date_time_new_utc(2026, 11, 30, 22, 0, 0);
-    CliTestDbSpec spec = { 0 };
     int rc;
 
     g_test_init(&argc, &argv, NULL);
-    t0_ms = g_date_time_to_unix(t0) * 1000;
     tmp_dir = test_dir_new();
     db_path = g_build_filename(tmp_dir, "history.db", NULL);
-    spec = (CliTestDbSpec){ .start_ms = t0_ms, .n_ticks = N_TICKS, .tick_ms = 1000,
-                            .decision_every = 600, .rollups = TRUE };
-    cli_testdb_create(db_path, &spec);
+    t0_ms = cli_testdb_create_standard(db_path);
     db_digest = file_digest(db_path);
 
     g_test_add_func("/cli/offline/export-csv-raw", test_export_csv_raw);
@@ -594,9 +450,6 @@ main(int argc, char **argv)
     g_test_add_func("/cli/offline/export-rollup-decisions", test_export_rollup_and_decisions);
     g_test_add_func("/cli/offline/history-json", test_history_json);
     g_test_add_func("/cli/offline/history-table", test_history_table);
-    g_test_add_func("/cli/offline/report", test_report);
-    g_test_add_func("/cli/offline/report-well-formed", test_report_well_formed);
-    g_test_add_func("/cli/offline/report-chromium", test_report_chromium);
     g_test_add_func("/cli/offline/snapshot-removed", test_snapshot_removed_when_killed);
     g_test_add_func("/cli/errors", test_errors);
     g_test_add_func("/cli/help", test_help);

@@ -309,17 +309,6 @@ json_number(json_object *o, const char *key)
     return v ? json_object_get_double(v) : NAN;
 }
 
-static gboolean
-store_settled(gpointer data)
-{
-    const gint64 *until_ms = data;
-    g_autoptr(json_object) st = pt_test_daemon_ok(cli_live.d, "status", NULL);
-    json_object *io = cli_iothread_of(st, "vm-a", "iot0");
-
-    return pt_json_path_int(st, "store/pending") == 0 && io &&
-           pt_json_path_int(io, "metrics/ts_ms") > *until_ms;
-}
-
 static void
 test_history(void)
 {
@@ -337,7 +326,7 @@ test_history(void)
         return;
     /* A whole second in the past, every row of which is written: both
      * requests read the same rows. */
-    g_assert_true(pt_test_wait(store_settled, &until_ms, 20000));
+    g_assert_true(pt_test_wait_stored(cli_live.d, "vm-a", "iot0", until_ms, 20000));
     since = cli_test_iso(until_ms - 2000);
     until = cli_test_iso(until_ms);
     text = CTL_OK("history", "vm-a/iot0", "--since", since, "--until", until,

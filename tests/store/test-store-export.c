@@ -240,10 +240,8 @@ max_rss_kb(void)
 static void
 test_constant_memory(void)
 {
-    g_autofree char *dir = test_dir_new();
-    g_autofree char *path = g_build_filename(dir, "h.db", NULL);
+    g_auto(TestDb) fx = { 0 };
     g_autoptr(GError) error = NULL;
-    g_autoptr(StoreDb) db = store_db_open(path, NULL, &error);
     g_autoptr(TestTick) t = test_tick_new(50);
     g_autoptr(GOutputStream) out = NULL;
     int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
@@ -251,26 +249,24 @@ test_constant_memory(void)
     glong before;
 
     g_assert_cmpint(fd, >=, 0);
+    test_db_setup(&fx, NULL);
     for (int k = 0; k < 4000; k++) {
         test_tick_fill(t, T0 + k * 1000, k);
-        g_assert_true(store_tick_write(db, &t->tick, &error));
+        g_assert_true(store_tick_write(fx.db, &t->tick, &error));
     }
     /* Close and reopen so the page cache of the writes is not counted. */
-    g_clear_pointer(&db, store_db_close);
-    db = store_db_open(path, NULL, &error);
+    test_db_reopen(&fx, NULL);
     out = g_unix_output_stream_new(fd, TRUE);
     store_filter_init(&f);
     before = max_rss_kb();
     /* 200,000 rows, about 25 MB of CSV and 60 MB of JSON */
-    g_assert_true(store_export(db, &f, STORE_EXPORT_SAMPLES, STORE_FORMAT_CSV, out, NULL, &error));
-    g_assert_true(store_export(db, &f, STORE_EXPORT_SAMPLES, STORE_FORMAT_JSONL, out, NULL,
+    g_assert_true(store_export(fx.db, &f, STORE_EXPORT_SAMPLES, STORE_FORMAT_CSV, out, NULL, &error));
+    g_assert_true(store_export(fx.db, &f, STORE_EXPORT_SAMPLES, STORE_FORMAT_JSONL, out, NULL,
                                &error));
     g_assert_no_error(error);
     g_test_message("peak RSS grew by %ld kB", max_rss_kb() - before);
     /* the sqlite page cache (8 MiB) and the output buffer, not the rows */
     g_assert_cmpint(max_rss_kb() - before, <, 16 * 1024);
-    g_clear_pointer(&db, store_db_close);
-    test_dir_remove(dir);
 }
 
 /* The one duration grammar, as a table; and the same grammar in time bounds. */

@@ -64,27 +64,26 @@ count_rows(StoreDb *db)
 static void
 test_untouched(void)
 {
-    g_autofree char *dir = test_dir_new();
-    g_autofree char *path = g_build_filename(dir, "h.db", NULL);
+    g_auto(TestDb) fx = { 0 };
     g_autoptr(GError) error = NULL;
     g_autoptr(TestTick) t = test_tick_new(4);
     g_autofree char *before = NULL, *after = NULL, *bytes = NULL, *bytes_after = NULL;
     gsize len, len_after;
-    StoreDb *db = store_db_open(path, NULL, &error);
+    StoreDb *db;
 
-    g_assert_no_error(error);
+    test_db_setup(&fx, NULL);
     for (int i = 0; i < 3; i++) {
         test_tick_fill(t, 1764590400000 + i * 1000, i + 1);
-        g_assert_true(store_tick_write(db, &t->tick, &error));
+        g_assert_true(store_tick_write(fx.db, &t->tick, &error));
         g_assert_no_error(error);
     }
-    store_db_close(db);
-    before = dir_state(dir);
-    bytes = file_bytes(path, &len);
+    g_clear_pointer(&fx.db, store_db_close);
+    before = dir_state(fx.dir);
+    bytes = file_bytes(fx.path, &len);
     /* mtime has a coarse clock on some filesystems: make a change visible. */
     g_usleep(20 * 1000);
 
-    db = store_db_open_readonly(path, &error);
+    db = store_db_open_readonly(fx.path, &error);
     g_assert_no_error(error);
     g_assert_cmpuint(count_rows(db), ==, 3 * 4);
     /* A write through the handle is refused before it reaches sqlite. */
@@ -94,12 +93,11 @@ test_untouched(void)
     g_clear_error(&error);
     store_db_close(db);
 
-    after = dir_state(dir);
-    bytes_after = file_bytes(path, &len_after);
+    after = dir_state(fx.dir);
+    bytes_after = file_bytes(fx.path, &len_after);
     g_assert_cmpstr(after, ==, before);
     g_assert_cmpuint(len_after, ==, len);
     g_assert_true(memcmp(bytes, bytes_after, len) == 0);
-    test_dir_remove(dir);
 }
 
 /* A database polltuned has open (a -wal beside it): read through the WAL,

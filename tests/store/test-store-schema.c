@@ -10,30 +10,24 @@
 static void
 test_fresh(void)
 {
-    g_autofree char *dir = test_dir_new();
-    g_autofree char *path = g_build_filename(dir, "h.db", NULL);
-    g_autoptr(GError) error = NULL;
-    g_autoptr(StoreDb) db = store_db_open(path, NULL, &error);
+    g_auto(TestDb) fx = { 0 };
 
-    g_assert_no_error(error);
-    g_assert_nonnull(db);
-    g_assert_cmpint(test_sql_int(path, "PRAGMA user_version"), ==, store_schema_version());
-    g_assert_cmpint(test_sql_int(path, "SELECT count(*) FROM sqlite_schema WHERE type = 'table'"
+    test_db_setup(&fx, NULL);
+    g_assert_nonnull(fx.db);
+    g_assert_cmpint(test_sql_int(fx.path, "PRAGMA user_version"), ==, store_schema_version());
+    g_assert_cmpint(test_sql_int(fx.path, "SELECT count(*) FROM sqlite_schema WHERE type = 'table'"
                                        " AND name IN ('targets','iothreads','devices','ticks',"
                                        "'samples','device_samples','rollup_1m','rollup_1h',"
                                        "'decisions','overrides','originals','policy_rules','meta')"),
                     ==, 13);
-    g_assert_cmpint(test_sql_int(path, "PRAGMA auto_vacuum"), ==, 2);
-    g_clear_pointer(&db, store_db_close);
+    g_assert_cmpint(test_sql_int(fx.path, "PRAGMA auto_vacuum"), ==, 2);
+    g_clear_pointer(&fx.db, store_db_close);
     /* WAL is a property of the file and survives the connection. */
-    g_assert_cmpint(test_sql_int(path, "SELECT journal_mode = 'wal' FROM pragma_journal_mode"),
+    g_assert_cmpint(test_sql_int(fx.path, "SELECT journal_mode = 'wal' FROM pragma_journal_mode"),
                     ==, 1);
     /* Opening again runs no migration and keeps the version. */
-    db = store_db_open(path, NULL, &error);
-    g_assert_no_error(error);
-    g_assert_cmpint(test_sql_int(path, "PRAGMA user_version"), ==, store_schema_version());
-    store_db_close(g_steal_pointer(&db));
-    test_dir_remove(dir);
+    test_db_reopen(&fx, NULL);
+    g_assert_cmpint(test_sql_int(fx.path, "PRAGMA user_version"), ==, store_schema_version());
 }
 
 static void
