@@ -69,6 +69,8 @@ typedef enum {
     REPORT_CONFIDENCE_LOW,
     REPORT_CONFIDENCE_MEDIUM,
     REPORT_CONFIDENCE_HIGH,
+    REPORT_CONFIDENCE_MAX,
+    REPORT_CONFIDENCE_INVALID = -1,
 } ReportConfidence;
 
 /* The iothread's CPU as a line in its IOPS: cpu_pct = a + b * iops. */

@@ -8,7 +8,7 @@
 
 #include "cli-report-private.h"
 
-static const char *const confidence_names[] = {
+static const char *const confidence_names[REPORT_CONFIDENCE_MAX] = {
     [REPORT_CONFIDENCE_NONE] = "none",
     [REPORT_CONFIDENCE_LOW] = "low",
     [REPORT_CONFIDENCE_MEDIUM] = "medium",
@@ -18,7 +18,7 @@ static const char *const confidence_names[] = {
 const char *
 report_confidence_to_string(ReportConfidence c)
 {
-    return (guint)c < G_N_ELEMENTS(confidence_names) ? confidence_names[c] : "?";
+    return c >= 0 && c < REPORT_CONFIDENCE_MAX ? confidence_names[c] : "?";
 }
 
 static void

@@ -315,7 +315,6 @@ pt_cmd_status(PtConn *conn, json_object *args, json_object **ret, GError **error
     json_object *tl = json_object_new_array();
     PtDaemonStats st;
     StoreStats ss;
-    static const char *const health[] = { "ok", "busy", "full", "failed" };
 
     pt_daemon_get_stats(d, &st);
     store_db_get_stats(pt_daemon_get_store(d), &ss);
@@ -332,7 +331,7 @@ pt_cmd_status(PtConn *conn, json_object *args, json_object **ret, GError **error
     pt_json_num(*ret, "tick_p50_ms", st.tick_ms_p50);
     pt_json_num(*ret, "tick_p99_ms", st.tick_ms_p99);
     json_object_object_add(store, "path", json_object_new_string(conf->database));
-    json_object_object_add(store, "health", json_object_new_string(health[ss.health & 3]));
+    json_object_object_add(store, "health", json_object_new_string(store_health_to_string(ss.health)));
     json_object_object_add(store, "pending", json_object_new_int(ss.pending_ticks));
     json_object_object_add(store, "dropped", json_object_new_int64(ss.ticks_dropped));
     json_object_object_add(*ret, "store", store);

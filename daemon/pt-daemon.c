@@ -6,9 +6,7 @@
 #include "probe-derive.h"
 
 #include <errno.h>
-#include <glob.h>
 #include <math.h>
-#include <sys/stat.h>
 
 #define PT_TICK_RING 600
 

@@ -24,6 +24,7 @@ static PeerMode mode;
 static guint16 port;
 static GPtrArray *queries;      /* decoded query= of each request */
 static GMutex lock;
+static GCancellable *stop;      /* ends the peer's accept loop */
 
 static double
 param(const char *path, const char *name)
@@ -127,7 +128,7 @@ serve(gpointer data)
     GSocketListener *l = data;
 
     for (;;) {
-        g_autoptr(GSocketConnection) c = g_socket_listener_accept(l, NULL, NULL, NULL);
+        g_autoptr(GSocketConnection) c = g_socket_listener_accept(l, NULL, stop, NULL);
 
         if (!c)
             return NULL;
@@ -225,15 +226,24 @@ main(int argc, char **argv)
     g_autoptr(GSocketAddress) any = g_inet_socket_address_new(lo, 0);
     g_autoptr(GSocketAddress) bound = NULL;
     g_autoptr(GError) err = NULL;
+    GThread *peer;
+    int rc;
 
     g_test_init(&argc, &argv, NULL);
     queries = g_ptr_array_new_with_free_func(g_free);
+    stop = g_cancellable_new();
     g_assert_true(g_socket_listener_add_address(l, any, G_SOCKET_TYPE_STREAM,
                                                 G_SOCKET_PROTOCOL_TCP, NULL, &bound, &err));
     g_assert_no_error(err);
     port = g_inet_socket_address_get_port(G_INET_SOCKET_ADDRESS(bound));
-    g_thread_unref(g_thread_new("peer", serve, l));
+    peer = g_thread_new("peer", serve, l);
     g_test_add_func("/cli/prometheus/matrix", test_matrix);
     g_test_add_func("/cli/prometheus/errors", test_errors);
-    return g_test_run();
+    rc = g_test_run();
+    /* The listener goes only once the peer no longer waits on it. */
+    g_cancellable_cancel(stop);
+    g_thread_join(peer);
+    g_object_unref(stop);
+    g_ptr_array_unref(queries);
+    return rc;
 }
