@@ -80,6 +80,21 @@ pt_group_history(GPtrArray *members)
 }
 
 /* Apply or record @dec on one iothread; @dec->iothread names it. */
+PolicyIothreadInput
+pt_daemon_policy_input(PtTarget *t, PtIothread *io)
+{
+    return (PolicyIothreadInput){
+        .target = t->name,
+        .iothread = pt_iothread_policy_key(io),
+        .current = io->triple,
+        .history = (const PolicyMetrics *)io->history->data,
+        .n_history = io->history->len,
+        .n_iothreads = 1,
+        .qemu_version = t->qemu_version,
+        .poll_model = policy_poll_model_for_version(t->qemu_version),
+    };
+}
+
 static void
 pt_daemon_handle_one(PtDaemon *d, PtTarget *t, PolicyDecision *dec, const char *policy)
 {
@@ -177,16 +192,7 @@ pt_daemon_run_policy(PtDaemon *d, GPtrArray *targets)
             const char *key = pt_iothread_policy_key(io);
             /* A group follows the rule that matches its first iothread. */
             const PolicySpec *spec = policy_config_lookup(d->conf->policy, t->name, key);
-            PolicyIothreadInput in = {
-                .target = t->name,
-                .iothread = io->id,
-                .current = io->triple,
-                .history = (const PolicyMetrics *)io->history->data,
-                .n_history = io->history->len,
-                .n_iothreads = 1,
-                .qemu_version = t->qemu_version,
-                .poll_model = policy_poll_model_for_version(t->qemu_version),
-            };
+            PolicyIothreadInput in = pt_daemon_policy_input(t, io);
 
             /* Never write an iothread whose originals are not known yet: a
              * QEMU just restarted on the same socket still shows its

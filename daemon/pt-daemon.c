@@ -6,9 +6,7 @@
 #include "probe-derive.h"
 
 #include <errno.h>
-#include <glob.h>
 #include <math.h>
-#include <sys/stat.h>
 
 #define PT_TICK_RING 600
 
@@ -268,6 +266,7 @@ pt_daemon_reload(PtDaemon *d, PtConf *conf, GError **error)
     engine = policy_engine_new(conf->policy, error);
     if (!engine)
         return FALSE;
+    pt_daemon_metadata_install_all(d, conf->policy);
     /* A new engine starts learning afresh. */
     policy_engine_free(d->engine);
     d->engine = engine;
