@@ -15,6 +15,7 @@
 #include "cli-count-stream.h"
 #include "cli-data.h"
 #include "cli-format.h"
+#include "cli-prometheus.h"
 #include "cli-report.h"
 #include "qmp-json.h"
 
@@ -29,6 +30,9 @@ static char *opt_vm;
 static char *opt_iothread;
 static gboolean opt_decisions;
 static char *opt_output;
+static char *opt_prometheus;
+static char *opt_selector;
+static char *opt_scrape;
 
 #define RANGE_ENTRIES(since_default)                                                    \
     { "since", 0, 0, G_OPTION_ARG_STRING, &opt_since,                                   \
@@ -60,6 +64,13 @@ const GOptionEntry cli_export_entries[] = {
 const GOptionEntry cli_report_entries[] = {
     RANGE_ENTRIES("30d"),
     { "vm", 0, 0, G_OPTION_ARG_STRING, &opt_vm, "Only this VM", "NAME" },
+    { "prometheus", 0, 0, G_OPTION_ARG_STRING, &opt_prometheus,
+      "A fleet's report from this Prometheus server (http://HOST:PORT)", "URL" },
+    { "selector", 0, 0, G_OPTION_ARG_STRING, &opt_selector,
+      "With --prometheus: label matchers for the series (job=\"polltune\",dc=\"b\")",
+      "MATCHERS" },
+    { "scrape-interval", 0, 0, G_OPTION_ARG_STRING, &opt_scrape,
+      "With --prometheus: the servers' scrape interval (default 15s)", "DURATION" },
     { "output", 'o', 0, G_OPTION_ARG_FILENAME, &opt_output, "Write here, not to stdout",
       "FILE" },
     { NULL },
@@ -507,20 +518,36 @@ report_offline(StoreDb *db, CliReport *rep, const CliRange *r, GError **error)
     g_autoptr(StoreCursor) dcur = NULL;
     const StoreRow *row;
     const StoreDecisionRow *drow;
+    gint64 first = 0, last = 0;
     StoreFilter f;
 
     cli_store_filter(&f, r, opt_vm, NULL);
-    if (!(cur = store_query_range(db, &f, error)))
-        return FALSE;
-    for (;;) {
-        CliPoint p;
-
-        if (!store_cursor_next(cur, &row, error))
+    for (gboolean ticks = FALSE;; ticks = TRUE) {
+        g_clear_pointer(&cur, store_cursor_free);
+        if (!(cur = store_query_range(db, &f, error)))
             return FALSE;
-        if (!row)
+        for (;;) {
+            CliPoint p;
+
+            if (!store_cursor_next(cur, &row, error))
+                return FALSE;
+            if (!row)
+                break;
+            cli_point_from_row(row, &p);
+            if (ticks)
+                cli_report_add_tick(rep, &p);
+            else
+                cli_report_add_point(rep, &p);
+        }
+        /* Rollups do not say which ticks polled: the raw rows kept for the
+         * range do, and the policy's off/on runs are only in them.  The
+         * report keeps the newest CLI_REPORT_MAX_TICKS of each iothread:
+         * read no older ones. */
+        if (ticks || f.resolution == STORE_RES_RAW)
             break;
-        cli_point_from_row(row, &p);
-        cli_report_add_point(rep, &p);
+        f.resolution = STORE_RES_RAW;
+        if (cli_report_data_span(rep, &first, &last))
+            f.from_ms = MAX(f.from_ms, last - (gint64)CLI_REPORT_MAX_TICKS * 1000);
     }
     if (!(dcur = store_query_decisions(db, &f, error)))
         return FALSE;
@@ -568,6 +595,39 @@ decision_chunk(const char *chunk, gsize len, gpointer user_data, GError **error)
     return TRUE;
 }
 
+/*
+ * Rollups do not say which ticks polled; the raw rows do.  The daemon
+ * answers at most DAEMON_HISTORY_MAX_ROWS of them, so ask for the newest
+ * that many seconds (1 s ticks, the default interval): the policy's latest
+ * off/on runs, which the report's estimates need.
+ */
+static gboolean
+report_online_ticks(CliContext *ctx, CliReport *rep, const CliRange *r, const char *target,
+                    const char *iothread, GError **error)
+{
+    CliRange raw = *r;
+    g_autofree char *since = NULL;
+    g_autoptr(json_object) reply = NULL;
+    json_object *rows;
+
+    raw.resolution = STORE_RES_RAW;
+    raw.from_ms = MAX(r->from_ms, r->to_ms - (gint64)DAEMON_HISTORY_MAX_ROWS * 1000);
+    since = cli_iso_time(raw.from_ms);
+    raw.since = since;
+    if (!(reply = history_online(ctx, &raw, target, iothread, error)))
+        return FALSE;
+    if (!json_object_object_get_ex(reply, "rows", &rows) ||
+        !json_object_is_type(rows, json_type_array))
+        return TRUE;
+    for (gsize i = 0; i < json_object_array_length(rows); i++) {
+        CliPoint p;
+
+        if (cli_point_from_json(json_object_array_get_idx(rows, i), &p))
+            cli_report_add_tick(rep, &p);
+    }
+    return TRUE;
+}
+
 static gboolean
 report_online_series(CliContext *ctx, CliReport *rep, const CliRange *r, const char *target,
                      const char *iothread, GError **error)
@@ -590,6 +650,9 @@ report_online_series(CliContext *ctx, CliReport *rep, const CliRange *r, const c
         if (cli_point_from_json(json_object_array_get_idx(rows, i), &p))
             cli_report_add_point(rep, &p);
     }
+    if (r->resolution != STORE_RES_RAW && !report_online_ticks(ctx, rep, r, target, iothread,
+                                                               error))
+        return FALSE;
     if (n >= DAEMON_HISTORY_MAX_ROWS) {
         g_autofree char *note = g_strdup_printf(
             "%s/%s: the daemon returns at most %d rows per request, so this iothread's "
@@ -641,43 +704,15 @@ report_online(CliContext *ctx, CliReport *rep, const CliRange *r, GError **error
     return done != NULL;
 }
 
-gboolean
-cli_cmd_report(CliContext *ctx, char **args, guint n, GError **error)
+/* Writes the page; with -o FILE, says so (--json: with each series'
+ * figures, for scripts that compare reports). */
+static gboolean
+report_finish(CliContext *ctx, CliReport *rep, const char *resolution, GError **error)
 {
-    g_autoptr(CliDb) db = NULL;
-    g_autoptr(CliReport) rep = NULL;
-    g_autofree char *source = NULL;
-    g_autofree char *since_iso = NULL;
-    g_autofree char *until_iso = NULL;
     CliOutput o = { 0 };
-    CliRange r;
+    gint64 from, to;
     gboolean ok;
 
-    if (!cli_range_parse(ctx, "30d", &r, error))
-        return FALSE;
-    /* One absolute range for every request, whatever the daemon's clock. */
-    since_iso = cli_iso_time(r.from_ms);
-    until_iso = cli_iso_time(r.to_ms);
-    r.since = since_iso;
-    r.until = until_iso;
-    if (ctx->db_path) {
-        if (!(db = cli_context_db_open(ctx, error)))
-            return FALSE;
-        source = g_strdup_printf("database %s", ctx->db_path);
-    } else {
-        source = g_strdup_printf("polltuned at %s", ctx->socket_path);
-    }
-    /* Rollups exist only where the daemon's maintenance made them: when the
-     * chosen level is empty, fall back to a finer one. */
-    for (;;) {
-        g_clear_pointer(&rep, cli_report_free);
-        rep = cli_report_new(r.from_ms, r.to_ms, source, r.resolution);
-        if (!(db ? report_offline(cli_db_store(db), rep, &r, error) : report_online(ctx, rep, &r, error)))
-            return FALSE;
-        if (cli_report_n_points(rep) > 0 || r.resolution_given || r.resolution == STORE_RES_RAW)
-            break;
-        r.resolution--;
-    }
     if (!cli_output_open(&o, opt_output, error))
         return FALSE;
     ok = cli_report_write(rep, o.base, ctx->now_ms, error);
@@ -688,15 +723,129 @@ cli_cmd_report(CliContext *ctx, char **args, guint n, GError **error)
             g_autoptr(json_object) s = json_object_new_object();
 
             json_object_object_add(s, "path", json_object_new_string(opt_output));
-            json_object_object_add(s, "resolution", json_object_new_string(
-                                       store_resolution_to_string(r.resolution)));
+            json_object_object_add(s, "resolution", json_object_new_string(resolution));
             json_object_object_add(s, "points",
                                    json_object_new_int64((gint64)cli_report_n_points(rep)));
+            json_object_object_add(s, "series", cli_report_summary(rep));
+            cli_report_range(rep, &from, &to);
+            json_object_object_add(s, "from_ms", json_object_new_int64(from));
+            json_object_object_add(s, "to_ms", json_object_new_int64(to));
             cli_print_json(s);
         } else {
             printf("wrote %s (%" G_GUINT64_FORMAT " points at %s resolution)\n", opt_output,
-                   cli_report_n_points(rep), store_resolution_to_string(r.resolution));
+                   cli_report_n_points(rep), resolution);
         }
     }
     return TRUE;
+}
+
+/* The Prometheus servers' scrape interval when none is given: theirs. */
+#define PROM_DEFAULT_SCRAPE_MS 15000
+
+static gboolean
+report_prometheus(CliContext *ctx, const CliRange *r, GError **error)
+{
+    g_autoptr(CliReport) rep = NULL;
+    g_autofree char *source = NULL;
+    g_autoptr(GError) local = NULL;
+    CliPromOptions o = { .url = opt_prometheus, .selector = opt_selector,
+                         .scrape_ms = PROM_DEFAULT_SCRAPE_MS, .timeout_s = 60 };
+    guint n = 0;
+
+    if (ctx->db_path || opt_vm) {
+        g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "--prometheus reads the fleet: it "
+                    "takes no %s", ctx->db_path ? "--db" : "--vm (use --selector)");
+        return FALSE;
+    }
+    if (opt_scrape && (!store_duration_parse(opt_scrape, &o.scrape_ms, &local) ||
+                       o.scrape_ms < 1000)) {
+        g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "--scrape-interval %s: %s", opt_scrape,
+                    local ? local->message : "at least 1s");
+        return FALSE;
+    }
+    source = opt_selector ? g_strdup_printf("Prometheus at %s, series {%s}", opt_prometheus,
+                                            opt_selector)
+                          : g_strdup_printf("Prometheus at %s", opt_prometheus);
+    rep = cli_report_new(r->from_ms, r->to_ms, source, STORE_RES_RAW);
+    cli_report_fit_range(rep, !opt_since);
+    if (!cli_prometheus_read(&o, rep, r->from_ms, r->to_ms, &n, error))
+        return FALSE;
+    cli_report_add_note(rep, "Fleet report from Prometheus: each VM is HOST/DOMAIN; rates "
+                        "are over a window of at least four scrapes, so off/on runs shorter "
+                        "than a step are not seen; decisions and their evidence are in each "
+                        "host's own history (polltunectl report on that host).");
+    if (n == 0) {
+        g_set_error(error, CLI_ERROR, CLI_ERROR_FAILED, "Prometheus at %s: no polltune "
+                    "iothread series%s%s%s in the range", opt_prometheus,
+                    opt_selector ? " matching {" : "", opt_selector ? opt_selector : "",
+                    opt_selector ? "}" : "");
+        return FALSE;
+    }
+    return report_finish(ctx, rep, "prometheus", error);
+}
+
+gboolean
+cli_cmd_report(CliContext *ctx, char **args, guint n, GError **error)
+{
+    g_autoptr(CliDb) db = NULL;
+    g_autoptr(CliReport) rep = NULL;
+    g_autofree char *source = NULL;
+    g_autofree char *since_iso = NULL;
+    g_autofree char *until_iso = NULL;
+    CliRange r;
+
+    if (!cli_range_parse(ctx, "30d", &r, error))
+        return FALSE;
+    /* One absolute range for every request, whatever the daemon's clock. */
+    since_iso = cli_iso_time(r.from_ms);
+    until_iso = cli_iso_time(r.to_ms);
+    r.since = since_iso;
+    r.until = until_iso;
+    if (opt_prometheus)
+        return report_prometheus(ctx, &r, error);
+    if (opt_selector || opt_scrape) {
+        g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "%s needs --prometheus",
+                    opt_selector ? "--selector" : "--scrape-interval");
+        return FALSE;
+    }
+    if (ctx->db_path) {
+        if (!(db = cli_context_db_open(ctx, error)))
+            return FALSE;
+        source = g_strdup_printf("database %s", ctx->db_path);
+    } else {
+        source = g_strdup_printf("polltuned at %s", ctx->socket_path);
+    }
+    /* Rollups exist only where the daemon's maintenance made them: when the
+     * chosen level is empty, fall back to a finer one.  With the default
+     * range, a history shorter than it is read at the resolution its own
+     * span calls for (22 minutes of history: raw ticks, not one hourly
+     * rollup), from its first sample. */
+    for (;;) {
+        gint64 first = 0, last = 0;
+        StoreResolution fits;
+
+        g_clear_pointer(&rep, cli_report_free);
+        rep = cli_report_new(r.from_ms, r.to_ms, source, r.resolution);
+        cli_report_fit_range(rep, !opt_since);
+        if (!(db ? report_offline(cli_db_store(db), rep, &r, error) : report_online(ctx, rep, &r, error)))
+            return FALSE;
+        if (cli_report_n_points(rep) == 0) {
+            if (r.resolution_given || r.resolution == STORE_RES_RAW)
+                break;
+            r.resolution--;
+            continue;
+        }
+        if (opt_since || r.resolution_given || !cli_report_data_span(rep, &first, &last))
+            break;
+        fits = cli_resolution_for_span(r.to_ms - first);
+        if (fits >= r.resolution)
+            break;
+        /* A rollup row is stamped with its period's start: keep that period. */
+        r.from_ms = MAX(r.from_ms, first);
+        r.resolution = fits;
+        g_free(since_iso);
+        since_iso = cli_iso_time(r.from_ms);
+        r.since = since_iso;
+    }
+    return report_finish(ctx, rep, store_resolution_to_string(r.resolution), error);
 }

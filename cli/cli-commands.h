@@ -58,8 +58,7 @@ void cli_print_json(json_object *obj);
 /* "VM" or "VM/IOTHREAD" into its parts (@iothread NULL when absent). */
 gboolean cli_target_split(const char *text, char **target, char **iothread, GError **error);
 
-/* Opens a database snapshot (cli_db_open) and makes sure it is removed
- * even when polltunectl is interrupted or crashes. */
+/* Opens the --db file read-only (cli_db_open). */
 CliDb *cli_context_db_open(CliContext *ctx, GError **error);
 
 /* Adds "target" and, when given, "iothread" from VM[/IOTHREAD] to @req. */
@@ -102,6 +101,7 @@ void cli_progress_end(gboolean shown);
 gboolean cli_cmd_status(CliContext *ctx, char **args, guint n, GError **error);
 gboolean cli_cmd_list(CliContext *ctx, char **args, guint n, GError **error);
 gboolean cli_cmd_show(CliContext *ctx, char **args, guint n, GError **error);
+gboolean cli_cmd_explain(CliContext *ctx, char **args, guint n, GError **error);
 gboolean cli_cmd_metrics(CliContext *ctx, char **args, guint n, GError **error);
 gboolean cli_cmd_version(CliContext *ctx, char **args, guint n, GError **error);
 

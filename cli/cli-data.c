@@ -2,11 +2,7 @@
 /*
  * cli-data: the read-only database open and the row conversions.
  */
-#include <errno.h>
-#include <glib/gstdio.h>
 #include <math.h>
-#include <sqlite3.h>
-#include <sys/stat.h>
 
 #include "cli-client.h"
 #include "cli-data.h"
@@ -14,9 +10,6 @@
 
 struct CliDb {
     StoreDb *store;
-    char *dir;                  /* the snapshot's private folder */
-    char *copy;
-    char *paths[6];             /* copy, -wal, -shm, -journal, dir, NULL */
 };
 
 void
@@ -25,21 +18,7 @@ cli_db_close(CliDb *db)
     if (!db)
         return;
     store_db_close(db->store);
-    for (int i = 0; i < 4 && db->paths[i]; i++)
-        g_unlink(db->paths[i]);
-    if (db->dir)
-        g_rmdir(db->dir);
-    for (int i = 0; i < 4; i++)
-        g_free(db->paths[i]);
-    g_free(db->copy);
-    g_free(db->dir);
     g_free(db);
-}
-
-const char *const *
-cli_db_snapshot_paths(CliDb *db)
-{
-    return (const char *const *)db->paths;
 }
 
 StoreDb *
@@ -48,138 +27,15 @@ cli_db_store(CliDb *db)
     return db->store;
 }
 
-static gboolean
-sql_failed(const char *path, sqlite3 *sql, int rc, const char *what, GError **error)
-{
-    g_set_error(error, CLI_ERROR, CLI_ERROR_FAILED, "%s: %s: %s", path, what,
-                sql ? sqlite3_errmsg(sql) : sqlite3_errstr(rc));
-    return FALSE;
-}
-
-/*
- * Opens @path without writing anything next to it.  A database with no
- * -wal file was closed cleanly and is read as immutable (no -shm either);
- * otherwise polltuned (or a crashed one) has it open and its -wal and -shm
- * exist already.
- */
-static sqlite3 *
-source_open(const char *path, GError **error)
-{
-    g_autofree char *wal = g_strconcat(path, "-wal", NULL);
-    g_autofree char *escaped = g_uri_escape_string(path, "/", FALSE);
-    g_autofree char *uri = g_strdup_printf("file:%s?mode=ro%s", escaped,
-                                           g_file_test(wal, G_FILE_TEST_EXISTS) ? ""
-                                           : "&immutable=1");
-    sqlite3 *sql = NULL;
-    int rc = sqlite3_open_v2(uri, &sql, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
-
-    if (rc != SQLITE_OK) {
-        sql_failed(path, sql, rc, "open", error);
-        sqlite3_close(sql);
-        return NULL;
-    }
-    sqlite3_busy_timeout(sql, 2000);
-    return sql;
-}
-
-static gboolean
-source_check(const char *path, sqlite3 *sql, GError **error)
-{
-    sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(sql, "PRAGMA user_version", -1, &st, NULL), version = -1;
-
-    if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        version = sqlite3_column_int(st, 0);
-        rc = SQLITE_OK;
-    }
-    sqlite3_finalize(st);
-    if (rc != SQLITE_OK)
-        return sql_failed(path, sql, rc, "cannot read it as a database", error);
-    if (version == 0) {
-        g_set_error(error, CLI_ERROR, CLI_ERROR_FAILED,
-                    "%s: not a polltune history database (no schema)", path);
-        return FALSE;
-    }
-    if (version > store_schema_version()) {
-        g_set_error(error, CLI_ERROR, CLI_ERROR_FAILED, "%s: written by a newer polltune "
-                    "(schema %d; this polltunectl reads up to %d)", path, version,
-                    store_schema_version());
-        return FALSE;
-    }
-    return TRUE;
-}
-
-static gboolean
-snapshot(const char *path, sqlite3 *src, const char *copy, GError **error)
-{
-    sqlite3 *dst = NULL;
-    sqlite3_backup *b;
-    int rc = sqlite3_open_v2(copy, &dst, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
-
-    if (rc != SQLITE_OK) {
-        sql_failed(copy, dst, rc, "create snapshot", error);
-        sqlite3_close(dst);
-        return FALSE;
-    }
-    /* One step copies every page under one read transaction: consistent. */
-    b = sqlite3_backup_init(dst, "main", src, "main");
-    rc = b ? sqlite3_backup_step(b, -1) : sqlite3_errcode(dst);
-    if (b)
-        sqlite3_backup_finish(b);
-    if (rc != SQLITE_DONE) {
-        sql_failed(path, src, rc, "read", error);
-        sqlite3_close(dst);
-        return FALSE;
-    }
-    sqlite3_close(dst);
-    return TRUE;
-}
-
 CliDb *
 cli_db_open(const char *path, GError **error)
 {
     g_autoptr(CliDb) db = g_new0(CliDb, 1);
     g_autoptr(GError) local = NULL;
-    g_autofree char *notice = NULL;
-    struct stat sb;
-    sqlite3 *src;
-    gboolean ok;
 
-    if (stat(path, &sb) != 0) {
-        int e = errno;
-
-        g_set_error(error, CLI_ERROR, CLI_ERROR_FAILED, "%s: %s", path, g_strerror(e));
-        return NULL;
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        g_set_error(error, CLI_ERROR, CLI_ERROR_FAILED, "%s: not a regular file", path);
-        return NULL;
-    }
-    if (!(src = source_open(path, error)))
-        return NULL;
-    if (!(db->dir = g_dir_make_tmp("polltunectl-XXXXXX", &local))) {
-        sqlite3_close(src);
-        g_set_error(error, CLI_ERROR, CLI_ERROR_FAILED, "snapshot of %s: %s", path,
-                    local->message);
-        return NULL;
-    }
-    db->copy = g_build_filename(db->dir, "history.db", NULL);
-    db->paths[0] = g_strdup(db->copy);
-    db->paths[1] = g_strconcat(db->copy, "-wal", NULL);
-    db->paths[2] = g_strconcat(db->copy, "-shm", NULL);
-    db->paths[3] = g_strconcat(db->copy, "-journal", NULL);
-    db->paths[4] = db->dir;
-    ok = source_check(path, src, error) && snapshot(path, src, db->copy, error);
-    sqlite3_close(src);
-    if (!ok)
-        return NULL;
-    /* The snapshot is ours: store/ may migrate it; it must not "repair" it. */
-    if (!(db->store = store_db_open(db->copy, NULL, &local))) {
-        g_set_error(error, CLI_ERROR, CLI_ERROR_FAILED, "%s: %s", path, local->message);
-        return NULL;
-    }
-    if ((notice = store_db_take_notice(db->store))) {
-        g_set_error(error, CLI_ERROR, CLI_ERROR_FAILED, "%s: unusable: %s", path, notice);
+    /* The messages name the file and the cause already. */
+    if (!(db->store = store_db_open_readonly(path, &local))) {
+        g_set_error_literal(error, CLI_ERROR, CLI_ERROR_FAILED, local->message);
         return NULL;
     }
     return g_steal_pointer(&db);
@@ -191,102 +47,19 @@ have(gint64 v)
     return v != STORE_NULL;
 }
 
-static void
-put_double(json_object *o, const char *key, double v)
-{
-    if (!isnan(v) && !isinf(v))
-        json_object_object_add(o, key, json_object_new_double(v));
-}
-
-static gint64
-sum3(gint64 a, gint64 b, gint64 c)
-{
-    return have(a) && have(b) && have(c) ? a + b + c : STORE_NULL;
-}
-
-/* The rates of a raw row, named as CONTROL.md's metrics object. */
-static void
-raw_metrics(const StoreRow *r, json_object *o)
-{
-    const StoreSample *s = &r->sample;
-    const StoreIo *io = &s->io;
-    double secs = r->len_ns / 1e9;
-    gint64 ops = sum3(io->rd_ops, io->wr_ops, io->flush_ops);
-    gint64 time_ns = sum3(io->rd_time_ns, io->wr_time_ns, io->flush_time_ns);
-
-    if (secs <= 0)
-        return;
-    if (have(ops)) {
-        put_double(o, "iops", ops / secs);
-        put_double(o, "rd_iops", io->rd_ops / secs);
-        put_double(o, "wr_iops", io->wr_ops / secs);
-        put_double(o, "flush_iops", io->flush_ops / secs);
-    }
-    if (have(io->rd_bytes) && have(io->wr_bytes))
-        put_double(o, "mbps", (io->rd_bytes + io->wr_bytes) / secs / 1e6);
-    if (have(ops) && have(time_ns)) {
-        if (ops > 0)
-            put_double(o, "lat_us", time_ns / (double)ops / 1000.0);
-        put_double(o, "queue_depth", time_ns / (double)r->len_ns);
-    }
-    if (have(s->cpu_ns))
-        put_double(o, "cpu_pct", s->cpu_ns * 100.0 / r->len_ns);
-    if (have(s->ctx_vol)) {
-        put_double(o, "blocks_per_s", s->ctx_vol / secs);
-        if (have(ops))
-            put_double(o, "blocks_per_op", ops > 0 ? s->ctx_vol / (double)ops : 0.0);
-    }
-    if (have(s->runq_wait_ns))
-        put_double(o, "run_delay_pct", s->runq_wait_ns * 100.0 / r->len_ns);
-    if (have(s->kvm_exits)) {
-        put_double(o, "exits_per_s", s->kvm_exits / secs);
-        if (have(ops))
-            put_double(o, "exits_per_op", ops > 0 ? s->kvm_exits / (double)ops : 0.0);
-    }
-}
-
-static json_object *
-stat_json(const StoreStat *st, double scale)
-{
-    json_object *o = json_object_new_object();
-    const gint64 v[] = { st->min, st->mean, st->max, st->p95 };
-    const char *const k[] = { "min", "mean", "max", "p95" };
-
-    for (gsize i = 0; i < G_N_ELEMENTS(v); i++)
-        if (have(v[i]))
-            put_double(o, k[i], v[i] * scale);
-    return o;
-}
-
 json_object *
 cli_row_to_json(const StoreRow *r)
 {
-    json_object *o = json_object_new_object();
-
-    json_object_object_add(o, "ts_ms", json_object_new_int64(r->ts_ms));
-    json_object_object_add(o, "target", json_object_new_string(r->target));
-    json_object_object_add(o, "iothread", json_object_new_string(r->iothread));
-    if (r->resolution == STORE_RES_RAW) {
-        const StoreSample *s = &r->sample;
-
-        raw_metrics(r, o);
-        /* As the daemon's history rows: null when unknown. */
-        json_object_object_add(o, "poll-max-ns", have(s->poll_max_ns) ?
-                               json_object_new_int64(s->poll_max_ns) : NULL);
-        return o;
-    }
-    /* Rollups keep milli-ops/s, ns per op and ppm of a core. */
-    json_object_object_add(o, "count", json_object_new_int64(r->count));
-    json_object_object_add(o, "iops", stat_json(&r->iops, 1e-3));
-    json_object_object_add(o, "lat_us", stat_json(&r->lat, 1e-3));
-    json_object_object_add(o, "cpu_pct", stat_json(&r->cpu, 1e-4));
-    return o;
+    return store_row_to_json(r);
 }
 
+/* A rollup's mean of @rate in the rate's unit, or NAN. */
 static double
-stat_mean(gint64 mean, double scale)
+stat_mean(const StoreRow *r, MetricRate rate)
 {
-    return have(mean) ? mean * scale : NAN;
+    const StoreStat *st = store_row_stat(r, rate);
+
+    return st && have(st->mean) ? st->mean * metric_rate_def(rate)->rollup_scale : NAN;
 }
 
 void
@@ -294,25 +67,24 @@ cli_point_from_row(const StoreRow *r, CliPoint *p)
 {
     *p = (CliPoint){ .ts_ms = r->ts_ms, .target = r->target, .iothread = r->iothread,
                      .iops = NAN, .lat_us = NAN, .cpu_pct = NAN, .poll_max_ns = -1 };
+    /* Raw: as read; rollups: the value in force for most of the bucket. */
+    if (have(r->sample.poll_max_ns))
+        p->poll_max_ns = r->sample.poll_max_ns;
     if (r->resolution == STORE_RES_RAW) {
-        g_autoptr(json_object) o = json_object_new_object();
-        json_object *v;
-
-        /* One derivation for both paths: the JSON one above. */
-        raw_metrics(r, o);
-        if (json_object_object_get_ex(o, "iops", &v))
-            p->iops = json_object_get_double(v);
-        if (json_object_object_get_ex(o, "lat_us", &v))
-            p->lat_us = json_object_get_double(v);
-        if (json_object_object_get_ex(o, "cpu_pct", &v))
-            p->cpu_pct = json_object_get_double(v);
-        if (have(r->sample.poll_max_ns))
-            p->poll_max_ns = r->sample.poll_max_ns;
+        /* One derivation for every path: the metric table's. */
+        if (!metric_rate_value(METRIC_RATE_IOPS, r->sample.m, STORE_NULL, r->len_ns, &p->iops))
+            p->iops = NAN;
+        if (!metric_rate_value(METRIC_RATE_LAT_US, r->sample.m, STORE_NULL, r->len_ns,
+                               &p->lat_us))
+            p->lat_us = NAN;
+        if (!metric_rate_value(METRIC_RATE_CPU_PCT, r->sample.m, STORE_NULL, r->len_ns,
+                               &p->cpu_pct))
+            p->cpu_pct = NAN;
         return;
     }
-    p->iops = stat_mean(r->iops.mean, 1e-3);
-    p->lat_us = stat_mean(r->lat.mean, 1e-3);
-    p->cpu_pct = stat_mean(r->cpu.mean, 1e-4);
+    p->iops = stat_mean(r, METRIC_RATE_IOPS);
+    p->lat_us = stat_mean(r, METRIC_RATE_LAT_US);
+    p->cpu_pct = stat_mean(r, METRIC_RATE_CPU_PCT);
 }
 
 /* A metric that is a number (raw rows) or {"mean": ...} (rollups). */

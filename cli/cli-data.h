@@ -10,12 +10,9 @@
  * sparklines and the report.
  *
  * Contract
- * - cli_db_open() never writes to, creates, migrates or moves the file.
- *   store_db_open() has no read-only mode (it sets pragmas that write,
- *   migrates, and moves a corrupt file aside), so the file is read through
- *   a read-only sqlite connection into a private snapshot (sqlite's online
- *   backup: consistent even while polltuned writes), and store/ opens the
- *   snapshot.  The snapshot is deleted by cli_db_close().
+ * - cli_db_open() never writes to, creates, migrates or moves the file:
+ *   it is store_db_open_readonly(), which reads the file in place (no copy)
+ *   and refuses a schema other than this build's with a clear error.
  * - Rates are derived from the stored deltas exactly as CONTROL.md defines
  *   them; a member whose source was unavailable is left out, as the
  *   daemon does.
@@ -36,7 +33,7 @@ typedef struct {
     double iops;                /* NAN when unknown */
     double lat_us;
     double cpu_pct;             /* percent of one core */
-    gint64 poll_max_ns;         /* -1 when unknown (rollups) */
+    gint64 poll_max_ns;         /* -1 when unknown; rollups: in force for most of the bucket */
 } CliPoint;
 
 /* One decision, from a store cursor or an export line. */
@@ -49,12 +46,9 @@ typedef struct {
 
 typedef struct CliDb CliDb;
 
-/* Opens a snapshot of @path for history, export and report. */
+/* Opens @path read-only for history, export and report. */
 CliDb *cli_db_open(const char *path, GError **error);
 StoreDb *cli_db_store(CliDb *db);
-/* The snapshot's files, then its folder, NULL-terminated (owned by @db):
- * for a caller that removes them if the process is killed. */
-const char *const *cli_db_snapshot_paths(CliDb *db);
 void cli_db_close(CliDb *db);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(CliDb, cli_db_close)
 

@@ -39,6 +39,20 @@ cli_table_new(const char *first_column, ...)
 }
 
 void
+cli_table_add_column(CliTable *t, const char *name)
+{
+    CliAlign a = name[0] == '>' ? CLI_ALIGN_RIGHT : CLI_ALIGN_LEFT;
+
+    g_return_if_fail(t->cells->len == 0);
+    t->names = g_renew(char *, t->names, t->n_cols + 2);
+    t->names[t->n_cols] = g_strdup(a == CLI_ALIGN_RIGHT ? name + 1 : name);
+    t->names[t->n_cols + 1] = NULL;
+    t->align = g_renew(CliAlign, t->align, t->n_cols + 1);
+    t->align[t->n_cols] = a;
+    t->n_cols++;
+}
+
+void
 cli_table_free(CliTable *t)
 {
     if (!t)

@@ -24,6 +24,8 @@ typedef struct CliTable CliTable;
  * NULL-terminated. */
 CliTable *cli_table_new(const char *first_column, ...) G_GNUC_NULL_TERMINATED;
 void cli_table_free(CliTable *t);
+/* Appends a column named as in cli_table_new(); only before the first row. */
+void cli_table_add_column(CliTable *t, const char *name);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(CliTable, cli_table_free)
 
 /* Starts a row; cells are then added left to right. */

@@ -7,8 +7,10 @@
  * can check it.  Sections are written to the stream as they are made.
  */
 #include <math.h>
+#include <string.h>
 
 #include "cli-format.h"
+#include "cli-report-evidence.h"
 #include "cli-report-private.h"
 #include "cli-svg.h"
 
@@ -45,7 +47,11 @@ static const char style[] =
     "th:first-child,td:first-child{text-align:left}td.text{max-width:520px}"
     "table.log th,table.log td{text-align:left}"
     ".key{font-size:12px;color:#5b6573}.key b.applied{color:#c0392b}"
-    ".key b.recommended{color:#8e44ad}";
+    ".key b.recommended{color:#8e44ad}"
+    "dl.ev{margin:2px 0 0;font-size:12px;display:grid;grid-template-columns:max-content auto;"
+    "gap:0 10px;color:#4a5563}dl.ev dt{font-weight:600}dl.ev dd{margin:0}"
+    "tr.total td{font-weight:600;border-top:2px solid #d5dbe3}"
+    "ul.assume{font-size:13px;color:#4a5563;margin:4px 0 12px}";
 
 static void
 esc(GString *out, const char *s)
@@ -53,14 +59,6 @@ esc(GString *out, const char *s)
     g_autofree char *e = g_markup_escape_text(s ? s : "", -1);
 
     g_string_append(out, e);
-}
-
-static void
-cell_num(GString *out, double v, gboolean si, int decimals)
-{
-    g_autofree char *t = si ? cli_format_si(v) : cli_format_fixed(v, decimals);
-
-    g_string_append_printf(out, "<td>%s</td>", t);
 }
 
 static gboolean
@@ -72,6 +70,49 @@ flush(GString *buf, GOutputStream *out, GError **error)
     return ok;
 }
 
+/* A figure with its unit, "-" when unknown. */
+static void
+cell_unit(GString *out, double v, gboolean si, int decimals, const char *unit)
+{
+    g_autofree char *t = si ? cli_format_si(v) : cli_format_fixed(v, decimals);
+
+    if (isnan(v))
+        g_string_append(out, "<td>-</td>");
+    else
+        g_string_append_printf(out, "<td>%s %s</td>", t, unit);
+}
+
+static void
+cell_text(GString *out, const char *text)
+{
+    g_string_append(out, "<td>");
+    esc(out, text);
+    g_string_append(out, "</td>");
+}
+
+static char *
+age_text(gint64 now_ms, gint64 ts_ms)
+{
+    g_autofree char *d = NULL;
+
+    if (ts_ms <= 0)
+        return g_strdup("-");
+    d = cli_format_duration_ms(MAX(now_ms - ts_ms, 0));
+    return g_strdup_printf("%s ago", d);
+}
+
+static char *
+series_name(const ReportSeries *s)
+{
+    return g_strdup_printf("%s/%s", s->target, s->iothread);
+}
+
+static char *
+step_text(gint64 step_ms)
+{
+    return cli_format_duration_ms(step_ms);
+}
+
 static void
 write_header(GString *h, CliReport *r, gint64 now_ms, guint n_vms)
 {
@@ -79,19 +120,40 @@ write_header(GString *h, CliReport *r, gint64 now_ms, guint n_vms)
     g_autofree char *to = cli_format_time_ms(r->to_ms, FALSE);
     g_autofree char *now = cli_format_time_ms(now_ms, FALSE);
     g_autofree char *span = cli_format_duration_ms(r->to_ms - r->from_ms);
+    g_autofree char *step = step_text(r->step_ms);
 
     g_string_append(h, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"/>"
                     "<meta name=\"viewport\" content=\"width=device-width\"/>"
                     "<title>polltune capacity report</title><style>");
     g_string_append(h, style);
     g_string_append(h, "</style></head><body><h1>polltune capacity report</h1>"
-                    "<p class=\"meta\">");
-    g_string_append_printf(h, "%s to %s UTC (%s) &#183; %s resolution &#183; ", from, to, span,
-                           store_resolution_to_string(r->resolution));
+                    "<p class=\"meta\" id=\"range\">");
+    g_string_append_printf(h, "<span data-from-ms=\"%" G_GINT64_FORMAT "\" data-to-ms=\"%"
+                           G_GINT64_FORMAT "\">%s to %s UTC</span> (%s) &#183; buckets of %s "
+                           "&#183; %s resolution &#183; ", r->from_ms, r->to_ms, from, to, span,
+                           step, store_resolution_to_string(r->resolution));
     esc(h, r->source);
     g_string_append_printf(h, " &#183; %u VMs, %u iothreads, %" G_GUINT64_FORMAT " points, %"
                            G_GUINT64_FORMAT " decisions &#183; generated %s UTC</p>", n_vms,
                            r->series->len, r->n_points, r->n_decisions, now);
+    if (r->range_fitted)
+        g_string_append(h, "<p class=\"meta\">The history is shorter than the range asked: "
+                        "the page spans its first to its last sample.</p>");
+    for (guint i = 0; i < r->series->len; i++) {
+        const ReportSeries *s = g_ptr_array_index(r->series, i);
+
+        if (s->ticks_cut && s->ticks->len) {
+            g_autofree char *since = cli_format_time_ms(
+                g_array_index(s->ticks, ReportPoint, 0).ts_ms, FALSE);
+
+            g_string_append_printf(h, "<p class=\"meta\" id=\"ticks-cut\">Which ticks polled "
+                                   "(time polling, off/on pairs, the comparison with QEMU's "
+                                   "default, the projection) is read from the newest %u "
+                                   "per-tick rows of each iothread: from %s UTC on.</p>",
+                                   CLI_REPORT_MAX_TICKS, since);
+            break;
+        }
+    }
     for (guint i = 0; i < r->notes->len; i++) {
         g_string_append(h, "<p class=\"note\">");
         esc(h, g_ptr_array_index(r->notes, i));
@@ -109,24 +171,37 @@ cmp_vm_cores(gconstpointer a, gconstpointer b)
     return (cy > cx) - (cy < cx);
 }
 
-/* Cores spent polling, stacked by the top VMs and the rest. */
+/* One per-bucket VM figure, stacked by the top VMs and the rest. */
 static void
-host_cores_chart(GString *h, CliReport *r, GPtrArray *by_cores)
+host_stacked_chart(GString *h, CliReport *r, GPtrArray *by_cores, const char *title,
+                   const char *unit, gsize offset)
 {
-    guint top = MIN(by_cores->len, TOP_VMS);
-    gboolean others = by_cores->len > top;
-    g_autofree CliSvgSeries *series = g_new0(CliSvgSeries, top + 1);
+    g_autoptr(GPtrArray) with = g_ptr_array_new();
+    guint top;
+    gboolean others;
+    g_autofree CliSvgSeries *series = NULL;
     g_autofree double *rest = g_new(double, r->nb);
 
-    for (guint i = 0; i < top; i++) {
+    /* VMs with nothing to draw stay out of the legend. */
+    for (guint i = 0; i < by_cores->len; i++) {
         ReportVm *vm = g_ptr_array_index(by_cores, i);
 
-        series[i] = (CliSvgSeries){ vm->name, palette[i % G_N_ELEMENTS(palette)], vm->cores };
+        if (!isnan(report_mean(G_STRUCT_MEMBER(double *, vm, offset), r->nb)))
+            g_ptr_array_add(with, vm);
+    }
+    top = MIN(with->len, TOP_VMS);
+    others = with->len > top;
+    series = g_new0(CliSvgSeries, top + 1);
+    for (guint i = 0; i < top; i++) {
+        ReportVm *vm = g_ptr_array_index(with, i);
+
+        series[i] = (CliSvgSeries){ vm->name, palette[i % G_N_ELEMENTS(palette)],
+                                    G_STRUCT_MEMBER(double *, vm, offset) };
     }
     for (guint b = 0; b < r->nb; b++) {
         rest[b] = NAN;
-        for (guint i = top; i < by_cores->len; i++) {
-            double v = ((ReportVm *)g_ptr_array_index(by_cores, i))->cores[b];
+        for (guint i = top; i < with->len; i++) {
+            double v = G_STRUCT_MEMBER(double *, g_ptr_array_index(with, i), offset)[b];
 
             if (!isnan(v))
                 rest[b] = (isnan(rest[b]) ? 0 : rest[b]) + v;
@@ -135,9 +210,207 @@ host_cores_chart(GString *h, CliReport *r, GPtrArray *by_cores)
     if (others)
         series[top] = (CliSvgSeries){ "other VMs", "#aab2bd", rest };
     cli_svg_chart(h, &(CliSvgChart){
-        .title = "Cores spent polling, host total", .unit = "cores, stacked by VM",
-        .from_ms = r->from_ms, .to_ms = r->to_ms, .n = r->nb, .series = series,
-        .n_series = top + (others ? 1 : 0), .stacked = TRUE, .width = 760, .height = 220 });
+        .title = title, .unit = unit, .from_ms = r->from_ms, .to_ms = r->to_ms, .n = r->nb,
+        .series = series, .n_series = top + (others ? 1 : 0), .stacked = TRUE, .width = 760,
+        .height = 220 });
+}
+
+static void
+row_start(GString *h, const ReportSeries *s)
+{
+    g_autofree char *name = series_name(s);
+
+    g_string_append(h, "<tr>");
+    cell_text(h, name);
+}
+
+/* What polling costs and buys, from the off/on pairs. */
+static void
+host_polling(GString *h, CliReport *r, GPtrArray *by_cores, gint64 now_ms)
+{
+    double total = 0;
+    guint with_pairs = 0;
+
+    g_string_append(h, "<h3 id=\"polling\">What polling costs and what it buys</h3><p class="
+                    "\"meta\">From the policy's own measurements: each pair is a run of ticks "
+                    "with polling off (poll-max-ns 0) next to a run with it on, the workload "
+                    "unchanged between them.  Polling CPU is the iothread's CPU with polling on "
+                    "minus its CPU with it off, charged only for the time polling was on.  "
+                    "Without a pair there is no estimate: an iothread's whole CPU is never "
+                    "counted as polling.</p><table id=\"polling-table\"><tr><th>iothread</th>"
+                    "<th>polling on (% of time)</th><th>off/on pairs</th><th>newest pair</th>"
+                    "<th>polling CPU when on (% of one core)</th><th>confidence</th>"
+                    "<th>IOPS off &#8594; on (ops/s)</th><th>latency off &#8594; on "
+                    "(&#181;s)</th><th>polling, mean over the range (cores)</th></tr>");
+    for (guint i = 0; i < r->series->len; i++) {
+        ReportSeries *s = g_ptr_array_index(r->series, i);
+        const ReportCompare *c = &s->onoff;
+        g_autofree char *age = age_text(now_ms, c->newest_ms);
+
+        row_start(h, s);
+        cell_unit(h, s->on_share * 100, FALSE, 1, "%");
+        g_string_append_printf(h, "<td>%u (%u + %u ticks)</td>", c->n_pairs, c->n_ticks_a,
+                               c->n_ticks_b);
+        cell_text(h, age);
+        if (c->n_pairs) {
+            g_autofree char *d = cli_format_fixed(c->d_cpu_pct, 1);
+            g_autofree char *se = cli_format_fixed(c->d_cpu_se, 1);
+            g_autofree char *ia = cli_format_si(c->iops_a);
+            g_autofree char *ib = cli_format_si(c->iops_b);
+            g_autofree char *la = cli_format_fixed(c->lat_a, 1);
+            g_autofree char *lb = cli_format_fixed(c->lat_b, 1);
+
+            g_string_append_printf(h, "<td>%s %% &#177; %s</td><td>%s</td><td>%s &#8594; %s"
+                                   "</td><td>%s &#8594; %s</td>", d, se,
+                                   report_confidence_to_string(s->onoff_confidence), ia, ib,
+                                   la, lb);
+            with_pairs++;
+            total += s->mean_poll_cores;
+        } else {
+            g_string_append(h, "<td>no pair</td><td>none</td><td>-</td><td>-</td>");
+        }
+        cell_unit(h, s->mean_poll_cores, FALSE, 3, "cores");
+        g_string_append(h, "</tr>");
+    }
+    g_string_append_printf(h, "<tr class=\"total\"><td>host</td><td></td><td></td><td></td>"
+                           "<td></td><td></td><td></td><td></td>");
+    cell_unit(h, with_pairs ? total : NAN, FALSE, 3, "cores");
+    g_string_append(h, "</tr></table>");
+    if (with_pairs)
+        host_stacked_chart(h, r, by_cores, "Estimated CPU spent on polling, host total",
+                           "cores, stacked by VM; from off/on pairs",
+                           G_STRUCT_OFFSET(ReportVm, poll_cores));
+    else
+        g_string_append(h, "<p class=\"note\" id=\"no-pairs\">No off/on pair in this range, "
+                        "so no estimate of the CPU spent on polling.  Pairs need per-tick rows "
+                        "(raw resolution) and a policy that probes polling off.</p>");
+}
+
+/* Against QEMU's default triple, per iothread and for the host. */
+static void
+host_vs_default(GString *h, CliReport *r, gint64 now_ms)
+{
+    double saved = 0, gained = 0;
+    guint measured = 0;
+
+    g_string_append(h, "<h3 id=\"vs-default\">Against QEMU's default (poll-max-ns 32768)</h3>"
+                    "<p class=\"meta\">Each tick at a setting that the history measured next to "
+                    "QEMU's default is charged that setting's measured CPU and IOPS difference; "
+                    "ticks at the default count zero; ticks at a setting never measured next to "
+                    "the default are shown as unmeasured and count nothing.  Positive cores "
+                    "are saved, negative ones are what polltune spent for the IOPS it "
+                    "gained.</p><table id=\"default-table\"><tr><th>iothread</th><th>at the "
+                    "default (% of time)</th><th>at measured settings</th><th>unmeasured</th>"
+                    "<th>pairs with the default</th><th>newest</th><th>cores saved, mean "
+                    "(cores)</th><th>IOPS gained, mean (ops/s)</th></tr>");
+    for (guint i = 0; i < r->series->len; i++) {
+        ReportSeries *s = g_ptr_array_index(r->series, i);
+        g_autofree char *age = age_text(now_ms, s->vs_default_newest_ms);
+        gboolean known = !isnan(s->on_share);
+
+        row_start(h, s);
+        cell_unit(h, known ? s->default_share * 100 : NAN, FALSE, 1, "%");
+        cell_unit(h, known ? s->measured_share * 100 : NAN, FALSE, 1, "%");
+        cell_unit(h, known ? s->unmeasured_share * 100 : NAN, FALSE, 1, "%");
+        g_string_append_printf(h, "<td>%u</td>", s->vs_default_pairs);
+        cell_text(h, age);
+        cell_unit(h, s->saved_cores, FALSE, 3, "cores");
+        cell_unit(h, s->gained_iops, TRUE, 0, "ops/s");
+        g_string_append(h, "</tr>");
+        if (!isnan(s->saved_cores)) {
+            saved += s->saved_cores;
+            gained += isnan(s->gained_iops) ? 0 : s->gained_iops;
+            measured++;
+        }
+    }
+    g_string_append(h, "<tr class=\"total\"><td>host</td><td></td><td></td><td></td><td></td>"
+                    "<td></td>");
+    cell_unit(h, measured ? saved : NAN, FALSE, 3, "cores");
+    cell_unit(h, measured ? gained : NAN, TRUE, 0, "ops/s");
+    g_string_append(h, "</tr></table>");
+}
+
+static const double load_factors[] = { 1.5, 2.0 };
+
+/* Polling at load @k: the measured on-minus-off at that IOPS when both
+ * lines exist, else the pairs' figure; never more than the idle time the
+ * iothread has left, since polling only fills idle time. */
+static double
+projected_polling(const ReportSeries *s, double iops)
+{
+    double off = report_fit_at(&s->fit_off, iops), on = report_fit_at(&s->fit_on, iops);
+    double poll = !isnan(off) && !isnan(on) ? on - off
+                  : s->onoff.n_pairs ? s->onoff.d_cpu_pct : NAN;
+    double busy = !isnan(off) ? off : report_fit_at(&s->fit_all, iops);
+
+    if (isnan(poll))
+        return NAN;
+    return CLAMP(poll, 0.0, MAX(0.0, 100.0 - (isnan(busy) ? 0 : busy)));
+}
+
+static void
+host_projection(GString *h, CliReport *r)
+{
+    double now_total = 0, at_total[G_N_ELEMENTS(load_factors)] = { 0 };
+    gboolean any = FALSE;
+
+    g_string_append(h, "<h3 id=\"projection\">Headroom and projection</h3>"
+                    "<ul class=\"assume\"><li>Load is the iothread's mean IOPS over the range; "
+                    "1.5&#215; and 2&#215; scale it with the same mix of reads, writes and "
+                    "sizes.</li><li>The iothread's CPU is the straight line through its "
+                    "measured (IOPS, CPU) points, extrapolated; one iothread is one thread, so "
+                    "it saturates at 100 % of one core.</li><li>Polling CPU at a load is the "
+                    "line measured with polling on minus the line with it off (or the off/on "
+                    "pairs' figure), and never more than the idle time left: polling only "
+                    "fills idle time.</li><li>Latency is taken as unchanged below saturation; "
+                    "queueing near saturation is not modelled.</li></ul>"
+                    "<table id=\"projection-table\"><tr><th>iothread</th><th>IOPS mean / p95 "
+                    "(ops/s)</th><th>iothread CPU now (% of one core)</th>");
+    for (gsize k = 0; k < G_N_ELEMENTS(load_factors); k++)
+        g_string_append_printf(h, "<th>at %.1f&#215;: IOPS (ops/s)</th><th>iothread CPU (%% "
+                               "of one core)</th><th>of it polling (%% of one core)</th>",
+                               load_factors[k]);
+    g_string_append(h, "<th>headroom at 2&#215; (% of one core)</th><th>saturates at "
+                    "(ops/s)</th></tr>");
+    for (guint i = 0; i < r->series->len; i++) {
+        ReportSeries *s = g_ptr_array_index(r->series, i);
+        g_autofree char *mi = cli_format_si(s->mean_iops);
+        g_autofree char *pi = cli_format_si(s->p95_iops);
+        const ReportFit *f = &s->fit_all;
+        double head = NAN, sat = f->ok && f->b > 0 ? (100.0 - f->a) / f->b : NAN;
+
+        row_start(h, s);
+        g_string_append_printf(h, "<td>%s / %s</td>", mi, pi);
+        cell_unit(h, s->mean_cpu_pct, FALSE, 1, "%");
+        if (!isnan(s->mean_cpu_pct))
+            now_total += s->mean_cpu_pct / 100.0;
+        for (gsize k = 0; k < G_N_ELEMENTS(load_factors); k++) {
+            double iops = s->mean_iops * load_factors[k];
+            double cpu = report_fit_at(f, iops);
+
+            if (!isnan(cpu))
+                cpu = CLAMP(cpu, 0.0, 100.0);
+            cell_unit(h, iops, TRUE, 0, "ops/s");
+            cell_unit(h, cpu, FALSE, 1, "%");
+            cell_unit(h, projected_polling(s, iops), FALSE, 1, "%");
+            if (!isnan(cpu)) {
+                at_total[k] += cpu / 100.0;
+                any = TRUE;
+            }
+            head = isnan(cpu) ? NAN : 100.0 - cpu;
+        }
+        cell_unit(h, head, FALSE, 1, "%");
+        cell_unit(h, sat > 0 ? sat : NAN, TRUE, 0, "ops/s");
+        g_string_append(h, "</tr>");
+    }
+    g_string_append(h, "<tr class=\"total\"><td>host, iothread cores</td><td></td>");
+    cell_unit(h, now_total, FALSE, 3, "cores");
+    for (gsize k = 0; k < G_N_ELEMENTS(load_factors); k++) {
+        g_string_append(h, "<td></td>");
+        cell_unit(h, any ? at_total[k] : NAN, FALSE, 3, "cores");
+        g_string_append(h, "<td></td>");
+    }
+    g_string_append(h, "<td></td><td></td></tr></table>");
 }
 
 static void
@@ -153,9 +426,12 @@ host_tables(GString *h, GPtrArray *by_cores, GPtrArray *vms)
         if (!isnan(vm->mean_cores))
             total += vm->mean_cores;
     }
-    g_string_append(h, "<h3>Top consumers</h3><table><tr><th>VM</th><th>iothreads</th>"
-                    "<th>mean cores</th><th>p95 cores</th><th>share of polling</th>"
-                    "<th>mean IOPS</th><th>IOPS per polling core</th><th>decisions</th></tr>");
+    g_string_append(h, "<h3 id=\"consumers\">Top consumers</h3><p class=\"meta\">iothread "
+                    "CPU is everything the iothread's thread ran: I/O work and polling "
+                    "together.</p><table><tr><th>VM</th><th>iothreads</th><th>iothread CPU, "
+                    "mean (cores)</th><th>iothread CPU, p95 (cores)</th><th>share of "
+                    "iothread CPU (%)</th><th>IOPS, mean (ops/s)</th><th>IOPS per iothread "
+                    "core (ops/s per core)</th><th>decisions</th></tr>");
     for (guint i = 0; i < by_cores->len; i++) {
         ReportVm *vm = g_ptr_array_index(by_cores, i);
         double share = total > 0 && !isnan(vm->mean_cores) ? vm->mean_cores / total * 100 : NAN;
@@ -164,35 +440,105 @@ host_tables(GString *h, GPtrArray *by_cores, GPtrArray *vms)
         g_string_append(h, "<tr><td>");
         esc(h, vm->name);
         g_string_append_printf(h, "</td><td>%u</td>", vm->series->len);
-        cell_num(h, vm->mean_cores, FALSE, 3);
-        cell_num(h, vm->cores_p95, FALSE, 3);
-        cell_num(h, share, FALSE, 1);
-        cell_num(h, vm->mean_iops, TRUE, 0);
-        cell_num(h, per_core[i], TRUE, 0);
+        cell_unit(h, vm->mean_cores, FALSE, 3, "cores");
+        cell_unit(h, vm->cores_p95, FALSE, 3, "cores");
+        cell_unit(h, share, FALSE, 1, "%");
+        cell_unit(h, vm->mean_iops, TRUE, 0, "ops/s");
+        cell_unit(h, per_core[i], TRUE, 0, "ops/s");
         g_string_append_printf(h, "<td>%u</td></tr>", vm->decisions);
         bars[i] = (CliSvgBar){ vm->name, per_core[i], NULL };
     }
     g_string_append(h, "</table>");
-    cli_svg_bars(h, "IOPS per polling core, by VM (mean IOPS / mean polling cores)", bars,
-                 by_cores->len, 760);
+    cli_svg_bars(h, "IOPS per iothread core, by VM (mean IOPS / mean iothread cores; ops/s "
+                 "per core)", bars, by_cores->len, 760);
 
-    g_string_append(h, "<h3>Sizing</h3><p class=\"meta\">Percentiles over the report's time "
-                    "buckets of each VM's totals across its iothreads.</p><table><tr>"
-                    "<th>VM</th><th>IOPS p50</th><th>IOPS p95</th><th>latency p50 (&#181;s)"
-                    "</th><th>latency p95 (&#181;s)</th><th>polling cores p50</th>"
-                    "<th>polling cores p95</th></tr>");
+    g_string_append(h, "<h3 id=\"sizing\">Sizing</h3><p class=\"meta\">Percentiles over the "
+                    "report's time buckets of each VM's totals across its iothreads.</p><table>"
+                    "<tr><th>VM</th><th>IOPS p50 (ops/s)</th><th>IOPS p95 (ops/s)</th><th>"
+                    "latency p50 (&#181;s)</th><th>latency p95 (&#181;s)</th><th>iothread CPU "
+                    "p50 (cores)</th><th>iothread CPU p95 (cores)</th></tr>");
     for (guint i = 0; i < vms->len; i++) {
         ReportVm *vm = g_ptr_array_index(vms, i);
 
         g_string_append(h, "<tr><td>");
         esc(h, vm->name);
         g_string_append(h, "</td>");
-        cell_num(h, vm->iops_p50, TRUE, 0);
-        cell_num(h, vm->iops_p95, TRUE, 0);
-        cell_num(h, vm->lat_p50, FALSE, 1);
-        cell_num(h, vm->lat_p95, FALSE, 1);
-        cell_num(h, vm->cores_p50, FALSE, 3);
-        cell_num(h, vm->cores_p95, FALSE, 3);
+        cell_unit(h, vm->iops_p50, TRUE, 0, "ops/s");
+        cell_unit(h, vm->iops_p95, TRUE, 0, "ops/s");
+        cell_unit(h, vm->lat_p50, FALSE, 1, "\302\265s");
+        cell_unit(h, vm->lat_p95, FALSE, 1, "\302\265s");
+        cell_unit(h, vm->cores_p50, FALSE, 3, "cores");
+        cell_unit(h, vm->cores_p95, FALSE, 3, "cores");
+        g_string_append(h, "</tr>");
+    }
+    g_string_append(h, "</table>");
+}
+
+typedef struct {
+    char *host;
+    guint vms, iothreads;
+    double cores, poll_cores, iops;
+    gboolean any_poll;
+} HostRow;
+
+static void
+host_row_free(gpointer p)
+{
+    HostRow *h = p;
+
+    g_free(h->host);
+    g_free(h);
+}
+
+/*
+ * A fleet's VMs are named HOST/DOMAIN (report --prometheus; a domain or a
+ * QMP target's name has no '/'): their figures summed per host.
+ */
+static void
+fleet_hosts(GString *h, GPtrArray *vms)
+{
+    g_autoptr(GPtrArray) rows = g_ptr_array_new_with_free_func(host_row_free);
+
+    for (guint i = 0; i < vms->len; i++) {
+        ReportVm *vm = g_ptr_array_index(vms, i);
+        const char *slash = strchr(vm->name, '/');
+        HostRow *row = rows->len ? g_ptr_array_index(rows, rows->len - 1) : NULL;
+
+        if (!slash)
+            return;
+        /* vms is sorted by name: one host's VMs are together. */
+        if (!row || strncmp(row->host, vm->name, slash - vm->name) != 0 ||
+            row->host[slash - vm->name] != '\0') {
+            row = g_new0(HostRow, 1);
+            row->host = g_strndup(vm->name, slash - vm->name);
+            g_ptr_array_add(rows, row);
+        }
+        row->vms++;
+        row->iothreads += vm->series->len;
+        row->cores += isnan(vm->mean_cores) ? 0 : vm->mean_cores;
+        row->iops += isnan(vm->mean_iops) ? 0 : vm->mean_iops;
+        for (guint k = 0; k < vm->series->len; k++) {
+            const ReportSeries *s = g_ptr_array_index(vm->series, k);
+
+            if (!isnan(s->mean_poll_cores)) {
+                row->poll_cores += s->mean_poll_cores;
+                row->any_poll = TRUE;
+            }
+        }
+    }
+    g_string_append(h, "<h3 id=\"hosts\">By host</h3><table id=\"hosts-table\"><tr><th>host"
+                    "</th><th>VMs</th><th>iothreads</th><th>iothread CPU, mean (cores)</th>"
+                    "<th>polling, mean (cores; from off/on pairs)</th><th>IOPS, mean (ops/s)"
+                    "</th></tr>");
+    for (guint i = 0; i < rows->len; i++) {
+        const HostRow *row = g_ptr_array_index(rows, i);
+
+        g_string_append(h, "<tr>");
+        cell_text(h, row->host);
+        g_string_append_printf(h, "<td>%u</td><td>%u</td>", row->vms, row->iothreads);
+        cell_unit(h, row->cores, FALSE, 3, "cores");
+        cell_unit(h, row->any_poll ? row->poll_cores : NAN, FALSE, 3, "cores");
+        cell_unit(h, row->iops, TRUE, 0, "ops/s");
         g_string_append(h, "</tr>");
     }
     g_string_append(h, "</table>");
@@ -210,10 +556,12 @@ decision_label(const ReportDecision *d)
     g_autofree char *when = cli_format_time_ms(d->ts_ms, FALSE);
     g_autofree char *old = max_ns_text(d->old_max_ns);
     g_autofree char *new = max_ns_text(d->new_max_ns);
+    g_autofree char *text = NULL;
+    g_autoptr(GPtrArray) fields = cli_evidence_parse(d->reason, &text);
 
-    return g_strdup_printf("%s %s poll-max-ns %s -> %s (%s): %s", when,
+    return g_strdup_printf("%s %s poll-max-ns %s -> %s ns (%s): %s", when,
                            d->applied ? "applied" : "recommended", old, new,
-                           d->policy ? d->policy : "?", d->reason ? d->reason : "");
+                           d->policy ? d->policy : "?", text);
 }
 
 static void
@@ -221,22 +569,23 @@ series_charts(GString *h, CliReport *r, ReportSeries *s)
 {
     g_autofree double *iops = g_new(double, r->nb);
     g_autofree double *lat = g_new(double, r->nb);
+    g_autofree double *cpu_on = g_new(double, r->nb);
+    g_autofree double *cpu_off = g_new(double, r->nb);
     g_autofree double *cpu = g_new(double, r->nb);
     g_autofree CliSvgMarker *marks = g_new0(CliSvgMarker, MAX(s->decisions->len, 1));
     g_autoptr(GPtrArray) labels = g_ptr_array_new_with_free_func(g_free);
-    const struct {
-        const char *title, *unit, *color;
-        const double *y;
-    } charts[] = {
-        { "IOPS", "ops/s", "#3366cc", iops },
-        { "Latency", "\302\265s per op", "#2e8b57", lat },
-        { "Polling CPU", "% of one core", "#dc7633", cpu },
-    };
+    gboolean split = FALSE;
+    CliSvgChart base = { .from_ms = r->from_ms, .to_ms = r->to_ms, .n = r->nb,
+                         .markers = marks, .n_markers = s->decisions->len };
+    CliSvgChart c;
 
     for (guint i = 0; i < r->nb; i++) {
         iops[i] = report_bucket_iops(&s->b[i]);
         lat[i] = report_bucket_lat(&s->b[i]);
         cpu[i] = report_bucket_cpu(&s->b[i]);
+        cpu_on[i] = report_bucket_cpu_on(&s->b[i]);
+        cpu_off[i] = report_bucket_cpu_off(&s->b[i]);
+        split = split || s->b[i].known_n > 0;
     }
     for (guint i = 0; i < s->decisions->len; i++) {
         const ReportDecision *d = &g_array_index(s->decisions, ReportDecision, i);
@@ -246,13 +595,60 @@ series_charts(GString *h, CliReport *r, ReportSeries *s)
         marks[i] = (CliSvgMarker){ d->ts_ms, d->applied, label };
     }
     g_string_append(h, "<div class=\"charts\">");
-    for (gsize c = 0; c < G_N_ELEMENTS(charts); c++)
-        cli_svg_chart(h, &(CliSvgChart){
-            .title = charts[c].title, .unit = charts[c].unit, .from_ms = r->from_ms,
-            .to_ms = r->to_ms, .n = r->nb,
-            .series = &(CliSvgSeries){ NULL, charts[c].color, charts[c].y }, .n_series = 1,
-            .markers = marks, .n_markers = s->decisions->len });
+    c = base;
+    c.title = "IOPS";
+    c.unit = "ops/s";
+    c.series = &(CliSvgSeries){ NULL, "#3366cc", iops };
+    c.n_series = 1;
+    cli_svg_chart(h, &c);
+    c.title = "Latency";
+    c.unit = "\302\265s per operation";
+    c.series = &(CliSvgSeries){ NULL, "#2e8b57", lat };
+    cli_svg_chart(h, &c);
+    c.title = "iothread CPU (I/O work and polling)";
+    c.unit = "% of one core";
+    if (split) {
+        /* Which ticks polled is known: show the two apart. */
+        const CliSvgSeries two[] = { { "polling on", "#dc7633", cpu_on },
+                                     { "polling off", "#7f8c8d", cpu_off } };
+
+        c.series = two;
+        c.n_series = 2;
+        cli_svg_chart(h, &c);
+    } else {
+        c.series = &(CliSvgSeries){ NULL, "#dc7633", cpu };
+        cli_svg_chart(h, &c);
+    }
+    if (s->onoff.n_pairs) {
+        c.title = "Estimated CPU spent on polling";
+        c.unit = "% of one core, from off/on pairs";
+        c.series = &(CliSvgSeries){ NULL, "#b03a2e", s->poll_cpu };
+        c.n_series = 1;
+        cli_svg_chart(h, &c);
+    }
     g_string_append(h, "</div>");
+}
+
+static void
+evidence_list(GString *h, const char *reason)
+{
+    g_autofree char *text = NULL;
+    g_autoptr(GPtrArray) fields = cli_evidence_parse(reason, &text);
+
+    esc(h, text);
+    if (!fields->len)
+        return;
+    g_string_append(h, "<dl class=\"ev\">");
+    for (guint i = 0; i < fields->len; i++) {
+        const CliEvidenceField *f = g_ptr_array_index(fields, i);
+
+        g_string_append(h, "<dt>");
+        esc(h, f->label);
+        g_string_append(h, "</dt><dd>");
+        esc(h, f->value);
+        g_string_append(h, "</dd>");
+    }
+    g_string_append(h, "</dl>");
 }
 
 static void
@@ -266,9 +662,10 @@ series_decisions(GString *h, ReportSeries *s)
     }
     g_string_append_printf(h, "<p class=\"key\">%u decisions in this range "
                            "(<b class=\"applied\">|</b> applied, <b class=\"recommended\">"
-                           "&#166;</b> recommended); the latest %u:</p><table class=\"log\"><tr><th>time "
-                           "(UTC)</th><th>outcome</th><th>poll-max-ns</th><th>policy</th>"
-                           "<th>reason</th></tr>", s->decisions_total, shown);
+                           "&#166;</b> recommended); the latest %u:</p><table class=\"log\"><tr>"
+                           "<th>time (UTC)</th><th>outcome</th><th>poll-max-ns (ns)</th><th>"
+                           "policy</th><th>reason and evidence</th></tr>", s->decisions_total,
+                           shown);
     for (guint i = n; i-- > n - shown;) {
         const ReportDecision *d = &g_array_index(s->decisions, ReportDecision, i);
         g_autofree char *when = cli_format_time_ms(d->ts_ms, FALSE);
@@ -279,30 +676,48 @@ series_decisions(GString *h, ReportSeries *s)
                                when, d->applied ? "applied" : "recommended", old, new);
         esc(h, d->policy);
         g_string_append(h, "</td><td class=\"text\">");
-        esc(h, d->reason);
+        evidence_list(h, d->reason);
         g_string_append(h, "</td></tr>");
     }
     g_string_append(h, "</table>");
 }
 
+/* "Fleet" when the VMs are HOST/DOMAIN (report --prometheus), else "Host". */
+static const char *
+report_scope(GPtrArray *vms)
+{
+    for (guint i = 0; i < vms->len; i++)
+        if (strchr(((ReportVm *)g_ptr_array_index(vms, i))->name, '/'))
+            return "Fleet";
+    return "Host";
+}
+
 gboolean
 cli_report_write(CliReport *r, GOutputStream *out, gint64 now_ms, GError **error)
 {
-    g_autoptr(GPtrArray) vms = report_vms_build(r);
+    g_autoptr(GPtrArray) vms = NULL;
     g_autoptr(GPtrArray) by_cores = g_ptr_array_new();
     g_autoptr(GString) h = g_string_sized_new(64 * 1024);
 
+    report_settle(r);
+    vms = report_vms_build(r);
     /* A second order over the same VMs; vms owns them. */
     for (guint i = 0; i < vms->len; i++)
         g_ptr_array_add(by_cores, g_ptr_array_index(vms, i));
 
     g_ptr_array_sort(by_cores, cmp_vm_cores);
     write_header(h, r, now_ms, vms->len);
-    g_string_append(h, "<h2>Host</h2>");
+    g_string_append_printf(h, "<h2>%s</h2>", report_scope(vms));
     if (vms->len == 0)
         g_string_append(h, "<p class=\"note\">No samples in this range.</p>");
     else {
-        host_cores_chart(h, r, by_cores);
+        fleet_hosts(h, vms);
+        host_polling(h, r, by_cores, now_ms);
+        host_vs_default(h, r, now_ms);
+        host_projection(h, r);
+        host_stacked_chart(h, r, by_cores, "iothread CPU, host total",
+                           "cores, stacked by VM; I/O work and polling together",
+                           G_STRUCT_OFFSET(ReportVm, cores));
         host_tables(h, by_cores, vms);
     }
     if (!flush(h, out, error))
@@ -316,11 +731,28 @@ cli_report_write(CliReport *r, GOutputStream *out, gint64 now_ms, GError **error
         g_autofree char *iops95 = cli_format_si(vm->iops_p95);
         g_autofree char *lat95 = cli_format_fixed(vm->lat_p95, 1);
 
+        double poll = 0;
+        guint pairs = 0;
+
+        for (guint i = 0; i < vm->series->len; i++) {
+            const ReportSeries *s = g_ptr_array_index(vm->series, i);
+
+            if (s->onoff.n_pairs) {
+                poll += s->mean_poll_cores;
+                pairs += s->onoff.n_pairs;
+            }
+        }
         g_string_append(h, "<h3>");
         esc(h, vm->name);
-        g_string_append_printf(h, "</h3><p class=\"meta\">mean %s IOPS, %s polling cores, "
-                               "IOPS p95 %s, latency p95 %s &#181;s</p>", iops, cores, iops95,
-                               lat95);
+        g_string_append_printf(h, "</h3><p class=\"meta\">mean %s ops/s, %s iothread cores, "
+                               "IOPS p95 %s ops/s, latency p95 %s &#181;s", iops, cores,
+                               iops95, lat95);
+        if (pairs)
+            g_string_append_printf(h, ", of which polling %.3f cores (from %u off/on pairs)",
+                                   poll, pairs);
+        else
+            g_string_append(h, "; no off/on pair, so no estimate of its polling CPU");
+        g_string_append(h, "</p>");
         for (guint i = 0; i < vm->series->len; i++) {
             ReportSeries *s = g_ptr_array_index(vm->series, i);
 

@@ -1,12 +1,25 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * cli-report: collecting the report's data into per-iothread buckets, and
- * the per-VM figures derived from them.
+ * cli-report: collecting the report's data, settling its range and time
+ * buckets, and the per-VM figures derived from them.
  */
 #include <math.h>
 #include <stdlib.h>
 
 #include "cli-report-private.h"
+
+static const char *const confidence_names[REPORT_CONFIDENCE_MAX] = {
+    [REPORT_CONFIDENCE_NONE] = "none",
+    [REPORT_CONFIDENCE_LOW] = "low",
+    [REPORT_CONFIDENCE_MEDIUM] = "medium",
+    [REPORT_CONFIDENCE_HIGH] = "high",
+};
+
+const char *
+report_confidence_to_string(ReportConfidence c)
+{
+    return c >= 0 && c < REPORT_CONFIDENCE_MAX ? confidence_names[c] : "?";
+}
 
 static void
 decision_clear(gpointer p)
@@ -25,7 +38,13 @@ series_free(gpointer p)
     g_free(s->target);
     g_free(s->iothread);
     g_free(s->b);
+    g_free(s->poll_cpu);
+    g_array_unref(s->points);
+    if (s->ticks)
+        g_array_unref(s->ticks);
     g_array_unref(s->decisions);
+    if (s->pairs)
+        g_array_unref(s->pairs);
     g_free(s);
 }
 
@@ -38,16 +57,16 @@ cli_report_new(gint64 from_ms, gint64 to_ms, const char *source, StoreResolution
     r->to_ms = MAX(to_ms, from_ms + 1);
     r->source = g_strdup(source);
     r->resolution = resolution;
-    r->nb = CLI_REPORT_MAX_BUCKETS;
-    if (resolution != STORE_RES_RAW) {
-        gint64 step = resolution == STORE_RES_1M ? 60000 : 3600000;
-
-        r->nb = (guint)CLAMP((r->to_ms - r->from_ms) / step, 1, CLI_REPORT_MAX_BUCKETS);
-    }
     r->by_key = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     r->series = g_ptr_array_new_with_free_func(series_free);
     r->notes = g_ptr_array_new_with_free_func(g_free);
     return r;
+}
+
+void
+cli_report_fit_range(CliReport *r, gboolean fit)
+{
+    r->fit_range = fit;
 }
 
 void
@@ -73,7 +92,7 @@ series_get(CliReport *r, const char *target, const char *iothread)
     s = g_new0(ReportSeries, 1);
     s->target = g_strdup(target);
     s->iothread = g_strdup(iothread);
-    s->b = g_new0(ReportBucket, r->nb);
+    s->points = g_array_new(FALSE, FALSE, sizeof(ReportPoint));
     s->decisions = g_array_new(FALSE, FALSE, sizeof(ReportDecision));
     g_array_set_clear_func(s->decisions, decision_clear);
     g_hash_table_insert(r->by_key, g_steal_pointer(&key), s);
@@ -82,46 +101,74 @@ series_get(CliReport *r, const char *target, const char *iothread)
 }
 
 static gboolean
-report_bucket_of(const CliReport *r, gint64 ts_ms, guint *i)
+report_in_range(const CliReport *r, gint64 ts_ms)
 {
-    if (ts_ms < r->from_ms || ts_ms >= r->to_ms)
-        return FALSE;
-    /* 128-bit-free: the span is at most a few years of milliseconds. */
-    *i = (guint)((double)(ts_ms - r->from_ms) / (double)(r->to_ms - r->from_ms) * r->nb);
-    *i = MIN(*i, r->nb - 1);
-    return TRUE;
+    return ts_ms >= r->from_ms && ts_ms < r->to_ms;
+}
+
+static ReportPoint
+point_compact(const CliPoint *p)
+{
+    return (ReportPoint){ p->ts_ms, (float)p->iops, (float)p->lat_us, (float)p->cpu_pct,
+                          p->poll_max_ns < 0 || p->poll_max_ns > G_MAXINT32 ? -1
+                          : (gint32)p->poll_max_ns };
 }
 
 void
 cli_report_add_point(CliReport *r, const CliPoint *p)
 {
     ReportSeries *s;
-    ReportBucket *b;
-    guint i;
+    ReportPoint rp;
 
-    if (!p->target || !p->iothread || !report_bucket_of(r, p->ts_ms, &i))
+    if (!p->target || !p->iothread || !report_in_range(r, p->ts_ms))
         return;
     s = series_get(r, p->target, p->iothread);
-    b = &s->b[i];
+    rp = point_compact(p);
+    g_array_append_val(s->points, rp);
     s->n_points++;
     r->n_points++;
-    if (!isnan(p->iops)) {
-        b->iops_sum += p->iops;
-        b->iops_n++;
+}
+
+void
+cli_report_add_tick(CliReport *r, const CliPoint *p)
+{
+    ReportSeries *s;
+    ReportPoint rp;
+
+    if (!p->target || !p->iothread || !report_in_range(r, p->ts_ms) || p->poll_max_ns < 0)
+        return;
+    s = series_get(r, p->target, p->iothread);
+    if (!s->ticks)
+        s->ticks = g_array_new(FALSE, FALSE, sizeof(ReportPoint));
+    rp = point_compact(p);
+    g_array_append_val(s->ticks, rp);
+    /* Rows arrive oldest first: keep the newest CLI_REPORT_MAX_TICKS,
+     * trimming in halves so that each row is moved at most once. */
+    if (s->ticks->len >= 2 * CLI_REPORT_MAX_TICKS) {
+        g_array_remove_range(s->ticks, 0, s->ticks->len - CLI_REPORT_MAX_TICKS);
+        s->ticks_cut = TRUE;
     }
-    if (!isnan(p->lat_us)) {
-        /* A bucket's latency is per operation: weight by IOPS. */
-        if (!isnan(p->iops) && p->iops > 0) {
-            b->lat_wsum += p->lat_us * p->iops;
-            b->lat_w += p->iops;
+}
+
+gboolean
+cli_report_data_span(const CliReport *r, gint64 *first_ms, gint64 *last_ms)
+{
+    gboolean any = FALSE;
+
+    for (guint i = 0; i < r->series->len; i++) {
+        const ReportSeries *s = g_ptr_array_index(r->series, i);
+
+        for (guint k = 0; k < s->points->len; k++) {
+            gint64 t = g_array_index(s->points, ReportPoint, k).ts_ms;
+
+            if (!any || t < *first_ms)
+                *first_ms = t;
+            if (!any || t > *last_ms)
+                *last_ms = t;
+            any = TRUE;
         }
-        b->lat_sum += p->lat_us;
-        b->lat_n++;
     }
-    if (!isnan(p->cpu_pct)) {
-        b->cpu_sum += p->cpu_pct;
-        b->cpu_n++;
-    }
+    return any;
 }
 
 void
@@ -129,9 +176,8 @@ cli_report_add_decision(CliReport *r, const CliDecision *d)
 {
     ReportSeries *s;
     ReportDecision rd;
-    guint i;
 
-    if (!d->target || !d->iothread || !report_bucket_of(r, d->ts_ms, &i))
+    if (!d->target || !d->iothread || !report_in_range(r, d->ts_ms))
         return;
     s = series_get(r, d->target, d->iothread);
     s->decisions_total++;
@@ -157,6 +203,195 @@ cli_report_n_points(const CliReport *r)
     return r->n_points;
 }
 
+static int
+cmp_point(gconstpointer a, gconstpointer b)
+{
+    const ReportPoint *x = a, *y = b;
+
+    return (x->ts_ms > y->ts_ms) - (x->ts_ms < y->ts_ms);
+}
+
+static int
+cmp_gint64(const void *a, const void *b)
+{
+    gint64 x = *(const gint64 *)a, y = *(const gint64 *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* The median gap between a series' consecutive points: the tick interval
+ * for raw rows, 60 s or 3600 s for rollups. */
+static gint64
+points_interval(GArray *points)
+{
+    guint n = points->len;
+    g_autofree gint64 *gaps = NULL;
+    guint k = 0;
+
+    if (n < 2)
+        return 0;
+    gaps = g_new(gint64, n - 1);
+    for (guint i = 1; i < n; i++) {
+        gint64 g = g_array_index(points, ReportPoint, i).ts_ms -
+                   g_array_index(points, ReportPoint, i - 1).ts_ms;
+
+        if (g > 0)
+            gaps[k++] = g;
+    }
+    if (k == 0)
+        return 0;
+    qsort(gaps, k, sizeof(gint64), cmp_gint64);
+    return gaps[k / 2];
+}
+
+/*
+ * Bucket sizes a reader can say out loud.  The smallest one at or above
+ * both the data's own interval (a bucket with no point is a hole) and
+ * span / REPORT_TARGET_BUCKETS (a 760-pixel chart shows about 3 pixels per
+ * bucket at 240) is taken.
+ */
+#define REPORT_TARGET_BUCKETS 240
+
+static gint64
+bucket_step(gint64 span_ms, gint64 interval_ms)
+{
+    static const gint64 steps_s[] = {
+        1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 2 * 3600, 3 * 3600,
+        6 * 3600, 12 * 3600, 86400, 2 * 86400, 7 * 86400,
+    };
+    gint64 want = MAX(interval_ms, span_ms / REPORT_TARGET_BUCKETS);
+
+    for (gsize i = 0; i < G_N_ELEMENTS(steps_s); i++)
+        if (steps_s[i] * 1000 >= want)
+            return steps_s[i] * 1000;
+    return steps_s[G_N_ELEMENTS(steps_s) - 1] * 1000;
+}
+
+static void
+bucket_add(ReportBucket *b, const ReportPoint *p)
+{
+    if (!isnan(p->iops)) {
+        b->iops_sum += p->iops;
+        b->iops_n++;
+    }
+    if (!isnan(p->lat_us)) {
+        /* A bucket's latency is per operation: weight by IOPS. */
+        if (!isnan(p->iops) && p->iops > 0) {
+            b->lat_wsum += (double)p->lat_us * p->iops;
+            b->lat_w += p->iops;
+        }
+        b->lat_sum += p->lat_us;
+        b->lat_n++;
+    }
+    if (!isnan(p->cpu_pct)) {
+        b->cpu_sum += p->cpu_pct;
+        b->cpu_n++;
+    }
+}
+
+/* Which ticks polled, and the CPU with polling on and off. */
+static void
+bucket_add_setting(ReportBucket *b, const ReportPoint *p)
+{
+    if (p->max_ns < 0)
+        return;
+    b->known_n++;
+    if (p->max_ns > 0)
+        b->on_n++;
+    if (isnan(p->cpu_pct))
+        return;
+    if (p->max_ns > 0) {
+        b->cpu_on_sum += p->cpu_pct;
+        b->cpu_on_n++;
+    } else {
+        b->cpu_off_sum += p->cpu_pct;
+        b->cpu_off_n++;
+    }
+}
+
+static gboolean
+report_bucket_index(const CliReport *r, gint64 ts_ms, guint *bi)
+{
+    if (ts_ms < r->from_ms || ts_ms >= r->to_ms)
+        return FALSE;
+    *bi = (guint)MIN((ts_ms - r->from_ms) / r->step_ms, (gint64)r->nb - 1);
+    return TRUE;
+}
+
+void
+report_settle(CliReport *r)
+{
+    gint64 first = 0, last = 0, span;
+
+    r->interval_ms = r->tick_ms = 0;
+    for (guint i = 0; i < r->series->len; i++) {
+        ReportSeries *s = g_ptr_array_index(r->series, i);
+        gint64 iv;
+
+        g_array_sort(s->points, cmp_point);
+        iv = points_interval(s->points);
+        if (iv > 0 && (r->interval_ms == 0 || iv < r->interval_ms))
+            r->interval_ms = iv;
+        if (s->ticks) {
+            g_array_sort(s->ticks, cmp_point);
+            if (s->ticks->len > CLI_REPORT_MAX_TICKS) {
+                g_array_remove_range(s->ticks, 0, s->ticks->len - CLI_REPORT_MAX_TICKS);
+                s->ticks_cut = TRUE;
+            }
+            iv = points_interval(s->ticks);
+            if (iv > 0 && (r->tick_ms == 0 || iv < r->tick_ms))
+                r->tick_ms = iv;
+        }
+    }
+    if (r->tick_ms == 0)
+        r->tick_ms = r->interval_ms;
+    /* A history shorter than the range asked by default fills the page,
+     * not a sliver at its right edge. */
+    if (r->fit_range && cli_report_data_span(r, &first, &last)) {
+        gint64 from = MAX(r->from_ms, first - MAX(r->interval_ms, 1000));
+        gint64 to = MIN(r->to_ms, last + 1);
+
+        if (from > r->from_ms || to < r->to_ms) {
+            r->range_fitted = TRUE;
+            r->from_ms = from;
+            r->to_ms = MAX(to, from + 1000);
+        }
+    }
+    span = r->to_ms - r->from_ms;
+    r->step_ms = bucket_step(span, r->interval_ms);
+    if (r->range_fitted) {
+        /* Round outwards to whole buckets, so each holds a full step. */
+        r->from_ms = r->from_ms / r->step_ms * r->step_ms;
+        r->to_ms = (r->to_ms + r->step_ms - 1) / r->step_ms * r->step_ms;
+        span = r->to_ms - r->from_ms;
+    }
+    r->nb = (guint)CLAMP((span + r->step_ms - 1) / r->step_ms, 1, CLI_REPORT_MAX_BUCKETS);
+    for (guint i = 0; i < r->series->len; i++) {
+        ReportSeries *s = g_ptr_array_index(r->series, i);
+
+        g_free(s->b);
+        s->b = g_new0(ReportBucket, r->nb);
+        for (guint k = 0; k < s->points->len; k++) {
+            const ReportPoint *p = &g_array_index(s->points, ReportPoint, k);
+            guint bi;
+
+            if (!report_bucket_index(r, p->ts_ms, &bi))
+                continue;
+            bucket_add(&s->b[bi], p);
+            if (!s->ticks)
+                bucket_add_setting(&s->b[bi], p);
+        }
+        for (guint k = 0; s->ticks && k < s->ticks->len; k++) {
+            const ReportPoint *p = &g_array_index(s->ticks, ReportPoint, k);
+            guint bi;
+
+            if (report_bucket_index(r, p->ts_ms, &bi))
+                bucket_add_setting(&s->b[bi], p);
+        }
+        report_model_series(r, s);
+    }
+}
+
 double
 report_bucket_iops(const ReportBucket *b)
 {
@@ -175,6 +410,18 @@ double
 report_bucket_cpu(const ReportBucket *b)
 {
     return b->cpu_n ? b->cpu_sum / b->cpu_n : NAN;
+}
+
+double
+report_bucket_cpu_on(const ReportBucket *b)
+{
+    return b->cpu_on_n ? b->cpu_on_sum / b->cpu_on_n : NAN;
+}
+
+double
+report_bucket_cpu_off(const ReportBucket *b)
+{
+    return b->cpu_off_n ? b->cpu_off_sum / b->cpu_off_n : NAN;
 }
 
 static int
@@ -229,6 +476,7 @@ vm_free(gpointer p)
     g_free(vm->iops);
     g_free(vm->cores);
     g_free(vm->lat);
+    g_free(vm->poll_cores);
     g_free(vm);
 }
 
@@ -236,13 +484,14 @@ static void
 vm_sum(ReportVm *vm, guint nb)
 {
     for (guint i = 0; i < nb; i++) {
-        double iops = 0, cores = 0, lat_w = 0, lat_wsum = 0, lat_sum = 0;
-        guint n_iops = 0, n_cpu = 0, n_lat = 0;
+        double iops = 0, cores = 0, lat_w = 0, lat_wsum = 0, lat_sum = 0, poll = 0;
+        guint n_iops = 0, n_cpu = 0, n_lat = 0, n_poll = 0;
 
         for (guint s = 0; s < vm->series->len; s++) {
-            const ReportBucket *b = &((ReportSeries *)g_ptr_array_index(vm->series, s))->b[i];
+            const ReportSeries *rs = g_ptr_array_index(vm->series, s);
+            const ReportBucket *b = &rs->b[i];
             double vi = report_bucket_iops(b), vl = report_bucket_lat(b);
-            double vc = report_bucket_cpu(b);
+            double vc = report_bucket_cpu(b), vp = rs->poll_cpu[i];
 
             if (!isnan(vi)) {
                 iops += vi;
@@ -251,6 +500,10 @@ vm_sum(ReportVm *vm, guint nb)
             if (!isnan(vc)) {
                 cores += vc / 100.0;
                 n_cpu++;
+            }
+            if (!isnan(vp)) {
+                poll += vp / 100.0;
+                n_poll++;
             }
             if (!isnan(vl)) {
                 lat_sum += vl;
@@ -263,6 +516,7 @@ vm_sum(ReportVm *vm, guint nb)
         }
         vm->iops[i] = n_iops ? iops : NAN;
         vm->cores[i] = n_cpu ? cores : NAN;
+        vm->poll_cores[i] = n_poll ? poll : NAN;
         vm->lat[i] = lat_w > 0 ? lat_wsum / lat_w : n_lat ? lat_sum / n_lat : NAN;
     }
     vm->mean_iops = report_mean(vm->iops, nb);
@@ -301,6 +555,7 @@ report_vms_build(CliReport *r)
             vm->iops = g_new(double, r->nb);
             vm->cores = g_new(double, r->nb);
             vm->lat = g_new(double, r->nb);
+            vm->poll_cores = g_new(double, r->nb);
             g_ptr_array_add(vms, vm);
         }
         g_ptr_array_add(vm->series, s);
@@ -309,4 +564,46 @@ report_vms_build(CliReport *r)
     for (guint i = 0; i < vms->len; i++)
         vm_sum(g_ptr_array_index(vms, i), r->nb);
     return vms;
+}
+
+static void
+summary_double(json_object *o, const char *key, double v)
+{
+    if (!isnan(v) && !isinf(v))
+        json_object_object_add(o, key, json_object_new_double(v));
+}
+
+json_object *
+cli_report_summary(CliReport *r)
+{
+    json_object *a = json_object_new_array();
+
+    for (guint i = 0; i < r->series->len; i++) {
+        const ReportSeries *s = g_ptr_array_index(r->series, i);
+        json_object *o = json_object_new_object();
+        GArray *ticks = s->ticks ? s->ticks : s->points;
+        gint64 last_max = -1;
+
+        for (guint k = ticks->len; k-- > 0 && last_max < 0;)
+            last_max = g_array_index(ticks, ReportPoint, k).max_ns;
+        json_object_object_add(o, "target", json_object_new_string(s->target));
+        json_object_object_add(o, "iothread", json_object_new_string(s->iothread));
+        json_object_object_add(o, "points", json_object_new_int64((gint64)s->n_points));
+        summary_double(o, "iops_mean", s->mean_iops);
+        summary_double(o, "cpu_pct_mean", s->mean_cpu_pct);
+        summary_double(o, "polling_share", s->on_share);
+        if (last_max >= 0)
+            json_object_object_add(o, "poll_max_ns_last", json_object_new_int64(last_max));
+        json_object_object_add(o, "onoff_pairs", json_object_new_int64(s->onoff.n_pairs));
+        summary_double(o, "polling_cpu_pct", s->onoff.n_pairs ? s->onoff.d_cpu_pct : NAN);
+        json_object_array_add(a, o);
+    }
+    return a;
+}
+
+void
+cli_report_range(const CliReport *r, gint64 *from_ms, gint64 *to_ms)
+{
+    *from_ms = r->from_ms;
+    *to_ms = r->to_ms;
 }

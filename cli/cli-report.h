@@ -3,13 +3,16 @@
  * cli-report: the self-contained HTML capacity-planning report.
  *
  * Points and decisions are fed in any order and from any source (the
- * daemon or a database file); each iothread's points are folded into a
- * fixed number of time buckets as they arrive, so memory depends on the
- * number of iothreads, not on the length of the range.  The report then
- * shows, for the host, the cores spent polling over time, the top
- * consumers, the IOPS each VM gets per polling core and a p50/p95 sizing
- * table; and per VM and iothread, IOPS, latency and polling CPU over time
- * with the decisions marked.  The HTML has no scripts and fetches nothing.
+ * daemon, a database file, a Prometheus server); each iothread's points are
+ * kept (24 bytes each) until the page is written, so that the range can be
+ * fitted to the data and the buckets sized from it.  The report then shows,
+ * for the host and per VM and iothread: the CPU spent on polling as
+ * measured by the policy's own off/on runs (never the iothread's whole
+ * CPU), what polling buys in IOPS and latency, what polltune saved or cost
+ * against QEMU's default, headroom and a projection at 1.5x and 2x the
+ * observed load, a p50/p95 sizing table, and per iothread IOPS, latency and
+ * CPU over time with the decisions marked (docs/CLI.md, "Report").  The
+ * HTML has no scripts and fetches nothing.
  */
 #pragma once
 
@@ -19,9 +22,9 @@
 
 G_BEGIN_DECLS
 
-/* At most this many time buckets per chart (one per hour over 30 days);
- * fewer when the resolution is coarser than range / 720, so that every
- * bucket holds a row and the lines have no holes. */
+/* At most this many time buckets per chart; the bucket size is chosen from
+ * the range and the data's interval (about 240 buckets), this only bounds
+ * a range with an interval finer than the range allows. */
 #define CLI_REPORT_MAX_BUCKETS 720
 
 typedef struct CliReport CliReport;
@@ -30,18 +33,40 @@ typedef struct CliReport CliReport;
 CliReport *cli_report_new(gint64 from_ms, gint64 to_ms, const char *source,
                           StoreResolution resolution);
 void cli_report_free(CliReport *r);
+/* With @fit, the page's range shrinks to the data's first and last sample
+ * when the history is shorter than the range asked (the default range). */
+void cli_report_fit_range(CliReport *r, gboolean fit);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(CliReport, cli_report_free)
 
 /* Points outside [from, to) are ignored.  Strings are copied. */
 void cli_report_add_point(CliReport *r, const CliPoint *p);
 void cli_report_add_decision(CliReport *r, const CliDecision *d);
+/* A per-tick row fed beside rollups: not charted, but it tells which
+ * ticks polled, and the policy's off/on runs are found in such rows only. */
+void cli_report_add_tick(CliReport *r, const CliPoint *p);
+/* Per-tick rows kept beside rollups, per iothread: the newest 12 h of 1 s
+ * ticks.  The policy probes every few minutes, so that holds dozens of its
+ * off/on runs; at 24 bytes a row it is about 1 MB per iothread (100 MB
+ * for 100 iothreads), where the 48 h of raw rows kept by default would be
+ * four times that. */
+#define CLI_REPORT_MAX_TICKS (12 * 3600)
 /* Shown as a warning (e.g. "vm-3/iothread1: the daemon's 10,000-row limit
  * cut the history short"). */
 void cli_report_add_note(CliReport *r, const char *note);
 
 guint64 cli_report_n_points(const CliReport *r);
+/* The first and last point's time; FALSE when there is none. */
+gboolean cli_report_data_span(const CliReport *r, gint64 *first_ms, gint64 *last_ms);
 
 gboolean cli_report_write(CliReport *r, GOutputStream *out, gint64 now_ms,
                           GError **error);
+
+/* After cli_report_write: per iothread, its figures over the page's range
+ * ({"target", "iothread", "points", "iops_mean", "cpu_pct_mean",
+ * "polling_share", "poll_max_ns_last", "onoff_pairs", "polling_cpu_pct"}),
+ * for scripts and tests that compare two reports. */
+json_object *cli_report_summary(CliReport *r);
+/* After cli_report_write: the page's range (fitted to the data or not). */
+void cli_report_range(const CliReport *r, gint64 *from_ms, gint64 *to_ms);
 
 G_END_DECLS

@@ -46,6 +46,9 @@ const CliCommand cli_commands[] = {
     { "list", NULL, "", "Targets and their iothreads", NULL, 0, 0, FALSE, cli_cmd_list },
     { "show", NULL, "VM[/IOTHREAD]", "One target: values, recent history, decisions",
       cli_show_entries, 1, 1, FALSE, cli_cmd_show },
+    { "explain", NULL, "VM[/IOTHREAD]",
+      "Why the policy does what it does: measurements, candidates, guards, next look",
+      NULL, 1, 1, FALSE, cli_cmd_explain },
     { "policy", "get", "[TARGET]", "Show the default policy, the rules and each target's",
       NULL, 0, 1, FALSE, cli_cmd_policy_get },
     { "policy", "set", "GLOB POLICY [OBJECTIVE]",
@@ -92,41 +95,10 @@ const CliCommand cli_commands[] = {
     { NULL },
 };
 
-/* What the fatal-signal handler removes: a snapshot can be as large as the
- * database, and must not be left in $TMPDIR by ^C or a crash.  Copied into
- * static storage because the handler may only make async-signal-safe calls. */
-#define CLEANUP_PATHS 5
-static char cleanup_paths[CLEANUP_PATHS][PATH_MAX];
-
-static void
-cleanup_on_signal(int sig)
-{
-    for (int i = 0; i < CLEANUP_PATHS - 1; i++)
-        if (cleanup_paths[i][0])
-            unlink(cleanup_paths[i]);
-    if (cleanup_paths[CLEANUP_PATHS - 1][0])
-        rmdir(cleanup_paths[CLEANUP_PATHS - 1]);
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
 CliDb *
 cli_context_db_open(CliContext *ctx, GError **error)
 {
-    static const int fatal[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGABRT, SIGSEGV, SIGBUS };
-    CliDb *db = cli_db_open(ctx->db_path, error);
-    const char *const *paths;
-    struct sigaction sa = { .sa_handler = cleanup_on_signal, .sa_flags = SA_RESETHAND };
-
-    if (!db)
-        return NULL;
-    paths = cli_db_snapshot_paths(db);
-    for (int i = 0; i < CLEANUP_PATHS && paths[i]; i++)
-        g_strlcpy(cleanup_paths[i], paths[i], PATH_MAX);
-    sigemptyset(&sa.sa_mask);
-    for (gsize i = 0; i < G_N_ELEMENTS(fatal); i++)
-        sigaction(fatal[i], &sa, NULL);
-    return db;
+    return cli_db_open(ctx->db_path, error);
 }
 
 CliClient *

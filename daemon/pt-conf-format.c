@@ -79,8 +79,12 @@ pt_conf_format(const PtConf *c)
 
     for (guint i = 0; p->rules && i < p->rules->len; i++) {
         const PolicyRule *rule = p->rules->pdata[i];
-        g_autofree char *spec = policy_spec_format(&rule->spec);
+        g_autofree char *spec = NULL;
 
+        /* The file's own: rules set at run time live in the store. */
+        if (rule->origin != POLICY_ORIGIN_CONFIG)
+            continue;
+        spec = policy_spec_format(&rule->spec);
         g_string_append_printf(s, "\n[rule %s]\npolicy = %s\n", rule->glob, spec);
     }
     return g_string_free(s, FALSE);

@@ -8,49 +8,23 @@
 #define PT_DEFAULT_DATABASE PT_STATE_DIR "/history.db"
 #define PT_DEFAULT_SOCKET PT_RUNTIME_DIR "/control.sock"
 
-static const char *const pt_mode_table[PT_MODE_MAX] = {
-    [PT_MODE_OBSERVE] = "observe",
-    [PT_MODE_RECOMMEND] = "recommend",
-    [PT_MODE_ENFORCE] = "enforce",
-};
-
-static const char *const pt_restart_table[PT_RESTART_MAX] = {
-    [PT_RESTART_RESTORE] = "restore",
-    [PT_RESTART_RESUME] = "resume",
-};
-
-static int
-pt_table_lookup(const char *const *table, int n, const char *s)
+int
+pt_enum_lookup(const char *const *table, int n, const char *s)
 {
     for (int i = 0; s && i < n; i++)
-        if (g_str_equal(table[i], s))
+        if (table[i] && g_str_equal(table[i], s))
             return i;
     return -1;
 }
 
-const char *
-pt_mode_to_string(PtMode m)
-{
-    return m >= 0 && m < PT_MODE_MAX ? pt_mode_table[m] : NULL;
-}
+PT_ENUM_IMPL(pt_mode, PtMode, PT_MODE_MAX,
+             [PT_MODE_OBSERVE] = "observe",
+             [PT_MODE_RECOMMEND] = "recommend",
+             [PT_MODE_ENFORCE] = "enforce")
 
-PtMode
-pt_mode_from_string(const char *s)
-{
-    return pt_table_lookup(pt_mode_table, PT_MODE_MAX, s);
-}
-
-const char *
-pt_restart_to_string(PtRestart r)
-{
-    return r >= 0 && r < PT_RESTART_MAX ? pt_restart_table[r] : NULL;
-}
-
-PtRestart
-pt_restart_from_string(const char *s)
-{
-    return pt_table_lookup(pt_restart_table, PT_RESTART_MAX, s);
-}
+PT_ENUM_IMPL(pt_restart, PtRestart, PT_RESTART_MAX,
+             [PT_RESTART_RESTORE] = "restore",
+             [PT_RESTART_RESUME] = "resume")
 
 /* ---- units ------------------------------------------------------------- */
 

@@ -21,6 +21,7 @@
 #include <glib.h>
 
 #include "policy.h"
+#include "pt-enum.h"
 
 typedef enum {
     PT_MODE_OBSERVE,        /* measure and record; write nothing, restore originals */
@@ -30,8 +31,7 @@ typedef enum {
     PT_MODE_INVALID = -1,
 } PtMode;
 
-const char *pt_mode_to_string(PtMode mode);
-PtMode pt_mode_from_string(const char *s);
+PT_ENUM_DECL(pt_mode, PtMode);
 
 typedef enum {
     PT_RESTART_RESTORE,     /* after an unclean exit, restore originals */
@@ -40,8 +40,7 @@ typedef enum {
     PT_RESTART_INVALID = -1,
 } PtRestart;
 
-const char *pt_restart_to_string(PtRestart r);
-PtRestart pt_restart_from_string(const char *s);
+PT_ENUM_DECL(pt_restart, PtRestart);
 
 /* Settings from polltuned's command line: they stand in front of the
  * file's, at start and across every reload. */

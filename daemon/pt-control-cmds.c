@@ -73,7 +73,7 @@ pt_arg_int(json_object *args, const char *key, gint64 *out, gboolean *present,
 
 /* ---- reply objects ----------------------------------------------------- */
 
-static json_object *
+json_object *
 pt_json_triple(const PolicyTriple *t)
 {
     json_object *o = json_object_new_object();
@@ -96,8 +96,6 @@ pt_json_num(json_object *o, const char *key, double v)
     g_ascii_formatd(buf, sizeof(buf), "%.3f", v);
     json_object_object_add(o, key, json_object_new_double_s(v, buf));
 }
-
-json_object *pt_json_metrics(const PolicyMetrics *m);
 
 json_object *
 pt_json_metrics(const PolicyMetrics *m)
@@ -136,7 +134,7 @@ static json_object *
 pt_json_decision(const PtIothread *io)
 {
     const PolicyDecision *d = io->last_decision;
-    const char *outcome = io->last_outcome;
+    g_autofree char *outcome = pt_outcome_format(io->last_outcome, io->last_failure);
     const char *policy = io->last_policy;
     json_object *o = json_object_new_object();
 
@@ -148,8 +146,8 @@ pt_json_decision(const PtIothread *io)
     json_object_object_add(o, "cause", json_object_new_string(policy_cause_to_string(d->cause)));
     json_object_object_add(o, "old", pt_json_triple(&io->last_old));
     json_object_object_add(o, "new", pt_json_triple(&d->triple));
-    json_object_object_add(o, "applied", json_object_new_boolean(g_strcmp0(outcome, "applied") == 0));
-    json_object_object_add(o, "outcome", json_object_new_string(outcome ? outcome : ""));
+    json_object_object_add(o, "applied", json_object_new_boolean(io->last_outcome == PT_OUTCOME_APPLIED));
+    json_object_object_add(o, "outcome", json_object_new_string(outcome));
     json_object_object_add(o, "reason", json_object_new_string(d->reason ? d->reason : ""));
     json_object_object_add(o, "evidence", json_object_new_string(d->evidence ? d->evidence : ""));
     return o;
@@ -213,6 +211,7 @@ pt_json_iothread(PtDaemon *d, PtTarget *t, PtIothread *io, guint history)
                                                           io->history->len - 1)) : NULL);
     json_object_object_add(o, "last_decision", io->last_decision ?
                            pt_json_decision(io) : NULL);
+    json_object_object_add(o, "explain", pt_json_explain(d, t, io));
     if (history) {
         json_object *h = json_object_new_array();
         guint from = io->history->len > history ? io->history->len - history : 0;
@@ -316,7 +315,6 @@ pt_cmd_status(PtConn *conn, json_object *args, json_object **ret, GError **error
     json_object *tl = json_object_new_array();
     PtDaemonStats st;
     StoreStats ss;
-    static const char *const health[] = { "ok", "busy", "full", "failed" };
 
     pt_daemon_get_stats(d, &st);
     store_db_get_stats(pt_daemon_get_store(d), &ss);
@@ -333,7 +331,7 @@ pt_cmd_status(PtConn *conn, json_object *args, json_object **ret, GError **error
     pt_json_num(*ret, "tick_p50_ms", st.tick_ms_p50);
     pt_json_num(*ret, "tick_p99_ms", st.tick_ms_p99);
     json_object_object_add(store, "path", json_object_new_string(conf->database));
-    json_object_object_add(store, "health", json_object_new_string(health[ss.health & 3]));
+    json_object_object_add(store, "health", json_object_new_string(store_health_to_string(ss.health)));
     json_object_object_add(store, "pending", json_object_new_int(ss.pending_ticks));
     json_object_object_add(store, "dropped", json_object_new_int64(ss.ticks_dropped));
     json_object_object_add(*ret, "store", store);
@@ -387,7 +385,7 @@ pt_not_found(GError **error, const char *target)
     return FALSE;
 }
 
-static PtTarget *
+PtTarget *
 pt_find(PtConn *conn, json_object *args, const char **iothread, GError **error)
 {
     const char *name;
@@ -443,8 +441,8 @@ pt_json_stored_decisions(PtDaemon *d, const char *target, const char *iothread)
         json_object_object_add(o, "new", pt_json_triple(&(PolicyTriple){
             row->new_triple.poll_max_ns, row->new_triple.poll_grow, row->new_triple.poll_shrink }));
         json_object_object_add(o, "applied", json_object_new_boolean(row->applied));
-        json_object_object_add(o, "outcome",
-                               json_object_new_string(row->applied ? "applied" : "recommended"));
+        json_object_object_add(o, "outcome", json_object_new_string(pt_outcome_to_string(
+            row->applied ? PT_OUTCOME_APPLIED : PT_OUTCOME_RECOMMENDED)));
         json_object_object_add(o, "reason", json_object_new_string(row->reason ? row->reason : ""));
         g_queue_push_tail(&last, o);
         if (last.length > 20)
@@ -518,67 +516,6 @@ pt_filter_from_args(json_object *args, StoreFilter *f, GError **error)
     return TRUE;
 }
 
-static json_object *
-pt_json_stat(const StoreStat *s, double scale)
-{
-    json_object *o = json_object_new_object();
-
-    if (s->min != STORE_NULL) {
-        pt_json_num(o, "min", s->min * scale);
-        pt_json_num(o, "mean", s->mean * scale);
-        pt_json_num(o, "max", s->max * scale);
-    }
-    if (s->p95 != STORE_NULL)
-        pt_json_num(o, "p95", s->p95 * scale);
-    return o;
-}
-
-/* A raw row's rates, as the *metrics* object of CONTROL.md; a member whose
- * counters were unavailable is absent. */
-static void
-pt_json_raw_metrics(const StoreRow *row, json_object *o)
-{
-    const StoreSample *s = &row->sample;
-    const StoreIo *io = &s->io;
-    double secs = row->len_ns / 1e9;
-    gboolean have_ops = io->rd_ops != STORE_NULL && io->wr_ops != STORE_NULL &&
-                        io->flush_ops != STORE_NULL;
-    gboolean have_time = io->rd_time_ns != STORE_NULL && io->wr_time_ns != STORE_NULL &&
-                         io->flush_time_ns != STORE_NULL;
-    gint64 ops = have_ops ? io->rd_ops + io->wr_ops + io->flush_ops : 0;
-    gint64 tns = have_time ? io->rd_time_ns + io->wr_time_ns + io->flush_time_ns : 0;
-
-    if (secs <= 0)
-        return;
-    if (have_ops) {
-        pt_json_num(o, "iops", ops / secs);
-        pt_json_num(o, "rd_iops", io->rd_ops / secs);
-        pt_json_num(o, "wr_iops", io->wr_ops / secs);
-        pt_json_num(o, "flush_iops", io->flush_ops / secs);
-    }
-    if (io->rd_bytes != STORE_NULL && io->wr_bytes != STORE_NULL)
-        pt_json_num(o, "mbps", (io->rd_bytes + io->wr_bytes) / secs / 1e6);
-    if (have_ops && have_time) {
-        if (ops > 0)
-            pt_json_num(o, "lat_us", tns / (double)ops / 1000.0);
-        pt_json_num(o, "queue_depth", tns / (double)row->len_ns);
-    }
-    if (s->cpu_ns != STORE_NULL)
-        pt_json_num(o, "cpu_pct", s->cpu_ns * 100.0 / row->len_ns);
-    if (s->ctx_vol != STORE_NULL) {
-        pt_json_num(o, "blocks_per_s", s->ctx_vol / secs);
-        if (have_ops)
-            pt_json_num(o, "blocks_per_op", ops > 0 ? s->ctx_vol / (double)ops : 0.0);
-    }
-    if (s->runq_wait_ns != STORE_NULL)
-        pt_json_num(o, "run_delay_pct", s->runq_wait_ns * 100.0 / row->len_ns);
-    if (s->kvm_exits != STORE_NULL) {
-        pt_json_num(o, "exits_per_s", s->kvm_exits / secs);
-        if (have_ops)
-            pt_json_num(o, "exits_per_op", ops > 0 ? s->kvm_exits / (double)ops : 0.0);
-    }
-}
-
 static gboolean
 pt_cmd_history(PtConn *conn, json_object *args, json_object **ret, GError **error)
 {
@@ -606,22 +543,7 @@ pt_cmd_history(PtConn *conn, json_object *args, json_object **ret, GError **erro
         return FALSE;
     rows = json_object_new_array();
     while (n < 10000 && store_cursor_next(cur, &row, error) && row) {
-        json_object *o = json_object_new_object();
-
-        json_object_object_add(o, "ts_ms", json_object_new_int64(row->ts_ms));
-        json_object_object_add(o, "target", json_object_new_string(row->target));
-        json_object_object_add(o, "iothread", json_object_new_string(row->iothread));
-        if (row->resolution == STORE_RES_RAW) {
-            pt_json_raw_metrics(row, o);
-            json_object_object_add(o, "poll-max-ns", row->sample.poll_max_ns == STORE_NULL ? NULL :
-                                   json_object_new_int64(row->sample.poll_max_ns));
-        } else {
-            json_object_object_add(o, "count", json_object_new_int64(row->count));
-            json_object_object_add(o, "iops", pt_json_stat(&row->iops, 1e-3));
-            json_object_object_add(o, "lat_us", pt_json_stat(&row->lat, 1e-3));
-            json_object_object_add(o, "cpu_pct", pt_json_stat(&row->cpu, 1e-4));
-        }
-        json_object_array_add(rows, o);
+        json_object_array_add(rows, store_row_to_json(row));
         n++;
     }
     if (error && *error) {
@@ -656,16 +578,14 @@ pt_cmd_policy_get(PtConn *conn, json_object *args, json_object **ret, GError **e
         PolicyRule *r = conf->policy->rules->pdata[i];
         g_autofree char *spec = policy_spec_format(&r->spec);
         json_object *o = json_object_new_object();
-        const StorePolicyRule *rt = pt_daemon_runtime_rule_at(d, i);
 
         json_object_object_add(o, "glob", json_object_new_string(r->glob));
         json_object_object_add(o, "policy", json_object_new_string(spec));
-        if (rt) {
-            json_object_object_add(o, "source", json_object_new_string("policy-set"));
-            json_object_object_add(o, "set-by", json_object_new_string(rt->who));
-            json_object_object_add(o, "set-at", json_object_new_int64(rt->set_ms));
-        } else {
-            json_object_object_add(o, "source", json_object_new_string("config"));
+        json_object_object_add(o, "source",
+                               json_object_new_string(policy_origin_to_string(r->origin)));
+        if (r->who) {
+            json_object_object_add(o, "set-by", json_object_new_string(r->who));
+            json_object_object_add(o, "set-at", json_object_new_int64(r->set_ms));
         }
         json_object_array_add(rules, o);
     }
@@ -881,6 +801,7 @@ static const PtCmd pt_cmds[] = {
     { "status", FALSE, pt_cmd_status },
     { "list", FALSE, pt_cmd_list },
     { "show", FALSE, pt_cmd_show },
+    { "explain", FALSE, pt_cmd_explain },
     { "history", FALSE, pt_cmd_history },
     { "policy-get", FALSE, pt_cmd_policy_get },
     { "export", FALSE, pt_cmd_export },

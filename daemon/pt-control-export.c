@@ -192,7 +192,9 @@ pt_export_thread(gpointer data)
     GError *err = NULL;
 
     out->fd = job->fd;
-    db = store_db_open(job->db_path, NULL, &err);
+    /* The daemon owns the file: the export reads it in place, and neither
+     * migrates nor writes it. */
+    db = store_db_open_readonly(job->db_path, &err);
     if (db && store_export(db, &job->filter, job->what, job->format,
                            G_OUTPUT_STREAM(out), NULL, &err) &&
         g_output_stream_flush(G_OUTPUT_STREAM(out), NULL, &err)) {

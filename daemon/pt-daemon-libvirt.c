@@ -19,7 +19,7 @@
 #include "pt-log.h"
 #include "probe-devmap.h"
 
-typedef struct {
+struct PtDaemonLibvirt {
     PtDaemon *d;
     PtLibvirt *lv;
     GPtrArray *waiting;             /* PtTarget *: samples waiting for stats */
@@ -30,7 +30,7 @@ typedef struct {
     gboolean stopped;               /* freed by the last completion */
     GHashTable *detached;           /* uuid -> name: detached by request,
                                      * left out of listings until attached */
-} PtDaemonLibvirt;
+};
 
 /* Calls still pending when the daemon stops complete later (with an
  * error); the last one frees what they refer to. */
@@ -295,6 +295,7 @@ pt_lv_listed(GObject *obj, GAsyncResult *res, gpointer data)
             pt_warn(dom->name, NULL, "libvirt domain has the name of a QMP target; skipped");
             continue;
         }
+        pt_daemon_metadata_update(d, dom->name, dom->policy_xml, dom->policy_xml_error);
         if (!t) {
             PtLibvirtTarget *lt = (PtLibvirtTarget *)pt_target_alloc(sizeof(PtLibvirtTarget),
                                                                     &pt_lv_ops, dom->name,
@@ -304,9 +305,7 @@ pt_lv_listed(GObject *obj, GAsyncResult *res, gpointer data)
             lt->devmap = probe_devmap_new();
             t = &lt->parent;
             t->uuid = g_strdup(dom->uuid);
-            t->exits_mode = probe_exits_mode_from_string(d->conf->exits_source);
-            if (t->exits_mode == PROBE_EXITS_MODE_INVALID)
-                t->exits_mode = PROBE_EXITS_AUTO;
+            t->exits_mode = pt_daemon_exits_mode(d->conf);
             pt_daemon_add_target(d, t);
         }
         pt_lv_update(dl, t, dom);
@@ -373,6 +372,13 @@ pt_lv_started(PtLibvirt *lv, const char *name, const char *uuid, gpointer data)
     pt_lv_relist(dl);
 }
 
+/* The listing reads every domain's metadata again. */
+static void
+pt_lv_metadata_changed(PtLibvirt *lv, const char *name, const char *uuid, gpointer data)
+{
+    pt_lv_relist(data);
+}
+
 static void
 pt_lv_stopped(PtLibvirt *lv, const char *name, const char *uuid, const char *reason,
               gpointer data)
@@ -387,7 +393,7 @@ pt_lv_stopped(PtLibvirt *lv, const char *name, const char *uuid, const char *rea
     }
 }
 
-void
+static void
 pt_daemon_libvirt_start(PtDaemon *d)
 {
     static const PtLibvirtCallbacks cb = {
@@ -395,9 +401,13 @@ pt_daemon_libvirt_start(PtDaemon *d)
         .disconnected = pt_lv_disconnected,
         .domain_started = pt_lv_started,
         .domain_stopped = pt_lv_stopped,
+        .domain_metadata_changed = pt_lv_metadata_changed,
     };
-    PtDaemonLibvirt *dl = g_new0(PtDaemonLibvirt, 1);
+    PtDaemonLibvirt *dl;
 
+    if (!d->conf->libvirt)
+        return;
+    dl = g_new0(PtDaemonLibvirt, 1);
     dl->d = d;
     dl->waiting = g_ptr_array_new();
     dl->detached = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
@@ -408,7 +418,7 @@ pt_daemon_libvirt_start(PtDaemon *d)
     d->libvirt = dl;
 }
 
-void
+static void
 pt_daemon_libvirt_stop(PtDaemon *d)
 {
     PtDaemonLibvirt *dl = d->libvirt;
@@ -443,8 +453,8 @@ pt_daemon_libvirt_connected(PtDaemon *d, gboolean *enabled)
     return *enabled && pt_libvirt_is_connected(dl->lv);
 }
 
-void
-pt_daemon_libvirt_detached(PtDaemon *d, const PtTarget *t)
+static void
+pt_daemon_libvirt_hold_detached(PtDaemon *d, const PtTarget *t)
 {
     PtDaemonLibvirt *dl = d->libvirt;
 
@@ -484,3 +494,11 @@ pt_daemon_attach_libvirt(PtDaemon *d, const char *domain, char **name_out, GErro
                 "%s: no libvirt domain of that name or UUID was detached", domain);
     return FALSE;
 }
+
+const PtTargetKindOps pt_daemon_libvirt_kind = {
+    .start = pt_daemon_libvirt_start,
+    /* Domains are learnt from libvirt's lifecycle events and listings. */
+    .discover = NULL,
+    .hold_detached = pt_daemon_libvirt_hold_detached,
+    .stop = pt_daemon_libvirt_stop,
+};

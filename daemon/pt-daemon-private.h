@@ -7,6 +7,35 @@
 #include "pt-daemon.h"
 #include "probe-sampler.h"
 
+/* The daemon's side of libvirt: its connection and domain targets
+ * (pt-daemon-libvirt.c). */
+typedef struct PtDaemonLibvirt PtDaemonLibvirt;
+/* The daemon's side of direct QMP sockets (pt-daemon-qmp.c). */
+typedef struct PtDaemonQmp PtDaemonQmp;
+
+/*
+ * How the daemon finds and lets go of the targets of one kind; each kind's
+ * file implements it (pt-daemon-qmp.c, pt-daemon-libvirt.c), so that the
+ * rest of the daemon never asks which kind a target is.
+ */
+typedef struct {
+    /* At start: attach what the configuration names. */
+    void (*start)(PtDaemon *d);
+    /* Once a tick, before sampling: attach what appeared.  NULL when the
+     * kind learns of new targets by events instead. */
+    void (*discover)(PtDaemon *d);
+    /* @t was detached by request: leave it out of discovery until it is
+     * attached again by name. */
+    void (*hold_detached)(PtDaemon *d, const PtTarget *t);
+    /* Cut the kind's channels; targets may outlive it (restores). */
+    void (*stop)(PtDaemon *d);
+} PtTargetKindOps;
+
+extern const PtTargetKindOps pt_daemon_qmp_kind;
+extern const PtTargetKindOps pt_daemon_libvirt_kind;
+/* Indexed by StoreTargetKind. */
+extern const PtTargetKindOps *const pt_target_kinds[STORE_TARGET_KIND_MAX];
+
 struct PtDaemon {
     PtConf *conf;
     PtMode mode;
@@ -18,18 +47,14 @@ struct PtDaemon {
 
     StoreDb *store;
     PolicyEngine *engine;
-    /* StorePolicyRule added by policy-set, oldest first.  They are the first
-     * runtime_rules->len rules of conf->policy, in the opposite order: the
-     * newest wins. */
-    GPtrArray *runtime_rules;
     GPtrArray *overrides;           /* StoreOverrideRow, active */
 
     ProbeHostSampler *host;
     ProbeHostSnap *host_prev;
     PolicyHost host_metrics;
     GHashTable *targets;            /* name -> PtTarget */
-    GHashTable *detached_paths;     /* QMP sockets detached by request */
-    gpointer libvirt;               /* PtDaemonLibvirt, see pt-daemon-libvirt.c */
+    PtDaemonQmp *qmp;
+    PtDaemonLibvirt *libvirt;       /* NULL unless conf->libvirt */
 
     guint timer;
     gboolean tick_running;
@@ -56,27 +81,67 @@ void pt_daemon_add_target(PtDaemon *d, PtTarget *t);
 void pt_daemon_remove_target(PtDaemon *d, PtTarget *t, const char *why);
 gboolean pt_daemon_attach_path(PtDaemon *d, const char *path, const char *name,
                                GError **error);
-void pt_daemon_scan_globs(PtDaemon *d);
+/* @path, detached before, was attached again by request. */
+void pt_daemon_qmp_attached(PtDaemon *d, const char *path);
+/* The configured exit source, AUTO when it names none. */
+ProbeExitsMode pt_daemon_exits_mode(const PtConf *conf);
 gint pt_double_cmp(gconstpointer a, gconstpointer b);
 
-/* pt-daemon-policy.c */
+/* pt-daemon-record.c */
+StoreTriple pt_store_triple(const PolicyTriple *t);
+PolicyDecision *pt_decision_copy(const PolicyDecision *src);
+/* The iothread the engine knows: a group's first one stands for it all. */
+const char *pt_iothread_policy_key(const PtIothread *io);
+/* Record @dec on @t with @outcome (@failure: why a write failed, else
+ * NULL) in the store, the log and the iothread's last decision. */
+void pt_daemon_record(PtDaemon *d, PtTarget *t, const PolicyDecision *dec,
+                      const PolicyTriple *old, const char *policy, PtOutcome outcome,
+                      const char *failure);
+/* Write @dec (taken) to @t and record the outcome; @restore: a write of the
+ * originals, which a stop waits for. */
+void pt_daemon_apply(PtDaemon *d, PtTarget *t, PolicyDecision *dec, const char *policy,
+                     gint64 bound, gboolean restore);
+
+/* pt-daemon-originals.c */
 void pt_daemon_capture_original(PtDaemon *d, PtTarget *t, PtIothread *io);
 void pt_daemon_save_original(PtDaemon *d, PtTarget *t, PtIothread *io);
-/* Decide for the iothreads of @targets, which were sampled this tick. */
-void pt_daemon_run_policy(PtDaemon *d, GPtrArray *targets);
+void pt_daemon_restore_io(PtDaemon *d, PtTarget *t, PtIothread *io, const char *why);
 /* Restore @t's originals; returns how many writes were started. */
 guint pt_daemon_restore_target(PtDaemon *d, PtTarget *t, const char *why);
+
+/* pt-daemon-overrides.c */
+/* Tell the engine about every active override, resolved per iothread. */
+void pt_daemon_sync_overrides(PtDaemon *d, gint64 now_ms);
+
+/* pt-daemon-step.c */
+/* Decide for the iothreads of @targets, which were sampled this tick. */
+void pt_daemon_run_policy(PtDaemon *d, GPtrArray *targets);
+/* @io as the engine sees it: a group's first iothread names the group, with
+ * @io's own history (the tick puts the group's history in). */
+PolicyIothreadInput pt_daemon_policy_input(PtTarget *t, PtIothread *io);
+
+/* pt-daemon-mode.c */
+/* Tell the policy configuration in force the mode d->mode. */
+void pt_daemon_mode_to_policy(PtDaemon *d);
+
+/* pt-daemon-rules.c */
 /* Reads the policy-set rules from the store and puts them in front of the
  * configured ones; a rule that no longer fits is logged and left out. */
 gboolean pt_daemon_load_rules(PtDaemon *d, GError **error);
-/* Puts @rules (StorePolicyRule, oldest first) in front of @policy's rules,
- * newest first.  Fails naming the first rule @policy cannot take. */
-gboolean pt_daemon_install_rules(GPtrArray *rules, PolicyConfig *policy, GError **error);
+/* Puts the policy-set rules of @from (a reload's old configuration) in
+ * front of @policy's, in their order.  Fails naming the first rule @policy
+ * cannot take, and leaves @policy unchanged. */
+gboolean pt_daemon_install_rules(const PolicyConfig *from, PolicyConfig *policy,
+                                 GError **error);
+
+/* pt-daemon-metadata.c */
+/* Domain @domain's polltune metadata element as libvirt returned it (NULL:
+ * none), or @read_error when it could not be read: installs, replaces or
+ * removes its rule; bad metadata is logged and changes nothing. */
+void pt_daemon_metadata_update(PtDaemon *d, const char *domain, const char *xml,
+                               const char *read_error);
+/* Puts the running configuration's metadata rules into @policy (a reload);
+ * one the new bounds refuse is dropped with a warning. */
+void pt_daemon_metadata_install_all(PtDaemon *d, PolicyConfig *policy);
 
 /* pt-daemon-libvirt.c */
-void pt_daemon_libvirt_start(PtDaemon *d);
-void pt_daemon_libvirt_stop(PtDaemon *d);
-/* Keep detached domain @t out of listings until attached by name or UUID. */
-void pt_daemon_libvirt_detached(PtDaemon *d, const PtTarget *t);
-/* Whether libvirt is in use (*enabled) and connected now. */
-gboolean pt_daemon_libvirt_connected(PtDaemon *d, gboolean *enabled);

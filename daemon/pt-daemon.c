@@ -6,9 +6,7 @@
 #include "probe-derive.h"
 
 #include <errno.h>
-#include <glob.h>
 #include <math.h>
-#include <sys/stat.h>
 
 #define PT_TICK_RING 600
 
@@ -20,8 +18,8 @@ const double pt_tick_bucket_le[PT_TICK_BUCKETS] = {
 
 /* ---- lifecycle --------------------------------------------------------- */
 
-static ProbeExitsMode
-pt_exits_mode(const PtConf *conf)
+ProbeExitsMode
+pt_daemon_exits_mode(const PtConf *conf)
 {
     ProbeExitsMode m = probe_exits_mode_from_string(conf->exits_source);
 
@@ -71,8 +69,7 @@ pt_daemon_new(PtConf *conf, const PtDaemonRoots *roots, GError **error)
     d->conf = conf;
     d->mode = conf->mode;
     d->runtime_mode = PT_MODE_INVALID;
-    conf->policy->mode = conf->mode == PT_MODE_ENFORCE ? POLICY_MODE_ENFORCE :
-                                                         POLICY_MODE_RECOMMEND;
+    pt_daemon_mode_to_policy(d);
     if (roots) {
         d->proc_root = g_strdup(roots->proc_root);
         d->debugfs_root = g_strdup(roots->debugfs_root);
@@ -83,8 +80,6 @@ pt_daemon_new(PtConf *conf, const PtDaemonRoots *roots, GError **error)
     d->proot.tracefs = d->tracefs_root;
     d->targets = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
                                        (GDestroyNotify)pt_target_unref);
-    d->detached_paths = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-    d->runtime_rules = g_ptr_array_new_with_free_func((GDestroyNotify)store_policy_rule_free);
     d->overrides = g_ptr_array_new_with_free_func((GDestroyNotify)store_override_row_free);
     d->tick_ms = g_array_new(FALSE, TRUE, sizeof(double));
     d->stats.started_ms = now_ms;
@@ -168,7 +163,8 @@ pt_daemon_free(PtDaemon *d)
         return;
     g_clear_handle_id(&d->timer, g_source_remove);
     g_clear_handle_id(&d->tick_deadline, g_source_remove);
-    pt_daemon_libvirt_stop(d);
+    for (guint k = 0; k < STORE_TARGET_KIND_MAX; k++)
+        pt_target_kinds[k]->stop(d);
     if (d->targets) {
         GHashTableIter it;
         gpointer v;
@@ -189,10 +185,6 @@ pt_daemon_free(PtDaemon *d)
     probe_host_sampler_free(d->host);
     policy_engine_free(d->engine);
     pt_daemon_store_close(d);
-    if (d->runtime_rules)
-        g_ptr_array_unref(d->runtime_rules);
-    if (d->detached_paths)
-        g_hash_table_unref(d->detached_paths);
     if (d->overrides)
         g_ptr_array_unref(d->overrides);
     if (d->tick_ms)
@@ -206,6 +198,11 @@ pt_daemon_free(PtDaemon *d)
 }
 
 static gboolean pt_daemon_tick(gpointer data);
+
+const PtTargetKindOps *const pt_target_kinds[STORE_TARGET_KIND_MAX] = {
+    [STORE_TARGET_LIBVIRT] = &pt_daemon_libvirt_kind,
+    [STORE_TARGET_QMP] = &pt_daemon_qmp_kind,
+};
 
 gboolean
 pt_daemon_start(PtDaemon *d, GError **error)
@@ -245,11 +242,8 @@ pt_daemon_start(PtDaemon *d, GError **error)
         }
     }
 
-    for (guint i = 0; d->conf->qmp_sockets[i]; i++)
-        pt_daemon_attach_path(d, d->conf->qmp_sockets[i], NULL, NULL);
-    pt_daemon_scan_globs(d);
-    if (d->conf->libvirt)
-        pt_daemon_libvirt_start(d);
+    for (guint k = 0; k < STORE_TARGET_KIND_MAX; k++)
+        pt_target_kinds[k]->start(d);
     d->timer = g_timeout_add(d->conf->interval_ms, pt_daemon_tick, d);
     return TRUE;
 }
@@ -265,13 +259,14 @@ pt_daemon_reload(PtDaemon *d, PtConf *conf, GError **error)
     /* Rules from policy-set go in front of the new file's, as they stood
      * in front of the old one's; one the new bounds reject fails the
      * reload, which keeps the old configuration. */
-    if (!pt_daemon_install_rules(d->runtime_rules, conf->policy, error)) {
+    if (!pt_daemon_install_rules(d->conf->policy, conf->policy, error)) {
         g_prefix_error(error, "%s: ", conf->path ? conf->path : "configuration");
         return FALSE;
     }
     engine = policy_engine_new(conf->policy, error);
     if (!engine)
         return FALSE;
+    pt_daemon_metadata_install_all(d, conf->policy);
     /* A new engine starts learning afresh. */
     policy_engine_free(d->engine);
     d->engine = engine;
@@ -281,10 +276,10 @@ pt_daemon_reload(PtDaemon *d, PtConf *conf, GError **error)
     }
     pt_conf_free(d->conf);
     d->conf = g_steal_pointer(&newc);
+    /* The new file's policy starts in its own mode: the one in force wins. */
     pt_daemon_set_mode(d, d->runtime_mode != PT_MODE_INVALID ? d->runtime_mode :
                        d->conf->mode, NULL);
-    d->conf->policy->mode = d->mode == PT_MODE_ENFORCE ? POLICY_MODE_ENFORCE :
-                                                         POLICY_MODE_RECOMMEND;
+    pt_daemon_mode_to_policy(d);
     return TRUE;
 }
 
@@ -338,71 +333,6 @@ pt_daemon_remove_target(PtDaemon *d, PtTarget *t, const char *why)
         t->ops->close(t);
     policy_engine_forget(d->engine, t->name);
     g_hash_table_remove(d->targets, t->name);
-}
-
-gboolean
-pt_daemon_attach_path(PtDaemon *d, const char *path, const char *name, GError **error)
-{
-    g_autofree char *base = NULL;
-    PtTarget *t;
-    GHashTableIter it;
-    gpointer v;
-
-    g_hash_table_iter_init(&it, d->targets);
-    while (g_hash_table_iter_next(&it, NULL, &v)) {
-        PtTarget *o = v;
-
-        if (o->kind == STORE_TARGET_QMP && g_str_equal(pt_target_qmp_path(o), path)) {
-            g_set_error(error, G_IO_ERROR, G_IO_ERROR_EXISTS,
-                        "%s: already attached as %s", path, o->name);
-            return FALSE;
-        }
-    }
-    if (!name) {
-        char *dot;
-
-        base = g_path_get_basename(path);
-        if ((dot = strrchr(base, '.')) && dot != base)
-            *dot = 0;
-        name = base;
-    }
-    if (g_hash_table_contains(d->targets, name)) {
-        g_set_error(error, G_IO_ERROR, G_IO_ERROR_EXISTS,
-                    "%s: a target of that name is attached", name);
-        return FALSE;
-    }
-    t = pt_target_qmp_new(name, path, d->conf->qmp_timeout_ms, &d->proot,
-                          pt_exits_mode(d->conf));
-    pt_daemon_add_target(d, t);
-    return TRUE;
-}
-
-void
-pt_daemon_scan_globs(PtDaemon *d)
-{
-    for (guint i = 0; d->conf->qmp_globs[i]; i++) {
-        glob_t g = { 0 };
-
-        if (glob(d->conf->qmp_globs[i], GLOB_NOSORT, NULL, &g) == 0) {
-            for (size_t j = 0; j < g.gl_pathc; j++) {
-                struct stat st;
-                gboolean known = FALSE;
-                GHashTableIter it;
-                gpointer v;
-
-                if (stat(g.gl_pathv[j], &st) < 0 || !S_ISSOCK(st.st_mode) ||
-                    g_hash_table_contains(d->detached_paths, g.gl_pathv[j]))
-                    continue;
-                g_hash_table_iter_init(&it, d->targets);
-                while (!known && g_hash_table_iter_next(&it, NULL, &v))
-                    known = ((PtTarget *)v)->kind == STORE_TARGET_QMP &&
-                            g_str_equal(pt_target_qmp_path(v), g.gl_pathv[j]);
-                if (!known)
-                    pt_daemon_attach_path(d, g.gl_pathv[j], NULL, NULL);
-            }
-        }
-        globfree(&g);
-    }
 }
 
 static gint
@@ -522,7 +452,9 @@ pt_daemon_tick(gpointer data)
     d->tick_now_ms = g_get_real_time() / 1000;
     d->tick_results = g_ptr_array_new_with_free_func((GDestroyNotify)pt_tick_result_free);
 
-    pt_daemon_scan_globs(d);
+    for (guint k = 0; k < STORE_TARGET_KIND_MAX; k++)
+        if (pt_target_kinds[k]->discover)
+            pt_target_kinds[k]->discover(d);
     d->tick_host = probe_host_snap_new(d->tick_mono_ns, d->tick_now_ms);
     probe_host_sampler_sample(d->host, d->tick_host);
 
@@ -532,8 +464,7 @@ pt_daemon_tick(gpointer data)
         PtTarget *t = targets->pdata[i];
         PtSampleCtx *ctx;
 
-        if (t->kind == STORE_TARGET_QMP)
-            pt_target_qmp_retry(t);
+        pt_target_retry(t);
         pt_target_health_tick(t, d->tick_start_us);
         pt_daemon_log_news(t);
         if (t->state != PT_TARGET_ATTACHED || t->sampling)

@@ -24,6 +24,7 @@
 
 #include "pt-conf.h"
 #include "pt-target.h"
+#include "policy-explain.h"
 #include "store.h"
 
 typedef struct PtDaemon PtDaemon;
@@ -103,7 +104,16 @@ const StoreOverrideRow *pt_daemon_override_for(PtDaemon *d, const char *target,
  * override (docs/POLICY.md): FALSE when none.  Out-parameters may be NULL. */
 gboolean pt_daemon_external_hold_for(PtDaemon *d, const char *target, const char *iothread,
                                      PolicyTriple *triple, gint64 *since_ms, gint64 *until_ms);
+/* The policy's current view of @io (pt-daemon-explain.c). */
+PolicyExplain *pt_daemon_explain(PtDaemon *d, PtTarget *t, PtIothread *io);
+/* Where the policy in force for @target/@iothread comes from: "default",
+ * "config", "policy-set" or "libvirt-metadata"; *@detail (to free) says
+ * which rule. */
+const char *pt_daemon_policy_source(PtDaemon *d, const char *target, const char *iothread,
+                                    char **detail);
 /* Estimated polling CPU across all iothreads, in cores, last tick. */
+/* Whether libvirt is in use (*enabled) and connected now. */
+gboolean pt_daemon_libvirt_connected(PtDaemon *d, gboolean *enabled);
 double pt_daemon_polling_cores(PtDaemon *d);
 
 /* Control operations.  Each validates and fails with a message for operators. */
@@ -123,9 +133,6 @@ gboolean pt_daemon_detach(PtDaemon *d, const char *name, GError **error);
 gboolean pt_daemon_policy_set(PtDaemon *d, const char *glob, const char *spec,
                               const char *who, GError **error);
 gboolean pt_daemon_policy_clear(PtDaemon *d, const char *glob, GError **error);
-/* The policy-set rule standing at @index of the rules in force, or NULL
- * when the rule there comes from the configuration. */
-const StorePolicyRule *pt_daemon_runtime_rule_at(PtDaemon *d, guint index);
 /* poll_grow/poll_shrink < 0: keep the current value.  @for_ms 0: no expiry. */
 gboolean pt_daemon_override_set(PtDaemon *d, const char *target, const char *iothread,
                                 gint64 poll_max_ns, gint64 poll_grow, gint64 poll_shrink,

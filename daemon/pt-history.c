@@ -29,38 +29,16 @@ gboolean
 pt_history_sample(const ProbeTargetSnap *prev, const ProbeTargetSnap *cur,
                   const char *id, StoreSample *s)
 {
-    const ProbeIothreadSnap *c = probe_target_snap_find(cur, id);
     ProbeIothreadDeltas d;
 
     store_sample_init(s);
-    if (!c)
+    if (!probe_target_snap_find(cur, id))
         return FALSE;
-    if (c->have_triple) {
-        s->poll_max_ns = (gint64)MIN(c->triple.poll_max_ns, (guint64)G_MAXINT64);
-        s->poll_grow = (gint64)MIN(c->triple.poll_grow, (guint64)G_MAXINT64);
-        s->poll_shrink = (gint64)MIN(c->triple.poll_shrink, (guint64)G_MAXINT64);
-    }
-    /* The first sample of a QEMU is a baseline: no deltas. */
-    if (!probe_derive_deltas(prev, cur, id, &d))
-        return TRUE;
-    if (d.have_io) {
-        s->io.rd_ops = d.rd_ops;
-        s->io.rd_bytes = d.rd_bytes;
-        s->io.rd_time_ns = d.rd_time_ns;
-        s->io.wr_ops = d.wr_ops;
-        s->io.wr_bytes = d.wr_bytes;
-        s->io.wr_time_ns = d.wr_time_ns;
-        s->io.flush_ops = d.flush_ops;
-        s->io.flush_time_ns = d.flush_time_ns;
-    }
-    s->cpu_ns = pt_history_value(d.cpu_ns);
-    s->runq_wait_ns = pt_history_value(d.run_delay_ns);
-    s->ctx_vol = pt_history_value(d.vol_ctxsw);
-    s->ctx_invol = pt_history_value(d.nonvol_ctxsw);
-    s->kvm_exits = pt_history_value(d.exits[PROBE_EXIT_EXITS]);
-    s->io_exits = pt_history_value(d.exits[PROBE_EXIT_IO_EXITS]);
-    s->mmio_exits = pt_history_value(d.exits[PROBE_EXIT_MMIO_EXITS]);
-    s->halt_exits = pt_history_value(d.exits[PROBE_EXIT_HALT_EXITS]);
+    /* Without a pair (the first sample of a QEMU is a baseline) only the
+     * gauges are there; every metric of the table is copied either way. */
+    probe_derive_deltas(prev, cur, id, &d);
+    for (int i = 0; i < METRIC_MAX; i++)
+        s->m[i] = pt_history_value(d.m[i]);
     return TRUE;
 }
 

@@ -13,7 +13,6 @@
  * test suite.
  */
 #include "pt-config.h"
-#include "pt-daemon-private.h"
 #include "pt-metrics.h"
 #include "pt-log.h"
 
@@ -95,91 +94,6 @@ pt_tick_histogram(GString *out, const PtDaemonStats *st)
     g_string_append_printf(out, "%s_sum %s\n", name, sum);
 }
 
-typedef double (*PtGetter)(const PtIothread *io, const PolicyMetrics *m, gboolean *ok);
-
-static double
-get_poll_max(const PtIothread *io, const PolicyMetrics *m, gboolean *ok)
-{
-    *ok = io->have_triple;
-    return io->triple.poll_max_ns / 1e9;
-}
-
-static double
-get_poll_grow(const PtIothread *io, const PolicyMetrics *m, gboolean *ok)
-{
-    *ok = io->have_triple;
-    return io->triple.poll_grow;
-}
-
-static double
-get_poll_shrink(const PtIothread *io, const PolicyMetrics *m, gboolean *ok)
-{
-    *ok = io->have_triple;
-    return io->triple.poll_shrink;
-}
-
-/* 1: the I/O counters are the iothread's own; N: its group's, shared by N. */
-static double
-get_io_shared_by(const PtIothread *io, const PolicyMetrics *m, gboolean *ok)
-{
-    *ok = m && m->have_io;
-    return m ? MAX(m->io_shared_by, 1) : 0;
-}
-
-static const struct {
-    PtFamily f;
-    PtGetter get;
-} pt_iothread_families[] = {
-    { { "polltune_poll_max_seconds", "gauge", "seconds", "The iothread's poll-max-ns, in seconds." }, get_poll_max },
-    { { "polltune_poll_grow", "gauge", NULL, "The iothread's poll-grow (0: QEMU's default)." }, get_poll_grow },
-    { { "polltune_poll_shrink", "gauge", NULL, "The iothread's poll-shrink (0: reset)." }, get_poll_shrink },
-    { { "polltune_iothread_io_shared_by", "gauge", NULL, "Iothreads whose I/O counters are these same figures: 1 for an iothread's own, the group's size when iothreads share devices." }, get_io_shared_by },
-};
-
-/*
- * Per-iothread counters (PtIothreadTotals): whatever the scrape interval,
- * rate() of these gives IOPS, bandwidth, mean latency (io_time over
- * operations), mean queue depth (rate of io_time), cores and blocks per
- * operation.  Each is absent until its source first gave a figure.
- */
-typedef struct {
-    PtFamily f;
-    const char *label;          /* extra label name, or NULL */
-    const char *values[2];      /* its values, one per counter */
-    gsize offset[2];            /* of the gint64 counters in PtIothreadTotals */
-    double scale;               /* to base units */
-    gsize have;                 /* offset of the gboolean that says present */
-} PtCounterFamily;
-
-#define TOT(f) G_STRUCT_OFFSET(PtIothreadTotals, f)
-
-static const PtCounterFamily pt_iothread_counters[] = {
-    { { "polltune_iothread_operations", "counter", NULL,
-        "Read, write and flush operations on the devices the iothread serves." },
-      "op", { "read", "write" }, { TOT(rd_ops), TOT(wr_ops) }, 1, TOT(have_io) },
-    { { "polltune_iothread_flush_operations", "counter", NULL,
-        "Flush operations on the devices the iothread serves." },
-      NULL, { NULL }, { TOT(flush_ops) }, 1, TOT(have_io) },
-    { { "polltune_iothread_bytes", "counter", "bytes",
-        "Bytes read and written on the devices the iothread serves." },
-      "op", { "read", "write" }, { TOT(rd_bytes), TOT(wr_bytes) }, 1, TOT(have_io) },
-    { { "polltune_iothread_io_time_seconds", "counter", "seconds",
-        "Time the operations were in flight, summed over operations; its rate is the "
-        "mean queue depth." },
-      NULL, { NULL }, { TOT(io_time_ns) }, 1e-9, TOT(have_io) },
-    { { "polltune_iothread_cpu_seconds", "counter", "seconds",
-        "CPU time of the iothread's thread, split by whether poll-max-ns was above 0 "
-        "during the tick (the CPU of a polling iothread, not the CPU spent polling)." },
-      "polling", { "off", "on" }, { TOT(cpu_ns[0]), TOT(cpu_ns[1]) }, 1e-9, TOT(have_cpu) },
-    { { "polltune_iothread_blocks", "counter", NULL,
-        "Voluntary context switches of the iothread: each is one real block in "
-        "ppoll/epoll_wait." },
-      NULL, { NULL }, { TOT(ctx_vol) }, 1, TOT(have_cpu) },
-    { { "polltune_iothread_run_delay_seconds", "counter", "seconds",
-        "Time the iothread waited for a CPU (schedstat run-queue wait)." },
-      NULL, { NULL }, { TOT(runq_wait_ns) }, 1e-9, TOT(have_cpu) },
-};
-
 static void
 pt_labels(GString *out, const char *name, const PtTarget *t, const PtIothread *io)
 {
@@ -192,29 +106,134 @@ pt_labels(GString *out, const char *name, const PtTarget *t, const PtIothread *i
     g_string_append_c(out, '"');
 }
 
-static void
-pt_render_counters(GString *out, GPtrArray *ios, GPtrArray *owners)
+/* The first entry of the metric table that names @family. */
+static MetricId
+pt_family_first(const char *family)
 {
-    for (gsize f = 0; f < G_N_ELEMENTS(pt_iothread_counters); f++) {
-        const PtCounterFamily *c = &pt_iothread_counters[f];
-        g_autofree char *sample = g_strconcat(c->f.name, "_total", NULL);
+    for (int i = 0; i < METRIC_MAX; i++)
+        if (metric_def(i)->om_family && g_str_equal(metric_def(i)->om_family, family))
+            return i;
+    return METRIC_INVALID;
+}
 
-        pt_family(out, &c->f);
-        for (guint i = 0; i < ios->len; i++) {
-            const PtIothread *io = ios->pdata[i];
-            const char *base = (const char *)&io->totals;
+/* One iothread's samples of the family that starts at entry @first. */
+static void
+pt_render_member_samples(GString *out, const char *sample, MetricId first, const PtTarget *t,
+                         const PtIothread *io)
+{
+    const MetricDef *f = metric_def(first);
+    gint64 sum = 0, v;
+    gboolean any = FALSE;
 
-            if (!G_STRUCT_MEMBER(gboolean, &io->totals, c->have))
-                continue;
-            for (int k = 0; k < 2 && (k == 0 || c->label); k++) {
-                gint64 v = *(const gint64 *)(base + c->offset[k]);
+    for (int i = first; i < METRIC_MAX; i++) {
+        const MetricDef *d = metric_def(i);
 
-                pt_labels(out, sample, owners->pdata[i], io);
-                if (c->label)
-                    g_string_append_printf(out, ",%s=\"%s\"", c->label, c->values[k]);
-                g_string_append_printf(out, "} %.9g\n", v * c->scale);
+        if (!d->om_family || !g_str_equal(d->om_family, f->om_family))
+            continue;
+        if (!f->om_label) {
+            /* Members without a label are one figure: their sum. */
+            if (pt_iothread_metric(io, i, -1, &v)) {
+                sum += v;
+                any = TRUE;
             }
+            continue;
         }
+        for (int pol = 0; pol < 2; pol++) {
+            /* A label without a value splits by whether polling was on. */
+            if (!pt_iothread_metric(io, i, d->om_label_value ? -1 : pol, &v))
+                break;
+            pt_labels(out, sample, t, io);
+            g_string_append_printf(out, ",%s=\"%s\"} %.9g\n", d->om_label,
+                                   d->om_label_value ? d->om_label_value : pol ? "on" : "off",
+                                   v * d->om_scale);
+            if (d->om_label_value)
+                break;
+        }
+    }
+    if (any) {
+        pt_labels(out, sample, t, io);
+        g_string_append_printf(out, "} %.9g\n", sum * f->om_scale);
+    }
+}
+
+/*
+ * Per-iothread families, from the metric table: gauges for the settings
+ * in force, counters for the rest, so that whatever the scrape interval,
+ * rate() of these gives IOPS, bandwidth, mean latency (io_time over
+ * operations), mean queue depth (rate of io_time), cores and blocks per
+ * operation.  Each is absent until its source first gave a figure.
+ */
+static void
+pt_render_table(GString *out, GPtrArray *ios, GPtrArray *owners, gboolean gauges)
+{
+    for (int i = 0; i < METRIC_MAX; i++) {
+        const MetricDef *d = metric_def(i);
+        gboolean gauge = d->reset == METRIC_RESET_GAUGE;
+        g_autofree char *sample = NULL;
+
+        if (!d->om_family || gauge != gauges || pt_family_first(d->om_family) != i)
+            continue;
+        pt_family(out, &(PtFamily){ d->om_family, gauge ? "gauge" : "counter", d->om_unit,
+                                    d->om_help });
+        sample = g_strconcat(d->om_family, gauge ? "" : "_total", NULL);
+        for (guint k = 0; k < ios->len; k++)
+            pt_render_member_samples(out, sample, i, owners->pdata[k], ios->pdata[k]);
+    }
+}
+
+/* 1: the I/O counters are the iothread's own; N: its group's, shared by N. */
+static void
+pt_render_io_shared_by(GString *out, GPtrArray *ios, GPtrArray *owners)
+{
+    static const PtFamily f = { "polltune_iothread_io_shared_by", "gauge", NULL,
+                                "Iothreads whose I/O counters are these same figures: 1 for "
+                                "an iothread's own, the group's size when iothreads share "
+                                "devices." };
+
+    pt_family(out, &f);
+    for (guint i = 0; i < ios->len; i++) {
+        const PtIothread *io = ios->pdata[i];
+        const PolicyMetrics *m = io->history->len ?
+            &g_array_index(io->history, PolicyMetrics, io->history->len - 1) : NULL;
+
+        if (!m || !m->have_io)
+            continue;
+        pt_labels(out, f.name, owners->pdata[i], io);
+        g_string_append_printf(out, "} %u\n", MAX(m->io_shared_by, 1));
+    }
+}
+
+/* What holds the policy back on each iothread, and when it looks again
+ * (`polltunectl explain` in full). */
+static void
+pt_render_explain(GString *out, PtDaemon *d, GPtrArray *ios, GPtrArray *owners, gint64 now_ms)
+{
+    g_autoptr(GPtrArray) views = g_ptr_array_new_with_free_func(
+        (GDestroyNotify)policy_explain_free);
+
+    for (guint i = 0; i < ios->len; i++)
+        g_ptr_array_add(views, pt_daemon_explain(d, owners->pdata[i], ios->pdata[i]));
+    pt_family(out, &(PtFamily){ "polltune_guard_holds", "gauge", NULL,
+                                "1 while the guard holds the policy back on this iothread." });
+    for (guint i = 0; i < ios->len; i++) {
+        const PolicyExplain *x = views->pdata[i];
+
+        for (int g = 0; g < POLICY_GUARD_MAX; g++) {
+            pt_labels(out, "polltune_guard_holds", owners->pdata[i], ios->pdata[i]);
+            g_string_append_printf(out, ",guard=\"%s\"} %d\n", policy_guard_to_string(g),
+                                   x->guards[g].holds);
+        }
+    }
+    pt_family(out, &(PtFamily){ "polltune_next_look_seconds", "gauge", "seconds",
+                                "Time until the policy may next change this iothread.  "
+                                "Absent: not before an operator acts or the load moves." });
+    for (guint i = 0; i < ios->len; i++) {
+        const PolicyExplain *x = views->pdata[i];
+
+        if (x->next_look_ms == G_MININT64)
+            continue;
+        pt_labels(out, "polltune_next_look_seconds", owners->pdata[i], ios->pdata[i]);
+        g_string_append_printf(out, "} %.3f\n", MAX(x->next_look_ms - now_ms, 0) / 1000.0);
     }
 }
 
@@ -238,7 +257,7 @@ pt_render_states(GString *out, PtDaemon *d, GPtrArray *ios, GPtrArray *owners,
     pt_family(out, &(PtFamily){ "polltune_budget_cores", "gauge", NULL,
                                 "Host-wide polling budget in cores; 0: none set." });
     g_string_append_printf(out, "polltune_budget_cores %.4f\n",
-                           d->conf->policy->budget_cores);
+                           pt_daemon_get_conf(d)->policy->budget_cores);
     if (lv_enabled) {
         pt_family(out, &(PtFamily){ "polltune_libvirt_connected", "gauge", NULL,
                                     "1 while the daemon is connected to libvirt." });
@@ -274,6 +293,7 @@ pt_render_states(GString *out, PtDaemon *d, GPtrArray *ios, GPtrArray *owners,
         pt_labels(out, "polltune_external_hold_remaining_seconds", t, io);
         g_string_append_printf(out, "} %.3f\n", MAX(until - now_ms, 0) / 1000.0);
     }
+    pt_render_explain(out, d, ios, owners, now_ms);
     pt_family(out, &(PtFamily){ "polltune_vm_exits", "counter", NULL,
                                 "KVM exits of the whole VM since the daemon first saw it." });
     for (guint i = 0; i < targets->len; i++) {
@@ -325,62 +345,50 @@ pt_render(PtDaemon *d)
     g_autoptr(GPtrArray) ios = pt_all_iothreads(d, &owners);
     g_autoptr(GPtrArray) targets = pt_daemon_list_targets(d);
     StoreStats ss;
+    PtDaemonStats stats;
     guint by_state[PT_TARGET_STATE_MAX] = { 0 };
 
-    for (gsize f = 0; f < G_N_ELEMENTS(pt_iothread_families); f++) {
-        pt_family(out, &pt_iothread_families[f].f);
-        for (guint i = 0; i < ios->len; i++) {
-            PtIothread *io = ios->pdata[i];
-            PtTarget *t = owners->pdata[i];
-            const PolicyMetrics *m = io->history->len ?
-                &g_array_index(io->history, PolicyMetrics, io->history->len - 1) : NULL;
-            gboolean ok = FALSE;
-            double v = pt_iothread_families[f].get(io, m, &ok);
-
-            if (!ok)
-                continue;
-            pt_labels(out, pt_iothread_families[f].f.name, t, io);
-            g_string_append_printf(out, "} %.9g\n", v);
-        }
-    }
-    pt_render_counters(out, ios, owners);
+    pt_render_table(out, ios, owners, TRUE);
+    pt_render_io_shared_by(out, ios, owners);
+    pt_render_table(out, ios, owners, FALSE);
     pt_render_states(out, d, ios, owners, targets);
+    pt_daemon_get_stats(d, &stats);
 
     pt_family(out, &(PtFamily){ "polltune_ticks", "counter", NULL, "Ticks completed." });
-    g_string_append_printf(out, "polltune_ticks_total %" G_GUINT64_FORMAT "\n", d->stats.ticks);
+    g_string_append_printf(out, "polltune_ticks_total %" G_GUINT64_FORMAT "\n", stats.ticks);
     pt_family(out, &(PtFamily){ "polltune_tick_overruns", "counter", NULL,
                                 "Ticks that took longer than the interval." });
     g_string_append_printf(out, "polltune_tick_overruns_total %" G_GUINT64_FORMAT "\n",
-                           d->stats.overruns);
-    pt_tick_histogram(out, &d->stats);
+                           stats.overruns);
+    pt_tick_histogram(out, &stats);
     pt_family(out, &(PtFamily){ "polltune_tick_last_duration_seconds", "gauge", "seconds",
                                 "Duration of the last tick." });
     g_string_append_printf(out, "polltune_tick_last_duration_seconds %.6f\n",
-                           d->stats.last_tick_ms / 1000.0);
+                           stats.last_tick_ms / 1000.0);
     pt_family(out, &(PtFamily){ "polltune_tick_wait_seconds", "counter", "seconds",
                                 "Tick time spent waiting for the targets' answers." });
-    g_string_append_printf(out, "polltune_tick_wait_seconds_total %.6f\n", d->stats.wait_s_total);
+    g_string_append_printf(out, "polltune_tick_wait_seconds_total %.6f\n", stats.wait_s_total);
     pt_family(out, &(PtFamily){ "polltune_tick_work_seconds", "counter", "seconds",
                                 "Tick time spent on the daemon's own work after the answers "
                                 "(derive, store, policy)." });
-    g_string_append_printf(out, "polltune_tick_work_seconds_total %.6f\n", d->stats.work_s_total);
+    g_string_append_printf(out, "polltune_tick_work_seconds_total %.6f\n", stats.work_s_total);
     pt_family(out, &(PtFamily){ "polltune_tick_duration_p50_seconds", "gauge", "seconds",
                                 "Median tick duration over the last 600 ticks." });
     g_string_append_printf(out, "polltune_tick_duration_p50_seconds %.6f\n",
-                           d->stats.tick_ms_p50 / 1000.0);
+                           stats.tick_ms_p50 / 1000.0);
     pt_family(out, &(PtFamily){ "polltune_tick_duration_p99_seconds", "gauge", "seconds",
                                 "99th percentile tick duration over the last 600 ticks." });
     g_string_append_printf(out, "polltune_tick_duration_p99_seconds %.6f\n",
-                           d->stats.tick_ms_p99 / 1000.0);
+                           stats.tick_ms_p99 / 1000.0);
     pt_family(out, &(PtFamily){ "polltune_late_samples", "counter", NULL,
                                 "Target samples that missed their tick's deadline." });
     g_string_append_printf(out, "polltune_late_samples_total %" G_GUINT64_FORMAT "\n",
-                           d->stats.late_targets);
-    store_db_get_stats(d->store, &ss);
+                           stats.late_targets);
+    store_db_get_stats(pt_daemon_get_store(d), &ss);
     pt_family(out, &(PtFamily){ "polltune_store_errors", "counter", NULL,
                                 "Tick writes that failed." });
     g_string_append_printf(out, "polltune_store_errors_total %" G_GUINT64_FORMAT "\n",
-                           d->stats.store_errors);
+                           stats.store_errors);
     pt_family(out, &(PtFamily){ "polltune_store_dropped_ticks", "counter", NULL,
                                 "Ticks dropped because the pending queue overflowed." });
     g_string_append_printf(out, "polltune_store_dropped_ticks_total %" G_GUINT64_FORMAT "\n",
@@ -393,8 +401,8 @@ pt_render(PtDaemon *d)
     g_string_append_printf(out, "polltune_decisions_total{outcome=\"applied\"} %" G_GUINT64_FORMAT "\n"
                            "polltune_decisions_total{outcome=\"failed\"} %" G_GUINT64_FORMAT "\n"
                            "polltune_decisions_total{outcome=\"recommended\"} %" G_GUINT64_FORMAT "\n",
-                           d->stats.decisions_applied, d->stats.decisions_failed,
-                           d->stats.decisions_recommended);
+                           stats.decisions_applied, stats.decisions_failed,
+                           stats.decisions_recommended);
     pt_family(out, &(PtFamily){ "polltune_target_sample_seconds", "gauge", "seconds",
                                 "Time the last sample of a VM took, first query to last answer." });
     for (guint i = 0; i < targets->len; i++) {

@@ -3,16 +3,23 @@
 #include "probe-host.h"
 #include "probe-thread.h"
 
-static const char *const pt_target_state_table[PT_TARGET_STATE_MAX] = {
-    [PT_TARGET_CONNECTING] = "connecting",
-    [PT_TARGET_ATTACHED] = "attached",
-    [PT_TARGET_LOST] = "lost",
-};
+PT_ENUM_IMPL(pt_target_state, PtTargetState, PT_TARGET_STATE_MAX,
+             [PT_TARGET_CONNECTING] = "connecting",
+             [PT_TARGET_ATTACHED] = "attached",
+             [PT_TARGET_LOST] = "lost")
 
-const char *
-pt_target_state_to_string(PtTargetState s)
+PT_ENUM_IMPL(pt_outcome, PtOutcome, PT_OUTCOME_MAX,
+             [PT_OUTCOME_APPLIED] = "applied",
+             [PT_OUTCOME_RECOMMENDED] = "recommended",
+             [PT_OUTCOME_FAILED] = "failed")
+
+char *
+pt_outcome_format(PtOutcome outcome, const char *failure)
 {
-    return s < PT_TARGET_STATE_MAX ? pt_target_state_table[s] : NULL;
+    if (outcome == PT_OUTCOME_FAILED)
+        return g_strdup_printf("%s: %s", pt_outcome_to_string(outcome),
+                               failure ? failure : "unknown");
+    return g_strdup(pt_outcome_to_string(outcome));
 }
 
 static void
@@ -22,7 +29,7 @@ pt_iothread_free(PtIothread *io)
     g_free(io->group);
     g_array_unref(io->history);
     policy_decision_free(io->last_decision);
-    g_free(io->last_outcome);
+    g_free(io->last_failure);
     g_free(io->last_policy);
     g_free(io);
 }
@@ -105,8 +112,9 @@ pt_target_set_state_at(PtTarget *t, PtTargetState state, const char *reason, gin
         if (t->state == PT_TARGET_LOST)
             return;
         pt_target_note_failure(t, reason, now_us);
-        /* libvirt targets come back with libvirt's own reconnect. */
-        why = t->kind == STORE_TARGET_QMP ?
+        /* Targets without a retry of their own come back with their
+         * channel's reconnect (libvirt's): no attempts to count. */
+        why = t->ops->retry ?
             g_strdup_printf("%s; attempt %u failed, the next in %u s", h->last_failure,
                             h->failures, h->backoff_ms / 1000) :
             g_strdup(h->last_failure);
@@ -131,7 +139,7 @@ pt_target_set_state_at(PtTarget *t, PtTargetState state, const char *reason, gin
     /* While broken, attempts come and go without a line each. */
     if (was_broken)
         return;
-    if (state == PT_TARGET_LOST && t->kind == STORE_TARGET_QMP)
+    if (state == PT_TARGET_LOST && t->ops->retry)
         g_ptr_array_add(t->news, g_strdup_printf("lost: %s; retrying after %u s, then "
                                                  "backing off up to %u s while it fails",
                                                  h->last_failure, h->backoff_ms / 1000,
@@ -141,6 +149,13 @@ pt_target_set_state_at(PtTarget *t, PtTargetState state, const char *reason, gin
                         g_strdup_printf("%s: %s", pt_target_state_to_string(state),
                                         t->state_reason) :
                         g_strdup(pt_target_state_to_string(state)));
+}
+
+void
+pt_target_retry(PtTarget *t)
+{
+    if (t->ops->retry)
+        t->ops->retry(t);
 }
 
 void
@@ -335,28 +350,54 @@ pt_iothread_push_metrics(PtIothread *io, const PolicyMetrics *m)
 void
 pt_iothread_totals_add(PtIothreadTotals *tot, const StoreSample *s)
 {
-    const StoreIo *io = &s->io;
+    int polling = s->poll_max_ns != STORE_NULL && s->poll_max_ns > 0;
 
-    if (io->rd_ops != STORE_NULL) {
-        tot->have_io = TRUE;
-        tot->rd_ops += io->rd_ops;
-        tot->wr_ops += io->wr_ops;
-        tot->flush_ops += io->flush_ops;
-        tot->rd_bytes += io->rd_bytes;
-        tot->wr_bytes += io->wr_bytes;
-        tot->io_time_ns += io->rd_time_ns + io->wr_time_ns + io->flush_time_ns;
+    for (int i = 0; i < METRIC_MAX; i++) {
+        const MetricDef *def = metric_def(i);
+
+        if (s->m[i] == STORE_NULL)
+            continue;
+        tot->have[def->source] = TRUE;
+        if (def->reset == METRIC_RESET_GAUGE) {
+            tot->have_gauge[i] = TRUE;
+            tot->v[i][0] = s->m[i];
+            continue;
+        }
+        /* Deltas are never negative (probe-derive and pt-history drop a
+         * pair whose counter went back); a negative total is a corrupted
+         * row. */
+        g_assert(s->m[i] >= 0);
+        tot->v[i][polling] += s->m[i];
     }
-    if (s->cpu_ns != STORE_NULL) {
-        tot->have_cpu = TRUE;
-        tot->cpu_ns[s->poll_max_ns != STORE_NULL && s->poll_max_ns > 0] += s->cpu_ns;
-        if (s->ctx_vol != STORE_NULL)
-            tot->ctx_vol += s->ctx_vol;
-        if (s->runq_wait_ns != STORE_NULL)
-            tot->runq_wait_ns += s->runq_wait_ns;
+}
+
+gboolean
+pt_iothread_metric(const PtIothread *io, MetricId id, int polling, gint64 *v)
+{
+    const MetricDef *def = metric_def(id);
+
+    g_return_val_if_fail(def, FALSE);
+    /* The triple in force is the one last read or written, fresher than
+     * the last stored sample's. */
+    if (def->source == METRIC_SOURCE_IOTHREAD && id <= METRIC_POLL_SHRINK) {
+        static const PolicyKnob knob[] = { POLICY_KNOB_POLL_MAX_NS, POLICY_KNOB_POLL_GROW,
+                                           POLICY_KNOB_POLL_SHRINK };
+
+        if (!io->have_triple)
+            return FALSE;
+        *v = (gint64)MIN(policy_triple_get(&io->triple, knob[id - METRIC_POLL_MAX_NS]),
+                         (guint64)G_MAXINT64);
+        return TRUE;
     }
-    /* Deltas are never negative (probe-derive and pt-history drop a pair
-     * whose counter went back); a negative total is a corrupted row. */
-    g_assert(tot->rd_ops >= 0 && tot->cpu_ns[0] >= 0 && tot->cpu_ns[1] >= 0);
+    /* A gauge one source does not give (aio-max-batch from libvirt) is
+     * absent, not 0; a counter is there with its group. */
+    if (def->reset == METRIC_RESET_GAUGE ? !io->totals.have_gauge[id] : !io->totals.have[def->source])
+        return FALSE;
+    if (def->reset == METRIC_RESET_GAUGE)
+        *v = io->totals.v[id][0];
+    else
+        *v = polling < 0 ? io->totals.v[id][0] + io->totals.v[id][1] : io->totals.v[id][polling];
+    return TRUE;
 }
 
 void

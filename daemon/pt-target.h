@@ -22,15 +22,28 @@
 #include "policy.h"
 #include "probe-sampler.h"
 #include "store.h"
+#include "pt-enum.h"
 
 typedef enum {
     PT_TARGET_CONNECTING,
     PT_TARGET_ATTACHED,
     PT_TARGET_LOST,
     PT_TARGET_STATE_MAX,
+    PT_TARGET_STATE_INVALID = -1,
 } PtTargetState;
 
-const char *pt_target_state_to_string(PtTargetState s);
+PT_ENUM_DECL(pt_target_state, PtTargetState);
+
+/* What became of a decision. */
+typedef enum {
+    PT_OUTCOME_APPLIED,             /* written */
+    PT_OUTCOME_RECOMMENDED,         /* recorded only (recommend mode, or no write needed) */
+    PT_OUTCOME_FAILED,              /* the write failed; last_failure says why */
+    PT_OUTCOME_MAX,
+    PT_OUTCOME_INVALID = -1,
+} PtOutcome;
+
+PT_ENUM_DECL(pt_outcome, PtOutcome);
 
 /* Metrics kept in memory per iothread, for `show` and the metrics
  * endpoint (the policy reads only the latest).  Older ticks are in the
@@ -38,19 +51,17 @@ const char *pt_target_state_to_string(PtTargetState s);
 #define PT_HISTORY_TICKS 120
 
 /*
- * Counters since the daemon first saw the iothread: the sums of the
- * store's per-tick deltas, so that the metrics endpoint can export
- * counters that Prometheus rate()s over any scrape interval.  A group
- * stays absent until its source first gives a figure.
+ * Every metric of the table (metric-table.h) since the daemon first saw
+ * the iothread: for a counter the sums of the store's per-tick deltas, so
+ * that the metrics endpoint can export counters that Prometheus rate()s
+ * over any scrape interval, split by whether poll-max-ns was above 0
+ * during the tick; for a gauge the last value read.  A source group stays
+ * absent until it first gives a figure.
  */
 typedef struct {
-    gboolean have_io, have_cpu;
-    gint64 rd_ops, wr_ops, flush_ops;
-    gint64 rd_bytes, wr_bytes;
-    gint64 io_time_ns;              /* rd+wr+flush total_time: busy time */
-    gint64 cpu_ns[2];               /* [0] polling off, [1] poll-max-ns > 0 */
-    gint64 ctx_vol;                 /* voluntary switches: real blocks */
-    gint64 runq_wait_ns;
+    gboolean have[METRIC_SOURCE_MAX];
+    gboolean have_gauge[METRIC_MAX];    /* a gauge is there once read */
+    gint64 v[METRIC_MAX][2];        /* [0] polling off, [1] poll-max-ns > 0 */
 } PtIothreadTotals;
 
 void pt_iothread_totals_add(PtIothreadTotals *tot, const StoreSample *s);
@@ -58,7 +69,7 @@ void pt_iothread_totals_add(PtIothreadTotals *tot, const StoreSample *s);
 typedef struct {
     char *id;
     int tid;
-    PtIothreadTotals totals;
+    PtIothreadTotals totals;        /* read with pt_iothread_metric() */
     gboolean have_triple;
     PolicyTriple triple;            /* as last read */
     gboolean have_original;
@@ -70,7 +81,8 @@ typedef struct {
     PolicyTriple original;
     GArray *history;                /* PolicyMetrics, oldest first, bounded */
     PolicyDecision *last_decision;  /* may be NULL */
-    char *last_outcome;             /* applied, recommended, failed: ... */
+    PtOutcome last_outcome;         /* of last_decision, when there is one */
+    char *last_failure;             /* why, when PT_OUTCOME_FAILED */
     char *last_policy;              /* the policy that decided it */
     gint64 last_decision_ms;        /* when it was recorded */
     PolicyTriple last_old;          /* the triple it replaced */
@@ -82,6 +94,12 @@ typedef struct {
     guint group_size;
     gboolean restored;              /* originals put back for observe */
 } PtIothread;
+
+/* Metric @id of @io for the metrics endpoint: a counter's total (both
+ * polling states, or only @polling's when 0 or 1; -1: both), a gauge's
+ * value in force, the triple as last read or written.  FALSE while its
+ * source has given no figure. */
+gboolean pt_iothread_metric(const PtIothread *io, MetricId id, int polling, gint64 *v);
 
 /*
  * A target whose channel keeps failing (refused, a bad greeting, garbage,
@@ -120,6 +138,10 @@ typedef struct {
     /* Write the members of @to that differ from @from; call pt_target_apply_finish(). */
     void (*apply)(PtTarget *t, const char *iothread, const PolicyTriple *from,
                   const PolicyTriple *to, gint64 bound, gpointer job);
+    /* Once a tick: reach a lost target again if its channel is back, with
+     * the backoff of PtTargetHealth.  NULL when the channel reconnects by
+     * itself (libvirt's connection brings its domains back). */
+    void (*retry)(PtTarget *t);
     /* Called once attached -> about to be dropped; release the channel. */
     void (*close)(PtTarget *t);
     void (*free)(PtTarget *t);
@@ -182,6 +204,8 @@ void pt_target_set_state_at(PtTarget *t, PtTargetState state, const char *reason
 void pt_target_sample_result(PtTarget *t, const GError *error, gint64 now_us);
 /* TRUE when the backoff allows another attempt. */
 gboolean pt_target_retry_due(const PtTarget *t, gint64 now_us);
+/* Once a tick: ops->retry, when the kind has one. */
+void pt_target_retry(PtTarget *t);
 /* Once a tick: the reminder of a target that stays broken. */
 void pt_target_health_tick(PtTarget *t, gint64 now_us);
 /* Learn (or change) the QEMU pid; a new pid starts a new ProbeTarget. */
@@ -223,6 +247,9 @@ ProbeExitSource pt_target_exit_source(const PtTarget *t, const char **why);
 char *pt_target_qemu_version_string(const PtTarget *t);
 
 PtIothread *pt_target_iothread(PtTarget *t, const char *id);
+/* "applied", "recommended" or "failed: @failure", as the control protocol,
+ * the store's reasons and the log show an outcome. */
+char *pt_outcome_format(PtOutcome outcome, const char *failure);
 /* Append metrics to the iothread's bounded history. */
 void pt_iothread_push_metrics(PtIothread *io, const PolicyMetrics *m);
 

@@ -112,6 +112,17 @@ static const char *const cause_table[POLICY_CAUSE_MAX] = {
 DEFINE_STRING_TABLE(PolicyCause, policy_cause, cause_table, POLICY_CAUSE_MAX,
                     POLICY_CAUSE_INVALID)
 
+/* "config" and "policy-set" are what policy get has always called them. */
+static const char *const origin_table[POLICY_ORIGIN_MAX] = {
+    [POLICY_ORIGIN_CONFIG] = "config",
+    [POLICY_ORIGIN_LIBVIRT_METADATA] = "libvirt-metadata",
+    [POLICY_ORIGIN_POLICY_SET] = "policy-set",
+    [POLICY_ORIGIN_EXTERNAL_WRITE] = "external-write",
+    [POLICY_ORIGIN_OVERRIDE] = "override",
+};
+DEFINE_STRING_TABLE(PolicyOrigin, policy_origin, origin_table, POLICY_ORIGIN_MAX,
+                    POLICY_ORIGIN_INVALID)
+
 gboolean
 policy_triple_equal(const PolicyTriple *a, const PolicyTriple *b)
 {
@@ -229,6 +240,7 @@ policy_rule_free(gpointer p)
     if (!r)
         return;
     g_free(r->glob);
+    g_free(r->who);
     g_free(r);
 }
 
@@ -274,12 +286,10 @@ policy_config_free(PolicyConfig *c)
     g_free(c);
 }
 
-gboolean
-policy_config_add_rule(PolicyConfig *config, const char *glob,
-                       const PolicySpec *spec, GError **error)
+static gboolean
+rule_check(const PolicyConfig *config, const char *glob, const PolicySpec *spec,
+           GError **error)
 {
-    PolicyRule *r;
-
     if (!glob || !*glob) {
         g_set_error(error, POLICY_ERROR, POLICY_ERROR_INVALID, "policy rule: empty glob");
         return FALSE;
@@ -293,10 +303,124 @@ policy_config_add_rule(PolicyConfig *config, const char *glob,
         g_prefix_error(error, "policy rule '%s': ", glob);
         return FALSE;
     }
-    r = g_new0(PolicyRule, 1);
+    return TRUE;
+}
+
+static PolicyRule *
+rule_new(const char *glob, const PolicySpec *spec, PolicyOrigin origin, const char *who,
+         gint64 set_ms)
+{
+    PolicyRule *r = g_new0(PolicyRule, 1);
+
     r->glob = g_strdup(glob);
     r->spec = *spec;
-    g_ptr_array_add(config->rules, r);
+    r->origin = origin;
+    r->who = g_strdup(who);
+    r->set_ms = set_ms;
+    return r;
+}
+
+/* Where a rule of @origin goes: in front of its own origin's (@newest_first)
+ * or behind them; always behind every higher origin's, which come first. */
+static guint
+rule_slot(const PolicyConfig *config, PolicyOrigin origin, gboolean newest_first)
+{
+    guint at = 0;
+
+    while (at < config->rules->len) {
+        PolicyOrigin o = ((const PolicyRule *)config->rules->pdata[at])->origin;
+
+        if (o < origin || (o == origin && newest_first))
+            break;
+        at++;
+    }
+    return at;
+}
+
+gboolean
+policy_config_add_rule(PolicyConfig *config, const char *glob,
+                       const PolicySpec *spec, GError **error)
+{
+    if (!rule_check(config, glob, spec, error))
+        return FALSE;
+    g_ptr_array_insert(config->rules, (gint)rule_slot(config, POLICY_ORIGIN_CONFIG, FALSE),
+                       rule_new(glob, spec, POLICY_ORIGIN_CONFIG, NULL, 0));
+    return TRUE;
+}
+
+static gint
+rule_index(const PolicyConfig *config, PolicyOrigin origin, const char *glob)
+{
+    for (guint i = 0; i < config->rules->len; i++) {
+        const PolicyRule *r = config->rules->pdata[i];
+
+        if (r->origin == origin && g_str_equal(r->glob, glob))
+            return (gint)i;
+    }
+    return -1;
+}
+
+const PolicyRule *
+policy_config_find_rule(const PolicyConfig *config, PolicyOrigin origin, const char *glob)
+{
+    gint i = glob ? rule_index(config, origin, glob) : -1;
+
+    return i >= 0 ? config->rules->pdata[i] : NULL;
+}
+
+gboolean
+policy_config_clear_rule(PolicyConfig *config, PolicyOrigin origin, const char *glob)
+{
+    gint i = glob ? rule_index(config, origin, glob) : -1;
+
+    if (i < 0)
+        return FALSE;
+    g_ptr_array_remove_index(config->rules, (guint)i);
+    return TRUE;
+}
+
+gboolean
+policy_config_set_rule(PolicyConfig *config, PolicyOrigin origin, const char *glob,
+                       const PolicySpec *spec, const char *who, gint64 set_ms,
+                       GError **error)
+{
+    if (origin <= POLICY_ORIGIN_CONFIG || origin >= POLICY_ORIGIN_MAX) {
+        g_set_error(error, POLICY_ERROR, POLICY_ERROR_INVALID,
+                    "policy rule '%s': origin %d is not one set at run time",
+                    glob ? glob : "", origin);
+        return FALSE;
+    }
+    if (!rule_check(config, glob, spec, error))
+        return FALSE;
+    policy_config_clear_rule(config, origin, glob);
+    g_ptr_array_insert(config->rules, (gint)rule_slot(config, origin, TRUE),
+                       rule_new(glob, spec, origin, who, set_ms));
+    return TRUE;
+}
+
+gboolean
+policy_config_copy_rules(PolicyConfig *to, const PolicyConfig *from, PolicyOrigin origin,
+                         GError **error)
+{
+    g_autoptr(GPtrArray) mine = g_ptr_array_new();
+
+    /* Check all first, so that a failure leaves @to as it was. */
+    for (guint i = 0; i < from->rules->len; i++) {
+        const PolicyRule *r = from->rules->pdata[i];
+
+        if (r->origin != origin)
+            continue;
+        if (!rule_check(to, r->glob, &r->spec, error))
+            return FALSE;
+        g_ptr_array_add(mine, (gpointer)r);
+    }
+    /* Oldest first, each in front of the last: the order is kept. */
+    for (guint i = mine->len; i > 0; i--) {
+        const PolicyRule *r = mine->pdata[i - 1];
+
+        if (!policy_config_set_rule(to, origin, r->glob, &r->spec, r->who, r->set_ms, error))
+            return FALSE;
+    }
     return TRUE;
 }
 

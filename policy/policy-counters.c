@@ -63,9 +63,9 @@ policy_metrics_from_counters(const PolicyCounters *prev, const PolicyCounters *c
         delta(prev->rd_ops, cur->rd_ops, &rd) && delta(prev->wr_ops, cur->wr_ops, &wr) &&
         delta(prev->flush_ops, cur->flush_ops, &fl) &&
         delta(prev->rd_bytes, cur->rd_bytes, &rb) && delta(prev->wr_bytes, cur->wr_bytes, &wb) &&
-        delta(prev->rd_total_ns, cur->rd_total_ns, &rt) &&
-        delta(prev->wr_total_ns, cur->wr_total_ns, &wt) &&
-        delta(prev->flush_total_ns, cur->flush_total_ns, &ft)) {
+        delta(prev->rd_time_ns, cur->rd_time_ns, &rt) &&
+        delta(prev->wr_time_ns, cur->wr_time_ns, &wt) &&
+        delta(prev->flush_time_ns, cur->flush_time_ns, &ft)) {
         ops = rd + wr + fl;
         m.have_io = TRUE;
         m.rd_iops = rd / secs;
@@ -79,9 +79,9 @@ policy_metrics_from_counters(const PolicyCounters *prev, const PolicyCounters *c
         devices_from_counters(prev, cur, secs, &m);
     }
     if (prev->have_cpu && cur->have_cpu && delta(prev->cpu_ns, cur->cpu_ns, &cpu) &&
-        delta(prev->vol_ctxsw, cur->vol_ctxsw, &vol) &&
-        delta(prev->nonvol_ctxsw, cur->nonvol_ctxsw, &nvol) &&
-        delta(prev->run_delay_ns, cur->run_delay_ns, &delay)) {
+        delta(prev->ctx_vol, cur->ctx_vol, &vol) &&
+        delta(prev->ctx_invol, cur->ctx_invol, &nvol) &&
+        delta(prev->runq_wait_ns, cur->runq_wait_ns, &delay)) {
         m.have_cpu = TRUE;
         m.cpu_pct = 100.0 * cpu / m.interval_ns;
         m.blocks_per_s = vol / secs;

@@ -15,6 +15,10 @@
  * both readings have it; a sampler that knows a group's two readings do not
  * belong together (another device set, another thread) clears have_* on one
  * side.
+ *
+ * Counters carry the names the metric table gives them (metric-table.h:
+ * rd_time_ns, ctx_vol, runq_wait_ns, ...), the same in the probe's deltas,
+ * the store and the exports.
  */
 #pragma once
 
@@ -28,7 +32,7 @@ typedef struct {
     gboolean have_io;           /* query-blockstats, summed over the devices */
     guint64 rd_ops, wr_ops, flush_ops;
     guint64 rd_bytes, wr_bytes;
-    guint64 rd_total_ns, wr_total_ns, flush_total_ns;
+    guint64 rd_time_ns, wr_time_ns, flush_time_ns;
     /* Operations (rd+wr+flush) of each device, the same devices in the same
      * order in both readings; 0 devices: not counted one by one. */
     guint n_devices;
@@ -36,8 +40,8 @@ typedef struct {
 
     gboolean have_cpu;          /* /proc/<pid>/task/<tid>/{stat,status,schedstat} */
     guint64 cpu_ns;             /* time on a CPU: schedstat run time, or utime+stime */
-    guint64 vol_ctxsw, nonvol_ctxsw;
-    guint64 run_delay_ns;       /* schedstat run-queue wait; 0 in both when unknown */
+    guint64 ctx_vol, ctx_invol; /* context switches, as metric-table.h names them */
+    guint64 runq_wait_ns;       /* schedstat run-queue wait; 0 in both when unknown */
 
     gboolean have_exits;        /* KVM exits of the whole VM */
     guint64 exits;

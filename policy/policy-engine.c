@@ -447,3 +447,17 @@ policy_engine_tick(PolicyEngine *e, const PolicyHost *host,
     }
     return out;
 }
+
+const PolicyConfig *
+policy_engine_config(const PolicyEngine *e)
+{
+    return e->config;
+}
+
+const PolicyIothreadState *
+policy_engine_state_peek(const PolicyEngine *e, const char *target, const char *iothread)
+{
+    g_autofree char *key = g_strdup_printf("%s/%s", target, iothread);
+
+    return g_hash_table_lookup(e->states, key);
+}

@@ -128,3 +128,9 @@ void policy_guard_budget(const PolicyConfig *cfg, PolicyProposal *props, guint n
 /* Set the proposal's outcome; the reason is printf-formatted. */
 void policy_proposal_set(PolicyProposal *p, const PolicyTriple *t, PolicyCause cause,
                          const char *fmt, ...) G_GNUC_PRINTF(4, 5);
+
+/* For policy-explain.c: the engine's configuration and the state of one
+ * iothread (NULL if never seen), to read, never to change. */
+const PolicyConfig *policy_engine_config(const PolicyEngine *engine);
+const PolicyIothreadState *policy_engine_state_peek(const PolicyEngine *engine,
+                                                    const char *target, const char *iothread);

@@ -111,9 +111,30 @@ typedef struct {
 gboolean policy_spec_parse(const char *s, PolicySpec *out, GError **error);
 char *policy_spec_format(const PolicySpec *spec);
 
+/*
+ * Where a rule or an override comes from, lowest precedence first: a rule
+ * of a later origin wins over one of an earlier origin whatever their
+ * globs.  The names are external (policy get's "source", the log).
+ */
+typedef enum {
+    POLICY_ORIGIN_CONFIG,           /* the configuration file's [rule] groups */
+    POLICY_ORIGIN_LIBVIRT_METADATA, /* a libvirt domain's <metadata> */
+    POLICY_ORIGIN_POLICY_SET,       /* policy-set at run time, kept in the store */
+    POLICY_ORIGIN_EXTERNAL_WRITE,   /* implicit: someone else wrote the triple */
+    POLICY_ORIGIN_OVERRIDE,         /* override set by an operator */
+    POLICY_ORIGIN_MAX,
+    POLICY_ORIGIN_INVALID = -1,
+} PolicyOrigin;
+
+const char *policy_origin_to_string(PolicyOrigin origin);
+PolicyOrigin policy_origin_from_string(const char *s);
+
 typedef struct {
     char *glob;                 /* matched against "target" and "target/iothread" */
     PolicySpec spec;
+    PolicyOrigin origin;
+    char *who;                  /* who set it (NULL for the file's) */
+    gint64 set_ms;              /* when (0 for the file's) */
 } PolicyRule;
 
 typedef struct {
@@ -164,8 +185,28 @@ PolicyConfig *policy_config_new(void);
 void policy_config_free(PolicyConfig *config);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(PolicyConfig, policy_config_free)
 
+/* Appends a rule of the configuration file: the file's first match wins. */
 gboolean policy_config_add_rule(PolicyConfig *config, const char *glob,
                                 const PolicySpec *spec, GError **error);
+/*
+ * Sets the rule for @glob of @origin (not CONFIG), replacing the one
+ * @glob had from that origin: it goes in front of the rules of its origin
+ * (the newest wins) and of every lower one, behind those of higher ones.
+ */
+gboolean policy_config_set_rule(PolicyConfig *config, PolicyOrigin origin, const char *glob,
+                                const PolicySpec *spec, const char *who, gint64 set_ms,
+                                GError **error);
+/* The rule for @glob of @origin, or NULL. */
+const PolicyRule *policy_config_find_rule(const PolicyConfig *config, PolicyOrigin origin,
+                                          const char *glob);
+/* Removes the rule for @glob of @origin; FALSE when there is none. */
+gboolean policy_config_clear_rule(PolicyConfig *config, PolicyOrigin origin,
+                                  const char *glob);
+/* Puts the rules of @origin that @from holds into @to, in their order, as
+ * policy_config_set_rule() would.  Fails naming the first one @to's bounds
+ * reject; @to is then unchanged. */
+gboolean policy_config_copy_rules(PolicyConfig *to, const PolicyConfig *from,
+                                  PolicyOrigin origin, GError **error);
 gboolean policy_config_validate(const PolicyConfig *config, GError **error);
 /* The spec that applies to @target/@iothread (@iothread may be NULL). */
 const PolicySpec *policy_config_lookup(const PolicyConfig *config,

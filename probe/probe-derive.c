@@ -11,6 +11,16 @@
 #include "probe-derive.h"
 #include "policy-counters.h"
 
+/* The named members of ProbeIothreadDeltas alias m[] in the table's order. */
+G_STATIC_ASSERT(G_STRUCT_OFFSET(ProbeIothreadDeltas, poll_max_ns) ==
+                G_STRUCT_OFFSET(ProbeIothreadDeltas, m[METRIC_POLL_MAX_NS]));
+G_STATIC_ASSERT(G_STRUCT_OFFSET(ProbeIothreadDeltas, runq_wait_ns) ==
+                G_STRUCT_OFFSET(ProbeIothreadDeltas, m[METRIC_RUNQ_WAIT_NS]));
+G_STATIC_ASSERT(G_STRUCT_OFFSET(ProbeIothreadDeltas, flush_time_ns) ==
+                G_STRUCT_OFFSET(ProbeIothreadDeltas, m[METRIC_FLUSH_TIME_NS]));
+G_STATIC_ASSERT(G_STRUCT_OFFSET(ProbeIothreadDeltas, halt_exits) ==
+                G_STRUCT_OFFSET(ProbeIothreadDeltas, m[METRIC_HALT_EXITS]));
+
 /*
  * Add cur - prev to *sum (saturating), or FALSE if the counter went
  * backwards.  Sums over devices or threads are rebased to one tick's
@@ -133,15 +143,15 @@ deltas_cpu(const ProbeTargetSnap *prev, const ProbeTargetSnap *cur,
     if (p->have_schedstat && c->have_schedstat) {
         d->have_schedstat = TRUE;
         d->cpu_ns = delta_one(p->run_ns, c->run_ns);
-        d->run_delay_ns = delta_one(p->wait_ns, c->wait_ns);
+        d->runq_wait_ns = delta_one(p->wait_ns, c->wait_ns);
     } else if (cur->clk_tck != 0 && prev->clk_tck == cur->clk_tck &&
                /* Each of utime and stime is a counter: neither may go back. */
                c->utime_ticks >= p->utime_ticks && c->stime_ticks >= p->stime_ticks &&
                ticks_ns(p, cur->clk_tck, &pns) && ticks_ns(c, cur->clk_tck, &cns)) {
         d->cpu_ns = delta_one(pns, cns);
     }
-    d->vol_ctxsw = delta_one(p->vcsw, c->vcsw);
-    d->nonvol_ctxsw = delta_one(p->nvcsw, c->nvcsw);
+    d->ctx_vol = delta_one(p->ctx_vol, c->ctx_vol);
+    d->ctx_invol = delta_one(p->ctx_invol, c->ctx_invol);
 }
 
 /* The exits group: never subtract one source's count from another's. */
@@ -157,17 +167,27 @@ deltas_exits(const ProbeTargetSnap *prev, const ProbeTargetSnap *cur,
         if (probe_exit_counters_has(p, k) && probe_exit_counters_has(c, k))
             d->exits[k] = delta_one(p->v[k], c->v[k]);
     }
+    d->kvm_exits = d->exits[PROBE_EXIT_EXITS];
+    d->io_exits = d->exits[PROBE_EXIT_IO_EXITS];
+    d->mmio_exits = d->exits[PROBE_EXIT_MMIO_EXITS];
+    d->halt_exits = d->exits[PROBE_EXIT_HALT_EXITS];
+}
+
+/* The gauges of the table as read in @b: no pairing, no subtraction. */
+static void
+deltas_gauges(const ProbeIothreadSnap *b, ProbeIothreadDeltas *d)
+{
+    for (int i = 0; i < METRIC_MAX; i++)
+        if (metric_def(i)->reset == METRIC_RESET_GAUGE && b->have_gauge[i])
+            d->m[i] = (gint64)MIN(b->gauge[i], (guint64)G_MAXINT64);
 }
 
 static void
 deltas_init(ProbeIothreadDeltas *d)
 {
     *d = (ProbeIothreadDeltas){ 0 };
-    d->rd_ops = d->wr_ops = d->flush_ops = PROBE_DELTA_ABSENT;
-    d->rd_bytes = d->wr_bytes = PROBE_DELTA_ABSENT;
-    d->rd_time_ns = d->wr_time_ns = d->flush_time_ns = PROBE_DELTA_ABSENT;
-    d->cpu_ns = d->run_delay_ns = PROBE_DELTA_ABSENT;
-    d->vol_ctxsw = d->nonvol_ctxsw = PROBE_DELTA_ABSENT;
+    for (int i = 0; i < METRIC_MAX; i++)
+        d->m[i] = PROBE_DELTA_ABSENT;
     for (int k = 0; k < PROBE_EXIT_COUNTER_MAX; k++)
         d->exits[k] = PROBE_DELTA_ABSENT;
 }
@@ -182,6 +202,8 @@ probe_derive_deltas(const ProbeTargetSnap *prev, const ProbeTargetSnap *cur,
     d->mono_ns = cur->mono_ns;
     d->when_ms = cur->when_ms;
     b = probe_target_snap_find(cur, id);
+    if (b)
+        deltas_gauges(b, d);
     if (!b || !prev || prev->pid != cur->pid || cur->mono_ns <= prev->mono_ns)
         return FALSE;
     a = probe_target_snap_find(prev, id);
@@ -233,9 +255,9 @@ probe_derive_iothread(const ProbeTargetSnap *prev, const ProbeTargetSnap *cur,
         cc.flush_ops = (guint64)d.flush_ops;
         cc.rd_bytes = (guint64)d.rd_bytes;
         cc.wr_bytes = (guint64)d.wr_bytes;
-        cc.rd_total_ns = (guint64)d.rd_time_ns;
-        cc.wr_total_ns = (guint64)d.wr_time_ns;
-        cc.flush_total_ns = (guint64)d.flush_time_ns;
+        cc.rd_time_ns = (guint64)d.rd_time_ns;
+        cc.wr_time_ns = (guint64)d.wr_time_ns;
+        cc.flush_time_ns = (guint64)d.flush_time_ns;
         /* Per device, for the objective's fairness; prev is all zeros too. */
         pc.n_devices = cc.n_devices = d.n_devices;
         for (guint i = 0; i < d.n_devices; i++)
@@ -244,10 +266,10 @@ probe_derive_iothread(const ProbeTargetSnap *prev, const ProbeTargetSnap *cur,
     /* Without schedstat the run-queue wait is unknown: 0.  With it, a wait
      * that went backwards leaves the whole CPU group out. */
     pc.have_cpu = cc.have_cpu =
-        (!d.have_schedstat || delta_counter(d.run_delay_ns, &cc.run_delay_ns)) &&
+        (!d.have_schedstat || delta_counter(d.runq_wait_ns, &cc.runq_wait_ns)) &&
         delta_counter(d.cpu_ns, &cc.cpu_ns) &&
-        delta_counter(d.vol_ctxsw, &cc.vol_ctxsw) &&
-        delta_counter(d.nonvol_ctxsw, &cc.nonvol_ctxsw);
+        delta_counter(d.ctx_vol, &cc.ctx_vol) &&
+        delta_counter(d.ctx_invol, &cc.ctx_invol);
     pc.have_exits = cc.have_exits = delta_counter(d.exits[PROBE_EXIT_EXITS], &cc.exits);
     if (!policy_metrics_from_counters(&pc, &cc, out, NULL))
         return FALSE;

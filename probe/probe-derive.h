@@ -44,25 +44,41 @@
 typedef struct {
     gint64 mono_ns, when_ms;            /* of the two snapshots */
     gint64 prev_mono_ns, prev_when_ms;
-    /* I/O over the same device set, each device paired by name: absent as
-     * a group when any device's counter went backwards. */
-    gboolean have_io;
-    gint64 rd_ops, wr_ops, flush_ops, rd_bytes, wr_bytes;
-    gint64 rd_time_ns, wr_time_ns, flush_time_ns;
+    gboolean have_io;                   /* the block group is present */
+    gboolean have_schedstat;            /* cpu_ns and runq_wait_ns are schedstat's */
+    /*
+     * One value per metric of the table (metric-table.h), paired by its
+     * source group and reset rule:
+     *  - gauges (the triple, ...) as read in @cur, even without a pair;
+     *  - block counters over the same device set, each device paired by
+     *    name: absent as a group when any device's counter went backwards;
+     *  - thread counters for the same tid only; runq_wait_ns only with
+     *    schedstat, cpu_ns from utime+stime without it;
+     *  - exit counters from the same exit source only.
+     * The named members alias m[] in table order.
+     */
+    union {
+        gint64 m[METRIC_MAX];
+        struct {
+            gint64 poll_max_ns, poll_grow, poll_shrink;
+            gint64 cpu_ns, ctx_vol, ctx_invol, runq_wait_ns;
+            gint64 rd_ops, rd_bytes, rd_time_ns;
+            gint64 wr_ops, wr_bytes, wr_time_ns;
+            gint64 flush_ops, flush_time_ns;
+            gint64 kvm_exits, io_exits, mmio_exits, halt_exits;
+        };
+    };
     /* With have_io and at most POLICY_MAX_DEVICES devices: each device's
      * operations (rd+wr+flush), in the current snapshot's order; else 0. */
     guint n_devices;
     gint64 dev_ops[POLICY_MAX_DEVICES];
-    /* Same tid only.  run_delay_ns is read only with schedstat
-     * (have_schedstat); it is absent without. */
-    gboolean have_schedstat;
-    gint64 cpu_ns, run_delay_ns, vol_ctxsw, nonvol_ctxsw;
-    /* Same exit source only; by ProbeExitCounter. */
+    /* Every exit counter, by ProbeExitCounter (the table keeps four). */
     gint64 exits[PROBE_EXIT_COUNTER_MAX];
 } ProbeIothreadDeltas;
 
-/* FALSE (with @d all absent) when there is no pair: no such iothread now,
- * no previous snapshot, another QEMU, or time did not advance. */
+/* FALSE (with @d all absent but the gauges) when there is no pair: no
+ * such iothread now, no previous snapshot, another QEMU, or time did not
+ * advance. */
 gboolean probe_derive_deltas(const ProbeTargetSnap *prev,
                              const ProbeTargetSnap *cur, const char *id,
                              ProbeIothreadDeltas *d);

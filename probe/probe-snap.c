@@ -77,6 +77,17 @@ probe_iothread_snap_set_triple(ProbeIothreadSnap *io, const PolicyTriple *triple
 {
     io->triple = *triple;
     io->have_triple = TRUE;
+    probe_iothread_snap_set_gauge(io, METRIC_POLL_MAX_NS, triple->poll_max_ns);
+    probe_iothread_snap_set_gauge(io, METRIC_POLL_GROW, triple->poll_grow);
+    probe_iothread_snap_set_gauge(io, METRIC_POLL_SHRINK, triple->poll_shrink);
+}
+
+void
+probe_iothread_snap_set_gauge(ProbeIothreadSnap *io, MetricId id, guint64 value)
+{
+    g_return_if_fail(metric_def(id) && metric_def(id)->reset == METRIC_RESET_GAUGE);
+    io->gauge[id] = value;
+    io->have_gauge[id] = TRUE;
 }
 
 void

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <glib.h>
+#include "metric-table.h"
 #include "policy-metrics.h"
 #include "probe-exits.h"
 #include "probe-host.h"
@@ -48,6 +49,10 @@ typedef struct {
     int tid;                    /* before sampling: QEMU's thread-id or 0 */
     gboolean have_thread;
     ProbeThreadCounters thread;
+    /* Settings in force (the metric table's METRIC_RESET_GAUGE entries),
+     * by MetricId; the triple's are set with it. */
+    gboolean have_gauge[METRIC_MAX];
+    guint64 gauge[METRIC_MAX];
 } ProbeIothreadSnap;
 
 typedef struct {
@@ -71,6 +76,8 @@ const ProbeIothreadSnap *probe_target_snap_find(const ProbeTargetSnap *s,
 
 void probe_iothread_snap_set_triple(ProbeIothreadSnap *io,
                                     const PolicyTriple *triple);
+/* Record gauge @id (a METRIC_RESET_GAUGE entry of the metric table) as read. */
+void probe_iothread_snap_set_gauge(ProbeIothreadSnap *io, MetricId id, guint64 value);
 /* Record device @name's counters (replacing an earlier record of it) and
  * mark the iothread's blockstats as read. */
 void probe_iothread_snap_add_device(ProbeIothreadSnap *io, const char *name,

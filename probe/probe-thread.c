@@ -91,12 +91,12 @@ gboolean
 probe_thread_parse_status(const char *text, const char *path,
                           ProbeThreadCounters *out, GError **error)
 {
-    if (!status_field(text, "voluntary_ctxt_switches", &out->vcsw)) {
+    if (!status_field(text, "voluntary_ctxt_switches", &out->ctx_vol)) {
         probe_set_parse_error(error, path,
                               "voluntary_ctxt_switches missing or malformed");
         return FALSE;
     }
-    if (!status_field(text, "nonvoluntary_ctxt_switches", &out->nvcsw)) {
+    if (!status_field(text, "nonvoluntary_ctxt_switches", &out->ctx_invol)) {
         probe_set_parse_error(error, path,
                               "nonvoluntary_ctxt_switches missing or malformed");
         return FALSE;

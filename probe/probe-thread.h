@@ -30,8 +30,8 @@ typedef struct {
     char comm[PROBE_COMM_MAX];
     guint64 utime_ticks;
     guint64 stime_ticks;
-    guint64 vcsw;               /* voluntary: blocks */
-    guint64 nvcsw;              /* involuntary: preemptions */
+    guint64 ctx_vol;            /* voluntary: blocks */
+    guint64 ctx_invol;          /* involuntary: preemptions */
     gboolean have_schedstat;
     guint64 run_ns;             /* schedstat field 1 */
     guint64 wait_ns;            /* schedstat field 2: run-queue wait */

@@ -154,7 +154,8 @@ grep -a '^PT-PHASE ' "$tmp/serial.log" | tr -d '\r' |
 # --- 7. report --------------------------------------------------------------
 say "Writing the report"
 mkdir -p "$(dirname "$report")"
-"$polltunectl" --socket "$sock" report --since 1h -o "$report"
+# No --since: the page spans the demo's history, not an hour with it in a sliver.
+"$polltunectl" --socket "$sock" report -o "$report"
 "$polltunectl" --socket "$sock" status | tail -n +1 | sed -n '/^Last decisions/,$p'
 echo
 echo "Report: $report"

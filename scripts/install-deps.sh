@@ -11,6 +11,7 @@ libsystemd-dev
 sqlite3 valgrind clang libclang-rt-14-dev
 qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients
 prometheus python3-prometheus-client
+chromium chromium-driver libxml2-utils
 busybox-static cpio
 debhelper dpkg-dev lintian debootstrap systemd-container bash-completion
 "

@@ -162,8 +162,6 @@ static const char *const stmt_sql[STMT_MAX] = {
     [STMT_TICK_INSERT] =
         "INSERT INTO ticks (ts, len_ns, psi_cpu_some_us, psi_io_some_us,"
         " psi_io_full_us, psi_mem_some_us, psi_mem_full_us) VALUES (?,?,?,?,?,?,?)",
-    [STMT_SAMPLE_INSERT] =
-        "INSERT INTO samples VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [STMT_DEVSAMPLE_INSERT] = "INSERT INTO device_samples VALUES (?,?,?,?,?,?,?,?,?,?)",
     [STMT_TARGET_UPSERT] =
         "INSERT INTO targets (kind, name, uuid, first_seen, last_seen) VALUES (?1,?2,?3,?4,?4)"
@@ -182,13 +180,49 @@ static const char *const stmt_sql[STMT_MAX] = {
         " RETURNING id",
 };
 
-/* "INSERT INTO samples VALUES (?,...),(?,...),..." for a batch. */
-static char *
-sample_batch_sql(void)
+char *
+store_sample_columns_sql(const char *prefix)
 {
-    GString *sql = g_string_new("INSERT INTO samples VALUES ");
+    GString *sql = g_string_new(NULL);
 
-    for (int r = 0; r < STORE_SAMPLE_BATCH; r++) {
+    for (int i = 0; i < METRIC_MAX; i++)
+        g_string_append_printf(sql, "%s%s%s", i ? ", " : "", prefix, metric_def(i)->name);
+    return g_string_free(sql, FALSE);
+}
+
+int
+store_rolled_gauges(MetricId ids[METRIC_MAX])
+{
+    int n = 0;
+
+    for (int i = 0; i < METRIC_MAX; i++)
+        if (metric_def(i)->rollup)
+            ids[n++] = i;
+    return n;
+}
+
+char *
+store_rolled_columns_sql(const char *prefix)
+{
+    GString *sql = g_string_new(NULL);
+    MetricId ids[METRIC_MAX];
+    int n = store_rolled_gauges(ids);
+
+    for (int k = 0; k < n; k++)
+        g_string_append_printf(sql, ", %s%s", prefix, metric_def(ids[k])->name);
+    return g_string_free(sql, FALSE);
+}
+
+/* "INSERT INTO samples (key, <metrics>) VALUES (?,...),(?,...),..." for
+ * @rows rows; the columns are named since migrations append them. */
+static char *
+sample_insert_sql(int rows)
+{
+    g_autofree char *cols = store_sample_columns_sql("");
+    GString *sql = g_string_new(NULL);
+
+    g_string_printf(sql, "INSERT INTO samples (key, %s) VALUES ", cols);
+    for (int r = 0; r < rows; r++) {
         g_string_append(sql, r ? ",(?" : "(?");
         for (int c = 1; c < STORE_SAMPLE_COLUMNS; c++)
             g_string_append(sql, ",?");
@@ -200,8 +234,8 @@ sample_batch_sql(void)
 sqlite3_stmt *
 store_stmt(StoreDb *db, StoreStmt which, GError **error)
 {
-    if (!db->stmt[which] && which == STMT_SAMPLE_INSERT_BATCH) {
-        g_autofree char *sql = sample_batch_sql();
+    if (!db->stmt[which] && (which == STMT_SAMPLE_INSERT_BATCH || which == STMT_SAMPLE_INSERT)) {
+        g_autofree char *sql = sample_insert_sql(which == STMT_SAMPLE_INSERT ? 1 : STORE_SAMPLE_BATCH);
 
         db->stmt[which] = store_prepare(db, sql, error);
     } else if (!db->stmt[which]) {
@@ -514,15 +548,15 @@ store_db_recover_corrupt(StoreDb *db, gint64 now_ms, const char *cause, GError *
 }
 
 StoreDb *
-store_db_open(const char *path, const StoreOptions *opts, GError **error)
+store_db_alloc(const char *path, const StoreOptions *opts, GError **error)
 {
-    g_autoptr(StoreDb) db = g_new0(StoreDb, 1);
-    g_autoptr(GError) local = NULL;
+    g_autoptr(StoreDb) db = NULL;
 
     if (!path || !*path) {
         g_set_error(error, STORE_ERROR, STORE_ERROR_INVALID, "history database: empty path");
         return NULL;
     }
+    db = g_new0(StoreDb, 1);
     db->path = g_strdup(path);
     db->is_memory = g_str_equal(path, ":memory:");
     if (!db->is_memory)
@@ -537,7 +571,17 @@ store_db_open(const char *path, const StoreOptions *opts, GError **error)
     g_queue_init(&db->pending);
     g_queue_init(&db->notices);
     db->rows_per_tick = 1;
+    return g_steal_pointer(&db);
+}
 
+StoreDb *
+store_db_open(const char *path, const StoreOptions *opts, GError **error)
+{
+    g_autoptr(StoreDb) db = store_db_alloc(path, opts, error);
+    g_autoptr(GError) local = NULL;
+
+    if (!db)
+        return NULL;
     if (connection_open(db, &local))
         return g_steal_pointer(&db);
     if (db->is_memory || !g_error_matches(local, STORE_ERROR, STORE_ERROR_CORRUPT)) {
@@ -574,6 +618,13 @@ store_db_check_file(StoreDb *db, gint64 now_ms, GError **error)
     struct stat st;
     const char *what;
 
+    /* Every write asks here first: a read-only handle neither writes nor
+     * reopens the path read-write. */
+    if (db->readonly) {
+        g_set_error(error, STORE_ERROR, STORE_ERROR_INVALID, "%s: opened read-only",
+                    db->path);
+        return FALSE;
+    }
     if (db->is_memory || !db->sql)
         return db->sql ? TRUE : connection_open(db, error);
     if (g_stat(db->path, &st) != 0)

@@ -27,7 +27,8 @@
 /* Sample rows per multi-row INSERT: one statement step instead of 32
  * saves most of the per-row statement overhead. */
 #define STORE_SAMPLE_BATCH 32
-#define STORE_SAMPLE_COLUMNS 20
+/* The key, then one column per metric (metric-table.h). */
+#define STORE_SAMPLE_COLUMNS (1 + METRIC_MAX)
 
 /* samples.key = tick id << STORE_KEY_SHIFT | iothread id */
 #define STORE_KEY_SHIFT 20
@@ -83,14 +84,25 @@ struct StoreDb {
     int wal_frames;             /* WAL size after the last commit */
     gint64 page_size;           /* bytes; a WAL frame is this plus 24 */
     char *dir;                  /* where the WAL lives, for its free space */
+    gboolean readonly;          /* store_db_open_readonly(): no write, no reopen */
 };
 
 /* store-schema.c */
 gboolean store_schema_migrate(sqlite3 *sql, const char *path, GError **error);
 
 /* store-db.c */
+/* A handle on @path without a connection yet; @opts may be NULL. */
+StoreDb *store_db_alloc(const char *path, const StoreOptions *opts, GError **error);
 sqlite3_stmt *store_stmt(StoreDb *db, StoreStmt which, GError **error);
 sqlite3_stmt *store_prepare(StoreDb *db, const char *sql, GError **error);
+/* "<prefix>poll_max_ns, <prefix>poll_grow, ...": the metric columns of
+ * samples, in table order.  Free with g_free(). */
+char *store_sample_columns_sql(const char *prefix);
+/* The gauges the metric table rolls up (MetricDef.rollup), in table order,
+ * into @ids; returns how many. */
+int store_rolled_gauges(MetricId ids[METRIC_MAX]);
+/* ", <prefix>poll_max_ns, <prefix>poll_grow, ...": their columns. */
+char *store_rolled_columns_sql(const char *prefix);
 gboolean store_exec(StoreDb *db, const char *sql, GError **error);
 void store_set_error(StoreDb *db, GError **error, int rc, const char *what);
 void store_set_error_sql(sqlite3 *sql, const char *path, GError **error, int rc,

@@ -38,11 +38,8 @@ struct StoreCursor {
     guint latest_pos;
 };
 
-#define SAMPLE_COLUMNS                                                          \
-    "t.ts, t.len_ns, s.key & " STORE_KEY_MASK_SQL ", s.poll_max_ns, s.poll_grow, s.poll_shrink," \
-    " s.cpu_ns, s.ctx_vol, s.ctx_invol, s.runq_wait_ns, s.rd_ops, s.rd_bytes,"   \
-    " s.rd_time_ns, s.wr_ops, s.wr_bytes, s.wr_time_ns, s.flush_ops,"           \
-    " s.flush_time_ns, s.kvm_exits, s.io_exits, s.mmio_exits, s.halt_exits"
+/* Then the metric columns, from store_sample_columns_sql("s."). */
+#define SAMPLE_COLUMNS "t.ts, t.len_ns, s.key & " STORE_KEY_MASK_SQL ", "
 
 static void
 iothread_name_free(gpointer p)
@@ -180,21 +177,23 @@ store_query_range(StoreDb *db, const StoreFilter *f, GError **error)
          * the result exact while the id range does the seeking. */
         gint64 lo = store_query_i64(db, "SELECT min(id) FROM ticks WHERE ts >= ?", from, 0);
         gint64 hi = store_query_i64(db, "SELECT max(id) FROM ticks WHERE ts < ?", to, -1);
+        g_autofree char *cols = store_sample_columns_sql("s.");
         g_autofree char *select = g_strdup_printf(
-            "SELECT " SAMPLE_COLUMNS " FROM ticks t JOIN samples s"
+            "SELECT " SAMPLE_COLUMNS "%s FROM ticks t JOIN samples s"
             " ON s.key >= t.id << " STORE_KEY_SHIFT_SQL " AND s.key < (t.id + 1) << "
             STORE_KEY_SHIFT_SQL
             " WHERE t.id BETWEEN %" G_GINT64_FORMAT " AND %" G_GINT64_FORMAT
-            " AND t.ts >= ?1 AND t.ts < ?2", lo, hi);
+            " AND t.ts >= ?1 AND t.ts < ?2", cols, lo, hi);
 
         if (!cursor_prepare(cur, f, select, "s.key & " STORE_KEY_MASK_SQL, " ORDER BY t.id, s.key",
                             from, to, error))
             return NULL;
     } else {
+        g_autofree char *gauges = store_rolled_columns_sql("");
         g_autofree char *select = g_strdup_printf(
             "SELECT bucket, iothread_id, n, span_ms, iops_min, iops_mean, iops_max, iops_p95,"
-            " lat_min, lat_mean, lat_max, lat_p95, cpu_min, cpu_mean, cpu_max FROM %s"
-            " WHERE bucket >= ?1 AND bucket < ?2",
+            " lat_min, lat_mean, lat_max, lat_p95, cpu_min, cpu_mean, cpu_max%s FROM %s"
+            " WHERE bucket >= ?1 AND bucket < ?2", gauges,
             f->resolution == STORE_RES_1M ? "rollup_1m" : "rollup_1h");
 
         if (!cursor_prepare(cur, f, select, "iothread_id", " ORDER BY bucket, iothread_id",
@@ -221,6 +220,8 @@ StoreCursor *
 store_query_latest(StoreDb *db, GError **error)
 {
     g_autoptr(StoreCursor) cur = cursor_new(db, CURSOR_LATEST, error);
+    g_autofree char *cols = store_sample_columns_sql("s.");
+    g_autofree char *sql = NULL;
     sqlite3_stmt *st;
     int rc;
 
@@ -246,11 +247,12 @@ store_query_latest(StoreDb *db, GError **error)
         store_set_error(db, error, rc, "latest samples");
         return NULL;
     }
-    cur->st = store_prepare(db, "SELECT " SAMPLE_COLUMNS " FROM samples s JOIN ticks t"
-                            " ON t.id = s.key >> " STORE_KEY_SHIFT_SQL
-                            " WHERE s.key & " STORE_KEY_MASK_SQL " = ?1"
-                            " AND s.key >= ?2 << " STORE_KEY_SHIFT_SQL
-                            " ORDER BY s.key DESC LIMIT 1", error);
+    sql = g_strconcat("SELECT " SAMPLE_COLUMNS, cols, " FROM samples s JOIN ticks t"
+                      " ON t.id = s.key >> " STORE_KEY_SHIFT_SQL
+                      " WHERE s.key & " STORE_KEY_MASK_SQL " = ?1"
+                      " AND s.key >= ?2 << " STORE_KEY_SHIFT_SQL
+                      " ORDER BY s.key DESC LIMIT 1", NULL);
+    cur->st = store_prepare(db, sql, error);
     if (!cur->st)
         return NULL;
     return g_steal_pointer(&cur);
@@ -271,25 +273,13 @@ row_fill_raw(StoreCursor *cur, sqlite3_stmt *st)
     StoreRow *r = &cur->row;
     StoreSample *s = &r->sample;
     const IothreadName *n = name_of(cur, sqlite3_column_int64(st, 2));
-    gint64 *io = &s->io.rd_ops;
 
     r->ts_ms = sqlite3_column_int64(st, 0);
     r->len_ns = sqlite3_column_int64(st, 1);
     r->target = s->target = n->target;
     r->iothread = s->iothread = n->iothread;
-    s->poll_max_ns = store_column_i64(st, 3);
-    s->poll_grow = store_column_i64(st, 4);
-    s->poll_shrink = store_column_i64(st, 5);
-    s->cpu_ns = store_column_i64(st, 6);
-    s->ctx_vol = store_column_i64(st, 7);
-    s->ctx_invol = store_column_i64(st, 8);
-    s->runq_wait_ns = store_column_i64(st, 9);
-    for (int i = 0; i < 8; i++)
-        io[i] = store_column_i64(st, 10 + i);
-    s->kvm_exits = store_column_i64(st, 18);
-    s->io_exits = store_column_i64(st, 19);
-    s->mmio_exits = store_column_i64(st, 20);
-    s->halt_exits = store_column_i64(st, 21);
+    for (int i = 0; i < METRIC_MAX; i++)
+        s->m[i] = store_column_i64(st, 3 + i);
 }
 
 static void
@@ -298,6 +288,8 @@ row_fill_rollup(StoreCursor *cur, sqlite3_stmt *st)
     StoreRow *r = &cur->row;
     const IothreadName *n = name_of(cur, sqlite3_column_int64(st, 1));
     StoreStat *stats[] = { &r->iops, &r->lat };
+    MetricId rolled[METRIC_MAX];
+    int n_rolled = store_rolled_gauges(rolled);
 
     r->ts_ms = sqlite3_column_int64(st, 0);
     r->target = n->target;
@@ -314,6 +306,13 @@ row_fill_rollup(StoreCursor *cur, sqlite3_stmt *st)
     r->cpu.mean = store_column_i64(st, 13);
     r->cpu.max = store_column_i64(st, 14);
     r->cpu.p95 = STORE_NULL;
+    /* The rolled gauges (the triple in force) in the sample's place;
+     * every other metric is absent from a rollup. */
+    store_sample_init(&r->sample);
+    r->sample.target = r->target;
+    r->sample.iothread = r->iothread;
+    for (int k = 0; k < n_rolled; k++)
+        r->sample.m[rolled[k]] = store_column_i64(st, 15 + k);
 }
 
 static gboolean

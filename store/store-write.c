@@ -32,14 +32,22 @@ store_io_init(StoreIo *io)
 void
 store_sample_init(StoreSample *s)
 {
-    *s = (StoreSample){
-        .poll_max_ns = STORE_NULL, .poll_grow = STORE_NULL, .poll_shrink = STORE_NULL,
-        .cpu_ns = STORE_NULL, .ctx_vol = STORE_NULL, .ctx_invol = STORE_NULL,
-        .runq_wait_ns = STORE_NULL, .kvm_exits = STORE_NULL, .io_exits = STORE_NULL,
-        .mmio_exits = STORE_NULL, .halt_exits = STORE_NULL,
-    };
-    store_io_init(&s->io);
+    *s = (StoreSample){ 0 };
+    for (int i = 0; i < METRIC_MAX; i++)
+        s->m[i] = STORE_NULL;
 }
+
+/* The named members of StoreSample alias m[] in the table's order. */
+G_STATIC_ASSERT(G_STRUCT_OFFSET(StoreSample, poll_max_ns) ==
+                G_STRUCT_OFFSET(StoreSample, m[METRIC_POLL_MAX_NS]));
+G_STATIC_ASSERT(G_STRUCT_OFFSET(StoreSample, runq_wait_ns) ==
+                G_STRUCT_OFFSET(StoreSample, m[METRIC_RUNQ_WAIT_NS]));
+G_STATIC_ASSERT(G_STRUCT_OFFSET(StoreSample, io.rd_ops) ==
+                G_STRUCT_OFFSET(StoreSample, m[METRIC_RD_OPS]));
+G_STATIC_ASSERT(G_STRUCT_OFFSET(StoreSample, io.flush_time_ns) ==
+                G_STRUCT_OFFSET(StoreSample, m[METRIC_FLUSH_TIME_NS]));
+G_STATIC_ASSERT(G_STRUCT_OFFSET(StoreSample, halt_exits) ==
+                G_STRUCT_OFFSET(StoreSample, m[METRIC_HALT_EXITS]));
 
 void
 store_device_sample_init(StoreDeviceSample *d)
@@ -240,18 +248,8 @@ bind_sample(StoreDb *db, sqlite3_stmt *st, int base, gint64 tick_id, const Store
         return FALSE;
     }
     sqlite3_bind_int64(st, base + 1, STORE_KEY(tick_id, iothread_id));
-    store_bind_i64(st, base + 2, s->poll_max_ns);
-    store_bind_i64(st, base + 3, s->poll_grow);
-    store_bind_i64(st, base + 4, s->poll_shrink);
-    store_bind_i64(st, base + 5, s->cpu_ns);
-    store_bind_i64(st, base + 6, s->ctx_vol);
-    store_bind_i64(st, base + 7, s->ctx_invol);
-    store_bind_i64(st, base + 8, s->runq_wait_ns);
-    bind_io(st, base + 9, &s->io);
-    store_bind_i64(st, base + 17, s->kvm_exits);
-    store_bind_i64(st, base + 18, s->io_exits);
-    store_bind_i64(st, base + 19, s->mmio_exits);
-    store_bind_i64(st, base + 20, s->halt_exits);
+    for (int i = 0; i < METRIC_MAX; i++)
+        store_bind_i64(st, base + 2 + i, s->m[i]);
     return TRUE;
 }
 

@@ -10,7 +10,9 @@
  * runs in small steps the caller schedules; queries and exports stream.
  *
  * Contract
- * - store/ depends on sqlite3 and GLib only; its structs are its own.
+ * - store/ depends on sqlite3, GLib, json-c and the metric table
+ *   (metric-table.h), whose order is the samples table's column order; its
+ *   structs are its own.
  * - Time is passed in (`now_ms`, UTC milliseconds since the epoch).  Inside,
  *   only the monotonic clock is read: to bound a maintenance step and to
  *   measure writes for StoreStats.  (store_db_open() reads the wall clock
@@ -34,6 +36,9 @@
 
 #include <gio/gio.h>
 #include <glib.h>
+#include <json-c/json.h>
+
+#include "metric-table.h"
 
 G_BEGIN_DECLS
 
@@ -107,6 +112,20 @@ typedef struct StoreDb StoreDb;
  * Fails with STORE_ERROR_SCHEMA for a file from a newer schema.
  */
 StoreDb *store_db_open(const char *path, const StoreOptions *opts, GError **error);
+/*
+ * Opens the database at @path for reading only (SQLITE_OPEN_READONLY): no
+ * migration, no pragma that writes, no copy, and nothing created beside
+ * the file.  A file without a -wal (closed cleanly) is read as immutable,
+ * so no -shm is made either; with one, polltuned (or a crashed one) has it
+ * open and sqlite reads through the existing -wal and -shm.
+ * Writes through the handle fail with STORE_ERROR_INVALID.
+ * Fails naming @path and the cause: a missing or non-regular file
+ * (STORE_ERROR_NOT_FOUND / STORE_ERROR_INVALID), not a database or no
+ * polltune schema (STORE_ERROR_CORRUPT), a schema newer or older than this
+ * build reads (STORE_ERROR_SCHEMA; an older one is migrated by the next
+ * start of polltuned).
+ */
+StoreDb *store_db_open_readonly(const char *path, GError **error);
 void store_db_close(StoreDb *db);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(StoreDb, store_db_close)
 
@@ -153,15 +172,27 @@ typedef struct {
     gint64 flush_ops, flush_time_ns;
 } StoreIo;
 
+/*
+ * One iothread's tick: a value per MetricId (metric-table.h), a delta for a
+ * counter, the value in force for a gauge.  The named members alias the
+ * first entries of m[] for the code that names them; a metric added to the
+ * table has only its m[] entry, which every generic path (write, query,
+ * export, history JSON) reads.
+ */
 typedef struct {
     const char *target;         /* target name; registered on first use */
     const char *iothread;       /* QOM id, e.g. "iothread0" */
-    gint64 poll_max_ns, poll_grow, poll_shrink;     /* in force, not deltas */
-    gint64 cpu_ns;              /* utime+stime */
-    gint64 ctx_vol, ctx_invol;  /* context switches */
-    gint64 runq_wait_ns;        /* schedstat run-queue wait */
-    StoreIo io;                 /* all devices served by the iothread */
-    gint64 kvm_exits, io_exits, mmio_exits, halt_exits;
+    union {
+        gint64 m[METRIC_MAX];
+        struct {
+            gint64 poll_max_ns, poll_grow, poll_shrink;     /* in force, not deltas */
+            gint64 cpu_ns;              /* schedstat run time or utime+stime */
+            gint64 ctx_vol, ctx_invol;  /* context switches */
+            gint64 runq_wait_ns;        /* schedstat run-queue wait */
+            StoreIo io;                 /* all devices served by the iothread */
+            gint64 kvm_exits, io_exits, mmio_exits, halt_exits;
+        };
+    };
 } StoreSample;
 
 /*
@@ -344,7 +375,8 @@ typedef struct {
     gint64 ts_ms;               /* raw: end of tick; rollups: bucket start */
     const char *target;
     const char *iothread;
-    /* raw */
+    /* raw; for rollups only the gauges the metric table rolls up (the
+     * triple in force for most of the bucket), the rest STORE_NULL */
     gint64 len_ns;
     StoreSample sample;
     /* rollups: IOPS in milli-ops/s, latency in ns per op, CPU in ppm of
@@ -378,6 +410,17 @@ gboolean store_cursor_next_decision(StoreCursor *cur, const StoreDecisionRow **r
 
 /* The newest raw sample of every iothread that has one, as a cursor. */
 StoreCursor *store_query_latest(StoreDb *db, GError **error);
+
+/*
+ * A row as the `history` reply's row of docs/CONTROL.md (a new object):
+ * ts_ms, target, iothread, then for raw rows every rate of the metric
+ * table (metric_rate_value) and every metric with a JSON key (null when
+ * unknown), for rollups the count and each rolled-up rate's
+ * {min, mean, max, p95} in the rate's unit.  Absent figures are left out.
+ */
+json_object *store_row_to_json(const StoreRow *row);
+/* The rollup statistics of @rate in @row, or NULL if it is not rolled up. */
+const StoreStat *store_row_stat(const StoreRow *row, MetricRate rate);
 
 /* ---- export ----------------------------------------------------------- */
 

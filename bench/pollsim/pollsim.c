@@ -3,7 +3,8 @@
  * bench/pollsim: calibrate the simulator against seed 004, run the scenario
  * suite against off, qemu-default and the oracle, and enforce the goals.
  *
- *   pollsim --calibrate        the seed 004 table, simulated
+ *   pollsim --calibrate        the seed 004 table and the many-handler rows, simulated
+ *   pollsim --regimes          where polling wins and loses (device classes, handlers)
  *   pollsim --suite            every scenario, its table and its goals
  *   pollsim --suite --scenario S4 --scale 0.25
  *   pollsim --matrix           the reduced scenario matrix (sim-matrix.h)
@@ -35,6 +36,29 @@ matrix_option(const char *name G_GNUC_UNUSED, const char *value, gpointer data G
     return TRUE;
 }
 
+/* Rows with a tolerance must hold; the others are printed with their error. */
+static gboolean
+calibrate_source(const SimCalibSource *src)
+{
+    gboolean ok = TRUE;
+
+    printf("\n%s (%s), host speed %.2f, device %.1f us\n\n", src->name, src->citation,
+           src->host_speed, src->service.a / 1000);
+    printf("| row | measured | sim | err | held to |\n|---|---:|---:|---:|---:|\n");
+    for (guint i = 0; i < src->n_rows; i++) {
+        const SimCalibRow2 *r = &src->rows[i];
+        double got = sim_calib_source_iops(src, r, 1e9, 1), e = got / r->iops - 1;
+        g_autofree char *held = r->tolerance > 0 ? g_strdup_printf("+-%.0f%%", 100 * r->tolerance)
+                                                 : g_strdup("not fitted");
+
+        if (r->tolerance > 0)
+            ok &= fabs(e) <= r->tolerance;
+        printf("| %s | %.0f | %.0f | %+.1f%% | %s |\n", r->what, r->iops, got, 100 * e, held);
+    }
+    printf("calibration: %s: %s\n", src->name, ok ? "PASS" : "FAIL");
+    return ok;
+}
+
 static gboolean
 calibrate(void)
 {
@@ -53,7 +77,53 @@ calibrate(void)
                r->poll_max_ns, r->iops_qd1, q1, 100 * e1, r->iops_qd32, q32, 100 * e32);
     }
     printf("calibration: %s (every row within +-10%%)\n", ok ? "PASS" : "FAIL");
+    ok &= calibrate_source(&sim_calib_many_handlers);
     return ok;
+}
+
+/*
+ * Where polling wins and where it loses: IOPS under off, QEMU's default
+ * triple and a wide fixed window, per device class and queue depth, and
+ * at QD1 against the number of idle poll handlers on the iothread.
+ */
+static void
+regimes(SimQemuModel model)
+{
+    static const guint qds[] = { 1, 2, 4, 8, 16, 32, 48, 64, 128 };
+    static const guint idle[] = { 0, 30, 300, 1000, 3200 };
+    const PolicyTriple off = { 0, 0, 0 }, def = POLICY_TRIPLE_QEMU_DEFAULT, wide = { 262144, 0, 0 };
+
+    printf("QEMU %s, NVMe latency; IOPS, and polling against off\n\n",
+           sim_qemu_model_to_string(model));
+    printf("| device | QD | off | qemu-default | vs off | 262144 | vs off |\n");
+    printf("|---|---:|---:|---:|---:|---:|---:|\n");
+    for (int c = 0; c < SIM_DEVICE_MAX; c++) {
+        for (guint i = 0; i < G_N_ELEMENTS(qds); i++) {
+            SimWorkload w = sim_calib_workload(qds[i]);
+            double o, d, p;
+
+            sim_workload_set_device_class(&w, c);
+            o = sim_workload_iops(&w, &off, model, 500e6, 1);
+            d = sim_workload_iops(&w, &def, model, 500e6, 1);
+            p = sim_workload_iops(&w, &wide, model, 500e6, 1);
+            printf("| %s | %u | %.0f | %.0f | %+.1f%% | %.0f | %+.1f%% |\n",
+                   sim_device_class_to_string(c), qds[i], o, d, 100 * (d / o - 1), p,
+                   100 * (p / o - 1));
+        }
+    }
+    printf("\n| idle handlers | QD | off | qemu-default | vs off | 262144 | vs off |\n");
+    printf("|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (guint i = 0; i < G_N_ELEMENTS(idle); i++) {
+        SimWorkload w = sim_calib_workload(1);
+        double o, d, p;
+
+        w.idle_handlers = idle[i];
+        o = sim_workload_iops(&w, &off, model, 500e6, 1);
+        d = sim_workload_iops(&w, &def, model, 500e6, 1);
+        p = sim_workload_iops(&w, &wide, model, 500e6, 1);
+        printf("| %u | 1 | %.0f | %.0f | %+.1f%% | %.0f | %+.1f%% |\n", idle[i], o, d,
+               100 * (d / o - 1), p, 100 * (p / o - 1));
+    }
 }
 
 static void
@@ -67,7 +137,7 @@ print_run(const SimScenario *scn, const SimRun *r, const SimRun *off)
 int
 main(int argc, char **argv)
 {
-    gboolean do_calibrate = FALSE, do_suite = FALSE;
+    gboolean do_calibrate = FALSE, do_suite = FALSE, do_regimes = FALSE;
     g_autofree char *only = NULL;
     double scale = 1.0;
     gint64 seed = 1;
@@ -77,6 +147,8 @@ main(int argc, char **argv)
     GOptionEntry entries[] = {
         { "calibrate", 0, 0, G_OPTION_ARG_NONE, &do_calibrate, "Reproduce seed 004's table", NULL },
         { "suite", 0, 0, G_OPTION_ARG_NONE, &do_suite, "Run the scenario suite and its goals", NULL },
+        { "regimes", 0, 0, G_OPTION_ARG_NONE, &do_regimes,
+          "Where polling wins and loses: device classes by depth, idle handlers", NULL },
         { "scenario", 0, 0, G_OPTION_ARG_STRING, &only, "Only this scenario (S1..S8)", "NAME" },
         { "scale", 0, 0, G_OPTION_ARG_DOUBLE, &scale, "Shorten phases by this factor", "X" },
         { "seed", 0, 0, G_OPTION_ARG_INT64, &seed, "PRNG seed", "N" },
@@ -113,6 +185,10 @@ main(int argc, char **argv)
         sim_matrix_print(m, stdout);
         g_clear_pointer(&matrix_arg, g_free);
         return sim_matrix_goals_pass(m) ? 0 : 1;
+    }
+    if (do_regimes) {
+        regimes(model);
+        return 0;
     }
     if (!do_calibrate && !do_suite)
         do_suite = TRUE;

@@ -22,6 +22,7 @@ typedef enum {
     EV_IRQ,                     /* interrupt reaches the guest */
     EV_KICK,                    /* ioeventfd signalled */
     EV_ARRIVAL,                 /* open-loop request, arg: generation */
+    EV_POLL_SEE,                /* a poll iteration ends having seen work, arg: poll generation */
 } SimEventKind;
 
 typedef struct {
@@ -50,9 +51,21 @@ typedef struct {
     guint head, len;
 } SimFifo;
 
-typedef enum { IOT_BLOCKED, IOT_WAKING, IOT_WAKE_CPU, IOT_POLLING, IOT_RUNNING } SimIotState;
+typedef enum {
+    IOT_BLOCKED,
+    IOT_WAKING,
+    IOT_WAKE_CPU,
+    IOT_POLLING,
+    IOT_POLL_ONCE,              /* the one iteration before blocking (sim_set_qemu_poll_once) */
+    IOT_RUNNING,
+} SimIotState;
 
-typedef enum { VCPU_ITEM_IRQ, VCPU_ITEM_SUBMIT, VCPU_ITEM_KICK } SimVcpuItemKind;
+typedef enum {
+    VCPU_ITEM_IRQ,
+    VCPU_ITEM_SUBMIT,           /* a request, then the notify check */
+    VCPU_ITEM_SUBMIT_MORE,      /* a request of a batch that goes on: no notify check */
+    VCPU_ITEM_KICK,
+} SimVcpuItemKind;
 
 typedef struct {
     guint32 kind;
@@ -76,11 +89,22 @@ typedef struct {
     double loop_start;
     guint32 poll_gen;
     double poll_v_start;
+    double poll_t_start;        /* wall time the busy-poll began */
+    gboolean poll_see_pending;  /* an EV_POLL_SEE is queued for this poll */
     gboolean sub_suppress;      /* inside virtqueue processing: no kicks */
     gboolean poll_started;      /* notifications suppressed by polling */
     gboolean adjust_at_end;     /* v4: block_ns includes this dispatch */
     gboolean kick_armed;        /* event index: the next request may kick */
     gboolean kick_pending;
+    /*
+     * Batched guests (guest_batch > 1) only: whether the iothread looks at
+     * the virtqueue without a kick.  It does while polling, when a poll
+     * ends and right after its own virtqueue pass (virtio-blk pops until
+     * the queue is empty with notifications back on); otherwise only the
+     * kick's eventfd makes it look.
+     */
+    gboolean vq_look;
+    gboolean vq_take;           /* this dispatch pops the virtqueue */
     SimFifo avail, cq;          /* guest-visible requests, device completions */
     guint32 taken_sub[SIM_RING], taken_cpl[SIM_RING];
     guint n_sub, n_cpl;
@@ -117,6 +141,7 @@ struct _Sim {
     SimCosts costs;
     guint n_cores;
     gboolean qemu_v4;
+    gboolean qemu_poll_once;
     SimQemuModel qemu_model;
     guint64 rng[4];
 

@@ -47,6 +47,44 @@ const SimScenario sim_scenarios[] = {
 };
 const guint sim_n_scenarios = G_N_ELEMENTS(sim_scenarios);
 
+static const char *const device_class_names[SIM_DEVICE_MAX] = {
+    [SIM_DEVICE_NVME] = "nvme",
+    [SIM_DEVICE_BATCHING] = "batching",
+};
+
+const char *
+sim_device_class_to_string(SimDeviceClass c)
+{
+    return c >= 0 && c < SIM_DEVICE_MAX ? device_class_names[c] : NULL;
+}
+
+SimDeviceClass
+sim_device_class_from_string(const char *s)
+{
+    for (int c = 0; c < SIM_DEVICE_MAX; c++)
+        if (g_strcmp0(s, device_class_names[c]) == 0)
+            return c;
+    return SIM_DEVICE_INVALID;
+}
+
+void
+sim_workload_set_device_class(SimWorkload *w, SimDeviceClass c)
+{
+    switch (c) {
+    case SIM_DEVICE_BATCHING:
+        w->dev_occupancy = SIM_BATCHING_OCCUPANCY;
+        w->dev_batch_ns = SIM_BATCHING_COMMAND_NS;
+        w->guest_batch = SIM_BATCHING_GUEST_BATCH;
+        break;
+    case SIM_DEVICE_NVME:
+    default:
+        w->dev_occupancy = SIM_NVME_OCCUPANCY;
+        w->dev_batch_ns = 0;
+        w->guest_batch = 0;
+        break;
+    }
+}
+
 const SimScenario *
 sim_scenario_find(const char *name)
 {

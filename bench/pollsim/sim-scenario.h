@@ -34,6 +34,27 @@ typedef struct {
     SimQemuModel qemu_model;            /* the polling mechanism, 7.2 unless set */
 } SimScenario;
 
+/*
+ * Device classes a scenario or the matrix can put behind a workload.  The
+ * default, nvme, is seed 004's device: nothing else changes with it.
+ */
+typedef enum {
+    SIM_DEVICE_NVME,            /* per-request pipeline, request-by-request guest */
+    SIM_DEVICE_BATCHING,        /* per-command overhead, batching guest: polling loses at depth */
+    SIM_DEVICE_MAX,
+    SIM_DEVICE_INVALID = -1,
+} SimDeviceClass;
+
+const char *sim_device_class_to_string(SimDeviceClass c);
+/* SIM_DEVICE_INVALID for anything but "nvme" and "batching". */
+SimDeviceClass sim_device_class_from_string(const char *s);
+/*
+ * Put a device of class @c behind @w: its occupancy, per-command overhead
+ * and the guest's submission batching.  The service time (the device's
+ * latency) is kept, so the class is a dimension of its own.
+ */
+void sim_workload_set_device_class(SimWorkload *w, SimDeviceClass c);
+
 extern const SimScenario sim_scenarios[];
 extern const guint sim_n_scenarios;
 const SimScenario *sim_scenario_find(const char *name);

@@ -7,7 +7,10 @@
  * The iothread runs QEMU 7.2's aio_poll loop with its adaptive poll window
  * (sim-vm.c has the exact rules); the guest submits requests, kicks when
  * notifications are enabled (a VM exit), takes interrupts and resubmits;
- * the device completes after a sampled service time.
+ * the device completes after a sampled service time.  Polling can lose:
+ * a poll iteration checks every handler of the iothread (idle ones
+ * included), and a device with a per-command overhead fed by a batching
+ * guest pays it per request when a polling iothread splits the batches.
  *
  * The simulator exposes only what production samplers read (cumulative
  * counters in the shape of policy-counters.h) plus ground truth used for
@@ -49,6 +52,13 @@ typedef struct {
     double g_irq;               /* guest: interrupt entry/exit */
     double g_cpl;               /* guest: per completion reaped (driver + fio) */
     double g_sub;               /* guest: per request submitted */
+    /*
+     * iothread: one check of one poll handler (a virtqueue's avail index,
+     * the AIO completion ring).  A poll iteration checks every handler of
+     * the iothread, so it lasts (handlers x this): with thousands of
+     * handlers one iteration is longer than a completion gap.
+     */
+    double poll_handler_ns;
 } SimCosts;
 
 /* What the guest does. */
@@ -59,6 +69,31 @@ typedef struct {
     gboolean compute;           /* a CPU-bound app fills the vCPU's idle time */
     SimDist service;            /* device latency of one request */
     double dev_occupancy;       /* ns the device's single pipeline stage is busy per request */
+    /*
+     * ns the device's pipeline stage is busy once per submission call (one
+     * io_submit/io_uring_enter: doorbell, command fetch, a network round
+     * of a SAN), whatever the number of requests in it.  0 for the
+     * calibrated NVMe device; > 0 for a device that rewards batching, where
+     * a polling iothread submitting requests one by one as they arrive
+     * loses throughput at depth.
+     */
+    double dev_batch_ns;
+    /*
+     * Poll handlers on the same iothread beside this disk's two (the
+     * virtqueues of other devices, mostly idle): each poll iteration
+     * checks them all (SimCosts.poll_handler_ns each).
+     */
+    guint idle_handlers;
+    /*
+     * The guest submits in batches of this many requests (fio's
+     * iodepth_batch_submit with iodepth_batch_complete_min, io_uring
+     * applications): it waits for as many free slots, then adds the
+     * requests with one notify check after the last (blk-mq's bd->last).
+     * A notified iothread then finds the whole batch; a polling one takes
+     * its requests as they appear.  0 or 1: each request is its own
+     * submission with its own check (fio's default, seed 004's job).
+     */
+    guint guest_batch;
 } SimWorkload;
 
 typedef struct _Sim Sim;
@@ -72,6 +107,13 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(Sim, sim_free)
  * QEMU 7.2: a successful poll's handler time counts in block_ns.
  */
 void sim_set_qemu_v4(Sim *sim, gboolean v4);
+
+/*
+ * QEMU before 5.0 (commit 3aa221b382c9, "aio-posix: completely stop
+ * polling when disabled") ran one poll iteration before every blocking
+ * wait even with the window at 0.  The second calibration measured it.
+ */
+void sim_set_qemu_poll_once(Sim *sim, gboolean poll_once);
 
 /*
  * The polling mechanism of the QEMU being modelled.  7.2: one adaptive
@@ -116,6 +158,7 @@ typedef struct {
     double iot_cpu_ns;
     double vcpu_compute_ns;     /* CPU the guest's app got */
     guint64 exits;
+    guint64 submit_calls;       /* io_submit calls: virtqueue passes that found requests */
     guint64 lat_hist[2048];     /* guest latency, 1 us buckets, last = overflow */
 } SimTruth;
 

@@ -11,79 +11,10 @@
 
 CliLive cli_live;
 
-CliVm *
-cli_vm_start(const char *dir, const char *name)
-{
-    g_autoptr(GError) err = NULL;
-    g_autofree char *qmp_arg = NULL;
-    CliVm *v = g_new0(CliVm, 1);
-
-    v->daemon_sock = g_strdup_printf("%s/%s.qmp", dir, name);
-    qmp_arg = g_strdup_printf("unix:%s,server=on,wait=off", v->daemon_sock);
-    {
-        const char *args[] = { "-object", "iothread,id=iot0", "-object", "iothread,id=iot1",
-                               "-blockdev", "null-co,node-name=null0",
-                               "-qmp", qmp_arg, NULL };
-
-        v->qemu = pt_test_qemu_start(args, &err);
-    }
-    g_assert_no_error(err);
-    v->qmp = qmp_client_new(NULL, &(QmpClientOptions){ .name = name });
-    g_assert_true(qmp_client_connect_path(v->qmp, v->qemu->qmp_path, &err));
-    g_assert_true(qmp_client_wait_ready_sync(v->qmp, &err));
-    return v;
-}
-
-void
-cli_vm_free(CliVm *v)
-{
-    if (!v)
-        return;
-    g_clear_object(&v->qmp);
-    pt_test_qemu_free(v->qemu);
-    g_unlink(v->daemon_sock);
-    g_free(v->daemon_sock);
-    g_free(v);
-}
-
-/* What QEMU itself says iothread @id's poll-max-ns is. */
-guint64
-cli_vm_poll_max(CliVm *v, const char *id)
-{
-    g_autoptr(GError) err = NULL;
-    g_autoptr(GPtrArray) list = qmp_query_iothreads_sync(v->qmp, &err);
-
-    g_assert_no_error(err);
-    for (guint i = 0; i < list->len; i++) {
-        QmpIothread *io = list->pdata[i];
-
-        if (g_str_equal(io->id, id))
-            return io->poll_max_ns;
-    }
-    g_assert_not_reached();
-}
-
-typedef struct {
-    const char *iothread;
-    guint64 want;
-} PollWait;
-
-static gboolean
-cli_poll_is(gpointer data)
-{
-    PollWait *w = data;
-
-    return cli_vm_poll_max(cli_live.vm, w->iothread) == w->want;
-}
-
 void
 cli_assert_poll(const char *iothread, guint64 want, guint ms)
 {
-    PollWait w = { iothread, want };
-
-    if (!pt_test_wait(cli_poll_is, &w, ms))
-        g_error("%s: poll-max-ns is %" G_GUINT64_FORMAT ", not %" G_GUINT64_FORMAT
-                " after %u ms", iothread, cli_vm_poll_max(cli_live.vm, iothread), want, ms);
+    pt_test_qmp_assert_poll_max(cli_live.vm->qmp, "vm-a", iothread, want, ms);
 }
 
 /* ---- running polltunectl ---------------------------------------------- */
@@ -142,36 +73,6 @@ cli_ctl_fails(PtTestDaemon *d, int status, const char *needle, const char *const
     /* One line. */
     g_assert_cmpint(strchr(r.err, '\n') - r.err, ==, strlen(r.err) - 1);
     cli_run_clear(&r);
-}
-
-json_object *
-cli_iothread_of(json_object *status, const char *target, const char *iothread)
-{
-    json_object *tl = pt_json_path(status, "targets");
-
-    for (size_t i = 0; i < json_object_array_length(tl); i++) {
-        json_object *t = json_object_array_get_idx(tl, i);
-        json_object *ios = pt_json_path(t, "iothreads");
-
-        if (!g_str_equal(pt_json_path_str(t, "name"), target))
-            continue;
-        for (size_t j = 0; j < json_object_array_length(ios); j++) {
-            json_object *io = json_object_array_get_idx(ios, j);
-
-            if (g_str_equal(pt_json_path_str(io, "id"), iothread))
-                return io;
-        }
-    }
-    return NULL;
-}
-
-static gboolean
-cli_vm_attached(gpointer data)
-{
-    g_autoptr(json_object) st = pt_test_daemon_ok(data, "status", NULL);
-
-    return cli_iothread_of(st, "vm-a", "iot0") && cli_iothread_of(st, "vm-a", "iot1") &&
-           g_str_equal(pt_json_path_str(st, "targets/0/state"), "attached");
 }
 
 gboolean
@@ -247,11 +148,11 @@ cli_live_setup(void)
         return FALSE;
     if (cli_live.d)
         return TRUE;
-    cli_live.vm = cli_vm_start(cli_live.vm_dir, "vm-a");
+    cli_live.vm = pt_test_vm_start(cli_live.vm_dir, "vm-a", NULL);
     conf = cli_conf_for(NULL);
     cli_live.started_us = g_get_monotonic_time();
     cli_live.d = cli_daemon_start(conf);
-    g_assert_true(pt_test_wait(cli_vm_attached, cli_live.d, 5000));
+    g_assert_cmpint(pt_test_wait_target(cli_live.d, "vm-a", 2, TRUE, 5000), >=, 0);
     /* A second of ticks, for show's history. */
     g_usleep(1200000);
     cli_assert_poll("iot0", 70000, 3000);
@@ -285,7 +186,7 @@ cli_live_run(const char *const *leftovers)
         g_clear_pointer(&cli_live.qemu_skip, g_free);
     rc = g_test_run();
     g_clear_pointer(&cli_live.d, pt_test_daemon_free);
-    g_clear_pointer(&cli_live.vm, cli_vm_free);
+    g_clear_pointer(&cli_live.vm, pt_test_vm_free);
     g_rmdir(cli_live.vm_dir);
     for (const char *const *l = leftovers; l && *l; l++) {
         g_autofree char *p = g_build_filename(cli_live.tmp_dir, *l, NULL);

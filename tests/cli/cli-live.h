@@ -16,19 +16,14 @@
 #include "cli-testdb.h"
 #include "pt-test-daemon.h"
 #include "pt-test-qemu.h"
+#include "pt-test-qmp.h"
 #include "qmp-commands.h"
 #include "qmp-json.h"
 
 typedef struct {
-    PtTestQemu *qemu;
-    QmpClient *qmp;             /* the test's own monitor */
-    char *daemon_sock;          /* the monitor polltuned uses */
-} CliVm;
-
-typedef struct {
     char *vm_dir;               /* sockets matched by the daemon's glob */
     char *tmp_dir;              /* everything else */
-    CliVm *vm;                  /* vm-a */
+    PtTestVm *vm;               /* vm-a */
     PtTestDaemon *d;
     char *qemu_skip;            /* why QEMU cannot run, or NULL */
     gint64 started_us;          /* when the shared daemon started */
@@ -36,12 +31,6 @@ typedef struct {
 
 extern CliLive cli_live;
 
-/* QEMU with a second monitor at @dir/@name.qmp. */
-CliVm *cli_vm_start(const char *dir, const char *name);
-void cli_vm_free(CliVm *v);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(CliVm, cli_vm_free)
-/* What QEMU itself says iothread @id's poll-max-ns is. */
-guint64 cli_vm_poll_max(CliVm *v, const char *id);
 /* Waits for vm-a's @iothread to reach @want; fails the test otherwise. */
 void cli_assert_poll(const char *iothread, guint64 want, guint ms);
 
@@ -66,9 +55,6 @@ void cli_ctl_fails(PtTestDaemon *d, int status, const char *needle, const char *
 /* Runs a command that must fail with @status and say @needle on stderr. */
 #define CTL_FAILS(status, needle, ...) \
     cli_ctl_fails(NULL, status, needle, (const char *const[]){ __VA_ARGS__, NULL })
-
-/* The iothread object of a status reply, or NULL. */
-json_object *cli_iothread_of(json_object *status, const char *target, const char *iothread);
 
 /* Registers @test, to be followed by a check of the daemon's log. */
 void cli_live_add(const char *path, void (*test)(void));

@@ -27,7 +27,7 @@ status_shows(gpointer data)
 {
     StatusWait *w = data;
     g_autoptr(json_object) st = CTL_JSON("status");
-    json_object *io = cli_iothread_of(st, "vm-a", w->iothread);
+    json_object *io = pt_test_status_iothread(st, "vm-a", w->iothread);
 
     return io && pt_json_path_int(io, "triple/poll-max-ns") == w->want;
 }
@@ -103,13 +103,13 @@ test_override(void)
     g_assert_cmpint(pt_json_path_int(ov, "expires_ms"), <=, now_ms + 30 * 60000 + 5000);
     /* QEMU has it on iot1 only. */
     cli_assert_poll("iot1", 40000, 3000);
-    g_assert_cmpuint(cli_vm_poll_max(cli_live.vm, "iot0"), ==, 50000);
+    g_assert_cmpuint(pt_test_qmp_poll_max(cli_live.vm->qmp, "iot0"), ==, 50000);
     table = CTL_OK("status");
     g_assert_true(g_regex_match_simple("\nvm-a/iot1 +attached +40000 +4 +2 +override \\(",
                                           table, 0, 0));
     st = CTL_JSON("status");
-    g_assert_cmpint(pt_json_path_int(cli_iothread_of(st, "vm-a", "iot1"), "override/id"), ==, id);
-    g_assert_null(pt_json_path(cli_iothread_of(st, "vm-a", "iot0"), "override"));
+    g_assert_cmpint(pt_json_path_int(pt_test_status_iothread(st, "vm-a", "iot1"), "override/id"), ==, id);
+    g_assert_null(pt_json_path(pt_test_status_iothread(st, "vm-a", "iot0"), "override"));
 
     /* Cleared by VM/IOTHREAD: the policy takes over again. */
     clear = CTL_OK("override", "clear", "vm-a/iot1");
@@ -152,8 +152,8 @@ test_override_expires(void)
     /* Gone after the second, and QEMU back under the policy. */
     cli_assert_poll("iot0", 50000, 4000);
     st = CTL_JSON("status");
-    g_assert_null(pt_json_path(cli_iothread_of(st, "vm-a", "iot0"), "override"));
-    g_assert_cmpstr(pt_json_path_str(cli_iothread_of(st, "vm-a", "iot0"), "policy"), ==,
+    g_assert_null(pt_json_path(pt_test_status_iothread(st, "vm-a", "iot0"), "override"));
+    g_assert_cmpstr(pt_json_path_str(pt_test_status_iothread(st, "vm-a", "iot0"), "policy"), ==,
                     "static:50000/2/2");
     CTL_FAILS(1, "override-clear: NotFound: ", "override", "clear", "vm-a/iot0");
 }
@@ -177,7 +177,7 @@ test_mode(void)
     /* Recommend changes nothing in QEMU. */
     g_free(CTL_OK("policy", "set", "vm-*", "static:60000/2/2"));
     g_usleep(600000);
-    g_assert_cmpuint(cli_vm_poll_max(cli_live.vm, "iot0"), ==, 50000);
+    g_assert_cmpuint(pt_test_qmp_poll_max(cli_live.vm->qmp, "iot0"), ==, 50000);
     back = CTL_JSON("mode", "enforce");
     g_assert_cmpstr(pt_json_path_str(back, "mode"), ==, "enforce");
     cli_assert_poll("iot0", 60000, 3000);
@@ -202,7 +202,7 @@ test_reload(void)
     out = CTL_OK("reload");
     g_assert_cmpstr(out, ==, "configuration reloaded\n");
     g_usleep(1200000);
-    g_assert_cmpuint(cli_vm_poll_max(cli_live.vm, "iot0"), ==, 50000);
+    g_assert_cmpuint(pt_test_qmp_poll_max(cli_live.vm->qmp, "iot0"), ==, 50000);
     g_free(CTL_OK("policy", "clear", "vm-*"));
     cli_assert_poll("iot0", 70000, 3000);
 
@@ -236,13 +236,13 @@ listed_attached(gpointer data)
 {
     g_autoptr(json_object) st = CTL_JSON("status");
 
-    return cli_iothread_of(st, data, "iot0") != NULL;
+    return pt_test_status_iothread(st, data, "iot0") != NULL;
 }
 
 static void
 test_attach_detach(void)
 {
-    g_autoptr(CliVm) other = NULL;
+    g_autoptr(PtTestVm) other = NULL;
     g_autoptr(json_object) at = NULL;
     g_autofree char *out = NULL;
     g_autofree char *cwd = g_get_current_dir();
@@ -251,7 +251,7 @@ test_attach_detach(void)
         return;
     /* A QEMU outside the daemon's glob: only attach brings it in.  The path
      * is given relative, polltunectl makes it absolute. */
-    other = cli_vm_start(cli_live.tmp_dir, "extra");
+    other = pt_test_vm_start(cli_live.tmp_dir, "extra", NULL);
     g_assert_false(listed("extra"));
     g_assert_cmpint(g_chdir(cli_live.tmp_dir), ==, 0);
     at = CTL_JSON("attach", "extra.qmp", "--name", "extra");
@@ -278,7 +278,7 @@ test_attach_detach(void)
     g_free(CTL_OK("detach", "vm-a"));
     g_usleep(1000000);
     g_assert_false(listed("vm-a"));
-    g_assert_cmpuint(cli_vm_poll_max(cli_live.vm, "iot0"), ==, 32768);
+    g_assert_cmpuint(pt_test_qmp_poll_max(cli_live.vm->qmp, "iot0"), ==, 32768);
     g_free(CTL_OK("attach", cli_live.vm->daemon_sock, "--name", "vm-a"));
     g_assert_true(pt_test_wait(listed_attached, (gpointer) "vm-a", 3000));
 }
@@ -320,7 +320,7 @@ test_errors(void)
     cli_run_clear(&r);
     g_unsetenv("POLLTUNE_SOCKET");
 
-    before = cli_vm_poll_max(cli_live.vm, "iot0");
+    before = pt_test_qmp_poll_max(cli_live.vm->qmp, "iot0");
     CTL_FAILS(1, "show: NotFound: nosuch: no such target", "show", "nosuch");
     CTL_FAILS(1, "show: NotFound: vm-a/iot9: no such iothread", "show", "vm-a/iot9");
     /* One rule for "not found": exit 1 from every command that names a
@@ -330,7 +330,7 @@ test_errors(void)
     CTL_FAILS(1, "override-set: NotFound: ", "override", "set", "nosuch", "poll-max-ns=1");
     CTL_FAILS(1, "override-set: InvalidParameter: poll-max-ns", "override", "set", "vm-a/iot0",
               "poll-max-ns=99999999");
-    g_assert_cmpuint(cli_vm_poll_max(cli_live.vm, "iot0"), ==, before);
+    g_assert_cmpuint(pt_test_qmp_poll_max(cli_live.vm->qmp, "iot0"), ==, before);
     CTL_FAILS(2, "poll-max-ns", "override", "set", "vm-a/iot0", "poll-grow=2");
 }
 

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 
 #include "cli-live.h"
+#include "metric-table.h"
 #include "pt-config.h"
 
 /* ---- the read commands ------------------------------------------------ */
@@ -44,7 +45,7 @@ test_status(void)
     g_assert_cmpstr(pt_json_path_str(st, "store/health"), ==, "ok");
     g_assert_cmpstr(pt_json_path_str(st, "targets/0/kind"), ==, "qmp");
     g_assert_cmpint(pt_json_path_int(st, "targets/0/pid"), ==, cli_live.vm->qemu->pid);
-    io = cli_iothread_of(st, "vm-a", "iot1");
+    io = pt_test_status_iothread(st, "vm-a", "iot1");
     g_assert_nonnull(io);
     g_assert_cmpint(pt_json_path_int(io, "triple/poll-max-ns"), ==, 70000);
     g_assert_cmpint(pt_json_path_int(io, "tid"), >, 0);
@@ -162,27 +163,10 @@ test_show(void)
 }
 /* ---- history, export, report, metrics --------------------------------- */
 
-typedef struct {
-    gint64 after_ms;
-} WrittenWait;
-
-/* Everything up to @after_ms is in the database. */
-static gboolean
-written_past(gpointer data)
-{
-    WrittenWait *w = data;
-    g_autoptr(json_object) st = pt_test_daemon_ok(cli_live.d, "status", NULL);
-    json_object *io = cli_iothread_of(st, "vm-a", "iot1");
-
-    return pt_json_path_int(st, "store/pending") == 0 && io &&
-           pt_json_path_int(io, "metrics/ts_ms") > w->after_ms;
-}
-
 /* A past range of about two seconds whose rows are all written. */
 static void
 settled_range(gint64 *from, gint64 *to)
 {
-    WrittenWait w;
     gint64 up_us = g_get_monotonic_time() - cli_live.started_us;
 
     /* Two seconds of samples exist. */
@@ -190,15 +174,14 @@ settled_range(gint64 *from, gint64 *to)
         g_usleep(3 * G_USEC_PER_SEC - up_us);
     *to = g_get_real_time() / 1000 - 100;
     *from = *to - 2000;
-    w.after_ms = *to + 250;
-    g_assert_true(pt_test_wait(written_past, &w, 3000));
+    g_assert_true(pt_test_wait_stored(cli_live.d, "vm-a", "iot1", *to + 250, 3000));
 }
 
 /* Rows of @target/@iothread the daemon's database holds over [@from, @to). */
 static guint
 db_rows(const char *target, const char *iothread, gint64 from, gint64 to)
 {
-    static const int dec[CLI_N_RAW] = { 0 };
+    static const int dec[CLI_N_RAW] = { [CLI_N_RAW - 1] = 3 };     /* iops: 3 places */
     g_autoptr(GPtrArray) lines = cli_expected_csv(cli_live.d->db_path, CLI_RAW_QUERY, from, to,
                                                   dec, CLI_N_RAW, 0);
     g_autofree char *key = g_strdup_printf(",%s,%s,", target, iothread);
@@ -269,7 +252,7 @@ export_lines(const char *format, gint64 from, gint64 to, const char *path, const
 static void
 test_export(void)
 {
-    static const int dec[CLI_N_RAW] = { 0 };
+    static const int dec[CLI_N_RAW] = { [CLI_N_RAW - 1] = 3 };     /* iops: 3 places */
     g_autofree char *csv_path = g_build_filename(cli_live.tmp_dir, "e.csv", NULL);
     g_autofree char *jsonl_path = g_build_filename(cli_live.tmp_dir, "e.jsonl", NULL);
     g_autoptr(GPtrArray) want = NULL;
@@ -368,9 +351,14 @@ test_report(void)
 
     if (!cli_live_setup())
         return;
-    out = CTL_OK("report", "--since", "1m", "-o", path);
+    /* The default range (30 days) over seconds of history: the page spans
+     * the history, read from raw ticks. */
+    out = CTL_OK("report", "-o", path);
     g_assert_true(g_str_has_prefix(out, "wrote "));
+    g_assert_nonnull(strstr(out, "at raw resolution"));
     g_assert_true(g_file_get_contents(path, &html, NULL, NULL));
+    g_assert_nonnull(strstr(html, "the page spans its first to its last sample"));
+    g_assert_null(strstr(html, "NaN"));
     g_assert_nonnull(strstr(html, "<svg"));
     g_assert_nonnull(strstr(html, "vm-a"));
     g_assert_nonnull(strstr(html, "iot1"));
@@ -491,6 +479,25 @@ check_counters_and_states(const char *before, const char *after)
     g_assert_cmpfloat(cpu_after, >, 0);
     g_assert_cmpfloat(cpu_after, >=, cpu_before);
     g_assert_nonnull(strstr(after, "# TYPE polltune_iothread_cpu_seconds counter\n"));
+    /* Every family the metric table names is in the exposition, once. */
+    for (int i = 0; i < METRIC_MAX; i++) {
+        const MetricDef *def = metric_def(i);
+        g_autofree char *type = NULL;
+        const char *at;
+
+        if (!def->om_family)
+            continue;
+        type = g_strdup_printf("# TYPE %s %s\n", def->om_family,
+                               def->reset == METRIC_RESET_GAUGE ? "gauge" : "counter");
+        at = strstr(after, type);
+        g_assert_nonnull(at);
+        g_assert_null(strstr(at + 1, type));
+    }
+    /* A setting QEMU reports in query-iothreads, as a gauge: a real QEMU
+     * (6.1 and later) runs with aio-max-batch 0, its default. */
+    g_assert_nonnull(strstr(after, "# TYPE polltune_aio_max_batch gauge\n"));
+    g_assert_cmpfloat(metric_sample(after, "polltune_aio_max_batch{domain=\"vm-a\","
+                                           "iothread=\"iot1\"}"), ==, 0);
     g_assert_cmpfloat(metric_sample(after, "polltune_build_info{version=\"" PT_VERSION "\"}"),
                       ==, 1);
     for (const char *m = "observe\0recommend\0enforce\0"; *m; m += strlen(m) + 1) {
@@ -538,14 +545,6 @@ check_rules_match(const char *text)
     g_assert_cmpuint(checked, >=, 8);
 }
 
-static gboolean
-ticks_past(gpointer data)
-{
-    g_autoptr(json_object) st = pt_test_daemon_ok(cli_live.d, "status", NULL);
-
-    return pt_json_path_int(st, "ticks") >= *(gint64 *)data;
-}
-
 static void
 test_metrics(void)
 {
@@ -566,7 +565,7 @@ test_metrics(void)
         gint64 want = pt_json_path_int(st, "ticks") + 2;
         g_autofree char *later = NULL;
 
-        g_assert_true(pt_test_wait(ticks_past, &want, 20000));
+        g_assert_true(pt_test_wait_ticks(cli_live.d, want, 20000));
         later = CTL_OK("metrics");
         check_counters_and_states(text, later);
         check_rules_match(later);
@@ -574,7 +573,7 @@ test_metrics(void)
     {
         g_autofree char *line = g_strdup_printf("polltune_poll_max_seconds{domain=\"vm-a\","
                                                 "iothread=\"iot1\"} %g\n",
-                                                cli_vm_poll_max(cli_live.vm, "iot1") / 1e9);
+                                                pt_test_qmp_poll_max(cli_live.vm->qmp, "iot1") / 1e9);
 
         g_assert_nonnull(strstr(text, line));
     }

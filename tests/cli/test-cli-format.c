@@ -3,6 +3,7 @@
  * The CLI's text formatting that operators read figures from.
  */
 #include "cli-format.h"
+#include "cli-report-evidence.h"
 
 static void
 check_duration_left(gint64 ms, const char *want)
@@ -41,11 +42,52 @@ test_duration(void)
     g_assert_cmpstr(b, ==, "59s");
 }
 
+static const char *
+field(GPtrArray *f, guint i, gboolean value)
+{
+    const CliEvidenceField *e = g_ptr_array_index(f, i);
+
+    return value ? e->value : e->label;
+}
+
+/* A stored reason's evidence as named fields with units; the text keeps
+ * its own brackets; a reason without evidence has no fields. */
+static void
+test_evidence(void)
+{
+    g_autofree char *text = NULL, *t2 = NULL, *t3 = NULL;
+    g_autoptr(GPtrArray) f = cli_evidence_parse("adaptive: keep [x] it [triple=32768/2/0 "
+                                                "iops=4200 trigger=\"iops up 30%\" "
+                                                "probe=0/2/0:n=9:score=0.5:z=2.1 new_key=7 "
+                                                "bare]", &text);
+    g_autoptr(GPtrArray) none = cli_evidence_parse("dwell: last write 1.0 s ago", &t2);
+    g_autoptr(GPtrArray) cut = cli_evidence_parse("odd [trigger=\"unterminated]", &t3);
+
+    g_assert_cmpstr(text, ==, "adaptive: keep [x] it");
+    g_assert_cmpuint(f->len, ==, 6);
+    g_assert_cmpstr(field(f, 0, FALSE), ==, "triple");
+    g_assert_cmpstr(field(f, 0, TRUE), ==, "32768/2/0 poll-max-ns/grow/shrink");
+    g_assert_cmpstr(field(f, 1, FALSE), ==, "IOPS");
+    g_assert_cmpstr(field(f, 1, TRUE), ==, "4200 ops/s");
+    g_assert_cmpstr(field(f, 2, TRUE), ==, "iops up 30%");
+    g_assert_cmpstr(field(f, 3, FALSE), ==, "probe run");
+    g_assert_cmpstr(field(f, 3, TRUE), ==, "0/2/0, 9 ticks, score 0.5, z 2.1");
+    g_assert_cmpstr(field(f, 4, FALSE), ==, "new key");
+    g_assert_cmpstr(field(f, 4, TRUE), ==, "7");
+    g_assert_cmpstr(field(f, 5, TRUE), ==, "bare");
+    g_assert_cmpstr(t2, ==, "dwell: last write 1.0 s ago");
+    g_assert_cmpuint(none->len, ==, 0);
+    g_assert_cmpstr(t3, ==, "odd");
+    g_assert_cmpuint(cut->len, ==, 1);
+    g_assert_cmpstr(field(cut, 0, TRUE), ==, "unterminated");
+}
+
 int
 main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/cli/format/duration", test_duration);
     g_test_add_func("/cli/format/duration-left", test_duration_left);
+    g_test_add_func("/cli/report/evidence", test_evidence);
     return g_test_run();
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * polltunectl with --db: history, export and report against a real
+ * polltunectl with --db: history and export against a real
  * database written through store/, checked against direct sqlite queries
  * over the same range; and the command line's exit codes and messages.
  */
@@ -22,7 +22,7 @@ static char *db_path;
 static char *db_digest;
 static gint64 t0_ms;            /* start of the test data */
 
-#define N_TICKS 7200            /* two hours of 1 s ticks */
+#define N_TICKS CLI_TESTDB_TICKS /* two hours of 1 s ticks */
 
 static char *
 file_digest(const char *path)
@@ -77,10 +77,10 @@ assert_lines_equal(char **got, guint skip, GPtrArray *want)
 static void
 test_export_csv_raw(void)
 {
-    static const int dec[20] = { 0 };
+    static const int dec[CLI_N_RAW] = { [CLI_N_RAW - 1] = 3 };     /* iops: 3 places */
     g_autofree char *out = g_build_filename(tmp_dir, "raw.csv", NULL);
     gint64 from = t0_ms + 600 * 1000 + 500, to = t0_ms + 1500 * 1000;
-    g_autoptr(GPtrArray) want = cli_expected_csv(db_path, CLI_RAW_QUERY, from, to, dec, 20, 0);
+    g_autoptr(GPtrArray) want = cli_expected_csv(db_path, CLI_RAW_QUERY, from, to, dec, CLI_N_RAW, 0);
     g_auto(GStrv) got = run_export("csv", from, to, NULL, out);
     g_autoptr(GString) want_header = g_string_new("time,target,iothread");
 
@@ -127,6 +127,9 @@ test_export_jsonl_raw(void)
             g_assert_true(json_object_object_get_ex(line, cli_raw_names[c], &v));
             if (sqlite3_column_type(st, 3 + c) == SQLITE_NULL)
                 g_assert_true(v == NULL);
+            else if (g_str_equal(cli_raw_names[c], "iops"))     /* milli-ops/s in the query */
+                g_assert_cmpfloat_with_epsilon(json_object_get_double(v),
+                                               sqlite3_column_int64(st, 3 + c) / 1000.0, 1e-9);
             else
                 g_assert_cmpint(json_object_get_int64(v), ==, sqlite3_column_int64(st, 3 + c));
         }
@@ -141,17 +144,18 @@ test_export_jsonl_raw(void)
 static void
 test_export_rollup_and_decisions(void)
 {
-    static const int rollup_dec[13] = { 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 4, 4, 4 };
+    static const int rollup_dec[16] = { 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 4, 4, 4, 0, 0, 0 };
     static const int decision_dec[7] = { 0 };
     g_autofree char *out = g_build_filename(tmp_dir, "rollup.csv", NULL);
     g_autofree char *dout = g_build_filename(tmp_dir, "decisions.csv", NULL);
     gint64 from = t0_ms, to = t0_ms + N_TICKS * 1000;
     g_autoptr(GPtrArray) want = cli_expected_csv(db_path,
         "SELECT r.bucket, g.name, i.name, n, span_ms, iops_min, iops_mean, iops_max, iops_p95,"
-        " lat_min, lat_mean, lat_max, lat_p95, cpu_min, cpu_mean, cpu_max FROM rollup_1m r"
+        " lat_min, lat_mean, lat_max, lat_p95, cpu_min, cpu_mean, cpu_max, poll_max_ns,"
+        " poll_grow, poll_shrink FROM rollup_1m r"
         " JOIN iothreads i ON i.id = r.iothread_id JOIN targets g ON g.id = i.target_id"
         " WHERE bucket >= ?1 AND bucket < ?2 ORDER BY bucket, r.iothread_id",
-        from, to, rollup_dec, 13, 0);
+        from, to, rollup_dec, 16, 0);
     g_autoptr(GPtrArray) dwant = cli_expected_csv(db_path, CLI_DECISIONS_QUERY, from, to,
                                                   decision_dec, 7, 2);
     g_auto(GStrv) got = run_export("csv", from, to, "--resolution=1m", out);
@@ -185,7 +189,8 @@ test_history_json(void)
     g_assert_cmpstr(json_object_get_string(v), ==, "raw");
     g_assert_true(json_object_object_get_ex(reply, "rows", &rows));
     g_assert_cmpuint(json_object_array_length(rows), ==, 60);
-    /* The first row's rates against the counters in the database. */
+    /* The first row's rates against the counters in the database, to the
+     * three decimals the daemon's rows carry (one builder for both). */
     g_assert_cmpint(sqlite3_prepare_v2(sql, "SELECT t.ts, t.len_ns, s.rd_ops + s.wr_ops +"
                                        " s.flush_ops, s.rd_time_ns + s.wr_time_ns +"
                                        " s.flush_time_ns, s.cpu_ns FROM ticks t JOIN samples_v s"
@@ -202,15 +207,15 @@ test_history_json(void)
     g_assert_true(json_object_object_get_ex(row, "iops", &v));
     g_assert_cmpfloat_with_epsilon(json_object_get_double(v),
                                    sqlite3_column_int64(st, 2) /
-                                   (sqlite3_column_int64(st, 1) / 1e9), 1e-6);
+                                   (sqlite3_column_int64(st, 1) / 1e9), 5e-4);
     g_assert_true(json_object_object_get_ex(row, "lat_us", &v));
     g_assert_cmpfloat_with_epsilon(json_object_get_double(v),
                                    sqlite3_column_int64(st, 3) /
-                                   (double)sqlite3_column_int64(st, 2) / 1000, 1e-6);
+                                   (double)sqlite3_column_int64(st, 2) / 1000, 5e-4);
     g_assert_true(json_object_object_get_ex(row, "cpu_pct", &v));
     g_assert_cmpfloat_with_epsilon(json_object_get_double(v),
                                    sqlite3_column_int64(st, 4) * 100.0 /
-                                   sqlite3_column_int64(st, 1), 1e-6);
+                                   sqlite3_column_int64(st, 1), 5e-4);
     g_assert_true(json_object_object_get_ex(row, "target", &v));
     g_assert_cmpstr(json_object_get_string(v), ==, "db-1");
     sqlite3_finalize(st);
@@ -246,145 +251,6 @@ test_history_table(void)
         if (g_str_has_prefix(*l, "2026-"))
             data_rows++;
     g_assert_cmpuint(data_rows, ==, 2 * 120);
-    cli_run_clear(&r);
-}
-
-static void
-test_report(void)
-{
-    g_autofree char *out = g_build_filename(tmp_dir, "report.html", NULL);
-    g_autofree char *since = cli_test_iso(t0_ms);
-    g_autofree char *until = cli_test_iso(t0_ms + N_TICKS * 1000);
-    const char *argv[] = { "--db", db_path, "report", "--since", since, "--until", until,
-                           "-o", out, "--json", NULL };
-    CliRun r = { 0 };
-    g_autofree char *html = NULL;
-    g_autoptr(json_object) summary = NULL;
-    guint charts = 0, markers = 0;
-    json_object *v;
-
-    cli_run(&r, argv);
-    g_assert_cmpstr(r.err, ==, "");
-    g_assert_cmpint(r.status, ==, 0);
-    summary = json_tokener_parse(r.out);
-    g_assert_true(json_object_object_get_ex(summary, "points", &v));
-    g_assert_cmpint(json_object_get_int64(v), ==, 120 * 3);
-    g_assert_true(g_file_get_contents(out, &html, NULL, NULL));
-    g_assert_true(g_str_has_prefix(html, "<!DOCTYPE html>"));
-    /* Self-contained: nothing to fetch, no scripts. */
-    g_assert_null(strstr(html, "http://"));
-    g_assert_null(strstr(html, "https://"));
-    g_assert_null(strstr(html, "<script"));
-    g_assert_null(strstr(html, " src="));
-    g_assert_null(strstr(html, "url("));
-    g_assert_null(strstr(html, "nan"));
-    for (const char *p = html; (p = strstr(p, "<path class=\"series\"")); p++)
-        charts++;
-    for (const char *p = html; (p = strstr(p, "class=\"decision applied\"")); p++)
-        markers++;
-    /* 3 iothreads x 3 charts, plus the host's stacked areas (2 VMs). */
-    g_assert_cmpuint(charts, ==, 3 * 3 + 2);
-    /* 11 decisions, 7 of them applied, each marked on 3 charts. */
-    g_assert_cmpuint(markers, ==, 3 * 7);
-    g_assert_nonnull(strstr(html, "data-points=\"120\""));
-    g_assert_nonnull(strstr(html, "<h3>Sizing</h3>"));
-    g_assert_nonnull(strstr(html, "IOPS per polling core"));
-    g_assert_nonnull(strstr(html, "probe: IOPS rose, CPU has room, &quot;grow&quot;"));
-    cli_run_clear(&r);
-}
-
-static void
-test_report_well_formed(void)
-{
-    g_autofree char *xmllint = g_find_program_in_path("xmllint");
-    g_autofree char *out = g_build_filename(tmp_dir, "report-x.html", NULL);
-    g_autofree char *since = cli_test_iso(t0_ms);
-    g_autofree char *until = cli_test_iso(t0_ms + N_TICKS * 1000);
-    const char *argv[] = { "--db", db_path, "report", "--since", since, "--until", until,
-                           "--resolution", "raw", "-o", out, NULL };
-    const char *lint[] = { xmllint, "--noout", "--nonet", out, NULL };
-    CliRun r = { 0 };
-    g_autofree char *err = NULL;
-    int status = 0;
-
-    if (!xmllint) {
-        g_test_skip("xmllint is not installed");
-        return;
-    }
-    cli_run(&r, argv);
-    g_assert_cmpint(r.status, ==, 0);
-    g_assert_true(g_spawn_sync(NULL, (char **)lint, NULL, G_SPAWN_STDOUT_TO_DEV_NULL, NULL,
-                               NULL, NULL, &err, &status, NULL));
-    g_assert_cmpstr(err, ==, "");
-    g_assert_cmpint(status, ==, 0);
-    cli_run_clear(&r);
-}
-
-static guint
-count(const char *haystack, const char *needle)
-{
-    guint n = 0;
-
-    for (const char *p = haystack; (p = strstr(p, needle)); p++)
-        n++;
-    return n;
-}
-
-/* Loads the report in headless Chromium: the page renders, nothing is
- * fetched, and the charts are in the DOM with their data points. */
-static void
-test_report_chromium(void)
-{
-    g_autofree char *chromium = g_find_program_in_path("chromium");
-    g_autofree char *out = g_build_filename(tmp_dir, "report-c.html", NULL);
-    g_autofree char *png = g_build_filename(tmp_dir, "report-c.png", NULL);
-    g_autofree char *url = NULL;
-    g_autofree char *shot = NULL;
-    g_autofree char *since = cli_test_iso(t0_ms);
-    g_autofree char *until = cli_test_iso(t0_ms + N_TICKS * 1000);
-    const char *argv[] = { "--db", db_path, "report", "--since", since, "--until", until,
-                           "-o", out, NULL };
-    g_autofree char *dom = NULL;
-    g_autofree char *err = NULL;
-    g_autofree char *data = NULL;
-    gsize len = 0;
-    CliRun r = { 0 };
-    int status = 0;
-
-    if (!chromium)
-        chromium = g_find_program_in_path("chromium-browser");
-    if (!chromium) {
-        g_test_skip("chromium is not installed");
-        return;
-    }
-    cli_run(&r, argv);
-    g_assert_cmpint(r.status, ==, 0);
-    url = g_strconcat("file://", out, NULL);
-    shot = g_strconcat("--screenshot=", png, NULL);
-    {
-        const char *dump[] = { chromium, "--headless=new", "--no-sandbox", "--disable-gpu",
-                               "--enable-logging=stderr", "--v=0", "--dump-dom", url, NULL };
-        const char *snap[] = { chromium, "--headless=new", "--no-sandbox", "--disable-gpu",
-                               "--hide-scrollbars", "--window-size=1240,1600", shot, url,
-                               NULL };
-
-        g_assert_true(g_spawn_sync(NULL, (char **)dump, NULL, G_SPAWN_DEFAULT, NULL, NULL,
-                                   &dom, &err, &status, NULL));
-        g_assert_true(g_spawn_check_wait_status(status, NULL));
-        g_assert_true(g_spawn_sync(NULL, (char **)snap, NULL, G_SPAWN_STDOUT_TO_DEV_NULL |
-                                   G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, NULL, NULL,
-                                   &status, NULL));
-        g_assert_true(g_spawn_check_wait_status(status, NULL));
-    }
-    /* Nothing failed to load (there is nothing to load). */
-    g_assert_null(strstr(err, "net::ERR_"));
-    g_assert_null(strstr(err, "Uncaught"));
-    /* 3 iothreads x 3 charts, the host's stacked chart and the bars. */
-    g_assert_cmpuint(count(dom, "<svg"), ==, 3 * 3 + 2);
-    g_assert_cmpuint(count(dom, "data-points=\"120\""), ==, 3 * 3 + 2);
-    g_assert_true(g_file_get_contents(png, &data, &len, NULL));
-    g_assert_cmpuint(len, >, 10000);
-    g_assert_true(memcmp(data, "\211PNG\r\n\032\n", 8) == 0);
     cli_run_clear(&r);
 }
 
@@ -575,17 +441,12 @@ test_db_untouched(void)
 int
 main(int argc, char **argv)
 {
-    g_autoptr(GDateTime) t0 = g_date_time_new_utc(2026, 11, 30, 22, 0, 0);
-    CliTestDbSpec spec = { 0 };
     int rc;
 
     g_test_init(&argc, &argv, NULL);
-    t0_ms = g_date_time_to_unix(t0) * 1000;
     tmp_dir = test_dir_new();
     db_path = g_build_filename(tmp_dir, "history.db", NULL);
-    spec = (CliTestDbSpec){ .start_ms = t0_ms, .n_ticks = N_TICKS, .tick_ms = 1000,
-                            .decision_every = 600, .rollups = TRUE };
-    cli_testdb_create(db_path, &spec);
+    t0_ms = cli_testdb_create_standard(db_path);
     db_digest = file_digest(db_path);
 
     g_test_add_func("/cli/offline/export-csv-raw", test_export_csv_raw);
@@ -593,9 +454,6 @@ main(int argc, char **argv)
     g_test_add_func("/cli/offline/export-rollup-decisions", test_export_rollup_and_decisions);
     g_test_add_func("/cli/offline/history-json", test_history_json);
     g_test_add_func("/cli/offline/history-table", test_history_table);
-    g_test_add_func("/cli/offline/report", test_report);
-    g_test_add_func("/cli/offline/report-well-formed", test_report_well_formed);
-    g_test_add_func("/cli/offline/report-chromium", test_report_chromium);
     g_test_add_func("/cli/offline/snapshot-removed", test_snapshot_removed_when_killed);
     g_test_add_func("/cli/errors", test_errors);
     g_test_add_func("/cli/help", test_help);

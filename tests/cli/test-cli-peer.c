@@ -532,10 +532,17 @@ test_report_online(void)
         "\\\"adaptive:latency\\\",\\\"reason\\\":\\\"probe <IOPS> & more\\\"}\\n\"}}\n",
         "{\"return\": {\"rows\": 1, \"bytes\": 200}, \"id\": @ID@}\n", NULL,
     };
-    static const PeerStep steps[] = {
-        { "list", list }, { "history", history }, { "export", decisions },
+    /* Beside rollups, the raw rows that say which ticks polled. */
+    static const char *const raw[] = {
+        "{\"return\": {\"resolution\": \"raw\", \"rows\": ["
+        "{\"ts_ms\": 1764684001000, \"target\": \"vm-3\", \"iothread\": \"iothread1\","
+        " \"iops\": 1000, \"cpu_pct\": 10, \"poll-max-ns\": 0}"
+        "]}, \"id\": @ID@}\n", NULL,
     };
-    PeerScript s = { .steps = steps, .n_steps = 3 };
+    static const PeerStep steps[] = {
+        { "list", list }, { "history", history }, { "history", raw }, { "export", decisions },
+    };
+    PeerScript s = { .steps = steps, .n_steps = 4 };
     g_autofree char *dir = test_dir_new();
     g_autofree char *out = g_build_filename(dir, "report.html", NULL);
     g_autofree char *html = NULL;
@@ -557,7 +564,12 @@ test_report_online(void)
     g_assert_nonnull(strstr(html, "16384 &#8594; 32768"));
     /* Every request covers the same absolute range. */
     h = request_args(&s, 1);
-    e = request_args(&s, 2);
+    e = request_args(&s, 3);
+    g_assert_cmpstr(qmp_json_get_string(request_args(&s, 2), "resolution"), ==, "raw");
+    g_assert_cmpstr(qmp_json_get_string(request_args(&s, 2), "since"), ==,
+                    "2025-12-02T14:00:00.000000Z");
+    /* That tick did not poll: 0 % of the time polling on. */
+    g_assert_nonnull(strstr(html, "<td>0.0 %</td>"));
     g_assert_cmpstr(qmp_json_get_string(h, "target"), ==, "vm-3");
     g_assert_cmpstr(qmp_json_get_string(h, "iothread"), ==, "iothread1");
     g_assert_cmpstr(qmp_json_get_string(h, "resolution"), ==, "1m");

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "pt-test-daemon.h"
+#include "qmp-json.h"     /* g_autoptr(json_object) */
 
 #include <errno.h>
 #include <fcntl.h>
+#include <string.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -332,4 +334,117 @@ pt_test_status_target(json_object *status, const char *name)
             return t;
     }
     return NULL;
+}
+
+json_object *
+pt_test_status_iothread(json_object *status, const char *target, const char *id)
+{
+    json_object *t = pt_test_status_target(status, target);
+    json_object *ios = t ? pt_json_path(t, "iothreads") : NULL;
+
+    for (size_t i = 0; ios && i < json_object_array_length(ios); i++) {
+        json_object *io = json_object_array_get_idx(ios, i);
+
+        if (g_strcmp0(pt_json_path_str(io, "id"), id) == 0)
+            return io;
+    }
+    return NULL;
+}
+
+gboolean
+pt_test_daemon_wait(PtDaemonWait *w, guint ms)
+{
+    gint64 deadline = g_get_monotonic_time() + (gint64)ms * 1000;
+    gint64 t0 = g_get_monotonic_time();
+
+    for (;;) {
+        g_autoptr(json_object) reply = pt_test_daemon_ok(w->d, w->command ? w->command : "status",
+                                                         NULL);
+
+        if (w->check(reply, w)) {
+            w->took_ms = (g_get_monotonic_time() - t0) / 1000;
+            return TRUE;
+        }
+        if (g_get_monotonic_time() > deadline)
+            return FALSE;
+        g_usleep(50000);
+    }
+}
+
+static gboolean
+pt_test_target_is(json_object *list, const PtDaemonWait *w)
+{
+    json_object *t = pt_test_status_target(list, w->target);
+    gboolean attached = t && g_strcmp0(pt_json_path_str(t, "state"), "attached") == 0 &&
+                        (!w->value || (gint64)json_object_array_length(pt_json_path(t, "iothreads"))
+                                      == w->value);
+
+    return attached == w->want;
+}
+
+gint64
+pt_test_wait_target(PtTestDaemon *d, const char *target, guint n_iothreads, gboolean want,
+                    guint ms)
+{
+    PtDaemonWait w = { d, "list", pt_test_target_is, .target = target, .value = n_iothreads,
+                       .want = want };
+
+    return pt_test_daemon_wait(&w, ms) ? w.took_ms : -1;
+}
+
+static gboolean
+pt_test_ticks_reached(json_object *status, const PtDaemonWait *w)
+{
+    return pt_json_path_int(status, "ticks") >= w->value;
+}
+
+gboolean
+pt_test_wait_ticks(PtTestDaemon *d, gint64 ticks, guint ms)
+{
+    PtDaemonWait w = { d, "status", pt_test_ticks_reached, .value = ticks };
+
+    return pt_test_daemon_wait(&w, ms);
+}
+
+static gboolean
+pt_test_stored_past(json_object *status, const PtDaemonWait *w)
+{
+    json_object *io = pt_test_status_iothread(status, w->target, w->iothread);
+
+    return pt_json_path_int(status, "store/pending") == 0 && io &&
+           pt_json_path_int(io, "metrics/ts_ms") > w->value;
+}
+
+gboolean
+pt_test_wait_stored(PtTestDaemon *d, const char *target, const char *iothread,
+                    gint64 after_ms, guint ms)
+{
+    PtDaemonWait w = { d, "status", pt_test_stored_past, target, iothread, after_ms };
+
+    return pt_test_daemon_wait(&w, ms);
+}
+
+guint
+pt_test_daemon_log_count(PtTestDaemon *d, const char *needle)
+{
+    g_autofree char *log = NULL;
+    guint n = 0;
+
+    g_file_get_contents(d->log_path, &log, NULL, NULL);
+    for (const char *p = log; p && (p = strstr(p, needle)); p++)
+        n++;
+    return n;
+}
+
+gboolean
+pt_test_wait_log(PtTestDaemon *d, const char *needle, guint n, guint ms)
+{
+    gint64 deadline = g_get_monotonic_time() + (gint64)ms * 1000;
+
+    while (pt_test_daemon_log_count(d, needle) < n) {
+        if (g_get_monotonic_time() > deadline)
+            return FALSE;
+        g_usleep(50000);
+    }
+    return TRUE;
 }

@@ -53,5 +53,46 @@ gboolean pt_test_wait(gboolean (*cond)(gpointer), gpointer data, guint timeout_m
 json_object *pt_json_path(json_object *root, const char *path);
 gint64 pt_json_path_int(json_object *root, const char *path);
 const char *pt_json_path_str(json_object *root, const char *path);
-/* The target named @name in a status reply's "targets", or NULL. */
+/* The target named @name in a status or list reply's "targets", or NULL. */
 json_object *pt_test_status_target(json_object *status, const char *name);
+/* Iothread @id of @target in a status reply, or NULL. */
+json_object *pt_test_status_iothread(json_object *status, const char *target, const char *id);
+
+/*
+ * A wait on the daemon: @command ("status" when NULL) is asked every
+ * 50 ms until @check finds what it wants in the reply.  The other members
+ * are for @check; pt_test_daemon_wait() sets @took_ms.
+ */
+typedef struct PtDaemonWait PtDaemonWait;
+struct PtDaemonWait {
+    PtTestDaemon *d;
+    const char *command;
+    gboolean (*check)(json_object *reply, const PtDaemonWait *w);
+    const char *target;
+    const char *iothread;
+    gint64 value;
+    gboolean want;
+    gint64 took_ms;
+};
+/* Wait up to @ms; FALSE when @check never held. */
+gboolean pt_test_daemon_wait(PtDaemonWait *w, guint ms);
+
+/*
+ * Wait up to @ms until the daemon lists @target attached with
+ * @n_iothreads iothreads (0: any number; the daemon lists them once it has
+ * sampled the target), or, with @want FALSE, until it does not.  Returns
+ * the time it took in ms, or -1.
+ */
+gint64 pt_test_wait_target(PtTestDaemon *d, const char *target, guint n_iothreads,
+                           gboolean want, guint ms);
+/* How often the daemon's log holds @needle. */
+guint pt_test_daemon_log_count(PtTestDaemon *d, const char *needle);
+/* Wait up to @ms until it holds @needle @n times. */
+gboolean pt_test_wait_log(PtTestDaemon *d, const char *needle, guint n, guint ms);
+/* Wait up to @ms until the daemon has run @ticks ticks since it started. */
+gboolean pt_test_wait_ticks(PtTestDaemon *d, gint64 ticks, guint ms);
+/* Wait up to @ms until everything @target/@iothread sampled up to
+ * @after_ms is in the database: a later tick is shown and no write is
+ * pending. */
+gboolean pt_test_wait_stored(PtTestDaemon *d, const char *target, const char *iothread,
+                             gint64 after_ms, guint ms);

@@ -28,6 +28,17 @@ pt_test_have_qemu(char **why)
 }
 
 gboolean
+pt_test_skip_without_qemu(void)
+{
+    g_autofree char *why = NULL;
+
+    if (pt_test_have_qemu(&why))
+        return FALSE;
+    g_test_skip(why);
+    return TRUE;
+}
+
+gboolean
 pt_test_have_kvm(char **why)
 {
     int fd;

@@ -22,6 +22,10 @@ typedef struct {
 /* TRUE if qemu-system-x86_64 can be run; else FALSE and *why says why. */
 gboolean pt_test_have_qemu(char **why);
 
+/* TRUE, with the test skipped and the reason given, when QEMU cannot run:
+ * "if (pt_test_skip_without_qemu()) return;". */
+gboolean pt_test_skip_without_qemu(void);
+
 /* TRUE if /dev/kvm opens read-write and QEMU accepts -enable-kvm. */
 gboolean pt_test_have_kvm(char **why);
 

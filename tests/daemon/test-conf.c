@@ -116,7 +116,7 @@ test_format(void)
     g_assert_cmpint(again->max_size_bytes, ==, 1024 * 1024 * 1024);
     g_assert_cmpfloat(again->policy->budget_cores, ==, 1.5);
     g_assert_cmpuint(again->policy->rules->len, ==, 1);
-    /* Every key: 13 daemon, 5 targets, 4 retention, 13 policy. */
+    /* Every key: 13 daemon, 5 targets, 4 retention, 16 policy. */
     g_assert_true(g_key_file_load_from_data(kf, out, -1, G_KEY_FILE_NONE, &err));
     for (guint i = 0; groups[i]; i++) {
         g_auto(GStrv) keys = g_key_file_get_keys(kf, groups[i], NULL, &err);
@@ -124,7 +124,7 @@ test_format(void)
         g_assert_no_error(err);
         nkeys += g_strv_length(keys);
     }
-    g_assert_cmpuint(nkeys, ==, 13 + 5 + 4 + 13);
+    g_assert_cmpuint(nkeys, ==, 13 + 5 + 4 + 16);
 }
 
 static void

@@ -14,32 +14,6 @@
 #include <signal.h>
 #include <stdio.h>
 
-typedef struct {
-    PtTestDaemon *d;
-    const char *name;
-    gboolean want;
-} Seen;
-
-static gboolean
-target_seen(gpointer data)
-{
-    Seen *w = data;
-    g_autoptr(json_object) st = pt_test_daemon_ok(w->d, "list", NULL);
-    json_object *tl = pt_json_path(st, "targets");
-    gboolean found = FALSE;
-
-    for (size_t i = 0; i < json_object_array_length(tl); i++) {
-        json_object *t = json_object_array_get_idx(tl, i);
-
-        if (g_str_equal(pt_json_path_str(t, "name"), w->name) &&
-            g_str_equal(pt_json_path_str(t, "state"), "attached") &&
-            pt_json_path_int(t, "pid") > 0 &&
-            json_object_array_length(pt_json_path(t, "iothreads")) == 2)
-            found = TRUE;
-    }
-    return found == w->want;
-}
-
 /* The QEMU release libvirt reports, and no exit figures for a TCG
  * (type='qemu') domain, with the reason. */
 static void
@@ -79,31 +53,15 @@ domstats_has(gpointer data)
     return out && strstr(out, w->needle);
 }
 
-typedef struct {
-    PtTestDaemon *d;
-    const char *target;
-    const char *iothread;
-    gint64 held;
-} HoldWait;
-
-/* status shows @held as the external write held on the iothread. */
+/* status shows @w->value as the external write held on the iothread. */
 static gboolean
-external_held(gpointer data)
+external_held(json_object *status, const PtDaemonWait *w)
 {
-    HoldWait *w = data;
-    g_autoptr(json_object) st = pt_test_daemon_ok(w->d, "status", NULL);
-    json_object *t = pt_test_status_target(st, w->target);
-    json_object *ios = t ? pt_json_path(t, "iothreads") : NULL;
+    json_object *io = pt_test_status_iothread(status, w->target, w->iothread);
+    json_object *h = io ? pt_json_path(io, "external_hold") : NULL;
 
-    for (size_t k = 0; ios && k < json_object_array_length(ios); k++) {
-        json_object *io = json_object_array_get_idx(ios, k);
-        json_object *h = pt_json_path(io, "external_hold");
-
-        if (g_str_equal(pt_json_path_str(io, "id"), w->iothread) && h &&
-            !json_object_is_type(h, json_type_null))
-            return pt_json_path_int(h, "poll-max-ns") == w->held;
-    }
-    return FALSE;
+    return h && !json_object_is_type(h, json_type_null) &&
+           pt_json_path_int(h, "poll-max-ns") == w->value;
 }
 
 static void
@@ -117,7 +75,6 @@ test_libvirt(void)
     g_autoptr(PtTestDaemon) d = NULL;
     g_autofree char *conf = NULL;
     g_autofree char *after_name = NULL;
-    Seen seen;
     VirshWait vw;
 
     if (!pt_test_have_libvirtd(&why)) {
@@ -137,8 +94,12 @@ test_libvirt(void)
     g_assert_no_error(err);
 
     /* A domain running at start is found, with its pid and iothreads. */
-    seen = (Seen){ d, before->name, TRUE };
-    g_assert_true(pt_test_wait(target_seen, &seen, 5000));
+    g_assert_cmpint(pt_test_wait_target(d, before->name, 2, TRUE, 5000), >=, 0);
+    {
+        g_autoptr(json_object) list = pt_test_daemon_ok(d, "list", NULL);
+
+        g_assert_cmpint(pt_json_path_int(pt_test_status_target(list, before->name), "pid"), >, 0);
+    }
     /* The policy reaches QEMU through libvirt, as virsh sees it. */
     vw = (VirshWait){ lvd, before->name, "iothread.1.poll-max-ns=60000" };
     g_assert_true(pt_test_wait(domstats_has, &vw, 5000));
@@ -152,21 +113,14 @@ test_libvirt(void)
         g_autofree char *set = pt_test_libvirtd_virsh(lvd, NULL, "iothreadset", before->name,
                                                       "2", "--poll-max-ns", "12345", "--live",
                                                       NULL);
-        HoldWait hw = { d, before->name, "iothread2", 12345 };
+        PtDaemonWait hw = { d, "status", external_held, before->name, "iothread2", 12345 };
         g_autoptr(json_object) st = NULL;
-        gint64 until;
 
         g_assert_nonnull(set);
-        g_assert_true(pt_test_wait(external_held, &hw, 10000));
+        g_assert_true(pt_test_daemon_wait(&hw, 10000));
         /* Four ticks later libvirt still sees the operator's value. */
         st = pt_test_daemon_ok(d, "status", NULL);
-        until = pt_json_path_int(st, "ticks") + 4;
-        for (int i = 0; i < 100 && pt_json_path_int(st, "ticks") < until; i++) {
-            g_clear_pointer(&st, json_object_put);
-            g_usleep(200000);
-            st = pt_test_daemon_ok(d, "status", NULL);
-        }
-        g_assert_cmpint(pt_json_path_int(st, "ticks"), >=, until);
+        g_assert_true(pt_test_wait_ticks(d, pt_json_path_int(st, "ticks") + 4, 20000));
         vw.needle = "iothread.2.poll-max-ns=12345";
         g_assert_true(domstats_has(&vw));
     }
@@ -175,8 +129,7 @@ test_libvirt(void)
     after = pt_test_domain_start(lvd, &err);
     g_assert_no_error(err);
     after_name = g_strdup(after->name);     /* outlives the domain handle */
-    seen = (Seen){ d, after_name, TRUE };
-    g_assert_true(pt_test_wait(target_seen, &seen, 3000));
+    g_assert_cmpint(pt_test_wait_target(d, after_name, 2, TRUE, 3000), >=, 0);
 
     /* Detached by request, it stays detached (a listing does not bring it
      * back) until attached again by name, then by UUID. */
@@ -188,19 +141,15 @@ test_libvirt(void)
         g_autoptr(json_object) e = NULL;
 
         json_object_put(pt_test_daemon_ok(d, "detach", by_name));
-        seen.want = FALSE;
-        g_assert_true(pt_test_wait(target_seen, &seen, 3000));
+        g_assert_cmpint(pt_test_wait_target(d, after_name, 2, FALSE, 3000), >=, 0);
         r = pt_test_daemon_ok(d, "attach", attach_name);
         g_assert_cmpstr(pt_json_path_str(r, "name"), ==, after_name);
-        seen.want = TRUE;
-        g_assert_true(pt_test_wait(target_seen, &seen, 5000));
+        g_assert_cmpint(pt_test_wait_target(d, after_name, 2, TRUE, 5000), >=, 0);
 
         json_object_put(pt_test_daemon_ok(d, "detach", by_name));
-        seen.want = FALSE;
-        g_assert_true(pt_test_wait(target_seen, &seen, 3000));
+        g_assert_cmpint(pt_test_wait_target(d, after_name, 2, FALSE, 3000), >=, 0);
         json_object_put(pt_test_daemon_ok(d, "attach", attach_uuid));
-        seen.want = TRUE;
-        g_assert_true(pt_test_wait(target_seen, &seen, 5000));
+        g_assert_cmpint(pt_test_wait_target(d, after_name, 2, TRUE, 5000), >=, 0);
 
         /* A name libvirt never ran is refused, naming it. */
         e = pt_test_daemon_call(d, "attach", "{\"domain\": \"no-such-vm\"}", &err);
@@ -211,8 +160,7 @@ test_libvirt(void)
 
     /* Destroyed: detached. */
     g_clear_pointer(&after, pt_test_domain_free);
-    seen.want = FALSE;
-    g_assert_true(pt_test_wait(target_seen, &seen, 3000));
+    g_assert_cmpint(pt_test_wait_target(d, after_name, 2, FALSE, 3000), >=, 0);
 
     /* libvirtd killed and restarted: the daemon reconnects and carries on. */
     g_assert_true(pt_test_libvirtd_kill(lvd, &err));
@@ -220,8 +168,7 @@ test_libvirt(void)
     g_usleep(1500000);
     g_assert_true(pt_test_libvirtd_restart(lvd, &err));
     g_assert_no_error(err);
-    seen = (Seen){ d, before->name, TRUE };
-    g_assert_true(pt_test_wait(target_seen, &seen, 40000));
+    g_assert_cmpint(pt_test_wait_target(d, before->name, 2, TRUE, 40000), >=, 0);
     {
         g_autofree char *args = g_strdup_printf(
             "{\"target\": \"%s\", \"iothread\": \"iothread1\", \"poll-max-ns\": 12345}",
@@ -240,11 +187,148 @@ test_libvirt(void)
     g_assert_true(pt_test_wait(domstats_has, &vw, 3000));
 }
 
+#define POLICY_NS "https://polltune.org/xmlns/policy/1"
+
+/* virsh metadata DOMAIN --uri NS --key polltune --live --set/--remove:
+ * libvirt puts the element in the namespace itself (an xmlns of our own
+ * fails), and the domains of these tests are transient, so --live only. */
+static void
+metadata_set(PtTestLibvirtd *lvd, const char *domain, const char *policy)
+{
+    g_autoptr(GError) err = NULL;
+    g_autofree char *xml = policy ?
+        g_strdup_printf("<policy>%s</policy>", policy) : NULL;
+    g_autofree char *out = policy ?
+        pt_test_libvirtd_virsh(lvd, &err, "metadata", domain, "--uri", POLICY_NS, "--key",
+                               "polltune", "--live", "--set", xml, NULL) :
+        pt_test_libvirtd_virsh(lvd, &err, "metadata", domain, "--uri", POLICY_NS, "--live",
+                               "--remove", NULL);
+
+    g_assert_no_error(err);
+    g_assert_nonnull(out);
+}
+
+typedef struct {
+    PtTestDaemon *d;
+    const char *target;
+    const char *policy;
+    const char *source;
+} SourceWait;
+
+/* explain says the target's iothread1 runs @policy, which comes from @source. */
+static gboolean
+policy_from(gpointer data)
+{
+    SourceWait *w = data;
+    g_autofree char *args = g_strdup_printf("{\"target\": \"%s\", \"iothread\": \"iothread1\"}",
+                                            w->target);
+    g_autoptr(json_object) r = pt_test_daemon_call(w->d, "explain", args, NULL);
+    const char *policy = r ? pt_json_path_str(r, "return/iothreads/0/policy") : NULL;
+    const char *source = r ? pt_json_path_str(r, "return/iothreads/0/policy_source/kind") : NULL;
+
+    return g_strcmp0(policy, w->policy) == 0 && g_strcmp0(source, w->source) == 0;
+}
+
+/*
+ * A policy in the domain's metadata: read at discovery, followed on
+ * libvirt's metadata-change event, ranked above the configuration's rules
+ * and below policy-set, dropped when removed, and garbage refused with a
+ * log line naming the domain and the cause while the policy stays.
+ */
+static void
+test_policy_metadata(void)
+{
+    g_autofree char *why = NULL;
+    g_autoptr(GError) err = NULL;
+    g_autoptr(PtTestLibvirtd) lvd = NULL;
+    g_autoptr(PtTestDomain) dom = NULL;
+    g_autoptr(PtTestDaemon) d = NULL;
+    g_autoptr(json_object) r = NULL;
+    g_autofree char *conf = NULL;
+    g_autofree char *set_args = NULL;
+    g_autofree char *clear_args = NULL;
+    g_autofree char *refused = NULL;
+    SourceWait sw;
+    VirshWait vw;
+
+    if (!pt_test_have_libvirtd(&why)) {
+        g_test_skip(why);
+        return;
+    }
+    lvd = pt_test_libvirtd_start(&err);
+    g_assert_no_error(err);
+    dom = pt_test_domain_start(lvd, &err);
+    g_assert_no_error(err);
+    /* Set before the daemon starts: found at discovery. */
+    metadata_set(lvd, dom->name, "static:70000/0/0");
+
+    conf = g_strdup_printf("interval = 500ms\nmetrics-listen =\n"
+                           "[targets]\nlibvirt = true\nlibvirt-uri = %s\nlibvirt-pid-dir = %s\n"
+                           "[policy]\ndefault = static:60000/0/0\nmin-dwell = 0\n"
+                           "[rule *]\npolicy = static:50000/0/0\n",
+                           lvd->uri, lvd->pid_dir);
+    d = pt_test_daemon_start(conf, &err);
+    g_assert_no_error(err);
+    sw = (SourceWait){ d, dom->name, "static:70000/0/0", "libvirt-metadata" };
+    g_assert_true(pt_test_wait(policy_from, &sw, 15000));
+    vw = (VirshWait){ lvd, dom->name, "iothread.1.poll-max-ns=70000" };
+    g_assert_true(pt_test_wait(domstats_has, &vw, 10000));
+    r = pt_test_daemon_ok(d, "policy-get", NULL);
+    g_assert_cmpstr(pt_json_path_str(r, "rules/0/glob"), ==, dom->name);
+    g_assert_cmpstr(pt_json_path_str(r, "rules/0/source"), ==, "libvirt-metadata");
+    g_assert_cmpstr(pt_json_path_str(r, "rules/1/source"), ==, "config");
+    g_clear_pointer(&r, json_object_put);
+
+    /* Changed on the running domain: the event brings it. */
+    metadata_set(lvd, dom->name, "static:80000/0/0");
+    sw.policy = "static:80000/0/0";
+    g_assert_true(pt_test_wait(policy_from, &sw, 15000));
+    vw.needle = "iothread.1.poll-max-ns=80000";
+    g_assert_true(pt_test_wait(domstats_has, &vw, 10000));
+
+    /* policy-set from polltunectl ranks above the metadata. */
+    set_args = g_strdup_printf("{\"target\": \"%s\", \"policy\": \"static:40000/0/0\"}",
+                               dom->name);
+    clear_args = g_strdup_printf("{\"target\": \"%s\"}", dom->name);
+    json_object_put(pt_test_daemon_ok(d, "policy-set", set_args));
+    sw = (SourceWait){ d, dom->name, "static:40000/0/0", "policy-set" };
+    g_assert_true(pt_test_wait(policy_from, &sw, 15000));
+    vw.needle = "iothread.1.poll-max-ns=40000";
+    g_assert_true(pt_test_wait(domstats_has, &vw, 10000));
+    json_object_put(pt_test_daemon_ok(d, "policy-clear", clear_args));
+    sw = (SourceWait){ d, dom->name, "static:80000/0/0", "libvirt-metadata" };
+    g_assert_true(pt_test_wait(policy_from, &sw, 15000));
+    vw.needle = "iothread.1.poll-max-ns=80000";
+    g_assert_true(pt_test_wait(domstats_has, &vw, 10000));
+
+    /* Garbage is refused, naming the domain and the cause; the policy stays. */
+    metadata_set(lvd, dom->name, "static:fast");
+    refused = g_strdup_printf("%s: libvirt metadata <polltune:policy> refused", dom->name);
+    g_assert_true(pt_test_wait_log(d, refused, 1, 15000));
+    g_assert_cmpuint(pt_test_daemon_log_count(d, "static:fast"), >=, 1);
+    g_assert_cmpuint(pt_test_daemon_log_count(d, "the policy stays static:80000/0/0"), ==, 1);
+    /* Three ticks later, still the metadata's last good policy. */
+    r = pt_test_daemon_ok(d, "status", NULL);
+    g_assert_true(pt_test_wait_ticks(d, pt_json_path_int(r, "ticks") + 3, 15000));
+    g_clear_pointer(&r, json_object_put);
+    g_assert_true(policy_from(&sw));
+    g_assert_true(domstats_has(&vw));
+
+    /* Removed: the configuration's rule applies again. */
+    metadata_set(lvd, dom->name, NULL);
+    sw = (SourceWait){ d, dom->name, "static:50000/0/0", "config" };
+    g_assert_true(pt_test_wait(policy_from, &sw, 15000));
+    vw.needle = "iothread.1.poll-max-ns=50000";
+    g_assert_true(pt_test_wait(domstats_has, &vw, 10000));
+    g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
+}
+
 int
 main(int argc, char **argv)
 {
     signal(SIGPIPE, SIG_IGN);
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/daemon/libvirt/discover-apply-reconnect", test_libvirt);
+    g_test_add_func("/daemon/libvirt/policy-metadata", test_policy_metadata);
     return g_test_run();
 }

@@ -11,6 +11,7 @@
  */
 #include "pt-test-daemon.h"
 #include "pt-test-qemu.h"
+#include "pt-test-qmp.h"
 #include "qmp-commands.h"
 #include "qmp-json.h"
 
@@ -20,54 +21,11 @@
 #include <unistd.h>
 #include <glib/gstdio.h>
 
-typedef struct {
-    PtTestQemu *qemu;
-    QmpClient *qmp;             /* the test's own monitor */
-    char *daemon_sock;
-} Vm;
-
 static char *vm_dir;
-
-static Vm *
-vm_start(const char *name, const char *extra_iothread_opts)
-{
-    g_autoptr(GError) err = NULL;
-    g_autofree char *qmp_arg = NULL;
-    g_autofree char *io1 = g_strdup_printf("iothread,id=iot1%s", extra_iothread_opts ? extra_iothread_opts : "");
-    Vm *vm = g_new0(Vm, 1);
-
-    vm->daemon_sock = g_strdup_printf("%s/%s.qmp", vm_dir, name);
-    qmp_arg = g_strdup_printf("unix:%s,server=on,wait=off", vm->daemon_sock);
-    {
-        const char *args[] = { "-object", "iothread,id=iot0", "-object", io1,
-                               "-blockdev", "null-co,node-name=null0",
-                               "-qmp", qmp_arg, NULL };
-
-        vm->qemu = pt_test_qemu_start(args, &err);
-    }
-    g_assert_no_error(err);
-    vm->qmp = qmp_client_new(NULL, &(QmpClientOptions){ .name = name });
-    g_assert_true(qmp_client_connect_path(vm->qmp, vm->qemu->qmp_path, &err));
-    g_assert_true(qmp_client_wait_ready_sync(vm->qmp, &err));
-    return vm;
-}
-
-static void
-vm_free(Vm *vm)
-{
-    if (!vm)
-        return;
-    g_clear_object(&vm->qmp);
-    pt_test_qemu_free(vm->qemu);
-    g_unlink(vm->daemon_sock);
-    g_free(vm->daemon_sock);
-    g_free(vm);
-}
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(Vm, vm_free)
 
 /* What QEMU itself says iothread @id is set to. */
 static QmpIothread *
-vm_iothread(Vm *vm, const char *id, GPtrArray **keep)
+vm_iothread(PtTestVm *vm, const char *id, GPtrArray **keep)
 {
     g_autoptr(GError) err = NULL;
 
@@ -80,33 +38,15 @@ vm_iothread(Vm *vm, const char *id, GPtrArray **keep)
 }
 
 static guint64
-vm_poll_max(Vm *vm, const char *id)
+vm_poll_max(PtTestVm *vm, const char *id)
 {
-    g_autoptr(GPtrArray) keep = NULL;
-
-    return vm_iothread(vm, id, &keep)->poll_max_ns;
-}
-
-typedef struct {
-    Vm *vm;
-    const char *iothread;
-    guint64 want;
-} PollWait;
-
-static gboolean
-poll_is(gpointer data)
-{
-    PollWait *w = data;
-
-    return vm_poll_max(w->vm, w->iothread) == w->want;
+    return pt_test_qmp_poll_max(vm->qmp, id);
 }
 
 static gboolean
-wait_poll(Vm *vm, const char *iothread, guint64 want, guint ms)
+wait_poll(PtTestVm *vm, const char *iothread, guint64 want, guint ms)
 {
-    PollWait w = { vm, iothread, want };
-
-    return pt_test_wait(poll_is, &w, ms);
+    return pt_test_qmp_wait_poll_max(vm->qmp, iothread, want, ms);
 }
 
 static char *
@@ -118,63 +58,26 @@ conf_for(const char *policy, const char *extra)
                            extra ? extra : "", vm_dir, policy);
 }
 
-typedef struct {
-    PtTestDaemon *d;
-    const char *target;
-    guint n;
-} TargetWait;
-
-static gboolean
-target_attached(gpointer data)
-{
-    TargetWait *w = data;
-    g_autoptr(json_object) st = pt_test_daemon_ok(w->d, "status", NULL);
-    json_object *tl = pt_json_path(st, "targets");
-
-    for (size_t i = 0; i < json_object_array_length(tl); i++) {
-        json_object *t = json_object_array_get_idx(tl, i);
-
-        if (g_str_equal(pt_json_path_str(t, "name"), w->target) &&
-            g_str_equal(pt_json_path_str(t, "state"), "attached") &&
-            json_object_array_length(pt_json_path(t, "iothreads")) == 2)
-            return TRUE;
-    }
-    return FALSE;
-}
-
-static gboolean
-skip_without_qemu(void)
-{
-    g_autofree char *why = NULL;
-
-    if (pt_test_have_qemu(&why))
-        return FALSE;
-    g_test_skip(why);
-    return TRUE;
-}
-
 static void
 test_discover_apply_restore(void)
 {
     g_autoptr(GError) err = NULL;
-    g_autoptr(Vm) vm = NULL;
+    g_autoptr(PtTestVm) vm = NULL;
     g_autoptr(PtTestDaemon) d = NULL;
     g_autofree char *conf = NULL;
     g_autoptr(json_object) st = NULL;
-    TargetWait tw;
     gint64 t0;
 
-    if (skip_without_qemu())
+    if (pt_test_skip_without_qemu())
         return;
-    vm = vm_start("vm-a", ",poll-max-ns=1000,poll-grow=3");
+    vm = pt_test_vm_start(vm_dir, "vm-a", ",poll-max-ns=1000,poll-grow=3");
     conf = conf_for("static:70000/2/2", NULL);
     t0 = g_get_monotonic_time();
     d = pt_test_daemon_start(conf, &err);
     g_assert_no_error(err);
 
     /* Discovery through the glob, within 2 s of start. */
-    tw = (TargetWait){ d, "vm-a", 0 };
-    g_assert_true(pt_test_wait(target_attached, &tw, 2000));
+    g_assert_cmpint(pt_test_wait_target(d, "vm-a", 2, TRUE, 2000), >=, 0);
     g_assert_cmpint(g_get_monotonic_time() - t0, <, 2 * G_USEC_PER_SEC + 500000);
 
     /* The static policy reaches QEMU. */
@@ -208,71 +111,26 @@ test_discover_apply_restore(void)
     }
 }
 
-/* How often the daemon's log holds @needle. */
-static guint
-log_count(PtTestDaemon *d, const char *needle)
-{
-    g_autofree char *log = NULL;
-    guint n = 0;
-
-    g_file_get_contents(d->log_path, &log, NULL, NULL);
-    for (const char *p = log; p && (p = strstr(p, needle)); p++)
-        n++;
-    return n;
-}
-
-typedef struct {
-    PtTestDaemon *d;
-    const char *needle;
-    guint n;
-} LogWait;
-
-static gboolean
-log_reaches(gpointer data)
-{
-    LogWait *w = data;
-
-    return log_count(w->d, w->needle) >= w->n;
-}
-
-typedef struct {
-    PtTestDaemon *d;
-    gint64 ticks;
-} TickWait;
-
-static gboolean
-ticks_reached(gpointer data)
-{
-    TickWait *w = data;
-    g_autoptr(json_object) st = pt_test_daemon_ok(w->d, "status", NULL);
-
-    return pt_json_path_int(st, "ticks") >= w->ticks;
-}
-
 /* In recommend mode the same advice holds tick after tick; it is recorded
  * (store row and log line) once per iothread, not once per tick. */
 static void
 test_recommend_once(void)
 {
     g_autoptr(GError) err = NULL;
-    g_autoptr(Vm) vm = NULL;
+    g_autoptr(PtTestVm) vm = NULL;
     g_autoptr(PtTestDaemon) d = NULL;
     g_autofree char *conf = NULL;
-    TargetWait tw;
-    TickWait kw;
 
-    if (skip_without_qemu())
+    if (pt_test_skip_without_qemu())
         return;
-    vm = vm_start("vm-r", NULL);
+    vm = pt_test_vm_start(vm_dir, "vm-r", NULL);
     conf = conf_for("static:70000/2/2", "mode = recommend\n");
     d = pt_test_daemon_start(conf, &err);
     g_assert_no_error(err);
-    tw = (TargetWait){ d, "vm-r", 0 };
-    g_assert_true(pt_test_wait(target_attached, &tw, 5000));
+    g_assert_cmpint(pt_test_wait_target(d, "vm-r", 2, TRUE, 5000), >=, 0);
     /* 15 ticks of 200 ms with the same advice each time. */
-    kw = (TickWait){ d, 15 };
-    g_assert_true(pt_test_wait(ticks_reached, &kw, 30000));
-    g_assert_cmpuint(log_count(d, "recommended ->"), ==, 2);
+    g_assert_true(pt_test_wait_ticks(d, 15, 30000));
+    g_assert_cmpuint(pt_test_daemon_log_count(d, "recommended ->"), ==, 2);
     g_assert_cmpuint(vm_poll_max(vm, "iot0"), ==, 32768);
     pt_test_daemon_stop(d);
 }
@@ -284,16 +142,14 @@ static void
 test_kill_and_restart(void)
 {
     g_autoptr(GError) err = NULL;
-    g_autoptr(Vm) vm = NULL;
+    g_autoptr(PtTestVm) vm = NULL;
     g_autoptr(PtTestDaemon) d = NULL;
     g_autofree char *conf = NULL;
     g_autofree char *resume = NULL;
-    TargetWait tw;
-    TickWait kw;
 
-    if (skip_without_qemu())
+    if (pt_test_skip_without_qemu())
         return;
-    vm = vm_start("vm-k", NULL);
+    vm = pt_test_vm_start(vm_dir, "vm-k", NULL);
     conf = conf_for("static:90000/0/0", NULL);
     d = pt_test_daemon_start(conf, &err);
     g_assert_no_error(err);
@@ -309,18 +165,13 @@ test_kill_and_restart(void)
      * the policy takes over again. */
     g_assert_true(pt_test_daemon_restart(d, &err));
     g_assert_no_error(err);
-    tw = (TargetWait){ d, "vm-k", 0 };
-    g_assert_true(pt_test_wait(target_attached, &tw, 3000));
+    g_assert_cmpint(pt_test_wait_target(d, "vm-k", 2, TRUE, 3000), >=, 0);
     /* QEMU still has the killed run's 90000 at first: wait for the two
      * restores, then for the policy's write after them. */
-    {
-        LogWait lw = { d, "restore applied -> 32768/0/0", 2 };
-
-        g_assert_true(pt_test_wait(log_reaches, &lw, 10000));
-    }
+    g_assert_true(pt_test_wait_log(d, "restore applied -> 32768/0/0", 2, 10000));
     g_assert_true(wait_poll(vm, "iot0", 90000, 5000));
-    g_assert_cmpuint(log_count(d, "did not exit cleanly; on-restart=restore"), ==, 1);
-    g_assert_cmpuint(log_count(d, "restore applied -> 32768/0/0"), ==, 2);
+    g_assert_cmpuint(pt_test_daemon_log_count(d, "did not exit cleanly; on-restart=restore"), ==, 1);
+    g_assert_cmpuint(pt_test_daemon_log_count(d, "restore applied -> 32768/0/0"), ==, 2);
 
     /* resume, asked for: another kill -9 and start write nothing back. */
     pt_test_daemon_kill(d);
@@ -333,11 +184,10 @@ test_kill_and_restart(void)
     }
     g_assert_true(pt_test_daemon_restart(d, &err));
     g_assert_no_error(err);
-    g_assert_true(pt_test_wait(target_attached, &tw, 3000));
-    kw = (TickWait){ d, 5 };
-    g_assert_true(pt_test_wait(ticks_reached, &kw, 5000));
-    g_assert_cmpuint(log_count(d, "did not exit cleanly; on-restart=resume"), ==, 1);
-    g_assert_cmpuint(log_count(d, "restore applied"), ==, 2);
+    g_assert_cmpint(pt_test_wait_target(d, "vm-k", 2, TRUE, 3000), >=, 0);
+    g_assert_true(pt_test_wait_ticks(d, 5, 5000));
+    g_assert_cmpuint(pt_test_daemon_log_count(d, "did not exit cleanly; on-restart=resume"), ==, 1);
+    g_assert_cmpuint(pt_test_daemon_log_count(d, "restore applied"), ==, 2);
     g_assert_cmpuint(vm_poll_max(vm, "iot0"), ==, 90000);
 }
 
@@ -348,28 +198,27 @@ static void
 test_new_instance(void)
 {
     g_autoptr(GError) err = NULL;
-    g_autoptr(Vm) vm = NULL;
+    g_autoptr(PtTestVm) vm = NULL;
     g_autoptr(PtTestDaemon) d = NULL;
     g_autofree char *conf = NULL;
-    TargetWait tw;
 
-    if (skip_without_qemu())
+    if (pt_test_skip_without_qemu())
         return;
-    vm = vm_start("vm-i", NULL);
+    vm = pt_test_vm_start(vm_dir, "vm-i", NULL);
     conf = conf_for("static:50000/0/0", NULL);
     d = pt_test_daemon_start(conf, &err);
     g_assert_no_error(err);
     g_assert_true(wait_poll(vm, "iot1", 50000, 3000));
 
     /* Replaced while the daemon runs. */
-    g_clear_pointer(&vm, vm_free);
-    vm = vm_start("vm-i", ",poll-max-ns=20000");
+    g_clear_pointer(&vm, pt_test_vm_free);
+    vm = pt_test_vm_start(vm_dir, "vm-i", ",poll-max-ns=20000");
     g_assert_cmpuint(vm_poll_max(vm, "iot1"), ==, 20000);
     g_assert_true(wait_poll(vm, "iot1", 50000, 10000));
     g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
     g_assert_cmpuint(vm_poll_max(vm, "iot1"), ==, 20000);
     g_assert_cmpuint(vm_poll_max(vm, "iot0"), ==, 32768);
-    g_assert_cmpuint(log_count(d, "a new QEMU instance"), ==, 2);
+    g_assert_cmpuint(pt_test_daemon_log_count(d, "a new QEMU instance"), ==, 2);
 
     /* Replaced while the daemon is down after kill -9: the unclean start
      * must not write the old instance's values into the new one. */
@@ -377,17 +226,16 @@ test_new_instance(void)
     g_assert_no_error(err);
     g_assert_true(wait_poll(vm, "iot1", 50000, 5000));
     pt_test_daemon_kill(d);
-    g_clear_pointer(&vm, vm_free);
-    vm = vm_start("vm-i", ",poll-max-ns=25000");
+    g_clear_pointer(&vm, pt_test_vm_free);
+    vm = pt_test_vm_start(vm_dir, "vm-i", ",poll-max-ns=25000");
     g_assert_true(pt_test_daemon_restart(d, &err));
     g_assert_no_error(err);
-    tw = (TargetWait){ d, "vm-i", 0 };
-    g_assert_true(pt_test_wait(target_attached, &tw, 5000));
+    g_assert_cmpint(pt_test_wait_target(d, "vm-i", 2, TRUE, 5000), >=, 0);
     g_assert_true(wait_poll(vm, "iot1", 50000, 5000));
     g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
     g_assert_cmpuint(vm_poll_max(vm, "iot1"), ==, 25000);
-    g_assert_cmpuint(log_count(d, "restore applied -> 20000/0/0"), ==, 1);
-    g_assert_cmpuint(log_count(d, "a new QEMU instance"), ==, 4);
+    g_assert_cmpuint(pt_test_daemon_log_count(d, "restore applied -> 20000/0/0"), ==, 1);
+    g_assert_cmpuint(pt_test_daemon_log_count(d, "a new QEMU instance"), ==, 4);
 }
 
 /* A write made outside polltune (an operator's qom-set, virsh
@@ -397,17 +245,16 @@ static void
 test_external_write_held(void)
 {
     g_autoptr(GError) err = NULL;
-    g_autoptr(Vm) vm = NULL;
+    g_autoptr(PtTestVm) vm = NULL;
     g_autoptr(PtTestDaemon) d = NULL;
     g_autofree char *conf = NULL;
     g_autoptr(json_object) st = NULL;
     g_autoptr(json_object) metrics = NULL;
     json_object *io = NULL, *held;
-    TickWait kw;
 
-    if (skip_without_qemu())
+    if (pt_test_skip_without_qemu())
         return;
-    vm = vm_start("vm-x", NULL);
+    vm = pt_test_vm_start(vm_dir, "vm-x", NULL);
     conf = conf_for("static:60000/0/0", "");
     d = pt_test_daemon_start(conf, &err);
     g_assert_no_error(err);
@@ -418,9 +265,8 @@ test_external_write_held(void)
                                         G_MAXINT64, &err));
     g_assert_no_error(err);
     st = pt_test_daemon_ok(d, "status", NULL);
-    kw = (TickWait){ d, pt_json_path_int(st, "ticks") + 10 };
+    g_assert_true(pt_test_wait_ticks(d, pt_json_path_int(st, "ticks") + 10, 10000));
     g_clear_pointer(&st, json_object_put);
-    g_assert_true(pt_test_wait(ticks_reached, &kw, 10000));
     /* Ten ticks later the static policy has not put its 60000 back. */
     g_assert_cmpuint(vm_poll_max(vm, "iot0"), ==, 12345);
     st = pt_test_daemon_ok(d, "status", NULL);
@@ -453,22 +299,20 @@ static void
 test_override_expiry_detach(void)
 {
     g_autoptr(GError) err = NULL;
-    g_autoptr(Vm) vm = NULL;
+    g_autoptr(PtTestVm) vm = NULL;
     g_autoptr(PtTestDaemon) d = NULL;
     g_autofree char *conf = NULL;
     g_autoptr(json_object) ov = NULL;
     g_autoptr(json_object) reply = NULL;
     g_autoptr(json_object) st = NULL;
-    TargetWait tw;
 
-    if (skip_without_qemu())
+    if (pt_test_skip_without_qemu())
         return;
-    vm = vm_start("vm-o", NULL);
+    vm = pt_test_vm_start(vm_dir, "vm-o", NULL);
     conf = conf_for("off", NULL);
     d = pt_test_daemon_start(conf, &err);
     g_assert_no_error(err);
-    tw = (TargetWait){ d, "vm-o", 0 };
-    g_assert_true(pt_test_wait(target_attached, &tw, 3000));
+    g_assert_cmpint(pt_test_wait_target(d, "vm-o", 2, TRUE, 3000), >=, 0);
     g_assert_true(wait_poll(vm, "iot1", 0, 3000));
 
     /* A bad value is refused and names the bound. */
@@ -519,7 +363,7 @@ static void
 test_reload(void)
 {
     g_autoptr(GError) err = NULL;
-    g_autoptr(Vm) vm = NULL;
+    g_autoptr(PtTestVm) vm = NULL;
     g_autoptr(PtTestDaemon) d = NULL;
     g_autofree char *conf = NULL;
     g_autofree char *good = NULL;
@@ -527,9 +371,9 @@ test_reload(void)
     g_autoptr(json_object) reply = NULL;
     g_autoptr(json_object) ok = NULL;
 
-    if (skip_without_qemu())
+    if (pt_test_skip_without_qemu())
         return;
-    vm = vm_start("vm-r", NULL);
+    vm = pt_test_vm_start(vm_dir, "vm-r", NULL);
     conf = conf_for("static:11000/0/0", NULL);
     d = pt_test_daemon_start(conf, &err);
     g_assert_no_error(err);
@@ -560,10 +404,10 @@ test_reload(void)
 static void
 sighup_and_wait(PtTestDaemon *d, const char *needle)
 {
-    LogWait w = { d, needle, log_count(d, needle) + 1 };
+    guint n = pt_test_daemon_log_count(d, needle);
 
     kill(d->pid, SIGHUP);
-    g_assert_true(pt_test_wait(log_reaches, &w, 10000));
+    g_assert_true(pt_test_wait_log(d, needle, n + 1, 10000));
 }
 
 static void
@@ -651,7 +495,7 @@ static void
 test_runtime_rule(void)
 {
     g_autoptr(GError) err = NULL;
-    g_autoptr(Vm) vm = NULL;
+    g_autoptr(PtTestVm) vm = NULL;
     g_autoptr(PtTestDaemon) d = NULL;
     g_autofree char *conf = NULL;
     g_autofree char *good = NULL;
@@ -659,11 +503,10 @@ test_runtime_rule(void)
     g_autofree char *log = NULL;
     g_autoptr(json_object) reply = NULL;
     g_autoptr(json_object) get = NULL;
-    TargetWait tw;
 
-    if (skip_without_qemu())
+    if (pt_test_skip_without_qemu())
         return;
-    vm = vm_start("vm-p", NULL);
+    vm = pt_test_vm_start(vm_dir, "vm-p", NULL);
     conf = conf_for("static:11000/0/0", NULL);
     d = pt_test_daemon_start(conf, &err);
     g_assert_no_error(err);
@@ -692,8 +535,7 @@ test_runtime_rule(void)
     g_assert_cmpuint(vm_poll_max(vm, "iot0"), ==, 32768);
     g_assert_true(pt_test_daemon_restart(d, &err));
     g_assert_no_error(err);
-    tw = (TargetWait){ d, "vm-p", 0 };
-    g_assert_true(pt_test_wait(target_attached, &tw, 3000));
+    g_assert_cmpint(pt_test_wait_target(d, "vm-p", 2, TRUE, 3000), >=, 0);
     g_assert_true(wait_poll(vm, "iot0", 33000, 3000));
     get = pt_test_daemon_ok(d, "policy-get", NULL);
     g_assert_cmpstr(pt_json_path_str(get, "rules/0/glob"), ==, "vm-*");
@@ -711,7 +553,7 @@ test_runtime_rule(void)
     g_assert_true(wait_poll(vm, "iot0", 11000, 3000));
     g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
     g_assert_true(pt_test_daemon_restart(d, &err));
-    g_assert_true(pt_test_wait(target_attached, &tw, 3000));
+    g_assert_cmpint(pt_test_wait_target(d, "vm-p", 2, TRUE, 3000), >=, 0);
     g_assert_true(wait_poll(vm, "iot0", 11000, 3000));
     g_clear_pointer(&get, json_object_put);
     get = pt_test_daemon_ok(d, "policy-get", NULL);
@@ -809,26 +651,23 @@ static void
 test_stopped_qemu(void)
 {
     g_autoptr(GError) err = NULL;
-    g_autoptr(Vm) a = NULL;
-    g_autoptr(Vm) b = NULL;
+    g_autoptr(PtTestVm) a = NULL;
+    g_autoptr(PtTestVm) b = NULL;
     g_autoptr(PtTestDaemon) d = NULL;
     g_autofree char *conf = NULL;
-    TargetWait tw;
     gint64 before, after;
     g_autoptr(json_object) st1 = NULL;
     g_autoptr(json_object) st2 = NULL;
 
-    if (skip_without_qemu())
+    if (pt_test_skip_without_qemu())
         return;
-    a = vm_start("vm-s1", NULL);
-    b = vm_start("vm-s2", NULL);
+    a = pt_test_vm_start(vm_dir, "vm-s1", NULL);
+    b = pt_test_vm_start(vm_dir, "vm-s2", NULL);
     conf = conf_for("observe", "qmp-timeout = 500ms\n");
     d = pt_test_daemon_start(conf, &err);
     g_assert_no_error(err);
-    tw = (TargetWait){ d, "vm-s1", 0 };
-    g_assert_true(pt_test_wait(target_attached, &tw, 3000));
-    tw.target = "vm-s2";
-    g_assert_true(pt_test_wait(target_attached, &tw, 3000));
+    g_assert_cmpint(pt_test_wait_target(d, "vm-s1", 2, TRUE, 3000), >=, 0);
+    g_assert_cmpint(pt_test_wait_target(d, "vm-s2", 2, TRUE, 3000), >=, 0);
     g_usleep(500000);
 
     pt_test_qemu_signal(a->qemu, SIGSTOP);
@@ -842,8 +681,280 @@ test_stopped_qemu(void)
     g_assert_cmpint(pt_json_path_int(st2, "ticks") - pt_json_path_int(st1, "ticks"), >=, 12);
     pt_test_qemu_signal(a->qemu, SIGCONT);
     /* The stopped one was declared lost, then comes back. */
-    tw.target = "vm-s1";
-    g_assert_true(pt_test_wait(target_attached, &tw, 5000));
+    g_assert_cmpint(pt_test_wait_target(d, "vm-s1", 2, TRUE, 5000), >=, 0);
+}
+
+/* ---- explain ----------------------------------------------------------- */
+
+/* One iothread's explain object; a new reference. */
+static json_object *
+explain_of(PtTestDaemon *d, const char *target, const char *iothread)
+{
+    g_autofree char *args = g_strdup_printf("{\"target\": \"%s\", \"iothread\": \"%s\"}",
+                                            target, iothread);
+    g_autoptr(json_object) r = pt_test_daemon_ok(d, "explain", args);
+
+    g_assert_cmpuint(json_object_array_length(pt_json_path(r, "iothreads")), ==, 1);
+    return json_object_get(pt_json_path(r, "iothreads/0"));
+}
+
+/* The guard named @name in an explain object (borrowed). */
+static json_object *
+explain_guard(json_object *x, const char *name)
+{
+    json_object *gs = pt_json_path(x, "guards");
+
+    for (size_t i = 0; i < json_object_array_length(gs); i++) {
+        json_object *g = json_object_array_get_idx(gs, i);
+
+        if (g_str_equal(pt_json_path_str(g, "guard"), name))
+            return g;
+    }
+    g_assert_not_reached();
+}
+
+typedef struct {
+    PtTestDaemon *d;
+    const char *target, *iothread, *guard;
+    gboolean want;
+} GuardWait;
+
+static gboolean
+guard_is(gpointer data)
+{
+    GuardWait *w = data;
+    g_autoptr(json_object) x = explain_of(w->d, w->target, w->iothread);
+    json_object *holds = pt_json_path(explain_guard(x, w->guard), "holds");
+
+    return json_object_get_boolean(holds) == w->want;
+}
+
+/* Waits until @guard holds on @iothread, then asserts that explain gives its
+ * value and its limit, and that "holding" names it.  Returns the explain.
+ * On a loaded 2-core machine a tick may take seconds: 15 s is generous. */
+static json_object *
+explain_wait_holds(PtTestDaemon *d, const char *target, const char *iothread, const char *guard)
+{
+    GuardWait w = { d, target, iothread, guard, TRUE };
+    json_object *x, *g, *holding;
+    gboolean named = FALSE;
+
+    if (!pt_test_wait(guard_is, &w, 15000))
+        g_error("%s/%s: guard %s did not hold within 15 s", target, iothread, guard);
+    x = explain_of(d, target, iothread);
+    g = explain_guard(x, guard);
+    g_assert_true(json_object_is_type(pt_json_path(g, "value"), json_type_double));
+    /* An override has an expiry, not a limit. */
+    if (g_str_equal(guard, "override"))
+        g_assert_null(pt_json_path(g, "limit"));
+    else
+        g_assert_true(json_object_is_type(pt_json_path(g, "limit"), json_type_double));
+    g_assert_cmpstr(pt_json_path_str(g, "detail"), !=, "");
+    holding = pt_json_path(x, "holding");
+    for (size_t i = 0; i < json_object_array_length(holding); i++)
+        named |= g_str_equal(json_object_get_string(json_object_array_get_idx(holding, i)),
+                             guard);
+    g_assert_true(named);
+    return x;
+}
+
+static double
+json_num(json_object *o, const char *path)
+{
+    return json_object_get_double(pt_json_path(o, path));
+}
+
+/* polltunectl explain VM/IOTHREAD as an operator runs it. */
+static char *
+cli_explain(PtTestDaemon *d, const char *what)
+{
+    g_autofree char *ctl = g_build_filename(g_getenv("PT_BUILD_ROOT"), "cli", "polltunectl",
+                                            NULL);
+    const char *argv[] = { ctl, "--socket", d->socket_path, "explain", what, NULL };
+    g_autoptr(GError) err = NULL;
+    char *out = NULL;
+    int status;
+
+    g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out,
+                               NULL, &status, &err));
+    g_assert_no_error(err);
+    g_assert_true(g_spawn_check_wait_status(status, NULL));
+    return out;
+}
+
+/*
+ * explain says what holds the policy back, with the figure and the limit:
+ * the dwell after a write, the polling budget, an operator's override and a
+ * write made outside polltune; the metrics carry the same guard states.
+ */
+static void
+test_explain_guards(void)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(PtTestVm) vm = NULL;
+    g_autoptr(PtTestDaemon) d = NULL;
+    g_autoptr(json_object) x = NULL;
+    g_autoptr(json_object) r = NULL;
+    g_autofree char *conf = NULL;
+    g_autofree char *text = NULL;
+    json_object *g;
+
+    if (pt_test_skip_without_qemu())
+        return;
+    vm = pt_test_vm_start(vm_dir, "vm-e", NULL);
+    conf = g_strdup_printf("interval = 200ms\nmetrics-listen =\n"
+                           "[targets]\nlibvirt = false\nqmp-globs = %s/*.qmp\n"
+                           "[policy]\ndefault = static:60000/0/0\nmin-dwell = 1h\n"
+                           "budget-cores = 0.01\nexternal-hold = 30m\n", vm_dir);
+    d = pt_test_daemon_start(conf, &err);
+    g_assert_no_error(err);
+    g_assert_true(wait_poll(vm, "iot0", 60000, 5000));
+
+    /* Dwell: a new policy is deferred for the minimum time after a write. */
+    r = pt_test_daemon_ok(d, "policy-set", "{\"target\": \"vm-e\", \"policy\": \"static:50000/0/0\"}");
+    g_clear_pointer(&r, json_object_put);
+    r = pt_test_daemon_ok(d, "status", NULL);
+    g_assert_true(pt_test_wait_ticks(d, pt_json_path_int(r, "ticks") + 5, 10000));
+    g_clear_pointer(&r, json_object_put);
+    g_assert_cmpuint(vm_poll_max(vm, "iot0"), ==, 60000);
+    x = explain_wait_holds(d, "vm-e", "iot0", "dwell");
+    g = explain_guard(x, "dwell");
+    g_assert_cmpfloat(json_num(g, "value"), >=, 0);
+    g_assert_cmpfloat(json_num(g, "value"), <, 3600);
+    g_assert_cmpfloat(json_num(g, "limit"), ==, 3600);
+    g_assert_cmpstr(pt_json_path_str(g, "unit"), ==, "s");
+    g_assert_cmpint(pt_json_path_int(g, "until_ms"), ==,
+                    pt_json_path_int(x, "last_write_ms") + 3600 * 1000);
+    g_assert_cmpint(pt_json_path_int(x, "next_look_ms"), ==, pt_json_path_int(g, "until_ms"));
+    g_assert_cmpstr(pt_json_path_str(x, "policy"), ==, "static:50000/0/0");
+    g_assert_cmpstr(pt_json_path_str(x, "policy_source/kind"), ==, "policy-set");
+    g_assert_nonnull(pt_json_path(x, "metrics"));
+    g_clear_pointer(&x, json_object_put);
+
+    /* Budget: polling here would cost more than 0.01 cores.  It holds back
+     * an adaptive policy only. */
+    r = pt_test_daemon_ok(d, "policy-set", "{\"target\": \"vm-e\", \"policy\": \"adaptive\"}");
+    g_clear_pointer(&r, json_object_put);
+    x = explain_wait_holds(d, "vm-e", "iot0", "budget");
+    g = explain_guard(x, "budget");
+    g_assert_cmpfloat(json_num(g, "limit"), ==, 0.01);
+    g_assert_cmpfloat(json_num(g, "value"), >, 0.01);
+    g_assert_cmpstr(pt_json_path_str(g, "unit"), ==, "cores");
+    g_assert_cmpstr(pt_json_path_str(x, "policy"), ==, "adaptive:balanced");
+    /* Nothing measures vCPUs without a machine: shown as not measured. */
+    g = explain_guard(x, "vcpu-run-delay");
+    g_assert_false(json_object_get_boolean(pt_json_path(g, "holds")));
+    g_assert_null(pt_json_path(g, "value"));
+    g_assert_cmpfloat(json_num(g, "limit"), >, 0);
+    g_clear_pointer(&x, json_object_put);
+
+    /* An operator's override. */
+    r = pt_test_daemon_ok(d, "override-set", "{\"target\": \"vm-e\", \"iothread\": \"iot1\", "
+                          "\"poll-max-ns\": 40000, \"for\": \"1h\"}");
+    g_clear_pointer(&r, json_object_put);
+    x = explain_wait_holds(d, "vm-e", "iot1", "override");
+    g = explain_guard(x, "override");
+    g_assert_cmpfloat(json_num(g, "value"), >, 3500);
+    g_assert_cmpfloat(json_num(g, "value"), <=, 3600);
+    g_assert_cmpstr(pt_json_path_str(x, "phase"), ==, "overridden");
+    g_assert_cmpint(pt_json_path_int(x, "next_look_ms"), ==, pt_json_path_int(g, "until_ms"));
+    g_clear_pointer(&x, json_object_put);
+
+    /* A write made outside polltune, through the test's own monitor. */
+    g_assert_true(qmp_iothread_set_sync(vm->qmp, "iot0", QMP_IOTHREAD_POLL_MAX_NS, 12345,
+                                        G_MAXINT64, &err));
+    g_assert_no_error(err);
+    x = explain_wait_holds(d, "vm-e", "iot0", "external-hold");
+    g = explain_guard(x, "external-hold");
+    g_assert_cmpfloat(json_num(g, "value"), >=, 0);
+    g_assert_cmpfloat(json_num(g, "value"), <, 1800);
+    g_assert_cmpfloat(json_num(g, "limit"), ==, 1800);
+    g_assert_nonnull(strstr(pt_json_path_str(g, "detail"), "12345/0/0"));
+    g_assert_cmpstr(pt_json_path_str(x, "phase"), ==, "held");
+    g_assert_cmpint(pt_json_path_int(x, "triple/poll-max-ns"), ==, 12345);
+
+    /* show --json carries the same object. */
+    r = pt_test_daemon_ok(d, "show", "{\"target\": \"vm-e\", \"iothread\": \"iot0\"}");
+    g_assert_cmpstr(pt_json_path_str(r, "iothreads/0/explain/phase"), ==, "held");
+    g_clear_pointer(&r, json_object_put);
+
+    /* The metrics: a gauge per guard, and the next look. */
+    r = pt_test_daemon_ok(d, "metrics", NULL);
+    {
+        const char *m = pt_json_path_str(r, "text");
+
+        g_assert_nonnull(strstr(m, "polltune_guard_holds{domain=\"vm-e\",iothread=\"iot0\","
+                                   "guard=\"external-hold\"} 1\n"));
+        g_assert_nonnull(strstr(m, "polltune_guard_holds{domain=\"vm-e\",iothread=\"iot1\","
+                                   "guard=\"override\"} 1\n"));
+        g_assert_nonnull(strstr(m, "polltune_guard_holds{domain=\"vm-e\",iothread=\"iot1\","
+                                   "guard=\"external-hold\"} 0\n"));
+        g_assert_nonnull(strstr(m, "polltune_next_look_seconds{domain=\"vm-e\",iothread=\"iot0\"} "));
+    }
+
+    /* The operator's text. */
+    text = cli_explain(d, "vm-e/iot0");
+    g_assert_nonnull(strstr(text, "vm-e/iot0"));
+    g_assert_nonnull(strstr(text, "held back by  "));
+    g_assert_nonnull(strstr(text, "external-hold"));
+    g_assert_nonnull(strstr(text, "next look"));
+    g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
+}
+
+typedef struct {
+    volatile gint stop;
+} Burn;
+
+static gpointer
+burn(gpointer data)
+{
+    Burn *b = data;
+    volatile guint64 n = 0;
+
+    while (!g_atomic_int_get(&b->stop))
+        n++;
+    return NULL;
+}
+
+/* Host CPU pressure: with more runnable threads than CPUs, PSI "some"
+ * rises, and explain shows it against psi-limit. */
+static void
+test_explain_psi(void)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(PtTestVm) vm = NULL;
+    g_autoptr(PtTestDaemon) d = NULL;
+    g_autoptr(json_object) x = NULL;
+    g_autofree char *conf = NULL;
+    g_autoptr(GPtrArray) burners = g_ptr_array_new();
+    Burn b = { 0 };
+    json_object *g;
+
+    if (pt_test_skip_without_qemu())
+        return;
+    if (!g_file_test("/proc/pressure/cpu", G_FILE_TEST_EXISTS)) {
+        g_test_skip("/proc/pressure/cpu is missing: this kernel has no PSI");
+        return;
+    }
+    vm = pt_test_vm_start(vm_dir, "vm-p", NULL);
+    conf = g_strdup_printf("interval = 200ms\nmetrics-listen =\n"
+                           "[targets]\nlibvirt = false\nqmp-globs = %s/*.qmp\n"
+                           "[policy]\ndefault = adaptive:latency\npsi-limit = 0.01\n", vm_dir);
+    d = pt_test_daemon_start(conf, &err);
+    g_assert_no_error(err);
+    g_assert_cmpint(pt_test_wait_target(d, "vm-p", 2, TRUE, 10000), >=, 0);
+    for (guint i = 0; i < g_get_num_processors() + 2; i++)
+        g_ptr_array_add(burners, g_thread_new("burn", burn, &b));
+    x = explain_wait_holds(d, "vm-p", "iot0", "psi");
+    g_atomic_int_set(&b.stop, 1);
+    for (guint i = 0; i < burners->len; i++)
+        g_thread_join(burners->pdata[i]);
+    g = explain_guard(x, "psi");
+    g_assert_cmpfloat(json_num(g, "limit"), ==, 0.01);
+    g_assert_cmpfloat(json_num(g, "value"), >=, 0.01);
+    g_assert_cmpstr(pt_json_path_str(g, "unit"), ==, "%");
+    g_assert_nonnull(strstr(pt_json_path_str(g, "detail"), "psi-limit"));
+    g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
 }
 
 int
@@ -865,6 +976,8 @@ main(int argc, char **argv)
     g_test_add_func("/daemon/qmp/runtime-rule", test_runtime_rule);
     g_test_add_func("/daemon/qmp/authorisation", test_authorisation);
     g_test_add_func("/daemon/qmp/stopped-qemu", test_stopped_qemu);
+    g_test_add_func("/daemon/qmp/explain-guards", test_explain_guards);
+    g_test_add_func("/daemon/qmp/explain-psi", test_explain_psi);
     rc = g_test_run();
     g_rmdir(vm_dir);
     return rc;

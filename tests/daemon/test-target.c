@@ -6,6 +6,7 @@
  */
 #include "pt-target.h"
 #include "pt-history.h"
+#include "pt-conf.h"
 
 #include <string.h>
 
@@ -188,7 +189,7 @@ history_snap(gint64 t_ns, guint64 clk_tck, guint64 d0, guint64 d1, guint64 ticks
 {
     ProbeTargetSnap *s = probe_target_snap_new(10, t_ns, 1700000000000 + t_ns / 1000000);
     ProbeIothreadSnap *io = probe_target_snap_iothread(s, "iot0");
-    ProbeThreadCounters th = { .utime_ticks = ticks, .stime_ticks = ticks, .vcsw = ticks };
+    ProbeThreadCounters th = { .utime_ticks = ticks, .stime_ticks = ticks, .ctx_vol = ticks };
     ProbeBlockCounters c0 = { .rd_ops = d0, .rd_bytes = d0 * 4096 };
     ProbeBlockCounters c1 = { .rd_ops = d1, .rd_bytes = d1 * 4096 };
 
@@ -223,6 +224,33 @@ test_history_pairing(void)
     g_assert_cmpint(s.io.rd_ops, ==, 110);
 }
 
+/* Every value of each daemon enum has a name that maps back to it; the
+ * names are external (JSON, store, log) and must not change. */
+#define CHECK_ENUM(prefix, max)                                             \
+    for (int i = 0; i < (max); i++) {                                       \
+        g_assert_nonnull(prefix##_to_string(i));                            \
+        g_assert_cmpint(prefix##_from_string(prefix##_to_string(i)), ==, i); \
+    }                                                                       \
+    g_assert_null(prefix##_to_string(max));                                 \
+    g_assert_null(prefix##_to_string(-1));                                  \
+    g_assert_cmpint(prefix##_from_string("no such name"), ==, -1);          \
+    g_assert_cmpint(prefix##_from_string(NULL), ==, -1)
+
+static void
+test_enum_strings(void)
+{
+    g_autofree char *failed = pt_outcome_format(PT_OUTCOME_FAILED, "QMP error: x");
+    g_autofree char *applied = pt_outcome_format(PT_OUTCOME_APPLIED, NULL);
+
+    CHECK_ENUM(pt_mode, PT_MODE_MAX);
+    CHECK_ENUM(pt_restart, PT_RESTART_MAX);
+    CHECK_ENUM(pt_target_state, PT_TARGET_STATE_MAX);
+    CHECK_ENUM(pt_outcome, PT_OUTCOME_MAX);
+    g_assert_cmpstr(pt_outcome_to_string(PT_OUTCOME_RECOMMENDED), ==, "recommended");
+    g_assert_cmpstr(applied, ==, "applied");
+    g_assert_cmpstr(failed, ==, "failed: QMP error: x");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -231,5 +259,6 @@ main(int argc, char **argv)
     g_test_add_func("/daemon/target/history-pairing", test_history_pairing);
     g_test_add_func("/daemon/target/exits-prefer-qemu", test_exits_prefer_qemu);
     g_test_add_func("/daemon/target/backoff", test_backoff);
+    g_test_add_func("/daemon/target/enum-strings", test_enum_strings);
     return g_test_run();
 }

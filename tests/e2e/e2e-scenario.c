@@ -24,46 +24,21 @@ static json_object *
 status_iothread(PtTestDaemon *d, const char *target, const char *iothread)
 {
     g_autoptr(json_object) st = pt_test_daemon_ok(d, "status", NULL);
-    json_object *t = pt_test_status_target(st, target);
-    json_object *iots = t ? pt_json_path(t, "iothreads") : NULL;
+    json_object *io = pt_test_status_iothread(st, target, iothread);
 
-    for (size_t i = 0; iots && i < json_object_array_length(iots); i++) {
-        json_object *io = json_object_array_get_idx(iots, i);
-
-        if (g_strcmp0(pt_json_path_str(io, "id"), iothread) == 0)
-            return json_object_get(io);
-    }
-    return NULL;
-}
-
-static gint64
-wait_target(PtTestDaemon *d, const char *target, gboolean with_iothreads, guint ms)
-{
-    gint64 t0 = g_get_monotonic_time();
-    gint64 deadline = t0 + (gint64)ms * 1000;
-
-    do {
-        g_autoptr(json_object) st = pt_test_daemon_ok(d, "status", NULL);
-        json_object *t = pt_test_status_target(st, target);
-
-        if (t && g_strcmp0(pt_json_path_str(t, "state"), "attached") == 0 &&
-            (!with_iothreads || json_object_array_length(pt_json_path(t, "iothreads")) == 2))
-            return (g_get_monotonic_time() - t0) / 1000;
-        g_usleep(20000);
-    } while (g_get_monotonic_time() < deadline);
-    return -1;
+    return io ? json_object_get(io) : NULL;
 }
 
 gint64
 e2e_wait_discovered(PtTestDaemon *d, const char *target, guint ms)
 {
-    return wait_target(d, target, FALSE, ms);
+    return pt_test_wait_target(d, target, 0, TRUE, ms);
 }
 
 gint64
 e2e_wait_attached(PtTestDaemon *d, const char *target, guint ms)
 {
-    return wait_target(d, target, TRUE, ms);
+    return pt_test_wait_target(d, target, 2, TRUE, ms);
 }
 
 static gboolean

@@ -5,177 +5,20 @@
  * test, which reads back what QEMU really has.  The scenario itself is in
  * e2e-scenario.c.
  */
-#include "e2e-scenario.h"
+#include "e2e-direct.h"
 #include "pt-test-qemu.h"
-#include "qmp-commands.h"
 
-#include <fcntl.h>
 #include <string.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
-#include <unistd.h>
-#include <glib/gstdio.h>
-
-typedef struct {
-    E2eVm vm;
-    GPid pid;
-    char *dir;
-    char *daemon_sock;
-    char *test_sock;
-    QmpClient *qmp;
-} DirectVm;
-
-static guint64
-direct_poll_max(E2eVm *vm, const char *iothread)
-{
-    DirectVm *dv = vm->data;
-    g_autoptr(GError) err = NULL;
-    g_autoptr(GPtrArray) iots = qmp_query_iothreads_sync(dv->qmp, &err);
-
-    g_assert_no_error(err);
-    for (guint i = 0; i < iots->len; i++) {
-        QmpIothread *it = iots->pdata[i];
-
-        if (g_str_equal(it->id, iothread))
-            return it->poll_max_ns;
-    }
-    g_error("QEMU has no iothread %s", iothread);
-}
-
-/* QEMU dies with the test process, even when an assertion aborts it. */
-static void
-die_with_parent(gpointer data)
-{
-    (void)data;
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-}
-
-static gboolean
-wait_file(const char *path, guint ms)
-{
-    gint64 deadline = g_get_monotonic_time() + (gint64)ms * 1000;
-
-    while (!g_file_test(path, G_FILE_TEST_EXISTS)) {
-        if (g_get_monotonic_time() > deadline)
-            return FALSE;
-        g_usleep(10000);
-    }
-    return TRUE;
-}
-
-/* Boot the guest with @phases; the serial console is followed from the
- * pipe on QEMU's stdout. */
-static DirectVm *
-direct_vm_start(const char *dir, const char *phases, const char *accel)
-{
-    DirectVm *dv = g_new0(DirectVm, 1);
-    const char *src = g_getenv("PT_SOURCE_ROOT");
-    g_autofree char *script = g_build_filename(src, "tests", "guest", "run-guest.sh", NULL);
-    g_autofree char *poll = g_strdup_printf("%d", E2E_ORIGINAL_NS);
-    g_autofree char *mon = NULL;
-    g_autofree char *err_path = g_build_filename(dir, "qemu.err", NULL);
-    g_autoptr(GError) err = NULL;
-    int pipefd[2];
-    int err_fd;
-
-    dv->dir = g_strdup(dir);
-    dv->daemon_sock = g_build_filename(dir, "pt-e2e.qmp", NULL);
-    dv->test_sock = g_build_filename(dir, "test.monitor", NULL);
-    mon = g_strdup_printf("unix:%s,server=on,wait=off", dv->test_sock);
-    {
-        const char *argv[] = { script, "-n", "pt-e2e", "-i", "2", "-P", poll, "-a", "idle",
-                               "-A", accel, "-p", phases, "-q", dv->daemon_sock,
-                               "--", "-qmp", mon, NULL };
-
-        g_assert_cmpint(pipe2(pipefd, O_CLOEXEC), ==, 0);
-        err_fd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        g_assert_cmpint(err_fd, >=, 0);
-        g_assert_true(g_spawn_async_with_fds(NULL, (char **)argv, NULL,
-                                             G_SPAWN_DO_NOT_REAP_CHILD, die_with_parent, NULL,
-                                             &dv->pid, -1, pipefd[1], err_fd, &err));
-        g_assert_no_error(err);
-        close(pipefd[1]);
-        close(err_fd);
-    }
-    e2e_reap_on_abort(dv->pid);
-    dv->vm.serial = guest_serial_new_fd(pipefd[0]);
-    dv->vm.target = "pt-e2e";
-    dv->vm.busy = "iot0";
-    dv->vm.idle = "iot1";
-    dv->vm.readback = "QEMU's own QMP monitor";
-    dv->vm.poll_max = direct_poll_max;
-    dv->vm.original_ns = E2E_ORIGINAL_NS;
-    dv->vm.data = dv;
-    return dv;
-}
-
-static void
-direct_vm_connect(DirectVm *dv)
-{
-    g_autoptr(GError) err = NULL;
-
-    g_assert_true(wait_file(dv->test_sock, 60000));
-    dv->qmp = qmp_client_new(NULL, &(QmpClientOptions){ .name = "e2e-test" });
-    g_assert_true(qmp_client_connect_path(dv->qmp, dv->test_sock, &err));
-    g_assert_no_error(err);
-    g_assert_true(qmp_client_wait_ready_sync(dv->qmp, &err));
-    g_assert_no_error(err);
-}
-
-static void
-direct_vm_free(DirectVm *dv)
-{
-    if (!dv)
-        return;
-    g_clear_object(&dv->qmp);
-    if (dv->pid > 0) {
-        kill(dv->pid, SIGKILL);
-        waitpid(dv->pid, NULL, 0);
-        g_spawn_close_pid(dv->pid);
-        e2e_reap_forget(dv->pid);
-    }
-    guest_serial_free(dv->vm.serial);
-    g_unlink(dv->daemon_sock);
-    g_unlink(dv->test_sock);
-    g_free(dv->daemon_sock);
-    g_free(dv->test_sock);
-    g_free(dv->dir);
-    g_free(dv);
-}
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(DirectVm, direct_vm_free)
-
-static char *
-make_vm_dir(void)
-{
-    g_autoptr(GError) err = NULL;
-    char *dir = g_dir_make_tmp("pt-e2e-XXXXXX", &err);
-
-    g_assert_no_error(err);
-    return dir;
-}
-
-static void
-remove_vm_dir(const char *dir)
-{
-    g_autofree char *err_path = g_build_filename(dir, "qemu.err", NULL);
-
-    g_unlink(err_path);
-    g_rmdir(dir);
-}
 
 /* polltuned finding VMs by their sockets, DIR/NAME.qmp. */
 static PtTestDaemon *
 daemon_for(const char *dir)
 {
-    g_autofree char *targets = g_strdup_printf("libvirt = false\nqmp-globs = %s/*.qmp\n", dir);
+    g_autofree char *targets = e2e_direct_targets(dir);
     g_autofree char *conf = e2e_daemon_conf(targets);
-    g_autoptr(GError) err = NULL;
-    PtTestDaemon *d = pt_test_daemon_start(conf, &err);
 
-    g_assert_no_error(err);
-    e2e_reap_on_abort(d->pid);
-    return d;
+    return e2e_daemon_start(conf);
 }
 
 static void
@@ -184,7 +27,7 @@ test_direct(void)
     g_autofree char *why = NULL;
     g_autofree char *dir = NULL;
     g_autoptr(PtTestDaemon) d = NULL;
-    g_autoptr(DirectVm) dv = NULL;
+    g_autoptr(E2eDirectVm) dv = NULL;
     E2eFigures fig = { 0 };
     gint64 took, t_sock;
 
@@ -192,18 +35,18 @@ test_direct(void)
         g_test_skip(why);
         return;
     }
-    dir = make_vm_dir();
+    dir = e2e_vm_dir_new();
     d = daemon_for(dir);
 
     /* The daemon runs first; the VM's socket appears later, as when a VM
      * starts on a running host. */
-    dv = direct_vm_start(dir, E2E_PHASES, "tcg");
-    g_assert_true(wait_file(dv->daemon_sock, 60000));
+    dv = e2e_direct_vm_start(dir, E2E_PHASES, "tcg", E2E_ORIGINAL_NS, NULL);
+    g_assert_true(e2e_wait_file(dv->daemon_sock, 60000));
     t_sock = g_get_monotonic_time();
     /* QEMU creates its sockets early in its start-up and greets only once
      * its main loop runs, which under TCG on a busy host can take most of
      * a second more: discovery is timed from when QEMU answers. */
-    direct_vm_connect(dv);
+    e2e_direct_vm_connect(dv);
     took = e2e_wait_discovered(d, "pt-e2e", 5000);
     g_test_message("discovered %" G_GINT64_FORMAT " ms after QEMU answered QMP, %"
                    G_GINT64_FORMAT " ms after its socket appeared", took,
@@ -213,8 +56,8 @@ test_direct(void)
     g_assert_cmpint(e2e_wait_attached(d, "pt-e2e", 3000), >=, 0);
 
     e2e_scenario_run(&dv->vm, d, &fig);
-    g_clear_pointer(&dv, direct_vm_free);
-    remove_vm_dir(dir);
+    g_clear_pointer(&dv, e2e_direct_vm_free);
+    e2e_vm_dir_remove(dir);
 }
 
 /*
@@ -232,7 +75,7 @@ test_kvm_exits(void)
     g_autofree char *why = NULL;
     g_autofree char *dir = NULL;
     g_autoptr(PtTestDaemon) d = NULL;
-    g_autoptr(DirectVm) dv = NULL;
+    g_autoptr(E2eDirectVm) dv = NULL;
     g_autoptr(json_object) rows = NULL;
     g_autoptr(GArray) phases = NULL;
     guint n;
@@ -248,9 +91,9 @@ test_kvm_exits(void)
         g_test_skip(why);
         return;
     }
-    dir = make_vm_dir();
+    dir = e2e_vm_dir_new();
     d = daemon_for(dir);
-    dv = direct_vm_start(dir, "idle:2,qd1:8,idle:2", "kvm");
+    dv = e2e_direct_vm_start(dir, "idle:2,qd1:8,idle:2", "kvm", E2E_ORIGINAL_NS, NULL);
     /* Not every KVM runs a stock guest (nested without hardware
      * virtualisation runs firmware only): find out from the console
      * before waiting for anything that needs the guest. */
@@ -266,8 +109,8 @@ test_kvm_exits(void)
                               emulated ? ": " : "", emulated ? emulated : "",
                               *tail ? tail : "(nothing)");
         g_test_skip(msg);
-        g_clear_pointer(&dv, direct_vm_free);
-        remove_vm_dir(dir);
+        g_clear_pointer(&dv, e2e_direct_vm_free);
+        e2e_vm_dir_remove(dir);
         return;
     }
     g_assert_cmpint(e2e_wait_attached(d, "pt-e2e", 10000), >=, 0);
@@ -289,8 +132,8 @@ test_kvm_exits(void)
                        pt_json_path_str(st, "targets/0/exits_reason"));
         g_assert_cmpstr(pt_json_path_str(st, "targets/0/exits_source"), ==, "query-stats");
     }
-    g_clear_pointer(&dv, direct_vm_free);
-    remove_vm_dir(dir);
+    g_clear_pointer(&dv, e2e_direct_vm_free);
+    e2e_vm_dir_remove(dir);
 }
 
 int

@@ -18,6 +18,11 @@ test_enum_tables(void)
         g_assert_cmpint(policy_mode_from_string(policy_mode_to_string(i)), ==, i);
     for (int i = 0; i < POLICY_CAUSE_MAX; i++)
         g_assert_cmpint(policy_cause_from_string(policy_cause_to_string(i)), ==, i);
+    for (int i = 0; i < POLICY_ORIGIN_MAX; i++)
+        g_assert_cmpint(policy_origin_from_string(policy_origin_to_string(i)), ==, i);
+    /* What policy get has always called them. */
+    g_assert_cmpstr(policy_origin_to_string(POLICY_ORIGIN_CONFIG), ==, "config");
+    g_assert_cmpstr(policy_origin_to_string(POLICY_ORIGIN_POLICY_SET), ==, "policy-set");
     g_assert_cmpint(policy_kind_from_string("adaptiv"), ==, POLICY_KIND_INVALID);
     g_assert_cmpint(policy_kind_from_string(NULL), ==, POLICY_KIND_INVALID);
     g_assert_null(policy_kind_to_string(POLICY_KIND_MAX));
@@ -114,6 +119,88 @@ test_rules_glob(void)
 
         g_assert_cmpstr(s, ==, lookups[i].expect);
     }
+}
+
+/* "glob=spec@origin ..." of @c's rules, in order. */
+static char *
+rules_text(const PolicyConfig *c)
+{
+    GString *out = g_string_new(NULL);
+
+    for (guint i = 0; i < c->rules->len; i++) {
+        const PolicyRule *r = c->rules->pdata[i];
+        g_autofree char *spec = policy_spec_format(&r->spec);
+
+        g_string_append_printf(out, "%s%s=%s@%s", i ? " " : "", r->glob, spec,
+                               policy_origin_to_string(r->origin));
+    }
+    return g_string_free(out, FALSE);
+}
+
+/* One ordered list: higher origins first, policy-set newest first, the
+ * file's in file order whenever they are added. */
+static void
+test_rules_origins(void)
+{
+    g_autoptr(PolicyConfig) c = policy_config_new();
+    g_autoptr(PolicyConfig) c2 = policy_config_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *t1 = NULL, *t2 = NULL, *t3 = NULL, *t4 = NULL;
+    PolicySpec off, adaptive, big;
+
+    g_assert_true(policy_spec_parse("off", &off, NULL));
+    g_assert_true(policy_spec_parse("adaptive", &adaptive, NULL));
+    g_assert_true(policy_spec_parse("static:900000", &big, NULL));
+    g_assert_true(policy_config_add_rule(c, "db-*", &adaptive, NULL));
+    g_assert_true(policy_config_set_rule(c, POLICY_ORIGIN_POLICY_SET, "vm-1", &off, "uid 0",
+                                         100, NULL));
+    g_assert_true(policy_config_set_rule(c, POLICY_ORIGIN_POLICY_SET, "db-1", &off, "uid 0",
+                                         200, NULL));
+    g_assert_true(policy_config_add_rule(c, "*", &off, NULL));
+    t1 = rules_text(c);
+    g_assert_cmpstr(t1, ==, "db-1=off@policy-set vm-1=off@policy-set db-*=adaptive:balanced@config "
+                            "*=off@config");
+    g_assert_cmpint(policy_config_lookup(c, "db-1", NULL)->kind, ==, POLICY_KIND_OFF);
+
+    /* Set again: replaced, and the newest of its origin. */
+    g_assert_true(policy_config_set_rule(c, POLICY_ORIGIN_POLICY_SET, "vm-1", &adaptive,
+                                         "uid 1000", 300, NULL));
+    t2 = rules_text(c);
+    g_assert_cmpstr(t2, ==, "vm-1=adaptive:balanced@policy-set db-1=off@policy-set "
+                            "db-*=adaptive:balanced@config *=off@config");
+    g_assert_cmpstr(policy_config_find_rule(c, POLICY_ORIGIN_POLICY_SET, "vm-1")->who, ==,
+                    "uid 1000");
+    g_assert_null(policy_config_find_rule(c, POLICY_ORIGIN_CONFIG, "vm-1"));
+
+    /* A reload: the new file's rules, the run-time ones copied in front. */
+    g_assert_true(policy_config_add_rule(c2, "web-*", &off, NULL));
+    g_assert_true(policy_config_copy_rules(c2, c, POLICY_ORIGIN_POLICY_SET, &error));
+    g_assert_no_error(error);
+    t3 = rules_text(c2);
+    g_assert_cmpstr(t3, ==, "vm-1=adaptive:balanced@policy-set db-1=off@policy-set web-*=off@config");
+
+    g_assert_true(policy_config_clear_rule(c, POLICY_ORIGIN_POLICY_SET, "db-1"));
+    g_assert_false(policy_config_clear_rule(c, POLICY_ORIGIN_POLICY_SET, "db-1"));
+    g_assert_false(policy_config_clear_rule(c, POLICY_ORIGIN_POLICY_SET, "db-*"));
+    t4 = rules_text(c);
+    g_assert_cmpstr(t4, ==, "vm-1=adaptive:balanced@policy-set db-*=adaptive:balanced@config *=off@config");
+
+    /* The file's origin is not one to set; a rule outside the bounds is
+     * refused, and a copy that meets one changes nothing. */
+    g_assert_false(policy_config_set_rule(c, POLICY_ORIGIN_CONFIG, "x", &off, NULL, 0, &error));
+    g_assert_error(error, POLICY_ERROR, POLICY_ERROR_INVALID);
+    g_clear_error(&error);
+    g_assert_false(policy_config_set_rule(c, POLICY_ORIGIN_POLICY_SET, "x", &big, "u", 1,
+                                          &error));
+    g_assert_error(error, POLICY_ERROR, POLICY_ERROR_INVALID);
+    g_clear_error(&error);
+    c->max_poll_max_ns = 2000000;
+    g_assert_true(policy_config_set_rule(c, POLICY_ORIGIN_POLICY_SET, "x", &big, "u", 1, NULL));
+    g_assert_false(policy_config_copy_rules(c2, c, POLICY_ORIGIN_POLICY_SET, &error));
+    g_assert_error(error, POLICY_ERROR, POLICY_ERROR_INVALID);
+    g_free(t3);
+    t3 = rules_text(c2);
+    g_assert_cmpstr(t3, ==, "vm-1=adaptive:balanced@policy-set db-1=off@policy-set web-*=off@config");
 }
 
 static const struct {
@@ -232,8 +319,8 @@ test_counters(void)
 {
     PolicyCounters a = {
         .when_ms = 1000, .mono_ns = 1000000000, .have_io = TRUE, .have_cpu = TRUE,
-        .have_exits = TRUE, .rd_ops = 100, .rd_total_ns = 1000, .cpu_ns = 0,
-        .vol_ctxsw = 10, .exits = 5,
+        .have_exits = TRUE, .rd_ops = 100, .rd_time_ns = 1000, .cpu_ns = 0,
+        .ctx_vol = 10, .exits = 5,
     };
     PolicyCounters b = a;
     PolicyMetrics m;
@@ -244,11 +331,11 @@ test_counters(void)
     b.triple = POLICY_TRIPLE_QEMU_DEFAULT;
     b.rd_ops = 100 + 50000;         /* 25,000 IOPS over 2 s */
     b.wr_ops = 10000;               /* 5,000 */
-    b.rd_total_ns = 1000 + 50000ull * 40000;
-    b.wr_total_ns = 10000ull * 40000;
+    b.rd_time_ns = 1000 + 50000ull * 40000;
+    b.wr_time_ns = 10000ull * 40000;
     b.cpu_ns = 1000000000;          /* half a core */
-    b.vol_ctxsw = 10 + 30000;
-    b.run_delay_ns = 20000000;
+    b.ctx_vol = 10 + 30000;
+    b.runq_wait_ns = 20000000;
     b.exits = 5 + 120000;
     g_assert_true(policy_metrics_from_counters(&a, &b, &m, &error));
     g_assert_no_error(error);
@@ -347,6 +434,7 @@ main(int argc, char **argv)
     g_test_add_func("/policy/names/knobs", test_knobs);
     g_test_add_func("/policy/names/poll-model", test_poll_model);
     g_test_add_func("/policy/names/rules-glob", test_rules_glob);
+    g_test_add_func("/policy/names/rules-origins", test_rules_origins);
     g_test_add_func("/policy/guard/bounds", test_bounds);
     g_test_add_func("/policy/counters/iothread", test_counters);
     g_test_add_func("/policy/counters/host", test_host_counters);

@@ -20,7 +20,7 @@ add_io(ProbeTargetSnap *s, const char *id, int tid, guint64 vcsw,
        guint64 run_ns, guint64 wait_ns)
 {
     ProbeIothreadSnap *io = probe_target_snap_iothread(s, id);
-    ProbeThreadCounters c = { .vcsw = vcsw, .nvcsw = vcsw / 10,
+    ProbeThreadCounters c = { .ctx_vol = vcsw, .ctx_invol = vcsw / 10,
                               .have_schedstat = TRUE, .run_ns = run_ns,
                               .wait_ns = wait_ns };
     PolicyTriple triple = { 50000, 2, 2 };

@@ -25,7 +25,7 @@
 
 #include "probe-perf.h"
 #include "probe-sampler.h"
-#include "probe-test-qmp.h"
+#include "pt-test-qmp.h"
 #include "pt-test-qemu.h"
 
 #define EXIT_TOLERANCE_PCT 5.0
@@ -68,13 +68,12 @@ need_kvm_sources(void)
 
 /* Sum "exits" over every vCPU from query-stats (provider kvm). */
 static guint64
-query_stats_exits(ProbeTestQmp *m)
+query_stats_exits(QmpClient *m)
 {
     g_autoptr(GError) error = NULL;
     ProbeExitCounters c = { .source = PROBE_EXIT_SOURCE_QUERY_STATS };
-    json_object *ret = probe_test_qmp_run(m,
-        "{\"execute\":\"query-stats\",\"arguments\":{\"target\":\"vcpu\","
-        "\"providers\":[{\"provider\":\"kvm\",\"names\":[\"exits\"]}]}}",
+    json_object *ret = pt_test_qmp_run(m, "query-stats",
+        "{\"target\":\"vcpu\",\"providers\":[{\"provider\":\"kvm\",\"names\":[\"exits\"]}]}",
         &error);
 
     g_assert_no_error(error);
@@ -108,7 +107,7 @@ assert_agree(const char *what_a, double a, const char *what_b, double b)
 
 /* A q35 KVM guest with two vCPUs and its monitor, ready for commands. */
 static PtTestQemu *
-start_guest(ProbeTestQmp *m)
+start_guest(QmpClient **m)
 {
     static const char *const args[] = {
         "-enable-kvm", "-machine", "q35", "-smp", "2", "-m", "128", NULL,
@@ -117,8 +116,7 @@ start_guest(ProbeTestQmp *m)
     PtTestQemu *q = pt_test_qemu_start(args, &error);
 
     g_assert_no_error(error);
-    g_assert_true(probe_test_qmp_open(m, q->qmp_path, &error));
-    g_assert_no_error(error);
+    *m = pt_test_qmp_connect(q->qmp_path, "probe-test");
     return q;
 }
 
@@ -163,7 +161,7 @@ typedef struct {
 } ExitDelta;
 
 static void
-measure(ProbeTestQmp *m, ProbeTarget *t, ProbeExitsMode mode, ExitDelta *d)
+measure(QmpClient *m, ProbeTarget *t, ProbeExitsMode mode, ExitDelta *d)
 {
     guint64 qs0 = 0, host0 = 0;
 
@@ -191,18 +189,17 @@ static void
 test_query_stats_counts(void)
 {
     g_autoptr(PtTestQemu) q = NULL;
-    ProbeTestQmp m = { 0 };
+    g_autoptr(QmpClient) m = NULL;
     guint64 a, b;
 
     if (!need_kvm_sources())
         return;
     q = start_guest(&m);
-    a = query_stats_exits(&m);
+    a = query_stats_exits(m);
     g_usleep(EXIT_INTERVAL_S * G_USEC_PER_SEC);
-    b = query_stats_exits(&m);
+    b = query_stats_exits(m);
     g_test_message("query-stats: %" G_GUINT64_FORMAT " exits in %d s", b - a, EXIT_INTERVAL_S);
     g_assert_cmpuint(b, >, a);
-    probe_test_qmp_close(&m);
 }
 
 /*
@@ -223,7 +220,7 @@ test_host_source_agrees(gconstpointer data)
     g_autoptr(ProbeTarget) t = NULL;
     g_autofree char *why = NULL;
     g_autofree char *emulated = NULL;
-    ProbeTestQmp m = { 0 };
+    g_autoptr(QmpClient) m = NULL;
     ExitDelta d;
 
     if (!need_kvm_sources())
@@ -231,23 +228,20 @@ test_host_source_agrees(gconstpointer data)
     q = start_guest(&m);
     if (!host_source_usable(mode, q->pid, &why)) {
         g_test_skip(why);
-        probe_test_qmp_close(&m);
         return;
     }
     t = probe_target_new(NULL, q->pid);
-    measure(&m, t, mode, &d);
+    measure(m, t, mode, &d);
     if (d.host == 0 && d.qs > EXIT_TOLERANCE_ABS && pt_test_kvm_is_emulated(&emulated)) {
         g_autofree char *msg = g_strdup_printf(
             "%s counted 0 exits while query-stats counted %" G_GUINT64_FORMAT ": %s, and "
             "the exits are handled where it cannot see them", name, d.qs, emulated);
 
         g_test_skip(msg);
-        probe_test_qmp_close(&m);
         return;
     }
     g_assert_cmpuint(d.host, >, 0);
     assert_agree("query-stats", d.qs, name, d.host);
-    probe_test_qmp_close(&m);
 }
 
 /*
@@ -259,7 +253,7 @@ test_choice(void)
 {
     g_autoptr(PtTestQemu) q = NULL;
     g_autoptr(ProbeTarget) t = NULL;
-    ProbeTestQmp m = { 0 };
+    g_autoptr(QmpClient) m = NULL;
     guint64 first = 0;
 
     if (!need_kvm_sources())
@@ -270,7 +264,7 @@ test_choice(void)
         g_autoptr(ProbeTargetSnap) s = probe_target_snap_new(0, 0, 0);
         const char *why = NULL;
 
-        probe_exit_counters_add_named(&s->exits, "exits", query_stats_exits(&m));
+        probe_exit_counters_add_named(&s->exits, "exits", query_stats_exits(m));
         g_assert_cmpint(probe_target_choose_exits(t, PROBE_EXITS_AUTO, s, NULL, NULL), ==,
                         PROBE_EXIT_SOURCE_QUERY_STATS);
         probe_target_exit_source(t, &why);
@@ -285,7 +279,6 @@ test_choice(void)
         g_usleep(G_USEC_PER_SEC);
     }
     g_assert_cmpint(probe_target_source(t, PROBE_SOURCE_PERF)->state, ==, PROBE_SOURCE_UNKNOWN);
-    probe_test_qmp_close(&m);
 }
 
 /* Perf follows vCPU threads: one group per thread of the process. */
@@ -296,7 +289,7 @@ test_perf_threads(void)
     g_autoptr(PtTestQemu) q = NULL;
     g_autoptr(ProbePerf) p = NULL;
     g_autoptr(GArray) tasks = NULL;
-    ProbeTestQmp m = { 0 };
+    g_autoptr(QmpClient) m = NULL;
 
     if (!need_kvm_sources())
         return;
@@ -315,7 +308,6 @@ test_perf_threads(void)
         g_assert_cmpint(c.source, ==, PROBE_EXIT_SOURCE_PERF);
         g_assert_true(probe_exit_counters_has(&c, PROBE_EXIT_FAST_MMIO));
     }
-    probe_test_qmp_close(&m);
 }
 
 int

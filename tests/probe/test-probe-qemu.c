@@ -10,20 +10,9 @@
 #include <unistd.h>
 
 #include "probe-sampler.h"
-#include "probe-test-qmp.h"
+#include "pt-test-qmp.h"
 #include "probe-thread.h"
 #include "pt-test-qemu.h"
-
-static gboolean
-need_qemu(void)
-{
-    g_autofree char *why = NULL;
-
-    if (pt_test_have_qemu(&why))
-        return TRUE;
-    g_test_skip(why);
-    return FALSE;
-}
 
 /* The test's own reading of a thread: stat fields 14/15 and status lines. */
 typedef struct {
@@ -67,15 +56,15 @@ test_iothreads(void)
     g_autoptr(ProbeTarget) t = NULL;
     g_autoptr(ProbeTargetSnap) snap = NULL;
     g_autoptr(GArray) tasks = NULL;
-    ProbeTestQmp m = { 0 };
+    g_autoptr(QmpClient) m = NULL;
     json_object *iothreads;
 
-    if (!need_qemu())
+    if (pt_test_skip_without_qemu())
         return;
     q = pt_test_qemu_start_iothreads(2, &error);
     g_assert_no_error(error);
-    g_assert_true(probe_test_qmp_open(&m, q->qmp_path, &error));
-    iothreads = probe_test_qmp_run(&m, "{\"execute\":\"query-iothreads\"}", &error);
+    m = pt_test_qmp_connect(q->qmp_path, "probe-test");
+    iothreads = pt_test_qmp_run(m, "query-iothreads", NULL, &error);
     g_assert_no_error(error);
     g_assert_cmpuint(json_object_array_length(iothreads), ==, 2);
 
@@ -110,10 +99,10 @@ test_iothreads(void)
         g_assert_cmpint(io->tid, ==, tid);
         assert_between(io->thread.utime_ticks, before.utime, after.utime);
         assert_between(io->thread.stime_ticks, before.stime, after.stime);
-        assert_between(io->thread.vcsw, before.vcsw, after.vcsw);
-        assert_between(io->thread.nvcsw, before.nvcsw, after.nvcsw);
+        assert_between(io->thread.ctx_vol, before.vcsw, after.vcsw);
+        assert_between(io->thread.ctx_invol, before.nvcsw, after.nvcsw);
         /* An iothread that has started has blocked at least once. */
-        g_assert_cmpuint(io->thread.vcsw, >, 0);
+        g_assert_cmpuint(io->thread.ctx_vol, >, 0);
 
         /* The thread-id path (direct QMP) reads the same thread. */
         g_assert_true(probe_target_sample_iothread(t, io, qemu_tid, &error));
@@ -123,7 +112,6 @@ test_iothreads(void)
     g_assert_false(probe_thread_check("/proc", q->pid, getpid(), &error));
     g_clear_error(&error);
     json_object_put(iothreads);
-    probe_test_qmp_close(&m);
 }
 
 static void
@@ -133,10 +121,10 @@ test_counters_move(void)
     g_autoptr(PtTestQemu) q = NULL;
     g_autoptr(ProbeTarget) t = NULL;
     g_autoptr(ProbeTargetSnap) a = NULL, b = NULL;
-    ProbeTestQmp m = { 0 };
+    g_autoptr(QmpClient) m = NULL;
     ProbeIothreadSnap *io_a, *io_b;
 
-    if (!need_qemu())
+    if (pt_test_skip_without_qemu())
         return;
     q = pt_test_qemu_start_iothreads(1, &error);
     g_assert_no_error(error);
@@ -149,7 +137,7 @@ test_counters_move(void)
 
     /* QMP commands run in the main loop; stopping and continuing the
      * process makes every thread, the iothread too, switch. */
-    g_assert_true(probe_test_qmp_open(&m, q->qmp_path, &error));
+    m = pt_test_qmp_connect(q->qmp_path, "probe-test");
     for (int i = 0; i < 5; i++) {
         pt_test_qemu_signal(q, SIGSTOP);
         g_usleep(2000);
@@ -159,11 +147,10 @@ test_counters_move(void)
     g_assert_true(probe_target_sample_iothread(t, io_b, 0, &error));
     g_assert_no_error(error);
     g_assert_cmpint(io_a->tid, ==, io_b->tid);
-    g_assert_cmpuint(io_b->thread.vcsw + io_b->thread.nvcsw, >,
-                     io_a->thread.vcsw + io_a->thread.nvcsw);
+    g_assert_cmpuint(io_b->thread.ctx_vol + io_b->thread.ctx_invol, >,
+                     io_a->thread.ctx_vol + io_a->thread.ctx_invol);
     if (io_a->thread.have_schedstat)
         g_assert_cmpuint(io_b->thread.run_ns, >, io_a->thread.run_ns);
-    probe_test_qmp_close(&m);
 }
 
 static void
@@ -178,18 +165,18 @@ test_vcpus_tcg(void)
     g_autoptr(ProbeHostSnap) host = probe_host_snap_new(0, 0);
     g_autoptr(ProbeTargetSnap) snap = NULL;
     const ProbeSource *src;
-    ProbeTestQmp m = { 0 };
+    g_autoptr(QmpClient) m = NULL;
     json_object *cpus;
     guint n;
 
-    if (!need_qemu())
+    if (pt_test_skip_without_qemu())
         return;
     q = pt_test_qemu_start(args, &error);
     g_assert_no_error(error);
     /* The monitor listens before the vCPUs exist; once it answers a
      * command, the machine is built. */
-    g_assert_true(probe_test_qmp_open(&m, q->qmp_path, &error));
-    cpus = probe_test_qmp_run(&m, "{\"execute\":\"query-cpus-fast\"}", &error);
+    m = pt_test_qmp_connect(q->qmp_path, "probe-test");
+    cpus = pt_test_qmp_run(m, "query-cpus-fast", NULL, &error);
     g_assert_no_error(error);
     g_assert_cmpuint(json_object_array_length(cpus), ==, 2);
     json_object_put(cpus);
@@ -209,7 +196,6 @@ test_vcpus_tcg(void)
     snap = probe_target_snap_new(q->pid, 0, 0);
     g_assert_false(probe_target_sample_exits(t, PROBE_EXITS_DEBUGFS, snap));
     g_assert_nonnull(probe_target_source(t, PROBE_SOURCE_DEBUGFS)->reason);
-    probe_test_qmp_close(&m);
 }
 
 int

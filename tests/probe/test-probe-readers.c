@@ -78,8 +78,8 @@ test_thread_good(void)
     g_assert_cmpstr(c.comm, ==, "IO iothread1");
     g_assert_cmpuint(c.utime_ticks, ==, 1234);
     g_assert_cmpuint(c.stime_ticks, ==, 567);
-    g_assert_cmpuint(c.vcsw, ==, 40000);
-    g_assert_cmpuint(c.nvcsw, ==, 321);
+    g_assert_cmpuint(c.ctx_vol, ==, 40000);
+    g_assert_cmpuint(c.ctx_invol, ==, 321);
     g_assert_true(c.have_schedstat);
     g_assert_cmpuint(c.run_ns, ==, 18010000000);
     g_assert_cmpuint(c.wait_ns, ==, 25000000);

@@ -75,7 +75,7 @@ test_resolve(TmpTree *tt, gconstpointer data)
     g_assert_no_error(error);
     g_assert_true(io->have_thread);
     g_assert_cmpint(io->tid, ==, 51);
-    g_assert_cmpuint(io->thread.vcsw, ==, 100);
+    g_assert_cmpuint(io->thread.ctx_vol, ==, 100);
     g_assert_cmpint(probe_target_iothread_tid(t, "iothread1"), ==, 51);
     news = probe_target_take_news(t);
     g_assert_cmpuint(news->len, ==, 2);
@@ -87,7 +87,7 @@ test_resolve(TmpTree *tt, gconstpointer data)
     probe_test_thread(tt->root, 50, 61, "IO iothread1", 0, 0, 1, 0, 1, 0);
     g_assert_true(probe_target_sample_iothread(t, io, 0, &error));
     g_assert_cmpint(io->tid, ==, 61);
-    g_assert_cmpuint(io->thread.vcsw, ==, 1);
+    g_assert_cmpuint(io->thread.ctx_vol, ==, 1);
 
     /* The tid now belongs to another name: found again by name. */
     probe_test_thread(tt->root, 50, 61, "worker", 0, 0, 1, 0, 1, 0);

@@ -21,17 +21,6 @@ connect_ready(PtTestQemu *q)
     return c;
 }
 
-static gboolean
-skip_without_qemu(void)
-{
-    g_autofree char *why = NULL;
-
-    if (pt_test_have_qemu(&why))
-        return FALSE;
-    g_test_skip(why);
-    return TRUE;
-}
-
 static QmpIothread *
 find_iothread(GPtrArray *threads, const char *id)
 {
@@ -63,7 +52,7 @@ test_machine_none(void)
     QmpIothread *t;
     gint64 value = -1;
 
-    if (skip_without_qemu())
+    if (pt_test_skip_without_qemu())
         return;
     q = pt_test_qemu_start(args, &err);
     g_assert_no_error(err);
@@ -136,7 +125,7 @@ test_virtio_blk_map(void)
     g_autofree char *name = NULL;
     guint mapped = 0;
 
-    if (skip_without_qemu())
+    if (pt_test_skip_without_qemu())
         return;
     q = pt_test_qemu_start(args, &err);
     g_assert_no_error(err);
@@ -223,7 +212,7 @@ test_qemu_killed(void)
     g_autoptr(QmpClient) c = NULL;
     g_autoptr(GPtrArray) threads = NULL;
 
-    if (skip_without_qemu())
+    if (pt_test_skip_without_qemu())
         return;
     q = pt_test_qemu_start_iothreads(1, &err);
     g_assert_no_error(err);
@@ -245,7 +234,7 @@ test_qemu_stopped(void)
     g_autoptr(GPtrArray) threads = NULL;
     gint64 start;
 
-    if (skip_without_qemu())
+    if (pt_test_skip_without_qemu())
         return;
     q = pt_test_qemu_start_iothreads(1, &err);
     g_assert_no_error(err);

@@ -95,10 +95,19 @@ test_dir_remove(const char *dir)
 void
 test_db_setup(TestDb *fx, const StoreOptions *opts)
 {
-    g_autoptr(GError) error = NULL;
-
+    /* Callers may hand in an uninitialised fixture. */
     fx->dir = test_dir_new();
     fx->path = g_build_filename(fx->dir, "h.db", NULL);
+    fx->db = NULL;
+    test_db_reopen(fx, opts);
+}
+
+void
+test_db_reopen(TestDb *fx, const StoreOptions *opts)
+{
+    g_autoptr(GError) error = NULL;
+
+    g_clear_pointer(&fx->db, store_db_close);
     fx->db = store_db_open(fx->path, opts, &error);
     g_assert_no_error(error);
 }
@@ -106,10 +115,27 @@ test_db_setup(TestDb *fx, const StoreOptions *opts)
 void
 test_db_teardown(TestDb *fx)
 {
-    store_db_close(fx->db);
+    if (!fx->dir)
+        return;
+    g_clear_pointer(&fx->db, store_db_close);
     test_dir_remove(fx->dir);
-    g_free(fx->dir);
-    g_free(fx->path);
+    g_clear_pointer(&fx->dir, g_free);
+    g_clear_pointer(&fx->path, g_free);
+}
+
+void
+test_db_from_script(const char *path, const char *script)
+{
+    g_autofree char *file = g_test_build_filename(G_TEST_DIST, "store", "data", script, NULL);
+    g_autofree char *text = NULL;
+    g_autoptr(GError) error = NULL;
+    sqlite3 *raw = NULL;
+
+    g_assert_true(g_file_get_contents(file, &text, NULL, &error));
+    g_assert_no_error(error);
+    g_assert_cmpint(sqlite3_open(path, &raw), ==, SQLITE_OK);
+    g_assert_cmpint(sqlite3_exec(raw, text, NULL, NULL, NULL), ==, SQLITE_OK);
+    sqlite3_close(raw);
 }
 
 gint64

@@ -34,7 +34,15 @@ typedef struct {
 } TestDb;
 
 void test_db_setup(TestDb *fx, const StoreOptions *opts);
+/* Close the database (when open) and open the same file with @opts. */
+void test_db_reopen(TestDb *fx, const StoreOptions *opts);
+/* Closes and removes everything; a fixture never set up is left alone. */
 void test_db_teardown(TestDb *fx);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(TestDb, test_db_teardown)
+
+/* Creates @path from the SQL script tests/store/data/@script (an old
+ * schema's file, written by hand). */
+void test_db_from_script(const char *path, const char *script);
 
 /* Runs a query returning one integer on a separate connection to @path. */
 gint64 test_sql_int(const char *path, const char *sql);

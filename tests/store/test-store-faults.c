@@ -51,10 +51,7 @@ write_tick(StoreDb *db, TestTick *t, gint64 ts)
 static void
 test_locked(void)
 {
-    g_autofree char *dir = test_dir_new();
-    g_autofree char *path = g_build_filename(dir, "h.db", NULL);
-    g_autoptr(GError) error = NULL;
-    g_autoptr(StoreDb) db = store_db_open(path, NULL, &error);
+    g_auto(TestDb) fx = { 0 };
     g_autoptr(TestTick) t = test_tick_new(4);
     int locked[2], release[2], status;
     StoreStats stats;
@@ -63,7 +60,7 @@ test_locked(void)
     pid_t pid;
     char c;
 
-    g_assert_no_error(error);
+    test_db_setup(&fx, NULL);
     g_assert_cmpint(pipe(locked), ==, 0);
     g_assert_cmpint(pipe(release), ==, 0);
     pid = fork();
@@ -71,7 +68,7 @@ test_locked(void)
     if (pid == 0) {
         sqlite3 *other = NULL;
 
-        if (sqlite3_open(path, &other) != SQLITE_OK ||
+        if (sqlite3_open(fx.path, &other) != SQLITE_OK ||
             sqlite3_exec(other, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
             _exit(1);
         if (write(locked[1], "L", 1) != 1 || read(release[0], &c, 1) != 1)
@@ -84,17 +81,17 @@ test_locked(void)
     g_assert_cmpint(read(locked[0], &c, 1), ==, 1);
 
     start = g_get_monotonic_time();
-    write_tick(db, t, T0);
+    write_tick(fx.db, t, T0);
     took = g_get_monotonic_time() - start;
-    write_tick(db, t, T0 + 1000);
-    store_db_get_stats(db, &stats);
+    write_tick(fx.db, t, T0 + 1000);
+    store_db_get_stats(fx.db, &stats);
     g_assert_cmpint(stats.health, ==, STORE_HEALTH_BUSY);
     g_assert_cmpuint(stats.pending_ticks, ==, 2);
     /* waited for the busy timeout (100 ms), not much longer */
     g_assert_cmpint(took, >=, 90000);
     g_assert_cmpint(took, <, 2000000);
     /* one notice for the whole episode */
-    g_assert_cmpuint(notices_matching(db, "locked by another process", &total), ==, 1);
+    g_assert_cmpuint(notices_matching(fx.db, "locked by another process", &total), ==, 1);
     g_assert_cmpuint(total, ==, 1);
 
     g_assert_cmpint(write(release[1], "U", 1), ==, 1);
@@ -104,21 +101,19 @@ test_locked(void)
     g_assert_cmpint(c, ==, 'D');
     g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
     g_assert_true(WIFEXITED(status));
-    write_tick(db, t, T0 + 2000);
-    store_db_get_stats(db, &stats);
+    write_tick(fx.db, t, T0 + 2000);
+    store_db_get_stats(fx.db, &stats);
     g_assert_cmpint(stats.health, ==, STORE_HEALTH_OK);
     g_assert_cmpuint(stats.pending_ticks, ==, 0);
-    g_assert_cmpuint(notices_matching(db, "writing again", &total), ==, 1);
+    g_assert_cmpuint(notices_matching(fx.db, "writing again", &total), ==, 1);
     /* all three, in order */
-    g_assert_cmpint(test_sql_int(path, "SELECT count(*) FROM ticks"), ==, 3);
-    g_assert_cmpint(test_sql_int(path, "SELECT count(*) FROM ticks a JOIN ticks b"
+    g_assert_cmpint(test_sql_int(fx.path, "SELECT count(*) FROM ticks"), ==, 3);
+    g_assert_cmpint(test_sql_int(fx.path, "SELECT count(*) FROM ticks a JOIN ticks b"
                                        " ON b.id = a.id + 1 WHERE b.ts <= a.ts"), ==, 0);
     for (int i = 0; i < 2; i++) {
         close(locked[i]);
         close(release[i]);
     }
-    g_clear_pointer(&db, store_db_close);
-    test_dir_remove(dir);
 }
 
 /* ---- disk full -------------------------------------------------------- */
@@ -400,34 +395,29 @@ test_corrupt_header(void)
 static void
 test_corrupt_page(void)
 {
-    g_autofree char *dir = test_dir_new();
-    g_autofree char *path = g_build_filename(dir, "h.db", NULL);
-    g_autoptr(GError) error = NULL;
-    g_autoptr(StoreDb) db = store_db_open(path, NULL, &error);
+    g_auto(TestDb) fx = { 0 };
     g_autoptr(TestTick) t = test_tick_new(20);
     StoreOptions opts;
     guint total;
     char junk[4096];
     int fd;
 
+    test_db_setup(&fx, NULL);
     for (int i = 0; i < 200; i++)
-        write_tick(db, t, T0 + i * 1000);
-    g_clear_pointer(&db, store_db_close);
+        write_tick(fx.db, t, T0 + i * 1000);
+    g_clear_pointer(&fx.db, store_db_close);
     /* scribble over a b-tree page in the middle of the file */
     memset(junk, 0xa5, sizeof(junk));
-    fd = open(path, O_WRONLY | O_CLOEXEC);
+    fd = open(fx.path, O_WRONLY | O_CLOEXEC);
     g_assert_cmpint(pwrite(fd, junk, sizeof(junk), 20 * 4096), ==, sizeof(junk));
     close(fd);
 
     store_options_init(&opts);
     opts.now_ms = T0;
     opts.verify_at_open = TRUE;
-    db = store_db_open(path, &opts, &error);
-    g_assert_no_error(error);
-    g_assert_cmpuint(notices_matching(db, "was corrupt", &total), ==, 1);
-    g_assert_cmpint(test_sql_int(path, "SELECT count(*) FROM samples"), ==, 0);
-    g_clear_pointer(&db, store_db_close);
-    test_dir_remove(dir);
+    test_db_reopen(&fx, &opts);
+    g_assert_cmpuint(notices_matching(fx.db, "was corrupt", &total), ==, 1);
+    g_assert_cmpint(test_sql_int(fx.path, "SELECT count(*) FROM samples"), ==, 0);
 }
 
 /* ---- SIGKILL while writing ------------------------------------------- */
@@ -523,38 +513,36 @@ test_sigkill(void)
 static void
 test_deleted_replaced(void)
 {
-    g_autofree char *dir = test_dir_new();
-    g_autofree char *path = g_build_filename(dir, "h.db", NULL);
-    g_autofree char *other_path = g_build_filename(dir, "other.db", NULL);
+    g_auto(TestDb) fx = { 0 };
+    g_autofree char *other_path = NULL;
     g_autoptr(GError) error = NULL;
-    g_autoptr(StoreDb) db = store_db_open(path, NULL, &error);
     g_autoptr(TestTick) t = test_tick_new(2);
     StoreDb *other;
     StoreStats stats;
     guint total;
 
-    write_tick(db, t, T0);
-    g_assert_cmpint(g_unlink(path), ==, 0);
-    write_tick(db, t, T0 + 1000);
-    g_assert_cmpuint(notices_matching(db, "was deleted while open", &total), ==, 1);
-    g_assert_cmpint(test_sql_int(path, "SELECT count(*) FROM ticks"), ==, 1);
-    g_assert_cmpint(test_sql_int(path, "SELECT ts FROM ticks"), ==, T0 + 1000);
+    test_db_setup(&fx, NULL);
+    other_path = g_build_filename(fx.dir, "other.db", NULL);
+    write_tick(fx.db, t, T0);
+    g_assert_cmpint(g_unlink(fx.path), ==, 0);
+    write_tick(fx.db, t, T0 + 1000);
+    g_assert_cmpuint(notices_matching(fx.db, "was deleted while open", &total), ==, 1);
+    g_assert_cmpint(test_sql_int(fx.path, "SELECT count(*) FROM ticks"), ==, 1);
+    g_assert_cmpint(test_sql_int(fx.path, "SELECT ts FROM ticks"), ==, T0 + 1000);
 
     /* someone restores another database over ours */
     other = store_db_open(other_path, NULL, &error);
     g_assert_no_error(error);
     write_tick(other, t, T0 - 60000);
     store_db_close(other);
-    g_assert_cmpint(g_rename(other_path, path), ==, 0);
-    write_tick(db, t, T0 + 2000);
-    g_assert_cmpuint(notices_matching(db, "was replaced while open", &total), ==, 1);
-    g_assert_cmpint(test_sql_int(path, "SELECT count(*) FROM ticks"), ==, 2);
-    g_assert_cmpint(test_sql_int(path, "SELECT min(ts) FROM ticks"), ==, T0 - 60000);
-    store_db_get_stats(db, &stats);
+    g_assert_cmpint(g_rename(other_path, fx.path), ==, 0);
+    write_tick(fx.db, t, T0 + 2000);
+    g_assert_cmpuint(notices_matching(fx.db, "was replaced while open", &total), ==, 1);
+    g_assert_cmpint(test_sql_int(fx.path, "SELECT count(*) FROM ticks"), ==, 2);
+    g_assert_cmpint(test_sql_int(fx.path, "SELECT min(ts) FROM ticks"), ==, T0 - 60000);
+    store_db_get_stats(fx.db, &stats);
     g_assert_cmpuint(stats.reopens, ==, 2);
     g_assert_cmpuint(stats.pending_ticks, ==, 0);
-    g_clear_pointer(&db, store_db_close);
-    test_dir_remove(dir);
 }
 
 int

@@ -9,16 +9,6 @@
 #define MIN_MS 60000
 #define HOUR_MS 3600000
 
-static StoreDb *
-open_db(const char *path, const StoreOptions *opts)
-{
-    g_autoptr(GError) error = NULL;
-    StoreDb *db = store_db_open(path, opts, &error);
-
-    g_assert_no_error(error);
-    return db;
-}
-
 /* Runs maintenance at @now until no work is left; returns the steps taken. */
 static guint
 maintain_all(StoreDb *db, gint64 now)
@@ -89,24 +79,23 @@ rollup_row(StoreCursor *cur, const char *iothread)
 static void
 test_rollup_1m(void)
 {
-    g_autofree char *dir = test_dir_new();
-    g_autofree char *path = g_build_filename(dir, "h.db", NULL);
-    g_autoptr(StoreDb) db = open_db(path, NULL);
+    g_auto(TestDb) fx = { 0 };
     g_autoptr(StoreCursor) cur = NULL;
     g_autoptr(GError) error = NULL;
     const StoreRow *row;
     StoreFilter f;
 
+    test_db_setup(&fx, NULL);
     /* minute 0 and 1 complete, one tick of minute 2 */
     for (gint64 k = 0; k <= 120; k++)
-        write_known(db, T0 + k * 1000, 1000000000, k % 60 + 1, 1000 * (k % 60 + 1),
+        write_known(fx.db, T0 + k * 1000, 1000000000, k % 60 + 1, 1000 * (k % 60 + 1),
                     10000000 * (k % 3));
-    maintain_all(db, T0 + 121000);
-    g_assert_cmpint(test_sql_int(path, "SELECT count(*) FROM rollup_1m"), ==, 4);
+    maintain_all(fx.db, T0 + 121000);
+    g_assert_cmpint(test_sql_int(fx.path, "SELECT count(*) FROM rollup_1m"), ==, 4);
 
     store_filter_init(&f);
     f.resolution = STORE_RES_1M;
-    cur = store_query_range(db, &f, &error);
+    cur = store_query_range(fx.db, &f, &error);
     g_assert_no_error(error);
     row = rollup_row(cur, "a");
     g_assert_cmpint(row->ts_ms, ==, T0);
@@ -137,38 +126,35 @@ test_rollup_1m(void)
 
     /* Incremental: the next minute is rolled once it is complete. */
     for (gint64 k = 121; k < 181; k++)
-        write_known(db, T0 + k * 1000, 1000000000, 5, 1000, 0);
-    maintain_all(db, T0 + 179000);
-    g_assert_cmpint(test_sql_int(path, "SELECT count(*) FROM rollup_1m"), ==, 4);
-    maintain_all(db, T0 + 181000);
-    g_assert_cmpint(test_sql_int(path, "SELECT count(*) FROM rollup_1m"), ==, 6);
-    g_clear_pointer(&db, store_db_close);
-    test_dir_remove(dir);
+        write_known(fx.db, T0 + k * 1000, 1000000000, 5, 1000, 0);
+    maintain_all(fx.db, T0 + 179000);
+    g_assert_cmpint(test_sql_int(fx.path, "SELECT count(*) FROM rollup_1m"), ==, 4);
+    maintain_all(fx.db, T0 + 181000);
+    g_assert_cmpint(test_sql_int(fx.path, "SELECT count(*) FROM rollup_1m"), ==, 6);
 }
 
 static void
 test_rollup_1h(void)
 {
-    g_autofree char *dir = test_dir_new();
-    g_autofree char *path = g_build_filename(dir, "h.db", NULL);
-    g_autoptr(StoreDb) db = open_db(path, NULL);
+    g_auto(TestDb) fx = { 0 };
     g_autoptr(StoreCursor) cur = NULL;
     g_autoptr(GError) error = NULL;
     const StoreRow *row;
     StoreFilter f;
 
+    test_db_setup(&fx, NULL);
     /* 10 s ticks; in minute m every tick does (m+1) IOPS at (m+1) us */
     for (gint64 k = 0; k < 372; k++) {
         gint64 m = k / 6 % 60;
 
-        write_known(db, T0 + k * 10000, G_GINT64_CONSTANT(10000000000), (m + 1) * 10,
+        write_known(fx.db, T0 + k * 10000, G_GINT64_CONSTANT(10000000000), (m + 1) * 10,
                     (m + 1) * 1000, 500000000);
     }
-    maintain_all(db, T0 + HOUR_MS + 2 * MIN_MS);
+    maintain_all(fx.db, T0 + HOUR_MS + 2 * MIN_MS);
 
     store_filter_init(&f);
     f.resolution = STORE_RES_1H;
-    cur = store_query_range(db, &f, &error);
+    cur = store_query_range(fx.db, &f, &error);
     g_assert_no_error(error);
     row = rollup_row(cur, "a");
     g_assert_cmpint(row->ts_ms, ==, T0);
@@ -185,16 +171,12 @@ test_rollup_1h(void)
     g_assert_true(store_cursor_next(cur, &row, &error));
     g_assert_null(row);
     g_clear_pointer(&cur, store_cursor_free);
-    g_clear_pointer(&db, store_db_close);
-    test_dir_remove(dir);
 }
 
 static void
 test_retention(void)
 {
-    g_autofree char *dir = test_dir_new();
-    g_autofree char *path = g_build_filename(dir, "h.db", NULL);
-    g_autoptr(StoreDb) db = NULL;
+    g_auto(TestDb) fx = { 0 };
     g_autoptr(TestTick) t = test_tick_new(4);
     StoreOptions opts;
     gint64 end = T0 + 30 * MIN_MS;
@@ -203,63 +185,56 @@ test_retention(void)
     opts.raw_retention_ms = 10 * MIN_MS;
     opts.rollup_1m_retention_ms = 2 * HOUR_MS;
     opts.rollup_1h_retention_ms = 5 * HOUR_MS;
-    db = open_db(path, &opts);
-    write_ticks(db, t, 180, 10000);
-    maintain_all(db, end);
+    test_db_setup(&fx, &opts);
+    write_ticks(fx.db, t, 180, 10000);
+    maintain_all(fx.db, end);
     /* raw: only the last 10 minutes; 1m: all 30 minutes */
-    g_assert_cmpint(test_sql_int(path, "SELECT min(ts) FROM ticks"), ==, end - 10 * MIN_MS);
-    g_assert_cmpint(test_sql_int(path, "SELECT count(*) FROM ticks"), ==, 60);
-    g_assert_cmpint(test_sql_int(path, "SELECT count(*) FROM samples"), ==, 60 * 4);
-    g_assert_cmpint(test_sql_int(path, "SELECT count(*) FROM rollup_1m"), ==, 30 * 4);
+    g_assert_cmpint(test_sql_int(fx.path, "SELECT min(ts) FROM ticks"), ==, end - 10 * MIN_MS);
+    g_assert_cmpint(test_sql_int(fx.path, "SELECT count(*) FROM ticks"), ==, 60);
+    g_assert_cmpint(test_sql_int(fx.path, "SELECT count(*) FROM samples"), ==, 60 * 4);
+    g_assert_cmpint(test_sql_int(fx.path, "SELECT count(*) FROM rollup_1m"), ==, 30 * 4);
 
     /* Three hours later, with no new ticks: the hour is complete, the
      * raw ticks and then the minutes age out. */
-    maintain_all(db, end + 3 * HOUR_MS);
-    g_assert_cmpint(test_sql_int(path, "SELECT count(*) FROM ticks"), ==, 0);
-    g_assert_cmpint(test_sql_int(path, "SELECT count(*) FROM samples"), ==, 0);
-    g_assert_cmpint(test_sql_int(path, "SELECT count(*) FROM rollup_1m"), ==, 0);
-    g_assert_cmpint(test_sql_int(path, "SELECT count(*) FROM rollup_1h"), ==, 4);
-    g_assert_cmpint(test_sql_int(path, "SELECT sum(n) FROM rollup_1h"), ==, 180 * 4);
-    maintain_all(db, end + 6 * HOUR_MS);
-    g_assert_cmpint(test_sql_int(path, "SELECT count(*) FROM rollup_1h"), ==, 0);
-    g_clear_pointer(&db, store_db_close);
-    test_dir_remove(dir);
+    maintain_all(fx.db, end + 3 * HOUR_MS);
+    g_assert_cmpint(test_sql_int(fx.path, "SELECT count(*) FROM ticks"), ==, 0);
+    g_assert_cmpint(test_sql_int(fx.path, "SELECT count(*) FROM samples"), ==, 0);
+    g_assert_cmpint(test_sql_int(fx.path, "SELECT count(*) FROM rollup_1m"), ==, 0);
+    g_assert_cmpint(test_sql_int(fx.path, "SELECT count(*) FROM rollup_1h"), ==, 4);
+    g_assert_cmpint(test_sql_int(fx.path, "SELECT sum(n) FROM rollup_1h"), ==, 180 * 4);
+    maintain_all(fx.db, end + 6 * HOUR_MS);
+    g_assert_cmpint(test_sql_int(fx.path, "SELECT count(*) FROM rollup_1h"), ==, 0);
 }
 
 static void
 test_size_cap(void)
 {
-    g_autofree char *dir = test_dir_new();
-    g_autofree char *path = g_build_filename(dir, "h.db", NULL);
-    g_autoptr(StoreDb) db = NULL;
+    g_auto(TestDb) fx = { 0 };
     g_autoptr(TestTick) t = test_tick_new(16);
     StoreOptions opts;
     gint64 n_ticks = 3000, end = T0 + n_ticks * 1000;
 
     store_options_init(&opts);
     opts.size_cap_bytes = 1 << 20;
-    db = open_db(path, &opts);
-    write_ticks(db, t, n_ticks, 1000);
-    g_assert_cmpint(store_db_used_bytes(db), >, opts.size_cap_bytes);
-    maintain_all(db, end);
-    g_assert_cmpint(store_db_used_bytes(db), <=, opts.size_cap_bytes);
+    test_db_setup(&fx, &opts);
+    write_ticks(fx.db, t, n_ticks, 1000);
+    g_assert_cmpint(store_db_used_bytes(fx.db), >, opts.size_cap_bytes);
+    maintain_all(fx.db, end);
+    g_assert_cmpint(store_db_used_bytes(fx.db), <=, opts.size_cap_bytes);
     /* the oldest raw went, the newest stayed, and every minute was
      * summarised before its raw rows were pruned */
-    g_assert_cmpint(test_sql_int(path, "SELECT min(ts) FROM ticks"), >, T0);
-    g_assert_cmpint(test_sql_int(path, "SELECT max(ts) FROM ticks"), ==, end - 1000);
-    g_assert_cmpint(test_sql_int(path, "SELECT min(bucket) FROM rollup_1m"), ==, T0);
-    g_assert_cmpint(test_sql_int(path, "SELECT count(*) FROM rollup_1m"), ==, 50 * 16);
+    g_assert_cmpint(test_sql_int(fx.path, "SELECT min(ts) FROM ticks"), >, T0);
+    g_assert_cmpint(test_sql_int(fx.path, "SELECT max(ts) FROM ticks"), ==, end - 1000);
+    g_assert_cmpint(test_sql_int(fx.path, "SELECT min(bucket) FROM rollup_1m"), ==, T0);
+    g_assert_cmpint(test_sql_int(fx.path, "SELECT count(*) FROM rollup_1m"), ==, 50 * 16);
 
     /* A lower cap also shrinks the file itself. */
-    g_clear_pointer(&db, store_db_close);
     opts.size_cap_bytes = 256 << 10;
-    db = open_db(path, &opts);
-    maintain_all(db, end);
-    g_assert_cmpint(store_db_used_bytes(db), <=, opts.size_cap_bytes);
-    g_assert_cmpint(test_sql_int(path, "SELECT page_count * page_size FROM pragma_page_count,"
+    test_db_reopen(&fx, &opts);
+    maintain_all(fx.db, end);
+    g_assert_cmpint(store_db_used_bytes(fx.db), <=, opts.size_cap_bytes);
+    g_assert_cmpint(test_sql_int(fx.path, "SELECT page_count * page_size FROM pragma_page_count,"
                                        " pragma_page_size"), <=, opts.size_cap_bytes);
-    g_clear_pointer(&db, store_db_close);
-    test_dir_remove(dir);
 }
 
 /* One run: 20 minutes of 100 iothreads, with a maintenance step after
@@ -268,9 +243,7 @@ test_size_cap(void)
 static gint64
 unit_time_run(void)
 {
-    g_autofree char *dir = test_dir_new();
-    g_autofree char *path = g_build_filename(dir, "h.db", NULL);
-    g_autoptr(StoreDb) db = NULL;
+    g_auto(TestDb) fx = { 0 };
     g_autoptr(TestTick) t = test_tick_new(100);
     g_autoptr(GError) error = NULL;
     StoreOptions opts;
@@ -281,20 +254,18 @@ unit_time_run(void)
 
     store_options_init(&opts);
     opts.raw_retention_ms = 5 * MIN_MS;
-    db = open_db(path, &opts);
+    test_db_setup(&fx, &opts);
     for (gint64 k = 0; k < n_ticks; k++) {
         test_tick_fill(t, T0 + k * 1000, k);
-        g_assert_true(store_tick_write(db, &t->tick, &error));
-        g_assert_true(store_maintain_step(db, T0 + k * 1000, 10, &more, &error));
+        g_assert_true(store_tick_write(fx.db, &t->tick, &error));
+        g_assert_true(store_maintain_step(fx.db, T0 + k * 1000, 10, &more, &error));
     }
-    steps = maintain_all(db, T0 + n_ticks * 1000);
-    store_db_get_stats(db, &stats);
+    steps = maintain_all(fx.db, T0 + n_ticks * 1000);
+    store_db_get_stats(fx.db, &stats);
     g_test_message("%u steps at the end; longest unit %" G_GINT64_FORMAT " us, longest tick %"
                    G_GINT64_FORMAT " us", steps, stats.max_maintain_unit_us, stats.max_write_us);
-    g_assert_cmpint(test_sql_int(path, "SELECT count(*) FROM rollup_1m"), ==, 20 * 100);
-    g_assert_cmpint(test_sql_int(path, "SELECT count(*) FROM ticks"), ==, 5 * 60);
-    g_clear_pointer(&db, store_db_close);
-    test_dir_remove(dir);
+    g_assert_cmpint(test_sql_int(fx.path, "SELECT count(*) FROM rollup_1m"), ==, 20 * 100);
+    g_assert_cmpint(test_sql_int(fx.path, "SELECT count(*) FROM ticks"), ==, 5 * 60);
     return stats.max_maintain_unit_us;
 }
 

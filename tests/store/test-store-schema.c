@@ -10,30 +10,24 @@
 static void
 test_fresh(void)
 {
-    g_autofree char *dir = test_dir_new();
-    g_autofree char *path = g_build_filename(dir, "h.db", NULL);
-    g_autoptr(GError) error = NULL;
-    g_autoptr(StoreDb) db = store_db_open(path, NULL, &error);
+    g_auto(TestDb) fx = { 0 };
 
-    g_assert_no_error(error);
-    g_assert_nonnull(db);
-    g_assert_cmpint(test_sql_int(path, "PRAGMA user_version"), ==, store_schema_version());
-    g_assert_cmpint(test_sql_int(path, "SELECT count(*) FROM sqlite_schema WHERE type = 'table'"
+    test_db_setup(&fx, NULL);
+    g_assert_nonnull(fx.db);
+    g_assert_cmpint(test_sql_int(fx.path, "PRAGMA user_version"), ==, store_schema_version());
+    g_assert_cmpint(test_sql_int(fx.path, "SELECT count(*) FROM sqlite_schema WHERE type = 'table'"
                                        " AND name IN ('targets','iothreads','devices','ticks',"
                                        "'samples','device_samples','rollup_1m','rollup_1h',"
                                        "'decisions','overrides','originals','policy_rules','meta')"),
                     ==, 13);
-    g_assert_cmpint(test_sql_int(path, "PRAGMA auto_vacuum"), ==, 2);
-    g_clear_pointer(&db, store_db_close);
+    g_assert_cmpint(test_sql_int(fx.path, "PRAGMA auto_vacuum"), ==, 2);
+    g_clear_pointer(&fx.db, store_db_close);
     /* WAL is a property of the file and survives the connection. */
-    g_assert_cmpint(test_sql_int(path, "SELECT journal_mode = 'wal' FROM pragma_journal_mode"),
+    g_assert_cmpint(test_sql_int(fx.path, "SELECT journal_mode = 'wal' FROM pragma_journal_mode"),
                     ==, 1);
     /* Opening again runs no migration and keeps the version. */
-    db = store_db_open(path, NULL, &error);
-    g_assert_no_error(error);
-    g_assert_cmpint(test_sql_int(path, "PRAGMA user_version"), ==, store_schema_version());
-    store_db_close(g_steal_pointer(&db));
-    test_dir_remove(dir);
+    test_db_reopen(&fx, NULL);
+    g_assert_cmpint(test_sql_int(fx.path, "PRAGMA user_version"), ==, store_schema_version());
 }
 
 static void
@@ -41,9 +35,6 @@ test_migrate_v1(void)
 {
     g_autofree char *dir = test_dir_new();
     g_autofree char *path = g_build_filename(dir, "v1.db", NULL);
-    g_autofree char *fixture = g_test_build_filename(G_TEST_DIST, "store", "data",
-                                                     "schema-v1.sql", NULL);
-    g_autofree char *script = NULL;
     g_autoptr(GError) error = NULL;
     g_autoptr(StoreDb) db = NULL;
     g_autoptr(StoreCursor) cur = NULL;
@@ -53,13 +44,9 @@ test_migrate_v1(void)
     StoreFilter f;
     StoreTriple orig;
     g_autofree char *instance = NULL;
-    sqlite3 *raw = NULL;
     guint n = 0;
 
-    g_assert_true(g_file_get_contents(fixture, &script, NULL, &error));
-    g_assert_cmpint(sqlite3_open(path, &raw), ==, SQLITE_OK);
-    g_assert_cmpint(sqlite3_exec(raw, script, NULL, NULL, NULL), ==, SQLITE_OK);
-    sqlite3_close(raw);
+    test_db_from_script(path, "schema-v1.sql");
     g_assert_cmpint(test_sql_int(path, "PRAGMA user_version"), ==, 1);
 
     db = store_db_open(path, NULL, &error);

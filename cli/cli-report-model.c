@@ -1,0 +1,399 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * cli-report-model: what the report estimates from an iothread's points.
+ *
+ * The policy measures by changing poll-max-ns and holding it: a probe with
+ * polling off next to a run with it on, a candidate next to QEMU's
+ * default.  Those runs are in the history as consecutive ticks at one
+ * setting.  Two adjacent runs at different settings are a pair: the same
+ * workload a few seconds apart, one knob changed.  The CPU polling costs is
+ * the iothread's CPU with polling on minus its CPU with it off, from such
+ * pairs only; the iothread's whole CPU is never called polling.
+ */
+#include <math.h>
+
+#include "cli-report-private.h"
+
+/* A run of ticks stops at a gap this many intervals long: the daemon was
+ * down or the VM off, and what follows is not the same workload. */
+#define SEGMENT_MAX_GAP 3
+
+static gint64
+series_gap_limit(const CliReport *r)
+{
+    return SEGMENT_MAX_GAP * MAX(r->tick_ms, 1000);
+}
+
+typedef struct {
+    double cpu_sum, cpu_sq, iops_sum, lat_wsum, lat_w;
+    guint cpu_n, iops_n;
+} SegmentAcc;
+
+static void
+segment_close(ReportSegment *g, const SegmentAcc *acc)
+{
+    g->cpu = acc->cpu_n ? acc->cpu_sum / acc->cpu_n : NAN;
+    g->cpu_var = acc->cpu_n > 1 ? MAX(0.0, (acc->cpu_sq - acc->cpu_sum * acc->cpu_sum /
+                                            acc->cpu_n) / (acc->cpu_n - 1)) : NAN;
+    g->iops = acc->iops_n ? acc->iops_sum / acc->iops_n : NAN;
+    g->lat = acc->lat_w > 0 ? acc->lat_wsum / acc->lat_w : NAN;
+}
+
+/* Runs of ticks at one setting, each without its first tick. */
+static GArray *
+series_segments(const CliReport *r, GArray *ticks)
+{
+    GArray *segs = g_array_new(FALSE, TRUE, sizeof(ReportSegment));
+    ReportSegment cur = { .max_ns = -1 };
+    SegmentAcc acc = { 0 };
+    gint64 prev_ts = 0, gap = series_gap_limit(r);
+    gboolean open = FALSE;
+
+    for (guint i = 0; i < ticks->len; i++) {
+        const ReportPoint *p = &g_array_index(ticks, ReportPoint, i);
+
+        if (p->max_ns < 0)
+            continue;
+        if (!open || p->max_ns != cur.max_ns || p->ts_ms - prev_ts > gap) {
+            if (open && cur.n > 0) {
+                segment_close(&cur, &acc);
+                g_array_append_val(segs, cur);
+            }
+            /* The first tick straddles the write that reset QEMU's window. */
+            cur = (ReportSegment){ .from_ms = p->ts_ms, .to_ms = p->ts_ms,
+                                   .max_ns = p->max_ns };
+            acc = (SegmentAcc){ 0 };
+            open = TRUE;
+            prev_ts = p->ts_ms;
+            continue;
+        }
+        prev_ts = cur.to_ms = p->ts_ms;
+        cur.n++;
+        if (!isnan(p->cpu_pct)) {
+            acc.cpu_sum += p->cpu_pct;
+            acc.cpu_sq += (double)p->cpu_pct * p->cpu_pct;
+            acc.cpu_n++;
+        }
+        if (!isnan(p->iops)) {
+            acc.iops_sum += p->iops;
+            acc.iops_n++;
+            if (!isnan(p->lat_us) && p->iops > 0) {
+                acc.lat_wsum += (double)p->lat_us * p->iops;
+                acc.lat_w += p->iops;
+            }
+        }
+    }
+    if (open && cur.n > 0) {
+        segment_close(&cur, &acc);
+        g_array_append_val(segs, cur);
+    }
+    return segs;
+}
+
+/* Adjacent runs at different settings with CPU measured on both sides. */
+static GArray *
+series_pairs(const CliReport *r, GArray *segs)
+{
+    GArray *pairs = g_array_new(FALSE, TRUE, sizeof(ReportPair));
+    /* The left-out first tick sits between two runs: one interval more. */
+    gint64 gap = series_gap_limit(r) + MAX(r->tick_ms, 1000);
+
+    for (guint i = 1; i < segs->len; i++) {
+        const ReportSegment *a = &g_array_index(segs, ReportSegment, i - 1);
+        const ReportSegment *b = &g_array_index(segs, ReportSegment, i);
+        ReportPair p;
+
+        if (a->max_ns == b->max_ns || b->from_ms - a->to_ms > gap || isnan(a->cpu) ||
+            isnan(b->cpu))
+            continue;
+        p = (ReportPair){ b->to_ms, *a, *b };
+        g_array_append_val(pairs, p);
+    }
+    return pairs;
+}
+
+typedef gboolean (*PairOrient)(const ReportPair *p, const ReportSegment **a,
+                               const ReportSegment **b, gpointer data);
+
+/* Averages the pairs @orient accepts, weighting each by its shorter run:
+ * a one-tick probe says less than a minute-long one. */
+static void
+compare_pairs(GArray *pairs, PairOrient orient, gpointer data, ReportCompare *c)
+{
+    double w_sum = 0, d_sum = 0, d_sq = 0, ia = 0, ib = 0, la = 0, lb = 0, lw = 0, var = 0;
+    guint nd = 0;
+
+    *c = (ReportCompare){ .d_cpu_pct = NAN, .d_cpu_se = NAN, .iops_a = NAN, .iops_b = NAN,
+                          .lat_a = NAN, .lat_b = NAN };
+    for (guint i = 0; i < pairs->len; i++) {
+        const ReportPair *p = &g_array_index(pairs, ReportPair, i);
+        const ReportSegment *a, *b;
+        double w, d;
+
+        if (!orient(p, &a, &b, data))
+            continue;
+        w = MIN(a->n, b->n);
+        d = b->cpu - a->cpu;
+        c->n_pairs++;
+        c->n_ticks_a += a->n;
+        c->n_ticks_b += b->n;
+        c->newest_ms = MAX(c->newest_ms, p->ts_ms);
+        w_sum += w;
+        d_sum += w * d;
+        d_sq += d * d;
+        nd++;
+        if (!isnan(a->cpu_var) && !isnan(b->cpu_var))
+            var = a->cpu_var / a->n + b->cpu_var / b->n;
+        if (!isnan(a->iops) && !isnan(b->iops)) {
+            ia += w * a->iops;
+            ib += w * b->iops;
+        }
+        if (!isnan(a->lat) && !isnan(b->lat)) {
+            la += w * a->lat;
+            lb += w * b->lat;
+            lw += w;
+        }
+    }
+    if (nd == 0)
+        return;
+    c->d_cpu_pct = d_sum / w_sum;
+    c->iops_a = ia / w_sum;
+    c->iops_b = ib / w_sum;
+    if (lw > 0) {
+        c->lat_a = la / lw;
+        c->lat_b = lb / lw;
+    }
+    /* Across pairs when there are several (the workload moved between
+     * them: that spread is the honest error), else within the one pair. */
+    if (nd > 1) {
+        double mean = 0, ss = 0;
+
+        for (guint i = 0; i < pairs->len; i++) {
+            const ReportPair *p = &g_array_index(pairs, ReportPair, i);
+            const ReportSegment *a, *b;
+
+            if (orient(p, &a, &b, data))
+                mean += (b->cpu - a->cpu) / nd;
+        }
+        for (guint i = 0; i < pairs->len; i++) {
+            const ReportPair *p = &g_array_index(pairs, ReportPair, i);
+            const ReportSegment *a, *b;
+
+            if (orient(p, &a, &b, data))
+                ss += ((b->cpu - a->cpu) - mean) * ((b->cpu - a->cpu) - mean);
+        }
+        c->d_cpu_se = sqrt(ss / (nd - 1) / nd);
+    } else if (var > 0) {
+        c->d_cpu_se = sqrt(var);
+    }
+}
+
+/* a: polling off, b: polling on. */
+static gboolean
+orient_onoff(const ReportPair *p, const ReportSegment **a, const ReportSegment **b,
+             gpointer data)
+{
+    (void)data;
+    if ((p->a.max_ns == 0) == (p->b.max_ns == 0))
+        return FALSE;
+    *a = p->a.max_ns == 0 ? &p->a : &p->b;
+    *b = p->a.max_ns == 0 ? &p->b : &p->a;
+    return TRUE;
+}
+
+/* a: QEMU's default, b: the setting in *data. */
+static gboolean
+orient_default(const ReportPair *p, const ReportSegment **a, const ReportSegment **b,
+               gpointer data)
+{
+    gint32 x = *(const gint32 *)data;
+
+    if (p->a.max_ns == REPORT_QEMU_DEFAULT_MAX_NS && p->b.max_ns == x) {
+        *a = &p->a;
+        *b = &p->b;
+        return TRUE;
+    }
+    if (p->b.max_ns == REPORT_QEMU_DEFAULT_MAX_NS && p->a.max_ns == x) {
+        *a = &p->b;
+        *b = &p->a;
+        return TRUE;
+    }
+    return FALSE;
+}
+
+static ReportConfidence
+compare_confidence(const ReportCompare *c)
+{
+    double d = fabs(c->d_cpu_pct);
+
+    if (c->n_pairs == 0)
+        return REPORT_CONFIDENCE_NONE;
+    if (isnan(c->d_cpu_se))
+        return REPORT_CONFIDENCE_LOW;
+    if (c->n_pairs >= 3 && d >= 3 * c->d_cpu_se)
+        return REPORT_CONFIDENCE_HIGH;
+    if (d >= 2 * c->d_cpu_se)
+        return REPORT_CONFIDENCE_MEDIUM;
+    return REPORT_CONFIDENCE_LOW;
+}
+
+typedef struct {
+    gint32 max_ns;
+    gboolean measured;
+    ReportCompare c;
+} SettingDelta;
+
+/*
+ * Against QEMU's default: each tick at a setting that was measured next to
+ * the default gets that setting's measured CPU and IOPS difference; ticks
+ * at the default count zero; ticks at a setting never measured next to it
+ * are counted apart (unmeasured), not guessed.
+ */
+static void
+series_vs_default(ReportSeries *s, GArray *ticks)
+{
+    g_autoptr(GArray) settings = g_array_new(FALSE, TRUE, sizeof(SettingDelta));
+    double saved = 0, gained = 0;
+    guint known = 0, at_default = 0, measured = 0;
+
+    s->saved_cores = s->gained_iops = NAN;
+    for (guint i = 0; i < ticks->len; i++) {
+        const ReportPoint *p = &g_array_index(ticks, ReportPoint, i);
+        SettingDelta *sd = NULL;
+
+        if (p->max_ns < 0)
+            continue;
+        known++;
+        if (p->max_ns == REPORT_QEMU_DEFAULT_MAX_NS) {
+            at_default++;
+            continue;
+        }
+        for (guint k = 0; k < settings->len && !sd; k++)
+            if (g_array_index(settings, SettingDelta, k).max_ns == p->max_ns)
+                sd = &g_array_index(settings, SettingDelta, k);
+        if (!sd) {
+            SettingDelta n = { .max_ns = p->max_ns };
+
+            compare_pairs(s->pairs, orient_default, &n.max_ns, &n.c);
+            n.measured = n.c.n_pairs > 0;
+            if (n.measured) {
+                s->vs_default_pairs += n.c.n_pairs;
+                s->vs_default_newest_ms = MAX(s->vs_default_newest_ms, n.c.newest_ms);
+            }
+            g_array_append_val(settings, n);
+            sd = &g_array_index(settings, SettingDelta, settings->len - 1);
+        }
+        if (!sd->measured)
+            continue;
+        measured++;
+        saved -= sd->c.d_cpu_pct / 100.0;
+        if (!isnan(p->iops) && sd->c.iops_b > 0)
+            gained += p->iops * (1.0 - sd->c.iops_a / sd->c.iops_b);
+    }
+    if (known == 0)
+        return;
+    s->default_share = (double)at_default / known;
+    s->measured_share = (double)measured / known;
+    s->unmeasured_share = (double)(known - at_default - measured) / known;
+    if (measured > 0 || at_default == known) {
+        s->saved_cores = saved / known;
+        s->gained_iops = gained / known;
+    }
+}
+
+typedef struct {
+    double n, sx, sy, sxx, sxy;
+} FitAcc;
+
+static void
+fit_add(FitAcc *f, double x, double y)
+{
+    f->n++;
+    f->sx += x;
+    f->sy += y;
+    f->sxx += x * x;
+    f->sxy += x * y;
+}
+
+static void
+fit_close(const FitAcc *f, ReportFit *out)
+{
+    double den = f->n * f->sxx - f->sx * f->sx;
+
+    *out = (ReportFit){ .n = (guint)f->n };
+    /* Three points and some spread in IOPS, else the slope is noise. */
+    if (f->n < 3 || den <= 1e-9 * f->n * f->sxx)
+        return;
+    out->b = (f->n * f->sxy - f->sx * f->sy) / den;
+    out->a = (f->sy - out->b * f->sx) / f->n;
+    out->ok = TRUE;
+}
+
+double
+report_fit_at(const ReportFit *fit, double iops)
+{
+    return fit->ok && !isnan(iops) ? fit->a + fit->b * iops : NAN;
+}
+
+static void
+series_fits(ReportSeries *s, GArray *ticks)
+{
+    FitAcc all = { 0 }, off = { 0 }, on = { 0 };
+
+    for (guint i = 0; i < ticks->len; i++) {
+        const ReportPoint *p = &g_array_index(ticks, ReportPoint, i);
+
+        if (isnan(p->iops) || isnan(p->cpu_pct))
+            continue;
+        fit_add(&all, p->iops, p->cpu_pct);
+        if (p->max_ns == 0)
+            fit_add(&off, p->iops, p->cpu_pct);
+        else if (p->max_ns > 0)
+            fit_add(&on, p->iops, p->cpu_pct);
+    }
+    fit_close(&all, &s->fit_all);
+    fit_close(&off, &s->fit_off);
+    fit_close(&on, &s->fit_on);
+}
+
+void
+report_model_series(CliReport *r, ReportSeries *s)
+{
+    /* Per-tick rows when rollups are charted: only they know each
+     * tick's setting. */
+    GArray *ticks = s->ticks ? s->ticks : s->points;
+    g_autoptr(GArray) segs = series_segments(r, ticks);
+    g_autofree double *iops = g_new(double, r->nb);
+    g_autofree double *cpu = g_new(double, r->nb);
+    double poll_pct;
+    guint known = 0, on = 0;
+
+    if (s->pairs)
+        g_array_unref(s->pairs);
+    s->pairs = series_pairs(r, segs);
+    compare_pairs(s->pairs, orient_onoff, NULL, &s->onoff);
+    s->onoff_confidence = compare_confidence(&s->onoff);
+    /* Polling measured cheaper than off is noise around zero: it costs
+     * nothing rather than giving CPU back. */
+    poll_pct = s->onoff.n_pairs ? MAX(s->onoff.d_cpu_pct, 0.0) : NAN;
+    g_free(s->poll_cpu);
+    s->poll_cpu = g_new(double, r->nb);
+    for (guint i = 0; i < r->nb; i++) {
+        const ReportBucket *b = &s->b[i];
+
+        known += b->known_n;
+        on += b->on_n;
+        iops[i] = report_bucket_iops(b);
+        cpu[i] = report_bucket_cpu(b);
+        /* Only the share of the bucket that polled is charged. */
+        s->poll_cpu[i] = b->known_n && !isnan(poll_pct) ?
+            MIN(poll_pct, isnan(cpu[i]) ? poll_pct : cpu[i]) * b->on_n / b->known_n : NAN;
+    }
+    s->on_share = known ? (double)on / known : NAN;
+    s->mean_poll_cores = report_mean(s->poll_cpu, r->nb) / 100.0;
+    s->mean_iops = report_mean(iops, r->nb);
+    s->p95_iops = report_percentile(iops, r->nb, 95);
+    s->mean_cpu_pct = report_mean(cpu, r->nb);
+    series_vs_default(s, ticks);
+    series_fits(s, ticks);
+}

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Attach and detach by request (the control socket's attach and detach).
+ */
+#include "pt-daemon-private.h"
+#include "pt-log.h"
+#include "qmp-client.h"
+
+gboolean
+pt_daemon_attach_qmp(PtDaemon *d, const char *path, const char *name, char **name_out,
+                     GError **error)
+{
+    g_autofree char *base = NULL;
+
+    if (!path || path[0] != '/') {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                    "path '%s' is not absolute", path ? path : "");
+        return FALSE;
+    }
+    /* Refuse what is not a listening socket before anything is recorded:
+     * "attach /etc/passwd" used to answer {"name": "passwd"}. */
+    if (!qmp_socket_check(path, error))
+        return FALSE;
+    if (!pt_daemon_attach_path(d, path, name, error))
+        return FALSE;
+    pt_daemon_qmp_attached(d, path);
+    if (name_out) {
+        if (name) {
+            *name_out = g_strdup(name);
+        } else {
+            char *dot;
+
+            base = g_path_get_basename(path);
+            if ((dot = strrchr(base, '.')) && dot != base)
+                *dot = 0;
+            *name_out = g_steal_pointer(&base);
+        }
+    }
+    return TRUE;
+}
+
+gboolean
+pt_daemon_detach(PtDaemon *d, const char *name, GError **error)
+{
+    PtTarget *t = pt_daemon_find_target(d, name);
+
+    if (!t) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND, "%s: no such target", name);
+        return FALSE;
+    }
+    /* The restore writes hold their own reference to the target and its
+     * channel, so they complete after the target leaves our table. */
+    pt_daemon_restore_target(d, t, "detach");
+    /* A socket matched by qmp-globs, or a domain in the next listing, stays
+     * detached until attached again by name. */
+    pt_target_kinds[t->kind]->hold_detached(d, t);
+    t->detached = TRUE;
+    policy_engine_forget(d->engine, t->name);
+    pt_info(t->name, NULL, "detached by request");
+    g_hash_table_remove(d->targets, name);
+    return TRUE;
+}

@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The triples an iothread had before the daemon first wrote it: captured at
+ * first sight, kept in the store before any write, put back on observe,
+ * detach, stop and after a crash.
+ */
+#include "pt-daemon-private.h"
+#include "pt-log.h"
+
+void
+pt_daemon_restore_io(PtDaemon *d, PtTarget *t, PtIothread *io, const char *why)
+{
+    PolicyDecision *dec = g_new0(PolicyDecision, 1);
+
+    dec->target = g_strdup(t->name);
+    dec->iothread = g_strdup(io->id);
+    dec->change = dec->apply = TRUE;
+    dec->triple = io->original;
+    dec->cause = POLICY_CAUSE_POLICY;
+    dec->reason = g_strdup_printf("restore the original values: %s", why);
+    dec->evidence = g_strdup("");
+    /* Our own write: the policy must not hold it as someone else's. */
+    policy_engine_note_write(d->engine, t->name, io->id, &io->original);
+    /* The originals are the operator's own values: no bound of ours. */
+    pt_daemon_apply(d, t, dec, "restore", G_MAXINT64, TRUE);
+}
+
+static PolicyTriple
+pt_policy_triple(const StoreTriple *st)
+{
+    return (PolicyTriple){ (guint64)st->poll_max_ns, (guint64)st->poll_grow,
+                           (guint64)st->poll_shrink };
+}
+
+/* Originals stored for @t's QEMU instance, or for an instance unknown on
+ * either side (rows from before instances were recorded are adopted). */
+static gboolean
+pt_original_is_ours(const PtTarget *t, const char *stored)
+{
+    return !stored || !t->instance || g_str_equal(stored, t->instance);
+}
+
+void
+pt_daemon_capture_original(PtDaemon *d, PtTarget *t, PtIothread *io)
+{
+    g_autoptr(GError) err = NULL;
+    g_autofree char *instance = NULL;
+    StoreTriple st;
+    gint64 now_ms = g_get_real_time() / 1000;
+
+    if (store_original_get(d->store, t->name, io->id, &st, &instance, &err)) {
+        if (pt_original_is_ours(t, instance)) {
+            io->original = pt_policy_triple(&st);
+            io->have_original = TRUE;
+            io->original_saved = TRUE;
+            if (!instance && t->instance &&
+                !store_original_save(d->store, t->name, io->id, &st, t->instance, now_ms,
+                                     &err))
+                pt_warn(t->name, io->id, "store: original values: %s", err->message);
+            if (d->unclean_start && d->conf->on_restart == PT_RESTART_RESTORE &&
+                !policy_triple_equal(&io->original, &io->triple))
+                pt_daemon_restore_io(d, t, io, "the last run did not exit cleanly");
+            return;
+        }
+        pt_info(t->name, io->id, "a new QEMU instance (%s, was %s): original values captured "
+                "again as %" G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT
+                ", replacing %" G_GINT64_FORMAT "/%" G_GINT64_FORMAT "/%" G_GINT64_FORMAT,
+                t->instance, instance, io->triple.poll_max_ns, io->triple.poll_grow,
+                io->triple.poll_shrink, st.poll_max_ns, st.poll_grow, st.poll_shrink);
+        /* What the policy learnt, and the triple it last saw, were the old
+         * process's: the new one's own values are no external write. */
+        policy_engine_forget(d->engine, t->name);
+    }
+    g_clear_error(&err);
+    io->original = io->triple;
+    io->have_original = TRUE;
+    io->original_saved = FALSE;
+    pt_daemon_save_original(d, t, io);
+}
+
+/* Until the originals are in the store the policy does not write: after a
+ * crash the next start could only take whatever it then finds for them. */
+void
+pt_daemon_save_original(PtDaemon *d, PtTarget *t, PtIothread *io)
+{
+    g_autoptr(GError) err = NULL;
+    StoreTriple st = pt_store_triple(&io->original);
+
+    if (store_original_save(d->store, t->name, io->id, &st, t->instance,
+                            g_get_real_time() / 1000, &err)) {
+        if (io->original_saved_failed)
+            pt_info(t->name, io->id, "store: original values saved; tuning resumes");
+        io->original_saved = TRUE;
+        io->original_saved_failed = FALSE;
+    } else if (!io->original_saved_failed) {
+        pt_warn(t->name, io->id, "store: original values: %s; not tuning until they are "
+                "saved", err->message);
+        io->original_saved_failed = TRUE;
+    }
+}
+
+guint
+pt_daemon_restore_target(PtDaemon *d, PtTarget *t, const char *why)
+{
+    GHashTableIter it;
+    gpointer v;
+    guint n = 0;
+
+    if (t->state != PT_TARGET_ATTACHED)
+        return 0;
+    g_hash_table_iter_init(&it, t->iothreads);
+    while (g_hash_table_iter_next(&it, NULL, &v)) {
+        PtIothread *io = v;
+
+        if (!io->have_original || !io->have_triple ||
+            policy_triple_equal(&io->original, &io->triple))
+            continue;
+        pt_daemon_restore_io(d, t, io, why);
+        n++;
+    }
+    return n;
+}

@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The daemon's side of QEMUs reached over a QMP socket of their own: the
+ * sockets named in the configuration, those matching qmp-globs (looked for
+ * every tick), and the sockets detached by request, which discovery leaves
+ * alone until they are attached again.
+ */
+#include "pt-daemon-private.h"
+#include "pt-log.h"
+
+#include <glob.h>
+#include <sys/stat.h>
+
+struct PtDaemonQmp {
+    GHashTable *detached;           /* QMP sockets detached by request */
+};
+
+gboolean
+pt_daemon_attach_path(PtDaemon *d, const char *path, const char *name, GError **error)
+{
+    g_autofree char *base = NULL;
+    PtTarget *t;
+    GHashTableIter it;
+    gpointer v;
+
+    g_hash_table_iter_init(&it, d->targets);
+    while (g_hash_table_iter_next(&it, NULL, &v)) {
+        PtTarget *o = v;
+
+        if (o->kind == STORE_TARGET_QMP && g_str_equal(pt_target_qmp_path(o), path)) {
+            g_set_error(error, G_IO_ERROR, G_IO_ERROR_EXISTS,
+                        "%s: already attached as %s", path, o->name);
+            return FALSE;
+        }
+    }
+    if (!name) {
+        char *dot;
+
+        base = g_path_get_basename(path);
+        if ((dot = strrchr(base, '.')) && dot != base)
+            *dot = 0;
+        name = base;
+    }
+    if (g_hash_table_contains(d->targets, name)) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_EXISTS,
+                    "%s: a target of that name is attached", name);
+        return FALSE;
+    }
+    t = pt_target_qmp_new(name, path, d->conf->qmp_timeout_ms, &d->proot,
+                          pt_daemon_exits_mode(d->conf));
+    pt_daemon_add_target(d, t);
+    return TRUE;
+}
+
+static void
+pt_daemon_qmp_discover(PtDaemon *d)
+{
+    for (guint i = 0; d->conf->qmp_globs[i]; i++) {
+        glob_t g = { 0 };
+
+        if (glob(d->conf->qmp_globs[i], GLOB_NOSORT, NULL, &g) == 0) {
+            for (size_t j = 0; j < g.gl_pathc; j++) {
+                struct stat st;
+                gboolean known = FALSE;
+                GHashTableIter it;
+                gpointer v;
+
+                if (stat(g.gl_pathv[j], &st) < 0 || !S_ISSOCK(st.st_mode) ||
+                    (d->qmp && g_hash_table_contains(d->qmp->detached, g.gl_pathv[j])))
+                    continue;
+                g_hash_table_iter_init(&it, d->targets);
+                while (!known && g_hash_table_iter_next(&it, NULL, &v))
+                    known = ((PtTarget *)v)->kind == STORE_TARGET_QMP &&
+                            g_str_equal(pt_target_qmp_path(v), g.gl_pathv[j]);
+                if (!known)
+                    pt_daemon_attach_path(d, g.gl_pathv[j], NULL, NULL);
+            }
+        }
+        globfree(&g);
+    }
+}
+
+static void
+pt_daemon_qmp_start(PtDaemon *d)
+{
+    d->qmp = g_new0(PtDaemonQmp, 1);
+    d->qmp->detached = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    for (guint i = 0; d->conf->qmp_sockets[i]; i++)
+        pt_daemon_attach_path(d, d->conf->qmp_sockets[i], NULL, NULL);
+    pt_daemon_qmp_discover(d);
+}
+
+static void
+pt_daemon_qmp_stop(PtDaemon *d)
+{
+    if (!d->qmp)
+        return;
+    g_hash_table_unref(d->qmp->detached);
+    g_clear_pointer(&d->qmp, g_free);
+}
+
+static void
+pt_daemon_qmp_hold_detached(PtDaemon *d, const PtTarget *t)
+{
+    if (d->qmp)
+        g_hash_table_add(d->qmp->detached, g_strdup(pt_target_qmp_path((PtTarget *)t)));
+}
+
+void
+pt_daemon_qmp_attached(PtDaemon *d, const char *path)
+{
+    if (d->qmp)
+        g_hash_table_remove(d->qmp->detached, path);
+}
+
+const PtTargetKindOps pt_daemon_qmp_kind = {
+    .start = pt_daemon_qmp_start,
+    .discover = pt_daemon_qmp_discover,
+    .hold_detached = pt_daemon_qmp_hold_detached,
+    .stop = pt_daemon_qmp_stop,
+};

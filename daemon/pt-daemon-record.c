@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Decisions leave the daemon here: a write through the target's channel,
+ * then one row per decision with its outcome, and the iothread's memory of
+ * its last decision.
+ */
+#include "pt-daemon-private.h"
+#include "pt-log.h"
+
+StoreTriple
+pt_store_triple(const PolicyTriple *t)
+{
+    return (StoreTriple){ (gint64)MIN(t->poll_max_ns, (guint64)G_MAXINT64),
+                          (gint64)MIN(t->poll_grow, (guint64)G_MAXINT64),
+                          (gint64)MIN(t->poll_shrink, (guint64)G_MAXINT64) };
+}
+
+PolicyDecision *
+pt_decision_copy(const PolicyDecision *src)
+{
+    PolicyDecision *d = g_new0(PolicyDecision, 1);
+
+    *d = *src;
+    d->target = g_strdup(src->target);
+    d->iothread = g_strdup(src->iothread);
+    d->reason = g_strdup(src->reason);
+    d->evidence = g_strdup(src->evidence);
+    return d;
+}
+
+/* The iothread the engine knows: a group's first one stands for it all. */
+const char *
+pt_iothread_policy_key(const PtIothread *io)
+{
+    return io->group ? io->group : io->id;
+}
+
+
+typedef struct {
+    PtDaemon *d;
+    PolicyDecision *dec;
+    PolicyTriple old;
+    char *policy;
+    gboolean restore;
+} PtApplyCtx;
+
+void
+pt_daemon_record(PtDaemon *d, PtTarget *t, const PolicyDecision *dec,
+                 const PolicyTriple *old, const char *policy, PtOutcome outcome,
+                 const char *failure)
+{
+    g_autoptr(GError) err = NULL;
+    g_autofree char *reason = NULL;
+    g_autofree char *outcome_text = pt_outcome_format(outcome, failure);
+    PtIothread *io = g_hash_table_lookup(t->iothreads, dec->iothread);
+    StoreDecision sd = {
+        .ts_ms = g_get_real_time() / 1000,
+        .target = t->name,
+        .iothread = dec->iothread,
+        .policy = policy,
+        .old_triple = pt_store_triple(old),
+        .new_triple = pt_store_triple(&dec->triple),
+        .cause = policy_cause_to_string(dec->cause),
+        .applied = outcome == PT_OUTCOME_APPLIED,
+    };
+
+    reason = dec->evidence && *dec->evidence ?
+        g_strdup_printf("%s [%s]", dec->reason, dec->evidence) : g_strdup(dec->reason);
+    if (outcome == PT_OUTCOME_FAILED) {
+        char *r = g_strdup_printf("%s; %s", reason, outcome_text);
+
+        g_free(reason);
+        reason = r;
+    }
+    sd.reason = reason;
+    if (!store_decision_insert(d->store, &sd, &err))
+        pt_warn(t->name, dec->iothread, "store: decision: %s", err->message);
+    if (io) {
+        policy_decision_free(io->last_decision);
+        io->last_decision = pt_decision_copy(dec);
+        io->last_outcome = outcome;
+        g_free(io->last_failure);
+        io->last_failure = g_strdup(failure);
+        g_free(io->last_policy);
+        io->last_policy = g_strdup(policy);
+        io->last_decision_ms = sd.ts_ms;
+        io->last_old = *old;
+    }
+    pt_info(t->name, dec->iothread, "%s %s -> %" G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT
+            "/%" G_GUINT64_FORMAT ": %s", policy, outcome_text, dec->triple.poll_max_ns,
+            dec->triple.poll_grow, dec->triple.poll_shrink, dec->reason);
+}
+
+
+static void
+pt_daemon_applied(PtTarget *t, const GError *error, gpointer data)
+{
+    PtApplyCtx *ctx = data;
+    PtDaemon *d = ctx->d;
+
+    if (error) {
+        d->stats.decisions_failed++;
+        pt_daemon_record(d, t, ctx->dec, &ctx->old, ctx->policy, PT_OUTCOME_FAILED,
+                         error->message);
+    } else {
+        PtIothread *io = g_hash_table_lookup(t->iothreads, ctx->dec->iothread);
+
+        d->stats.decisions_applied++;
+        if (io)
+            io->triple = ctx->dec->triple;
+        pt_daemon_record(d, t, ctx->dec, &ctx->old, ctx->policy, PT_OUTCOME_APPLIED, NULL);
+        /* A write that was in flight when the stop restored the originals
+         * (or found nothing to restore) would outlive us: undo it. */
+        if (!ctx->restore && d->shutting_down && d->conf->restore_on_exit && io &&
+            io->have_original && !policy_triple_equal(&io->original, &io->triple))
+            pt_daemon_restore_io(d, t, io, "polltuned is stopping");
+    }
+    if (ctx->restore && d->pending_restores)
+        d->pending_restores--;
+    if (!ctx->restore && d->pending_applies)
+        d->pending_applies--;
+    policy_decision_free(ctx->dec);
+    g_free(ctx->policy);
+    g_free(ctx);
+}
+
+void
+pt_daemon_apply(PtDaemon *d, PtTarget *t, PolicyDecision *dec, const char *policy,
+                gint64 bound, gboolean restore)
+{
+    PtApplyCtx *ctx = g_new0(PtApplyCtx, 1);
+    PtIothread *io = g_hash_table_lookup(t->iothreads, dec->iothread);
+
+    ctx->d = d;
+    ctx->dec = dec;
+    ctx->old = io ? io->triple : dec->triple;
+    ctx->policy = g_strdup(policy);
+    ctx->restore = restore;
+    if (restore)
+        d->pending_restores++;
+    else
+        d->pending_applies++;
+    pt_target_apply(t, dec->iothread, &dec->triple, bound, pt_daemon_applied, ctx);
+}

@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * store-json: a stored row as the `history` reply's row (docs/CONTROL.md),
+ * the one builder the daemon and polltunectl share, driven by the metric
+ * table: a raw row's rates by metric_rate_value(), a rollup's statistics
+ * decoded with each rate's rollup scale.
+ */
+#include <math.h>
+
+#include "store-private.h"
+
+/* Three decimals are more than any of these figures can claim, and json-c
+ * would otherwise print binary noise ("4.4779999999999998"). */
+static void
+json_num(json_object *o, const char *key, double v)
+{
+    char buf[G_ASCII_DTOSTR_BUF_SIZE];
+
+    if (!isfinite(v))
+        return;
+    g_ascii_formatd(buf, sizeof(buf), "%.3f", v);
+    json_object_object_add(o, key, json_object_new_double_s(v, buf));
+}
+
+static json_object *
+json_stat(const StoreStat *s, double scale)
+{
+    json_object *o = json_object_new_object();
+
+    if (s->min != STORE_NULL) {
+        json_num(o, "min", s->min * scale);
+        json_num(o, "mean", s->mean * scale);
+        json_num(o, "max", s->max * scale);
+    }
+    if (s->p95 != STORE_NULL)
+        json_num(o, "p95", s->p95 * scale);
+    return o;
+}
+
+const StoreStat *
+store_row_stat(const StoreRow *row, MetricRate rate)
+{
+    const char *prefix = metric_rate_def(rate) ? metric_rate_def(rate)->rollup_prefix : NULL;
+
+    if (!prefix)
+        return NULL;
+    if (g_str_equal(prefix, "iops"))
+        return &row->iops;
+    if (g_str_equal(prefix, "lat"))
+        return &row->lat;
+    if (g_str_equal(prefix, "cpu"))
+        return &row->cpu;
+    return NULL;
+}
+
+/* Values with a JSON key (a rollup has only the gauges it keeps): null
+ * when unknown. */
+static void
+json_values(const StoreRow *row, json_object *o, gboolean rollup)
+{
+    for (int i = 0; i < METRIC_MAX; i++) {
+        const char *key = metric_def(i)->json_key;
+        gint64 v = row->sample.m[i];
+
+        if (key && (!rollup || metric_def(i)->rollup))
+            json_object_object_add(o, key, v == STORE_NULL ? NULL : json_object_new_int64(v));
+    }
+}
+
+json_object *
+store_row_to_json(const StoreRow *row)
+{
+    json_object *o = json_object_new_object();
+
+    json_object_object_add(o, "ts_ms", json_object_new_int64(row->ts_ms));
+    json_object_object_add(o, "target", json_object_new_string(row->target));
+    json_object_object_add(o, "iothread", json_object_new_string(row->iothread));
+    if (row->resolution == STORE_RES_RAW) {
+        for (int r = 0; r < METRIC_RATE_MAX; r++) {
+            double v;
+
+            if (metric_rate_value(r, row->sample.m, STORE_NULL, row->len_ns, &v))
+                json_num(o, metric_rate_def(r)->json_key, v);
+        }
+        json_values(row, o, FALSE);
+        return o;
+    }
+    json_object_object_add(o, "count", json_object_new_int64(row->count));
+    for (int r = 0; r < METRIC_RATE_MAX; r++) {
+        const StoreStat *st = store_row_stat(row, r);
+
+        if (st)
+            json_object_object_add(o, metric_rate_def(r)->json_key,
+                                   json_stat(st, metric_rate_def(r)->rollup_scale));
+    }
+    json_values(row, o, TRUE);
+    return o;
+}

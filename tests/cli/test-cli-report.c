@@ -1,0 +1,406 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * polltunectl report --db: the capacity report from a real database written
+ * through store/, read as the page's text and, where Chromium is installed,
+ * as the DOM a browser builds from it.
+ *
+ * The database (cli-testdb.h) holds an iothread at QEMU's default that the
+ * "policy" turns off for 30 ticks every 300, an iothread that never polls
+ * and one whose poll-max-ns moves between polling settings: the first has
+ * off/on pairs (polling costs 8 % of a core and buys +25 % IOPS), the
+ * other two have none and must get no polling estimate.
+ */
+#include <math.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "cli-testdb.h"
+#include "store-testutil.h"
+
+static char *tmp_dir;
+static char *db_path;
+static char *short_db_path;
+static gint64 t0_ms;            /* start of the test data */
+static gint64 short_end_ms;     /* end of the short history */
+
+#define N_TICKS CLI_TESTDB_TICKS /* two hours of 1 s ticks */
+#define SHORT_TICKS 1320        /* 22 minutes */
+
+static guint
+count(const char *haystack, const char *needle)
+{
+    guint n = 0;
+
+    for (const char *p = haystack; (p = strstr(p, needle)); p++)
+        n++;
+    return n;
+}
+
+static char *
+report_run(const char *db, const char *name, const char *const *extra)
+{
+    g_autofree char *out = g_build_filename(tmp_dir, name, NULL);
+    g_autoptr(GPtrArray) argv = g_ptr_array_new();
+    CliRun r = { 0 };
+    char *html = NULL;
+
+    g_ptr_array_add(argv, (char *)"--db");
+    g_ptr_array_add(argv, (char *)db);
+    g_ptr_array_add(argv, (char *)"report");
+    for (const char *const *e = extra; e && *e; e++)
+        g_ptr_array_add(argv, (char *)*e);
+    g_ptr_array_add(argv, (char *)"-o");
+    g_ptr_array_add(argv, out);
+    g_ptr_array_add(argv, NULL);
+    cli_run(&r, (const char *const *)argv->pdata);
+    g_assert_cmpstr(r.err, ==, "");
+    g_assert_cmpint(r.status, ==, 0);
+    g_assert_true(g_file_get_contents(out, &html, NULL, NULL));
+    cli_run_clear(&r);
+    return html;
+}
+
+/* The text of the table row whose first cell is @first, tags removed. */
+static char *
+row_text(const char *html, const char *first)
+{
+    g_autofree char *cell = g_strdup_printf("><td>%s</td>", first);
+    const char *p = strstr(html, cell), *end;
+    g_autoptr(GString) out = g_string_new(NULL);
+    gboolean tag = FALSE;
+
+    g_assert_nonnull(p);
+    end = strstr(p, "</tr>");
+    g_assert_nonnull(end);
+    for (; p < end; p++) {
+        if (*p == '<')
+            tag = TRUE;
+        else if (*p == '>') {
+            tag = FALSE;
+            g_string_append_c(out, '|');
+        } else if (!tag)
+            g_string_append_c(out, *p);
+    }
+    return g_string_free(g_steal_pointer(&out), FALSE);
+}
+
+/* From @section's heading on, the first row for @first. */
+static char *
+section_row(const char *html, const char *section_id, const char *first)
+{
+    g_autofree char *id = g_strdup_printf("id=\"%s\"", section_id);
+    const char *p = strstr(html, id);
+
+    g_assert_nonnull(p);
+    return row_text(p, first);
+}
+
+/* The value after "|" number "|" in a row's text, at column @col (0: name). */
+static double
+row_number(const char *row, guint col)
+{
+    g_auto(GStrv) cells = g_strsplit(row, "|", -1);
+    guint k = 0;
+
+    for (char **c = cells; *c; c++) {
+        if (!**c)
+            continue;
+        if (k++ == col)
+            return g_ascii_strtod(*c, NULL);
+    }
+    g_assert_not_reached();
+}
+
+static void
+assert_self_contained(const char *html)
+{
+    g_assert_true(g_str_has_prefix(html, "<!DOCTYPE html>"));
+    g_assert_null(strstr(html, "http://"));
+    g_assert_null(strstr(html, "https://"));
+    g_assert_null(strstr(html, "<script"));
+    g_assert_null(strstr(html, " src="));
+    g_assert_null(strstr(html, "url("));
+    g_assert_null(strstr(html, "nan"));
+    g_assert_null(strstr(html, "NaN"));
+    g_assert_null(strstr(html, "inf "));
+}
+
+static void
+test_report_figures(void)
+{
+    g_autofree char *since = cli_test_iso(t0_ms);
+    g_autofree char *until = cli_test_iso(t0_ms + N_TICKS * 1000);
+    const char *extra[] = { "--since", since, "--until", until, NULL };
+    g_autofree char *html = report_run(db_path, "report.html", extra);
+    g_autofree char *probed = NULL, *never = NULL, *moving = NULL, *host = NULL;
+    g_autofree char *dflt = NULL, *proj = NULL;
+    double poll;
+
+    assert_self_contained(html);
+    /* The range asked is kept; two hours in 30 s buckets would be finer
+     * than the 1-minute rollups, so buckets are a minute. */
+    g_assert_nonnull(strstr(html, "buckets of 1m"));
+    g_assert_nonnull(strstr(html, "data-points=\"120\""));
+
+    /* Polling's cost: the probed iothread only, 8 % of a core when on,
+     * charged for the 90 % of the time it was on. */
+    probed = section_row(html, "polling", "db-1/iothread1");
+    g_test_message("probed: %s", probed);
+    poll = row_number(probed, 4);
+    g_assert_cmpfloat(fabs(poll - 8.0), <, 0.5);
+    g_assert_nonnull(strstr(probed, "high"));
+    g_assert_cmpfloat(fabs(row_number(probed, 1) - 90.0), <, 0.5);
+    g_assert_cmpfloat(fabs(row_number(probed, 8) - 0.072), <, 0.005);
+    /* 7200 ticks, a probe every 300: 24 probes, each with a run on each
+     * side, minus the first run (no off before it). */
+    g_assert_cmpuint((guint)row_number(probed, 2), >=, 46);
+    never = section_row(html, "polling", "web-1/iothread0");
+    g_assert_nonnull(strstr(never, "no pair"));
+    g_assert_nonnull(strstr(never, "|0.0 %|"));
+    moving = section_row(html, "polling", "db-1/iothread0");
+    g_assert_nonnull(strstr(moving, "no pair"));
+    host = section_row(html, "polling", "host");
+    g_assert_cmpfloat(fabs(row_number(host, 1) - 0.072), <, 0.005);
+    /* The words of the old report that called whole-iothread CPU polling. */
+    g_assert_null(strstr(html, "polling cores"));
+    g_assert_null(strstr(html, "Cores spent polling"));
+    g_assert_null(strstr(html, "IOPS per polling core"));
+
+    /* Against the default: the probed iothread's off ticks saved 8 % of a
+     * core for 10 % of the time. */
+    dflt = section_row(html, "vs-default", "db-1/iothread1");
+    g_test_message("vs default: %s", dflt);
+    g_assert_cmpfloat(fabs(row_number(dflt, 1) - 90.0), <, 0.5);
+    g_assert_cmpfloat(fabs(row_number(dflt, 6) - 0.008), <, 0.002);
+
+    /* Projection: every figure has its unit, the load doubles. */
+    proj = section_row(html, "projection", "db-1/iothread1");
+    g_test_message("projection: %s", proj);
+    g_assert_nonnull(strstr(proj, "ops/s"));
+    g_assert_cmpfloat(row_number(proj, 7), >, row_number(proj, 4));
+    g_assert_cmpfloat(row_number(proj, 4), >, row_number(proj, 2));
+    g_assert_nonnull(strstr(html, "saturates at 100 % of one core"));
+
+    /* Evidence as named fields with units, not key=value. */
+    g_assert_nonnull(strstr(html, "probe: IOPS rose, CPU has room, &quot;grow&quot;<dl"));
+    g_assert_nonnull(strstr(html, "<dt>IOPS</dt><dd>5200 ops/s</dd>"));
+    g_assert_nonnull(strstr(html, "<dt>latency</dt><dd>310.5 \302\265s</dd>"));
+    g_assert_nonnull(strstr(html, "<dt>starting run</dt><dd>16384/2/0, 12 ticks, score "
+                                  "0.1234</dd>"));
+    g_assert_nonnull(strstr(html, "<dt>trigger</dt><dd>iops up 30%</dd>"));
+    g_assert_nonnull(strstr(html, "<dt>budget</dt><dd>0.50 cores</dd>"));
+    g_assert_null(strstr(html, "lat_us="));
+    g_assert_cmpuint(count(html, "class=\"decision applied\""), ==, 3 * 7);
+}
+
+/* 22 minutes of history and no --since: the page spans the history, not
+ * 30 days with the data in a sliver, in buckets of a few seconds. */
+static void
+test_report_short_history(void)
+{
+    g_autofree char *html = report_run(short_db_path, "short.html", NULL);
+    const char *p = strstr(html, "data-from-ms=\"");
+    gint64 from, to;
+    g_autofree char *sizing = NULL;
+    g_autofree char *points = NULL, *full = NULL;
+
+    assert_self_contained(html);
+    g_assert_nonnull(p);
+    from = g_ascii_strtoll(p + strlen("data-from-ms=\""), NULL, 10);
+    p = strstr(html, "data-to-ms=\"");
+    to = g_ascii_strtoll(p + strlen("data-to-ms=\""), NULL, 10);
+    g_test_message("range %" G_GINT64_FORMAT " s", (to - from) / 1000);
+    g_assert_cmpint(to - from, >=, SHORT_TICKS * 1000);
+    g_assert_cmpint(to - from, <=, (SHORT_TICKS + 60) * 1000);
+    g_assert_cmpint(to, >=, short_end_ms);
+    g_assert_nonnull(strstr(html, "buckets of 10s"));
+    g_assert_nonnull(strstr(html, "raw resolution"));
+    g_assert_nonnull(strstr(html, "the page spans its first to its last sample"));
+    /* A point in every 10 s bucket (the last may start after the last
+     * tick), so p50 and p95 differ. */
+    points = g_strdup_printf("data-points=\"%" G_GINT64_FORMAT "\"", (to - from) / 10000);
+    full = g_strdup_printf("data-points=\"%" G_GINT64_FORMAT "\"", (to - from) / 10000 - 1);
+    g_assert_cmpuint(count(html, points) + count(html, full), >=, 9);
+    sizing = section_row(html, "sizing", "db-1");
+    g_assert_cmpfloat(row_number(sizing, 1), <, row_number(sizing, 2));
+}
+
+static void
+test_report_well_formed(void)
+{
+    g_autofree char *xmllint = g_find_program_in_path("xmllint");
+    g_autofree char *out = g_build_filename(tmp_dir, "report-x.html", NULL);
+    g_autofree char *since = cli_test_iso(t0_ms);
+    g_autofree char *until = cli_test_iso(t0_ms + N_TICKS * 1000);
+    const char *extra[] = { "--since", since, "--until", until, "--resolution", "raw", NULL };
+    g_autofree char *html = NULL;
+    const char *lint[] = { xmllint, "--noout", "--nonet", out, NULL };
+    g_autofree char *err = NULL;
+    int status = 0;
+
+    if (!xmllint) {
+        g_test_skip("xmllint is not installed");
+        return;
+    }
+    html = report_run(db_path, "report-x.html", extra);
+    g_assert_true(g_spawn_sync(NULL, (char **)lint, NULL, G_SPAWN_STDOUT_TO_DEV_NULL, NULL,
+                               NULL, NULL, &err, &status, NULL));
+    g_assert_cmpstr(err, ==, "");
+    g_assert_cmpint(status, ==, 0);
+}
+
+/* Every chart in the DOM has something drawn: a line, an area or a bar. */
+static void
+assert_no_empty_chart(const char *dom)
+{
+    guint charts = 0;
+
+    for (const char *p = dom; (p = strstr(p, "<svg")); p++) {
+        const char *end = strstr(p, "</svg>");
+        g_autofree char *svg = NULL;
+
+        g_assert_nonnull(end);
+        svg = g_strndup(p, end - p);
+        g_assert_true(strstr(svg, "<path class=\"series\"") || strstr(svg, "class=\"bar\""));
+        charts++;
+    }
+    g_assert_cmpuint(charts, >, 0);
+}
+
+/* Each time tick label of the charts lies inside the page's range. */
+static void
+assert_ticks_in_range(const char *dom, gint64 from_ms, gint64 to_ms)
+{
+    g_autoptr(GRegex) re = g_regex_new("text-anchor=\"middle\"[^>]*>([0-9]{2}):([0-9]{2})</text>",
+                                       0, 0, NULL);
+    g_autoptr(GMatchInfo) m = NULL;
+    guint n = 0;
+
+    g_regex_match(re, dom, 0, &m);
+    for (; g_match_info_matches(m); g_match_info_next(m, NULL)) {
+        g_autofree char *hh = g_match_info_fetch(m, 1);
+        g_autofree char *mm = g_match_info_fetch(m, 2);
+        gint64 day = from_ms / 86400000 * 86400000;
+        gint64 t = day + (g_ascii_strtoll(hh, NULL, 10) * 60 + g_ascii_strtoll(mm, NULL, 10)) * 60000;
+
+        if (t < from_ms)
+            t += 86400000;
+        g_assert_cmpint(t, >=, from_ms);
+        g_assert_cmpint(t, <, to_ms);
+        n++;
+    }
+    g_assert_cmpuint(n, >, 0);
+}
+
+static char *
+chromium_find(void)
+{
+    char *c = g_find_program_in_path("chromium");
+
+    return c ? c : g_find_program_in_path("chromium-browser");
+}
+
+/* Loads the report in headless Chromium as a reader would: the DOM has the
+ * range, the sections with their units, no NaN, no empty chart; a
+ * screenshot is taken (docs/report.png is one). */
+static void
+test_report_chromium(void)
+{
+    g_autofree char *chromium = chromium_find();
+    g_autofree char *out = g_build_filename(tmp_dir, "short.html", NULL);
+    g_autofree char *png = g_build_filename(tmp_dir, "report-c.png", NULL);
+    g_autofree char *profile = g_build_filename(tmp_dir, "chromium-profile", NULL);
+    g_autofree char *url = NULL, *shot = NULL, *user = NULL;
+    g_autofree char *dom = NULL, *err = NULL, *data = NULL, *html = NULL;
+    g_autofree char *row = NULL;
+    gsize len = 0;
+    int status = 0;
+    const char *p;
+    gint64 from, to;
+
+    if (!chromium) {
+        g_test_skip("chromium is not installed (Debian package chromium)");
+        return;
+    }
+    html = report_run(short_db_path, "short.html", NULL);
+    url = g_strconcat("file://", out, NULL);
+    shot = g_strconcat("--screenshot=", png, NULL);
+    user = g_strconcat("--user-data-dir=", profile, NULL);
+    {
+        const char *dump[] = { chromium, "--headless=new", "--no-sandbox", "--disable-gpu",
+                               user, "--enable-logging=stderr", "--v=0", "--dump-dom", url,
+                               NULL };
+        const char *snap[] = { chromium, "--headless=new", "--no-sandbox", "--disable-gpu",
+                               user, "--hide-scrollbars", "--window-size=1240,2400", shot, url,
+                               NULL };
+
+        g_assert_true(g_spawn_sync(NULL, (char **)dump, NULL, G_SPAWN_DEFAULT, NULL, NULL,
+                                   &dom, &err, &status, NULL));
+        g_assert_true(g_spawn_check_wait_status(status, NULL));
+        g_assert_true(g_spawn_sync(NULL, (char **)snap, NULL, G_SPAWN_STDOUT_TO_DEV_NULL |
+                                   G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, NULL, NULL,
+                                   &status, NULL));
+        g_assert_true(g_spawn_check_wait_status(status, NULL));
+    }
+    /* Nothing failed to load (there is nothing to load). */
+    g_assert_null(strstr(err, "net::ERR_"));
+    g_assert_null(strstr(err, "Uncaught"));
+    g_assert_true(strstr(dom, "<h1>polltune capacity report</h1>"));
+    /* The range the browser shows is the history's. */
+    p = strstr(dom, "data-from-ms=\"");
+    g_assert_nonnull(p);
+    from = g_ascii_strtoll(p + strlen("data-from-ms=\""), NULL, 10);
+    p = strstr(dom, "data-to-ms=\"");
+    g_assert_nonnull(p);
+    to = g_ascii_strtoll(p + strlen("data-to-ms=\""), NULL, 10);
+    g_assert_cmpint(to - from, <=, (SHORT_TICKS + 60) * 1000);
+    assert_ticks_in_range(dom, from, to);
+    assert_no_empty_chart(dom);
+    g_assert_null(strstr(dom, "NaN"));
+    g_assert_null(strstr(dom, ">nan"));
+    /* Labels with units, as the browser has them (entities decoded). */
+    g_assert_nonnull(strstr(dom, "polling CPU when on (% of one core)"));
+    g_assert_nonnull(strstr(dom, "IOPS off \342\206\222 on (ops/s)"));
+    g_assert_nonnull(strstr(dom, "Estimated CPU spent on polling, host total"));
+    g_assert_nonnull(strstr(dom, "cores, stacked by VM; from off/on pairs"));
+    g_assert_nonnull(strstr(dom, "<span class=\"unit\">ops/s</span>"));
+    g_assert_nonnull(strstr(dom, "<span class=\"unit\">\302\265s per operation</span>"));
+    g_assert_cmpuint(count(dom, "<figcaption>"), ==,
+                     count(dom, "<span class=\"unit\">") + 1 /* the bars' unit is inline */);
+    row = row_text(strstr(dom, "id=\"polling\""), "web-1/iothread0");
+    g_assert_nonnull(strstr(row, "no pair"));
+
+    g_assert_true(g_file_get_contents(png, &data, &len, NULL));
+    g_assert_cmpuint(len, >, 10000);
+    g_assert_true(memcmp(data, "\211PNG\r\n\032\n", 8) == 0);
+}
+
+int
+main(int argc, char **argv)
+{
+    g_autoptr(GDateTime) now = g_date_time_new_now_utc();
+    CliTestDbSpec spec;
+    int rc;
+
+    g_test_init(&argc, &argv, NULL);
+    tmp_dir = test_dir_new();
+    db_path = g_build_filename(tmp_dir, "history.db", NULL);
+    t0_ms = cli_testdb_create_standard(db_path);
+    /* A history that ended a minute ago, as a daemon's would. */
+    short_db_path = g_build_filename(tmp_dir, "short.db", NULL);
+    short_end_ms = g_date_time_to_unix(now) * 1000 - 60000;
+    spec = (CliTestDbSpec){ .start_ms = short_end_ms - SHORT_TICKS * 1000,
+                            .n_ticks = SHORT_TICKS, .tick_ms = 1000, .decision_every = 300 };
+    cli_testdb_create(short_db_path, &spec);
+
+    g_test_add_func("/cli/report/figures", test_report_figures);
+    g_test_add_func("/cli/report/short-history", test_report_short_history);
+    g_test_add_func("/cli/report/well-formed", test_report_well_formed);
+    g_test_add_func("/cli/report/chromium", test_report_chromium);
+    rc = g_test_run();
+    test_dir_remove(tmp_dir);
+    g_free(db_path);
+    g_free(short_db_path);
+    g_free(tmp_dir);
+    return rc;
+}

@@ -1,0 +1,317 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * polltunectl report --prometheus against the real thing: Debian's
+ * prometheus server on 127.0.0.1 with a private data directory scrapes
+ * three polltuned, each standing for a host (labels host="ha", "hb",
+ * "hc") and tuning its own QEMU.  Every QEMU's VM is named vm-1, so only
+ * the host label tells them apart.  The hosts run different policies (off,
+ * static 70000 ns, QEMU's default) so that each host's figures differ.
+ *
+ * The fleet report is then checked against each daemon's own history: the
+ * same report read from that host's sqlite file (polltunectl --db) over
+ * the fleet report's range.  -machine none serves no I/O, so IOPS are 0
+ * on both sides; poll-max-ns, the time polling was on and the iothread's
+ * CPU are compared.
+ */
+#include <fcntl.h>
+#include <gio/gio.h>
+#include <glib/gstdio.h>
+#include <libsoup/soup.h>
+#include <math.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pt-test-daemon.h"
+#include "pt-test-qemu.h"
+#include "qmp-json.h"
+#include "store-testutil.h"
+
+#define N_HOSTS 3
+
+static const struct {
+    const char *host, *policy;
+    gint64 max_ns;
+} hosts[N_HOSTS] = {
+    { "ha", "off", 0 },
+    { "hb", "static:70000/2/2", 70000 },
+    { "hc", "qemu-default", 32768 },
+};
+
+typedef struct {
+    char *vm_dir;
+    PtTestQemu *qemu;
+    PtTestDaemon *d;
+    guint port;
+} Host;
+
+static char *tmp_dir;
+static guint prom_port;
+
+static guint
+free_port(void)
+{
+    g_autoptr(GSocket) s = g_socket_new(G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM,
+                                        G_SOCKET_PROTOCOL_TCP, NULL);
+    g_autoptr(GInetAddress) lo = g_inet_address_new_loopback(G_SOCKET_FAMILY_IPV4);
+    g_autoptr(GSocketAddress) any = g_inet_socket_address_new(lo, 0);
+    g_autoptr(GSocketAddress) bound = NULL;
+
+    g_assert_true(g_socket_bind(s, any, FALSE, NULL));
+    bound = g_socket_get_local_address(s, NULL);
+    return g_inet_socket_address_get_port(G_INET_SOCKET_ADDRESS(bound));
+}
+
+/* GET http://127.0.0.1:PORT/api/v1/query?query=Q; the result array. */
+static json_object *
+prom_query(const char *query)
+{
+    g_autoptr(SoupSession) s = soup_session_new_with_options("timeout", 10, NULL);
+    g_autofree char *q = g_uri_escape_string(query, NULL, FALSE);
+    g_autofree char *url = g_strdup_printf("http://127.0.0.1:%u/api/v1/query?query=%s",
+                                           prom_port, q);
+    g_autoptr(SoupMessage) m = soup_message_new("GET", url);
+    g_autoptr(GBytes) body = soup_session_send_and_read(s, m, NULL, NULL);
+    json_object *root, *result;
+
+    if (!body || soup_message_get_status(m) != 200)
+        return NULL;
+    root = json_tokener_parse(g_bytes_get_data(body, NULL));
+    result = root ? pt_json_path(root, "data/result") : NULL;
+    if (result)
+        json_object_get(result);
+    json_object_put(root);
+    return result;
+}
+
+/* Each host's iothread has been scraped at least @want times in the last
+ * minute: enough for rates and a range to compare over. */
+static gboolean
+prom_has_data(gpointer want)
+{
+    g_autofree char *q = g_strdup_printf("count by (host) (count_over_time("
+                                         "polltune_iothread_cpu_seconds_total[1m]) >= %u)",
+                                         GPOINTER_TO_UINT(want));
+    json_object *r = prom_query(q);
+    gboolean ok = r && json_object_array_length(r) == N_HOSTS;
+
+    json_object_put(r);
+    return ok;
+}
+
+static void
+host_start(Host *h, guint i)
+{
+    g_autoptr(GError) err = NULL;
+    g_autofree char *qmp = NULL;
+    g_autofree char *conf = NULL;
+
+    h->vm_dir = g_build_filename(tmp_dir, hosts[i].host, NULL);
+    g_assert_cmpint(g_mkdir(h->vm_dir, 0700), ==, 0);
+    qmp = g_strdup_printf("unix:%s/vm-1.qmp,server=on,wait=off", h->vm_dir);
+    {
+        const char *args[] = { "-object", "iothread,id=iot0", "-qmp", qmp, NULL };
+
+        h->qemu = pt_test_qemu_start(args, &err);
+        g_assert_no_error(err);
+    }
+    h->port = free_port();
+    conf = g_strdup_printf("interval = 250ms\nmetrics-listen = 127.0.0.1:%u\n"
+                           "[targets]\nlibvirt = false\nqmp-globs = %s/*.qmp\n"
+                           "[policy]\ndefault = %s\nmin-dwell = 0\n", h->port, h->vm_dir,
+                           hosts[i].policy);
+    h->d = pt_test_daemon_start(conf, &err);
+    g_assert_no_error(err);
+}
+
+static GSubprocess *
+prometheus_start(const char *prometheus, Host *h)
+{
+    g_autofree char *conf_path = g_build_filename(tmp_dir, "prometheus.yml", NULL);
+    g_autofree char *tsdb = g_build_filename(tmp_dir, "tsdb", NULL);
+    g_autofree char *log = g_build_filename(tmp_dir, "prometheus.log", NULL);
+    g_autoptr(GString) conf = g_string_new("global:\n  scrape_interval: 1s\n"
+                                           "  scrape_timeout: 1s\nscrape_configs:\n"
+                                           "  - job_name: polltune\n    static_configs:\n");
+    g_autofree char *a_conf = NULL, *a_tsdb = NULL, *a_listen = NULL;
+    g_autoptr(GError) err = NULL;
+    GSubprocess *p;
+    int fd;
+
+    for (guint i = 0; i < N_HOSTS; i++)
+        g_string_append_printf(conf, "      - targets: ['127.0.0.1:%u']\n"
+                               "        labels: {host: '%s'}\n", h[i].port, hosts[i].host);
+    g_assert_true(g_file_set_contents(conf_path, conf->str, -1, NULL));
+    prom_port = free_port();
+    a_conf = g_strconcat("--config.file=", conf_path, NULL);
+    a_tsdb = g_strconcat("--storage.tsdb.path=", tsdb, NULL);
+    a_listen = g_strdup_printf("--web.listen-address=127.0.0.1:%u", prom_port);
+    fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    g_assert_cmpint(fd, >=, 0);
+    {
+        const char *argv[] = { prometheus, a_conf, a_tsdb, a_listen,
+                               "--storage.tsdb.retention.time=1d", NULL };
+        g_autoptr(GSubprocessLauncher) l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_NONE);
+
+        g_subprocess_launcher_take_stdout_fd(l, dup(fd));
+        g_subprocess_launcher_take_stderr_fd(l, fd);
+        p = g_subprocess_launcher_spawnv(l, argv, &err);
+        g_assert_no_error(err);
+    }
+    return p;
+}
+
+static json_object *
+run_report(const char *const *args)
+{
+    const char *exe = g_getenv("PT_POLLTUNECTL");
+    g_autoptr(GPtrArray) argv = g_ptr_array_new();
+    g_autofree char *out = NULL, *err = NULL;
+    int status = 0;
+    json_object *j;
+
+    g_assert_nonnull(exe);
+    g_ptr_array_add(argv, (char *)exe);
+    for (const char *const *a = args; *a; a++)
+        g_ptr_array_add(argv, (char *)*a);
+    g_ptr_array_add(argv, NULL);
+    g_assert_true(g_spawn_sync(NULL, (char **)argv->pdata, NULL, G_SPAWN_DEFAULT, NULL, NULL,
+                               &out, &err, &status, NULL));
+    g_test_message("%s report: %s", args[0], err);
+    g_assert_cmpstr(err, ==, "");
+    g_assert_true(g_spawn_check_wait_status(status, NULL));
+    j = json_tokener_parse(out);
+    g_assert_nonnull(j);
+    return j;
+}
+
+static json_object *
+series_find(json_object *report, const char *target, const char *iothread)
+{
+    json_object *a = pt_json_path(report, "series");
+
+    for (gsize i = 0; a && i < json_object_array_length(a); i++) {
+        json_object *s = json_object_array_get_idx(a, i);
+
+        if (g_str_equal(pt_json_path_str(s, "target"), target) &&
+            g_str_equal(pt_json_path_str(s, "iothread"), iothread))
+            return s;
+    }
+    return NULL;
+}
+
+static double
+num(json_object *o, const char *key)
+{
+    json_object *v = pt_json_path(o, key);
+
+    return v ? json_object_get_double(v) : NAN;
+}
+
+static void
+test_fleet(void)
+{
+    g_autofree char *prometheus = g_find_program_in_path("prometheus");
+    g_autofree char *why = NULL;
+    g_autofree char *url = NULL, *out = NULL, *html = NULL;
+    g_autoptr(json_object) fleet = NULL;
+    g_autoptr(GSubprocess) prom = NULL;
+    Host h[N_HOSTS] = { 0 };
+    gint64 from, to;
+
+    if (!prometheus) {
+        g_test_skip("prometheus is not installed (Debian package prometheus)");
+        return;
+    }
+    if (!pt_test_have_qemu(&why)) {
+        g_test_skip(why);
+        return;
+    }
+    for (guint i = 0; i < N_HOSTS; i++)
+        host_start(&h[i], i);
+    prom = prometheus_start(prometheus, h);
+    /* 20 scrapes of each host: rates over 4 s windows and a range of
+     * several steps.  Generous: three daemons, three QEMUs and the server
+     * share two loaded cores. */
+    g_assert_true(pt_test_wait(prom_has_data, GUINT_TO_POINTER(20), 180000));
+
+    url = g_strdup_printf("http://127.0.0.1:%u", prom_port);
+    out = g_build_filename(tmp_dir, "fleet.html", NULL);
+    fleet = run_report((const char *[]){ "report", "--prometheus", url, "--selector",
+                                         "job=\"polltune\"", "--scrape-interval", "1s",
+                                         "--json", "-o", out, NULL });
+    from = (gint64)num(fleet, "from_ms");
+    to = (gint64)num(fleet, "to_ms");
+    g_test_message("fleet range %.1f s", (to - from) / 1000.0);
+    g_assert_cmpint(to - from, >=, 15000);
+    g_assert_cmpuint(json_object_array_length(pt_json_path(fleet, "series")), ==, N_HOSTS);
+    g_assert_true(g_file_get_contents(out, &html, NULL, NULL));
+    /* The server's address is named in the header, never fetched from. */
+    g_assert_null(strstr(html, " src="));
+    g_assert_null(strstr(html, "href="));
+    g_assert_null(strstr(html, "url("));
+    g_assert_null(strstr(html, "NaN"));
+
+    for (guint i = 0; i < N_HOSTS; i++) {
+        g_autofree char *target = g_strdup_printf("%s/vm-1", hosts[i].host);
+        g_autofree char *hout = g_build_filename(tmp_dir, "host.html", NULL);
+        g_autofree char *a_since = NULL, *a_until = NULL;
+        g_autoptr(GDateTime) f = g_date_time_new_from_unix_utc(from / 1000);
+        g_autoptr(GDateTime) t = g_date_time_new_from_unix_utc(to / 1000);
+        g_autoptr(json_object) own = NULL;
+        json_object *fs = series_find(fleet, target, "iot0"), *os;
+
+        a_since = g_date_time_format_iso8601(f);
+        a_until = g_date_time_format_iso8601(t);
+        own = run_report((const char *[]){ "--db", h[i].d->db_path, "report", "--since",
+                                           a_since, "--until", a_until, "--resolution", "raw",
+                                           "--json", "-o", hout, NULL });
+        os = series_find(own, "vm-1", "iot0");
+        g_assert_nonnull(fs);
+        g_assert_nonnull(os);
+        /* Grouped by host, then domain. */
+        {
+            g_autofree char *heading = g_strdup_printf("<h3>%s</h3>", target);
+            g_autofree char *hrow = g_strdup_printf("<tr><td>%s</td><td>1</td><td>1</td>",
+                                                    hosts[i].host);
+
+            g_assert_nonnull(strstr(html, heading));
+            g_assert_nonnull(strstr(html, hrow));
+        }
+        g_test_message("%s: fleet cpu %.3f %% polling %.2f max %g; own cpu %.3f %% polling "
+                       "%.2f max %g", target, num(fs, "cpu_pct_mean"),
+                       num(fs, "polling_share"), num(fs, "poll_max_ns_last"),
+                       num(os, "cpu_pct_mean"), num(os, "polling_share"),
+                       num(os, "poll_max_ns_last"));
+        /* The setting each host's policy wrote, seen the same both ways. */
+        g_assert_cmpfloat(num(fs, "poll_max_ns_last"), ==, hosts[i].max_ns);
+        g_assert_cmpfloat(num(os, "poll_max_ns_last"), ==, hosts[i].max_ns);
+        g_assert_cmpfloat(fabs(num(fs, "polling_share") - num(os, "polling_share")), <, 0.15);
+        /* An idle iothread: a fraction of a percent of a core either way;
+         * Prometheus's rates smooth over windows the sqlite ticks do not. */
+        g_assert_cmpfloat(fabs(num(fs, "cpu_pct_mean") - num(os, "cpu_pct_mean")), <, 1.0);
+        /* No I/O without a guest: none invented. */
+        g_assert_false(num(fs, "iops_mean") > 0);
+    }
+
+    g_subprocess_send_signal(prom, SIGTERM);
+    g_assert_true(g_subprocess_wait(prom, NULL, NULL));
+    for (guint i = 0; i < N_HOSTS; i++) {
+        pt_test_daemon_free(h[i].d);
+        pt_test_qemu_free(h[i].qemu);
+        g_free(h[i].vm_dir);
+    }
+}
+
+int
+main(int argc, char **argv)
+{
+    int rc;
+
+    g_test_init(&argc, &argv, NULL);
+    tmp_dir = test_dir_new();
+    g_test_add_func("/contrib/fleet-report", test_fleet);
+    rc = g_test_run();
+    test_dir_remove(tmp_dir);
+    g_free(tmp_dir);
+    return rc;
+}
