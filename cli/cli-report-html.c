@@ -557,7 +557,10 @@ decision_label(const ReportDecision *d)
     g_autofree char *old = max_ns_text(d->old_max_ns);
     g_autofree char *new = max_ns_text(d->new_max_ns);
     g_autofree char *text = NULL;
-    g_autoptr(GPtrArray) fields = cli_evidence_parse(d->reason, &text);
+
+    /* Only the reason's prose goes in the chart's label; the evidence
+     * fields are listed under the decisions table (evidence_list). */
+    g_ptr_array_unref(cli_evidence_parse(d->reason, &text));
 
     return g_strdup_printf("%s %s poll-max-ns %s -> %s ns (%s): %s", when,
                            d->applied ? "applied" : "recommended", old, new,

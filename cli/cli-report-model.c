@@ -120,7 +120,7 @@ typedef gboolean (*PairOrient)(const ReportPair *p, const ReportSegment **a,
 static void
 compare_pairs(GArray *pairs, PairOrient orient, gpointer data, ReportCompare *c)
 {
-    double w_sum = 0, d_sum = 0, d_sq = 0, ia = 0, ib = 0, la = 0, lb = 0, lw = 0, var = 0;
+    double w_sum = 0, d_sum = 0, ia = 0, ib = 0, la = 0, lb = 0, lw = 0, var = 0;
     guint nd = 0;
 
     *c = (ReportCompare){ .d_cpu_pct = NAN, .d_cpu_se = NAN, .iops_a = NAN, .iops_b = NAN,
@@ -140,7 +140,6 @@ compare_pairs(GArray *pairs, PairOrient orient, gpointer data, ReportCompare *c)
         c->newest_ms = MAX(c->newest_ms, p->ts_ms);
         w_sum += w;
         d_sum += w * d;
-        d_sq += d * d;
         nd++;
         if (!isnan(a->cpu_var) && !isnan(b->cpu_var))
             var = a->cpu_var / a->n + b->cpu_var / b->n;
