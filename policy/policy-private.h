@@ -57,11 +57,6 @@ typedef struct {
     gboolean trial;             /* a probe has been written, measuring it */
     gboolean want;              /* exploration done, best must be written */
 
-    /* an external write, held as an implicit override until external_until_ms */
-    gint64 external_ms;         /* G_MININT64: none seen */
-    gint64 external_until_ms;
-    PolicyTriple external;
-
     /* per-tick noise of the score: within-segment squares of past explorations */
     double noise_ss, noise_df;
 
