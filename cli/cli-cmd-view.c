@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cli-cmd-view: the read-only daemon commands: status, list, show,
- * metrics, version.
+ * explain, metrics, version.
  */
 #include <math.h>
 #include <stdio.h>
@@ -498,5 +498,197 @@ cli_cmd_version(CliContext *ctx, char **args, guint n, GError **error)
     else
         printf("polltuned %s (control protocol %s)\n", str(r, "version"),
                json_object_to_json_string(member(r, "protocol")));
+    return TRUE;
+}
+
+/* ---- explain ----------------------------------------------------------- */
+
+/* A rendered table, each line indented under its heading. */
+static void
+print_indented(const char *text, const char *pad)
+{
+    g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+
+    for (guint i = 0; lines[i]; i++)
+        if (*lines[i])
+            printf("%s%s\n", pad, lines[i]);
+}
+
+static char *
+triple_text(json_object *t)
+{
+    g_autofree char *max = int_text(t, "poll-max-ns");
+    g_autofree char *grow = int_text(t, "poll-grow");
+    g_autofree char *shrink = int_text(t, "poll-shrink");
+
+    return t ? g_strdup_printf("%s/%s/%s", max, grow, shrink) : g_strdup("-");
+}
+
+/* "64.0%", "3.5 s", "0.40 cores"; "-" when not measured. */
+static char *
+guard_figure(json_object *g, const char *key)
+{
+    const char *unit = str(g, "unit");
+    double v = number(g, key);
+
+    if (isnan(v))
+        return g_strdup("-");
+    if (g_str_equal(unit, "%"))
+        return g_strdup_printf("%.1f%%", v);
+    if (g_str_equal(unit, "cores"))
+        return g_strdup_printf("%.2f cores", v);
+    return g_strdup_printf("%.1f %s", v, unit);
+}
+
+static void
+print_explain_metrics(CliContext *ctx, json_object *x)
+{
+    json_object *m = member(x, "metrics");
+    g_autofree char *iops = NULL, *lat = NULL, *qd = NULL, *cpu = NULL, *bpo = NULL;
+    g_autofree char *rd = NULL, *age = NULL;
+
+    if (!m) {
+        printf("  last tick     no measurements yet\n");
+        return;
+    }
+    iops = num_text(m, "iops", -1);
+    lat = num_text(m, "lat_us", 1);
+    qd = num_text(m, "queue_depth", 2);
+    cpu = num_text(m, "cpu_pct", 1);
+    bpo = num_text(m, "blocks_per_op", 2);
+    rd = num_text(m, "run_delay_pct", 1);
+    age = cli_format_duration_ms((gint64)(number(x, "metrics_age_s") * 1000));
+    printf("  last tick     %s ago: %s IOPS, latency %s us, queue depth %s, CPU %s%%, "
+           "blocks/op %s, run delay %s%%\n", age, iops, lat, qd, cpu, bpo, rd);
+}
+
+static void
+print_explain_candidates(json_object *x)
+{
+    json_object *cands = member(x, "candidates");
+    g_autoptr(CliTable) t = NULL;
+    g_autofree char *table = NULL;
+    json_object *b = member(x, "benefit");
+
+    if (!array_len(cands)) {
+        printf("  candidates    none measured\n");
+    } else {
+        t = cli_table_new("TRIPLE", "ROLE", ">TICKS", ">SCORE", ">IOPS", ">CPU%", ">AGE", NULL);
+        for (gsize i = 0; i < array_len(cands); i++) {
+            json_object *c = json_object_array_get_idx(cands, i);
+            g_autofree char *tr = triple_text(member(c, "triple"));
+            g_autofree char *ticks = int_text(c, "ticks");
+            g_autofree char *score = num_text(c, "score", 4);
+            g_autofree char *iops = num_text(c, "iops", -1);
+            g_autofree char *cpu = num_text(c, "cpu_pct", 1);
+            g_autofree char *age = isnan(number(c, "age_s")) ? g_strdup("-") :
+                cli_format_duration_ms((gint64)(number(c, "age_s") * 1000));
+            gboolean chosen = json_object_get_boolean(member(c, "chosen"));
+
+            cli_table_row(t);
+            cli_table_cellf(t, "%s%s", tr, chosen ? " *" : "");
+            cli_table_cell(t, str(c, "role"));
+            cli_table_cell(t, ticks);
+            cli_table_cell(t, score);
+            cli_table_cell(t, iops);
+            cli_table_cell(t, cpu);
+            cli_table_cell(t, age);
+        }
+        table = cli_table_render(t);
+        printf("  candidates    (* chosen; score in natural-log units, 0.01 is about 1%%)\n");
+        print_indented(table, "    ");
+    }
+    if (b) {
+        g_autofree char *gain = num_text(b, "gain", 3);
+        g_autofree char *cores = num_text(b, "poll_cores", 2);
+
+        printf("  polling buys  %s in score for %s cores\n", gain, cores);
+    }
+}
+
+static void
+print_explain_guards(json_object *x)
+{
+    json_object *guards = member(x, "guards");
+    g_autoptr(CliTable) t = cli_table_new("GUARD", "HOLDS", ">VALUE", ">LIMIT", "DETAIL", NULL);
+    g_autofree char *table = NULL;
+
+    for (gsize i = 0; i < array_len(guards); i++) {
+        json_object *g = json_object_array_get_idx(guards, i);
+        g_autofree char *value = guard_figure(g, "value");
+        g_autofree char *limit = guard_figure(g, "limit");
+
+        cli_table_row(t);
+        cli_table_cell(t, str(g, "guard"));
+        cli_table_cell(t, json_object_get_boolean(member(g, "holds")) ? "HOLDS" : "no");
+        cli_table_cell(t, value);
+        cli_table_cell(t, limit);
+        cli_table_cell(t, str(g, "detail"));
+    }
+    table = cli_table_render(t);
+    printf("  guards\n");
+    print_indented(table, "    ");
+}
+
+static void
+print_explain(CliContext *ctx, json_object *x)
+{
+    json_object *src = member(x, "policy_source");
+    g_autofree char *triple = triple_text(member(x, "triple"));
+    g_autofree char *written = age_text(ctx, x, "last_write_ms");
+    json_object *holding = member(x, "holding");
+    gint64 next;
+
+    printf("%s/%s \302\267 policy %s (%s: %s) \302\267 mode %s\n", str(x, "target"),
+           str(x, "iothread"), str(x, "policy"), str(src, "kind"), str(src, "detail"),
+           str(x, "mode"));
+    printf("  now           %s \302\267 %s \302\267 last write %s\n", triple, str(x, "phase"),
+           g_str_equal(written, "-") ? "never" : written);
+    print_explain_metrics(ctx, x);
+    print_explain_candidates(x);
+    if (array_len(holding)) {
+        GString *h = g_string_new(NULL);
+
+        for (gsize i = 0; i < array_len(holding); i++)
+            g_string_append_printf(h, "%s%s", i ? ", " : "",
+                                   json_object_get_string(json_object_array_get_idx(holding, i)));
+        printf("  held back by  %s\n", h->str);
+        g_string_free(h, TRUE);
+    } else {
+        printf("  held back by  nothing\n");
+    }
+    print_explain_guards(x);
+    if (qmp_json_get_int(x, "next_look_ms", &next)) {
+        g_autofree char *in = cli_format_duration_left_ms(MAX(next - ctx->now_ms, 0));
+
+        printf("  next look     in %s: %s\n", in, str(x, "next_look"));
+    } else {
+        printf("  next look     %s\n", str(x, "next_look"));
+    }
+}
+
+gboolean
+cli_cmd_explain(CliContext *ctx, char **args, guint n, GError **error)
+{
+    g_autoptr(json_object) req = json_object_new_object();
+    g_autoptr(json_object) r = NULL;
+    json_object *its;
+
+    if (!cli_target_add(req, args[0], error))
+        return FALSE;
+    if (!(r = cli_context_call(ctx, "explain", req, error)))
+        return FALSE;
+    if (ctx->json) {
+        cli_print_json(r);
+        return TRUE;
+    }
+    its = member(r, "iothreads");
+    if (!array_len(its))
+        printf("%s (%s): no iothreads\n", str(r, "target"), str(r, "state"));
+    for (gsize i = 0; i < array_len(its); i++) {
+        if (i)
+            printf("\n");
+        print_explain(ctx, json_object_array_get_idx(its, i));
+    }
     return TRUE;
 }

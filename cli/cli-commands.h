@@ -101,6 +101,7 @@ void cli_progress_end(gboolean shown);
 gboolean cli_cmd_status(CliContext *ctx, char **args, guint n, GError **error);
 gboolean cli_cmd_list(CliContext *ctx, char **args, guint n, GError **error);
 gboolean cli_cmd_show(CliContext *ctx, char **args, guint n, GError **error);
+gboolean cli_cmd_explain(CliContext *ctx, char **args, guint n, GError **error);
 gboolean cli_cmd_metrics(CliContext *ctx, char **args, guint n, GError **error);
 gboolean cli_cmd_version(CliContext *ctx, char **args, guint n, GError **error);
 

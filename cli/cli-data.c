@@ -67,6 +67,9 @@ cli_point_from_row(const StoreRow *r, CliPoint *p)
 {
     *p = (CliPoint){ .ts_ms = r->ts_ms, .target = r->target, .iothread = r->iothread,
                      .iops = NAN, .lat_us = NAN, .cpu_pct = NAN, .poll_max_ns = -1 };
+    /* Raw: as read; rollups: the value in force for most of the bucket. */
+    if (have(r->sample.poll_max_ns))
+        p->poll_max_ns = r->sample.poll_max_ns;
     if (r->resolution == STORE_RES_RAW) {
         /* One derivation for every path: the metric table's. */
         if (!metric_rate_value(METRIC_RATE_IOPS, r->sample.m, STORE_NULL, r->len_ns, &p->iops))
@@ -77,8 +80,6 @@ cli_point_from_row(const StoreRow *r, CliPoint *p)
         if (!metric_rate_value(METRIC_RATE_CPU_PCT, r->sample.m, STORE_NULL, r->len_ns,
                                &p->cpu_pct))
             p->cpu_pct = NAN;
-        if (have(r->sample.poll_max_ns))
-            p->poll_max_ns = r->sample.poll_max_ns;
         return;
     }
     p->iops = stat_mean(r, METRIC_RATE_IOPS);

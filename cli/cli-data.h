@@ -33,7 +33,7 @@ typedef struct {
     double iops;                /* NAN when unknown */
     double lat_us;
     double cpu_pct;             /* percent of one core */
-    gint64 poll_max_ns;         /* -1 when unknown (rollups) */
+    gint64 poll_max_ns;         /* -1 when unknown; rollups: in force for most of the bucket */
 } CliPoint;
 
 /* One decision, from a store cursor or an export line. */

@@ -73,7 +73,7 @@ pt_arg_int(json_object *args, const char *key, gint64 *out, gboolean *present,
 
 /* ---- reply objects ----------------------------------------------------- */
 
-static json_object *
+json_object *
 pt_json_triple(const PolicyTriple *t)
 {
     json_object *o = json_object_new_object();
@@ -96,8 +96,6 @@ pt_json_num(json_object *o, const char *key, double v)
     g_ascii_formatd(buf, sizeof(buf), "%.3f", v);
     json_object_object_add(o, key, json_object_new_double_s(v, buf));
 }
-
-json_object *pt_json_metrics(const PolicyMetrics *m);
 
 json_object *
 pt_json_metrics(const PolicyMetrics *m)
@@ -213,6 +211,7 @@ pt_json_iothread(PtDaemon *d, PtTarget *t, PtIothread *io, guint history)
                                                           io->history->len - 1)) : NULL);
     json_object_object_add(o, "last_decision", io->last_decision ?
                            pt_json_decision(io) : NULL);
+    json_object_object_add(o, "explain", pt_json_explain(d, t, io));
     if (history) {
         json_object *h = json_object_new_array();
         guint from = io->history->len > history ? io->history->len - history : 0;
@@ -386,7 +385,7 @@ pt_not_found(GError **error, const char *target)
     return FALSE;
 }
 
-static PtTarget *
+PtTarget *
 pt_find(PtConn *conn, json_object *args, const char **iothread, GError **error)
 {
     const char *name;
@@ -802,6 +801,7 @@ static const PtCmd pt_cmds[] = {
     { "status", FALSE, pt_cmd_status },
     { "list", FALSE, pt_cmd_list },
     { "show", FALSE, pt_cmd_show },
+    { "explain", FALSE, pt_cmd_explain },
     { "history", FALSE, pt_cmd_history },
     { "policy-get", FALSE, pt_cmd_policy_get },
     { "export", FALSE, pt_cmd_export },

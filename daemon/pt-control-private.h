@@ -71,11 +71,19 @@ gboolean pt_conn_may(PtConn *conn, gboolean mutating);
 void pt_conn_resume(PtConn *conn);
 
 /* pt-control-cmds.c */
+json_object *pt_json_triple(const PolicyTriple *t);
+json_object *pt_json_metrics(const PolicyMetrics *m);
+/* The target named by "target", and "iothread" when given; NotFound else. */
+PtTarget *pt_find(PtConn *conn, json_object *args, const char **iothread, GError **error);
 void pt_json_num(json_object *o, const char *key, double v);
 gboolean pt_arg_str(json_object *args, const char *key, gboolean required,
                     const char **out, GError **error);
 /* since/until/target/iothread/resolution of history and export. */
 gboolean pt_filter_from_args(json_object *args, StoreFilter *f, GError **error);
 void pt_control_dispatch(PtConn *conn, QmpMessage *m);
+/* pt-control-explain.c */
+json_object *pt_json_explain(PtDaemon *d, PtTarget *t, PtIothread *io);
+gboolean pt_cmd_explain(PtConn *conn, json_object *args, json_object **ret, GError **error);
+
 /* pt-control-export.c */
 void pt_control_export_start(PtConn *conn);

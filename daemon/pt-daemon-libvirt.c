@@ -295,6 +295,7 @@ pt_lv_listed(GObject *obj, GAsyncResult *res, gpointer data)
             pt_warn(dom->name, NULL, "libvirt domain has the name of a QMP target; skipped");
             continue;
         }
+        pt_daemon_metadata_update(d, dom->name, dom->policy_xml, dom->policy_xml_error);
         if (!t) {
             PtLibvirtTarget *lt = (PtLibvirtTarget *)pt_target_alloc(sizeof(PtLibvirtTarget),
                                                                     &pt_lv_ops, dom->name,
@@ -371,6 +372,13 @@ pt_lv_started(PtLibvirt *lv, const char *name, const char *uuid, gpointer data)
     pt_lv_relist(dl);
 }
 
+/* The listing reads every domain's metadata again. */
+static void
+pt_lv_metadata_changed(PtLibvirt *lv, const char *name, const char *uuid, gpointer data)
+{
+    pt_lv_relist(data);
+}
+
 static void
 pt_lv_stopped(PtLibvirt *lv, const char *name, const char *uuid, const char *reason,
               gpointer data)
@@ -393,6 +401,7 @@ pt_daemon_libvirt_start(PtDaemon *d)
         .disconnected = pt_lv_disconnected,
         .domain_started = pt_lv_started,
         .domain_stopped = pt_lv_stopped,
+        .domain_metadata_changed = pt_lv_metadata_changed,
     };
     PtDaemonLibvirt *dl;
 

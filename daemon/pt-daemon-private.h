@@ -119,6 +119,12 @@ void pt_daemon_overrides_expire(PtDaemon *d, gint64 now_ms);
 /* pt-daemon-step.c */
 /* Decide for the iothreads of @targets, which were sampled this tick. */
 void pt_daemon_run_policy(PtDaemon *d, GPtrArray *targets);
+/* @io as the engine sees it: a group's first iothread names the group, with
+ * @io's own history (the tick puts the group's history in). */
+PolicyIothreadInput pt_daemon_policy_input(PtTarget *t, PtIothread *io);
+/* The ids of @io's group, NULL-terminated, for PolicyIothreadInput.members
+ * (NULL when @io is in no group); @keep holds them until it is freed. */
+const char *const *pt_group_member_ids(PtTarget *t, PtIothread *io, GPtrArray *keep);
 
 /* pt-daemon-mode.c */
 /* Tell the policy configuration in force the mode d->mode. */
@@ -133,5 +139,15 @@ gboolean pt_daemon_load_rules(PtDaemon *d, GError **error);
  * cannot take, and leaves @policy unchanged. */
 gboolean pt_daemon_install_rules(const PolicyConfig *from, PolicyConfig *policy,
                                  GError **error);
+
+/* pt-daemon-metadata.c */
+/* Domain @domain's polltune metadata element as libvirt returned it (NULL:
+ * none), or @read_error when it could not be read: installs, replaces or
+ * removes its rule; bad metadata is logged and changes nothing. */
+void pt_daemon_metadata_update(PtDaemon *d, const char *domain, const char *xml,
+                               const char *read_error);
+/* Puts the running configuration's metadata rules into @policy (a reload);
+ * one the new bounds refuse is dropped with a warning. */
+void pt_daemon_metadata_install_all(PtDaemon *d, PolicyConfig *policy);
 
 /* pt-daemon-libvirt.c */

@@ -25,6 +25,23 @@ pt_group_members(PtTarget *t, PtIothread *io)
     return members;
 }
 
+const char *const *
+pt_group_member_ids(PtTarget *t, PtIothread *io, GPtrArray *keep)
+{
+    g_autoptr(GPtrArray) members = NULL;
+    GPtrArray *ids;
+
+    if (!io->group)
+        return NULL;
+    members = pt_group_members(t, io);
+    ids = g_ptr_array_sized_new(members->len + 1);
+    for (guint k = 0; k < members->len; k++)
+        g_ptr_array_add(ids, ((PtIothread *)members->pdata[k])->id);
+    g_ptr_array_add(ids, NULL);
+    g_ptr_array_add(keep, ids);
+    return (const char *const *)ids->pdata;
+}
+
 /*
  * Whether an operator's override pins @io: one on any member of its group
  * pins the whole group, which the engine decides as one.
@@ -95,6 +112,21 @@ pt_group_history(GPtrArray *members)
 }
 
 /* Apply or record @dec on one iothread; @dec->iothread names it. */
+PolicyIothreadInput
+pt_daemon_policy_input(PtTarget *t, PtIothread *io)
+{
+    return (PolicyIothreadInput){
+        .target = t->name,
+        .iothread = pt_iothread_policy_key(io),
+        .current = io->triple,
+        .history = (const PolicyMetrics *)io->history->data,
+        .n_history = io->history->len,
+        .n_iothreads = 1,
+        .qemu_version = t->qemu_version,
+        .poll_model = policy_poll_model_for_version(t->qemu_version),
+    };
+}
+
 static void
 pt_daemon_handle_one(PtDaemon *d, PtTarget *t, PolicyDecision *dec, const char *policy)
 {
@@ -195,16 +227,7 @@ pt_daemon_run_policy(PtDaemon *d, GPtrArray *targets)
             const char *key = pt_iothread_policy_key(io);
             /* A group follows the rule that matches its first iothread. */
             const PolicySpec *spec = policy_config_lookup(d->conf->policy, t->name, key);
-            PolicyIothreadInput in = {
-                .target = t->name,
-                .iothread = io->id,
-                .current = io->triple,
-                .history = (const PolicyMetrics *)io->history->data,
-                .n_history = io->history->len,
-                .n_iothreads = 1,
-                .qemu_version = t->qemu_version,
-                .poll_model = policy_poll_model_for_version(t->qemu_version),
-            };
+            PolicyIothreadInput in = pt_daemon_policy_input(t, io);
 
             /* Never write an iothread whose originals are not known yet: a
              * QEMU just restarted on the same socket still shows its
@@ -238,14 +261,7 @@ pt_daemon_run_policy(PtDaemon *d, GPtrArray *targets)
                 in.history = (const PolicyMetrics *)h->data;
                 in.n_history = h->len;
                 in.n_iothreads = members->len;
-                {
-                    GPtrArray *ids = g_ptr_array_sized_new(members->len);
-
-                    for (guint k = 0; k < members->len; k++)
-                        g_ptr_array_add(ids, ((PtIothread *)members->pdata[k])->id);
-                    g_ptr_array_add(group_ids, ids);
-                    in.members = (const char *const *)ids->pdata;
-                }
+                in.members = pt_group_member_ids(t, io, group_ids);
             }
             g_array_append_val(inputs, in);
             g_ptr_array_add(owners, t);

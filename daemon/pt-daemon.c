@@ -259,6 +259,7 @@ pt_daemon_reload(PtDaemon *d, PtConf *conf, GError **error)
     engine = policy_engine_new(conf->policy, error);
     if (!engine)
         return FALSE;
+    pt_daemon_metadata_install_all(d, conf->policy);
     /* A new engine starts learning afresh; the operator's overrides
      * stay in force. */
     pt_daemon_overrides_carry(d, engine, g_get_real_time() / 1000);

@@ -24,6 +24,7 @@
 
 #include "pt-conf.h"
 #include "pt-target.h"
+#include "policy-explain.h"
 #include "store.h"
 
 typedef struct PtDaemon PtDaemon;
@@ -104,6 +105,13 @@ const PolicyOverrideInfo *pt_daemon_override_for(PtDaemon *d, const char *target
  * override (docs/POLICY.md): FALSE when none.  Out-parameters may be NULL. */
 gboolean pt_daemon_external_hold_for(PtDaemon *d, const char *target, const char *iothread,
                                      PolicyTriple *triple, gint64 *since_ms, gint64 *until_ms);
+/* The policy's current view of @io (pt-daemon-explain.c). */
+PolicyExplain *pt_daemon_explain(PtDaemon *d, PtTarget *t, PtIothread *io);
+/* Where the policy in force for @target/@iothread comes from: "default",
+ * "config", "policy-set" or "libvirt-metadata"; *@detail (to free) says
+ * which rule. */
+const char *pt_daemon_policy_source(PtDaemon *d, const char *target, const char *iothread,
+                                    char **detail);
 /* Estimated polling CPU across all iothreads, in cores, last tick. */
 /* Whether libvirt is in use (*enabled) and connected now. */
 gboolean pt_daemon_libvirt_connected(PtDaemon *d, gboolean *enabled);

@@ -203,6 +203,40 @@ pt_render_io_shared_by(GString *out, GPtrArray *ios, GPtrArray *owners)
     }
 }
 
+/* What holds the policy back on each iothread, and when it looks again
+ * (`polltunectl explain` in full). */
+static void
+pt_render_explain(GString *out, PtDaemon *d, GPtrArray *ios, GPtrArray *owners, gint64 now_ms)
+{
+    g_autoptr(GPtrArray) views = g_ptr_array_new_with_free_func(
+        (GDestroyNotify)policy_explain_free);
+
+    for (guint i = 0; i < ios->len; i++)
+        g_ptr_array_add(views, pt_daemon_explain(d, owners->pdata[i], ios->pdata[i]));
+    pt_family(out, &(PtFamily){ "polltune_guard_holds", "gauge", NULL,
+                                "1 while the guard holds the policy back on this iothread." });
+    for (guint i = 0; i < ios->len; i++) {
+        const PolicyExplain *x = views->pdata[i];
+
+        for (int g = 0; g < POLICY_GUARD_MAX; g++) {
+            pt_labels(out, "polltune_guard_holds", owners->pdata[i], ios->pdata[i]);
+            g_string_append_printf(out, ",guard=\"%s\"} %d\n", policy_guard_to_string(g),
+                                   x->guards[g].holds);
+        }
+    }
+    pt_family(out, &(PtFamily){ "polltune_next_look_seconds", "gauge", "seconds",
+                                "Time until the policy may next change this iothread.  "
+                                "Absent: not before an operator acts or the load moves." });
+    for (guint i = 0; i < ios->len; i++) {
+        const PolicyExplain *x = views->pdata[i];
+
+        if (x->next_look_ms == G_MININT64)
+            continue;
+        pt_labels(out, "polltune_next_look_seconds", owners->pdata[i], ios->pdata[i]);
+        g_string_append_printf(out, "} %.3f\n", MAX(x->next_look_ms - now_ms, 0) / 1000.0);
+    }
+}
+
 /* States: the build, the mode, the budget, libvirt, overrides. */
 static void
 pt_render_states(GString *out, PtDaemon *d, GPtrArray *ios, GPtrArray *owners,
@@ -259,6 +293,7 @@ pt_render_states(GString *out, PtDaemon *d, GPtrArray *ios, GPtrArray *owners,
         pt_labels(out, "polltune_external_hold_remaining_seconds", t, io);
         g_string_append_printf(out, "} %.3f\n", MAX(until - now_ms, 0) / 1000.0);
     }
+    pt_render_explain(out, d, ios, owners, now_ms);
     pt_family(out, &(PtFamily){ "polltune_vm_exits", "counter", NULL,
                                 "KVM exits of the whole VM since the daemon first saw it." });
     for (guint i = 0; i < targets->len; i++) {

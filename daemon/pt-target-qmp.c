@@ -313,6 +313,7 @@ pt_qmp_sample_fill(PtQmpSample *s)
         PolicyTriple tr = { qi->poll_max_ns, qi->poll_grow, qi->poll_shrink };
 
         probe_iothread_snap_set_triple(io, &tr);
+        probe_iothread_snap_set_gauge(io, METRIC_AIO_MAX_BATCH, qi->aio_max_batch);
         probe_iothread_snap_set_block_read(io);
         io->tid = (int)qi->thread_id;
     }

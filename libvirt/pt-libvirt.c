@@ -7,6 +7,7 @@
 #include <libvirt/virterror.h>
 
 #include "pt-libvirt-event.h"
+#include "pt-libvirt-metadata.h"
 #include "pt-libvirt-parse.h"
 
 #define BACKOFF_MIN_MS 500
@@ -36,6 +37,7 @@ struct _PtLibvirt {
     /* Only the worker thread touches these. */
     virConnectPtr conn;
     int lifecycle_id;
+    int metadata_id;
     gboolean has_vm_stats;
 };
 
@@ -46,6 +48,7 @@ typedef enum {
     NOTICE_DISCONNECTED,
     NOTICE_STARTED,
     NOTICE_STOPPED,
+    NOTICE_METADATA,
 } NoticeKind;
 
 typedef struct {
@@ -100,6 +103,10 @@ notice_dispatch(gpointer data)
     case NOTICE_STOPPED:
         if (cb->domain_stopped)
             cb->domain_stopped(lv, n->name, n->uuid, n->reason, lv->user_data);
+        break;
+    case NOTICE_METADATA:
+        if (cb->domain_metadata_changed)
+            cb->domain_metadata_changed(lv, n->name, n->uuid, lv->user_data);
         break;
     }
     return G_SOURCE_REMOVE;
@@ -327,6 +334,26 @@ on_lifecycle(virConnectPtr conn, virDomainPtr dom, int event, int detail,
     return 0;
 }
 
+/* Runs on the event thread: polltune's own metadata element changed. */
+static int
+on_metadata_change(virConnectPtr conn, virDomainPtr dom, int type, const char *nsuri,
+                   void *opaque)
+{
+    char uuid[VIR_UUID_STRING_BUFLEN] = "";
+    Notice *n;
+
+    if (type != VIR_DOMAIN_METADATA_ELEMENT || g_strcmp0(nsuri, PT_LIBVIRT_POLICY_NS) != 0)
+        return 0;
+    n = g_new0(Notice, 1);
+    n->kind = NOTICE_METADATA;
+    n->name = g_strdup(virDomainGetName(dom));
+    if (virDomainGetUUIDString(dom, uuid) < 0)
+        virResetLastError();
+    n->uuid = g_strdup(uuid);
+    notice_post(opaque, n);
+    return 0;
+}
+
 /* Runs on the event thread; the worker does the work. */
 static void
 on_close(virConnectPtr conn, int reason, void *opaque)
@@ -359,6 +386,9 @@ worker_disconnect(PtLibvirt *lv)
     if (lv->lifecycle_id >= 0)
         virConnectDomainEventDeregisterAny(lv->conn, lv->lifecycle_id);
     lv->lifecycle_id = -1;
+    if (lv->metadata_id >= 0)
+        virConnectDomainEventDeregisterAny(lv->conn, lv->metadata_id);
+    lv->metadata_id = -1;
     virConnectUnregisterCloseCallback(lv->conn, on_close);
     virConnectClose(g_steal_pointer(&lv->conn));
     virResetLastError();    /* a dead connection fails the deregistrations */
@@ -393,11 +423,35 @@ worker_connect(PtLibvirt *lv, GError **error)
         worker_disconnect(lv);
         return FALSE;
     }
+    /* Metadata events exist since libvirt 3.0; without them the metadata
+     * is still read at every listing. */
+    lv->metadata_id = virConnectDomainEventRegisterAny(lv->conn, NULL,
+                          VIR_DOMAIN_EVENT_ID_METADATA_CHANGE,
+                          VIR_DOMAIN_EVENT_CALLBACK(on_metadata_change), lv, NULL);
+    if (lv->metadata_id < 0)
+        virResetLastError();
     /* The vm stats group (query-stats passed through) exists since 8.9. */
     lv->has_vm_stats = virConnectGetLibVersion(lv->conn, &version) == 0 &&
                        version >= 8009000;
     virResetLastError();
     return TRUE;
+}
+
+/* polltune's metadata element of the running domain, if it has one. */
+static void
+worker_policy_metadata(virDomainPtr dom, PtLibvirtDomain *d)
+{
+    char *xml = virDomainGetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, PT_LIBVIRT_POLICY_NS,
+                                     VIR_DOMAIN_AFFECT_LIVE);
+
+    if (xml) {
+        d->policy_xml = g_strdup(xml);
+        free(xml);
+        return;
+    }
+    if (virGetLastErrorCode() != VIR_ERR_NO_DOMAIN_METADATA)
+        d->policy_xml_error = g_strdup(virGetLastErrorMessage());
+    virResetLastError();
 }
 
 static GPtrArray *
@@ -442,6 +496,7 @@ worker_list(PtLibvirt *lv, GError **error)
             g_clear_pointer(&out, g_ptr_array_unref);
             break;
         }
+        worker_policy_metadata(doms[i], d);
         d->pid = pt_libvirt_pid_read(lv->pid_dir, name);
         d->qemu_version = (guint32)MIN(hv_version, G_MAXUINT32);
         g_ptr_array_add(out, g_steal_pointer(&d));
@@ -642,6 +697,7 @@ pt_libvirt_new(const char *uri, GMainContext *ctx,
     lv->user_data = user_data;
     lv->jobs = g_async_queue_new();
     lv->lifecycle_id = -1;
+    lv->metadata_id = -1;
     g_mutex_init(&lv->lock);
     return lv;
 }

@@ -80,6 +80,9 @@ typedef struct {
                            gpointer user_data);
     void (*domain_stopped)(PtLibvirt *lv, const char *name, const char *uuid,
                            const char *reason, gpointer user_data);
+    /* polltune's metadata element (pt-libvirt-metadata.h) was set or removed. */
+    void (*domain_metadata_changed)(PtLibvirt *lv, const char *name, const char *uuid,
+                                    gpointer user_data);
 } PtLibvirtCallbacks;
 
 /* One disk of a domain: target device and the iothread serving it (0: none). */
@@ -99,6 +102,10 @@ typedef struct {
     GArray *disks;          /* PtLibvirtDisk */
     char *virt_type;        /* <domain type=...>: "kvm", "qemu" (TCG), ... */
     guint32 qemu_version;   /* virConnectGetVersion(): major*1000000+minor*1000+micro */
+    /* polltune's live <metadata> element, as libvirt returns it (NULL:
+     * none), or why it could not be read (NULL: it could). */
+    char *policy_xml;
+    char *policy_xml_error;
 } PtLibvirtDomain;
 
 typedef struct {

@@ -25,17 +25,17 @@ static const MetricDef metric_defs[METRIC_MAX] = {
         "poll_max_ns", "ns", IOTHREAD, METRIC_RESET_GAUGE,
         "The iothread's poll-max-ns in force during the tick.",
         "polltune_poll_max_seconds", NULL, NULL, 1e-9, "seconds",
-        "The iothread's poll-max-ns, in seconds.", "poll-max-ns" },
+        "The iothread's poll-max-ns, in seconds.", "poll-max-ns", .rollup = TRUE },
     [METRIC_POLL_GROW] = {
         "poll_grow", "", IOTHREAD, METRIC_RESET_GAUGE,
         "The iothread's poll-grow in force during the tick (0: QEMU's default).",
         "polltune_poll_grow", NULL, NULL, 1, NULL,
-        "The iothread's poll-grow (0: QEMU's default).", NULL },
+        "The iothread's poll-grow (0: QEMU's default).", NULL, .rollup = TRUE },
     [METRIC_POLL_SHRINK] = {
         "poll_shrink", "", IOTHREAD, METRIC_RESET_GAUGE,
         "The iothread's poll-shrink in force during the tick (0: reset).",
         "polltune_poll_shrink", NULL, NULL, 1, NULL,
-        "The iothread's poll-shrink (0: reset).", NULL },
+        "The iothread's poll-shrink (0: reset).", NULL, .rollup = TRUE },
     [METRIC_CPU_NS] = {
         "cpu_ns", "ns", THREAD, METRIC_RESET_SELF,
         "CPU time of the iothread's thread: schedstat run time, else utime+stime.",
@@ -98,6 +98,12 @@ static const MetricDef metric_defs[METRIC_MAX] = {
     [METRIC_HALT_EXITS] = {
         "halt_exits", "exits", EXITS, METRIC_RESET_SELF, "KVM exits on HLT.",
         NULL, NULL, NULL, 1, NULL, NULL, NULL },
+    [METRIC_AIO_MAX_BATCH] = {
+        "aio_max_batch", "requests", IOTHREAD, METRIC_RESET_GAUGE,
+        "The iothread's aio-max-batch in force during the tick: the most requests its "
+        "AIO engine submits in one batch (0: QEMU's default).",
+        "polltune_aio_max_batch", NULL, NULL, 1, NULL,
+        "The iothread's aio-max-batch (0: QEMU's default).", "aio-max-batch" },
 };
 
 #define OPS { METRIC_RD_OPS, METRIC_WR_OPS, METRIC_FLUSH_OPS }
@@ -111,7 +117,7 @@ static const MetricDef metric_defs[METRIC_MAX] = {
  */
 static const MetricRateDef metric_rate_defs[METRIC_RATE_MAX] = {
     [METRIC_RATE_IOPS] = { "iops", "ops/s", OPS, 1, METRIC_PER_SECOND, FALSE,
-                           "iops", "milli-ops/s", 1e-3, "", 3, "IOPS", -1 },
+                           "iops", "milli-ops/s", 1e-3, "", 3, "IOPS", -1, .raw_export = TRUE },
     [METRIC_RATE_RD_IOPS] = { "rd_iops", "ops/s", ONE(METRIC_RD_OPS), 1, METRIC_PER_SECOND,
                               TRUE },
     [METRIC_RATE_WR_IOPS] = { "wr_iops", "ops/s", ONE(METRIC_WR_OPS), 1, METRIC_PER_SECOND,
@@ -229,7 +235,7 @@ metric_rate_value(MetricRate rate, const gint64 *m, gint64 absent, gint64 len_ns
         return FALSE;
     switch (r->per) {
     case METRIC_PER_SECOND:
-        v = num * r->scale / (len_ns / 1e9);
+        v = num * r->scale * 1e9 / len_ns;
         break;
     case METRIC_PER_TICK_NS:
         v = num * r->scale / (double)len_ns;

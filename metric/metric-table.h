@@ -53,6 +53,8 @@ typedef enum {
     METRIC_IO_EXITS,
     METRIC_MMIO_EXITS,
     METRIC_HALT_EXITS,
+    /* query-iothreads, QEMU 6.1 and later (schema 6) */
+    METRIC_AIO_MAX_BATCH,
     METRIC_MAX,
     METRIC_INVALID = -1,
 } MetricId;
@@ -98,6 +100,10 @@ typedef struct {
     const char *om_help;
     /* The key of the raw value in a history row (JSON), or NULL. */
     const char *json_key;
+    /* A gauge kept in rollups: a column of its name holding the value in
+     * force for most of the bucket's time (all rolled gauges together, as
+     * one setting: the triple in effect). */
+    gboolean rollup;
 } MetricDef;
 
 /* Figures derived for people from one tick's values (or from a rollup). */
@@ -151,6 +157,9 @@ typedef struct {
      * with thousands), NULL header: not shown. */
     const char *cli_header;
     int cli_decimals;
+    /* Also a column of raw exports, named @json_key, with
+     * @export_decimals places (IOPS beside the per-tick deltas). */
+    gboolean raw_export;
 } MetricRateDef;
 
 const MetricDef *metric_def(MetricId id);

@@ -45,9 +45,9 @@ policy_metrics_from_counters(const PolicyCounters *prev, const PolicyCounters *c
         delta(prev->rd_ops, cur->rd_ops, &rd) && delta(prev->wr_ops, cur->wr_ops, &wr) &&
         delta(prev->flush_ops, cur->flush_ops, &fl) &&
         delta(prev->rd_bytes, cur->rd_bytes, &rb) && delta(prev->wr_bytes, cur->wr_bytes, &wb) &&
-        delta(prev->rd_total_ns, cur->rd_total_ns, &rt) &&
-        delta(prev->wr_total_ns, cur->wr_total_ns, &wt) &&
-        delta(prev->flush_total_ns, cur->flush_total_ns, &ft)) {
+        delta(prev->rd_time_ns, cur->rd_time_ns, &rt) &&
+        delta(prev->wr_time_ns, cur->wr_time_ns, &wt) &&
+        delta(prev->flush_time_ns, cur->flush_time_ns, &ft)) {
         ops = rd + wr + fl;
         m.have_io = TRUE;
         m.rd_iops = rd / secs;

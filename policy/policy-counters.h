@@ -15,6 +15,10 @@
  * both readings have it; a sampler that knows a group's two readings do not
  * belong together (another device set, another thread) clears have_* on one
  * side.
+ *
+ * Counters carry the names the metric table gives them (metric-table.h:
+ * rd_time_ns, ctx_vol, runq_wait_ns, ...), the same in the probe's deltas,
+ * the store and the exports.
  */
 #pragma once
 
@@ -28,7 +32,7 @@ typedef struct {
     gboolean have_io;           /* query-blockstats, summed over the devices */
     guint64 rd_ops, wr_ops, flush_ops;
     guint64 rd_bytes, wr_bytes;
-    guint64 rd_total_ns, wr_total_ns, flush_total_ns;
+    guint64 rd_time_ns, wr_time_ns, flush_time_ns;
 
     gboolean have_cpu;          /* /proc/<pid>/task/<tid>/{stat,status,schedstat} */
     guint64 cpu_ns;             /* time on a CPU: schedstat run time, or utime+stime */

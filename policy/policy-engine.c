@@ -226,7 +226,7 @@ policy_engine_clear_override(PolicyEngine *e, const char *target, const char *io
 /* Does @o cover @iothread, or one of @members when it stands for a group? */
 static gboolean
 override_covers(const PolicyOverride *o, const char *target, const char *iothread,
-                const char *const *members, guint n_members)
+                const char *const *members)
 {
     if (!g_str_equal(o->target, target))
         return FALSE;
@@ -234,7 +234,7 @@ override_covers(const PolicyOverride *o, const char *target, const char *iothrea
         return TRUE;
     if (g_strcmp0(o->iothread, iothread) == 0)
         return TRUE;
-    for (guint i = 0; members && i < n_members; i++)
+    for (guint i = 0; members && members[i]; i++)
         if (g_strcmp0(o->iothread, members[i]) == 0)
             return TRUE;
     return FALSE;
@@ -243,24 +243,31 @@ override_covers(const PolicyOverride *o, const char *target, const char *iothrea
 /* The newest live entry of @origin covering the iothread (or group). */
 static const PolicyOverride *
 override_newest(const PolicyEngine *e, PolicyOrigin origin, const char *target,
-                const char *iothread, const char *const *members, guint n_members,
-                gint64 now_ms)
+                const char *iothread, const char *const *members, gint64 now_ms)
 {
     for (guint i = e->overrides->len; i > 0; i--) {
         const PolicyOverride *o = g_ptr_array_index(e->overrides, i - 1);
 
         if (o->origin == origin && override_live(o, now_ms) &&
-            override_covers(o, target, iothread, members, n_members))
+            override_covers(o, target, iothread, members))
             return o;
     }
     return NULL;
 }
 
 const PolicyOverrideInfo *
+policy_engine_override_in_force(const PolicyEngine *e, const PolicyIothreadInput *in,
+                                gint64 now_ms)
+{
+    return override_newest(e, POLICY_ORIGIN_OVERRIDE, in->target, in->iothread, in->members,
+                           now_ms);
+}
+
+const PolicyOverrideInfo *
 policy_engine_find_override(const PolicyEngine *e, PolicyOrigin origin, const char *target,
                             const char *iothread, gint64 now_ms)
 {
-    return override_newest(e, origin, target, iothread, NULL, 0, now_ms);
+    return override_newest(e, origin, target, iothread, NULL, now_ms);
 }
 
 void
@@ -294,21 +301,18 @@ static const PolicyOverride *
 override_find(PolicyEngine *e, const PolicyIothreadInput *in, gint64 now_ms,
               gboolean *expired)
 {
-    guint n_members = in->members ? in->n_iothreads : 0;
-
     for (guint i = 0; i < e->overrides->len;) {
         const PolicyOverride *o = g_ptr_array_index(e->overrides, i);
 
         if (o->origin == POLICY_ORIGIN_OVERRIDE && !override_live(o, now_ms) &&
-            override_covers(o, in->target, in->iothread, in->members, n_members)) {
+            override_covers(o, in->target, in->iothread, in->members)) {
             *expired = TRUE;
             g_ptr_array_remove_index(e->overrides, i);
         } else {
             i++;
         }
     }
-    return override_newest(e, POLICY_ORIGIN_OVERRIDE, in->target, in->iothread, in->members,
-                           n_members, now_ms);
+    return policy_engine_override_in_force(e, in, now_ms);
 }
 
 static PolicyIothreadState *
@@ -361,7 +365,7 @@ policy_engine_external_hold(const PolicyEngine *e, const char *target, const cha
                             gint64 *until_ms)
 {
     const PolicyOverride *o = override_newest(e, POLICY_ORIGIN_EXTERNAL_WRITE, target,
-                                              iothread, NULL, 0, now_ms);
+                                              iothread, NULL, now_ms);
 
     if (!o || !o->iothread)
         return FALSE;
@@ -591,4 +595,18 @@ policy_engine_tick(PolicyEngine *e, const PolicyHost *host,
         g_string_free(props[i].evidence, TRUE);
     }
     return out;
+}
+
+const PolicyConfig *
+policy_engine_config(const PolicyEngine *e)
+{
+    return e->config;
+}
+
+const PolicyIothreadState *
+policy_engine_state_peek(const PolicyEngine *e, const char *target, const char *iothread)
+{
+    g_autofree char *key = g_strdup_printf("%s/%s", target, iothread);
+
+    return g_hash_table_lookup(e->states, key);
 }

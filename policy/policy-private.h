@@ -86,6 +86,12 @@ typedef struct {
 
 void policy_metrics_describe(GString *out, const char *prefix, const PolicyMetrics *m);
 
+/* The operator's override in force on @in (its iothread, a member of its
+ * group, or its target), as a tick resolves it; NULL when none. */
+const PolicyOverrideInfo *policy_engine_override_in_force(const PolicyEngine *e,
+                                                          const PolicyIothreadInput *in,
+                                                          gint64 now_ms);
+
 void policy_adaptive_step(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms);
 void policy_adaptive_reset(PolicyIothreadState *st);
 PolicyTriple policy_adaptive_off(const PolicyTriple *current);
@@ -97,3 +103,9 @@ void policy_guard_budget(const PolicyConfig *cfg, PolicyProposal *props, guint n
 /* Set the proposal's outcome; the reason is printf-formatted. */
 void policy_proposal_set(PolicyProposal *p, const PolicyTriple *t, PolicyCause cause,
                          const char *fmt, ...) G_GNUC_PRINTF(4, 5);
+
+/* For policy-explain.c: the engine's configuration and the state of one
+ * iothread (NULL if never seen), to read, never to change. */
+const PolicyConfig *policy_engine_config(const PolicyEngine *engine);
+const PolicyIothreadState *policy_engine_state_peek(const PolicyEngine *engine,
+                                                    const char *target, const char *iothread);

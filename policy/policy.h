@@ -218,8 +218,8 @@ typedef struct {
      * means there; zero-initialised callers get UNKNOWN, read as 7.2. */
     guint32 qemu_version;
     PolicyPollModel poll_model;
-    /* A group: the ids of its @n_iothreads members (NULL: none given), so
-     * that an override on any member pins the group. */
+    /* A group: the ids of its members, NULL-terminated (NULL: none given),
+     * so that an override on any member pins the group. */
     const char *const *members;
 } PolicyIothreadInput;
 

@@ -244,9 +244,9 @@ probe_derive_iothread(const ProbeTargetSnap *prev, const ProbeTargetSnap *cur,
         cc.flush_ops = (guint64)d.flush_ops;
         cc.rd_bytes = (guint64)d.rd_bytes;
         cc.wr_bytes = (guint64)d.wr_bytes;
-        cc.rd_total_ns = (guint64)d.rd_time_ns;
-        cc.wr_total_ns = (guint64)d.wr_time_ns;
-        cc.flush_total_ns = (guint64)d.flush_time_ns;
+        cc.rd_time_ns = (guint64)d.rd_time_ns;
+        cc.wr_time_ns = (guint64)d.wr_time_ns;
+        cc.flush_time_ns = (guint64)d.flush_time_ns;
     }
     /* Without schedstat the run-queue wait is unknown: 0.  With it, a wait
      * that went backwards leaves the whole CPU group out. */

@@ -190,6 +190,29 @@ store_sample_columns_sql(const char *prefix)
     return g_string_free(sql, FALSE);
 }
 
+int
+store_rolled_gauges(MetricId ids[METRIC_MAX])
+{
+    int n = 0;
+
+    for (int i = 0; i < METRIC_MAX; i++)
+        if (metric_def(i)->rollup)
+            ids[n++] = i;
+    return n;
+}
+
+char *
+store_rolled_columns_sql(const char *prefix)
+{
+    GString *sql = g_string_new(NULL);
+    MetricId ids[METRIC_MAX];
+    int n = store_rolled_gauges(ids);
+
+    for (int k = 0; k < n; k++)
+        g_string_append_printf(sql, ", %s%s", prefix, metric_def(ids[k])->name);
+    return g_string_free(sql, FALSE);
+}
+
 /* "INSERT INTO samples (key, <metrics>) VALUES (?,...),(?,...),..." for
  * @rows rows; the columns are named since migrations append them. */
 static char *

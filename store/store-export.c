@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include <errno.h>
+#include <math.h>
 
 #include "store-private.h"
 
@@ -254,24 +255,49 @@ out_record(Out *o, gint64 ts, const char *target, const char *iothread, const Co
     out_s(o, csv ? "\r\n" : "}\n");
 }
 
-/* Raw rows: the tick's length, then every metric of the table under its
- * name, in table order (new metrics append). */
-#define RAW_COLS (1 + METRIC_MAX)
+/* Raw rows: the tick's length, every metric of the table under its name
+ * in table order, then the rates the table exports beside them (iops).
+ * Columns are only ever added; readers find them by name. */
+#define RAW_COLS_MAX (1 + METRIC_MAX + METRIC_RATE_MAX)
 
-static void
+static guint
 raw_columns(Column *cols)
 {
-    cols[0] = (Column){ "tick_ns", 0 };
+    guint n = 0;
+
+    cols[n++] = (Column){ "tick_ns", 0 };
     for (int i = 0; i < METRIC_MAX; i++)
-        cols[1 + i] = (Column){ metric_def(i)->name, 0 };
+        cols[n++] = (Column){ metric_def(i)->name, 0 };
+    for (int r = 0; r < METRIC_RATE_MAX; r++)
+        if (metric_rate_def(r)->raw_export)
+            cols[n++] = (Column){ metric_rate_def(r)->json_key,
+                                  metric_rate_def(r)->export_decimals };
+    return n;
 }
 
-static const Column rollup_cols[] = {
+/* Rollup rows: the statistics, then the gauges kept (the triple). */
+#define ROLLUP_STATS 13
+#define ROLLUP_COLS_MAX (ROLLUP_STATS + METRIC_MAX)
+
+static const Column rollup_cols[ROLLUP_STATS] = {
     { "count", 0 }, { "span_ms", 0 },
     { "iops_min", 3 }, { "iops_mean", 3 }, { "iops_max", 3 }, { "iops_p95", 3 },
     { "lat_min_ns", 0 }, { "lat_mean_ns", 0 }, { "lat_max_ns", 0 }, { "lat_p95_ns", 0 },
     { "cpu_min_pct", 4 }, { "cpu_mean_pct", 4 }, { "cpu_max_pct", 4 },
 };
+
+static guint
+rollup_columns(Column *cols)
+{
+    MetricId ids[METRIC_MAX];
+    int n = store_rolled_gauges(ids);
+
+    memcpy(cols, rollup_cols, sizeof(rollup_cols));
+    for (int k = 0; k < n; k++)
+        cols[ROLLUP_STATS + k] = (Column){ metric_def(ids[k])->name, 0 };
+    return ROLLUP_STATS + n;
+}
+
 
 static const Column decision_cols[] = {
     { "old_poll_max_ns", 0 }, { "old_poll_grow", 0 }, { "old_poll_shrink", 0 },
@@ -283,8 +309,20 @@ static const char *const decision_texts[] = { "policy", "reason" };
 static void
 raw_values(const StoreRow *r, gint64 *v)
 {
+    guint n = 1 + METRIC_MAX;
+
     v[0] = r->len_ns;
     memcpy(v + 1, r->sample.m, sizeof(r->sample.m));
+    for (int k = 0; k < METRIC_RATE_MAX; k++) {
+        const MetricRateDef *d = metric_rate_def(k);
+        double rate;
+
+        if (!d->raw_export)
+            continue;
+        /* As a scaled integer, written with the column's decimals. */
+        v[n++] = metric_rate_value(k, r->sample.m, STORE_NULL, r->len_ns, &rate) ?
+                 llround(rate * pow(10, d->export_decimals)) : STORE_NULL;
+    }
 }
 
 static void
@@ -296,8 +334,13 @@ rollup_values(const StoreRow *r, gint64 *v)
         r->lat.min, r->lat.mean, r->lat.max, r->lat.p95, r->cpu.min, r->cpu.mean, r->cpu.max,
     };
 
-    G_STATIC_ASSERT(G_N_ELEMENTS(vals) == G_N_ELEMENTS(rollup_cols));
+    MetricId ids[METRIC_MAX];
+    int n = store_rolled_gauges(ids);
+
+    G_STATIC_ASSERT(G_N_ELEMENTS(vals) == ROLLUP_STATS);
     memcpy(v, vals, sizeof(vals));
+    for (int k = 0; k < n; k++)
+        v[ROLLUP_STATS + k] = r->sample.m[ids[k]];
 }
 
 static gboolean
@@ -305,15 +348,14 @@ export_samples(StoreDb *db, const StoreFilter *f, Out *o, GError **error)
 {
     g_autoptr(StoreCursor) cur = store_query_range(db, f, error);
     gboolean raw = f->resolution == STORE_RES_RAW;
-    Column raw_cols[RAW_COLS];
-    const Column *cols = raw ? raw_cols : rollup_cols;
-    guint n = raw ? RAW_COLS : G_N_ELEMENTS(rollup_cols);
+    Column cols[MAX(RAW_COLS_MAX, ROLLUP_COLS_MAX)];
+    guint n;
     const StoreRow *r;
-    gint64 v[MAX(RAW_COLS, G_N_ELEMENTS(rollup_cols))];
+    gint64 v[MAX(RAW_COLS_MAX, ROLLUP_COLS_MAX)];
 
     if (!cur)
         return FALSE;
-    raw_columns(raw_cols);
+    n = raw ? raw_columns(cols) : rollup_columns(cols);
     out_header(o, cols, n, NULL, 0);
     while (!o->error) {
         if (!store_cursor_next(cur, &r, error))

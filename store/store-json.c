@@ -53,6 +53,20 @@ store_row_stat(const StoreRow *row, MetricRate rate)
     return NULL;
 }
 
+/* Values with a JSON key (a rollup has only the gauges it keeps): null
+ * when unknown. */
+static void
+json_values(const StoreRow *row, json_object *o, gboolean rollup)
+{
+    for (int i = 0; i < METRIC_MAX; i++) {
+        const char *key = metric_def(i)->json_key;
+        gint64 v = row->sample.m[i];
+
+        if (key && (!rollup || metric_def(i)->rollup))
+            json_object_object_add(o, key, v == STORE_NULL ? NULL : json_object_new_int64(v));
+    }
+}
+
 json_object *
 store_row_to_json(const StoreRow *row)
 {
@@ -68,14 +82,7 @@ store_row_to_json(const StoreRow *row)
             if (metric_rate_value(r, row->sample.m, STORE_NULL, row->len_ns, &v))
                 json_num(o, metric_rate_def(r)->json_key, v);
         }
-        /* Raw values with a key: null when unknown. */
-        for (int i = 0; i < METRIC_MAX; i++) {
-            const char *key = metric_def(i)->json_key;
-            gint64 v = row->sample.m[i];
-
-            if (key)
-                json_object_object_add(o, key, v == STORE_NULL ? NULL : json_object_new_int64(v));
-        }
+        json_values(row, o, FALSE);
         return o;
     }
     json_object_object_add(o, "count", json_object_new_int64(row->count));
@@ -86,5 +93,6 @@ store_row_to_json(const StoreRow *row)
             json_object_object_add(o, metric_rate_def(r)->json_key,
                                    json_stat(st, metric_rate_def(r)->rollup_scale));
     }
+    json_values(row, o, TRUE);
     return o;
 }

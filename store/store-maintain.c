@@ -17,6 +17,10 @@
  *   hour's 1-minute p95 values; docs/STORE.md discusses the error.
  * - 1-hour means combine 1-minute means weighted by span (and, for latency,
  *   by span x mean IOPS, i.e. the operation count to rounding).
+ * - The gauges the metric table rolls up (the triple) are kept as the
+ *   setting in force for most of the bucket: the combination of their
+ *   values weighted by tick length (1-hour: by the minutes' spans), the
+ *   later one on a tie.
  */
 #include <math.h>
 
@@ -33,10 +37,65 @@ typedef struct {
     GArray *p95src;             /* gint64, or NULL when not kept */
 } StatAcc;
 
+/* One combination of the rolled gauges and the time it was in force. */
+typedef struct {
+    gint64 v[METRIC_MAX];       /* only the rolled gauges' entries are used */
+    double w;
+} GaugeTuple;
+
 typedef struct {
     gint64 n, span_ns;
     StatAcc iops, lat, cpu;
+    GArray *gauges;             /* GaugeTuple */
 } RollAcc;
+
+/* Adds @weight to the combination of rolled gauges in columns @first... */
+static void
+gauges_add(RollAcc *a, sqlite3_stmt *st, int first, double weight)
+{
+    MetricId ids[METRIC_MAX];
+    int n = store_rolled_gauges(ids);
+    GaugeTuple t = { .w = weight };
+    gboolean any = FALSE;
+
+    for (int k = 0; k < n; k++) {
+        t.v[ids[k]] = store_column_i64(st, first + k);
+        any |= t.v[ids[k]] != STORE_NULL;
+    }
+    if (!any)
+        return;
+    for (guint j = 0; j < a->gauges->len; j++) {
+        GaugeTuple *e = &g_array_index(a->gauges, GaugeTuple, j);
+        int k = 0;
+
+        while (k < n && e->v[ids[k]] == t.v[ids[k]])
+            k++;
+        if (k == n) {
+            e->w += weight;
+            return;
+        }
+    }
+    g_array_append_val(a->gauges, t);
+}
+
+/* Binds the combination in force longest (NULLs if none) from @first on. */
+static int
+gauges_bind(sqlite3_stmt *st, int first, const RollAcc *a)
+{
+    MetricId ids[METRIC_MAX];
+    int n = store_rolled_gauges(ids);
+    const GaugeTuple *best = NULL;
+
+    for (guint j = 0; j < a->gauges->len; j++) {
+        const GaugeTuple *e = &g_array_index(a->gauges, GaugeTuple, j);
+
+        if (!best || e->w >= best->w)
+            best = e;
+    }
+    for (int k = 0; k < n; k++)
+        store_bind_i64(st, first + k, best ? best->v[ids[k]] : STORE_NULL);
+    return first + n;
+}
 
 static void
 stat_add(StatAcc *a, double mean, double weight, gint64 min, gint64 max, gint64 p95)
@@ -98,6 +157,7 @@ roll_acc_free(gpointer p)
 
     g_array_unref(a->iops.p95src);
     g_array_unref(a->lat.p95src);
+    g_array_unref(a->gauges);
     g_free(a);
 }
 
@@ -110,6 +170,7 @@ roll_acc_get(GHashTable *accs, gint64 iothread_id)
         a = g_new0(RollAcc, 1);
         a->iops.p95src = g_array_new(FALSE, FALSE, sizeof(gint64));
         a->lat.p95src = g_array_new(FALSE, FALSE, sizeof(gint64));
+        a->gauges = g_array_new(FALSE, FALSE, sizeof(GaugeTuple));
         g_hash_table_insert(accs, g_memdup2(&iothread_id, sizeof(iothread_id)), a);
     }
     return a;
@@ -135,6 +196,7 @@ acc_add_raw(RollAcc *a, sqlite3_stmt *st)
 
     a->n++;
     a->span_ns += len;
+    gauges_add(a, st, 9, len);
     if (sqlite3_column_type(st, 2) != SQLITE_NULL) {
         gint64 cpu = llround(sqlite3_column_int64(st, 2) * 1e6 / len);
 
@@ -159,6 +221,7 @@ acc_add_minute(RollAcc *a, sqlite3_stmt *st)
 
     a->n += sqlite3_column_int64(st, 1);
     a->span_ns += span_ms * 1000000;
+    gauges_add(a, st, 14, span_ms);
     if (sqlite3_column_type(st, 3) != SQLITE_NULL) {
         gint64 mean = sqlite3_column_int64(st, 4);
 
@@ -196,12 +259,19 @@ floor_to(gint64 ms, gint64 unit)
     return ms >= 0 ? ms / unit * unit : -((-ms + unit - 1) / unit) * unit;
 }
 
+/*
+ * A level's SQL is "<select><rolled gauge columns><from>": the rolled
+ * gauges (metric-table.h) come last in the source rows, at column 9 of a
+ * raw row and 14 of a 1-minute row, and last in the rollup rows.
+ */
 typedef struct {
     const char *next_key;       /* meta key of the next bucket */
     gint64 width;
     const char *first_sql;      /* earliest source time >= ?1 */
-    const char *source_sql;     /* rows in [?1, ?2): iothread_id first */
-    const char *insert_sql;
+    const char *source_select;  /* rows in [?1, ?2): iothread_id first */
+    const char *gauge_prefix;   /* of the rolled gauges in the source */
+    const char *source_from;
+    const char *table;
     void (*add)(RollAcc *a, sqlite3_stmt *st);
 } RollLevel;
 
@@ -209,10 +279,11 @@ static const RollLevel level_1m = {
     "rollup_1m_next", MINUTE_MS,
     "SELECT min(ts) FROM ticks WHERE ts >= ?1",
     "SELECT s.key & " STORE_KEY_MASK_SQL ", t.len_ns, s.cpu_ns, s.rd_ops, s.wr_ops,"
-    " s.flush_ops, s.rd_time_ns, s.wr_time_ns, s.flush_time_ns FROM ticks t JOIN samples s"
+    " s.flush_ops, s.rd_time_ns, s.wr_time_ns, s.flush_time_ns", "s.",
+    " FROM ticks t JOIN samples s"
     " ON s.key >= t.id << " STORE_KEY_SHIFT_SQL " AND s.key < (t.id + 1) << " STORE_KEY_SHIFT_SQL
     " WHERE t.ts >= ?1 AND t.ts < ?2",
-    "INSERT OR REPLACE INTO rollup_1m VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    "rollup_1m",
     acc_add_raw,
 };
 
@@ -220,17 +291,42 @@ static const RollLevel level_1h = {
     "rollup_1h_next", HOUR_MS,
     "SELECT min(bucket) FROM rollup_1m WHERE bucket >= ?1",
     "SELECT iothread_id, n, span_ms, iops_min, iops_mean, iops_max, iops_p95,"
-    " lat_min, lat_mean, lat_max, lat_p95, cpu_min, cpu_mean, cpu_max"
+    " lat_min, lat_mean, lat_max, lat_p95, cpu_min, cpu_mean, cpu_max", "",
     " FROM rollup_1m WHERE bucket >= ?1 AND bucket < ?2",
-    "INSERT OR REPLACE INTO rollup_1h VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    "rollup_1h",
     acc_add_minute,
 };
+
+static char *
+level_source_sql(const RollLevel *lv)
+{
+    g_autofree char *gauges = store_rolled_columns_sql(lv->gauge_prefix);
+
+    return g_strconcat(lv->source_select, gauges, lv->source_from, NULL);
+}
+
+static char *
+level_insert_sql(const RollLevel *lv)
+{
+    g_autofree char *gauges = store_rolled_columns_sql("");
+    MetricId ids[METRIC_MAX];
+    GString *sql = g_string_new(NULL);
+
+    g_string_printf(sql, "INSERT OR REPLACE INTO %s (bucket, iothread_id, n, span_ms,"
+                    " iops_min, iops_mean, iops_max, iops_p95, lat_min, lat_mean, lat_max,"
+                    " lat_p95, cpu_min, cpu_mean, cpu_max%s) VALUES (?", lv->table, gauges);
+    for (int k = 1; k < 15 + store_rolled_gauges(ids); k++)
+        g_string_append(sql, ",?");
+    g_string_append_c(sql, ')');
+    return g_string_free(sql, FALSE);
+}
 
 static gboolean
 rollup_write(StoreDb *db, const RollLevel *lv, gint64 bucket, GHashTable *accs,
              GError **error)
 {
-    sqlite3_stmt *ins = store_prepare(db, lv->insert_sql, error);
+    g_autofree char *insert_sql = level_insert_sql(lv);
+    sqlite3_stmt *ins = store_prepare(db, insert_sql, error);
     GHashTableIter it;
     gpointer key, value;
     int rc = SQLITE_DONE;
@@ -249,7 +345,8 @@ rollup_write(StoreDb *db, const RollLevel *lv, gint64 bucket, GHashTable *accs,
         sqlite3_bind_int64(ins, 4, a->span_ns / 1000000);
         col = stat_bind(ins, 5, &a->iops);
         col = stat_bind(ins, col, &a->lat);
-        stat_bind(ins, col, &a->cpu);
+        col = stat_bind(ins, col, &a->cpu);
+        gauges_bind(ins, col, a);
         rc = sqlite3_step(ins);
     }
     sqlite3_finalize(ins);
@@ -265,6 +362,7 @@ static gboolean
 rollup_unit(StoreDb *db, const RollLevel *lv, gint64 cut, gboolean *did, GError **error)
 {
     g_autoptr(GHashTable) accs = NULL;
+    g_autofree char *source_sql = NULL;
     gint64 next = store_meta_get_int(db, lv->next_key, STORE_NULL);
     gint64 first;
     sqlite3_stmt *st;
@@ -283,7 +381,8 @@ rollup_unit(StoreDb *db, const RollLevel *lv, gint64 cut, gboolean *did, GError 
     if (!begin(db, error))
         return FALSE;
     accs = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, roll_acc_free);
-    if (!(st = store_prepare(db, lv->source_sql, error)))
+    source_sql = level_source_sql(lv);
+    if (!(st = store_prepare(db, source_sql, error)))
         return finish(db, FALSE, error);
     sqlite3_bind_int64(st, 1, next);
     sqlite3_bind_int64(st, 2, next + lv->width);

@@ -98,6 +98,11 @@ sqlite3_stmt *store_prepare(StoreDb *db, const char *sql, GError **error);
 /* "<prefix>poll_max_ns, <prefix>poll_grow, ...": the metric columns of
  * samples, in table order.  Free with g_free(). */
 char *store_sample_columns_sql(const char *prefix);
+/* The gauges the metric table rolls up (MetricDef.rollup), in table order,
+ * into @ids; returns how many. */
+int store_rolled_gauges(MetricId ids[METRIC_MAX]);
+/* ", <prefix>poll_max_ns, <prefix>poll_grow, ...": their columns. */
+char *store_rolled_columns_sql(const char *prefix);
 gboolean store_exec(StoreDb *db, const char *sql, GError **error);
 void store_set_error(StoreDb *db, GError **error, int rc, const char *what);
 void store_set_error_sql(sqlite3 *sql, const char *path, GError **error, int rc,

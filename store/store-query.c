@@ -189,10 +189,11 @@ store_query_range(StoreDb *db, const StoreFilter *f, GError **error)
                             from, to, error))
             return NULL;
     } else {
+        g_autofree char *gauges = store_rolled_columns_sql("");
         g_autofree char *select = g_strdup_printf(
             "SELECT bucket, iothread_id, n, span_ms, iops_min, iops_mean, iops_max, iops_p95,"
-            " lat_min, lat_mean, lat_max, lat_p95, cpu_min, cpu_mean, cpu_max FROM %s"
-            " WHERE bucket >= ?1 AND bucket < ?2",
+            " lat_min, lat_mean, lat_max, lat_p95, cpu_min, cpu_mean, cpu_max%s FROM %s"
+            " WHERE bucket >= ?1 AND bucket < ?2", gauges,
             f->resolution == STORE_RES_1M ? "rollup_1m" : "rollup_1h");
 
         if (!cursor_prepare(cur, f, select, "iothread_id", " ORDER BY bucket, iothread_id",
@@ -287,6 +288,8 @@ row_fill_rollup(StoreCursor *cur, sqlite3_stmt *st)
     StoreRow *r = &cur->row;
     const IothreadName *n = name_of(cur, sqlite3_column_int64(st, 1));
     StoreStat *stats[] = { &r->iops, &r->lat };
+    MetricId rolled[METRIC_MAX];
+    int n_rolled = store_rolled_gauges(rolled);
 
     r->ts_ms = sqlite3_column_int64(st, 0);
     r->target = n->target;
@@ -303,6 +306,13 @@ row_fill_rollup(StoreCursor *cur, sqlite3_stmt *st)
     r->cpu.mean = store_column_i64(st, 13);
     r->cpu.max = store_column_i64(st, 14);
     r->cpu.p95 = STORE_NULL;
+    /* The rolled gauges (the triple in force) in the sample's place;
+     * every other metric is absent from a rollup. */
+    store_sample_init(&r->sample);
+    r->sample.target = r->target;
+    r->sample.iothread = r->iothread;
+    for (int k = 0; k < n_rolled; k++)
+        r->sample.m[rolled[k]] = store_column_i64(st, 15 + k);
 }
 
 static gboolean

@@ -99,6 +99,19 @@ static const char *const migrations[] = {
      * that a stored decision says what the in-memory one said; rows
      * written before have none (NULL) */
     "ALTER TABLE decisions ADD COLUMN cause TEXT;",
+
+    /* 6: the iothread's aio-max-batch (metric-table.h); rows written
+     * before have none (NULL) */
+    "ALTER TABLE samples ADD COLUMN aio_max_batch INTEGER;",
+
+    /* 7: rollups keep the triple in force for most of the bucket (the
+     * gauges metric-table.h rolls up); rows written before have none */
+    "ALTER TABLE rollup_1m ADD COLUMN poll_max_ns INTEGER;"
+    "ALTER TABLE rollup_1m ADD COLUMN poll_grow INTEGER;"
+    "ALTER TABLE rollup_1m ADD COLUMN poll_shrink INTEGER;"
+    "ALTER TABLE rollup_1h ADD COLUMN poll_max_ns INTEGER;"
+    "ALTER TABLE rollup_1h ADD COLUMN poll_grow INTEGER;"
+    "ALTER TABLE rollup_1h ADD COLUMN poll_shrink INTEGER;",
 };
 
 int

@@ -375,7 +375,8 @@ typedef struct {
     gint64 ts_ms;               /* raw: end of tick; rollups: bucket start */
     const char *target;
     const char *iothread;
-    /* raw */
+    /* raw; for rollups only the gauges the metric table rolls up (the
+     * triple in force for most of the bucket), the rest STORE_NULL */
     gint64 len_ns;
     StoreSample sample;
     /* rollups: IOPS in milli-ops/s, latency in ns per op, CPU in ppm of

@@ -737,7 +737,7 @@ sim_vm_counters(Sim *sim, guint i, PolicyCounters *out)
         .have_io = TRUE,
         .rd_ops = vm->ops,
         .rd_bytes = vm->ops * 4096,
-        .rd_total_ns = vm->total_ns,
+        .rd_time_ns = vm->total_ns,
         .have_cpu = TRUE,
         .cpu_ns = (guint64)vm->iot.cpu_ns,
         .ctx_vol = vm->vol_ctxsw,

@@ -175,6 +175,7 @@ const char *const cli_raw_names[CLI_N_RAW] = {
     "tick_ns", "poll_max_ns", "poll_grow", "poll_shrink", "cpu_ns", "ctx_vol", "ctx_invol",
     "runq_wait_ns", "rd_ops", "rd_bytes", "rd_time_ns", "wr_ops", "wr_bytes", "wr_time_ns",
     "flush_ops", "flush_time_ns", "kvm_exits", "io_exits", "mmio_exits", "halt_exits",
+    "aio_max_batch", "iops",
 };
 
 

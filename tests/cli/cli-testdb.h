@@ -51,7 +51,9 @@ char *cli_test_iso(gint64 ms);
     "SELECT t.ts, g.name, i.name, t.len_ns, s.poll_max_ns, s.poll_grow, s.poll_shrink,"  \
     " s.cpu_ns, s.ctx_vol, s.ctx_invol, s.runq_wait_ns, s.rd_ops, s.rd_bytes,"           \
     " s.rd_time_ns, s.wr_ops, s.wr_bytes, s.wr_time_ns, s.flush_ops, s.flush_time_ns,"   \
-    " s.kvm_exits, s.io_exits, s.mmio_exits, s.halt_exits FROM ticks t"                  \
+    " s.kvm_exits, s.io_exits, s.mmio_exits, s.halt_exits, s.aio_max_batch,"             \
+    " CAST(round((s.rd_ops + s.wr_ops + s.flush_ops) * 1e9 / t.len_ns * 1000) AS INTEGER)" \
+    " FROM ticks t"                                                                         \
     " JOIN samples_v s ON s.tick_id = t.id JOIN iothreads i ON i.id = s.iothread_id"       \
     " JOIN targets g ON g.id = i.target_id WHERE t.ts >= ?1 AND t.ts < ?2"               \
     " ORDER BY t.id, s.iothread_id"
@@ -63,7 +65,7 @@ char *cli_test_iso(gint64 ms);
     " JOIN iothreads i ON i.id = d.iothread_id JOIN targets g ON g.id = i.target_id"       \
     " WHERE ts >= ?1 AND ts < ?2 ORDER BY ts, d.id"
 
-#define CLI_N_RAW 20
+#define CLI_N_RAW 22
 extern const char *const cli_raw_names[CLI_N_RAW];
 
 /*

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 
 #include "cli-live.h"
+#include "metric-table.h"
 #include "pt-config.h"
 
 /* ---- the read commands ------------------------------------------------ */
@@ -180,7 +181,7 @@ settled_range(gint64 *from, gint64 *to)
 static guint
 db_rows(const char *target, const char *iothread, gint64 from, gint64 to)
 {
-    static const int dec[CLI_N_RAW] = { 0 };
+    static const int dec[CLI_N_RAW] = { [CLI_N_RAW - 1] = 3 };     /* iops: 3 places */
     g_autoptr(GPtrArray) lines = cli_expected_csv(cli_live.d->db_path, CLI_RAW_QUERY, from, to,
                                                   dec, CLI_N_RAW, 0);
     g_autofree char *key = g_strdup_printf(",%s,%s,", target, iothread);
@@ -251,7 +252,7 @@ export_lines(const char *format, gint64 from, gint64 to, const char *path, const
 static void
 test_export(void)
 {
-    static const int dec[CLI_N_RAW] = { 0 };
+    static const int dec[CLI_N_RAW] = { [CLI_N_RAW - 1] = 3 };     /* iops: 3 places */
     g_autofree char *csv_path = g_build_filename(cli_live.tmp_dir, "e.csv", NULL);
     g_autofree char *jsonl_path = g_build_filename(cli_live.tmp_dir, "e.jsonl", NULL);
     g_autoptr(GPtrArray) want = NULL;
@@ -478,6 +479,25 @@ check_counters_and_states(const char *before, const char *after)
     g_assert_cmpfloat(cpu_after, >, 0);
     g_assert_cmpfloat(cpu_after, >=, cpu_before);
     g_assert_nonnull(strstr(after, "# TYPE polltune_iothread_cpu_seconds counter\n"));
+    /* Every family the metric table names is in the exposition, once. */
+    for (int i = 0; i < METRIC_MAX; i++) {
+        const MetricDef *def = metric_def(i);
+        g_autofree char *type = NULL;
+        const char *at;
+
+        if (!def->om_family)
+            continue;
+        type = g_strdup_printf("# TYPE %s %s\n", def->om_family,
+                               def->reset == METRIC_RESET_GAUGE ? "gauge" : "counter");
+        at = strstr(after, type);
+        g_assert_nonnull(at);
+        g_assert_null(strstr(at + 1, type));
+    }
+    /* A setting QEMU reports in query-iothreads, as a gauge: a real QEMU
+     * (6.1 and later) runs with aio-max-batch 0, its default. */
+    g_assert_nonnull(strstr(after, "# TYPE polltune_aio_max_batch gauge\n"));
+    g_assert_cmpfloat(metric_sample(after, "polltune_aio_max_batch{domain=\"vm-a\","
+                                           "iothread=\"iot1\"}"), ==, 0);
     g_assert_cmpfloat(metric_sample(after, "polltune_build_info{version=\"" PT_VERSION "\"}"),
                       ==, 1);
     for (const char *m = "observe\0recommend\0enforce\0"; *m; m += strlen(m) + 1) {

@@ -77,10 +77,10 @@ assert_lines_equal(char **got, guint skip, GPtrArray *want)
 static void
 test_export_csv_raw(void)
 {
-    static const int dec[20] = { 0 };
+    static const int dec[CLI_N_RAW] = { [CLI_N_RAW - 1] = 3 };     /* iops: 3 places */
     g_autofree char *out = g_build_filename(tmp_dir, "raw.csv", NULL);
     gint64 from = t0_ms + 600 * 1000 + 500, to = t0_ms + 1500 * 1000;
-    g_autoptr(GPtrArray) want = cli_expected_csv(db_path, CLI_RAW_QUERY, from, to, dec, 20, 0);
+    g_autoptr(GPtrArray) want = cli_expected_csv(db_path, CLI_RAW_QUERY, from, to, dec, CLI_N_RAW, 0);
     g_auto(GStrv) got = run_export("csv", from, to, NULL, out);
     g_autoptr(GString) want_header = g_string_new("time,target,iothread");
 
@@ -127,6 +127,9 @@ test_export_jsonl_raw(void)
             g_assert_true(json_object_object_get_ex(line, cli_raw_names[c], &v));
             if (sqlite3_column_type(st, 3 + c) == SQLITE_NULL)
                 g_assert_true(v == NULL);
+            else if (g_str_equal(cli_raw_names[c], "iops"))     /* milli-ops/s in the query */
+                g_assert_cmpfloat_with_epsilon(json_object_get_double(v),
+                                               sqlite3_column_int64(st, 3 + c) / 1000.0, 1e-9);
             else
                 g_assert_cmpint(json_object_get_int64(v), ==, sqlite3_column_int64(st, 3 + c));
         }
@@ -141,17 +144,18 @@ test_export_jsonl_raw(void)
 static void
 test_export_rollup_and_decisions(void)
 {
-    static const int rollup_dec[13] = { 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 4, 4, 4 };
+    static const int rollup_dec[16] = { 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 4, 4, 4, 0, 0, 0 };
     static const int decision_dec[7] = { 0 };
     g_autofree char *out = g_build_filename(tmp_dir, "rollup.csv", NULL);
     g_autofree char *dout = g_build_filename(tmp_dir, "decisions.csv", NULL);
     gint64 from = t0_ms, to = t0_ms + N_TICKS * 1000;
     g_autoptr(GPtrArray) want = cli_expected_csv(db_path,
         "SELECT r.bucket, g.name, i.name, n, span_ms, iops_min, iops_mean, iops_max, iops_p95,"
-        " lat_min, lat_mean, lat_max, lat_p95, cpu_min, cpu_mean, cpu_max FROM rollup_1m r"
+        " lat_min, lat_mean, lat_max, lat_p95, cpu_min, cpu_mean, cpu_max, poll_max_ns,"
+        " poll_grow, poll_shrink FROM rollup_1m r"
         " JOIN iothreads i ON i.id = r.iothread_id JOIN targets g ON g.id = i.target_id"
         " WHERE bucket >= ?1 AND bucket < ?2 ORDER BY bucket, r.iothread_id",
-        from, to, rollup_dec, 13, 0);
+        from, to, rollup_dec, 16, 0);
     g_autoptr(GPtrArray) dwant = cli_expected_csv(db_path, CLI_DECISIONS_QUERY, from, to,
                                                   decision_dec, 7, 2);
     g_auto(GStrv) got = run_export("csv", from, to, "--resolution=1m", out);

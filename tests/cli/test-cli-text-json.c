@@ -5,7 +5,8 @@
  * Figures that move from one tick to the next (IOPS, CPU, tick times) are
  * compared where they cannot move: history over a past, fully written
  * range.  The rest (names, states, pids, polling values, policies,
- * decisions, mode, versions) holds still between the two requests.
+ * decisions, mode, versions, guard limits) holds still between the two
+ * requests.
  */
 #include <math.h>
 #include <string.h>
@@ -277,6 +278,70 @@ test_policy_get(void)
     }
 }
 
+/* A guard's figure as explain's text writes it: "20.0%", "0.05 cores", "3600.0 s". */
+static char *
+guard_figure(json_object *g, const char *key)
+{
+    json_object *v = pt_json_path(g, key);
+    const char *unit = pt_json_path_str(g, "unit");
+    double x;
+
+    if (!v || json_object_is_type(v, json_type_null))
+        return g_strdup("-");
+    x = json_object_get_double(v);
+    if (g_str_equal(unit, "%"))
+        return g_strdup_printf("%.1f%%", x);
+    if (g_str_equal(unit, "cores"))
+        return g_strdup_printf("%.2f cores", x);
+    return g_strdup_printf("%.1f %s", x, unit);
+}
+
+static void
+test_explain(void)
+{
+    static const char *const args[] = { "explain", "vm-a/iot0", NULL };
+    g_autofree char *text = NULL;
+    g_autofree char *head = NULL;
+    g_autoptr(json_object) j = NULL;
+    g_autoptr(GPtrArray) t = NULL;
+    json_object *x, *guards;
+
+    if (!cli_live_setup())
+        return;
+    text = cli_ctl_ok(args);
+    j = ctl_json(args);
+    g_assert_cmpuint(json_object_array_length(pt_json_path(j, "iothreads")), ==, 1);
+    x = pt_json_path(j, "iothreads/0");
+    head = g_strdup_printf("vm-a/iot0 \302\267 policy %s (%s: %s) \302\267 mode %s\n",
+                           pt_json_path_str(x, "policy"),
+                           pt_json_path_str(x, "policy_source/kind"),
+                           pt_json_path_str(x, "policy_source/detail"),
+                           pt_json_path_str(x, "mode"));
+    g_assert_true(g_str_has_prefix(text, head));
+    g_assert_nonnull(strstr(text, pt_json_path_str(x, "phase")));
+    t = text_table(text, "GUARD ");
+    guards = pt_json_path(x, "guards");
+    /* The table runs on into the "next look" line, which ends the text. */
+    g_assert_cmpuint(t->len - 2, ==, json_object_array_length(guards));
+    g_assert_cmpstr(cell(t, t->len - 1, "GUARD"), ==, "next look");
+    for (size_t i = 0; i < json_object_array_length(guards); i++) {
+        json_object *g = json_object_array_get_idx(guards, i);
+        const char *name = pt_json_path_str(g, "guard");
+        g_autofree char *limit = guard_figure(g, "limit");
+
+        g_assert_cmpstr(cell(t, i + 1, "GUARD"), ==, name);
+        g_assert_cmpstr(cell(t, i + 1, "LIMIT"), ==, limit);
+        /* The dwell can end between the two requests; the rest hold still
+         * under the static policy. */
+        if (!g_str_equal(name, "dwell"))
+            g_assert_cmpstr(cell(t, i + 1, "HOLDS"), ==,
+                            json_object_get_boolean(pt_json_path(g, "holds")) ? "HOLDS" : "no");
+    }
+    /* Whole targets too; an unknown one is NotFound, exit 1. */
+    g_free(CTL_OK("explain", "vm-a"));
+    CTL_FAILS(1, "no such target", "explain", "vm-zz");
+}
+
 static void
 test_mode_version(void)
 {
@@ -366,6 +431,7 @@ main(int argc, char **argv)
     cli_live_add("/cli/text-json/status", test_status);
     cli_live_add("/cli/text-json/show", test_show);
     cli_live_add("/cli/text-json/policy-get", test_policy_get);
+    cli_live_add("/cli/text-json/explain", test_explain);
     cli_live_add("/cli/text-json/mode-version", test_mode_version);
     cli_live_add("/cli/text-json/history", test_history);
     return cli_live_run(NULL);

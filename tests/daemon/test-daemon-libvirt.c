@@ -187,11 +187,148 @@ test_libvirt(void)
     g_assert_true(pt_test_wait(domstats_has, &vw, 3000));
 }
 
+#define POLICY_NS "https://polltune.org/xmlns/policy/1"
+
+/* virsh metadata DOMAIN --uri NS --key polltune --live --set/--remove:
+ * libvirt puts the element in the namespace itself (an xmlns of our own
+ * fails), and the domains of these tests are transient, so --live only. */
+static void
+metadata_set(PtTestLibvirtd *lvd, const char *domain, const char *policy)
+{
+    g_autoptr(GError) err = NULL;
+    g_autofree char *xml = policy ?
+        g_strdup_printf("<policy>%s</policy>", policy) : NULL;
+    g_autofree char *out = policy ?
+        pt_test_libvirtd_virsh(lvd, &err, "metadata", domain, "--uri", POLICY_NS, "--key",
+                               "polltune", "--live", "--set", xml, NULL) :
+        pt_test_libvirtd_virsh(lvd, &err, "metadata", domain, "--uri", POLICY_NS, "--live",
+                               "--remove", NULL);
+
+    g_assert_no_error(err);
+    g_assert_nonnull(out);
+}
+
+typedef struct {
+    PtTestDaemon *d;
+    const char *target;
+    const char *policy;
+    const char *source;
+} SourceWait;
+
+/* explain says the target's iothread1 runs @policy, which comes from @source. */
+static gboolean
+policy_from(gpointer data)
+{
+    SourceWait *w = data;
+    g_autofree char *args = g_strdup_printf("{\"target\": \"%s\", \"iothread\": \"iothread1\"}",
+                                            w->target);
+    g_autoptr(json_object) r = pt_test_daemon_call(w->d, "explain", args, NULL);
+    const char *policy = r ? pt_json_path_str(r, "return/iothreads/0/policy") : NULL;
+    const char *source = r ? pt_json_path_str(r, "return/iothreads/0/policy_source/kind") : NULL;
+
+    return g_strcmp0(policy, w->policy) == 0 && g_strcmp0(source, w->source) == 0;
+}
+
+/*
+ * A policy in the domain's metadata: read at discovery, followed on
+ * libvirt's metadata-change event, ranked above the configuration's rules
+ * and below policy-set, dropped when removed, and garbage refused with a
+ * log line naming the domain and the cause while the policy stays.
+ */
+static void
+test_policy_metadata(void)
+{
+    g_autofree char *why = NULL;
+    g_autoptr(GError) err = NULL;
+    g_autoptr(PtTestLibvirtd) lvd = NULL;
+    g_autoptr(PtTestDomain) dom = NULL;
+    g_autoptr(PtTestDaemon) d = NULL;
+    g_autoptr(json_object) r = NULL;
+    g_autofree char *conf = NULL;
+    g_autofree char *set_args = NULL;
+    g_autofree char *clear_args = NULL;
+    g_autofree char *refused = NULL;
+    SourceWait sw;
+    VirshWait vw;
+
+    if (!pt_test_have_libvirtd(&why)) {
+        g_test_skip(why);
+        return;
+    }
+    lvd = pt_test_libvirtd_start(&err);
+    g_assert_no_error(err);
+    dom = pt_test_domain_start(lvd, &err);
+    g_assert_no_error(err);
+    /* Set before the daemon starts: found at discovery. */
+    metadata_set(lvd, dom->name, "static:70000/0/0");
+
+    conf = g_strdup_printf("interval = 500ms\nmetrics-listen =\n"
+                           "[targets]\nlibvirt = true\nlibvirt-uri = %s\nlibvirt-pid-dir = %s\n"
+                           "[policy]\ndefault = static:60000/0/0\nmin-dwell = 0\n"
+                           "[rule *]\npolicy = static:50000/0/0\n",
+                           lvd->uri, lvd->pid_dir);
+    d = pt_test_daemon_start(conf, &err);
+    g_assert_no_error(err);
+    sw = (SourceWait){ d, dom->name, "static:70000/0/0", "libvirt-metadata" };
+    g_assert_true(pt_test_wait(policy_from, &sw, 15000));
+    vw = (VirshWait){ lvd, dom->name, "iothread.1.poll-max-ns=70000" };
+    g_assert_true(pt_test_wait(domstats_has, &vw, 10000));
+    r = pt_test_daemon_ok(d, "policy-get", NULL);
+    g_assert_cmpstr(pt_json_path_str(r, "rules/0/glob"), ==, dom->name);
+    g_assert_cmpstr(pt_json_path_str(r, "rules/0/source"), ==, "libvirt-metadata");
+    g_assert_cmpstr(pt_json_path_str(r, "rules/1/source"), ==, "config");
+    g_clear_pointer(&r, json_object_put);
+
+    /* Changed on the running domain: the event brings it. */
+    metadata_set(lvd, dom->name, "static:80000/0/0");
+    sw.policy = "static:80000/0/0";
+    g_assert_true(pt_test_wait(policy_from, &sw, 15000));
+    vw.needle = "iothread.1.poll-max-ns=80000";
+    g_assert_true(pt_test_wait(domstats_has, &vw, 10000));
+
+    /* policy-set from polltunectl ranks above the metadata. */
+    set_args = g_strdup_printf("{\"target\": \"%s\", \"policy\": \"static:40000/0/0\"}",
+                               dom->name);
+    clear_args = g_strdup_printf("{\"target\": \"%s\"}", dom->name);
+    json_object_put(pt_test_daemon_ok(d, "policy-set", set_args));
+    sw = (SourceWait){ d, dom->name, "static:40000/0/0", "policy-set" };
+    g_assert_true(pt_test_wait(policy_from, &sw, 15000));
+    vw.needle = "iothread.1.poll-max-ns=40000";
+    g_assert_true(pt_test_wait(domstats_has, &vw, 10000));
+    json_object_put(pt_test_daemon_ok(d, "policy-clear", clear_args));
+    sw = (SourceWait){ d, dom->name, "static:80000/0/0", "libvirt-metadata" };
+    g_assert_true(pt_test_wait(policy_from, &sw, 15000));
+    vw.needle = "iothread.1.poll-max-ns=80000";
+    g_assert_true(pt_test_wait(domstats_has, &vw, 10000));
+
+    /* Garbage is refused, naming the domain and the cause; the policy stays. */
+    metadata_set(lvd, dom->name, "static:fast");
+    refused = g_strdup_printf("%s: libvirt metadata <polltune:policy> refused", dom->name);
+    g_assert_true(pt_test_wait_log(d, refused, 1, 15000));
+    g_assert_cmpuint(pt_test_daemon_log_count(d, "static:fast"), >=, 1);
+    g_assert_cmpuint(pt_test_daemon_log_count(d, "the policy stays static:80000/0/0"), ==, 1);
+    /* Three ticks later, still the metadata's last good policy. */
+    r = pt_test_daemon_ok(d, "status", NULL);
+    g_assert_true(pt_test_wait_ticks(d, pt_json_path_int(r, "ticks") + 3, 15000));
+    g_clear_pointer(&r, json_object_put);
+    g_assert_true(policy_from(&sw));
+    g_assert_true(domstats_has(&vw));
+
+    /* Removed: the configuration's rule applies again. */
+    metadata_set(lvd, dom->name, NULL);
+    sw = (SourceWait){ d, dom->name, "static:50000/0/0", "config" };
+    g_assert_true(pt_test_wait(policy_from, &sw, 15000));
+    vw.needle = "iothread.1.poll-max-ns=50000";
+    g_assert_true(pt_test_wait(domstats_has, &vw, 10000));
+    g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
+}
+
 int
 main(int argc, char **argv)
 {
     signal(SIGPIPE, SIG_IGN);
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/daemon/libvirt/discover-apply-reconnect", test_libvirt);
+    g_test_add_func("/daemon/libvirt/policy-metadata", test_policy_metadata);
     return g_test_run();
 }

@@ -753,6 +753,279 @@ test_stopped_qemu(void)
     g_assert_cmpint(pt_test_wait_target(d, "vm-s1", 2, TRUE, 5000), >=, 0);
 }
 
+/* ---- explain ----------------------------------------------------------- */
+
+/* One iothread's explain object; a new reference. */
+static json_object *
+explain_of(PtTestDaemon *d, const char *target, const char *iothread)
+{
+    g_autofree char *args = g_strdup_printf("{\"target\": \"%s\", \"iothread\": \"%s\"}",
+                                            target, iothread);
+    g_autoptr(json_object) r = pt_test_daemon_ok(d, "explain", args);
+
+    g_assert_cmpuint(json_object_array_length(pt_json_path(r, "iothreads")), ==, 1);
+    return json_object_get(pt_json_path(r, "iothreads/0"));
+}
+
+/* The guard named @name in an explain object (borrowed). */
+static json_object *
+explain_guard(json_object *x, const char *name)
+{
+    json_object *gs = pt_json_path(x, "guards");
+
+    for (size_t i = 0; i < json_object_array_length(gs); i++) {
+        json_object *g = json_object_array_get_idx(gs, i);
+
+        if (g_str_equal(pt_json_path_str(g, "guard"), name))
+            return g;
+    }
+    g_assert_not_reached();
+}
+
+typedef struct {
+    PtTestDaemon *d;
+    const char *target, *iothread, *guard;
+    gboolean want;
+} GuardWait;
+
+static gboolean
+guard_is(gpointer data)
+{
+    GuardWait *w = data;
+    g_autoptr(json_object) x = explain_of(w->d, w->target, w->iothread);
+    json_object *holds = pt_json_path(explain_guard(x, w->guard), "holds");
+
+    return json_object_get_boolean(holds) == w->want;
+}
+
+/* Waits until @guard holds on @iothread, then asserts that explain gives its
+ * value and its limit, and that "holding" names it.  Returns the explain.
+ * On a loaded 2-core machine a tick may take seconds: 15 s is generous. */
+static json_object *
+explain_wait_holds(PtTestDaemon *d, const char *target, const char *iothread, const char *guard)
+{
+    GuardWait w = { d, target, iothread, guard, TRUE };
+    json_object *x, *g, *holding;
+    gboolean named = FALSE;
+
+    if (!pt_test_wait(guard_is, &w, 15000))
+        g_error("%s/%s: guard %s did not hold within 15 s", target, iothread, guard);
+    x = explain_of(d, target, iothread);
+    g = explain_guard(x, guard);
+    g_assert_true(json_object_is_type(pt_json_path(g, "value"), json_type_double));
+    /* An override has an expiry, not a limit. */
+    if (g_str_equal(guard, "override"))
+        g_assert_null(pt_json_path(g, "limit"));
+    else
+        g_assert_true(json_object_is_type(pt_json_path(g, "limit"), json_type_double));
+    g_assert_cmpstr(pt_json_path_str(g, "detail"), !=, "");
+    holding = pt_json_path(x, "holding");
+    for (size_t i = 0; i < json_object_array_length(holding); i++)
+        named |= g_str_equal(json_object_get_string(json_object_array_get_idx(holding, i)),
+                             guard);
+    g_assert_true(named);
+    return x;
+}
+
+static double
+json_num(json_object *o, const char *path)
+{
+    return json_object_get_double(pt_json_path(o, path));
+}
+
+/* polltunectl explain VM/IOTHREAD as an operator runs it. */
+static char *
+cli_explain(PtTestDaemon *d, const char *what)
+{
+    g_autofree char *ctl = g_build_filename(g_getenv("PT_BUILD_ROOT"), "cli", "polltunectl",
+                                            NULL);
+    const char *argv[] = { ctl, "--socket", d->socket_path, "explain", what, NULL };
+    g_autoptr(GError) err = NULL;
+    char *out = NULL;
+    int status;
+
+    g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out,
+                               NULL, &status, &err));
+    g_assert_no_error(err);
+    g_assert_true(g_spawn_check_wait_status(status, NULL));
+    return out;
+}
+
+/*
+ * explain says what holds the policy back, with the figure and the limit:
+ * the dwell after a write, the polling budget, an operator's override and a
+ * write made outside polltune; the metrics carry the same guard states.
+ */
+static void
+test_explain_guards(void)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(PtTestVm) vm = NULL;
+    g_autoptr(PtTestDaemon) d = NULL;
+    g_autoptr(json_object) x = NULL;
+    g_autoptr(json_object) r = NULL;
+    g_autofree char *conf = NULL;
+    g_autofree char *text = NULL;
+    json_object *g;
+
+    if (pt_test_skip_without_qemu())
+        return;
+    vm = pt_test_vm_start(vm_dir, "vm-e", NULL);
+    conf = g_strdup_printf("interval = 200ms\nmetrics-listen =\n"
+                           "[targets]\nlibvirt = false\nqmp-globs = %s/*.qmp\n"
+                           "[policy]\ndefault = static:60000/0/0\nmin-dwell = 1h\n"
+                           "budget-cores = 0.01\nexternal-hold = 30m\n", vm_dir);
+    d = pt_test_daemon_start(conf, &err);
+    g_assert_no_error(err);
+    g_assert_true(wait_poll(vm, "iot0", 60000, 5000));
+
+    /* Dwell: a new policy is deferred for the minimum time after a write. */
+    r = pt_test_daemon_ok(d, "policy-set", "{\"target\": \"vm-e\", \"policy\": \"static:50000/0/0\"}");
+    g_clear_pointer(&r, json_object_put);
+    r = pt_test_daemon_ok(d, "status", NULL);
+    g_assert_true(pt_test_wait_ticks(d, pt_json_path_int(r, "ticks") + 5, 10000));
+    g_clear_pointer(&r, json_object_put);
+    g_assert_cmpuint(vm_poll_max(vm, "iot0"), ==, 60000);
+    x = explain_wait_holds(d, "vm-e", "iot0", "dwell");
+    g = explain_guard(x, "dwell");
+    g_assert_cmpfloat(json_num(g, "value"), >=, 0);
+    g_assert_cmpfloat(json_num(g, "value"), <, 3600);
+    g_assert_cmpfloat(json_num(g, "limit"), ==, 3600);
+    g_assert_cmpstr(pt_json_path_str(g, "unit"), ==, "s");
+    g_assert_cmpint(pt_json_path_int(g, "until_ms"), ==,
+                    pt_json_path_int(x, "last_write_ms") + 3600 * 1000);
+    g_assert_cmpint(pt_json_path_int(x, "next_look_ms"), ==, pt_json_path_int(g, "until_ms"));
+    g_assert_cmpstr(pt_json_path_str(x, "policy"), ==, "static:50000/0/0");
+    g_assert_cmpstr(pt_json_path_str(x, "policy_source/kind"), ==, "policy-set");
+    g_assert_nonnull(pt_json_path(x, "metrics"));
+    g_clear_pointer(&x, json_object_put);
+
+    /* Budget: polling here would cost more than 0.01 cores.  It holds back
+     * an adaptive policy only. */
+    r = pt_test_daemon_ok(d, "policy-set", "{\"target\": \"vm-e\", \"policy\": \"adaptive\"}");
+    g_clear_pointer(&r, json_object_put);
+    x = explain_wait_holds(d, "vm-e", "iot0", "budget");
+    g = explain_guard(x, "budget");
+    g_assert_cmpfloat(json_num(g, "limit"), ==, 0.01);
+    g_assert_cmpfloat(json_num(g, "value"), >, 0.01);
+    g_assert_cmpstr(pt_json_path_str(g, "unit"), ==, "cores");
+    g_assert_cmpstr(pt_json_path_str(x, "policy"), ==, "adaptive:balanced");
+    /* Nothing measures vCPUs without a machine: shown as not measured. */
+    g = explain_guard(x, "vcpu-run-delay");
+    g_assert_false(json_object_get_boolean(pt_json_path(g, "holds")));
+    g_assert_null(pt_json_path(g, "value"));
+    g_assert_cmpfloat(json_num(g, "limit"), >, 0);
+    g_clear_pointer(&x, json_object_put);
+
+    /* An operator's override. */
+    r = pt_test_daemon_ok(d, "override-set", "{\"target\": \"vm-e\", \"iothread\": \"iot1\", "
+                          "\"poll-max-ns\": 40000, \"for\": \"1h\"}");
+    g_clear_pointer(&r, json_object_put);
+    x = explain_wait_holds(d, "vm-e", "iot1", "override");
+    g = explain_guard(x, "override");
+    g_assert_cmpfloat(json_num(g, "value"), >, 3500);
+    g_assert_cmpfloat(json_num(g, "value"), <=, 3600);
+    g_assert_cmpstr(pt_json_path_str(x, "phase"), ==, "overridden");
+    g_assert_cmpint(pt_json_path_int(x, "next_look_ms"), ==, pt_json_path_int(g, "until_ms"));
+    g_clear_pointer(&x, json_object_put);
+
+    /* A write made outside polltune, through the test's own monitor. */
+    g_assert_true(qmp_iothread_set_sync(vm->qmp, "iot0", QMP_IOTHREAD_POLL_MAX_NS, 12345,
+                                        G_MAXINT64, &err));
+    g_assert_no_error(err);
+    x = explain_wait_holds(d, "vm-e", "iot0", "external-hold");
+    g = explain_guard(x, "external-hold");
+    g_assert_cmpfloat(json_num(g, "value"), >=, 0);
+    g_assert_cmpfloat(json_num(g, "value"), <, 1800);
+    g_assert_cmpfloat(json_num(g, "limit"), ==, 1800);
+    g_assert_nonnull(strstr(pt_json_path_str(g, "detail"), "12345/0/0"));
+    g_assert_cmpstr(pt_json_path_str(x, "phase"), ==, "held");
+    g_assert_cmpint(pt_json_path_int(x, "triple/poll-max-ns"), ==, 12345);
+
+    /* show --json carries the same object. */
+    r = pt_test_daemon_ok(d, "show", "{\"target\": \"vm-e\", \"iothread\": \"iot0\"}");
+    g_assert_cmpstr(pt_json_path_str(r, "iothreads/0/explain/phase"), ==, "held");
+    g_clear_pointer(&r, json_object_put);
+
+    /* The metrics: a gauge per guard, and the next look. */
+    r = pt_test_daemon_ok(d, "metrics", NULL);
+    {
+        const char *m = pt_json_path_str(r, "text");
+
+        g_assert_nonnull(strstr(m, "polltune_guard_holds{domain=\"vm-e\",iothread=\"iot0\","
+                                   "guard=\"external-hold\"} 1\n"));
+        g_assert_nonnull(strstr(m, "polltune_guard_holds{domain=\"vm-e\",iothread=\"iot1\","
+                                   "guard=\"override\"} 1\n"));
+        g_assert_nonnull(strstr(m, "polltune_guard_holds{domain=\"vm-e\",iothread=\"iot1\","
+                                   "guard=\"external-hold\"} 0\n"));
+        g_assert_nonnull(strstr(m, "polltune_next_look_seconds{domain=\"vm-e\",iothread=\"iot0\"} "));
+    }
+
+    /* The operator's text. */
+    text = cli_explain(d, "vm-e/iot0");
+    g_assert_nonnull(strstr(text, "vm-e/iot0"));
+    g_assert_nonnull(strstr(text, "held back by  "));
+    g_assert_nonnull(strstr(text, "external-hold"));
+    g_assert_nonnull(strstr(text, "next look"));
+    g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
+}
+
+typedef struct {
+    volatile gint stop;
+} Burn;
+
+static gpointer
+burn(gpointer data)
+{
+    Burn *b = data;
+    volatile guint64 n = 0;
+
+    while (!g_atomic_int_get(&b->stop))
+        n++;
+    return NULL;
+}
+
+/* Host CPU pressure: with more runnable threads than CPUs, PSI "some"
+ * rises, and explain shows it against psi-limit. */
+static void
+test_explain_psi(void)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(PtTestVm) vm = NULL;
+    g_autoptr(PtTestDaemon) d = NULL;
+    g_autoptr(json_object) x = NULL;
+    g_autofree char *conf = NULL;
+    g_autoptr(GPtrArray) burners = g_ptr_array_new();
+    Burn b = { 0 };
+    json_object *g;
+
+    if (pt_test_skip_without_qemu())
+        return;
+    if (!g_file_test("/proc/pressure/cpu", G_FILE_TEST_EXISTS)) {
+        g_test_skip("/proc/pressure/cpu is missing: this kernel has no PSI");
+        return;
+    }
+    vm = pt_test_vm_start(vm_dir, "vm-p", NULL);
+    conf = g_strdup_printf("interval = 200ms\nmetrics-listen =\n"
+                           "[targets]\nlibvirt = false\nqmp-globs = %s/*.qmp\n"
+                           "[policy]\ndefault = adaptive:latency\npsi-limit = 0.01\n", vm_dir);
+    d = pt_test_daemon_start(conf, &err);
+    g_assert_no_error(err);
+    g_assert_cmpint(pt_test_wait_target(d, "vm-p", 2, TRUE, 10000), >=, 0);
+    for (guint i = 0; i < g_get_num_processors() + 2; i++)
+        g_ptr_array_add(burners, g_thread_new("burn", burn, &b));
+    x = explain_wait_holds(d, "vm-p", "iot0", "psi");
+    g_atomic_int_set(&b.stop, 1);
+    for (guint i = 0; i < burners->len; i++)
+        g_thread_join(burners->pdata[i]);
+    g = explain_guard(x, "psi");
+    g_assert_cmpfloat(json_num(g, "limit"), ==, 0.01);
+    g_assert_cmpfloat(json_num(g, "value"), >=, 0.01);
+    g_assert_cmpstr(pt_json_path_str(g, "unit"), ==, "%");
+    g_assert_nonnull(strstr(pt_json_path_str(g, "detail"), "psi-limit"));
+    g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -773,6 +1046,8 @@ main(int argc, char **argv)
     g_test_add_func("/daemon/qmp/override-restart", test_override_restart);
     g_test_add_func("/daemon/qmp/authorisation", test_authorisation);
     g_test_add_func("/daemon/qmp/stopped-qemu", test_stopped_qemu);
+    g_test_add_func("/daemon/qmp/explain-guards", test_explain_guards);
+    g_test_add_func("/daemon/qmp/explain-psi", test_explain_psi);
     rc = g_test_run();
     g_rmdir(vm_dir);
     return rc;

@@ -5,11 +5,15 @@
  * whose perf has no tracepoint: the exit figures must be QEMU's own
  * query-stats, rising; the release must be the greeting's.
  *
+ * The iothread's aio-max-batch, as query-iothreads reports it, is the
+ * snapshot's gauge and the store sample's aio_max_batch.
+ *
  * The monitor is reached by path, as the daemon reaches QEMU: the test
  * listens on a socket, lets the target connect and serves the accepted
  * end with the fake.  Its peer is this process, so the host-side roots
  * point at fixtures for this pid.
  */
+#include "pt-history.h"
 #include "pt-target.h"
 #include "qmp-fake-monitor.h"
 
@@ -44,6 +48,7 @@ typedef struct {
     gboolean done;
     guint64 exits;
     ProbeExitSource source;
+    gint64 aio_max_batch;       /* as the store gets it */
     char *error;
 } SampleResult;
 
@@ -59,6 +64,12 @@ sample_done(PtTarget *t, ProbeTargetSnap *snap, const GError *error, gpointer da
     }
     r->source = snap->exits.source;
     r->exits = snap->exits.v[PROBE_EXIT_EXITS];
+    {
+        StoreSample s;
+
+        g_assert_true(pt_history_sample(NULL, snap, "iot0", &s));
+        r->aio_max_batch = s.m[METRIC_AIO_MAX_BATCH];
+    }
     probe_target_snap_free(snap);
 }
 
@@ -74,15 +85,15 @@ wait_attached(PtTarget *t)
     }
 }
 
-/* One tick's replies: one iothread on this thread, no devices, two vCPUs
- * whose exits sum to @exits. */
+/* One tick's replies: one iothread on this thread with @batch as its
+ * aio-max-batch, no devices, two vCPUs whose exits sum to @exits. */
 static void
-script_tick(QmpFakeMonitor *fake, guint64 exits)
+script_tick(QmpFakeMonitor *fake, guint64 exits, guint batch)
 {
     g_autofree char *iothreads = g_strdup_printf(
         "{\"return\": [{\"id\": \"iot0\", \"thread-id\": %d, \"poll-max-ns\": 32768,"
-        " \"poll-grow\": 0, \"poll-shrink\": 0, \"aio-max-batch\": 0,"
-        " \"poll-weight\": 3, \"attached\": true}]}", (int)gettid());
+        " \"poll-grow\": 0, \"poll-shrink\": 0, \"aio-max-batch\": %u,"
+        " \"poll-weight\": 3, \"attached\": true}]}", (int)gettid(), batch);
     g_autofree char *stats = g_strdup_printf(
         "{\"return\": ["
         " {\"provider\": \"kvm\", \"qom-path\": \"/machine/unattached/device[0]\","
@@ -126,6 +137,7 @@ test_exits_from_query_stats(void)
     g_autoptr(PtTarget) t = NULL;
     g_autofree char *version = NULL;
     const char *why = NULL;
+    static const gint64 batch[] = { 0, 8, 32 };
     SampleResult r;
     int lfd, cfd;
 
@@ -142,18 +154,18 @@ test_exits_from_query_stats(void)
                         "\"major\": 10}, \"package\": \"\"}, \"capabilities\": [\"oob\"]}}\r\n");
     qmp_fake_expect(fake, "qmp_capabilities", NULL, "{\"return\": {}}");
     qmp_fake_expect(fake, "query-kvm", NULL, "{\"return\": {\"enabled\": true, \"present\": true}}");
-    script_tick(fake, 1000);
-    script_tick(fake, 1060);
-    script_tick(fake, 1120);
+    for (guint i = 0; i < G_N_ELEMENTS(batch); i++)
+        script_tick(fake, 1000 + 60 * i, (guint)batch[i]);
     wait_attached(t);
 
     version = pt_target_qemu_version_string(t);
     g_assert_cmpstr(version, ==, "10.1.1");
     g_assert_cmpint(policy_poll_model_for_version(t->qemu_version), ==, POLICY_POLL_MODEL_10);
-    for (guint i = 0; i < 3; i++) {
+    for (guint i = 0; i < G_N_ELEMENTS(batch); i++) {
         sample(t, &r);
         g_assert_cmpint(r.source, ==, PROBE_EXIT_SOURCE_QUERY_STATS);
         g_assert_cmpuint(r.exits, ==, 1000 + 60 * i);
+        g_assert_cmpint(r.aio_max_batch, ==, batch[i]);
     }
     g_assert_cmpint(pt_target_exit_source(t, &why), ==, PROBE_EXIT_SOURCE_QUERY_STATS);
     g_assert_cmpstr(why, ==, "QEMU's own KVM statistics");

@@ -2,6 +2,7 @@
 /* The pure half of pt-libvirt: domain XML and stats records to structs. */
 #include <glib/gstdio.h>
 
+#include "pt-libvirt-metadata.h"
 #include "pt-libvirt-parse.h"
 
 static const char live_xml[] =
@@ -278,6 +279,56 @@ test_pid_file(void)
     g_rmdir(dir);
 }
 
+/* polltune's metadata element: its text, trimmed; anything else named. */
+static void
+test_policy_metadata(void)
+{
+    static const struct {
+        const char *xml;
+        const char *want;       /* NULL: refused */
+        const char *cause;      /* in the message when refused */
+    } cases[] = {
+        { "<polltune:policy xmlns:polltune=\"" PT_LIBVIRT_POLICY_NS "\">adaptive:latency"
+          "</polltune:policy>", "adaptive:latency", NULL },
+        { "<policy xmlns=\"" PT_LIBVIRT_POLICY_NS "\">\n  static:70000/2/2\n</policy>\n",
+          "static:70000/2/2", NULL },
+        { "<pt:policy xmlns:pt=\"" PT_LIBVIRT_POLICY_NS "\"><!-- set by nova -->off"
+          "</pt:policy>", "off", NULL },
+        { "<polltune:policy xmlns:polltune=\"x\">   </polltune:policy>", NULL, "empty" },
+        { "<polltune:mode xmlns:polltune=\"x\">off</polltune:mode>", NULL, "not a <policy>" },
+        { "<polltune:policy xmlns:polltune=\"x\"><a>off</a></polltune:policy>", NULL,
+          "holds text only" },
+        { "<polltune:policy xmlns:polltune=\"x\">off", NULL, "not a policy element" },
+        { "garbage", NULL, "not a policy element" },
+        { "", NULL, "empty" },
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autoptr(GError) err = NULL;
+        g_autofree char *got = pt_libvirt_policy_metadata_parse(cases[i].xml, &err);
+
+        if (cases[i].want) {
+            g_assert_no_error(err);
+            g_assert_cmpstr(got, ==, cases[i].want);
+        } else {
+            g_assert_null(got);
+            g_assert_nonnull(err);
+            if (!strstr(err->message, cases[i].cause))
+                g_error("case %u: \"%s\" does not say \"%s\"", i, err->message,
+                        cases[i].cause);
+        }
+    }
+    {
+        /* Past the size limit: refused before parsing. */
+        g_autoptr(GError) err = NULL;
+        g_autofree char *big = g_strnfill(5000, 'x');
+        g_autofree char *xml = g_strdup_printf("<policy>%s</policy>", big);
+
+        g_assert_null(pt_libvirt_policy_metadata_parse(xml, &err));
+        g_assert_nonnull(strstr(err->message, "more than"));
+    }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -290,5 +341,6 @@ main(int argc, char **argv)
     g_test_add_func("/daemon/libvirt-parse/xml-mapping-and-scsi", test_xml_mapping_and_scsi);
     g_test_add_func("/daemon/libvirt-parse/stats-params", test_stats_params);
     g_test_add_func("/daemon/libvirt-parse/pid-file", test_pid_file);
+    g_test_add_func("/daemon/libvirt-parse/policy-metadata", test_policy_metadata);
     return g_test_run();
 }

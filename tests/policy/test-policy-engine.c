@@ -479,14 +479,14 @@ test_override_list(void)
 /* One tick of one iothread (or group, @members) that reads @current;
  * returns the poll-max-ns the engine writes, or -1 for no change. */
 static gint64
-tick_one(PolicyEngine *e, const char *iothread, const char *const *members, guint n_members,
+tick_one(PolicyEngine *e, const char *iothread, const char *const *members,
          PolicyTriple current, gint64 now_ms, PolicyCause *cause)
 {
     PolicyHost host = { 0 };
     PolicyMetrics m = { 0 };
     PolicyIothreadInput in = {
         .target = "vm", .iothread = iothread, .current = current,
-        .history = &m, .n_history = 1, .n_iothreads = MAX(n_members, 1), .members = members,
+        .history = &m, .n_history = 1, .n_iothreads = members ? 2 : 1, .members = members,
     };
     g_autoptr(GPtrArray) out = policy_engine_tick(e, &host, &in, 1, now_ms);
     const PolicyDecision *d = out->pdata[0];
@@ -509,7 +509,7 @@ test_override_precedence(void)
     g_autoptr(GPtrArray) gone = NULL;
     g_autoptr(GPtrArray) list = NULL;
     g_autoptr(GError) error = NULL;
-    const char *const group[] = { "iot0", "iot1" };
+    const char *const group[] = { "iot0", "iot1", NULL };
     PolicyTriple cur = { 70000, 0, 0 }, held;
     PolicyOverrideInfo one = {
         .target = "vm", .iothread = "iot0", .triple = { 20000, 4, 0 },
@@ -540,14 +540,14 @@ test_override_precedence(void)
     /* A kept member follows the live triple. */
     cur.poll_shrink = 3;
     g_assert_true(policy_engine_add_override(e, &one, NULL));
-    g_assert_cmpint(tick_one(e, "iot0", NULL, 0, cur, 1000, &cause), ==, 20000);
+    g_assert_cmpint(tick_one(e, "iot0", NULL, cur, 1000, &cause), ==, 20000);
     g_assert_cmpint(cause, ==, POLICY_CAUSE_OVERRIDE);
     cur = (PolicyTriple){ 20000, 4, 3 };
-    g_assert_cmpint(tick_one(e, "iot0", NULL, 0, cur, 1500, NULL), ==, -1);
+    g_assert_cmpint(tick_one(e, "iot0", NULL, cur, 1500, NULL), ==, -1);
 
     /* Newer, on the whole target: it wins over the older one on iot0. */
     g_assert_true(policy_engine_add_override(e, &whole, NULL));
-    g_assert_cmpint(tick_one(e, "iot0", NULL, 0, cur, 2000, NULL), ==, 10000);
+    g_assert_cmpint(tick_one(e, "iot0", NULL, cur, 2000, NULL), ==, 10000);
     cur = (PolicyTriple){ 10000, 0, 0 };
     o = policy_engine_find_override(e, POLICY_ORIGIN_OVERRIDE, "vm", "iot0", 2000);
     g_assert_nonnull(o);
@@ -558,7 +558,7 @@ test_override_precedence(void)
     /* On a member of the group: the group, decided under iot0, follows it;
      * iot0 alone does not see it. */
     g_assert_true(policy_engine_add_override(e, &member, NULL));
-    g_assert_cmpint(tick_one(e, "iot0", group, 2, cur, 3000, NULL), ==, 30000);
+    g_assert_cmpint(tick_one(e, "iot0", group, cur, 3000, NULL), ==, 30000);
     cur = (PolicyTriple){ 30000, 0, 0 };
     o = policy_engine_find_override(e, POLICY_ORIGIN_OVERRIDE, "vm", "iot0", 3000);
     g_assert_cmpint(o->id, ==, 2);
@@ -566,7 +566,7 @@ test_override_precedence(void)
     /* Removing the newest brings back the one before it. */
     g_assert_true(policy_engine_remove_override(e, 3));
     g_assert_false(policy_engine_remove_override(e, 3));
-    g_assert_cmpint(tick_one(e, "iot0", group, 2, cur, 4000, NULL), ==, 10000);
+    g_assert_cmpint(tick_one(e, "iot0", group, cur, 4000, NULL), ==, 10000);
     cur = (PolicyTriple){ 10000, 0, 0 };
 
     /* Expiry: the whole-target one ends at 9000 and is handed back once. */
@@ -578,13 +578,13 @@ test_override_precedence(void)
     o = gone->pdata[0];
     g_assert_cmpint(o->id, ==, 2);
     g_assert_cmpint(o->origin, ==, POLICY_ORIGIN_OVERRIDE);
-    g_assert_cmpint(tick_one(e, "iot0", NULL, 0, cur, 9000, NULL), ==, 20000);
+    g_assert_cmpint(tick_one(e, "iot0", NULL, cur, 9000, NULL), ==, 20000);
     cur = (PolicyTriple){ 20000, 4, 3 };
 
     /* A write made outside joins the list as an implicit override, tagged
      * so; the operator's override still wins over it. */
     cur = (PolicyTriple){ 55000, 2, 2 };
-    g_assert_cmpint(tick_one(e, "iot0", NULL, 0, cur, 10000, NULL), ==, 20000);
+    g_assert_cmpint(tick_one(e, "iot0", NULL, cur, 10000, NULL), ==, 20000);
     g_assert_true(policy_engine_external_hold(e, "vm", "iot0", 10000, &held, NULL, NULL));
     g_assert_cmpuint(held.poll_max_ns, ==, 55000);
     list = policy_engine_list_overrides(e, 10000);
@@ -601,9 +601,9 @@ test_override_precedence(void)
 
     /* Once the operator's is gone, the external write holds. */
     g_assert_true(policy_engine_remove_override(e, 1));
-    g_assert_cmpint(tick_one(e, "iot0", NULL, 0, cur, 11000, &cause), ==, -1);
+    g_assert_cmpint(tick_one(e, "iot0", NULL, cur, 11000, &cause), ==, -1);
     g_assert_cmpint(cause, ==, POLICY_CAUSE_NONE);
-    g_assert_cmpint(tick_one(e, "iot0", NULL, 0, cur, 10000 + cfg->external_hold_ms, NULL),
+    g_assert_cmpint(tick_one(e, "iot0", NULL, cur, 10000 + cfg->external_hold_ms, NULL),
                     ==, 70000);
     g_assert_false(policy_engine_external_hold(e, "vm", "iot0", 10000 + cfg->external_hold_ms,
                                                NULL, NULL, NULL));

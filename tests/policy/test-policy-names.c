@@ -247,7 +247,7 @@ test_counters(void)
 {
     PolicyCounters a = {
         .when_ms = 1000, .mono_ns = 1000000000, .have_io = TRUE, .have_cpu = TRUE,
-        .have_exits = TRUE, .rd_ops = 100, .rd_total_ns = 1000, .cpu_ns = 0,
+        .have_exits = TRUE, .rd_ops = 100, .rd_time_ns = 1000, .cpu_ns = 0,
         .ctx_vol = 10, .exits = 5,
     };
     PolicyCounters b = a;
@@ -259,8 +259,8 @@ test_counters(void)
     b.triple = POLICY_TRIPLE_QEMU_DEFAULT;
     b.rd_ops = 100 + 50000;         /* 25,000 IOPS over 2 s */
     b.wr_ops = 10000;               /* 5,000 */
-    b.rd_total_ns = 1000 + 50000ull * 40000;
-    b.wr_total_ns = 10000ull * 40000;
+    b.rd_time_ns = 1000 + 50000ull * 40000;
+    b.wr_time_ns = 10000ull * 40000;
     b.cpu_ns = 1000000000;          /* half a core */
     b.ctx_vol = 10 + 30000;
     b.runq_wait_ns = 20000000;

@@ -113,9 +113,18 @@ check_store_columns(const char *path)
     g_autoptr(GHashTable) samples = table_columns(path, "samples");
     g_autoptr(GHashTable) rollup = table_columns(path, "rollup_1m");
 
+    g_autoptr(GHashTable) rollup_1h = table_columns(path, "rollup_1h");
+
     g_assert_cmpuint(g_hash_table_size(samples), ==, 1 + METRIC_MAX);
-    for (int i = 0; i < METRIC_MAX; i++)
+    for (int i = 0; i < METRIC_MAX; i++) {
         g_assert_true(g_hash_table_contains(samples, metric_def(i)->name));
+        /* A rolled-up gauge has its column in both rollup levels. */
+        if (metric_def(i)->rollup) {
+            g_assert_cmpint(metric_def(i)->reset, ==, METRIC_RESET_GAUGE);
+            g_assert_true(g_hash_table_contains(rollup, metric_def(i)->name));
+            g_assert_true(g_hash_table_contains(rollup_1h, metric_def(i)->name));
+        }
+    }
     for (int r = 0; r < METRIC_RATE_MAX; r++) {
         const char *prefix = metric_rate_def(r)->rollup_prefix;
         const char *const stats[] = { "min", "mean", "max" };
@@ -251,6 +260,14 @@ test_export_columns(void)
             n += g_str_equal(*h, name);
         g_assert_cmpuint(n, ==, 1);
         g_assert_true(json_object_object_get_ex(line, name, NULL));
+    }
+    for (int r = 0; r < METRIC_RATE_MAX; r++) {
+        const char *name = metric_rate_def(r)->json_key;
+        guint n = 0;
+
+        for (char **h = header; *h; h++)
+            n += g_str_equal(*h, name);
+        g_assert_cmpuint(n, ==, metric_rate_def(r)->raw_export ? 1 : 0);
     }
     json_object_put(line);
     test_db_teardown(&fx);

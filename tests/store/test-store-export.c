@@ -134,12 +134,13 @@ test_csv(Fixture *fx, gconstpointer data)
     g_assert_cmpstr(lines[0], ==,
                     "time,target,iothread,tick_ns,poll_max_ns,poll_grow,poll_shrink,cpu_ns,"
                     "ctx_vol,ctx_invol,runq_wait_ns,rd_ops,rd_bytes,rd_time_ns,wr_ops,wr_bytes,"
-                    "wr_time_ns,flush_ops,flush_time_ns,kvm_exits,io_exits,mmio_exits,halt_exits");
+                    "wr_time_ns,flush_ops,flush_time_ns,kvm_exits,io_exits,mmio_exits,halt_exits,"
+                    "aio_max_batch,iops");
     /* rows in time order; NULL is an empty field; quotes doubled */
     g_assert_cmpstr(lines[1], ==, "2025-12-01T12:00:00.000Z,vm0,iothread0,1000000000,32768,,,"
-                                  "1000,,,,0,,,,,,,,,,,");
+                                  "1000,,,,0,,,,,,,,,,,,,");
     g_assert_cmpstr(lines[2], ==, "2025-12-01T12:00:00.000Z,\"we,ird \"\"vm\"\"\",iothread0,"
-                                  "1000000000,32768,,,1000,,,,0,,,,,,,,,,,");
+                                  "1000000000,32768,,,1000,,,,0,,,,,,,,,,,,,");
     g_assert_true(g_str_has_prefix(lines[6], "2025-12-01T12:00:02.000Z,"));
     g_assert_cmpstr(lines[7], ==, "");
 }
@@ -222,10 +223,117 @@ test_rollup_export(Fixture *fx, gconstpointer data)
     g_assert_cmpuint(g_strv_length(lines), ==, 3);
     g_assert_cmpstr(lines[0], ==, "time,target,iothread,count,span_ms,iops_min,iops_mean,iops_max,"
                                   "iops_p95,lat_min_ns,lat_mean_ns,lat_max_ns,lat_p95_ns,"
-                                  "cpu_min_pct,cpu_mean_pct,cpu_max_pct");
-    /* 0, 1, 2 reads per second; CPU 1, 2, 3 us per second */
+                                  "cpu_min_pct,cpu_mean_pct,cpu_max_pct,poll_max_ns,poll_grow,"
+                                  "poll_shrink");
+    /* 0, 1, 2 reads per second; CPU 1, 2, 3 us per second; the triple
+     * in force (grow and shrink were never read) */
     g_assert_cmpstr(lines[1], ==, "2025-12-01T12:00:00.000Z,vm0,iothread0,3,3000,0.000,1.000,"
-                                  "2.000,2.000,,,,,0.0001,0.0002,0.0003");
+                                  "2.000,2.000,,,,,0.0001,0.0002,0.0003,32768,,");
+}
+
+/* One tick of 1 s of vm1/iothread0 at @ts_ms: @ops reads, @triple. */
+static void
+write_triple_tick(StoreDb *db, gint64 ts_ms, gint64 ops, const StoreTriple *triple)
+{
+    g_autoptr(GError) error = NULL;
+    StoreSample s;
+    StoreTick tick;
+
+    store_sample_init(&s);
+    s.target = "vm1";
+    s.iothread = "iothread0";
+    s.poll_max_ns = triple->poll_max_ns;
+    s.poll_grow = triple->poll_grow;
+    s.poll_shrink = triple->poll_shrink;
+    s.io.rd_ops = ops;
+    s.io.wr_ops = s.io.flush_ops = 0;
+    store_tick_init(&tick);
+    tick.ts_ms = ts_ms;
+    tick.len_ns = 1000000000;
+    tick.samples = &s;
+    tick.n_samples = 1;
+    g_assert_true(store_tick_write(db, &tick, &error));
+    g_assert_no_error(error);
+}
+
+/*
+ * The columns planners asked for: a raw row has its IOPS as a column, and
+ * a rollup the triple in force for most of its time, also through the
+ * 1-hour level and in the history rows.
+ */
+static void
+test_rollup_triple(void)
+{
+    static const StoreTriple off = { 0, 0, 0 }, on = { 50000, 2, 4 };
+    g_autoptr(GError) error = NULL;
+    g_autoptr(StoreCursor) cur = NULL;
+    g_autofree char *raw = NULL, *m1 = NULL, *h1 = NULL;
+    g_auto(GStrv) lines = NULL;
+    const StoreRow *row;
+    json_object *o, *v;
+    gboolean more = TRUE;
+    StoreFilter f;
+    TestDb fx;
+
+    test_db_setup(&fx, NULL);
+    /* Minute 0: 20 s off, then 40 s on.  Minute 1: 45 s off, 15 s on. */
+    for (int k = 0; k < 60; k++)
+        write_triple_tick(fx.db, T0 + k * 1000, 250, k < 20 ? &off : &on);
+    for (int k = 0; k < 60; k++)
+        write_triple_tick(fx.db, T0 + 60000 + k * 1000, 250, k < 45 ? &off : &on);
+
+    store_filter_init(&f);
+    f.to_ms = T0 + 1000;
+    raw = export_to_string(fx.db, &f, STORE_EXPORT_SAMPLES, STORE_FORMAT_CSV);
+    lines = g_strsplit(raw, "\r\n", -1);
+    g_assert_true(g_str_has_suffix(lines[0], ",halt_exits,aio_max_batch,iops"));
+    /* the triple, no thread figures, 250 reads, no exits, no batch size */
+    g_assert_true(g_str_has_suffix(lines[1], ",1000000000,0,0,0,,,,,250,,,0,,,0,,,,,,,250.000"));
+    g_clear_pointer(&lines, g_strfreev);
+
+    /* Two complete hours later everything is rolled up. */
+    for (int i = 0; i < 20 && more; i++)
+        g_assert_true(store_maintain_step(fx.db, T0 + 2 * 3600 * 1000, 100, &more, &error));
+    g_assert_no_error(error);
+    g_assert_false(more);
+
+    store_filter_init(&f);
+    f.resolution = STORE_RES_1M;
+    m1 = export_to_string(fx.db, &f, STORE_EXPORT_SAMPLES, STORE_FORMAT_CSV);
+    lines = g_strsplit(m1, "\r\n", -1);
+    g_assert_cmpuint(g_strv_length(lines), ==, 4);
+    g_assert_true(g_str_has_suffix(lines[0], ",cpu_max_pct,poll_max_ns,poll_grow,poll_shrink"));
+    g_assert_true(g_str_has_suffix(lines[1], ",250.000,250.000,250.000,250.000,,,,,,,,50000,2,4"));
+    g_assert_true(g_str_has_suffix(lines[2], ",,,,,,,,0,0,0"));
+    g_clear_pointer(&lines, g_strfreev);
+
+    cur = store_query_range(fx.db, &f, &error);
+    g_assert_true(store_cursor_next(cur, &row, &error));
+    g_assert_nonnull(row);
+    g_assert_cmpint(row->sample.poll_max_ns, ==, 50000);
+    g_assert_cmpint(row->sample.poll_shrink, ==, 4);
+    g_assert_cmpint(row->sample.cpu_ns, ==, STORE_NULL);
+    o = store_row_to_json(row);
+    g_assert_true(json_object_object_get_ex(o, "poll-max-ns", &v));
+    g_assert_cmpint(json_object_get_int64(v), ==, 50000);
+    g_assert_true(json_object_object_get_ex(o, "iops", &v));
+    g_assert_true(json_object_object_get_ex(v, "mean", &v));
+    g_assert_cmpfloat_with_epsilon(json_object_get_double(v), 250, 1e-9);
+    g_assert_false(json_object_object_get_ex(o, "aio-max-batch", NULL));
+    json_object_put(o);
+    g_clear_pointer(&cur, store_cursor_free);
+
+    /* The hour: 55 s on against 65 s off. */
+    f.resolution = STORE_RES_1H;
+    h1 = export_to_string(fx.db, &f, STORE_EXPORT_SAMPLES, STORE_FORMAT_JSONL);
+    o = json_tokener_parse(h1);
+    g_assert_nonnull(o);
+    g_assert_true(json_object_object_get_ex(o, "count", &v));
+    g_assert_cmpint(json_object_get_int64(v), ==, 120);
+    g_assert_true(json_object_object_get_ex(o, "poll_max_ns", &v));
+    g_assert_cmpint(json_object_get_int64(v), ==, 0);
+    json_object_put(o);
+    test_db_teardown(&fx);
 }
 
 static glong
@@ -324,6 +432,7 @@ main(int argc, char **argv)
     ADD("/store/export/jsonl", test_jsonl);
     ADD("/store/export/decisions", test_decisions);
     ADD("/store/export/rollup", test_rollup_export);
+    g_test_add_func("/store/export/rollup-triple", test_rollup_triple);
     g_test_add_func("/store/export/constant-memory", test_constant_memory);
     return g_test_run();
 }
