@@ -248,14 +248,16 @@ void policy_engine_free(PolicyEngine *engine);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(PolicyEngine, policy_engine_free)
 
 /*
- * The engine owns the overrides: one ordered list, oldest first, of
- * operator overrides (POLICY_ORIGIN_OVERRIDE) and of external writes held
- * as implicit ones (POLICY_ORIGIN_EXTERNAL_WRITE, which the engine adds
- * itself).  For an iothread, an override of a later origin wins over one of
- * an earlier origin; within an origin the newest that covers it wins,
- * whether set on the iothread, on any member of its group or on the whole
- * target.  An entry expires when now reaches expires_ms.
+ * Pin @triple on @target (every iothread when @iothread is NULL) until
+ * @expires_ms (0: until cleared).  Overrides win over policies and guard
+ * rails, but the triple must be inside the bounds.
  */
+gboolean policy_engine_set_override(PolicyEngine *engine, const char *target,
+                                    const char *iothread, const PolicyTriple *triple,
+                                    gint64 expires_ms, GError **error);
+gboolean policy_engine_clear_override(PolicyEngine *engine, const char *target,
+                                      const char *iothread);
+/* An active override, as listed for operators. */
 typedef struct {
     char *target;
     char *iothread;             /* NULL: every iothread of the target */
@@ -275,6 +277,17 @@ void policy_override_info_free(PolicyOverrideInfo *o);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(PolicyOverrideInfo, policy_override_info_free)
 
 /*
+ * The engine owns the overrides: one ordered list, oldest first, of
+ * operator overrides (POLICY_ORIGIN_OVERRIDE) and of external writes held
+ * as implicit ones (POLICY_ORIGIN_EXTERNAL_WRITE, which the engine adds
+ * itself).  For an iothread, an override of a later origin wins over one of
+ * an earlier origin; within an origin the newest that covers it wins,
+ * whether set on the iothread, on any member of its group or on the whole
+ * target.  An entry expires when now reaches expires_ms.
+ * policy_engine_set_override() replaces the operator's override for exactly
+ * @target and @iothread; policy_engine_clear_override() removes it.
+ */
+/*
  * Appends a copy of @o to the list, newest, keeping older entries for the
  * same target and iothread (they win again when it is removed).  The
  * triple must be inside the bounds (a kept member counts as 0).
@@ -283,18 +296,6 @@ gboolean policy_engine_add_override(PolicyEngine *engine, const PolicyOverrideIn
                                     GError **error);
 /* Removes the entry whose id is @id (not 0); FALSE when there is none. */
 gboolean policy_engine_remove_override(PolicyEngine *engine, gint64 id);
-/*
- * Pin @triple on @target (every iothread when @iothread is NULL) until
- * @expires_ms (0: until cleared), replacing the operator override set for
- * exactly @target and @iothread.  Overrides win over policies and guard
- * rails, but the triple must be inside the bounds.
- */
-gboolean policy_engine_set_override(PolicyEngine *engine, const char *target,
-                                    const char *iothread, const PolicyTriple *triple,
-                                    gint64 expires_ms, GError **error);
-/* Removes the operator override set for exactly @target and @iothread. */
-gboolean policy_engine_clear_override(PolicyEngine *engine, const char *target,
-                                      const char *iothread);
 /*
  * The entry of @origin in force on @target/@iothread at @now_ms (set on the
  * iothread or the whole target; @iothread NULL: whole-target ones only), or
