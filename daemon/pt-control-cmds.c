@@ -154,20 +154,20 @@ pt_json_decision(const PtIothread *io)
 }
 
 static json_object *
-pt_json_override(const StoreOverrideRow *row)
+pt_json_override(const PolicyOverrideInfo *ov)
 {
     json_object *o = json_object_new_object();
 
-    json_object_object_add(o, "id", json_object_new_int64(row->ov.id));
-    json_object_object_add(o, "who", json_object_new_string(row->ov.who ? row->ov.who : ""));
-    json_object_object_add(o, "expires_ms", row->ov.expires_ms == STORE_NULL ? NULL :
-                           json_object_new_int64(row->ov.expires_ms));
-    if (row->ov.triple.poll_max_ns != STORE_NULL)
-        json_object_object_add(o, "poll-max-ns", json_object_new_int64(row->ov.triple.poll_max_ns));
-    if (row->ov.triple.poll_grow != STORE_NULL)
-        json_object_object_add(o, "poll-grow", json_object_new_int64(row->ov.triple.poll_grow));
-    if (row->ov.triple.poll_shrink != STORE_NULL)
-        json_object_object_add(o, "poll-shrink", json_object_new_int64(row->ov.triple.poll_shrink));
+    json_object_object_add(o, "id", json_object_new_int64(ov->id));
+    json_object_object_add(o, "who", json_object_new_string(ov->who ? ov->who : ""));
+    json_object_object_add(o, "expires_ms", ov->expires_ms ?
+                           json_object_new_int64(ov->expires_ms) : NULL);
+    json_object_object_add(o, "poll-max-ns", json_object_new_int64((gint64)ov->triple.poll_max_ns));
+    if (!ov->keep_grow)
+        json_object_object_add(o, "poll-grow", json_object_new_int64((gint64)ov->triple.poll_grow));
+    if (!ov->keep_shrink)
+        json_object_object_add(o, "poll-shrink",
+                               json_object_new_int64((gint64)ov->triple.poll_shrink));
     return o;
 }
 
@@ -178,7 +178,7 @@ pt_json_iothread(PtDaemon *d, PtTarget *t, PtIothread *io, guint history)
     /* A group member runs what its group does: the rule of its first
      * iothread (docs/POLICY.md). */
     g_autofree char *policy = pt_daemon_policy_for(d, t->name, io->group ? io->group : io->id);
-    const StoreOverrideRow *ov = pt_daemon_override_for(d, t->name, io->id);
+    const PolicyOverrideInfo *ov = pt_daemon_override_for(d, t->name, io->id);
 
     json_object_object_add(o, "id", json_object_new_string(io->id));
     json_object_object_add(o, "tid", json_object_new_int(io->tid));

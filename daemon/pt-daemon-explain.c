@@ -20,7 +20,10 @@ pt_daemon_explain(PtDaemon *d, PtTarget *t, PtIothread *io)
         .next_tick_ms = MAX(next, now_ms),
     };
     PolicyIothreadInput in = pt_daemon_policy_input(t, io);
+    g_autoptr(GPtrArray) ids = g_ptr_array_new_with_free_func((GDestroyNotify)g_ptr_array_unref);
 
+    /* An override on any member of the group pins it. */
+    in.members = pt_group_member_ids(t, io, ids);
     if (!d->host_metrics.when_ms)
         ctx.host = NULL;
     return policy_engine_explain(d->engine, &ctx, &in, now_ms);

@@ -1,17 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Overrides set with polltunectl: a triple that holds an iothread in place
- * of its policy until cleared or expired.
+ * of its policy until cleared or expired.  The policy engine owns the list
+ * (policy_engine_add_override()); the store keeps it across restarts: every
+ * change is written through, and the list is read back at start.
  */
 #include "pt-daemon-private.h"
 #include "pt-log.h"
-
-static gboolean
-pt_override_matches(const StoreOverrideRow *row, const char *target, const char *iothread)
-{
-    return g_str_equal(row->ov.target, target) &&
-           (!row->ov.iothread || !iothread || g_str_equal(row->ov.iothread, iothread));
-}
 
 gboolean
 pt_daemon_external_hold_for(PtDaemon *d, const char *target, const char *iothread,
@@ -21,82 +16,91 @@ pt_daemon_external_hold_for(PtDaemon *d, const char *target, const char *iothrea
                                        triple, since_ms, until_ms);
 }
 
-const StoreOverrideRow *
+const PolicyOverrideInfo *
 pt_daemon_override_for(PtDaemon *d, const char *target, const char *iothread)
 {
-    gint64 now_ms = g_get_real_time() / 1000;
+    return policy_engine_find_override(d->engine, POLICY_ORIGIN_OVERRIDE, target, iothread,
+                                       g_get_real_time() / 1000);
+}
 
-    /* The newest matching override wins; rows are oldest first. */
-    for (guint i = d->overrides->len; i > 0; i--) {
-        const StoreOverrideRow *row = d->overrides->pdata[i - 1];
+/* A stored override as the engine holds it: a member the store has as
+ * NULL keeps the iothread's live value. */
+static gboolean
+pt_override_from_row(PolicyEngine *engine, const StoreOverrideRow *row, GError **error)
+{
+    const StoreOverride *ov = &row->ov;
+    PolicyOverrideInfo o = {
+        .target = (char *)ov->target,
+        .iothread = (char *)ov->iothread,
+        .expires_ms = ov->expires_ms == STORE_NULL ? 0 : ov->expires_ms,
+        .origin = POLICY_ORIGIN_OVERRIDE,
+        .id = ov->id,
+        .who = (char *)ov->who,
+        .reason = (char *)ov->reason,
+        .set_ms = ov->created_ms,
+        .keep_grow = ov->triple.poll_grow == STORE_NULL,
+        .keep_shrink = ov->triple.poll_shrink == STORE_NULL,
+    };
 
-        if ((row->ov.expires_ms == STORE_NULL || row->ov.expires_ms > now_ms) &&
-            pt_override_matches(row, target, iothread) &&
-            (!row->ov.iothread || (iothread && g_str_equal(row->ov.iothread, iothread))))
-            return row;
+    if (ov->triple.poll_max_ns == STORE_NULL || ov->triple.poll_max_ns < 0) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                    "override %" G_GINT64_FORMAT ": no poll-max-ns", ov->id);
+        return FALSE;
     }
-    return NULL;
+    o.triple.poll_max_ns = (guint64)ov->triple.poll_max_ns;
+    o.triple.poll_grow = o.keep_grow ? 0 : (guint64)MAX(ov->triple.poll_grow, 0);
+    o.triple.poll_shrink = o.keep_shrink ? 0 : (guint64)MAX(ov->triple.poll_shrink, 0);
+    return policy_engine_add_override(engine, &o, error);
 }
 
-static PolicyTriple
-pt_override_triple(const StoreOverrideRow *row, const PolicyTriple *current)
+gboolean
+pt_daemon_overrides_load(PtDaemon *d, gint64 now_ms, GError **error)
 {
-    PolicyTriple t = *current;
+    g_autoptr(GPtrArray) rows = store_override_list_active(d->store, now_ms, error);
 
-    if (row->ov.triple.poll_max_ns != STORE_NULL)
-        t.poll_max_ns = row->ov.triple.poll_max_ns;
-    if (row->ov.triple.poll_grow != STORE_NULL)
-        t.poll_grow = row->ov.triple.poll_grow;
-    if (row->ov.triple.poll_shrink != STORE_NULL)
-        t.poll_shrink = row->ov.triple.poll_shrink;
-    return t;
+    if (!rows)
+        return FALSE;
+    /* Oldest first, as they were set: the newest wins again. */
+    for (guint i = 0; i < rows->len; i++) {
+        const StoreOverrideRow *row = rows->pdata[i];
+        g_autoptr(GError) err = NULL;
+
+        /* One the bounds now refuse stays in the store, and applies again
+         * after a restart with bounds that admit it. */
+        if (!pt_override_from_row(d->engine, row, &err))
+            pt_warn(row->ov.target, row->ov.iothread, "override %" G_GINT64_FORMAT
+                    " not applied: %s", row->ov.id, err->message);
+    }
+    return TRUE;
 }
 
-/* Tell the engine about every active override, resolved per iothread. */
 void
-pt_daemon_sync_overrides(PtDaemon *d, gint64 now_ms)
+pt_daemon_overrides_carry(PtDaemon *d, PolicyEngine *to, gint64 now_ms)
 {
-    for (guint i = 0; i < d->overrides->len;) {
-        StoreOverrideRow *row = d->overrides->pdata[i];
-        PtTarget *t = g_hash_table_lookup(d->targets, row->ov.target);
-        GHashTableIter it;
-        gpointer v;
+    g_autoptr(GPtrArray) list = policy_engine_list_overrides(d->engine, now_ms);
 
-        if (row->ov.expires_ms != STORE_NULL && row->ov.expires_ms <= now_ms) {
-            pt_info(row->ov.target, row->ov.iothread, "override %" G_GINT64_FORMAT
-                    " expired; control returns to the policy", row->ov.id);
-            if (t) {
-                g_hash_table_iter_init(&it, t->iothreads);
-                while (g_hash_table_iter_next(&it, NULL, &v))
-                    if (pt_override_matches(row, t->name, ((PtIothread *)v)->id))
-                        policy_engine_clear_override(d->engine, t->name,
-                                                     pt_iothread_policy_key(v));
-            }
-            g_ptr_array_remove_index(d->overrides, i);
-            continue;
-        }
-        i++;
-        if (!t)
-            continue;
-        g_hash_table_iter_init(&it, t->iothreads);
-        while (g_hash_table_iter_next(&it, NULL, &v)) {
-            PtIothread *io = v;
-            const StoreOverrideRow *win = pt_daemon_override_for(d, t->name, io->id);
-            g_autoptr(GError) err = NULL;
-            PolicyTriple tr;
+    for (guint i = 0; i < list->len; i++) {
+        const PolicyOverrideInfo *o = list->pdata[i];
+        g_autoptr(GError) err = NULL;
 
-            if (win != row || !io->have_triple)
-                continue;
-            tr = pt_override_triple(row, io->have_original ? &io->original : &io->triple);
-            if (row->ov.triple.poll_grow == STORE_NULL)
-                tr.poll_grow = io->triple.poll_grow;
-            if (row->ov.triple.poll_shrink == STORE_NULL)
-                tr.poll_shrink = io->triple.poll_shrink;
-            if (!policy_engine_set_override(d->engine, t->name, pt_iothread_policy_key(io), &tr,
-                                            row->ov.expires_ms == STORE_NULL ? 0 :
-                                            row->ov.expires_ms, &err))
-                pt_warn(t->name, io->id, "%s", err->message);
-        }
+        if (o->origin == POLICY_ORIGIN_OVERRIDE && !policy_engine_add_override(to, o, &err))
+            pt_warn(o->target, o->iothread, "override %" G_GINT64_FORMAT
+                    " not applied under the new bounds: %s", o->id, err->message);
+    }
+}
+
+void
+pt_daemon_overrides_expire(PtDaemon *d, gint64 now_ms)
+{
+    g_autoptr(GPtrArray) gone = policy_engine_take_expired(d->engine, POLICY_ORIGIN_OVERRIDE,
+                                                           now_ms);
+
+    /* The store needs no write: a row past its expiry is not active. */
+    for (guint i = 0; i < gone->len; i++) {
+        const PolicyOverrideInfo *o = gone->pdata[i];
+
+        pt_info(o->target, o->iothread, "override %" G_GINT64_FORMAT
+                " expired; control returns to the policy", o->id);
     }
 }
 
@@ -109,6 +113,7 @@ pt_daemon_override_set(PtDaemon *d, const char *target, const char *iothread,
     PtTarget *t = pt_daemon_find_target(d, target);
     gint64 now_ms = g_get_real_time() / 1000;
     StoreOverride ov = { 0 };
+    StoreOverrideRow row = { 0 };
     PolicyTriple check;
     gint64 id;
 
@@ -140,15 +145,12 @@ pt_daemon_override_set(PtDaemon *d, const char *target, const char *iothread,
     ov.reason = reason;
     if (!store_override_set(d->store, &ov, &id, error))
         return FALSE;
-    /* Read the active set back, so memory and the store cannot differ. */
-    {
-        g_autoptr(GPtrArray) rows = store_override_list_active(d->store, now_ms, error);
-
-        if (!rows)
-            return FALSE;
-        g_ptr_array_set_size(d->overrides, 0);
-        for (guint i = 0; i < rows->len; i++)
-            g_ptr_array_add(d->overrides, g_steal_pointer(&rows->pdata[i]));
+    ov.id = id;
+    row.ov = ov;
+    if (!pt_override_from_row(d->engine, &row, error)) {
+        /* Not in force, so not kept either. */
+        store_override_clear(d->store, id, now_ms, NULL);
+        return FALSE;
     }
     pt_info(target, iothread, "override %" G_GINT64_FORMAT " by %s: poll-max-ns=%"
             G_GINT64_FORMAT "%s", id, who ? who : "?", poll_max_ns,
@@ -165,33 +167,23 @@ pt_daemon_override_clear(PtDaemon *d, const char *target, const char *iothread,
                          gint64 id, GError **error)
 {
     gint64 now_ms = g_get_real_time() / 1000;
+    g_autoptr(GPtrArray) list = policy_engine_list_overrides(d->engine, now_ms);
     guint n = 0;
 
-    for (guint i = 0; i < d->overrides->len;) {
-        StoreOverrideRow *row = d->overrides->pdata[i];
-        gboolean hit = id >= 0 ? row->ov.id == id :
-            g_str_equal(row->ov.target, target) && g_strcmp0(row->ov.iothread, iothread) == 0;
-        PtTarget *t;
+    for (guint i = 0; i < list->len; i++) {
+        const PolicyOverrideInfo *o = list->pdata[i];
+        gboolean hit = o->origin == POLICY_ORIGIN_OVERRIDE &&
+            (id >= 0 ? o->id == id :
+             g_str_equal(o->target, target) && g_strcmp0(o->iothread, iothread) == 0);
 
-        if (!hit) {
-            i++;
+        if (!hit)
             continue;
-        }
-        if (!store_override_clear(d->store, row->ov.id, now_ms, error))
+        /* The store first: an override it still holds would come back at
+         * the next start. */
+        if (!store_override_clear(d->store, o->id, now_ms, error))
             return n;
-        if ((t = g_hash_table_lookup(d->targets, row->ov.target))) {
-            GHashTableIter it;
-            gpointer v;
-
-            g_hash_table_iter_init(&it, t->iothreads);
-            while (g_hash_table_iter_next(&it, NULL, &v))
-                if (pt_override_matches(row, t->name, ((PtIothread *)v)->id))
-                    policy_engine_clear_override(d->engine, t->name,
-                                                 pt_iothread_policy_key(v));
-        }
-        pt_info(row->ov.target, row->ov.iothread, "override %" G_GINT64_FORMAT " cleared",
-                row->ov.id);
-        g_ptr_array_remove_index(d->overrides, i);
+        policy_engine_remove_override(d->engine, o->id);
+        pt_info(o->target, o->iothread, "override %" G_GINT64_FORMAT " cleared", o->id);
         n++;
     }
     if (!n)

@@ -47,7 +47,6 @@ struct PtDaemon {
 
     StoreDb *store;
     PolicyEngine *engine;
-    GPtrArray *overrides;           /* StoreOverrideRow, active */
 
     ProbeHostSampler *host;
     ProbeHostSnap *host_prev;
@@ -110,8 +109,12 @@ void pt_daemon_restore_io(PtDaemon *d, PtTarget *t, PtIothread *io, const char *
 guint pt_daemon_restore_target(PtDaemon *d, PtTarget *t, const char *why);
 
 /* pt-daemon-overrides.c */
-/* Tell the engine about every active override, resolved per iothread. */
-void pt_daemon_sync_overrides(PtDaemon *d, gint64 now_ms);
+/* Read the active overrides from the store into the engine, at start. */
+gboolean pt_daemon_overrides_load(PtDaemon *d, gint64 now_ms, GError **error);
+/* Put the engine's overrides into @to, the engine a reload replaces it with. */
+void pt_daemon_overrides_carry(PtDaemon *d, PolicyEngine *to, gint64 now_ms);
+/* Drop the overrides expired at @now_ms, saying so in the log. */
+void pt_daemon_overrides_expire(PtDaemon *d, gint64 now_ms);
 
 /* pt-daemon-step.c */
 /* Decide for the iothreads of @targets, which were sampled this tick. */
@@ -119,6 +122,9 @@ void pt_daemon_run_policy(PtDaemon *d, GPtrArray *targets);
 /* @io as the engine sees it: a group's first iothread names the group, with
  * @io's own history (the tick puts the group's history in). */
 PolicyIothreadInput pt_daemon_policy_input(PtTarget *t, PtIothread *io);
+/* The ids of @io's group, NULL-terminated, for PolicyIothreadInput.members
+ * (NULL when @io is in no group); @keep holds them until it is freed. */
+const char *const *pt_group_member_ids(PtTarget *t, PtIothread *io, GPtrArray *keep);
 
 /* pt-daemon-mode.c */
 /* Tell the policy configuration in force the mode d->mode. */

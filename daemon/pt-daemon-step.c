@@ -25,6 +25,38 @@ pt_group_members(PtTarget *t, PtIothread *io)
     return members;
 }
 
+const char *const *
+pt_group_member_ids(PtTarget *t, PtIothread *io, GPtrArray *keep)
+{
+    g_autoptr(GPtrArray) members = NULL;
+    GPtrArray *ids;
+
+    if (!io->group)
+        return NULL;
+    members = pt_group_members(t, io);
+    ids = g_ptr_array_sized_new(members->len + 1);
+    for (guint k = 0; k < members->len; k++)
+        g_ptr_array_add(ids, ((PtIothread *)members->pdata[k])->id);
+    g_ptr_array_add(ids, NULL);
+    g_ptr_array_add(keep, ids);
+    return (const char *const *)ids->pdata;
+}
+
+/*
+ * Whether an operator's override pins @io: one on any member of its group
+ * pins the whole group, which the engine decides as one.
+ */
+static gboolean
+pt_group_overridden(PtDaemon *d, PtTarget *t, PtIothread *io)
+{
+    g_autoptr(GPtrArray) members = pt_group_members(t, io);
+
+    for (guint i = 0; i < members->len; i++)
+        if (pt_daemon_override_for(d, t->name, ((PtIothread *)members->pdata[i])->id))
+            return TRUE;
+    return FALSE;
+}
+
 /*
  * One tick of a group as the policy sees it: the block figures are the
  * group's already (the same on every member); CPU figures are summed, since
@@ -174,11 +206,14 @@ pt_daemon_run_policy(PtDaemon *d, GPtrArray *targets)
     g_autoptr(GPtrArray) owners = g_ptr_array_new();
     g_autoptr(GPtrArray) group_histories = g_ptr_array_new_with_free_func(
         (GDestroyNotify)g_array_unref);
+    /* The member ids of each group handed to the engine, kept while it runs. */
+    g_autoptr(GPtrArray) group_ids = g_ptr_array_new_with_free_func(
+        (GDestroyNotify)g_ptr_array_unref);
     g_autoptr(GPtrArray) decisions = NULL;
 
     if (d->mode == PT_MODE_OBSERVE || d->shutting_down)
         return;
-    pt_daemon_sync_overrides(d, d->tick_now_ms);
+    pt_daemon_overrides_expire(d, d->tick_now_ms);
     for (guint i = 0; i < targets->len; i++) {
         PtTarget *t = targets->pdata[i];
         GHashTableIter it;
@@ -201,7 +236,7 @@ pt_daemon_run_policy(PtDaemon *d, GPtrArray *targets)
             if (!io->have_triple || !io->history->len || !io->have_original ||
                 !io->original_saved)
                 continue;
-            if (spec->kind == POLICY_KIND_OBSERVE && !pt_daemon_override_for(d, t->name, key)) {
+            if (spec->kind == POLICY_KIND_OBSERVE && !pt_group_overridden(d, t, io)) {
                 if (!io->restored && io->have_original &&
                     !policy_triple_equal(&io->original, &io->triple))
                     pt_daemon_restore_io(d, t, io, "the policy is observe");
@@ -226,6 +261,7 @@ pt_daemon_run_policy(PtDaemon *d, GPtrArray *targets)
                 in.history = (const PolicyMetrics *)h->data;
                 in.n_history = h->len;
                 in.n_iothreads = members->len;
+                in.members = pt_group_member_ids(t, io, group_ids);
             }
             g_array_append_val(inputs, in);
             g_ptr_array_add(owners, t);

@@ -80,7 +80,6 @@ pt_daemon_new(PtConf *conf, const PtDaemonRoots *roots, GError **error)
     d->proot.tracefs = d->tracefs_root;
     d->targets = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
                                        (GDestroyNotify)pt_target_unref);
-    d->overrides = g_ptr_array_new_with_free_func((GDestroyNotify)store_override_row_free);
     d->tick_ms = g_array_new(FALSE, TRUE, sizeof(double));
     d->stats.started_ms = now_ms;
 
@@ -185,8 +184,6 @@ pt_daemon_free(PtDaemon *d)
     probe_host_sampler_free(d->host);
     policy_engine_free(d->engine);
     pt_daemon_store_close(d);
-    if (d->overrides)
-        g_ptr_array_unref(d->overrides);
     if (d->tick_ms)
         g_array_unref(d->tick_ms);
     pt_conf_free(d->conf);
@@ -208,7 +205,6 @@ gboolean
 pt_daemon_start(PtDaemon *d, GError **error)
 {
     gint64 now_ms = g_get_real_time() / 1000;
-    g_autoptr(GPtrArray) rows = NULL;
 
     if (d->run_marker) {
         d->unclean_start = g_file_test(d->run_marker, G_FILE_TEST_EXISTS);
@@ -218,11 +214,8 @@ pt_daemon_start(PtDaemon *d, GError **error)
         if (!g_file_set_contents(d->run_marker, "", 0, error))
             return FALSE;
     }
-    rows = store_override_list_active(d->store, now_ms, error);
-    if (!rows)
+    if (!pt_daemon_overrides_load(d, now_ms, error))
         return FALSE;
-    for (guint i = 0; i < rows->len; i++)
-        g_ptr_array_add(d->overrides, g_steal_pointer(&rows->pdata[i]));
     if (!pt_daemon_load_rules(d, error))
         return FALSE;
     /* A mode set with polltunectl in an earlier run holds, unless the
@@ -267,7 +260,9 @@ pt_daemon_reload(PtDaemon *d, PtConf *conf, GError **error)
     if (!engine)
         return FALSE;
     pt_daemon_metadata_install_all(d, conf->policy);
-    /* A new engine starts learning afresh. */
+    /* A new engine starts learning afresh; the operator's overrides
+     * stay in force. */
+    pt_daemon_overrides_carry(d, engine, g_get_real_time() / 1000);
     policy_engine_free(d->engine);
     d->engine = engine;
     if (conf->interval_ms != d->conf->interval_ms) {

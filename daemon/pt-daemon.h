@@ -97,9 +97,10 @@ GPtrArray *pt_daemon_list_targets(PtDaemon *d);
 PtTarget *pt_daemon_find_target(PtDaemon *d, const char *name);
 /* The policy in force for a target or iothread (formatted spec). */
 char *pt_daemon_policy_for(PtDaemon *d, const char *target, const char *iothread);
-/* Active override covering @target/@iothread, or NULL (borrowed). */
-const StoreOverrideRow *pt_daemon_override_for(PtDaemon *d, const char *target,
-                                               const char *iothread);
+/* The operator's override in force on @target/@iothread (set on it or on
+ * the whole target), or NULL; borrowed until the overrides next change. */
+const PolicyOverrideInfo *pt_daemon_override_for(PtDaemon *d, const char *target,
+                                                 const char *iothread);
 /* A write made outside polltune that the policy holds as an implicit
  * override (docs/POLICY.md): FALSE when none.  Out-parameters may be NULL. */
 gboolean pt_daemon_external_hold_for(PtDaemon *d, const char *target, const char *iothread,

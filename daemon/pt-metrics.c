@@ -269,15 +269,15 @@ pt_render_states(GString *out, PtDaemon *d, GPtrArray *ios, GPtrArray *owners,
     for (guint i = 0; i < ios->len; i++) {
         const PtIothread *io = ios->pdata[i];
         const PtTarget *t = owners->pdata[i];
-        const StoreOverrideRow *ov = pt_daemon_override_for(d, t->name, io->id);
+        const PolicyOverrideInfo *ov = pt_daemon_override_for(d, t->name, io->id);
 
         if (!ov)
             continue;
         pt_labels(out, "polltune_override_remaining_seconds", t, io);
-        if (ov->ov.expires_ms == STORE_NULL)
+        if (!ov->expires_ms)
             g_string_append(out, "} +Inf\n");
         else
-            g_string_append_printf(out, "} %.3f\n", MAX(ov->ov.expires_ms - now_ms, 0) / 1000.0);
+            g_string_append_printf(out, "} %.3f\n", MAX(ov->expires_ms - now_ms, 0) / 1000.0);
     }
     pt_family(out, &(PtFamily){ "polltune_external_hold_remaining_seconds", "gauge", "seconds",
                                 "Time left of a write made outside polltune that the policy "

@@ -3,7 +3,9 @@
  * policy-engine: one tick of decisions.
  *
  * Order of precedence for each iothread:
- *   1. an unexpired override (wins over everything, dwell included);
+ *   1. an unexpired override (wins over everything, dwell included): of
+ *      the operator's, the newest that covers the iothread, its group or
+ *      its target; else an external write held as an implicit one;
  *   2. the policy its spec names (observe, off, static, qemu-default,
  *      adaptive), with the triple clamped into the bounds;
  *   3. for adaptive, the host guards: contention, then budget;
@@ -28,6 +30,8 @@ policy_override_info_free(PolicyOverrideInfo *o)
         return;
     g_free(o->target);
     g_free(o->iothread);
+    g_free(o->who);
+    g_free(o->reason);
     g_free(o);
 }
 
@@ -37,6 +41,24 @@ override_free(gpointer p)
     policy_override_info_free(p);
 }
 
+static PolicyOverride *
+override_copy(const PolicyOverride *o)
+{
+    PolicyOverride *c = g_memdup2(o, sizeof(*o));
+
+    c->target = g_strdup(o->target);
+    c->iothread = g_strdup(o->iothread);
+    c->who = g_strdup(o->who);
+    c->reason = g_strdup(o->reason);
+    return c;
+}
+
+static gboolean
+override_live(const PolicyOverride *o, gint64 now_ms)
+{
+    return !o->expires_ms || now_ms < o->expires_ms;
+}
+
 GPtrArray *
 policy_engine_list_overrides(const PolicyEngine *e, gint64 now_ms)
 {
@@ -44,16 +66,25 @@ policy_engine_list_overrides(const PolicyEngine *e, gint64 now_ms)
 
     for (guint i = 0; i < e->overrides->len; i++) {
         const PolicyOverride *o = g_ptr_array_index(e->overrides, i);
-        PolicyOverrideInfo *c;
 
-        if (o->expires_ms && now_ms >= o->expires_ms)
-            continue;
-        c = g_new0(PolicyOverrideInfo, 1);
-        c->target = g_strdup(o->target);
-        c->iothread = g_strdup(o->iothread);
-        c->triple = o->triple;
-        c->expires_ms = o->expires_ms;
-        g_ptr_array_add(out, c);
+        if (override_live(o, now_ms))
+            g_ptr_array_add(out, override_copy(o));
+    }
+    return out;
+}
+
+GPtrArray *
+policy_engine_take_expired(PolicyEngine *e, PolicyOrigin origin, gint64 now_ms)
+{
+    GPtrArray *out = g_ptr_array_new_with_free_func(override_free);
+
+    for (guint i = 0; i < e->overrides->len;) {
+        PolicyOverride *o = g_ptr_array_index(e->overrides, i);
+
+        if (o->origin == origin && !override_live(o, now_ms))
+            g_ptr_array_add(out, g_ptr_array_steal_index(e->overrides, i));
+        else
+            i++;
     }
     return out;
 }
@@ -106,42 +137,137 @@ policy_engine_free(PolicyEngine *e)
 }
 
 gboolean
-policy_engine_set_override(PolicyEngine *e, const char *target, const char *iothread,
-                           const PolicyTriple *triple, gint64 expires_ms, GError **error)
+policy_engine_add_override(PolicyEngine *e, const PolicyOverrideInfo *o, GError **error)
 {
-    PolicyOverride *o;
+    PolicyTriple check = o->triple;
 
-    if (!target || !*target) {
+    if (!o->target || !*o->target) {
         g_set_error(error, POLICY_ERROR, POLICY_ERROR_INVALID, "override: empty target");
         return FALSE;
     }
-    if (!policy_config_check_triple(e->config, triple, error)) {
-        g_prefix_error(error, "override %s%s%s: ", target, iothread ? "/" : "",
-                       iothread ? iothread : "");
+    if (o->origin != POLICY_ORIGIN_OVERRIDE && o->origin != POLICY_ORIGIN_EXTERNAL_WRITE) {
+        g_set_error(error, POLICY_ERROR, POLICY_ERROR_INVALID,
+                    "override %s: origin %s is not one of an override", o->target,
+                    policy_origin_to_string(o->origin) ? policy_origin_to_string(o->origin) :
+                    "(invalid)");
         return FALSE;
     }
-    policy_engine_clear_override(e, target, iothread);
-    o = g_new0(PolicyOverride, 1);
-    o->target = g_strdup(target);
-    o->iothread = g_strdup(iothread);
-    o->triple = *triple;
-    o->expires_ms = expires_ms;
-    g_ptr_array_add(e->overrides, o);
+    if (o->keep_grow)
+        check.poll_grow = 0;
+    if (o->keep_shrink)
+        check.poll_shrink = 0;
+    if (!policy_config_check_triple(e->config, &check, error)) {
+        g_prefix_error(error, "override %s%s%s: ", o->target, o->iothread ? "/" : "",
+                       o->iothread ? o->iothread : "");
+        return FALSE;
+    }
+    g_ptr_array_add(e->overrides, override_copy(o));
+    return TRUE;
+}
+
+gboolean
+policy_engine_remove_override(PolicyEngine *e, gint64 id)
+{
+    for (guint i = 0; id && i < e->overrides->len; i++) {
+        if (((PolicyOverride *)g_ptr_array_index(e->overrides, i))->id == id) {
+            g_ptr_array_remove_index(e->overrides, i);
+            return TRUE;
+        }
+    }
+    return FALSE;
+}
+
+/* The entry of @origin set for exactly @target and @iothread, by index. */
+static gint
+override_index(const PolicyEngine *e, PolicyOrigin origin, const char *target,
+               const char *iothread)
+{
+    for (guint i = 0; i < e->overrides->len; i++) {
+        const PolicyOverride *o = g_ptr_array_index(e->overrides, i);
+
+        if (o->origin == origin && g_str_equal(o->target, target) &&
+            g_strcmp0(o->iothread, iothread) == 0)
+            return (gint)i;
+    }
+    return -1;
+}
+
+gboolean
+policy_engine_set_override(PolicyEngine *e, const char *target, const char *iothread,
+                           const PolicyTriple *triple, gint64 expires_ms, GError **error)
+{
+    PolicyOverrideInfo o = {
+        .target = (char *)target,
+        .iothread = (char *)iothread,
+        .triple = *triple,
+        .expires_ms = expires_ms,
+        .origin = POLICY_ORIGIN_OVERRIDE,
+    };
+    gint old = target ? override_index(e, POLICY_ORIGIN_OVERRIDE, target, iothread) : -1;
+
+    if (!policy_engine_add_override(e, &o, error))
+        return FALSE;
+    if (old >= 0)
+        g_ptr_array_remove_index(e->overrides, (guint)old);
     return TRUE;
 }
 
 gboolean
 policy_engine_clear_override(PolicyEngine *e, const char *target, const char *iothread)
 {
-    for (guint i = 0; i < e->overrides->len; i++) {
-        PolicyOverride *o = g_ptr_array_index(e->overrides, i);
+    gint i = override_index(e, POLICY_ORIGIN_OVERRIDE, target, iothread);
 
-        if (g_str_equal(o->target, target) && g_strcmp0(o->iothread, iothread) == 0) {
-            g_ptr_array_remove_index(e->overrides, i);
+    if (i < 0)
+        return FALSE;
+    g_ptr_array_remove_index(e->overrides, (guint)i);
+    return TRUE;
+}
+
+/* Does @o cover @iothread, or one of @members when it stands for a group? */
+static gboolean
+override_covers(const PolicyOverride *o, const char *target, const char *iothread,
+                const char *const *members)
+{
+    if (!g_str_equal(o->target, target))
+        return FALSE;
+    if (!o->iothread)
+        return TRUE;
+    if (g_strcmp0(o->iothread, iothread) == 0)
+        return TRUE;
+    for (guint i = 0; members && members[i]; i++)
+        if (g_strcmp0(o->iothread, members[i]) == 0)
             return TRUE;
-        }
-    }
     return FALSE;
+}
+
+/* The newest live entry of @origin covering the iothread (or group). */
+static const PolicyOverride *
+override_newest(const PolicyEngine *e, PolicyOrigin origin, const char *target,
+                const char *iothread, const char *const *members, gint64 now_ms)
+{
+    for (guint i = e->overrides->len; i > 0; i--) {
+        const PolicyOverride *o = g_ptr_array_index(e->overrides, i - 1);
+
+        if (o->origin == origin && override_live(o, now_ms) &&
+            override_covers(o, target, iothread, members))
+            return o;
+    }
+    return NULL;
+}
+
+const PolicyOverrideInfo *
+policy_engine_override_in_force(const PolicyEngine *e, const PolicyIothreadInput *in,
+                                gint64 now_ms)
+{
+    return override_newest(e, POLICY_ORIGIN_OVERRIDE, in->target, in->iothread, in->members,
+                           now_ms);
+}
+
+const PolicyOverrideInfo *
+policy_engine_find_override(const PolicyEngine *e, PolicyOrigin origin, const char *target,
+                            const char *iothread, gint64 now_ms)
+{
+    return override_newest(e, origin, target, iothread, NULL, now_ms);
 }
 
 void
@@ -155,35 +281,38 @@ policy_engine_forget(PolicyEngine *e, const char *target)
     while (g_hash_table_iter_next(&it, &key, NULL))
         if (g_str_has_prefix(key, prefix))
             g_hash_table_iter_remove(&it);
+    /* An external write was seen on the target that went away; an
+     * operator's override outlives it. */
+    for (guint i = 0; i < e->overrides->len;) {
+        const PolicyOverride *o = g_ptr_array_index(e->overrides, i);
+
+        if (o->origin == POLICY_ORIGIN_EXTERNAL_WRITE && g_str_equal(o->target, target))
+            g_ptr_array_remove_index(e->overrides, i);
+        else
+            i++;
+    }
 }
 
-/* The most specific live override; expired ones are dropped and noted. */
+/*
+ * The operator override in force on the input (the newest that covers it or
+ * a member of its group); those expired are dropped and noted.
+ */
 static const PolicyOverride *
-override_find(PolicyEngine *e, const char *target, const char *iothread,
-              gint64 now_ms, gboolean *expired)
+override_find(PolicyEngine *e, const PolicyIothreadInput *in, gint64 now_ms,
+              gboolean *expired)
 {
-    const PolicyOverride *whole = NULL, *one = NULL;
-
     for (guint i = 0; i < e->overrides->len;) {
-        PolicyOverride *o = g_ptr_array_index(e->overrides, i);
+        const PolicyOverride *o = g_ptr_array_index(e->overrides, i);
 
-        if (!g_str_equal(o->target, target) ||
-            (o->iothread && g_strcmp0(o->iothread, iothread) != 0)) {
-            i++;
-            continue;
-        }
-        if (o->expires_ms && now_ms >= o->expires_ms) {
+        if (o->origin == POLICY_ORIGIN_OVERRIDE && !override_live(o, now_ms) &&
+            override_covers(o, in->target, in->iothread, in->members)) {
             *expired = TRUE;
             g_ptr_array_remove_index(e->overrides, i);
-            continue;
+        } else {
+            i++;
         }
-        if (o->iothread)
-            one = o;
-        else
-            whole = o;
-        i++;
     }
-    return one ? one : whole;
+    return policy_engine_override_in_force(e, in, now_ms);
 }
 
 static PolicyIothreadState *
@@ -197,8 +326,6 @@ state_get(PolicyEngine *e, const PolicyIothreadInput *in)
         st->key = g_steal_pointer(&key);
         st->last_write_ms = G_MININT64;
         st->holdoff_until_ms = G_MININT64;
-        st->external_ms = G_MININT64;
-        st->external_until_ms = G_MININT64;
         g_hash_table_insert(e->states, st->key, st);
     }
     return st;
@@ -237,17 +364,17 @@ policy_engine_external_hold(const PolicyEngine *e, const char *target, const cha
                             gint64 now_ms, PolicyTriple *triple, gint64 *since_ms,
                             gint64 *until_ms)
 {
-    g_autofree char *key = g_strdup_printf("%s/%s", target, iothread);
-    const PolicyIothreadState *st = g_hash_table_lookup(e->states, key);
+    const PolicyOverride *o = override_newest(e, POLICY_ORIGIN_EXTERNAL_WRITE, target,
+                                              iothread, NULL, now_ms);
 
-    if (!st || st->external_ms == G_MININT64 || now_ms >= st->external_until_ms)
+    if (!o || !o->iothread)
         return FALSE;
     if (triple)
-        *triple = st->external;
+        *triple = o->triple;
     if (since_ms)
-        *since_ms = st->external_ms;
+        *since_ms = o->set_ms;
     if (until_ms)
-        *until_ms = st->external_until_ms;
+        *until_ms = o->expires_ms;
     return TRUE;
 }
 
@@ -255,11 +382,15 @@ policy_engine_external_hold(const PolicyEngine *e, const char *target, const cha
  * Notice writes we did not make: QEMU's window restarted, our model is
  * stale, and someone chose this triple.  The input that says so is the live
  * triple differing from both the last one seen and what we last wrote.
+ * The write goes into the override list, replacing the one seen before on
+ * the iothread.
  */
 static void
-observe_current(const PolicyConfig *cfg, PolicyIothreadState *st,
-                const PolicyIothreadInput *in, gint64 now_ms)
+observe_current(PolicyEngine *e, PolicyIothreadState *st, const PolicyIothreadInput *in,
+                gint64 now_ms)
 {
+    const PolicyConfig *cfg = e->config;
+
     if (st->seen && !policy_triple_equal(&st->last_current, &in->current)) {
         gboolean ours = st->wrote && policy_triple_equal(&st->expected, &in->current);
 
@@ -267,9 +398,22 @@ observe_current(const PolicyConfig *cfg, PolicyIothreadState *st,
             st->last_write_ms = now_ms;
             policy_adaptive_reset(st);
             if (cfg->external_hold_ms > 0) {
-                st->external_ms = now_ms;
-                st->external_until_ms = now_ms + cfg->external_hold_ms;
-                st->external = in->current;
+                PolicyOverrideInfo o = {
+                    .target = (char *)in->target,
+                    .iothread = (char *)in->iothread,
+                    .triple = in->current,
+                    .expires_ms = now_ms + cfg->external_hold_ms,
+                    .origin = POLICY_ORIGIN_EXTERNAL_WRITE,
+                    .set_ms = now_ms,
+                };
+                gint old = override_index(e, POLICY_ORIGIN_EXTERNAL_WRITE, in->target,
+                                          in->iothread);
+
+                if (old >= 0)
+                    g_ptr_array_remove_index(e->overrides, (guint)old);
+                /* Not checked against the bounds: the write is a fact, and
+                 * holding it is leaving it alone. */
+                g_ptr_array_add(e->overrides, override_copy(&o));
             }
         }
     }
@@ -280,32 +424,32 @@ observe_current(const PolicyConfig *cfg, PolicyIothreadState *st,
 /*
  * An external write is an implicit override: whoever made it chose that
  * triple, and a probe replacing it seconds later would silently undo their
- * decision.  It holds, like an override, until external_until_ms; then the
- * policy takes over again and says so.  Returns TRUE while it holds.
+ * decision.  It holds, like an override, until it expires; then the policy
+ * takes over again and says so.  Returns TRUE while it holds.
  */
 static gboolean
-external_holds(PolicyProposal *p, gint64 now_ms)
+external_holds(PolicyEngine *e, PolicyProposal *p, gint64 now_ms)
 {
-    PolicyIothreadState *st = p->st;
+    gint i = override_index(e, POLICY_ORIGIN_EXTERNAL_WRITE, p->in->target, p->in->iothread);
+    const PolicyOverride *o;
     g_autofree char *t = NULL;
 
-    if (st->external_ms == G_MININT64)
+    if (i < 0)
         return FALSE;
-    if (now_ms >= st->external_until_ms) {
-        st->external_ms = G_MININT64;
+    o = g_ptr_array_index(e->overrides, (guint)i);
+    if (!override_live(o, now_ms)) {
+        g_ptr_array_remove_index(e->overrides, (guint)i);
         g_string_append(p->evidence, "external_hold=expired ");
         return FALSE;
     }
-    t = policy_triple_format(&st->external);
+    t = policy_triple_format(&o->triple);
     p->is_override = TRUE;
     policy_proposal_set(p, &p->in->current, POLICY_CAUSE_OVERRIDE,
                         "external write: %s was set outside polltune %.0f s ago; held as an "
                         "implicit override for another %.0f s", t,
-                        (now_ms - st->external_ms) / 1000.0,
-                        (st->external_until_ms - now_ms) / 1000.0);
+                        (now_ms - o->set_ms) / 1000.0, (o->expires_ms - now_ms) / 1000.0);
     g_string_append_printf(p->evidence, "external_write_ms=%" G_GINT64_FORMAT
-                           " external_until_ms=%" G_GINT64_FORMAT, st->external_ms,
-                           st->external_until_ms);
+                           " external_until_ms=%" G_GINT64_FORMAT, o->set_ms, o->expires_ms);
     return TRUE;
 }
 
@@ -315,13 +459,18 @@ propose(PolicyEngine *e, PolicyProposal *p, gint64 now_ms)
     const PolicyConfig *cfg = e->config;
     const PolicyIothreadInput *in = p->in;
     gboolean expired = FALSE;
-    const PolicyOverride *o = override_find(e, in->target, in->iothread, now_ms, &expired);
+    const PolicyOverride *o = override_find(e, in, now_ms, &expired);
     const PolicySpec *spec;
     PolicyTriple t;
 
     if (o) {
+        t = o->triple;
+        if (o->keep_grow)
+            t.poll_grow = in->current.poll_grow;
+        if (o->keep_shrink)
+            t.poll_shrink = in->current.poll_shrink;
         p->is_override = TRUE;
-        policy_proposal_set(p, &o->triple, POLICY_CAUSE_OVERRIDE,
+        policy_proposal_set(p, &t, POLICY_CAUSE_OVERRIDE,
                             "override pins this triple%s", o->expires_ms ? " until it expires" : "");
         g_string_append_printf(p->evidence, "override_expires_ms=%" G_GINT64_FORMAT,
                                o->expires_ms);
@@ -329,7 +478,7 @@ propose(PolicyEngine *e, PolicyProposal *p, gint64 now_ms)
     }
     if (expired)
         policy_adaptive_reset(p->st);
-    if (external_holds(p, now_ms))
+    if (external_holds(e, p, now_ms))
         return;
     spec = policy_config_lookup(cfg, in->target, in->iothread);
     switch (spec->kind) {
@@ -435,7 +584,7 @@ policy_engine_tick(PolicyEngine *e, const PolicyHost *host,
         p->triple = p->in->current;
         p->reason = g_string_new(NULL);
         p->evidence = g_string_new(NULL);
-        observe_current(e->config, p->st, p->in, now_ms);
+        observe_current(e, p->st, p->in, now_ms);
         propose(e, p, now_ms);
     }
     policy_guard_contention(e->config, host, props, n, now_ms);

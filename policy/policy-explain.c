@@ -92,30 +92,21 @@ guard_threshold(PolicyGuardView *g, gboolean have, double value, double limit,
                   what, value, key, limit);
 }
 
-/* The most specific live override of @in, as the engine resolves it. */
+/* The operator's override in force on @in, as the engine resolves it. */
 static gboolean
 override_lookup(const PolicyEngine *e, const PolicyIothreadInput *in, gint64 now_ms,
                 PolicyOverrideInfo *out)
 {
-    g_autoptr(GPtrArray) all = policy_engine_list_overrides(e, now_ms);
-    const PolicyOverrideInfo *whole = NULL, *one = NULL;
+    const PolicyOverrideInfo *o = policy_engine_override_in_force(e, in, now_ms);
 
-    for (guint i = 0; i < all->len; i++) {
-        const PolicyOverrideInfo *o = all->pdata[i];
-
-        if (!g_str_equal(o->target, in->target))
-            continue;
-        if (!o->iothread)
-            whole = o;
-        else if (g_strcmp0(o->iothread, in->iothread) == 0)
-            one = o;
-    }
-    if (!one)
-        one = whole;
-    if (!one)
+    if (!o)
         return FALSE;
-    out->triple = one->triple;
-    out->expires_ms = one->expires_ms;
+    out->triple = o->triple;
+    if (o->keep_grow)
+        out->triple.poll_grow = in->current.poll_grow;
+    if (o->keep_shrink)
+        out->triple.poll_shrink = in->current.poll_shrink;
+    out->expires_ms = o->expires_ms;
     return TRUE;
 }
 

@@ -69,11 +69,6 @@ typedef struct {
     gboolean trial;             /* a probe has been written, measuring it */
     gboolean want;              /* exploration done, best must be written */
 
-    /* an external write, held as an implicit override until external_until_ms */
-    gint64 external_ms;         /* G_MININT64: none seen */
-    gint64 external_until_ms;
-    PolicyTriple external;
-
     /* per-tick noise of the score: within-segment squares of past explorations */
     double noise_ss, noise_df;
 
@@ -108,6 +103,12 @@ typedef struct {
 } PolicyProposal;
 
 void policy_metrics_describe(GString *out, const char *prefix, const PolicyMetrics *m);
+
+/* The operator's override in force on @in (its iothread, a member of its
+ * group, or its target), as a tick resolves it; NULL when none. */
+const PolicyOverrideInfo *policy_engine_override_in_force(const PolicyEngine *e,
+                                                          const PolicyIothreadInput *in,
+                                                          gint64 now_ms);
 
 void policy_adaptive_step(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms);
 void policy_adaptive_reset(PolicyIothreadState *st);

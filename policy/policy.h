@@ -238,6 +238,9 @@ typedef struct {
      * means there; zero-initialised callers get UNKNOWN, read as 7.2. */
     guint32 qemu_version;
     PolicyPollModel poll_model;
+    /* A group: the ids of its members, NULL-terminated (NULL: none given),
+     * so that an override on any member pins the group. */
+    const char *const *members;
 } PolicyIothreadInput;
 
 typedef struct {
@@ -280,13 +283,53 @@ typedef struct {
     char *iothread;             /* NULL: every iothread of the target */
     PolicyTriple triple;
     gint64 expires_ms;          /* 0: until cleared */
+    PolicyOrigin origin;        /* OVERRIDE or EXTERNAL_WRITE */
+    gint64 id;                  /* the caller's handle (the store's row id); 0: none */
+    char *who;                  /* who set it; NULL: unknown */
+    char *reason;               /* why; NULL: not given */
+    gint64 set_ms;              /* when it was set */
+    /* TRUE: the iothread keeps its live poll-grow / poll-shrink, only the
+     * other members of the triple are pinned. */
+    gboolean keep_grow, keep_shrink;
 } PolicyOverrideInfo;
 
 void policy_override_info_free(PolicyOverrideInfo *o);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(PolicyOverrideInfo, policy_override_info_free)
 
+/*
+ * The engine owns the overrides: one ordered list, oldest first, of
+ * operator overrides (POLICY_ORIGIN_OVERRIDE) and of external writes held
+ * as implicit ones (POLICY_ORIGIN_EXTERNAL_WRITE, which the engine adds
+ * itself).  For an iothread, an override of a later origin wins over one of
+ * an earlier origin; within an origin the newest that covers it wins,
+ * whether set on the iothread, on any member of its group or on the whole
+ * target.  An entry expires when now reaches expires_ms.
+ * policy_engine_set_override() replaces the operator's override for exactly
+ * @target and @iothread; policy_engine_clear_override() removes it.
+ */
+/*
+ * Appends a copy of @o to the list, newest, keeping older entries for the
+ * same target and iothread (they win again when it is removed).  The
+ * triple must be inside the bounds (a kept member counts as 0).
+ */
+gboolean policy_engine_add_override(PolicyEngine *engine, const PolicyOverrideInfo *o,
+                                    GError **error);
+/* Removes the entry whose id is @id (not 0); FALSE when there is none. */
+gboolean policy_engine_remove_override(PolicyEngine *engine, gint64 id);
+/*
+ * The entry of @origin in force on @target/@iothread at @now_ms (set on the
+ * iothread or the whole target; @iothread NULL: whole-target ones only), or
+ * NULL.  Valid until the list next changes.
+ */
+const PolicyOverrideInfo *policy_engine_find_override(const PolicyEngine *engine,
+                                                      PolicyOrigin origin, const char *target,
+                                                      const char *iothread, gint64 now_ms);
 /* PolicyOverrideInfo *, those not expired at @now_ms, in the order set. */
 GPtrArray *policy_engine_list_overrides(const PolicyEngine *engine, gint64 now_ms);
+/* Removes the entries of @origin expired at @now_ms and returns them
+ * (PolicyOverrideInfo *, oldest first), for the caller to log. */
+GPtrArray *policy_engine_take_expired(PolicyEngine *engine, PolicyOrigin origin,
+                                      gint64 now_ms);
 
 /* Drop all state of a target that went away. */
 void policy_engine_forget(PolicyEngine *engine, const char *target);

@@ -392,6 +392,23 @@ test_vq_mapping_and_scsi(void)
         g_assert_cmpuint(n0, >, 0);
         g_assert_cmpuint(n0, ==, n1);
     }
+    /* An override on the group's second iothread pins the whole group. */
+    {
+        gint64 id = 0;
+
+        g_assert_true(pt_daemon_override_set(d, "vm10", "iot1", 45000, -1, -1, 0, "test", NULL,
+                                             &id, NULL, &err));
+        g_assert_no_error(err);
+        deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
+        while ((q.triple[0].poll_max_ns != 45000 || q.triple[1].poll_max_ns != 45000) &&
+               g_get_monotonic_time() < deadline)
+            g_main_context_iteration(NULL, TRUE);
+        g_assert_cmpuint(q.triple[0].poll_max_ns, ==, 45000);
+        g_assert_cmpuint(q.triple[1].poll_max_ns, ==, 45000);
+        g_assert_cmpuint(q.triple[2].poll_max_ns, !=, 45000);
+        g_assert_cmpuint(pt_daemon_override_clear(d, NULL, NULL, id, &err), ==, 1);
+        g_assert_no_error(err);
+    }
 
     /* QEMU started again on the same socket, vdc now on iot1 alone: the
      * daemon asks again, and the group is gone. */

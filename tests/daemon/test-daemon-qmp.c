@@ -295,25 +295,36 @@ test_external_write_held(void)
     g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
 }
 
+/* A VM @name with two iothreads and a daemon that runs @policy on it,
+ * attached and with iot1 at @iot1_poll already. */
+static PtTestDaemon *
+start_attached(const char *name, const char *policy, guint64 iot1_poll, PtTestVm **vm_out)
+{
+    g_autoptr(GError) err = NULL;
+    g_autofree char *conf = conf_for(policy, NULL);
+    PtTestDaemon *d;
+
+    *vm_out = pt_test_vm_start(vm_dir, name, NULL);
+    d = pt_test_daemon_start(conf, &err);
+    g_assert_no_error(err);
+    g_assert_cmpint(pt_test_wait_target(d, name, 2, TRUE, 3000), >=, 0);
+    g_assert_true(wait_poll(*vm_out, "iot1", iot1_poll, 3000));
+    return d;
+}
+
 static void
 test_override_expiry_detach(void)
 {
     g_autoptr(GError) err = NULL;
     g_autoptr(PtTestVm) vm = NULL;
     g_autoptr(PtTestDaemon) d = NULL;
-    g_autofree char *conf = NULL;
     g_autoptr(json_object) ov = NULL;
     g_autoptr(json_object) reply = NULL;
     g_autoptr(json_object) st = NULL;
 
     if (pt_test_skip_without_qemu())
         return;
-    vm = pt_test_vm_start(vm_dir, "vm-o", NULL);
-    conf = conf_for("off", NULL);
-    d = pt_test_daemon_start(conf, &err);
-    g_assert_no_error(err);
-    g_assert_cmpint(pt_test_wait_target(d, "vm-o", 2, TRUE, 3000), >=, 0);
-    g_assert_true(wait_poll(vm, "iot1", 0, 3000));
+    d = start_attached("vm-o", "off", 0, &vm);
 
     /* A bad value is refused and names the bound. */
     reply = pt_test_daemon_call(d, "override-set",
@@ -486,6 +497,64 @@ test_reload_one_path(void)
         sighup_and_wait(d, "configuration reloaded");
         assert_running(d, 300, "observe");
     }
+    g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
+}
+
+/*
+ * Overrides are kept in the store and read back: one set before a reload
+ * and a restart pins its iothread again after them, under the same id.
+ * The newest override that covers an iothread wins, even over an older one
+ * on that very iothread.
+ */
+static void
+test_override_restart(void)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(PtTestVm) vm = NULL;
+    g_autoptr(PtTestDaemon) d = NULL;
+    g_autoptr(json_object) one = NULL;
+    g_autoptr(json_object) whole = NULL;
+    g_autoptr(json_object) st = NULL;
+    g_autoptr(json_object) cl = NULL;
+    g_autofree char *args = NULL;
+    gint64 id;
+
+    if (pt_test_skip_without_qemu())
+        return;
+    d = start_attached("vm-r", "static:11000/0/0", 11000, &vm);
+
+    one = pt_test_daemon_ok(d, "override-set",
+                            "{\"target\": \"vm-r\", \"iothread\": \"iot1\", \"poll-max-ns\": 40000}");
+    id = pt_json_path_int(one, "id");
+    g_assert_cmpint(id, >, 0);
+    g_assert_true(wait_poll(vm, "iot1", 40000, 3000));
+    whole = pt_test_daemon_ok(d, "override-set", "{\"target\": \"vm-r\", \"poll-max-ns\": 25000}");
+    g_assert_true(wait_poll(vm, "iot1", 25000, 3000));
+    g_assert_true(wait_poll(vm, "iot0", 25000, 3000));
+    args = g_strdup_printf("{\"id\": %" G_GINT64_FORMAT "}", pt_json_path_int(whole, "id"));
+    cl = pt_test_daemon_ok(d, "override-clear", args);
+    g_assert_cmpint(pt_json_path_int(cl, "cleared"), ==, 1);
+    g_assert_true(wait_poll(vm, "iot1", 40000, 3000));
+    g_assert_true(wait_poll(vm, "iot0", 11000, 3000));
+
+    /* A reload starts a new engine; the override goes on. */
+    json_object_put(pt_test_daemon_ok(d, "reload", NULL));
+    g_usleep(600000);
+    g_assert_cmpuint(vm_poll_max(vm, "iot1"), ==, 40000);
+
+    /* A clean stop puts the originals back; the restart pins it again. */
+    g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
+    g_assert_cmpuint(vm_poll_max(vm, "iot1"), ==, 32768);
+    g_assert_true(pt_test_daemon_restart(d, &err));
+    g_assert_no_error(err);
+    g_assert_cmpint(pt_test_wait_target(d, "vm-r", 2, TRUE, 3000), >=, 0);
+    g_assert_true(wait_poll(vm, "iot1", 40000, 3000));
+    g_assert_true(wait_poll(vm, "iot0", 11000, 3000));
+    st = pt_test_daemon_ok(d, "status", NULL);
+    g_assert_cmpint(pt_json_path_int(st, "targets/0/iothreads/1/override/id"), ==, id);
+    g_assert_cmpint(pt_json_path_int(st, "targets/0/iothreads/1/override/poll-max-ns"), ==, 40000);
+    g_assert_null(pt_json_path(st, "targets/0/iothreads/1/override/poll-grow"));
+    g_assert_null(pt_json_path(st, "targets/0/iothreads/0/override"));
     g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
 }
 
@@ -974,6 +1043,7 @@ main(int argc, char **argv)
     g_test_add_func("/daemon/qmp/reload", test_reload);
     g_test_add_func("/daemon/qmp/reload-one-path", test_reload_one_path);
     g_test_add_func("/daemon/qmp/runtime-rule", test_runtime_rule);
+    g_test_add_func("/daemon/qmp/override-restart", test_override_restart);
     g_test_add_func("/daemon/qmp/authorisation", test_authorisation);
     g_test_add_func("/daemon/qmp/stopped-qemu", test_stopped_qemu);
     g_test_add_func("/daemon/qmp/explain-guards", test_explain_guards);

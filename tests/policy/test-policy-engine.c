@@ -507,6 +507,139 @@ test_override_list(void)
     g_assert_true(policy_engine_clear_override(e, "vm", NULL));
 }
 
+/* One tick of one iothread (or group, @members) that reads @current;
+ * returns the poll-max-ns the engine writes, or -1 for no change. */
+static gint64
+tick_one(PolicyEngine *e, const char *iothread, const char *const *members,
+         PolicyTriple current, gint64 now_ms, PolicyCause *cause)
+{
+    PolicyHost host = { 0 };
+    PolicyMetrics m = { 0 };
+    PolicyIothreadInput in = {
+        .target = "vm", .iothread = iothread, .current = current,
+        .history = &m, .n_history = 1, .n_iothreads = members ? 2 : 1, .members = members,
+    };
+    g_autoptr(GPtrArray) out = policy_engine_tick(e, &host, &in, 1, now_ms);
+    const PolicyDecision *d = out->pdata[0];
+
+    if (cause)
+        *cause = d->cause;
+    return d->change ? (gint64)d->triple.poll_max_ns : -1;
+}
+
+/*
+ * The engine's one list of overrides: the newest that covers an iothread
+ * wins whatever its scope, one on any member pins a group, entries expire
+ * and are handed back, and each carries its origin, who and when.
+ */
+static void
+test_override_precedence(void)
+{
+    g_autoptr(PolicyConfig) cfg = policy_config_new();
+    g_autoptr(PolicyEngine) e = NULL;
+    g_autoptr(GPtrArray) gone = NULL;
+    g_autoptr(GPtrArray) list = NULL;
+    g_autoptr(GError) error = NULL;
+    const char *const group[] = { "iot0", "iot1", NULL };
+    PolicyTriple cur = { 70000, 0, 0 }, held;
+    PolicyOverrideInfo one = {
+        .target = "vm", .iothread = "iot0", .triple = { 20000, 4, 0 },
+        .origin = POLICY_ORIGIN_OVERRIDE, .id = 1, .who = "uid 1000", .set_ms = 1000,
+        .keep_shrink = TRUE,
+    };
+    PolicyOverrideInfo whole = {
+        .target = "vm", .triple = { 10000, 0, 0 }, .expires_ms = 9000,
+        .origin = POLICY_ORIGIN_OVERRIDE, .id = 2, .who = "uid 0", .set_ms = 2000,
+    };
+    PolicyOverrideInfo member = {
+        .target = "vm", .iothread = "iot1", .triple = { 30000, 0, 0 },
+        .origin = POLICY_ORIGIN_OVERRIDE, .id = 3, .set_ms = 3000,
+    };
+    PolicyOverrideInfo bad = { .target = "vm", .origin = POLICY_ORIGIN_CONFIG };
+    const PolicyOverrideInfo *o;
+    PolicyCause cause;
+
+    cfg->default_spec = (PolicySpec){ POLICY_KIND_STATIC, POLICY_OBJECTIVE_BALANCED,
+                                      { 70000, 0, 0 } };
+    e = policy_engine_new(cfg, NULL);
+    g_assert_nonnull(e);
+
+    g_assert_false(policy_engine_add_override(e, &bad, &error));
+    g_assert_error(error, POLICY_ERROR, POLICY_ERROR_INVALID);
+    g_assert_nonnull(strstr(error->message, "config"));
+
+    /* A kept member follows the live triple. */
+    cur.poll_shrink = 3;
+    g_assert_true(policy_engine_add_override(e, &one, NULL));
+    g_assert_cmpint(tick_one(e, "iot0", NULL, cur, 1000, &cause), ==, 20000);
+    g_assert_cmpint(cause, ==, POLICY_CAUSE_OVERRIDE);
+    cur = (PolicyTriple){ 20000, 4, 3 };
+    g_assert_cmpint(tick_one(e, "iot0", NULL, cur, 1500, NULL), ==, -1);
+
+    /* Newer, on the whole target: it wins over the older one on iot0. */
+    g_assert_true(policy_engine_add_override(e, &whole, NULL));
+    g_assert_cmpint(tick_one(e, "iot0", NULL, cur, 2000, NULL), ==, 10000);
+    cur = (PolicyTriple){ 10000, 0, 0 };
+    o = policy_engine_find_override(e, POLICY_ORIGIN_OVERRIDE, "vm", "iot0", 2000);
+    g_assert_nonnull(o);
+    g_assert_cmpint(o->id, ==, 2);
+    g_assert_cmpstr(o->who, ==, "uid 0");
+    g_assert_cmpint(o->set_ms, ==, 2000);
+
+    /* On a member of the group: the group, decided under iot0, follows it;
+     * iot0 alone does not see it. */
+    g_assert_true(policy_engine_add_override(e, &member, NULL));
+    g_assert_cmpint(tick_one(e, "iot0", group, cur, 3000, NULL), ==, 30000);
+    cur = (PolicyTriple){ 30000, 0, 0 };
+    o = policy_engine_find_override(e, POLICY_ORIGIN_OVERRIDE, "vm", "iot0", 3000);
+    g_assert_cmpint(o->id, ==, 2);
+
+    /* Removing the newest brings back the one before it. */
+    g_assert_true(policy_engine_remove_override(e, 3));
+    g_assert_false(policy_engine_remove_override(e, 3));
+    g_assert_cmpint(tick_one(e, "iot0", group, cur, 4000, NULL), ==, 10000);
+    cur = (PolicyTriple){ 10000, 0, 0 };
+
+    /* Expiry: the whole-target one ends at 9000 and is handed back once. */
+    gone = policy_engine_take_expired(e, POLICY_ORIGIN_OVERRIDE, 8999);
+    g_assert_cmpuint(gone->len, ==, 0);
+    g_clear_pointer(&gone, g_ptr_array_unref);
+    gone = policy_engine_take_expired(e, POLICY_ORIGIN_OVERRIDE, 9000);
+    g_assert_cmpuint(gone->len, ==, 1);
+    o = gone->pdata[0];
+    g_assert_cmpint(o->id, ==, 2);
+    g_assert_cmpint(o->origin, ==, POLICY_ORIGIN_OVERRIDE);
+    g_assert_cmpint(tick_one(e, "iot0", NULL, cur, 9000, NULL), ==, 20000);
+    cur = (PolicyTriple){ 20000, 4, 3 };
+
+    /* A write made outside joins the list as an implicit override, tagged
+     * so; the operator's override still wins over it. */
+    cur = (PolicyTriple){ 55000, 2, 2 };
+    g_assert_cmpint(tick_one(e, "iot0", NULL, cur, 10000, NULL), ==, 20000);
+    g_assert_true(policy_engine_external_hold(e, "vm", "iot0", 10000, &held, NULL, NULL));
+    g_assert_cmpuint(held.poll_max_ns, ==, 55000);
+    list = policy_engine_list_overrides(e, 10000);
+    g_assert_cmpuint(list->len, ==, 2);
+    o = list->pdata[0];
+    g_assert_cmpint(o->origin, ==, POLICY_ORIGIN_OVERRIDE);
+    g_assert_cmpint(o->id, ==, 1);
+    g_assert_true(o->keep_shrink);
+    o = list->pdata[1];
+    g_assert_cmpint(o->origin, ==, POLICY_ORIGIN_EXTERNAL_WRITE);
+    g_assert_cmpstr(o->iothread, ==, "iot0");
+    g_assert_cmpint(o->set_ms, ==, 10000);
+    g_assert_cmpint(o->expires_ms, ==, 10000 + cfg->external_hold_ms);
+
+    /* Once the operator's is gone, the external write holds. */
+    g_assert_true(policy_engine_remove_override(e, 1));
+    g_assert_cmpint(tick_one(e, "iot0", NULL, cur, 11000, &cause), ==, -1);
+    g_assert_cmpint(cause, ==, POLICY_CAUSE_NONE);
+    g_assert_cmpint(tick_one(e, "iot0", NULL, cur, 10000 + cfg->external_hold_ms, NULL),
+                    ==, 70000);
+    g_assert_false(policy_engine_external_hold(e, "vm", "iot0", 10000 + cfg->external_hold_ms,
+                                               NULL, NULL, NULL));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -517,5 +650,6 @@ main(int argc, char **argv)
     }
     g_test_add_func("/policy/engine/override-rejected", test_override_rejected);
     g_test_add_func("/policy/engine/override-list", test_override_list);
+    g_test_add_func("/policy/engine/override-precedence", test_override_precedence);
     return g_test_run();
 }
