@@ -27,6 +27,9 @@ static const double loads_open[] = { 0.5, 2.0 };
 static const double noises[] = { 0, 0.10, 0.25, 0.50 };
 #define N_NOISE G_N_ELEMENTS(noises)
 
+/* Above the full grid's 264 workload ids: a class's seeds never meet another's. */
+#define DEVICE_SEED_OFFSET 100000ull
+
 static const PolicyTriple oracle_grid[] = {
     { 0, 0, 0 },      { 8192, 0, 0 },   { 16384, 0, 0 },   { 32768, 0, 0 },
     { 65536, 0, 0 },  { 131072, 0, 0 }, { 262144, 0, 0 },  { 500000, 0, 0 },
@@ -53,8 +56,8 @@ sim_matrix_cell_format(const SimMatrixCell *c)
     g_autofree char *load = c->w.qd ? g_strdup_printf("qd=%u closed", c->w.qd)
                                     : g_strdup_printf("open=%.1fx", c->w.open_load);
 
-    return g_strdup_printf("%s svc=%.0fus host=%s %s noise=%.0f%% qemu=%s", load, c->w.svc_us,
-                           c->w.shared ? "shared" : "dedicated",
+    return g_strdup_printf("%s svc=%.0fus dev=%s host=%s %s noise=%.0f%% qemu=%s", load,
+                           c->w.svc_us, sim_device_class_to_string(c->w.device), c->w.shared ? "shared" : "dedicated",
                            c->w.change ? "phase-change" : "steady", 100 * c->noise,
                            sim_qemu_model_to_string(c->w.qemu_model));
 }
@@ -76,6 +79,7 @@ workload_of(const SimMatrixWorkload *mw, guint qd)
         .dev_occupancy = SIM_NVME_OCCUPANCY,
     };
 
+    sim_workload_set_device_class(&w, mw->device);
     if (!qd)
         w.open_iops = mw->open_load * 1e9 / (svc + 15000);
     return w;
@@ -218,14 +222,19 @@ job_run(gpointer data, gpointer user_data G_GNUC_UNUSED)
 /*
  * The reduced grid of the test suite: shallow, middle and deep queues and
  * an open loop on a fast, a middle and a slow device on a dedicated host,
- * and the middle device again on a shared core with a phase change.  About
- * a minute of CPU.
+ * and the middle device again on a shared core with a phase change; for
+ * the batching device class, QD1, QD16 and QD64 on the fast and the middle
+ * device, dedicated host, steady (where polling wins at QD1 and loses at
+ * depth).  About a minute and a half of CPU.
  */
 static gboolean
-in_reduced(guint load, guint svc, gboolean shared, gboolean change)
+in_reduced(SimDeviceClass device, guint load, guint svc, gboolean shared, gboolean change)
 {
     gboolean load_ok = load == 0 || load == 4 || load == 7 || load == G_N_ELEMENTS(loads_qd);
 
+    if (device == SIM_DEVICE_BATCHING)
+        return (load == 0 || load == 4 || load == 7) && (svc == 0 || svc == 2) && !shared &&
+               !change;
     if (!load_ok || shared != change)
         return FALSE;
     return shared ? svc == 2 : (svc == 0 || svc == 2 || svc == 4);
@@ -363,28 +372,39 @@ sim_matrix_run(gboolean full, SimQemuModel model, guint64 seed, guint n_threads)
     SimMatrixResult *r = g_new0(SimMatrixResult, 1);
     g_autoptr(GPtrArray) jobs = g_ptr_array_new();
     GThreadPool *pool;
-    guint id = 0;
 
-    for (guint load = 0; load < N_LOADS; load++)
-        for (guint svc = 0; svc < N_SVC; svc++)
-            for (guint host = 0; host < 2; host++)
-                for (guint change = 0; change < 2; change++) {
-                    MatrixJob *job;
+    for (int device = 0; device < SIM_DEVICE_MAX; device++) {
+        guint id = 0;
 
-                    id++;
-                    if (!full && !in_reduced(load, svc, host, change))
-                        continue;
-                    job = g_new0(MatrixJob, 1);
-                    job->w.qd = load < G_N_ELEMENTS(loads_qd) ? loads_qd[load] : 0;
-                    job->w.open_load = job->w.qd ? 0 : loads_open[load - G_N_ELEMENTS(loads_qd)];
-                    job->w.svc_us = svc_us_at(svc);
-                    job->w.shared = host;
-                    job->w.change = change;
-                    job->w.qemu_model = model;
-                    /* The cell's coordinates pick its seed: arrivals and jitter vary by cell. */
-                    job->seed = seed * 1000003ull + id;
-                    g_ptr_array_add(jobs, job);
-                }
+        for (guint load = 0; load < N_LOADS; load++)
+            for (guint svc = 0; svc < N_SVC; svc++)
+                for (guint host = 0; host < 2; host++)
+                    for (guint change = 0; change < 2; change++) {
+                        MatrixJob *job;
+
+                        id++;
+                        if (!full && !in_reduced(device, load, svc, host, change))
+                            continue;
+                        job = g_new0(MatrixJob, 1);
+                        job->w.qd = load < G_N_ELEMENTS(loads_qd) ? loads_qd[load] : 0;
+                        job->w.open_load =
+                            job->w.qd ? 0 : loads_open[load - G_N_ELEMENTS(loads_qd)];
+                        job->w.svc_us = svc_us_at(svc);
+                        job->w.shared = host;
+                        job->w.change = change;
+                        job->w.qemu_model = model;
+                        job->w.device = device;
+                        /*
+                         * The cell's coordinates pick its seed: arrivals and
+                         * jitter vary by cell.  Each device class after nvme
+                         * is offset past every id of the grid, so nvme cells
+                         * keep the seeds they had before the class was a
+                         * dimension.
+                         */
+                        job->seed = seed * 1000003ull + id + (guint64)device * DEVICE_SEED_OFFSET;
+                        g_ptr_array_add(jobs, job);
+                    }
+    }
     r->n_cells = jobs->len * N_NOISE;
     r->cells = g_new0(SimMatrixCell, r->n_cells);
     if (!n_threads)
@@ -454,6 +474,12 @@ keep_svc(const SimMatrixCell *c, double arg)
 }
 
 static gboolean
+keep_device(const SimMatrixCell *c, double arg)
+{
+    return c->w.device == (SimDeviceClass)arg;
+}
+
+static gboolean
 keep_host(const SimMatrixCell *c, double arg)
 {
     return c->w.shared == (arg > 0);
@@ -484,6 +510,10 @@ sim_matrix_print(const SimMatrixResult *r, FILE *out)
     for (guint s = 0; s < N_SVC; s++) {
         g_autofree char *l = g_strdup_printf("service %.0f us", svc_us_at(s));
         print_slice(r, out, l, keep_svc, svc_us_at(s));
+    }
+    for (int d = 0; d < SIM_DEVICE_MAX; d++) {
+        g_autofree char *l = g_strdup_printf("device %s", sim_device_class_to_string(d));
+        print_slice(r, out, l, keep_device, d);
     }
     print_slice(r, out, "dedicated cores", keep_host, 0);
     print_slice(r, out, "shared core", keep_host, 1);

@@ -4,6 +4,7 @@
  *
  * Instead of hand-picked scenarios, every combination of load (closed-loop
  * queue depth or open Poisson arrivals), device service time (log-spaced),
+ * device class (nvme, or a batching device where polling loses at depth),
  * host (dedicated cores, or the iothread sharing one core with a CPU-bound
  * vCPU), phases (steady, or a change of depth half way) and per-tick
  * measurement noise is one cell.  Per cell the oracle is the best static
@@ -41,6 +42,12 @@ typedef struct {
     gboolean shared;            /* iothread and a CPU-bound vCPU on one core */
     gboolean change;            /* a second phase at another depth */
     SimQemuModel qemu_model;
+    /*
+     * The device behind the disk (sim_workload_set_device_class()).  Zero
+     * is nvme, the calibrated device every cell had before the class was a
+     * dimension: those cells and their seeds are unchanged.
+     */
+    SimDeviceClass device;
 } SimMatrixWorkload;
 
 typedef struct {
@@ -89,7 +96,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimMatrixResult, sim_matrix_result_free)
 SimMatrixResult *sim_matrix_run(gboolean full, SimQemuModel model, guint64 seed,
                                 guint n_threads);
 
-/* "qd=48 closed svc=79us host=dedicated steady noise=50% qemu=7.2" */
+/* "qd=48 closed svc=79us dev=nvme host=dedicated steady noise=50% qemu=7.2" */
 char *sim_matrix_cell_format(const SimMatrixCell *c);
 /* exp(score - oracle's): 1.0 is the oracle, 0.97 is 3% below. */
 double sim_matrix_cell_ratio(const SimMatrixCell *c, SimMatrixPolicy p);

@@ -8,6 +8,7 @@
  * full suite is bench/pollsim.
  */
 #include <math.h>
+#include <string.h>
 
 #include "sim-calib.h"
 #include "sim-goals.h"
@@ -294,23 +295,56 @@ test_qemu10_per_handler_windows(void)
  * The reduced scenario matrix.  The issue's goals (sim-matrix.h) are not
  * all met; docs/POLICY.md says which cells lose and why.  Until they are,
  * this test prints every figure and the goals' verdicts and fails only
- * below an honest floor: the figures of the whole-VM objective (67.2%
- * within 3%, worst 87.7%), which the policy before it fails (62.5%,
- * worst 83.3%).
+ * below an honest floor.  The floor is judged on the nvme cells, the 64
+ * cells the grid had before the device class was a dimension (same
+ * coordinates, same seeds): the figures of the whole-VM objective there
+ * (67.2% within 3%, worst 87.7%), which the policy before it fails (62.5%,
+ * worst 83.3%).  The batching cells (where polling loses at depth) are
+ * printed, not held to a floor: the whole grid's figures with them (63.6%
+ * within 3%, worst 75.1%) were not shown to reject the older policy, so a
+ * floor there would only freeze today's numbers.
  */
-#define MATRIX_FLOOR_WITHIN 0.65        /* share of cells within 3% of the oracle */
-#define MATRIX_FLOOR_WORST 0.86         /* worst cell, share of the oracle */
+#define MATRIX_FLOOR_WITHIN 0.65        /* nvme cells within 3% of the oracle */
+#define MATRIX_FLOOR_WORST 0.86         /* worst nvme cell, share of the oracle */
 #define MATRIX_CEIL_WRITES50 3          /* p95 writes per change at +-50% noise */
+#define MATRIX_N_NVME 64                /* 16 workloads x 4 noise levels */
+#define MATRIX_N_BATCHING 24            /* QD1/16/64 x 5 and 31.5 us x 4 noise levels */
+
+/* Share within 3% of the oracle and worst ratio of @r's cells of class @d. */
+static guint
+matrix_class_figures(const SimMatrixResult *r, SimDeviceClass d, double *within, double *worst)
+{
+    guint n = 0, in = 0;
+
+    *worst = G_MAXDOUBLE;
+    for (guint i = 0; i < r->n_cells; i++) {
+        double x = sim_matrix_cell_ratio(&r->cells[i], SIM_MATRIX_ADAPTIVE);
+
+        if (r->cells[i].w.device != d)
+            continue;
+        n++;
+        in += x >= 0.97;
+        *worst = MIN(*worst, x);
+    }
+    *within = n ? (double)in / n : 0;
+    return n;
+}
 
 static void
 test_matrix_reduced(void)
 {
     g_autoptr(SimMatrixResult) r = sim_matrix_run(FALSE, SIM_QEMU_7_2, 1, 0);
     g_autofree char *worst = sim_matrix_cell_format(&r->cells[r->worst_cell]);
+    double nvme_within, nvme_worst, batch_within, batch_worst;
+    guint n_nvme = matrix_class_figures(r, SIM_DEVICE_NVME, &nvme_within, &nvme_worst);
+    guint n_batch = matrix_class_figures(r, SIM_DEVICE_BATCHING, &batch_within, &batch_worst);
 
     g_test_message("matrix: %u cells, %.1f%% within 3%% of oracle, worst %.1f%% at (%s), "
                    "p95 writes per change %.0f", r->n_cells, 100 * r->share_within,
                    100 * r->worst_ratio, worst, r->writes_p95_noise50);
+    g_test_message("nvme: %u cells, %.1f%% within, worst %.1f%%; batching: %u cells, %.1f%% "
+                   "within, worst %.1f%%", n_nvme, 100 * nvme_within, 100 * nvme_worst, n_batch,
+                   100 * batch_within, 100 * batch_worst);
     for (guint k = 0; k < SIM_MATRIX_N_GOALS; k++)
         g_test_message("goal %s: %s (%s)%s", r->goals[k].name,
                        r->goals[k].pass[SIM_MATRIX_ADAPTIVE] ? "PASS" : "FAIL, not yet meeting "
@@ -319,11 +353,27 @@ test_matrix_reduced(void)
                            ? "; a trivial policy meets it too" : "");
     g_test_message("operator writes: %u runs, %u overwritten", r->operator_runs,
                    r->operator_overwritten);
+    g_assert_cmpuint(n_nvme, ==, MATRIX_N_NVME);
+    g_assert_cmpuint(n_batch, ==, MATRIX_N_BATCHING);
+    g_assert_cmpuint(r->n_cells, ==, n_nvme + n_batch);
     g_assert_cmpuint(r->operator_runs, >, 0);
     g_assert_cmpuint(r->operator_overwritten, ==, 0);
-    g_assert_cmpfloat(r->share_within, >=, MATRIX_FLOOR_WITHIN);
-    g_assert_cmpfloat(r->worst_ratio, >=, MATRIX_FLOOR_WORST);
+    g_assert_cmpfloat(nvme_within, >=, MATRIX_FLOOR_WITHIN);
+    g_assert_cmpfloat(nvme_worst, >=, MATRIX_FLOOR_WORST);
     g_assert_cmpfloat(r->writes_p95_noise50, <=, MATRIX_CEIL_WRITES50);
+}
+
+/* The cell's coordinates name its device class. */
+static void
+test_matrix_cell_format(void)
+{
+    SimMatrixCell c = { .w = { .qd = 16, .svc_us = 5, .device = SIM_DEVICE_BATCHING } };
+    g_autofree char *s = sim_matrix_cell_format(&c);
+    SimMatrixCell d = { .w = { .qd = 16, .svc_us = 5 } };
+    g_autofree char *t = sim_matrix_cell_format(&d);
+
+    g_assert_nonnull(strstr(s, " dev=batching "));
+    g_assert_nonnull(strstr(t, " dev=nvme "));
 }
 
 int
@@ -342,6 +392,7 @@ main(int argc, char **argv)
     g_test_add_func("/pollsim/window-rules", test_window_rules);
     g_test_add_func("/pollsim/write-resets-window", test_write_resets_window);
     g_test_add_func("/pollsim/matrix/reduced", test_matrix_reduced);
+    g_test_add_func("/pollsim/matrix/cell-format", test_matrix_cell_format);
     g_test_add_func("/pollsim/qemu10/per-handler-windows", test_qemu10_per_handler_windows);
     for (guint i = 0; i < G_N_ELEMENTS(fast); i++) {
         g_autofree char *path = g_strdup_printf("/pollsim/goals/%s", fast[i]);
