@@ -3,13 +3,15 @@
  * sim-matrix: the generated scenario matrix.
  *
  * Instead of hand-picked scenarios, every combination of load (closed-loop
- * queue depth or open Poisson arrivals), device service time (log-spaced),
+ * queue depth, open Poisson arrivals, or 2-3 disks of different depths on
+ * the iothread), device service time (log-spaced),
  * device class (nvme, or a batching device where polling loses at depth),
  * host (dedicated cores, or the iothread sharing one core with a CPU-bound
  * vCPU), phases (steady, or a change of depth half way) and per-tick
  * measurement noise is one cell.  Per cell the oracle is the best static
  * triple of each phase, found by grid search on the same objective the
- * policy uses (balanced: ln IOPS - 0.10 x iothread cores); the baselines
+ * policy uses (balanced: ln IOPS - 0.10 x whole-VM cores, with the mean of
+ * per-disk ln(1 + IOPS) in place of ln IOPS for several disks); the baselines
  * are "never write" (qemu-default) and "always off".
  *
  * The goals (docs/POLICY.md, issue's numbers):
@@ -48,6 +50,13 @@ typedef struct {
      * dimension: those cells and their seeds are unchanged.
      */
     SimDeviceClass device;
+    /*
+     * 2 or 3: that many disks on the one iothread, closed loops at the
+     * depths dev_qd[] (qd and open_load unused); a phase change reverses
+     * the depths.  0: one disk.
+     */
+    guint n_devices;
+    guint dev_qd[SIM_MAX_DEVICES];
 } SimMatrixWorkload;
 
 typedef struct {

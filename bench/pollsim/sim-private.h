@@ -9,10 +9,14 @@
 
 #define SIM_RING 4096           /* requests in flight per VM, at most */
 
-/* QEMU 10's poll handlers of one virtio-blk disk. */
+/*
+ * QEMU 10's poll handlers: the iothread's Linux AIO completion ring (one
+ * per AioContext, shared by its disks) and each disk's virtqueue.
+ */
 enum {
-    SIM_HANDLER_VQ,             /* virtqueue: guest requests (and kicks) */
+    SIM_HANDLER_VQ,             /* the first disk's virtqueue: guest requests (and kicks) */
     SIM_HANDLER_AIO,            /* Linux AIO completion ring */
+    SIM_HANDLER_N = 1 + SIM_MAX_DEVICES,        /* disk d > 0's virtqueue: 1 + d */
 };
 
 typedef enum {
@@ -75,25 +79,12 @@ typedef struct {
 typedef struct {
     double t_guest;             /* guest began submitting */
     double t_qemu;              /* iothread submitted to the device */
+    guint dev;                  /* the disk it is for */
 } SimReq;
 
+/* One disk of the VM: its virtqueue, its interrupt, its device. */
 typedef struct {
-    SimWorkload w;
-    PolicyTriple triple;
-
-    /* iothread */
-    SimThread iot;
-    SimIotState st;
-    double poll_ns;             /* QEMU's adaptive window (10: the max over handlers) */
-    double poll_h[2];           /* QEMU 10: per-handler windows, SIM_HANDLER_* */
-    double loop_start;
-    guint32 poll_gen;
-    double poll_v_start;
-    double poll_t_start;        /* wall time the busy-poll began */
-    gboolean poll_see_pending;  /* an EV_POLL_SEE is queued for this poll */
-    gboolean sub_suppress;      /* inside virtqueue processing: no kicks */
-    gboolean poll_started;      /* notifications suppressed by polling */
-    gboolean adjust_at_end;     /* v4: block_ns includes this dispatch */
+    SimWorkload w;              /* the VM's workload with this disk's depth */
     gboolean kick_armed;        /* event index: the next request may kick */
     gboolean kick_pending;
     /*
@@ -105,12 +96,39 @@ typedef struct {
      */
     gboolean vq_look;
     gboolean vq_take;           /* this dispatch pops the virtqueue */
-    SimFifo avail, cq;          /* guest-visible requests, device completions */
-    guint32 taken_sub[SIM_RING], taken_cpl[SIM_RING];
-    guint n_sub, n_cpl;
+    SimFifo avail;              /* guest-visible requests */
+    guint32 taken_sub[SIM_RING];
+    guint n_sub;
+    SimFifo used;               /* completions the guest has not reaped */
+    gboolean irq_active;
+    double dev_free_at;         /* one pipeline stage, then the rest of the latency */
+    guint inflight;             /* closed-loop requests in the system */
+    guint32 arrival_gen;
+    guint64 ops, total_ns;
+} SimDev;
 
-    /* device: one pipeline stage, then the rest of the latency */
-    double dev_free_at;
+typedef struct {
+    SimWorkload w;
+    PolicyTriple triple;
+    SimDev dev[SIM_MAX_DEVICES];
+    guint n_dev;
+
+    /* iothread */
+    SimThread iot;
+    SimIotState st;
+    double poll_ns;             /* QEMU's adaptive window (10: the max over handlers) */
+    double poll_h[SIM_HANDLER_N];       /* QEMU 10: per-handler windows, SIM_HANDLER_* */
+    double loop_start;
+    guint32 poll_gen;
+    double poll_v_start;
+    double poll_t_start;        /* wall time the busy-poll began */
+    gboolean poll_see_pending;  /* an EV_POLL_SEE is queued for this poll */
+    gboolean sub_suppress;      /* inside virtqueue processing: no kicks */
+    gboolean poll_started;      /* notifications suppressed by polling */
+    gboolean adjust_at_end;     /* v4: block_ns includes this dispatch */
+    SimFifo cq;                 /* device completions, all disks */
+    guint32 taken_cpl[SIM_RING];
+    guint n_cpl;
 
     /* guest */
     SimThread vcpu;
@@ -119,13 +137,9 @@ typedef struct {
     SimVcpuItem cur_item;
     guint irq_reaped;
     guint32 irq_reqs[SIM_RING];
-    SimFifo used;
-    gboolean irq_active;
     gboolean halted;
     gboolean computing;
     double compute_v_start;
-    guint inflight;             /* closed-loop requests in the system */
-    guint32 arrival_gen;
 
     /* requests */
     SimReq reqs[SIM_RING];
@@ -133,7 +147,7 @@ typedef struct {
     guint n_free;
 
     /* counters */
-    guint64 ops, total_ns, vol_ctxsw;
+    guint64 vol_ctxsw;
     SimTruth truth;
 } SimVm;
 

@@ -172,6 +172,8 @@ metrics_add_noise(PolicyMetrics *m, double noise, guint64 *state)
     m->rd_iops *= f;
     m->wr_iops *= f;
     m->flush_iops *= f;
+    for (guint d = 0; d < m->n_devices && d < POLICY_MAX_DEVICES; d++)
+        m->dev_iops[d] *= f;
     m->rd_mbps *= f;
     m->wr_mbps *= f;
     if (m->have_cpu && f > 0)
@@ -245,6 +247,9 @@ sim_scenario_run_opts(const SimScenario *scn, const PolicySpec *spec,
             hist_push(&loops[i], &m);
             tr = sim_vm_truth(sim, i);
             ts->iops += policy_metrics_iops(&m);
+            ts->n_devices = MAX(ts->n_devices, m.n_devices);
+            for (guint d = 0; d < m.n_devices && d < POLICY_MAX_DEVICES; d++)
+                ts->dev_iops[d] += m.dev_iops[d];
             ts->poll_cores += (tr->poll_cpu_ns - loops[i].truth0.poll_cpu_ns) / 1e9;
             ts->iot_cores += (tr->iot_cpu_ns - loops[i].truth0.iot_cpu_ns) / 1e9;
             ts->vcpu_compute_cores += (tr->vcpu_compute_ns - loops[i].truth0.vcpu_compute_ns) / 1e9;

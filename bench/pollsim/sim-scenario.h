@@ -63,6 +63,9 @@ guint sim_scenario_n_vms(const SimScenario *scn);
 /* Per tick, summed over the VMs unless noted. */
 typedef struct {
     double iops;
+    /* per disk (disk i of each VM summed over the VMs), from the samplers' counters */
+    guint n_devices;
+    double dev_iops[POLICY_MAX_DEVICES];
     double poll_cores;          /* truth: iothread CPU spent polling */
     double iot_cores;
     double vcpu_compute_cores;

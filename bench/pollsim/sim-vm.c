@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * sim-vm: one VM's guest, iothread and disk.
+ * sim-vm: one VM's guest, iothread and disks.
  *
  * The iothread follows QEMU 7.2's aio_poll():
  *   - an iteration starts; if work is already there it runs at once
@@ -22,6 +22,11 @@
  * completions go to the guest with one interrupt.  Requests a guest adds
  * one by one are therefore batched when the iothread is slow to look and
  * split when it polls: polling can lose batching.
+ *
+ * With several disks each has its own virtqueue (and kicks), interrupt and
+ * device; a pass takes every disk's visible requests (one submission call
+ * per disk) and the completions of all of them from the iothread's one
+ * Linux AIO ring.
  *
  * A poll iteration checks every handler of the iothread, so work is seen
  * at the end of the iteration in which it appeared, and a poll lasts a
@@ -122,31 +127,47 @@ iot_adjust(Sim *sim, SimVm *vm, double block_ns, guint fired)
         vm->poll_ns = window_adjust(&vm->triple, vm->poll_ns, block_ns);
         return;
     }
-    for (guint h = 0; h < G_N_ELEMENTS(vm->poll_h); h++)
+    vm->poll_ns = 0;
+    for (guint h = 0; h < G_N_ELEMENTS(vm->poll_h); h++) {
         if (fired & (1u << h))
             vm->poll_h[h] = window_adjust(&vm->triple, vm->poll_h[h], block_ns);
-    vm->poll_ns = MAX(vm->poll_h[SIM_HANDLER_VQ], vm->poll_h[SIM_HANDLER_AIO]);
+        vm->poll_ns = MAX(vm->poll_ns, vm->poll_h[h]);
+    }
+}
+
+/* QEMU 10's handler of disk @d's virtqueue. */
+static guint
+handler_vq(guint d)
+{
+    return d == 0 ? SIM_HANDLER_VQ : 1 + d;
 }
 
 /* Which handlers have work now. */
 static guint
 iot_fired(const SimVm *vm)
 {
-    return (vm->avail.len || vm->kick_pending ? 1u << SIM_HANDLER_VQ : 0) |
-           (vm->cq.len ? 1u << SIM_HANDLER_AIO : 0);
+    guint fired = vm->cq.len ? 1u << SIM_HANDLER_AIO : 0;
+
+    for (guint d = 0; d < vm->n_dev; d++)
+        if (vm->dev[d].avail.len || vm->dev[d].kick_pending)
+            fired |= 1u << handler_vq(d);
+    return fired;
 }
 
 /* Every handler of the iothread is checked once per poll iteration. */
 static double
 iot_poll_iteration(const Sim *sim, const SimVm *vm)
 {
-    return (2 + vm->w.idle_handlers) * sim->costs.poll_handler_ns;
+    return (1 + vm->n_dev + vm->w.idle_handlers) * sim->costs.poll_handler_ns;
 }
 
 static gboolean
 iot_has_work(const SimVm *vm)
 {
-    return vm->avail.len || vm->cq.len || vm->kick_pending;
+    for (guint d = 0; d < vm->n_dev; d++)
+        if (vm->dev[d].avail.len || vm->dev[d].kick_pending)
+            return TRUE;
+    return vm->cq.len > 0;
 }
 
 /*
@@ -158,9 +179,17 @@ iot_has_work(const SimVm *vm)
  * has just run its own virtqueue pass.
  */
 static gboolean
-iot_vq_looks(const SimVm *vm)
+iot_vq_looks(const SimVm *vm, const SimDev *dv)
 {
-    return vm->w.guest_batch <= 1 || vm->kick_pending || vm->vq_look || vm->poll_started;
+    return dv->w.guest_batch <= 1 || dv->kick_pending || dv->vq_look || vm->poll_started;
+}
+
+/* Each disk's virtqueue is popped in this dispatch if the iothread looks at it. */
+static void
+iot_vq_take_set(SimVm *vm)
+{
+    for (guint d = 0; d < vm->n_dev; d++)
+        vm->dev[d].vq_take = iot_vq_looks(vm, &vm->dev[d]);
 }
 
 static void
@@ -178,21 +207,36 @@ iot_dispatch(Sim *sim, SimVm *vm)
     const SimCosts *c = &sim->costs;
     double work = 0;
 
-    vm->n_sub = vm->n_cpl = 0;
-    while (vm->vq_take && vm->avail.len)
-        vm->taken_sub[vm->n_sub++] = fifo_pop(&vm->avail);
-    vm->vq_take = TRUE;
-    while (vm->cq.len)
-        vm->taken_cpl[vm->n_cpl++] = fifo_pop(&vm->cq);
-    vm->kick_pending = FALSE;
-    if (vm->n_sub)
-        work += c->sub_fixed + vm->n_sub * c->sub_per;
+    guint n_sub = 0;
+    guint irqs = 0;
+
+    vm->n_cpl = 0;
+    for (guint d = 0; d < vm->n_dev; d++) {
+        SimDev *dv = &vm->dev[d];
+
+        dv->n_sub = 0;
+        while (dv->vq_take && dv->avail.len)
+            dv->taken_sub[dv->n_sub++] = fifo_pop(&dv->avail);
+        dv->vq_take = TRUE;
+        dv->kick_pending = FALSE;
+        /* Each disk's virtqueue pass and io_submit. */
+        if (dv->n_sub)
+            work += c->sub_fixed + dv->n_sub * c->sub_per;
+        n_sub += dv->n_sub;
+    }
+    while (vm->cq.len) {
+        guint32 r = fifo_pop(&vm->cq);
+
+        vm->taken_cpl[vm->n_cpl++] = r;
+        irqs |= 1u << vm->reqs[r].dev;
+    }
     if (vm->n_cpl)
         work += c->cpl_fixed + vm->n_cpl * c->cpl_per;
-    /* The guest asked for an interrupt (virtio event index): irqfd write. */
-    if (vm->n_cpl && !vm->irq_active)
-        work += c->irq_cpu;
-    vm->sub_suppress = vm->n_sub > 0;
+    /* A disk whose guest asked for an interrupt (virtio event index): irqfd write. */
+    for (guint d = 0; d < vm->n_dev; d++)
+        if ((irqs & (1u << d)) && !vm->dev[d].irq_active)
+            work += c->irq_cpu;
+    vm->sub_suppress = n_sub > 0;
     vm->st = IOT_RUNNING;
     sim_thread_run(sim, &vm->iot, work > 0 ? work : 300);
 }
@@ -242,16 +286,26 @@ iot_block_or_poll_once(Sim *sim, SimVm *vm)
 static void
 iot_loop_begin(Sim *sim, SimVm *vm)
 {
-    gboolean look = iot_vq_looks(vm);
+    gboolean work = vm->cq.len > 0;
+    gboolean look[SIM_MAX_DEVICES];
 
+    for (guint d = 0; d < vm->n_dev; d++) {
+        SimDev *dv = &vm->dev[d];
+
+        look[d] = iot_vq_looks(vm, dv);
+        work |= (look[d] && dv->avail.len) || dv->kick_pending;
+    }
     vm->loop_start = sim->now;
-    vm->vq_look = FALSE;
+    for (guint d = 0; d < vm->n_dev; d++)
+        vm->dev[d].vq_look = FALSE;
     if ((!vm->triple.poll_max_ns || vm->poll_ns <= 0) && vm->poll_started) {
         vm->poll_started = FALSE;
-        vm->kick_armed = TRUE;
+        for (guint d = 0; d < vm->n_dev; d++)
+            vm->dev[d].kick_armed = TRUE;
     }
-    if ((look && vm->avail.len) || vm->cq.len || vm->kick_pending) {
-        vm->vq_take = look;
+    if (work) {
+        for (guint d = 0; d < vm->n_dev; d++)
+            vm->dev[d].vq_take = look[d];
         iot_got_work(sim, vm, TRUE);
         return;
     }
@@ -321,13 +375,14 @@ notifications_enabled(const SimVm *vm)
 static void vcpu_next(Sim *sim, SimVm *vm);
 
 static guint32
-req_new(Sim *sim, SimVm *vm)
+req_new(Sim *sim, SimVm *vm, guint d)
 {
     guint32 r;
 
     g_assert(vm->n_free > 0);
     r = vm->free_reqs[--vm->n_free];
     vm->reqs[r].t_guest = sim->now;
+    vm->reqs[r].dev = d;
     return r;
 }
 
@@ -392,15 +447,15 @@ vcpu_next(Sim *sim, SimVm *vm)
     vm->item_len--;
     vm->cur_item = it;
     switch (it.kind) {
-    case VCPU_ITEM_IRQ:
+    case VCPU_ITEM_IRQ:         /* req: the disk */
         vm->irq_reaped = 0;
-        while (vm->used.len)
-            vm->irq_reqs[vm->irq_reaped++] = fifo_pop(&vm->used);
+        while (vm->dev[it.req].used.len)
+            vm->irq_reqs[vm->irq_reaped++] = fifo_pop(&vm->dev[it.req].used);
         work = c->g_irq + vm->irq_reaped * (c->g_cpl + vm->w.think_ns);
         break;
-    case VCPU_ITEM_KICK:
+    case VCPU_ITEM_KICK:        /* req: the disk */
         vm->truth.exits++;
-        sim_event_push(sim, sim->now + c->kick_lat, EV_KICK, vm_index(sim, vm), 0);
+        sim_event_push(sim, sim->now + c->kick_lat, EV_KICK, vm_index(sim, vm), it.req);
         work = c->exit_cpu;
         break;
     case VCPU_ITEM_SUBMIT:
@@ -413,18 +468,19 @@ vcpu_next(Sim *sim, SimVm *vm)
 }
 
 static void
-guest_refill(Sim *sim, SimVm *vm)
+guest_refill(Sim *sim, SimVm *vm, guint d)
 {
-    guint batch = MIN(MAX(vm->w.guest_batch, 1), MAX(vm->w.qd, 1));
+    SimDev *dv = &vm->dev[d];
+    guint batch = MIN(MAX(dv->w.guest_batch, 1), MAX(dv->w.qd, 1));
 
     /* fio's iodepth_batch_submit: wait for enough free slots, then one batch. */
-    if (vm->w.qd - MIN(vm->inflight, vm->w.qd) < batch)
+    if (dv->w.qd - MIN(dv->inflight, dv->w.qd) < batch)
         return;
-    while (vm->inflight < vm->w.qd) {
-        gboolean last = batch == 1 || vm->inflight + 1 == vm->w.qd;
+    while (dv->inflight < dv->w.qd) {
+        gboolean last = batch == 1 || dv->inflight + 1 == dv->w.qd;
 
-        vm->inflight++;
-        vcpu_push(sim, vm, last ? VCPU_ITEM_SUBMIT : VCPU_ITEM_SUBMIT_MORE, req_new(sim, vm),
+        dv->inflight++;
+        vcpu_push(sim, vm, last ? VCPU_ITEM_SUBMIT : VCPU_ITEM_SUBMIT_MORE, req_new(sim, vm, d),
                   FALSE);
     }
 }
@@ -435,42 +491,49 @@ vcpu_item_done(Sim *sim, SimVm *vm)
     SimVcpuItem it = vm->cur_item;
 
     switch (it.kind) {
-    case VCPU_ITEM_IRQ:
+    case VCPU_ITEM_IRQ: {
+        SimDev *dv = &vm->dev[it.req];
+
         for (guint i = 0; i < vm->irq_reaped; i++) {
             guint32 r = vm->irq_reqs[i];
             double lat = sim->now - vm->reqs[r].t_guest;
             guint b = MIN((guint)(lat / 1000.0), G_N_ELEMENTS(vm->truth.lat_hist) - 1);
 
             vm->truth.guest_ops++;
+            vm->truth.dev_guest_ops[it.req]++;
             vm->truth.guest_lat_sum_ns += lat;
             vm->truth.lat_hist[b]++;
             vm->free_reqs[vm->n_free++] = r;
-            if (vm->inflight > 0)
-                vm->inflight--;
+            if (dv->inflight > 0)
+                dv->inflight--;
         }
-        guest_refill(sim, vm);
-        if (vm->used.len)
-            vcpu_push(sim, vm, VCPU_ITEM_IRQ, 0, TRUE); /* the driver loops until empty */
+        guest_refill(sim, vm, it.req);
+        if (dv->used.len)
+            vcpu_push(sim, vm, VCPU_ITEM_IRQ, it.req, TRUE); /* the driver loops until empty */
         else
-            vm->irq_active = FALSE;
+            dv->irq_active = FALSE;
         break;
+    }
     case VCPU_ITEM_SUBMIT_MORE:
-        fifo_push(&vm->avail, it.req);
+        fifo_push(&vm->dev[vm->reqs[it.req].dev].avail, it.req);
         iot_poll_sees(sim, vm);
         break;
-    case VCPU_ITEM_SUBMIT:
-        fifo_push(&vm->avail, it.req);
+    case VCPU_ITEM_SUBMIT: {
+        guint d = vm->reqs[it.req].dev;
+
+        fifo_push(&vm->dev[d].avail, it.req);
         iot_poll_sees(sim, vm);
         /*
          * Each request is its own submission with the notify check (fio
          * default).  With the event index only the first request after the
          * iothread re-armed notifications kicks.
          */
-        if (notifications_enabled(vm) && vm->kick_armed) {
-            vm->kick_armed = FALSE;
-            vcpu_push(sim, vm, VCPU_ITEM_KICK, 0, TRUE);
+        if (notifications_enabled(vm) && vm->dev[d].kick_armed) {
+            vm->dev[d].kick_armed = FALSE;
+            vcpu_push(sim, vm, VCPU_ITEM_KICK, d, TRUE);
         }
         break;
+    }
     case VCPU_ITEM_KICK:
     default:
         break;
@@ -483,11 +546,12 @@ vcpu_item_done(Sim *sim, SimVm *vm)
 static void
 device_submit(Sim *sim, SimVm *vm, guint32 r)
 {
-    double start = MAX(sim->now, vm->dev_free_at);
-    double lat = sim_rand_dist(sim, &vm->w.service);
-    double occ = MIN(vm->w.dev_occupancy, lat);
+    SimDev *dv = &vm->dev[vm->reqs[r].dev];
+    double start = MAX(sim->now, dv->dev_free_at);
+    double lat = sim_rand_dist(sim, &dv->w.service);
+    double occ = MIN(dv->w.dev_occupancy, lat);
 
-    vm->dev_free_at = start + occ;
+    dv->dev_free_at = start + occ;
     vm->reqs[r].t_qemu = sim->now;
     sim_event_push(sim, start + lat, EV_DEVICE_DONE, vm_index(sim, vm), r);
 }
@@ -496,7 +560,7 @@ static void
 iot_chunk_done(Sim *sim, SimVm *vm)
 {
     if (vm->st == IOT_WAKE_CPU) {
-        vm->vq_take = iot_vq_looks(vm);
+        iot_vq_take_set(vm);
         iot_got_work(sim, vm, FALSE);
         return;
     }
@@ -512,33 +576,45 @@ iot_chunk_done(Sim *sim, SimVm *vm)
         vm->adjust_at_end = FALSE;
         iot_adjust(sim, vm, sim->now - vm->loop_start, ~0u);
     }
-    if (vm->n_sub)
+    for (guint d = 0; d < vm->n_dev; d++) {
+        SimDev *dv = &vm->dev[d];
+
+        if (!dv->n_sub)
+            continue;
         vm->truth.submit_calls++;
-    /*
-     * One submission call for the batch: a device with a per-command
-     * overhead (dev_batch_ns) pays it once for what one io_submit brings,
-     * in its throughput (the next batch waits), not in this batch's latency.
-     */
-    for (guint i = 0; i < vm->n_sub; i++)
-        device_submit(sim, vm, vm->taken_sub[i]);
-    if (vm->n_sub && vm->w.dev_batch_ns > 0)
-        vm->dev_free_at += vm->w.dev_batch_ns;
+        /*
+         * One submission call for the batch: a device with a per-command
+         * overhead (dev_batch_ns) pays it once for what one io_submit
+         * brings, in its throughput (the next batch waits), not in this
+         * batch's latency.
+         */
+        for (guint i = 0; i < dv->n_sub; i++)
+            device_submit(sim, vm, dv->taken_sub[i]);
+        if (dv->w.dev_batch_ns > 0)
+            dv->dev_free_at += dv->w.dev_batch_ns;
+    }
     for (guint i = 0; i < vm->n_cpl; i++) {
         guint32 r = vm->taken_cpl[i];
+        SimDev *dv = &vm->dev[vm->reqs[r].dev];
 
-        vm->ops++;
-        vm->total_ns += (guint64)(sim->now - vm->reqs[r].t_qemu);
-        fifo_push(&vm->used, r);
+        dv->ops++;
+        dv->total_ns += (guint64)(sim->now - vm->reqs[r].t_qemu);
+        fifo_push(&dv->used, r);
     }
-    if (vm->n_cpl && !vm->irq_active) {
-        vm->irq_active = TRUE;
-        sim_event_push(sim, sim->now + sim->costs.irq_lat, EV_IRQ, vm_index(sim, vm), 0);
+    for (guint d = 0; d < vm->n_dev; d++) {
+        SimDev *dv = &vm->dev[d];
+
+        if (dv->used.len && !dv->irq_active) {
+            dv->irq_active = TRUE;
+            sim_event_push(sim, sim->now + sim->costs.irq_lat, EV_IRQ, vm_index(sim, vm), d);
+        }
+        if (dv->n_sub) {
+            dv->kick_armed = TRUE;      /* virtqueue handler re-enables notifications */
+            dv->vq_look = TRUE;         /* ... and checks the queue once more */
+        }
+        dv->n_sub = 0;
     }
-    if (vm->n_sub) {
-        vm->kick_armed = TRUE;  /* virtqueue handler re-enables notifications */
-        vm->vq_look = TRUE;     /* ... and checks the queue once more */
-    }
-    vm->n_sub = vm->n_cpl = 0;
+    vm->n_cpl = 0;
     vm->sub_suppress = FALSE;
     iot_loop_begin(sim, vm);
 }
@@ -554,12 +630,18 @@ sim_vm_chunk_done(Sim *sim, SimThread *th)
         vcpu_item_done(sim, vm);
 }
 
+/* EV_ARRIVAL's arg: the disk in the low bits, the generation above. */
+#define ARRIVAL_DEV_BITS 3
+G_STATIC_ASSERT(SIM_MAX_DEVICES <= 1u << ARRIVAL_DEV_BITS);
+
 static void
-schedule_arrival(Sim *sim, SimVm *vm)
+schedule_arrival(Sim *sim, SimVm *vm, guint d)
 {
-    if (vm->w.qd == 0 && vm->w.open_iops > 0)
-        sim_event_push(sim, sim->now + sim_rand_exp(sim, 1e9 / vm->w.open_iops), EV_ARRIVAL,
-                       vm_index(sim, vm), vm->arrival_gen);
+    SimDev *dv = &vm->dev[d];
+
+    if (dv->w.qd == 0 && dv->w.open_iops > 0)
+        sim_event_push(sim, sim->now + sim_rand_exp(sim, 1e9 / dv->w.open_iops), EV_ARRIVAL,
+                       vm_index(sim, vm), dv->arrival_gen << ARRIVAL_DEV_BITS | d);
 }
 
 void
@@ -582,7 +664,8 @@ sim_vm_handle_event(Sim *sim, const SimEvent *ev)
                 break;
             }
             vm->poll_started = FALSE;
-            vm->kick_armed = TRUE;
+            for (guint d = 0; d < vm->n_dev; d++)
+                vm->dev[d].kick_armed = TRUE;
             iot_block_or_poll_once(sim, vm);
         }
         break;
@@ -596,31 +679,36 @@ sim_vm_handle_event(Sim *sim, const SimEvent *ev)
         vm->st = IOT_WAKE_CPU;
         sim_thread_run(sim, &vm->iot, sim->costs.wake_cpu);
         break;
-    case EV_IRQ:
-        vcpu_push(sim, vm, VCPU_ITEM_IRQ, 0, FALSE);
+    case EV_IRQ:                /* arg: the disk */
+        vcpu_push(sim, vm, VCPU_ITEM_IRQ, ev->arg, FALSE);
         vcpu_kick_idle(sim, vm);
         break;
-    case EV_KICK:
-        vm->kick_pending = TRUE;
+    case EV_KICK:               /* arg: the disk */
+        vm->dev[ev->arg].kick_pending = TRUE;
         iot_signal(sim, vm);
         break;
-    case EV_ARRIVAL:
-        if (ev->arg != vm->arrival_gen)
+    case EV_ARRIVAL: {
+        guint d = ev->arg & ((1u << ARRIVAL_DEV_BITS) - 1);
+        SimDev *dv = &vm->dev[d];
+
+        if (d >= vm->n_dev || ev->arg >> ARRIVAL_DEV_BITS != dv->arrival_gen)
             break;
         /*
          * An open loop beyond what the VM can serve would grow without
-         * bound; past half the ring the guest's queue is full and the
-         * request is not issued (fio would stall the same way).
+         * bound; past half the ring (shared by the disks) the guest's
+         * queue is full and the request is not issued (fio would stall
+         * the same way).
          */
-        if (vm->inflight >= SIM_RING / 2) {
-            schedule_arrival(sim, vm);
+        if (dv->inflight >= SIM_RING / 2 / vm->n_dev) {
+            schedule_arrival(sim, vm, d);
             break;
         }
-        vm->inflight++;
-        vcpu_push(sim, vm, VCPU_ITEM_SUBMIT, req_new(sim, vm), FALSE);
+        dv->inflight++;
+        vcpu_push(sim, vm, VCPU_ITEM_SUBMIT, req_new(sim, vm, d), FALSE);
         vcpu_kick_idle(sim, vm);
-        schedule_arrival(sim, vm);
+        schedule_arrival(sim, vm, d);
         break;
+    }
     default:
         g_assert_not_reached();
     }
@@ -642,8 +730,11 @@ sim_add_vm(Sim *sim, const SimWorkload *w, const PolicyTriple *triple)
     for (guint i = 0; i < SIM_RING; i++)
         vm->free_reqs[vm->n_free++] = SIM_RING - 1 - i;
     vm->st = IOT_RUNNING;
-    vm->kick_armed = TRUE;
-    vm->vq_take = TRUE;
+    vm->n_dev = w->n_devices >= 2 ? MIN(w->n_devices, SIM_MAX_DEVICES) : 1;
+    for (guint d = 0; d < SIM_MAX_DEVICES; d++) {
+        vm->dev[d].kick_armed = TRUE;
+        vm->dev[d].vq_take = TRUE;
+    }
     iot_loop_begin(sim, vm);
     sim_vm_set_workload(sim, idx, w);
     return idx;
@@ -654,10 +745,19 @@ sim_vm_set_workload(Sim *sim, guint i, const SimWorkload *w)
 {
     SimVm *vm = vm_of(sim, i);
 
+    /* The number of disks is the VM's: a workload change keeps it. */
+    g_assert(vm->n_dev == (w->n_devices >= 2 ? MIN(w->n_devices, SIM_MAX_DEVICES) : 1));
     vm->w = *w;
-    vm->arrival_gen++;
-    guest_refill(sim, vm);
-    schedule_arrival(sim, vm);
+    for (guint d = 0; d < vm->n_dev; d++) {
+        SimDev *dv = &vm->dev[d];
+
+        dv->w = *w;
+        if (vm->n_dev > 1)
+            dv->w.qd = w->dev_qd[d];
+        dv->arrival_gen++;
+        guest_refill(sim, vm, d);
+        schedule_arrival(sim, vm, d);
+    }
     vcpu_kick_idle(sim, vm);
 }
 
@@ -704,7 +804,8 @@ sim_vm_set_triple(Sim *sim, guint i, const PolicyTriple *triple)
 
     vm->triple = *triple;
     vm->poll_ns = 0;
-    vm->poll_h[SIM_HANDLER_VQ] = vm->poll_h[SIM_HANDLER_AIO] = 0;
+    for (guint h = 0; h < G_N_ELEMENTS(vm->poll_h); h++)
+        vm->poll_h[h] = 0;
     vm->adjust_at_end = FALSE;
 }
 
@@ -729,15 +830,23 @@ sim_vm_counters(Sim *sim, guint i, PolicyCounters *out)
         vm->truth.vcpu_compute_ns += sim->v - vm->compute_v_start;
         vm->compute_v_start = sim->v;
     }
+    guint64 ops = 0, total_ns = 0;
+
+    for (guint d = 0; d < vm->n_dev; d++) {
+        ops += vm->dev[d].ops;
+        total_ns += vm->dev[d].total_ns;
+    }
     vm->truth.iot_cpu_ns = vm->iot.cpu_ns;
     *out = (PolicyCounters){
         .when_ms = (gint64)(sim->now / 1e6),
         .mono_ns = (gint64)sim->now,
         .triple = vm->triple,
         .have_io = TRUE,
-        .rd_ops = vm->ops,
-        .rd_bytes = vm->ops * 4096,
-        .rd_time_ns = vm->total_ns,
+        .rd_ops = ops,
+        .rd_bytes = ops * 4096,
+        .rd_time_ns = total_ns,
+        /* query-blockstats per disk, as the daemon's sampler counts them */
+        .n_devices = vm->n_dev,
         .have_cpu = TRUE,
         .cpu_ns = (guint64)vm->iot.cpu_ns,
         .ctx_vol = vm->vol_ctxsw,
@@ -745,6 +854,8 @@ sim_vm_counters(Sim *sim, guint i, PolicyCounters *out)
         .have_exits = TRUE,
         .exits = vm->truth.exits,
     };
+    for (guint d = 0; d < vm->n_dev; d++)
+        out->dev_ops[d] = vm->dev[d].ops;
 }
 
 const SimTruth *

@@ -3,7 +3,8 @@
  * pollsim: a discrete-event simulator of QEMU 7.2 iothreads polling.
  *
  * A host has n_cores shared by processor sharing among its runnable threads
- * (vCPUs and iothreads).  Each VM has one vCPU, one iothread and one disk.
+ * (vCPUs and iothreads).  Each VM has one vCPU, one iothread and one to
+ * SIM_MAX_DEVICES disks (SimWorkload.n_devices) that the iothread serves.
  * The iothread runs QEMU 7.2's aio_poll loop with its adaptive poll window
  * (sim-vm.c has the exact rules); the guest submits requests, kicks when
  * notifications are enabled (a VM exit), takes interrupts and resubmits;
@@ -24,6 +25,9 @@
 #include <glib.h>
 
 #include "policy-counters.h"
+
+/* Disks on one iothread, at most: the matrix's cells have up to three. */
+#define SIM_MAX_DEVICES 4
 
 /* Device service-time distribution. */
 typedef enum {
@@ -94,6 +98,14 @@ typedef struct {
      * submission with its own check (fio's default, seed 004's job).
      */
     guint guest_batch;
+    /*
+     * 2 .. SIM_MAX_DEVICES: that many disks on the VM's one iothread, disk
+     * d at depth dev_qd[d] (0: open loop at open_iops), each with its own
+     * virtqueue, interrupt, device and requests, and everything else as
+     * above.  0 or 1: one disk at depth qd.
+     */
+    guint n_devices;
+    guint dev_qd[SIM_MAX_DEVICES];
 } SimWorkload;
 
 typedef struct _Sim Sim;
@@ -153,6 +165,7 @@ void sim_host_counters(Sim *sim, PolicyHostCounters *out);
 /* Ground truth for scoring: cumulative since start. */
 typedef struct {
     guint64 guest_ops;          /* completions seen by the guest */
+    guint64 dev_guest_ops[SIM_MAX_DEVICES];     /* of those, per disk */
     double guest_lat_sum_ns;
     double poll_cpu_ns;         /* iothread CPU spent polling */
     double iot_cpu_ns;
