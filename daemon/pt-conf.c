@@ -8,15 +8,6 @@
 #define PT_DEFAULT_DATABASE PT_STATE_DIR "/history.db"
 #define PT_DEFAULT_SOCKET PT_RUNTIME_DIR "/control.sock"
 
-int
-pt_enum_lookup(const char *const *table, int n, const char *s)
-{
-    for (int i = 0; s && i < n; i++)
-        if (table[i] && g_str_equal(table[i], s))
-            return i;
-    return -1;
-}
-
 PT_ENUM_IMPL(pt_mode, PtMode, PT_MODE_MAX,
              [PT_MODE_OBSERVE] = "observe",
              [PT_MODE_RECOMMEND] = "recommend",

@@ -97,35 +97,37 @@ pt_json_num(json_object *o, const char *key, double v)
     json_object_object_add(o, key, json_object_new_double_s(v, buf));
 }
 
+/* Whether every term of @r is read from the block counters: the rates
+ * that are a shared group's figures when io_shared_by > 1. */
+static gboolean
+pt_rate_is_block(const MetricRateDef *r)
+{
+    for (int i = 0; i < METRIC_RATE_TERMS && r->terms[i] != METRIC_INVALID; i++)
+        if (metric_def(r->terms[i])->source != METRIC_SOURCE_BLOCK)
+            return FALSE;
+    return TRUE;
+}
+
+/* The metric table's rates under their JSON keys, in the table's order, so
+ * that a rate the policy carries appears here without naming it. */
 json_object *
 pt_json_metrics(const PolicyMetrics *m)
 {
     json_object *o = json_object_new_object();
+    int last_block = METRIC_RATE_INVALID;
 
+    for (int r = 0; r < METRIC_RATE_MAX; r++)
+        if (pt_rate_is_block(metric_rate_def(r)))
+            last_block = r;
     json_object_object_add(o, "ts_ms", json_object_new_int64(m->when_ms));
-    if (m->have_io) {
-        pt_json_num(o, "iops", policy_metrics_iops(m));
-        pt_json_num(o, "rd_iops", m->rd_iops);
-        pt_json_num(o, "wr_iops", m->wr_iops);
-        pt_json_num(o, "flush_iops", m->flush_iops);
-        pt_json_num(o, "mbps", m->rd_mbps + m->wr_mbps);
-        pt_json_num(o, "lat_us", m->lat_mean_ns / 1000.0);
-        pt_json_num(o, "queue_depth", m->queue_depth);
-        /* The figures above are a group's, the same on each member. */
-        if (m->io_shared_by > 1)
+    for (int r = 0; r < METRIC_RATE_MAX; r++) {
+        double v;
+
+        if (policy_metrics_rate(m, r, &v))
+            pt_json_num(o, metric_rate_def(r)->json_key, v);
+        /* The block figures are a group's, the same on each member. */
+        if (r == last_block && m->have_io && m->io_shared_by > 1)
             json_object_object_add(o, "io_shared_by", json_object_new_int(m->io_shared_by));
-    }
-    if (m->have_cpu) {
-        pt_json_num(o, "cpu_pct", m->cpu_pct);
-        pt_json_num(o, "blocks_per_s", m->blocks_per_s);
-        if (m->have_io)
-            pt_json_num(o, "blocks_per_op", m->blocks_per_op);
-        pt_json_num(o, "run_delay_pct", m->run_delay_pct);
-    }
-    if (m->have_exits) {
-        pt_json_num(o, "exits_per_s", m->exits_per_s);
-        if (m->have_io)
-            pt_json_num(o, "exits_per_op", m->exits_per_op);
     }
     return o;
 }

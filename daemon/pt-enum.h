@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * pt-enum: one string table per enum of the daemon.
+ * pt-enum: one string table per enum of the daemon (PT_ENUM_IMPL is the
+ * project's, common/pt-enum-table.h).
  *
  *   PT_ENUM_DECL(pt_mode, PtMode);                       in the header
  *   PT_ENUM_IMPL(pt_mode, PtMode, PT_MODE_MAX,            in one .c file
@@ -17,19 +18,8 @@
 
 #include <glib.h>
 
-int pt_enum_lookup(const char *const *table, int n, const char *s);
+#include "common/pt-enum-table.h"
 
 #define PT_ENUM_DECL(prefix, Type)                                          \
     const char *prefix##_to_string(Type v);                                 \
     Type prefix##_from_string(const char *s)
-
-#define PT_ENUM_IMPL(prefix, Type, max, ...)                                \
-    static const char *const prefix##_names[(max)] = { __VA_ARGS__ };      \
-    const char *prefix##_to_string(Type v)                                  \
-    {                                                                       \
-        return (int)v >= 0 && (int)v < (int)(max) ? prefix##_names[v] : NULL; \
-    }                                                                       \
-    Type prefix##_from_string(const char *s)                                \
-    {                                                                       \
-        return (Type)pt_enum_lookup(prefix##_names, (int)(max), s);         \
-    }

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "common/pt-enum-table.h"
 #include "metric-table.h"
 
 #define IOTHREAD METRIC_SOURCE_IOTHREAD
@@ -143,18 +144,16 @@ static const MetricRateDef metric_rate_defs[METRIC_RATE_MAX] = {
                                    TRUE, .cli_header = "EXIT/OP", .cli_decimals = 2 },
 };
 
-static const char *const metric_source_names[METRIC_SOURCE_MAX] = {
-    [METRIC_SOURCE_IOTHREAD] = "query-iothreads",
-    [METRIC_SOURCE_THREAD] = "thread",
-    [METRIC_SOURCE_BLOCK] = "blockstats",
-    [METRIC_SOURCE_EXITS] = "exits",
-};
+PT_ENUM_IMPL_TO_STRING(metric_source, MetricSource, METRIC_SOURCE_MAX,
+                       [METRIC_SOURCE_IOTHREAD] = "query-iothreads",
+                       [METRIC_SOURCE_THREAD] = "thread",
+                       [METRIC_SOURCE_BLOCK] = "blockstats",
+                       [METRIC_SOURCE_EXITS] = "exits")
 
-static const char *const metric_reset_names[METRIC_RESET_MAX] = {
-    [METRIC_RESET_GAUGE] = "gauge",
-    [METRIC_RESET_GROUP] = "group",
-    [METRIC_RESET_SELF] = "self",
-};
+PT_ENUM_IMPL_TO_STRING(metric_reset, MetricReset, METRIC_RESET_MAX,
+                       [METRIC_RESET_GAUGE] = "gauge",
+                       [METRIC_RESET_GROUP] = "group",
+                       [METRIC_RESET_SELF] = "self")
 
 const MetricDef *
 metric_def(MetricId id)
@@ -184,18 +183,6 @@ metric_rate_from_key(const char *key)
         if (metric_rate_defs[i].json_key && strcmp(metric_rate_defs[i].json_key, key) == 0)
             return i;
     return METRIC_RATE_INVALID;
-}
-
-const char *
-metric_source_to_string(MetricSource s)
-{
-    return s >= 0 && s < METRIC_SOURCE_MAX ? metric_source_names[s] : NULL;
-}
-
-const char *
-metric_reset_to_string(MetricReset r)
-{
-    return r >= 0 && r < METRIC_RESET_MAX ? metric_reset_names[r] : NULL;
 }
 
 /* Sum of the terms, or FALSE if one is absent. */

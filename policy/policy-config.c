@@ -6,59 +6,31 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/pt-enum-table.h"
 #include "policy-private.h"
 
 G_DEFINE_QUARK(policy-error-quark, policy_error)
 
-#define DEFINE_STRING_TABLE(type, prefix, table, max, invalid)          \
-    const char *prefix##_to_string(type v)                              \
-    {                                                                   \
-        if ((int)v < 0 || (int)v >= (int)(max))                         \
-            return NULL;                                                \
-        return table[v];                                                \
-    }                                                                   \
-    type prefix##_from_string(const char *s)                            \
-    {                                                                   \
-        if (!s)                                                         \
-            return invalid;                                             \
-        for (int i = 0; i < (int)(max); i++)                            \
-            if (g_strcmp0(table[i], s) == 0)                            \
-                return (type)i;                                         \
-        return invalid;                                                 \
-    }
+PT_ENUM_IMPL(policy_kind, PolicyKind, POLICY_KIND_MAX,
+             [POLICY_KIND_OBSERVE] = "observe",
+             [POLICY_KIND_OFF] = "off",
+             [POLICY_KIND_STATIC] = "static",
+             [POLICY_KIND_QEMU_DEFAULT] = "qemu-default",
+             [POLICY_KIND_ADAPTIVE] = "adaptive")
 
-static const char *const kind_table[POLICY_KIND_MAX] = {
-    [POLICY_KIND_OBSERVE] = "observe",
-    [POLICY_KIND_OFF] = "off",
-    [POLICY_KIND_STATIC] = "static",
-    [POLICY_KIND_QEMU_DEFAULT] = "qemu-default",
-    [POLICY_KIND_ADAPTIVE] = "adaptive",
-};
-DEFINE_STRING_TABLE(PolicyKind, policy_kind, kind_table, POLICY_KIND_MAX,
-                    POLICY_KIND_INVALID)
+PT_ENUM_IMPL(policy_objective, PolicyObjective, POLICY_OBJECTIVE_MAX,
+             [POLICY_OBJECTIVE_LATENCY] = "latency",
+             [POLICY_OBJECTIVE_EFFICIENCY] = "efficiency",
+             [POLICY_OBJECTIVE_BALANCED] = "balanced")
 
-static const char *const objective_table[POLICY_OBJECTIVE_MAX] = {
-    [POLICY_OBJECTIVE_LATENCY] = "latency",
-    [POLICY_OBJECTIVE_EFFICIENCY] = "efficiency",
-    [POLICY_OBJECTIVE_BALANCED] = "balanced",
-};
-DEFINE_STRING_TABLE(PolicyObjective, policy_objective, objective_table,
-                    POLICY_OBJECTIVE_MAX, POLICY_OBJECTIVE_INVALID)
+PT_ENUM_IMPL(policy_mode, PolicyMode, POLICY_MODE_MAX,
+             [POLICY_MODE_ENFORCE] = "enforce",
+             [POLICY_MODE_RECOMMEND] = "recommend")
 
-static const char *const mode_table[POLICY_MODE_MAX] = {
-    [POLICY_MODE_ENFORCE] = "enforce",
-    [POLICY_MODE_RECOMMEND] = "recommend",
-};
-DEFINE_STRING_TABLE(PolicyMode, policy_mode, mode_table, POLICY_MODE_MAX,
-                    POLICY_MODE_INVALID)
-
-static const char *const knob_table[POLICY_KNOB_MAX] = {
-    [POLICY_KNOB_POLL_GROW] = "poll-grow",
-    [POLICY_KNOB_POLL_SHRINK] = "poll-shrink",
-    [POLICY_KNOB_POLL_MAX_NS] = "poll-max-ns",
-};
-DEFINE_STRING_TABLE(PolicyKnob, policy_knob, knob_table, POLICY_KNOB_MAX,
-                    POLICY_KNOB_INVALID)
+PT_ENUM_IMPL(policy_knob, PolicyKnob, POLICY_KNOB_MAX,
+             [POLICY_KNOB_POLL_GROW] = "poll-grow",
+             [POLICY_KNOB_POLL_SHRINK] = "poll-shrink",
+             [POLICY_KNOB_POLL_MAX_NS] = "poll-max-ns")
 
 /* Where each knob lives in PolicyTriple. */
 static const gsize knob_offset[POLICY_KNOB_MAX] = {
@@ -81,13 +53,10 @@ policy_triple_set(PolicyTriple *t, PolicyKnob knob, guint64 value)
     G_STRUCT_MEMBER(guint64, t, knob_offset[knob]) = value;
 }
 
-static const char *const poll_model_table[POLICY_POLL_MODEL_MAX] = {
-    [POLICY_POLL_MODEL_UNKNOWN] = "unknown",
-    [POLICY_POLL_MODEL_72] = "7.2",
-    [POLICY_POLL_MODEL_10] = "10.0",
-};
-DEFINE_STRING_TABLE(PolicyPollModel, policy_poll_model, poll_model_table,
-                    POLICY_POLL_MODEL_MAX, POLICY_POLL_MODEL_INVALID)
+PT_ENUM_IMPL(policy_poll_model, PolicyPollModel, POLICY_POLL_MODEL_MAX,
+             [POLICY_POLL_MODEL_UNKNOWN] = "unknown",
+             [POLICY_POLL_MODEL_72] = "7.2",
+             [POLICY_POLL_MODEL_10] = "10.0")
 
 PolicyPollModel
 policy_poll_model_for_version(guint32 qemu_version)
@@ -98,30 +67,24 @@ policy_poll_model_for_version(guint32 qemu_version)
     return qemu_version >= 10000000 ? POLICY_POLL_MODEL_10 : POLICY_POLL_MODEL_72;
 }
 
-static const char *const cause_table[POLICY_CAUSE_MAX] = {
-    [POLICY_CAUSE_NONE] = "none",
-    [POLICY_CAUSE_OVERRIDE] = "override",
-    [POLICY_CAUSE_POLICY] = "policy",
-    [POLICY_CAUSE_IDLE] = "idle",
-    [POLICY_CAUSE_PROBE] = "probe",
-    [POLICY_CAUSE_ACCEPT] = "accept",
-    [POLICY_CAUSE_ROLLBACK] = "rollback",
-    [POLICY_CAUSE_CONTENTION] = "contention",
-    [POLICY_CAUSE_BUDGET] = "budget",
-};
-DEFINE_STRING_TABLE(PolicyCause, policy_cause, cause_table, POLICY_CAUSE_MAX,
-                    POLICY_CAUSE_INVALID)
+PT_ENUM_IMPL(policy_cause, PolicyCause, POLICY_CAUSE_MAX,
+             [POLICY_CAUSE_NONE] = "none",
+             [POLICY_CAUSE_OVERRIDE] = "override",
+             [POLICY_CAUSE_POLICY] = "policy",
+             [POLICY_CAUSE_IDLE] = "idle",
+             [POLICY_CAUSE_PROBE] = "probe",
+             [POLICY_CAUSE_ACCEPT] = "accept",
+             [POLICY_CAUSE_ROLLBACK] = "rollback",
+             [POLICY_CAUSE_CONTENTION] = "contention",
+             [POLICY_CAUSE_BUDGET] = "budget")
 
 /* "config" and "policy-set" are what policy get has always called them. */
-static const char *const origin_table[POLICY_ORIGIN_MAX] = {
-    [POLICY_ORIGIN_CONFIG] = "config",
-    [POLICY_ORIGIN_LIBVIRT_METADATA] = "libvirt-metadata",
-    [POLICY_ORIGIN_POLICY_SET] = "policy-set",
-    [POLICY_ORIGIN_EXTERNAL_WRITE] = "external-write",
-    [POLICY_ORIGIN_OVERRIDE] = "override",
-};
-DEFINE_STRING_TABLE(PolicyOrigin, policy_origin, origin_table, POLICY_ORIGIN_MAX,
-                    POLICY_ORIGIN_INVALID)
+PT_ENUM_IMPL(policy_origin, PolicyOrigin, POLICY_ORIGIN_MAX,
+             [POLICY_ORIGIN_CONFIG] = "config",
+             [POLICY_ORIGIN_LIBVIRT_METADATA] = "libvirt-metadata",
+             [POLICY_ORIGIN_POLICY_SET] = "policy-set",
+             [POLICY_ORIGIN_EXTERNAL_WRITE] = "external-write",
+             [POLICY_ORIGIN_OVERRIDE] = "override")
 
 gboolean
 policy_triple_equal(const PolicyTriple *a, const PolicyTriple *b)

@@ -6,8 +6,11 @@
  * Whoever samples (the daemon's samplers through probe-derive, the polling
  * simulator) fills a PolicyCounters per iothread and a PolicyHostCounters per
  * host each tick and converts consecutive pairs with the functions below.
- * This is the only place where a rate is computed, so that production and
- * simulation derive every figure the same way.  Pure: no I/O.
+ * This is the only place where the policy's rates are computed, so that
+ * production and simulation derive every figure the same way; the rates
+ * the metric table declares (metric-table.h: formula and scale) are taken
+ * from metric_rate_value(), the function the store's history rows and
+ * exports and the CLI use too.  Pure: no I/O.
  *
  * Only differences between the two readings matter, so a sampler may rebase
  * a group (give prev zeros and cur the per-tick increase), e.g. when its

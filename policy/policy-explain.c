@@ -10,34 +10,19 @@
 #include <math.h>
 #include <stdarg.h>
 
+#include "common/pt-enum-table.h"
 #include "policy-explain.h"
 #include "policy-private.h"
 
-static const char *const guard_names[POLICY_GUARD_MAX] = {
-    [POLICY_GUARD_OVERRIDE] = "override",
-    [POLICY_GUARD_EXTERNAL_HOLD] = "external-hold",
-    [POLICY_GUARD_DWELL] = "dwell",
-    [POLICY_GUARD_PSI] = "psi",
-    [POLICY_GUARD_VCPU_DELAY] = "vcpu-run-delay",
-    [POLICY_GUARD_IOTHREAD_DELAY] = "iothread-run-delay",
-    [POLICY_GUARD_HOLDOFF] = "contention-holdoff",
-    [POLICY_GUARD_BUDGET] = "budget",
-};
-
-const char *
-policy_guard_to_string(PolicyGuard guard)
-{
-    return guard >= 0 && guard < POLICY_GUARD_MAX ? guard_names[guard] : NULL;
-}
-
-PolicyGuard
-policy_guard_from_string(const char *s)
-{
-    for (int i = 0; s && i < POLICY_GUARD_MAX; i++)
-        if (g_str_equal(guard_names[i], s))
-            return i;
-    return POLICY_GUARD_INVALID;
-}
+PT_ENUM_IMPL(policy_guard, PolicyGuard, POLICY_GUARD_MAX,
+             [POLICY_GUARD_OVERRIDE] = "override",
+             [POLICY_GUARD_EXTERNAL_HOLD] = "external-hold",
+             [POLICY_GUARD_DWELL] = "dwell",
+             [POLICY_GUARD_PSI] = "psi",
+             [POLICY_GUARD_VCPU_DELAY] = "vcpu-run-delay",
+             [POLICY_GUARD_IOTHREAD_DELAY] = "iothread-run-delay",
+             [POLICY_GUARD_HOLDOFF] = "contention-holdoff",
+             [POLICY_GUARD_BUDGET] = "budget")
 
 void
 policy_explain_free(PolicyExplain *x)

@@ -4,8 +4,9 @@
  *
  * These structs are the contract between whoever measures (the daemon's
  * samplers, the polling simulator) and the policy that decides.  The policy
- * owns them: the samplers fill them, the simulator fills them, and nothing
- * in policy/ includes any other project header.
+ * owns them: the samplers fill them, the simulator fills them.  The only
+ * other project header policy/ includes is the metric table (metric/, pure
+ * data), whose rates name the figures below.
  *
  * Every rate is over one tick, the interval that ends at @when_ms.  A group
  * of fields whose source was unavailable has its have_* flag FALSE and its
@@ -15,6 +16,8 @@
 #pragma once
 
 #include <glib.h>
+
+#include "metric-table.h"
 
 /* An iothread's polling parameters, as QEMU names them. */
 typedef struct {
@@ -130,3 +133,11 @@ policy_metrics_iops(const PolicyMetrics *m)
 {
     return m->rd_iops + m->wr_iops + m->flush_iops;
 }
+
+/*
+ * Rate @rate of the metric table as @m carries it, for whoever reports
+ * PolicyMetrics by the table (the status reply).  FALSE when the rate's
+ * source groups are absent from @m (its terms' sources, and the I/O group
+ * when it is per operation), or when PolicyMetrics has no field for it.
+ */
+gboolean policy_metrics_rate(const PolicyMetrics *m, MetricRate rate, double *out);

@@ -56,6 +56,8 @@ typedef struct {
     PolicySegment ref;
     gint64 ref_ms;
     double cusum_hi, cusum_lo;
+    /* The sign of the last tick that moved by a gross factor, or 0. */
+    int gross_sign;
 
     /* adaptive: an exploration in progress */
     gboolean exploring;

@@ -1,57 +1,32 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "probe-exits.h"
+#include "common/pt-enum-table.h"
 
 #include <limits.h>
 #include <string.h>
 
-static const char *const exit_source_names[PROBE_EXIT_SOURCE_MAX] = {
-    [PROBE_EXIT_SOURCE_NONE] = "none",
-    [PROBE_EXIT_SOURCE_QUERY_STATS] = "query-stats",
-    [PROBE_EXIT_SOURCE_DEBUGFS] = "debugfs",
-    [PROBE_EXIT_SOURCE_PERF] = "perf",
-};
+PT_ENUM_IMPL(probe_exit_source, ProbeExitSource, PROBE_EXIT_SOURCE_MAX,
+             [PROBE_EXIT_SOURCE_NONE] = "none",
+             [PROBE_EXIT_SOURCE_QUERY_STATS] = "query-stats",
+             [PROBE_EXIT_SOURCE_DEBUGFS] = "debugfs",
+             [PROBE_EXIT_SOURCE_PERF] = "perf")
 
-static const char *const exit_counter_names[PROBE_EXIT_COUNTER_MAX] = {
-    [PROBE_EXIT_EXITS] = "exits",
-    [PROBE_EXIT_IO_EXITS] = "io_exits",
-    [PROBE_EXIT_MMIO_EXITS] = "mmio_exits",
-    [PROBE_EXIT_HALT_EXITS] = "halt_exits",
-    [PROBE_EXIT_HALT_SUCCESSFUL_POLL] = "halt_successful_poll",
-    [PROBE_EXIT_HALT_ATTEMPTED_POLL] = "halt_attempted_poll",
-    [PROBE_EXIT_HALT_POLL_INVALID] = "halt_poll_invalid",
-    [PROBE_EXIT_HALT_WAKEUP] = "halt_wakeup",
-    [PROBE_EXIT_HALT_POLL_SUCCESS_NS] = "halt_poll_success_ns",
-    [PROBE_EXIT_HALT_POLL_FAIL_NS] = "halt_poll_fail_ns",
-    [PROBE_EXIT_HALT_WAIT_NS] = "halt_wait_ns",
-    [PROBE_EXIT_USERSPACE_EXITS] = "userspace_exits",
-    [PROBE_EXIT_FAST_MMIO] = "fast_mmio",
-};
+PT_ENUM_IMPL(probe_exit_counter, ProbeExitCounter, PROBE_EXIT_COUNTER_MAX,
+             [PROBE_EXIT_EXITS] = "exits",
+             [PROBE_EXIT_IO_EXITS] = "io_exits",
+             [PROBE_EXIT_MMIO_EXITS] = "mmio_exits",
+             [PROBE_EXIT_HALT_EXITS] = "halt_exits",
+             [PROBE_EXIT_HALT_SUCCESSFUL_POLL] = "halt_successful_poll",
+             [PROBE_EXIT_HALT_ATTEMPTED_POLL] = "halt_attempted_poll",
+             [PROBE_EXIT_HALT_POLL_INVALID] = "halt_poll_invalid",
+             [PROBE_EXIT_HALT_WAKEUP] = "halt_wakeup",
+             [PROBE_EXIT_HALT_POLL_SUCCESS_NS] = "halt_poll_success_ns",
+             [PROBE_EXIT_HALT_POLL_FAIL_NS] = "halt_poll_fail_ns",
+             [PROBE_EXIT_HALT_WAIT_NS] = "halt_wait_ns",
+             [PROBE_EXIT_USERSPACE_EXITS] = "userspace_exits",
+             [PROBE_EXIT_FAST_MMIO] = "fast_mmio")
 
 G_STATIC_ASSERT(PROBE_EXIT_COUNTER_MAX <= 32);
-
-const char *
-probe_exit_source_to_string(ProbeExitSource s)
-{
-    return s >= 0 && s < PROBE_EXIT_SOURCE_MAX ? exit_source_names[s] : NULL;
-}
-
-ProbeExitSource
-probe_exit_source_from_string(const char *s)
-{
-    return probe_table_lookup(exit_source_names, PROBE_EXIT_SOURCE_MAX, s);
-}
-
-const char *
-probe_exit_counter_to_string(ProbeExitCounter c)
-{
-    return c >= 0 && c < PROBE_EXIT_COUNTER_MAX ? exit_counter_names[c] : NULL;
-}
-
-ProbeExitCounter
-probe_exit_counter_from_string(const char *s)
-{
-    return probe_table_lookup(exit_counter_names, PROBE_EXIT_COUNTER_MAX, s);
-}
 
 static void
 counters_add(ProbeExitCounters *c, ProbeExitCounter k, guint64 value)
@@ -174,10 +149,10 @@ probe_exit_choice_pick(ProbeExitChoice *ch,
          * so that the reason changes only when the situation does. */
         if (why->len)
             g_string_append(why, "; ");
-        g_string_append_printf(why, "%s ", exit_source_names[s]);
+        g_string_append_printf(why, "%s ", probe_exit_source_strings[s]);
         if (readings[s] && probe_exit_choice_is_dead(ch, s))
             g_string_append_printf(why, "counts no exits while %s counts them",
-                                   exit_source_names[ch->dead[s]]);
+                                   probe_exit_source_strings[ch->dead[s]]);
         else if (readings[s])
             g_string_append(why, "has no exits counter");
         else
@@ -197,7 +172,7 @@ probe_exit_choice_take_news(ProbeExitChoice *ch, char **message)
     if (!ch->news)
         return FALSE;
     ch->news = FALSE;
-    *message = g_strdup_printf("exits: %s: %s", exit_source_names[ch->chosen],
+    *message = g_strdup_printf("exits: %s: %s", probe_exit_source_strings[ch->chosen],
                                ch->why ? ch->why : "");
     return TRUE;
 }
@@ -255,7 +230,7 @@ vm_dir_add(ProbeKvmDebugfs *d, const char *dir)
     VmDir v;
 
     for (int k = 0; k < DEBUGFS_N_COUNTERS; k++) {
-        char *path = g_build_filename(dir, exit_counter_names[k], NULL);
+        char *path = g_build_filename(dir, probe_exit_counter_strings[k], NULL);
 
         if (k != PROBE_EXIT_EXITS && !g_file_test(path, G_FILE_TEST_EXISTS))
             g_clear_pointer(&path, g_free);

@@ -198,14 +198,3 @@ probe_set_parse_error(GError **error, const char *path, const char *what)
 {
     g_set_error(error, PROBE_ERROR, PROBE_ERROR_PARSE, "%s: %s", path, what);
 }
-
-int
-probe_table_lookup(const char *const *table, int n, const char *s)
-{
-    if (!s)
-        return -1;
-    for (int i = 0; i < n; i++)
-        if (table[i] && strcmp(table[i], s) == 0)
-            return i;
-    return -1;
-}

@@ -78,9 +78,5 @@ gboolean probe_parse_u64(const char **p, guint64 *out);
 /* Parse a non-negative decimal with an optional fraction ("49.67"). */
 gboolean probe_parse_udouble(const char **p, double *out);
 
-/* Index of @s in a string table of @n entries (NULL entries skipped), or -1.
- * Backs the enum <-> string conversions of probe/. */
-int probe_table_lookup(const char *const *table, int n, const char *s);
-
 /* Set PROBE_ERROR_PARSE "<path>: <what>". */
 void probe_set_parse_error(GError **error, const char *path, const char *what);

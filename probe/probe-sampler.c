@@ -1,27 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "probe-sampler.h"
+#include "common/pt-enum-table.h"
 
 #include "probe-perf.h"
 #include "probe-thread.h"
 
-static const char *const exits_mode_names[PROBE_EXITS_MODE_MAX] = {
-    [PROBE_EXITS_OFF] = "off",
-    [PROBE_EXITS_AUTO] = "auto",
-    [PROBE_EXITS_DEBUGFS] = "debugfs",
-    [PROBE_EXITS_PERF] = "perf",
-};
-
-const char *
-probe_exits_mode_to_string(ProbeExitsMode m)
-{
-    return m >= 0 && m < PROBE_EXITS_MODE_MAX ? exits_mode_names[m] : NULL;
-}
-
-ProbeExitsMode
-probe_exits_mode_from_string(const char *s)
-{
-    return probe_table_lookup(exits_mode_names, PROBE_EXITS_MODE_MAX, s);
-}
+PT_ENUM_IMPL(probe_exits_mode, ProbeExitsMode, PROBE_EXITS_MODE_MAX,
+             [PROBE_EXITS_OFF] = "off",
+             [PROBE_EXITS_AUTO] = "auto",
+             [PROBE_EXITS_DEBUGFS] = "debugfs",
+             [PROBE_EXITS_PERF] = "perf")
 
 struct ProbeTarget {
     char *proc;

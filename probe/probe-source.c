@@ -1,29 +1,17 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "probe-source.h"
+#include "common/pt-enum-table.h"
 
 #include "probe-read.h"
 
-static const char *const source_names[PROBE_SOURCE_MAX] = {
-    [PROBE_SOURCE_THREAD] = "thread",
-    [PROBE_SOURCE_SCHEDSTAT] = "schedstat",
-    [PROBE_SOURCE_VCPU] = "vcpu",
-    [PROBE_SOURCE_DEBUGFS] = "debugfs",
-    [PROBE_SOURCE_PERF] = "perf",
-    [PROBE_SOURCE_PSI] = "psi",
-    [PROBE_SOURCE_STAT] = "stat",
-};
-
-const char *
-probe_source_kind_to_string(ProbeSourceKind k)
-{
-    return k >= 0 && k < PROBE_SOURCE_MAX ? source_names[k] : NULL;
-}
-
-ProbeSourceKind
-probe_source_kind_from_string(const char *s)
-{
-    return probe_table_lookup(source_names, PROBE_SOURCE_MAX, s);
-}
+PT_ENUM_IMPL(probe_source_kind, ProbeSourceKind, PROBE_SOURCE_MAX,
+             [PROBE_SOURCE_THREAD] = "thread",
+             [PROBE_SOURCE_SCHEDSTAT] = "schedstat",
+             [PROBE_SOURCE_VCPU] = "vcpu",
+             [PROBE_SOURCE_DEBUGFS] = "debugfs",
+             [PROBE_SOURCE_PERF] = "perf",
+             [PROBE_SOURCE_PSI] = "psi",
+             [PROBE_SOURCE_STAT] = "stat")
 
 void
 probe_source_init(ProbeSource *s, ProbeSourceKind kind)
@@ -83,8 +71,8 @@ probe_source_take_news(ProbeSource *s, char **message)
     s->news = FALSE;
     if (s->state == PROBE_SOURCE_UNAVAILABLE)
         *message = g_strdup_printf("%s: unavailable: %s",
-                                   source_names[s->kind], s->reason);
+                                   probe_source_kind_strings[s->kind], s->reason);
     else
-        *message = g_strdup_printf("%s: available", source_names[s->kind]);
+        *message = g_strdup_printf("%s: available", probe_source_kind_strings[s->kind]);
     return TRUE;
 }

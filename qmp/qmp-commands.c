@@ -1,42 +1,20 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "common/pt-enum-table.h"
 #include "qmp-commands.h"
 #include "qmp-decode.h"
 #include "qmp-json.h"
 
 /* ---- string tables ----------------------------------------------------- */
 
-static const char *const qmp_iothread_prop_table[QMP_IOTHREAD_PROP_MAX] = {
-    [QMP_IOTHREAD_POLL_MAX_NS] = "poll-max-ns",
-    [QMP_IOTHREAD_POLL_GROW] = "poll-grow",
-    [QMP_IOTHREAD_POLL_SHRINK] = "poll-shrink",
-    [QMP_IOTHREAD_AIO_MAX_BATCH] = "aio-max-batch",
-};
+PT_ENUM_IMPL(qmp_iothread_prop, QmpIothreadProp, QMP_IOTHREAD_PROP_MAX,
+             [QMP_IOTHREAD_POLL_MAX_NS] = "poll-max-ns",
+             [QMP_IOTHREAD_POLL_GROW] = "poll-grow",
+             [QMP_IOTHREAD_POLL_SHRINK] = "poll-shrink",
+             [QMP_IOTHREAD_AIO_MAX_BATCH] = "aio-max-batch")
 
-const char *
-qmp_iothread_prop_to_string(QmpIothreadProp p)
-{
-    return p >= 0 && p < QMP_IOTHREAD_PROP_MAX ? qmp_iothread_prop_table[p] : NULL;
-}
-
-QmpIothreadProp
-qmp_iothread_prop_from_string(const char *s)
-{
-    for (int i = 0; s && i < QMP_IOTHREAD_PROP_MAX; i++)
-        if (g_str_equal(s, qmp_iothread_prop_table[i]))
-            return i;
-    return QMP_IOTHREAD_PROP_INVALID;
-}
-
-static const char *const qmp_stats_target_table[QMP_STATS_TARGET_MAX] = {
-    [QMP_STATS_TARGET_VM] = "vm",
-    [QMP_STATS_TARGET_VCPU] = "vcpu",
-};
-
-const char *
-qmp_stats_target_to_string(QmpStatsTarget t)
-{
-    return t >= 0 && t < QMP_STATS_TARGET_MAX ? qmp_stats_target_table[t] : NULL;
-}
+PT_ENUM_IMPL_TO_STRING(qmp_stats_target, QmpStatsTarget, QMP_STATS_TARGET_MAX,
+                       [QMP_STATS_TARGET_VM] = "vm",
+                       [QMP_STATS_TARGET_VCPU] = "vcpu")
 
 /* ---- query-iothreads --------------------------------------------------- */
 

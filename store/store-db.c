@@ -9,59 +9,26 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "common/pt-enum-table.h"
 #include "store-private.h"
 
 G_DEFINE_QUARK(store-error-quark, store_error)
 
-static const char *const target_kind_names[STORE_TARGET_KIND_MAX] = {
-    [STORE_TARGET_LIBVIRT] = "libvirt",
-    [STORE_TARGET_QMP] = "qmp",
-};
-static const char *const resolution_names[STORE_RESOLUTION_MAX] = {
-    [STORE_RES_RAW] = "raw",
-    [STORE_RES_1M] = "1m",
-    [STORE_RES_1H] = "1h",
-};
-static const char *const health_names[] = {
-    [STORE_HEALTH_OK] = "ok",
-    [STORE_HEALTH_BUSY] = "busy",
-    [STORE_HEALTH_FULL] = "full",
-    [STORE_HEALTH_FAILED] = "failed",
-};
-static const char *const format_names[STORE_FORMAT_MAX] = {
-    [STORE_FORMAT_CSV] = "csv",
-    [STORE_FORMAT_JSONL] = "jsonl",
-};
-
-static int
-lookup(const char *const *table, int n, const char *s)
-{
-    for (int i = 0; s && i < n; i++)
-        if (g_str_equal(table[i], s))
-            return i;
-    return -1;
-}
-
-/* Enum <-> string through the tables above; unknown maps to NULL / -1. */
-#define STRING_TABLE_LOOKUP(prefix, Type, table, max)                      \
-    const char *prefix##_to_string(Type v)                                 \
-    {                                                                      \
-        return (int)v >= 0 && v < (max) ? table[v] : NULL;                 \
-    }                                                                      \
-    Type prefix##_from_string(const char *s)                               \
-    {                                                                      \
-        return (Type)lookup(table, (max), s);                              \
-    }
-
-STRING_TABLE_LOOKUP(store_target_kind, StoreTargetKind, target_kind_names, STORE_TARGET_KIND_MAX)
-STRING_TABLE_LOOKUP(store_resolution, StoreResolution, resolution_names, STORE_RESOLUTION_MAX)
-STRING_TABLE_LOOKUP(store_format, StoreFormat, format_names, STORE_FORMAT_MAX)
-
-const char *
-store_health_to_string(StoreHealth health)
-{
-    return (guint)health < G_N_ELEMENTS(health_names) ? health_names[health] : NULL;
-}
+PT_ENUM_IMPL(store_target_kind, StoreTargetKind, STORE_TARGET_KIND_MAX,
+             [STORE_TARGET_LIBVIRT] = "libvirt",
+             [STORE_TARGET_QMP] = "qmp")
+PT_ENUM_IMPL(store_resolution, StoreResolution, STORE_RESOLUTION_MAX,
+             [STORE_RES_RAW] = "raw",
+             [STORE_RES_1M] = "1m",
+             [STORE_RES_1H] = "1h")
+PT_ENUM_IMPL_TO_STRING(store_health, StoreHealth, STORE_HEALTH_FAILED + 1,
+                       [STORE_HEALTH_OK] = "ok",
+                       [STORE_HEALTH_BUSY] = "busy",
+                       [STORE_HEALTH_FULL] = "full",
+                       [STORE_HEALTH_FAILED] = "failed")
+PT_ENUM_IMPL(store_format, StoreFormat, STORE_FORMAT_MAX,
+             [STORE_FORMAT_CSV] = "csv",
+             [STORE_FORMAT_JSONL] = "jsonl")
 
 void
 store_options_init(StoreOptions *opts)

@@ -8,6 +8,7 @@
 #include "policy-counters.h"
 #include "sim-calib.h"
 #include "sim-scenario.h"
+#include "common/pt-enum-table.h"
 
 /*
  * A "completion gap" is what QEMU's loop measures with polling off: the
@@ -47,25 +48,9 @@ const SimScenario sim_scenarios[] = {
 };
 const guint sim_n_scenarios = G_N_ELEMENTS(sim_scenarios);
 
-static const char *const device_class_names[SIM_DEVICE_MAX] = {
-    [SIM_DEVICE_NVME] = "nvme",
-    [SIM_DEVICE_BATCHING] = "batching",
-};
-
-const char *
-sim_device_class_to_string(SimDeviceClass c)
-{
-    return c >= 0 && c < SIM_DEVICE_MAX ? device_class_names[c] : NULL;
-}
-
-SimDeviceClass
-sim_device_class_from_string(const char *s)
-{
-    for (int c = 0; c < SIM_DEVICE_MAX; c++)
-        if (g_strcmp0(s, device_class_names[c]) == 0)
-            return c;
-    return SIM_DEVICE_INVALID;
-}
+PT_ENUM_IMPL(sim_device_class, SimDeviceClass, SIM_DEVICE_MAX,
+             [SIM_DEVICE_NVME] = "nvme",
+             [SIM_DEVICE_BATCHING] = "batching")
 
 void
 sim_workload_set_device_class(SimWorkload *w, SimDeviceClass c)

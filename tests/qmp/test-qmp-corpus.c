@@ -384,12 +384,35 @@ test_corpus_complete(void)
     g_assert_cmpuint(n, ==, G_N_ELEMENTS(corpus_cases) + G_N_ELEMENTS(greeting_cases));
 }
 
+/* The QMP names of the iothread properties and stats targets: every value
+ * has one, and the properties come back from theirs. */
+static void
+test_qmp_enum_names(void)
+{
+    for (int i = 0; i < QMP_IOTHREAD_PROP_MAX; i++) {
+        const char *name = qmp_iothread_prop_to_string(i);
+
+        g_assert_nonnull(name);
+        g_assert_cmpint(qmp_iothread_prop_from_string(name), ==, i);
+    }
+    g_assert_cmpstr(qmp_iothread_prop_to_string(QMP_IOTHREAD_POLL_MAX_NS), ==, "poll-max-ns");
+    g_assert_cmpstr(qmp_iothread_prop_to_string(QMP_IOTHREAD_AIO_MAX_BATCH), ==,
+                    "aio-max-batch");
+    g_assert_null(qmp_iothread_prop_to_string(QMP_IOTHREAD_PROP_MAX));
+    g_assert_cmpint(qmp_iothread_prop_from_string("poll-max"), ==, QMP_IOTHREAD_PROP_INVALID);
+    g_assert_cmpint(qmp_iothread_prop_from_string(NULL), ==, QMP_IOTHREAD_PROP_INVALID);
+    g_assert_cmpstr(qmp_stats_target_to_string(QMP_STATS_TARGET_VM), ==, "vm");
+    g_assert_cmpstr(qmp_stats_target_to_string(QMP_STATS_TARGET_VCPU), ==, "vcpu");
+    g_assert_null(qmp_stats_target_to_string(QMP_STATS_TARGET_INVALID));
+}
+
 int
 main(int argc, char **argv)
 {
     signal(SIGPIPE, SIG_IGN);
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/qmp/corpus/complete", test_corpus_complete);
+    g_test_add_func("/qmp/enum-names", test_qmp_enum_names);
     for (gsize i = 0; i < G_N_ELEMENTS(greeting_cases); i++) {
         g_autofree char *p = g_strdup_printf("/qmp/corpus/%s", greeting_cases[i].file);
 
