@@ -359,7 +359,7 @@ test_qemu10_per_handler_windows(void)
  * whole-VM objective there (67.2% within 3%, worst 87.8%), which the policy
  * before it fails (62.5%, worst 83.3%).  The batching and the 2-3 disk
  * cells are printed and counted, not held to a floor: the whole grid's
- * figures with them (58.7% within 3%, worst 75.1%) were not shown to
+ * figures with them (59.6% within 3%, worst 75.1%) were not shown to
  * reject the older policy, so a floor there would only freeze today's
  * numbers.
  */
