@@ -237,10 +237,19 @@ job_run(gpointer data, gpointer user_data G_GNUC_UNUSED)
     for (guint n = 0; n < N_NOISE; n++) {
         SimMatrixCell *c = &job->out[n];
         SimRunOpts opts = { noises[n], job->seed * 0x2545f4914f6cdd1dull + n + 1 };
-        g_autoptr(SimRun) a = sim_scenario_run_opts(&scn, &spec, NULL, 1.0, job->seed, &opts);
+        g_autoptr(SimRun) a = NULL;
+        g_autofree char *name = NULL;
+        const char *trace = g_getenv("POLLSIM_TRACE");
 
         c->w = job->w;
         c->noise = noises[n];
+        /* POLLSIM_TRACE=substring: the decisions of the cells whose name has it. */
+        name = sim_matrix_cell_format(c);
+        if (trace && strstr(name, trace)) {
+            opts.trace = stderr;
+            fprintf(stderr, "== %s\n", name);
+        }
+        a = sim_scenario_run_opts(&scn, &spec, NULL, 1.0, job->seed, &opts);
         c->n_phases = scn.n_phases;
         run_fill(c, SIM_MATRIX_ORACLE, oracle);
         run_fill(c, SIM_MATRIX_OFF, off);

@@ -256,7 +256,14 @@ sim_scenario_run_opts(const SimScenario *scn, const PolicySpec *spec,
             ds = policy_engine_tick(engine, &host, inputs, n, (gint64)(t + 1) * 1000);
             for (guint i = 0; i < n; i++) {
                 const PolicyDecision *d = g_ptr_array_index(ds, i);
+                g_autofree char *tt = NULL;
 
+                if (opts && opts->trace) {
+                    tt = policy_triple_format(&d->triple);
+                    fprintf(opts->trace, "t=%u %s iops=%.0f dev=%s%s %s |%s\n", t, loops[i].name,
+                            ts->iops, tt, d->change && d->apply ? " WRITE" : "",
+                            d->reason, d->evidence ? d->evidence : "");
+                }
                 if (d->change && d->apply) {
                     sim_vm_set_triple(sim, i, &d->triple);
                     run->n_writes++;

@@ -10,6 +10,8 @@
  */
 #pragma once
 
+#include <stdio.h>
+
 #include "policy.h"
 #include "sim.h"
 
@@ -114,6 +116,8 @@ typedef struct {
      */
     guint operator_tick;
     PolicyTriple operator_triple;
+    /* Print each tick's measurements and decisions to this stream. */
+    FILE *trace;
 } SimRunOpts;
 
 SimRun *sim_scenario_run_opts(const SimScenario *scn, const PolicySpec *spec,
