@@ -555,6 +555,8 @@ sim_matrix_print(const SimMatrixResult *r, FILE *out)
 {
     g_autofree char *worst = r->n_cells ? sim_matrix_cell_format(&r->cells[r->worst_cell]) : NULL;
     guint *idx = g_new(guint, r->n_cells + 1);
+    /* POLLSIM_CELLS=1: every cell, worst first, instead of the ten worst. */
+    guint n_show = MIN(g_getenv("POLLSIM_CELLS") ? r->n_cells : 10, r->n_cells);
 
     fprintf(out, "| slice | cells | within 3%% of oracle | p5 | worst |\n|---|---:|---:|---:|---:|\n");
     for (guint n = 0; n < N_NOISE; n++) {
@@ -586,7 +588,7 @@ sim_matrix_print(const SimMatrixResult *r, FILE *out)
     /* The ten worst cells, where the policy still loses. */
     for (guint i = 0; i < r->n_cells; i++)
         idx[i] = i;
-    for (guint i = 0; i < MIN(10, r->n_cells); i++)
+    for (guint i = 0; i < n_show; i++)
         for (guint j = i + 1; j < r->n_cells; j++)
             if (sim_matrix_cell_ratio(&r->cells[idx[j]], SIM_MATRIX_ADAPTIVE) <
                 sim_matrix_cell_ratio(&r->cells[idx[i]], SIM_MATRIX_ADAPTIVE)) {
@@ -596,7 +598,7 @@ sim_matrix_print(const SimMatrixResult *r, FILE *out)
             }
     fprintf(out, "\n| worst cells | adaptive | off | qemu-default | adaptive writes |\n"
                  "|---|---:|---:|---:|---:|\n");
-    for (guint i = 0; i < MIN(10, r->n_cells); i++) {
+    for (guint i = 0; i < n_show; i++) {
         const SimMatrixCell *c = &r->cells[idx[i]];
         g_autofree char *co = sim_matrix_cell_format(c);
 
