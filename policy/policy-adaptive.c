@@ -547,13 +547,16 @@ explore_next(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
     PolicyIothreadState *st = p->st;
     const PolicyTriple *a = &st->seg_a.triple;
     /*
-     * A window polling in vain (more than one block per two operations)
-     * is probed wide first: that is where the gain is likely.  This only
-     * orders the probes; both are measured.
+     * Wide first, off second, whatever the start looked like.  The return
+     * to the start then follows off, which takes requests in batches
+     * again: after a wide window a device that batches can stay in the
+     * state where each request is handled alone as it arrives, and the
+     * start, measured again right after wide, would give less than it
+     * gave before the probes (the simulator's QD64 batching device: 190K
+     * IOPS before, 152K after).  The order costs nothing: both are
+     * measured.
      */
-    gboolean in_vain = polls_in_vain(&st->seg_a);
-
-    if (in_vain && st->pending & POLICY_CAND_WIDE && now_ms >= st->holdoff_until_ms &&
+    if (st->pending & POLICY_CAND_WIDE && now_ms >= st->holdoff_until_ms &&
         !policy_triple_equal(a, &(PolicyTriple){ 0 })) {
         PolicyTriple w = wide_triple(cfg);
 

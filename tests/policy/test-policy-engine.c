@@ -182,9 +182,9 @@ static const Case cases[] = {
      */
     { .name = "catching-window-still-probes-wide", .spec = "adaptive", .n_ticks = 14,
       .n_iot = 1, .start = { 32768, 0, 0 }, .load = { FAST }, .quiet_from = 5,
-      .expect = { { 1, 0, 1, 0, POLICY_CAUSE_PROBE, "polling off", 1 },
-                  { 2, 0, 1, 262144, POLICY_CAUSE_PROBE, "wide", 1 },
-                  { 3, 0, 0, -1, POLICY_CAUSE_NONE, "not yet clear", -1 },
+      .expect = { { 1, 0, 1, 262144, POLICY_CAUSE_PROBE, "wide", 1 },
+                  { 2, 0, 0, -1, POLICY_CAUSE_NONE, "not yet clear", -1 },
+                  { 3, 0, 1, 0, POLICY_CAUSE_PROBE, "polling off", 1 },
                   { 4, 0, 1, 32768, POLICY_CAUSE_ROLLBACK, "no probe beat 32768/0/0", 1 } },
       .check_final = TRUE, .final_poll = { 32768 } },
     /*
