@@ -7,12 +7,26 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <gio/gio.h>
 #include <glib/gstdio.h>
 
 static guint64
 direct_poll_max(E2eVm *vm, const char *iothread)
 {
     return pt_test_qmp_poll_max(((E2eDirectVm *)vm->data)->qmp, iothread);
+}
+
+static json_object *
+direct_monitor(E2eVm *vm, const char *command, const char *args_json, GError **error)
+{
+    E2eDirectVm *dv = vm->data;
+
+    if (!dv->qmp) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_CONNECTED,
+                    "%s: the test's monitor is not connected", vm->target);
+        return NULL;
+    }
+    return pt_test_qmp_run(dv->qmp, command, args_json, error);
 }
 
 /* QEMU dies with the test process, even when an assertion aborts it. */
@@ -89,6 +103,9 @@ e2e_direct_vm_start(const char *dir, const char *phases, const char *accel,
     dv->vm.idle = "iot1";
     dv->vm.readback = "QEMU's own QMP monitor";
     dv->vm.poll_max = direct_poll_max;
+    dv->vm.monitor = direct_monitor;
+    /* run-guest.sh names the disk vblk0. */
+    dv->vm.disk_qom = "/machine/peripheral/vblk0/virtio-backend";
     dv->vm.original_ns = poll_max_ns;
     dv->vm.data = dv;
     return dv;

@@ -203,6 +203,87 @@ field_int(const char *line, const char *key)
     return v ? g_ascii_strtoll(v, NULL, 10) : -1;
 }
 
+/*
+ * What the lines so far say about a wait for @prefix: SEEN (*@host_ms
+ * set), FAILED, ENDED or STALLED (*@why set), or TIMEOUT for "not yet".
+ * Called with the lock held.  The whole log is read each time, so a stall
+ * that has since recovered still counts: ten seconds without a completed
+ * request is a failure whatever came after.
+ */
+static GuestWaitResult
+serial_scan(GuestSerial *s, const char *prefix, gint64 *host_ms, char **why)
+{
+    g_autofree char *phase = NULL;
+    gint64 last_ops = 0;
+    guint same = 0;
+
+    for (guint i = 0; i < s->lines->len; i++) {
+        SerialLine *l = s->lines->pdata[i];
+
+        if (g_str_has_prefix(l->line, prefix)) {
+            *host_ms = l->host_ms;
+            return GUEST_WAIT_SEEN;
+        }
+        if (g_str_has_prefix(l->line, "PT-ERROR ") ||
+            (g_str_has_prefix(l->line, "PT-DONE ") && strstr(l->line, " status=error"))) {
+            *why = g_strdup_printf("the guest failed: %s", l->line);
+            return GUEST_WAIT_FAILED;
+        }
+        if (g_str_has_prefix(l->line, "PT-DONE ")) {
+            *why = g_strdup_printf("the guest ended its schedule first: %s", l->line);
+            return GUEST_WAIT_ENDED;
+        }
+        if (g_str_has_prefix(l->line, "PT-PHASE-BEGIN ")) {
+            g_free(phase);
+            /* Idle phases (qd=0) complete nothing by design. */
+            phase = field_int(l->line, "qd") > 0 ? guest_field(l->line, "name") : NULL;
+            last_ops = 0;
+            same = 0;
+        } else if (g_str_has_prefix(l->line, "PT-PHASE ")) {
+            g_clear_pointer(&phase, g_free);
+        } else if (phase && g_str_has_prefix(l->line, "PT-TICK ")) {
+            gint64 ops = field_int(l->line, "ops");
+
+            same = ops == last_ops ? same + 1 : 0;
+            last_ops = ops;
+            if (same >= GUEST_STALL_TICKS) {
+                *why = g_strdup_printf("the guest's I/O stalled: %u ticks in a row of its %s "
+                                       "phase ended with ops=%" G_GINT64_FORMAT
+                                       ", the last at host time %" G_GINT64_FORMAT,
+                                       same, phase, ops, l->host_ms);
+                return GUEST_WAIT_STALLED;
+            }
+        }
+    }
+    if (s->eof) {
+        *why = g_strdup("the guest's console closed (QEMU exited)");
+        return GUEST_WAIT_ENDED;
+    }
+    return GUEST_WAIT_TIMEOUT;
+}
+
+GuestWaitResult
+guest_serial_wait_for(GuestSerial *s, const char *prefix, guint timeout_ms, gint64 *host_ms,
+                      char **why)
+{
+    gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+    g_autofree char *reason = NULL;
+    GuestWaitResult r;
+
+    *host_ms = -1;
+    g_mutex_lock(&s->lock);
+    while ((r = serial_scan(s, prefix, host_ms, &reason)) == GUEST_WAIT_TIMEOUT &&
+           g_cond_wait_until(&s->cond, &s->lock, deadline))
+        ;
+    g_mutex_unlock(&s->lock);
+    if (r == GUEST_WAIT_TIMEOUT)
+        reason = g_strdup_printf("no line starting with \"%s\" within %u s", prefix,
+                                 timeout_ms / 1000);
+    if (why)
+        *why = g_steal_pointer(&reason);
+    return r;
+}
+
 static void
 phase_clear(gpointer p)
 {

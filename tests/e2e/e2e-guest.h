@@ -37,6 +37,33 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(GuestSerial, guest_serial_free)
  * copy of it.  Lines seen before the call count.  -1 on timeout.
  */
 gint64 guest_serial_wait(GuestSerial *s, const char *prefix, guint timeout_ms, char **line);
+/*
+ * Lines of the guest that end a wait for anything else: the load generator
+ * failed (PT-ERROR) or ended (PT-DONE), so what was awaited will not come.
+ * A stall ends a wait too: GUEST_STALL_TICKS PT-TICK lines in a row of an
+ * I/O phase with the same op count.  The guest printed them, so its vCPU
+ * ran all along, yet not one request completed: on a host loaded enough to
+ * slow the guest 10x, 1 s of a QD1 phase still completes hundreds.
+ */
+#define GUEST_STALL_TICKS 10
+
+typedef enum {
+    GUEST_WAIT_SEEN,
+    GUEST_WAIT_TIMEOUT,
+    GUEST_WAIT_FAILED,          /* PT-ERROR, or PT-DONE with status=error */
+    GUEST_WAIT_ENDED,           /* PT-DONE status=ok, or the console closed */
+    GUEST_WAIT_STALLED,
+} GuestWaitResult;
+
+/*
+ * Wait up to @timeout_ms for a line starting with @prefix, as
+ * guest_serial_wait(), but give up at once when the guest shows it will
+ * never come (above).  *@host_ms gets the arrival of the awaited line,
+ * *@why (when not NULL) a sentence naming what ended the wait otherwise.
+ */
+GuestWaitResult guest_serial_wait_for(GuestSerial *s, const char *prefix, guint timeout_ms,
+                                      gint64 *host_ms, char **why);
+
 /* Every line so far, "HOST_MS LINE\n" each, for failure messages. */
 char *guest_serial_dump(GuestSerial *s);
 

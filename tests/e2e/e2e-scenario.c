@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "e2e-scenario.h"
+#include "e2e-stall.h"
 
 #include <math.h>
 #include <gio/gio.h>
@@ -63,16 +64,66 @@ assert_poll(E2eVm *vm, const char *iothread, guint64 want, guint ms, const char 
                 vm->target, iothread, want);
 }
 
+/* The daemon's log lines that record a write, for a failure message:
+ * whether polltuned wrote near the moment things went wrong. */
+static char *
+daemon_writes(PtTestDaemon *d)
+{
+    g_autofree char *log = NULL;
+    g_auto(GStrv) lines = NULL;
+    GString *out = g_string_new(NULL);
+
+    if (!g_file_get_contents(d->log_path, &log, NULL, NULL))
+        return g_string_free(out, FALSE);
+    lines = g_strsplit(log, "\n", -1);
+    for (guint i = 0; lines[i]; i++)
+        if (strstr(lines[i], " applied ") || strstr(lines[i], " failed"))
+            g_string_append_printf(out, "  %s\n", lines[i]);
+    return g_string_free(out, FALSE);
+}
+
+/*
+ * Wait for the guest's line @prefix.  A guest that fails, ends or stalls
+ * first fails the test at once, with what QEMU holds (e2e-stall.h), the
+ * daemon's writes and the console, and everything is left in the daemon's
+ * directory: the process aborts, so nothing removes it.
+ */
 static void
-wait_phase_begin(E2eVm *vm, guint idx)
+wait_guest(E2eVm *vm, PtTestDaemon *d, const char *prefix, const char *what)
+{
+    g_autofree char *why = NULL;
+    g_autofree char *state = NULL;
+    g_autofree char *writes = NULL;
+    g_autofree char *dump = NULL;
+    g_autofree char *serial_path = g_build_filename(d->dir, "serial.log", NULL);
+    g_autofree char *state_path = g_build_filename(d->dir, "vm-state.txt", NULL);
+    gint64 at;
+
+    if (guest_serial_wait_for(vm->serial, prefix, E2E_PHASE_WAIT_MS, &at, &why) ==
+        GUEST_WAIT_SEEN)
+        return;
+    /* Asked while the guest still waits for its requests. */
+    state = e2e_vm_state(vm);
+    writes = daemon_writes(d);
+    dump = guest_serial_dump(vm->serial);
+    g_file_set_contents(serial_path, dump, -1, NULL);
+    g_file_set_contents(state_path, state, -1, NULL);
+    g_error("%s: %s\n"
+            "QEMU of %s: %s"
+            "polltuned's writes:\n%s"
+            "kept for inspection: %s (polltuned.conf, polltuned.log, history.db, "
+            "serial.log, vm-state.txt)\n"
+            "serial so far:\n%s",
+            what, why, vm->target, state, *writes ? writes : "  none\n", d->dir, dump);
+}
+
+static void
+wait_phase_begin(E2eVm *vm, PtTestDaemon *d, guint idx)
 {
     g_autofree char *prefix = g_strdup_printf("PT-PHASE-BEGIN idx=%u ", idx);
+    g_autofree char *what = g_strdup_printf("guest never began phase %u", idx);
 
-    if (guest_serial_wait(vm->serial, prefix, E2E_PHASE_WAIT_MS, NULL) < 0) {
-        g_autofree char *dump = guest_serial_dump(vm->serial);
-
-        g_error("guest never began phase %u; serial so far:\n%s", idx, dump);
-    }
+    wait_guest(vm, d, prefix, what);
 }
 
 static void
@@ -257,19 +308,18 @@ e2e_scenario_run(E2eVm *vm, PtTestDaemon *d, E2eFigures *fig)
 
     /* Polling off for one QD1 phase, a wide window for the next: both
      * through polltunectl, then cleared so the policy takes over again. */
-    wait_phase_begin(vm, E2E_PHASE_POLL_OFF);
+    wait_phase_begin(vm, d, E2E_PHASE_POLL_OFF);
     override_via_cli(d, vm, 0);
-    wait_phase_begin(vm, E2E_PHASE_POLL_ON);
+    wait_phase_begin(vm, d, E2E_PHASE_POLL_ON);
     override_via_cli(d, vm, E2E_POLL_ON_NS);
-    wait_phase_begin(vm, E2E_PHASE_END);
+    wait_phase_begin(vm, d, E2E_PHASE_END);
     g_free(e2e_ctl("--socket", d->socket_path, "override", "clear", who, NULL));
     assert_poll(vm, vm->busy, E2E_POLICY_NS, 3000, "override clear");
     g_clear_pointer(&io, json_object_put);
     io = status_iothread(d, vm->target, vm->busy);
     g_assert_true(json_object_is_type(pt_json_path(io, "override"), json_type_null));
 
-    if (guest_serial_wait(vm->serial, "PT-DONE ", E2E_PHASE_WAIT_MS, NULL) < 0)
-        g_error("guest did not finish its schedule");
+    wait_guest(vm, d, "PT-DONE ", "guest did not finish its schedule");
     /* The last sample of the last phase must be in. */
     g_usleep(2 * E2E_INTERVAL_MS * 1000);
     phases = guest_serial_phases(vm->serial);

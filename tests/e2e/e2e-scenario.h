@@ -39,6 +39,12 @@ struct E2eVm {
     guint64 original_ns;        /* poll-max-ns the VM started with */
     /* poll-max-ns of @iothread (daemon id) as the VM itself reports it. */
     guint64 (*poll_max)(E2eVm *vm, const char *iothread);
+    /* Run @command on the VM's QEMU (NULL where there is no monitor to
+     * spare); a new reference to its "return", or NULL with @error.  Used
+     * only to describe a failure (e2e-stall.h). */
+    json_object *(*monitor)(E2eVm *vm, const char *command, const char *args_json,
+                            GError **error);
+    const char *disk_qom;       /* QOM path of the disk's virtio backend */
     GuestSerial *serial;
     gpointer data;
 };

@@ -14,6 +14,7 @@
 
 #include <signal.h>
 #include <unistd.h>
+#include <gio/gio.h>
 #include <glib/gstdio.h>
 
 /* QEMU's default, which libvirt leaves alone when the XML sets none. */
@@ -46,6 +47,30 @@ libvirt_poll_max(E2eVm *vm, const char *iothread)
     if (!at)
         g_error("virsh domstats --iothread has no %s in:\n%s", key, out);
     return g_ascii_strtoull(at + strlen(key), NULL, 10);
+}
+
+/* QMP through libvirt.  It taints the domain (custom-monitor), which is
+ * why only a failing test uses it, to say what QEMU holds. */
+static json_object *
+libvirt_monitor(E2eVm *vm, const char *command, const char *args_json, GError **error)
+{
+    LibvirtVm *lv = vm->data;
+    g_autofree char *cmd = g_strdup_printf("{\"execute\": \"%s\"%s%s}", command,
+                                           args_json ? ", \"arguments\": " : "",
+                                           args_json ? args_json : "");
+    g_autofree char *out = pt_test_libvirtd_virsh(lv->lvd, error, "qemu-monitor-command",
+                                                  vm->target, cmd, NULL);
+    g_autoptr(json_object) reply = out ? json_tokener_parse(out) : NULL;
+    json_object *ret = NULL;
+
+    if (!out)
+        return NULL;
+    if (!reply || !json_object_object_get_ex(reply, "return", &ret)) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s: %s: %s", vm->target, command,
+                    g_strstrip(out));
+        return NULL;
+    }
+    return json_object_get(ret);
 }
 
 /* The domain is transient (virsh create, not define): when the private
@@ -163,6 +188,9 @@ test_libvirt(void)
     lv->vm.target = lv->name;
     lv->vm.readback = "virsh domstats --iothread";
     lv->vm.poll_max = libvirt_poll_max;
+    lv->vm.monitor = libvirt_monitor;
+    /* libvirt names the first virtio disk virtio-disk0. */
+    lv->vm.disk_qom = "/machine/peripheral/virtio-disk0/virtio-backend";
     lv->vm.original_ns = E2E_QEMU_DEFAULT_NS;
     lv->vm.data = lv;
 

@@ -6,7 +6,8 @@
 # Usage: tests/guest/run-guest.sh [options] [-- extra qemu arguments]
 #   -p PHASES   load schedule (default idle:5,qd1:10,qd16:10), see loadgen.c
 #   -d DISK     backing: "null" (default, null-co, no file) or a raw image
-#               path, created as a sparse 1 GiB file when missing
+#               path, created as a sparse 1 GiB file when missing; the
+#               default comes from $PT_GUEST_DISK when set
 #   -s FILE     serial console to FILE (default: stdout)
 #   -q PATH     QMP socket (default $PT_GUEST_QMP or /tmp/pt-guest-PID.qmp)
 #   -i N        number of iothreads iot0..iotN-1; the disk uses iot0 (default 1)
@@ -17,6 +18,10 @@
 #               boots under it, which nested KVM without hardware
 #               virtualisation does not
 #   -c CPUS     vCPUs (default 1)
+#   -M MAXCPUS  vCPU slots, online or not (default: 2 under tcg, else CPUS;
+#               $PT_GUEST_MAXCPUS when set).  Under TCG before QEMU 8.1 a
+#               guest with one slot runs without its memory barriers, which
+#               loses virtio interrupts against the iothread (docs/GUEST.md)
 #   -m MIB      memory (default 256)
 #   -k ARGS     extra kernel command-line arguments
 #   -N          dry run: print the QEMU command instead of running it
@@ -29,7 +34,7 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 
 phases=idle:5,qd1:10,qd16:10
-disk=null
+disk=${PT_GUEST_DISK:-null}
 serial=
 qmp=${PT_GUEST_QMP:-}
 niothreads=1
@@ -38,6 +43,7 @@ after=poweroff
 name=pt-guest
 accel=tcg
 cpus=1
+maxcpus=${PT_GUEST_MAXCPUS:-}
 mem=256
 kargs=
 dry=0
@@ -47,7 +53,7 @@ usage() {
     exit 2
 }
 
-while getopts p:d:s:q:i:P:a:n:A:c:m:k:Nh opt; do
+while getopts p:d:s:q:i:P:a:n:A:c:M:m:k:Nh opt; do
     case $opt in
     p) phases=$OPTARG ;;
     d) disk=$OPTARG ;;
@@ -59,6 +65,7 @@ while getopts p:d:s:q:i:P:a:n:A:c:m:k:Nh opt; do
     n) name=$OPTARG ;;
     A) accel=$OPTARG ;;
     c) cpus=$OPTARG ;;
+    M) maxcpus=$OPTARG ;;
     m) mem=$OPTARG ;;
     k) kargs=$OPTARG ;;
     N) dry=1 ;;
@@ -92,11 +99,19 @@ else
     blockdev="driver=raw,node-name=disk0,file.driver=file,file.filename=$disk,file.cache.direct=off"
 fi
 
+# QEMU 7.2's TCG drops every guest barrier (mfence, lock-prefixed ops)
+# unless the machine can have more than one vCPU ("tcg: Do not elide
+# memory barriers for !CF_PARALLEL in system mode", QEMU 8.1).  A second,
+# offline slot costs nothing and keeps them.
+if [ -z "$maxcpus" ]; then
+    maxcpus=$cpus
+    [ "$accel" = tcg ] && [ "$cpus" -lt 2 ] && maxcpus=2
+fi
 poll=
 [ -n "$poll_max_ns" ] && poll=",poll-max-ns=$poll_max_ns"
 
 set -- -name "$name,debug-threads=on" \
-    -machine q35 -accel "$accel" -cpu max -smp "$cpus" -m "$mem" \
+    -machine q35 -accel "$accel" -cpu max -smp "$cpus,maxcpus=$maxcpus" -m "$mem" \
     -nodefaults -no-user-config -display none -no-reboot \
     -kernel "$PT_GUEST_KERNEL" -initrd "$PT_GUEST_INITRD" \
     -append "console=ttyS0 quiet panic=-1 pt.phases=$phases pt.after=$after $kargs" \
