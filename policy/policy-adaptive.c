@@ -556,11 +556,10 @@ explore_next(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
      * IOPS before, 152K after).  The order costs nothing: both are
      * measured.
      */
-    if (st->pending & POLICY_CAND_WIDE && now_ms >= st->holdoff_until_ms &&
-        !policy_triple_equal(a, &(PolicyTriple){ 0 })) {
+    if (st->pending & POLICY_CAND_WIDE) {
         PolicyTriple w = wide_triple(cfg);
 
-        if (!policy_triple_equal(&w, a)) {
+        if (now_ms >= st->holdoff_until_ms && !policy_triple_equal(&w, a)) {
             policy_proposal_set(p, &w, POLICY_CAUSE_PROBE, "adaptive: measuring a wide poll window");
             p->trial_cand = POLICY_CAND_WIDE;
             return;
@@ -576,17 +575,11 @@ explore_next(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
         }
         st->pending &= ~POLICY_CAND_OFF;
     }
-    if (st->pending & POLICY_CAND_WIDE) {
-        PolicyTriple w = wide_triple(cfg);
-
-        if (now_ms >= st->holdoff_until_ms && !policy_triple_equal(&w, a)) {
-            policy_proposal_set(p, &w, POLICY_CAUSE_PROBE,
-                                "adaptive: measuring a wide poll window");
-            p->trial_cand = POLICY_CAND_WIDE;
-            return;
-        }
-        st->pending &= ~POLICY_CAND_WIDE;
-    }
+    /*
+     * Off is measured or not wanted: a wide window still held off by the
+     * contention guard, or equal to the start, is not probed this time.
+     */
+    st->pending &= ~POLICY_CAND_WIDE;
     explore_finish(cfg, p, now_ms);
 }
 
