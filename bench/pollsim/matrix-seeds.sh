@@ -17,7 +17,8 @@ pollsim=${1:-build/bench/pollsim/pollsim}
 seeds=${2:-1 2 3 4}
 opts=${POLLSIM_OPTS:-}
 out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+rows=$(mktemp)
+trap 'rm -f "$out" "$rows"' EXIT
 
 if [ ! -x "$pollsim" ]; then
     echo "matrix-seeds: $pollsim: not an executable; build first or pass its path" >&2
@@ -63,12 +64,11 @@ for s in $seeds; do
         exit 1
     }
     echo "$row"
-    echo "$row" >>"$out.rows"
+    echo "$row" >>"$rows"
 done
 awk -F'|' '
     function num(x) { gsub(/[ %]/, "", x); return x + 0 }
     { n++; sh += num($3); p5 += num($4); w += num($5); b += num($6); o += num($7)
       if (n == 1 || num($5) < lo) lo = num($5) }
     END { printf "| mean | %.1f%% | %.1f%% | %.1f%% (lowest %.1f%%) | %.1f | %.4f | | |\n",
-          sh / n, p5 / n, w / n, lo, b / n, o / n }' "$out.rows"
-rm -f "$out.rows"
+          sh / n, p5 / n, w / n, lo, b / n, o / n }' "$rows"

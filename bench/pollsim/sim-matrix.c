@@ -585,7 +585,7 @@ sim_matrix_print(const SimMatrixResult *r, FILE *out)
     print_slice(r, out, "steady", keep_change, 0);
     print_slice(r, out, "phase change", keep_change, 1);
 
-    /* The ten worst cells, where the policy still loses. */
+    /* The worst cells (n_show of them), where the policy still loses. */
     for (guint i = 0; i < r->n_cells; i++)
         idx[i] = i;
     for (guint i = 0; i < n_show; i++)
