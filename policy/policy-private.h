@@ -121,6 +121,12 @@ PolicyTriple policy_adaptive_off(const PolicyTriple *current);
  */
 double policy_adaptive_polling_bound(const PolicyConfig *cfg, PolicyObjective o,
                                      const PolicyMetrics *m);
+/*
+ * Student's t at @df (> 0, may be fractional) degrees of freedom: its
+ * distribution function and its @p quantile (0 < p < 1).
+ */
+double policy_t_cdf(double t, double df);
+double policy_t_quantile(double p, double df);
 /* Contention: settle on the measured frugal polling triple instead; FALSE if none. */
 gboolean policy_adaptive_fall_back_frugal(PolicyProposal *p, gint64 now_ms);
 
