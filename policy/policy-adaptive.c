@@ -287,21 +287,20 @@ noise_sd(const PolicyIothreadState *st)
 }
 
 /*
- * The critical value for @z (a normal quantile) when the noise is known
- * only from the ticks measured: Student's t at the same level and their
- * degrees of freedom (at least one, so that the prior alone never lets a
- * difference count as known).  At one degree of freedom the bar is 1.84
- * standard errors for z = 1 and 14 for z = 2: two ticks that happen to
- * agree make +-50% noise look like 4%.
+ * The evidence bar: how many standard errors a difference must exceed,
+ * as Student's t at EVIDENCE_Z's level (a normal quantile) and the
+ * degrees of freedom of the ticks measured (at least one, so that the
+ * prior alone never lets a difference count as known).  At one degree of
+ * freedom the bar is 1.84 standard errors for z = 1 and 14 for z = 2: two
+ * ticks that happen to agree make +-50% noise look like 4%.
  */
 static double
-t_crit(const PolicyIothreadState *st, double z)
+evidence_bar(const PolicyIothreadState *st)
 {
     double df;
 
     noise_sd_df(st, &df);
-    df = MAX(df, 1.0);
-    return policy_t_quantile(0.5 * erfc(-z / M_SQRT2), df);
+    return policy_t_quantile(0.5 * erfc(-EVIDENCE_Z / M_SQRT2), MAX(df, 1.0));
 }
 
 static void
@@ -322,13 +321,6 @@ static double
 probe_threshold(const PolicyConfig *cfg, const PolicySegment *x, const PolicySegment *a)
 {
     return segment_cpu(x) >= segment_cpu(a) ? cfg->probe_margin : -cfg->rollback_tolerance;
-}
-
-/* How many standard errors a probe must lead its threshold by. */
-static double
-probe_z_needed(const PolicyIothreadState *st)
-{
-    return t_crit(st, EVIDENCE_Z);
 }
 
 /* The probe's lead over its threshold, in standard errors of the difference. */
@@ -370,7 +362,7 @@ wide_beats_off(const PolicyConfig *cfg, const PolicyIothreadState *st, PolicyObj
     se = noise_sd(st) * sqrt(1.0 / MAX(a->n, 1) + 1.0 / MAX(x->n, 1));
     lead = segment_mean(x) - segment_mean(a) -
            policy_config_cpu_weight(cfg, o) * segment_cpu(a) / 100.0;
-    return lead > t_crit(st, EVIDENCE_Z) * se;
+    return lead > evidence_bar(st) * se;
 }
 
 /*
@@ -387,7 +379,7 @@ probe_equivalent(const PolicyConfig *cfg, const PolicyIothreadState *st, const P
     double se = noise_sd(st) * sqrt(1.0 / MAX(a->n, 1) + 1.0 / MAX(x->n, 1));
     double d = segment_mean(x) - segment_mean(a);
 
-    return fabs(d) + t_crit(st, EVIDENCE_Z) * se < cfg->probe_margin + cfg->rollback_tolerance;
+    return fabs(d) + evidence_bar(st) * se < cfg->probe_margin + cfg->rollback_tolerance;
 }
 
 /*
@@ -440,7 +432,7 @@ record_benefit(PolicyIothreadState *st)
             g->vm_cores_sum / g->n > off->vm_cores_sum / off->n)
             continue;
         se = noise_sd(st) * sqrt(1.0 / g->n + 1.0 / off->n);
-        if (segment_mean(g) - segment_mean(off) < -t_crit(st, EVIDENCE_Z) * se)
+        if (segment_mean(g) - segment_mean(off) < -evidence_bar(st) * se)
             continue;
         if (!st->have_frugal || segment_mean(g) > segment_mean(&st->frugal)) {
             st->have_frugal = TRUE;
@@ -515,7 +507,7 @@ explore_finish(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
 
         segment_describe(p->evidence, "probe", x);
         g_string_append_printf(p->evidence, ":z=%.1f", z);
-        if (z > probe_z_needed(st) && lead > best_lead) {
+        if (z > evidence_bar(st) && lead > best_lead) {
             best_lead = lead;
             win = x;
         }
@@ -778,8 +770,7 @@ policy_adaptive_step(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
          * when nothing measured the noise yet.
          */
         if (st->seg_x.n < SEG_MAX &&
-            ((z <= probe_z_needed(st) && z >= -probe_z_needed(st) &&
-              !probe_equivalent(cfg, st, &st->seg_x)) ||
+            ((fabs(z) <= evidence_bar(st) && !probe_equivalent(cfg, st, &st->seg_x)) ||
              (st->seg_x.n < 2 && st->seg_a.n < 2 && st->noise_df < 1))) {
             g_autofree char *t = policy_triple_format(cur);
 

@@ -8,7 +8,7 @@
 
 #include "policy-private.h"
 
-/* Phi(2): the one-sided level of the policy's EVIDENCE_Z = 2. */
+/* The standard normal distribution function: the level of a bar of z. */
 static double
 phi(double z)
 {
