@@ -64,6 +64,12 @@ typedef struct {
     double noise;
     double score[SIM_MATRIX_N_POLICIES];        /* mean over phases, objective units */
     double poll_core_s[SIM_MATRIX_N_POLICIES];
+    /*
+     * Cores the guest's CPU-bound app got (shared-core cells; 0 elsewhere):
+     * what the contention guard protects, which the objective does not
+     * count.
+     */
+    double app_cores[SIM_MATRIX_N_POLICIES];
     guint n_phases;
     guint writes[SIM_MATRIX_N_POLICIES][2];     /* per phase: per workload change */
     gint operator_overwrites;   /* -1: no operator run for this cell */

@@ -431,6 +431,14 @@ test_matrix_reduced(void)
     g_assert_cmpuint(r->n_cells, ==, n_nvme + n_batch + n_two + n_three);
     g_assert_cmpuint(r->operator_runs, >, 0);
     g_assert_cmpuint(r->operator_overwritten, ==, 0);
+    /* The guest app's cores are counted where it runs, on a shared core. */
+    for (guint i = 0; i < r->n_cells; i++)
+        for (guint p = 0; p < SIM_MATRIX_N_POLICIES; p++) {
+            if (r->cells[i].w.shared)
+                g_assert_cmpfloat(r->cells[i].app_cores[p], >, 0.05);
+            else
+                g_assert_cmpfloat(r->cells[i].app_cores[p], ==, 0.0);
+        }
     g_assert_cmpfloat(nvme_within, >=, MATRIX_FLOOR_WITHIN);
     g_assert_cmpfloat(nvme_worst, >=, MATRIX_FLOOR_WORST);
     g_assert_cmpfloat(r->writes_p95_noise50, <=, MATRIX_CEIL_WRITES50);
