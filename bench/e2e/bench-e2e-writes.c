@@ -38,11 +38,11 @@
  * are one write.  Two decisions on one iothread are a tick apart. */
 #define WRITES_GROUP_MS 500
 /* An exploration's writes come within this long of its first: each of
- * the two probes runs at most 6 ticks (docs/POLICY.md, "Segments and
+ * the two probes runs at most 3 ticks (docs/POLICY.md, "Segments and
  * evidence") plus up to 2 settling ticks after its write, and the winner
- * follows the second at once: 16 ticks of 1 s, with room for a slow tick
- * on a loaded host.  A write later in the same phase is a new
- * exploration in a steady phase. */
+ * follows the second at once: 10 ticks of 1 s (16 when probes ran up to
+ * 6 ticks), with room for slow ticks on a loaded host.  A write later in
+ * the same phase is a new exploration in a steady phase. */
 #define WRITES_EXPLORATION_MS 20000
 /* Boot under TCG on a busy host took up to 15 s; the schedule is 100 s. */
 #define WRITES_DONE_WAIT_MS 400000
