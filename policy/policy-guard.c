@@ -103,15 +103,16 @@ polling_pays_for_itself(const PolicyProposal *p, GString *why)
     if (st->have_benefit && st->have_net) {
         g_string_append_printf(why, " polling_net_cores=%.3f polling_gain=%.4f",
                                st->net_cores, st->gain);
-        if (st->net_cores <= 0 && st->gain > 0)
-            return TRUE;
         /*
-         * Polling that costs next to nothing for a large gain: cutting it
-         * relieves the host of less than it takes from the VM's I/O.
+         * Polling that gains and saves whole-VM CPU eases the contention;
+         * polling that gains far more than the net CPU it costs is kept
+         * too: cutting it relieves the host of less than it takes from the
+         * VM's I/O.
          */
-        if (st->gain > GUARD_KEEP_GAIN_PER_CORE * st->net_cores) {
-            g_string_append_printf(why, " polling_gain_per_net_core=%.1f",
-                                   st->gain / MAX(st->net_cores, 1e-6));
+        if (st->gain > MAX(0.0, GUARD_KEEP_GAIN_PER_CORE * st->net_cores)) {
+            if (st->net_cores > 0)
+                g_string_append_printf(why, " polling_gain_per_net_core=%.1f",
+                                       st->gain / st->net_cores);
             return TRUE;
         }
         /* The chosen window costs more, a narrower one measured does not. */
@@ -156,7 +157,8 @@ policy_guard_contention(const PolicyConfig *cfg, const PolicyHost *host,
             g_autoptr(GString) ev = g_string_new(NULL);
 
             if (polling_pays_for_itself(p, ev)) {
-                g_string_append_printf(p->evidence, "%s contention_kept=polling pays for its whole-VM CPU",
+                g_string_append_printf(p->evidence,
+                                       "%s contention_kept=polling pays for its whole-VM CPU",
                                        ev->str);
                 continue;
             }
