@@ -182,6 +182,12 @@ main(int argc, char **argv)
             return 2;
         }
         m = sim_matrix_run(g_str_equal(matrix_arg, "full"), model, (guint64)seed, (guint)threads);
+        if (!m->n_cells) {
+            fprintf(stderr, "pollsim: POLLSIM_ONLY=\"%s\" matches no workload of the %s grid\n",
+                    g_getenv("POLLSIM_ONLY"), matrix_arg);
+            g_clear_pointer(&matrix_arg, g_free);
+            return 2;
+        }
         sim_matrix_print(m, stdout);
         g_clear_pointer(&matrix_arg, g_free);
         return sim_matrix_goals_pass(m) ? 0 : 1;
