@@ -123,7 +123,6 @@ typedef struct {
     double poll_v_start;
     double poll_t_start;        /* wall time the busy-poll began */
     gboolean poll_see_pending;  /* an EV_POLL_SEE is queued for this poll */
-    gboolean sub_suppress;      /* inside virtqueue processing: no kicks */
     gboolean poll_started;      /* notifications suppressed by polling */
     gboolean adjust_at_end;     /* v4: block_ns includes this dispatch */
     SimFifo cq;                 /* device completions, all disks */

@@ -206,8 +206,6 @@ iot_dispatch(Sim *sim, SimVm *vm)
 {
     const SimCosts *c = &sim->costs;
     double work = 0;
-
-    guint n_sub = 0;
     guint irqs = 0;
 
     vm->n_cpl = 0;
@@ -222,7 +220,6 @@ iot_dispatch(Sim *sim, SimVm *vm)
         /* Each disk's virtqueue pass and io_submit. */
         if (dv->n_sub)
             work += c->sub_fixed + dv->n_sub * c->sub_per;
-        n_sub += dv->n_sub;
     }
     while (vm->cq.len) {
         guint32 r = fifo_pop(&vm->cq);
@@ -236,7 +233,6 @@ iot_dispatch(Sim *sim, SimVm *vm)
     for (guint d = 0; d < vm->n_dev; d++)
         if ((irqs & (1u << d)) && !vm->dev[d].irq_active)
             work += c->irq_cpu;
-    vm->sub_suppress = n_sub > 0;
     vm->st = IOT_RUNNING;
     sim_thread_run(sim, &vm->iot, work > 0 ? work : 300);
 }
@@ -359,15 +355,18 @@ iot_poll_sees(Sim *sim, SimVm *vm)
 }
 
 /*
- * Virtqueue notifications are off while a poll is in progress and stay off
- * through the dispatches of successful polls (poll_set_started()); they come
- * back when a poll times out or an iteration starts with a zero window.
- * virtio-blk also turns them off while it pops requests.
+ * Disk @d's virtqueue notifications are off while a poll is in progress
+ * and stay off through the dispatches of successful polls
+ * (poll_set_started(), every handler of the iothread); they come back when
+ * a poll times out or an iteration starts with a zero window.  virtio-blk
+ * also turns them off on the one virtqueue it pops requests from, and
+ * checks that queue once more when it turns them back on; another disk's
+ * virtqueue keeps its notifications meanwhile.
  */
 static gboolean
-notifications_enabled(const SimVm *vm)
+notifications_enabled(const SimVm *vm, guint d)
 {
-    return !vm->poll_started && !(vm->st == IOT_RUNNING && vm->sub_suppress);
+    return !vm->poll_started && !(vm->st == IOT_RUNNING && vm->dev[d].n_sub > 0);
 }
 
 /* ---- guest ------------------------------------------------------------- */
@@ -528,7 +527,7 @@ vcpu_item_done(Sim *sim, SimVm *vm)
          * default).  With the event index only the first request after the
          * iothread re-armed notifications kicks.
          */
-        if (notifications_enabled(vm) && vm->dev[d].kick_armed) {
+        if (notifications_enabled(vm, d) && vm->dev[d].kick_armed) {
             vm->dev[d].kick_armed = FALSE;
             vcpu_push(sim, vm, VCPU_ITEM_KICK, d, TRUE);
         }
@@ -615,7 +614,6 @@ iot_chunk_done(Sim *sim, SimVm *vm)
         dv->n_sub = 0;
     }
     vm->n_cpl = 0;
-    vm->sub_suppress = FALSE;
     iot_loop_begin(sim, vm);
 }
 
