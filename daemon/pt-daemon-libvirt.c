@@ -26,6 +26,7 @@ struct PtDaemonLibvirt {
     gboolean stats_in_flight;
     gboolean listing;
     gboolean relist;                /* a start event came during a listing */
+    guint relist_timer;             /* a failed listing's retry */
     guint pending;                  /* async calls not yet completed */
     gboolean stopped;               /* freed by the last completion */
     GHashTable *detached;           /* uuid -> name: detached by request,
@@ -269,6 +270,19 @@ pt_lv_update(PtDaemonLibvirt *dl, PtTarget *t, const PtLibvirtDomain *dom)
 
 static void pt_lv_relist(PtDaemonLibvirt *dl);
 
+/* A failed listing is tried again this much later. */
+#define RELIST_RETRY_S 2
+
+static gboolean
+pt_lv_relist_retry(gpointer data)
+{
+    PtDaemonLibvirt *dl = data;
+
+    dl->relist_timer = 0;
+    pt_lv_relist(dl);
+    return G_SOURCE_REMOVE;
+}
+
 static void
 pt_lv_listed(GObject *obj, GAsyncResult *res, gpointer data)
 {
@@ -282,7 +296,17 @@ pt_lv_listed(GObject *obj, GAsyncResult *res, gpointer data)
         return;
     dl->listing = FALSE;
     if (!doms) {
-        pt_warn(NULL, NULL, "libvirt: list domains: %s", err->message);
+        pt_warn(NULL, NULL, "libvirt: list domains: %s; listing again in %u s", err->message,
+                RELIST_RETRY_S);
+        /*
+         * Nothing else would list again before the next lifecycle event or
+         * reconnection: a listing that timed out once (libvirtd busy
+         * probing QEMU) left running domains unmanaged for good.  Not
+         * connected, the reconnection lists.
+         */
+        if (!g_error_matches(err, PT_LIBVIRT_ERROR, PT_LIBVIRT_ERROR_NOT_CONNECTED) &&
+            !dl->relist_timer)
+            dl->relist_timer = g_timeout_add_seconds(RELIST_RETRY_S, pt_lv_relist_retry, dl);
         return;
     }
     for (guint i = 0; i < doms->len; i++) {
@@ -380,6 +404,14 @@ pt_lv_metadata_changed(PtLibvirt *lv, const char *name, const char *uuid, gpoint
 }
 
 static void
+pt_lv_version_known(PtLibvirt *lv, guint32 qemu_version, gpointer data)
+{
+    pt_info(NULL, NULL, "libvirt: the QEMU driver runs QEMU %u.%u.%u", qemu_version / 1000000,
+            qemu_version / 1000 % 1000, qemu_version % 1000);
+    pt_lv_relist(data);
+}
+
+static void
 pt_lv_stopped(PtLibvirt *lv, const char *name, const char *uuid, const char *reason,
               gpointer data)
 {
@@ -402,6 +434,7 @@ pt_daemon_libvirt_start(PtDaemon *d)
         .domain_started = pt_lv_started,
         .domain_stopped = pt_lv_stopped,
         .domain_metadata_changed = pt_lv_metadata_changed,
+        .version_known = pt_lv_version_known,
     };
     PtDaemonLibvirt *dl;
 
@@ -427,6 +460,7 @@ pt_daemon_libvirt_stop(PtDaemon *d)
 
     if (!dl)
         return;
+    g_clear_handle_id(&dl->relist_timer, g_source_remove);
     /* Targets outlive this (restore writes hold them): cut them loose. */
     g_hash_table_iter_init(&it, d->targets);
     while (g_hash_table_iter_next(&it, NULL, &v))

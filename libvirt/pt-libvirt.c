@@ -34,7 +34,11 @@ struct _PtLibvirt {
     gboolean closing;
     GList *notices;             /* GSource* of undelivered notices */
 
-    /* Only the worker thread touches these. */
+    /* The QEMU driver's version: written by VersionAsk, read by the worker. */
+    gint hv_version;
+
+    /* Only the worker thread touches these (and pt_libvirt_free, after it). */
+    struct VersionAsk *version_ask;
     virConnectPtr conn;
     int lifecycle_id;
     int metadata_id;
@@ -49,6 +53,7 @@ typedef enum {
     NOTICE_STARTED,
     NOTICE_STOPPED,
     NOTICE_METADATA,
+    NOTICE_VERSION,
 } NoticeKind;
 
 typedef struct {
@@ -107,6 +112,10 @@ notice_dispatch(gpointer data)
     case NOTICE_METADATA:
         if (cb->domain_metadata_changed)
             cb->domain_metadata_changed(lv, n->name, n->uuid, lv->user_data);
+        break;
+    case NOTICE_VERSION:
+        if (cb->version_known)
+            cb->version_known(lv, (guint32)g_atomic_int_get(&lv->hv_version), lv->user_data);
         break;
     }
     return G_SOURCE_REMOVE;
@@ -394,6 +403,95 @@ worker_disconnect(PtLibvirt *lv)
     virResetLastError();    /* a dead connection fails the deregistrations */
 }
 
+/*
+ * The QEMU driver's version, asked once per connection on a thread of its
+ * own.  virConnectGetVersion() makes the driver look up the capabilities of
+ * its default emulator, and where /dev/kvm exists but cannot run a guest
+ * (nested virtualisation without VMX or SVM) libvirt 9.0 probes QEMU again
+ * on every call: 8-16 s each on such a host, while listing the domains
+ * takes 30 ms.  Asked inside the listing it made every listing miss its
+ * deadline, and no domain was ever found.  The listing now reports what is
+ * known (0 until the answer), and the answer asks for a listing again.
+ *
+ * The thread holds its own reference to the connection (libvirt's
+ * connections are thread-safe), and lives on its own: pt_libvirt_free()
+ * detaches it rather than waiting out a slow answer.
+ */
+typedef struct VersionAsk {
+    gint ref;
+    GMutex lock;                /* guards lv */
+    PtLibvirt *lv;              /* NULL once detached */
+    virConnectPtr conn;
+} VersionAsk;
+
+static void
+version_ask_unref(VersionAsk *va)
+{
+    if (!g_atomic_int_dec_and_test(&va->ref))
+        return;
+    g_mutex_clear(&va->lock);
+    g_free(va);
+}
+
+static gpointer
+version_ask_main(gpointer data)
+{
+    VersionAsk *va = data;
+    unsigned long version = 0;
+
+    if (virConnectGetVersion(va->conn, &version) < 0) {
+        /* Unknown stays 0: the policy then assumes the older polling model. */
+        virResetLastError();
+        version = 0;
+    }
+    virConnectClose(va->conn);
+    g_mutex_lock(&va->lock);
+    if (va->lv && version > 0) {
+        g_atomic_int_set(&va->lv->hv_version, (gint)MIN(version, (unsigned long)G_MAXINT));
+        notice_simple(va->lv, NOTICE_VERSION, NULL);
+    }
+    g_mutex_unlock(&va->lock);
+    version_ask_unref(va);
+    return NULL;
+}
+
+/* No answer reaches @lv any more; the thread ends on its own. */
+static void
+version_ask_detach(VersionAsk *va)
+{
+    if (!va)
+        return;
+    g_mutex_lock(&va->lock);
+    va->lv = NULL;
+    g_mutex_unlock(&va->lock);
+    version_ask_unref(va);
+}
+
+static void
+version_ask_start(PtLibvirt *lv)
+{
+    VersionAsk *va = g_new0(VersionAsk, 1);
+    g_autoptr(GError) error = NULL;
+    GThread *th;
+
+    version_ask_detach(g_steal_pointer(&lv->version_ask));
+    g_mutex_init(&va->lock);
+    va->ref = 2;                /* the thread's and lv's */
+    va->lv = lv;
+    va->conn = lv->conn;
+    virConnectRef(va->conn);
+    th = g_thread_try_new("pt-libvirt-version", version_ask_main, va, &error);
+    if (!th) {
+        /* Without the thread the version stays unknown; nothing else is lost. */
+        virConnectClose(va->conn);
+        g_mutex_clear(&va->lock);
+        g_free(va);
+        return;
+    }
+    g_thread_unref(th);
+    lv->version_ask = va;
+}
+
 static gboolean
 worker_connect(PtLibvirt *lv, GError **error)
 {
@@ -434,6 +532,7 @@ worker_connect(PtLibvirt *lv, GError **error)
     lv->has_vm_stats = virConnectGetLibVersion(lv->conn, &version) == 0 &&
                        version >= 8009000;
     virResetLastError();
+    version_ask_start(lv);
     return TRUE;
 }
 
@@ -467,12 +566,8 @@ worker_list(PtLibvirt *lv, GError **error)
         *error = virt_error(PT_LIBVIRT_ERROR_FAILED, "libvirt %s: list domains", lv->uri);
         return NULL;
     }
-    /* The QEMU driver answers with the version of its QEMU binary; 0 (an
-     * error) leaves the version unknown rather than failing the listing. */
-    if (virConnectGetVersion(lv->conn, &hv_version) < 0) {
-        virResetLastError();
-        hv_version = 0;
-    }
+    /* The QEMU driver's version, as far as version_ask_main() knows it. */
+    hv_version = (unsigned long)g_atomic_int_get(&lv->hv_version);
     out = g_ptr_array_new_with_free_func((GDestroyNotify)pt_libvirt_domain_free);
     for (int i = 0; i < n && out; i++) {
         char uuid[VIR_UUID_STRING_BUFLEN] = "";
@@ -758,6 +853,7 @@ pt_libvirt_free(PtLibvirt *lv)
         g_async_queue_push_front(lv->jobs, job_new(JOB_QUIT));
         g_thread_join(g_steal_pointer(&lv->worker));
     }
+    version_ask_detach(g_steal_pointer(&lv->version_ask));
     if (lv->event_held)
         pt_libvirt_event_release();
     g_async_queue_unref(lv->jobs);
