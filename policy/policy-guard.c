@@ -211,9 +211,18 @@ polling_cost(const PolicyProposal *p)
     if (p->st->have_benefit && !p->trial_cand)
         return p->st->poll_cores;
     /*
-     * Unknown.  An iothread that polls now (a probe measured over several
-     * ticks) costs at most what it burns; one that does not can at most
-     * fill the time it is not busy.
+     * A probe still being measured from a start that did not poll costs
+     * what it burns beyond the start's measured CPU: counted whole, a
+     * window that fills the core exceeded a budget below one core on its
+     * second tick and was cut before it could be judged.
+     */
+    if (p->m && p->m->have_cpu && !p->trial_cand && p->m->triple.poll_max_ns > 0 &&
+        p->st->trial && p->st->seg_a.n && p->st->seg_a.triple.poll_max_ns == 0)
+        return CLAMP(p->m->cpu_pct / 100.0 - p->st->seg_a.cpu_sum / p->st->seg_a.n / 100.0,
+                     0.05 * n, n);
+    /*
+     * Unknown.  Another iothread that polls now costs at most what it
+     * burns; one that does not can at most fill the time it is not busy.
      */
     if (p->m && p->m->have_cpu && !p->trial_cand && p->m->triple.poll_max_ns > 0)
         return CLAMP(p->m->cpu_pct / 100.0, 0.05 * n, n);
