@@ -53,6 +53,7 @@
  * for SEG_A_MAX ticks; it costs nothing.
  */
 #define SEG_MAX 3
+#define LUCKY_TICK_DF 3.0
 #define SEG_A_MAX 4
 #define SEG_A_SE 0.03
 /*
@@ -363,6 +364,20 @@ probe_z(const PolicyConfig *cfg, const PolicyIothreadState *st, const PolicySegm
     double d = segment_mean(x) - segment_mean(a);
 
     return (d - probe_threshold(cfg, x, a)) / MAX(se, 1e-9);
+}
+
+/*
+ * Could one tick of a probe win by luck?  Until the noise is measured on
+ * LUCKY_TICK_DF degrees of freedom, a probe that wins on its first tick
+ * measures a second one.
+ */
+static gboolean
+lucky_tick_possible(const PolicyIothreadState *st)
+{
+    double df;
+
+    noise_sd_df(st, &df);
+    return df < LUCKY_TICK_DF;
 }
 
 /* More than one block per two operations: the window misses most events. */
@@ -802,7 +817,8 @@ policy_adaptive_step(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
          */
         if (st->seg_x.n < SEG_MAX &&
             ((fabs(z) <= evidence_bar(st) && !probe_equivalent(cfg, st, &st->seg_x)) ||
-             (st->seg_x.n < 2 && st->seg_a.n < 2 && st->noise_df < 1))) {
+             (st->seg_x.n < 2 && st->seg_a.n < 2 && st->noise_df < 1) ||
+             (st->seg_x.n < 2 && z > 0 && lucky_tick_possible(st)))) {
             g_autofree char *t = policy_triple_format(cur);
 
             g_string_append_printf(p->evidence, " z=%.2f noise_sd=%.4f", z, noise_sd(st));
