@@ -24,11 +24,13 @@
  * objective (natural-log units): 1.0 is 2.7 times the I/O per core, ten
  * times the weight the balanced objective puts on a core (0.10), so the
  * guard still trades I/O for the host's CPU wherever the trade is close.
- * Without it the guard cut a window that cost 0.009 cores net and kept
- * three disks on one iothread alive (a gain of 4.7, a factor of 110 in
- * the per-disk objective): the matrix's worst cells, at 2% of the oracle
- * (docs/POLICY.md).  The QD1 cells where the guard gives the guest's app
- * its core back gain about 0.4 per net core, and are still cut.
+ * The full matrix first showed the need: the guard cut a window that cost
+ * 0.009 cores net for a gain of 4.7 (three disks on one iothread).  That
+ * gain was the simulator's (a shallow disk that starved without polling,
+ * fixed in the simulator since); the rule stands on its own:
+ * contention-keeps-polling-worth-its-cost, 25 times the IOPS for 0.01
+ * core.  The QD1 cells where the guard gives the guest's app its core
+ * back gain about 0.4 per net core, and are still cut.
  */
 #define GUARD_KEEP_GAIN_PER_CORE 1.0
 
