@@ -404,14 +404,6 @@ pt_lv_metadata_changed(PtLibvirt *lv, const char *name, const char *uuid, gpoint
 }
 
 static void
-pt_lv_version_known(PtLibvirt *lv, guint32 qemu_version, gpointer data)
-{
-    pt_info(NULL, NULL, "libvirt: the QEMU driver runs QEMU %u.%u.%u", qemu_version / 1000000,
-            qemu_version / 1000 % 1000, qemu_version % 1000);
-    pt_lv_relist(data);
-}
-
-static void
 pt_lv_stopped(PtLibvirt *lv, const char *name, const char *uuid, const char *reason,
               gpointer data)
 {
@@ -434,7 +426,6 @@ pt_daemon_libvirt_start(PtDaemon *d)
         .domain_started = pt_lv_started,
         .domain_stopped = pt_lv_stopped,
         .domain_metadata_changed = pt_lv_metadata_changed,
-        .version_known = pt_lv_version_known,
     };
     PtDaemonLibvirt *dl;
 

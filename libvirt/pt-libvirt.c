@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "pt-libvirt.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
 
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
@@ -34,11 +37,8 @@ struct _PtLibvirt {
     gboolean closing;
     GList *notices;             /* GSource* of undelivered notices */
 
-    /* The QEMU driver's version: written by VersionAsk, read by the worker. */
-    gint hv_version;
-
-    /* Only the worker thread touches these (and pt_libvirt_free, after it). */
-    struct VersionAsk *version_ask;
+    /* Only the worker thread touches these. */
+    GHashTable *versions;       /* pid -> QEMU version of the last listing */
     virConnectPtr conn;
     int lifecycle_id;
     int metadata_id;
@@ -53,7 +53,6 @@ typedef enum {
     NOTICE_STARTED,
     NOTICE_STOPPED,
     NOTICE_METADATA,
-    NOTICE_VERSION,
 } NoticeKind;
 
 typedef struct {
@@ -112,10 +111,6 @@ notice_dispatch(gpointer data)
     case NOTICE_METADATA:
         if (cb->domain_metadata_changed)
             cb->domain_metadata_changed(lv, n->name, n->uuid, lv->user_data);
-        break;
-    case NOTICE_VERSION:
-        if (cb->version_known)
-            cb->version_known(lv, (guint32)g_atomic_int_get(&lv->hv_version), lv->user_data);
         break;
     }
     return G_SOURCE_REMOVE;
@@ -404,92 +399,47 @@ worker_disconnect(PtLibvirt *lv)
 }
 
 /*
- * The QEMU driver's version, asked once per connection on a thread of its
- * own.  virConnectGetVersion() makes the driver look up the capabilities of
- * its default emulator, and where /dev/kvm exists but cannot run a guest
- * (nested virtualisation without VMX or SVM) libvirt 9.0 probes QEMU again
- * on every call: 8-16 s each on such a host, while listing the domains
- * takes 30 ms.  Asked inside the listing it made every listing miss its
- * deadline, and no domain was ever found.  The listing now reports what is
- * known (0 until the answer), and the answer asks for a listing again.
- *
- * The thread holds its own reference to the connection (libvirt's
- * connections are thread-safe), and lives on its own: pt_libvirt_free()
- * detaches it rather than waiting out a slow answer.
+ * The version of the QEMU that runs domain @pid: its own binary's
+ * --version, run through /proc/PID/exe (the running binary, even after an
+ * upgrade replaced the file), once per process.  Not
+ * virConnectGetVersion(): it makes libvirt's QEMU driver look up the
+ * capabilities of its default emulator, and where /dev/kvm exists but
+ * cannot run a guest (nested virtualisation without VMX or SVM) libvirt
+ * 9.0 probes QEMU again on every call, 8-16 s each, and holds up other
+ * calls meanwhile: inside the listing's 2 s deadline no domain was ever
+ * found, and asked beside it, a stop's restore writes timed out and left
+ * the VM changed.  0 when unknown (no pid, or no version line).
  */
-typedef struct VersionAsk {
-    gint ref;
-    GMutex lock;                /* guards lv */
-    PtLibvirt *lv;              /* NULL once detached */
-    virConnectPtr conn;
-} VersionAsk;
-
-static void
-version_ask_unref(VersionAsk *va)
+static guint32
+worker_qemu_version(PtLibvirt *lv, GHashTable *seen, GPid pid)
 {
-    if (!g_atomic_int_dec_and_test(&va->ref))
-        return;
-    g_mutex_clear(&va->lock);
-    g_free(va);
-}
+    g_autofree char *exe = NULL;
+    g_autofree char *out = NULL;
+    const char *argv[3];
+    const char *p;
+    gpointer v;
+    int status = 0;
+    guint major = 0, minor = 0, micro = 0;
+    guint32 version = 0;
 
-static gpointer
-version_ask_main(gpointer data)
-{
-    VersionAsk *va = data;
-    unsigned long version = 0;
-
-    if (virConnectGetVersion(va->conn, &version) < 0) {
-        /* Unknown stays 0: the policy then assumes the older polling model. */
-        virResetLastError();
-        version = 0;
+    if (pid <= 0)
+        return 0;
+    if (g_hash_table_lookup_extended(lv->versions, GINT_TO_POINTER(pid), NULL, &v)) {
+        version = GPOINTER_TO_UINT(v);
+    } else {
+        exe = g_strdup_printf("/proc/%d/exe", (int)pid);
+        argv[0] = exe;
+        argv[1] = "--version";
+        argv[2] = NULL;
+        if (g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL,
+                         &out, NULL, &status, NULL) &&
+            WIFEXITED(status) && WEXITSTATUS(status) == 0 && (p = strstr(out, "version ")) &&
+            sscanf(p + strlen("version "), "%u.%u.%u", &major, &minor, &micro) >= 2 &&
+            major < 1000 && minor < 1000 && micro < 1000)
+            version = major * 1000000 + minor * 1000 + micro;
     }
-    virConnectClose(va->conn);
-    g_mutex_lock(&va->lock);
-    if (va->lv && version > 0) {
-        g_atomic_int_set(&va->lv->hv_version, (gint)MIN(version, (unsigned long)G_MAXINT));
-        notice_simple(va->lv, NOTICE_VERSION, NULL);
-    }
-    g_mutex_unlock(&va->lock);
-    version_ask_unref(va);
-    return NULL;
-}
-
-/* No answer reaches @lv any more; the thread ends on its own. */
-static void
-version_ask_detach(VersionAsk *va)
-{
-    if (!va)
-        return;
-    g_mutex_lock(&va->lock);
-    va->lv = NULL;
-    g_mutex_unlock(&va->lock);
-    version_ask_unref(va);
-}
-
-static void
-version_ask_start(PtLibvirt *lv)
-{
-    VersionAsk *va = g_new0(VersionAsk, 1);
-    g_autoptr(GError) error = NULL;
-    GThread *th;
-
-    version_ask_detach(g_steal_pointer(&lv->version_ask));
-    g_mutex_init(&va->lock);
-    va->ref = 2;                /* the thread's and lv's */
-    va->lv = lv;
-    va->conn = lv->conn;
-    virConnectRef(va->conn);
-    th = g_thread_try_new("pt-libvirt-version", version_ask_main, va, &error);
-    if (!th) {
-        /* Without the thread the version stays unknown; nothing else is lost. */
-        virConnectClose(va->conn);
-        g_mutex_clear(&va->lock);
-        g_free(va);
-        return;
-    }
-    g_thread_unref(th);
-    lv->version_ask = va;
+    g_hash_table_insert(seen, GINT_TO_POINTER(pid), GUINT_TO_POINTER(version));
+    return version;
 }
 
 static gboolean
@@ -532,7 +482,6 @@ worker_connect(PtLibvirt *lv, GError **error)
     lv->has_vm_stats = virConnectGetLibVersion(lv->conn, &version) == 0 &&
                        version >= 8009000;
     virResetLastError();
-    version_ask_start(lv);
     return TRUE;
 }
 
@@ -558,7 +507,7 @@ worker_list(PtLibvirt *lv, GError **error)
 {
     virDomainPtr *doms = NULL;
     g_autoptr(GPtrArray) out = NULL;
-    unsigned long hv_version = 0;
+    g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
     int n;
 
     n = virConnectListAllDomains(lv->conn, &doms, VIR_CONNECT_LIST_DOMAINS_ACTIVE);
@@ -566,8 +515,6 @@ worker_list(PtLibvirt *lv, GError **error)
         *error = virt_error(PT_LIBVIRT_ERROR_FAILED, "libvirt %s: list domains", lv->uri);
         return NULL;
     }
-    /* The QEMU driver's version, as far as version_ask_main() knows it. */
-    hv_version = (unsigned long)g_atomic_int_get(&lv->hv_version);
     out = g_ptr_array_new_with_free_func((GDestroyNotify)pt_libvirt_domain_free);
     for (int i = 0; i < n && out; i++) {
         char uuid[VIR_UUID_STRING_BUFLEN] = "";
@@ -593,12 +540,17 @@ worker_list(PtLibvirt *lv, GError **error)
         }
         worker_policy_metadata(doms[i], d);
         d->pid = pt_libvirt_pid_read(lv->pid_dir, name);
-        d->qemu_version = (guint32)MIN(hv_version, G_MAXUINT32);
+        d->qemu_version = worker_qemu_version(lv, seen, d->pid);
         g_ptr_array_add(out, g_steal_pointer(&d));
     }
     for (int i = 0; i < n; i++)
         virDomainFree(doms[i]);
     free(doms);
+    /* Versions of processes no longer listed are forgotten. */
+    if (out) {
+        g_hash_table_unref(lv->versions);
+        lv->versions = g_steal_pointer(&seen);
+    }
     return g_steal_pointer(&out);
 }
 
@@ -791,6 +743,7 @@ pt_libvirt_new(const char *uri, GMainContext *ctx,
         lv->cb = *cb;
     lv->user_data = user_data;
     lv->jobs = g_async_queue_new();
+    lv->versions = g_hash_table_new(NULL, NULL);
     lv->lifecycle_id = -1;
     lv->metadata_id = -1;
     g_mutex_init(&lv->lock);
@@ -853,7 +806,7 @@ pt_libvirt_free(PtLibvirt *lv)
         g_async_queue_push_front(lv->jobs, job_new(JOB_QUIT));
         g_thread_join(g_steal_pointer(&lv->worker));
     }
-    version_ask_detach(g_steal_pointer(&lv->version_ask));
+    g_hash_table_unref(lv->versions);
     if (lv->event_held)
         pt_libvirt_event_release();
     g_async_queue_unref(lv->jobs);

@@ -83,11 +83,6 @@ typedef struct {
     /* polltune's metadata element (pt-libvirt-metadata.h) was set or removed. */
     void (*domain_metadata_changed)(PtLibvirt *lv, const char *name, const char *uuid,
                                     gpointer user_data);
-    /*
-     * The QEMU driver's version became known after a listing that could
-     * not report it yet (qemu_version 0): list again to have it.
-     */
-    void (*version_known)(PtLibvirt *lv, guint32 qemu_version, gpointer user_data);
 } PtLibvirtCallbacks;
 
 /* One disk of a domain: target device and the iothread serving it (0: none). */
@@ -106,10 +101,7 @@ typedef struct {
     GArray *iothread_ids;   /* guint, ascending */
     GArray *disks;          /* PtLibvirtDisk */
     char *virt_type;        /* <domain type=...>: "kvm", "qemu" (TCG), ... */
-    /*
-     * virConnectGetVersion(): major*1000000+minor*1000+micro; 0 until the
-     * connection's one background query has answered (version_known).
-     */
+    /* The running QEMU's --version: major*1000000+minor*1000+micro, 0 unknown. */
     guint32 qemu_version;
     /* polltune's live <metadata> element, as libvirt returns it (NULL:
      * none), or why it could not be read (NULL: it could). */
