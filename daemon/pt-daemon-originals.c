@@ -19,6 +19,7 @@ pt_daemon_restore_io(PtDaemon *d, PtTarget *t, PtIothread *io, const char *why)
     dec->cause = POLICY_CAUSE_POLICY;
     dec->reason = g_strdup_printf("restore the original values: %s", why);
     dec->evidence = g_strdup("");
+    io->restoring = TRUE;
     /* Our own write: the policy must not hold it as someone else's. */
     policy_engine_note_write(d->engine, t->name, io->id, &io->original);
     /* The originals are the operator's own values: no bound of ours. */
@@ -99,6 +100,38 @@ pt_daemon_save_original(PtDaemon *d, PtTarget *t, PtIothread *io)
     }
 }
 
+gboolean
+pt_daemon_restore_changed(PtDaemon *d, PtTarget *t, PtIothread *io, const char *why)
+{
+    if (!io->have_original || !io->have_triple || io->restoring ||
+        policy_triple_equal(&io->original, &io->triple))
+        return FALSE;
+    pt_daemon_restore_io(d, t, io, why);
+    return TRUE;
+}
+
+gboolean
+pt_daemon_adopt_original(PtDaemon *d, PtTarget *t, PtIothread *io)
+{
+    g_autoptr(GError) err = NULL;
+    g_autofree char *instance = NULL;
+    StoreTriple st;
+
+    if (io->have_original)
+        return TRUE;
+    if (!store_original_get(d->store, t->name, io->id, &st, &instance, &err)) {
+        if (!g_error_matches(err, STORE_ERROR, STORE_ERROR_NOT_FOUND))
+            pt_warn(t->name, io->id, "store: original values: %s", err->message);
+        return FALSE;
+    }
+    if (!pt_original_is_ours(t, instance))
+        return FALSE;
+    io->original = pt_policy_triple(&st);
+    io->have_original = TRUE;
+    io->original_saved = TRUE;
+    return TRUE;
+}
+
 guint
 pt_daemon_restore_target(PtDaemon *d, PtTarget *t, const char *why)
 {
@@ -109,14 +142,7 @@ pt_daemon_restore_target(PtDaemon *d, PtTarget *t, const char *why)
     if (t->state != PT_TARGET_ATTACHED)
         return 0;
     g_hash_table_iter_init(&it, t->iothreads);
-    while (g_hash_table_iter_next(&it, NULL, &v)) {
-        PtIothread *io = v;
-
-        if (!io->have_original || !io->have_triple ||
-            policy_triple_equal(&io->original, &io->triple))
-            continue;
-        pt_daemon_restore_io(d, t, io, why);
-        n++;
-    }
+    while (g_hash_table_iter_next(&it, NULL, &v))
+        n += pt_daemon_restore_changed(d, t, v, why);
     return n;
 }

@@ -105,6 +105,12 @@ void pt_daemon_apply(PtDaemon *d, PtTarget *t, PolicyDecision *dec, const char *
 void pt_daemon_capture_original(PtDaemon *d, PtTarget *t, PtIothread *io);
 void pt_daemon_save_original(PtDaemon *d, PtTarget *t, PtIothread *io);
 void pt_daemon_restore_io(PtDaemon *d, PtTarget *t, PtIothread *io, const char *why);
+/* Put @io's originals back if it is known to differ from them and no such
+ * write is in flight; TRUE when a write was started. */
+gboolean pt_daemon_restore_changed(PtDaemon *d, PtTarget *t, PtIothread *io, const char *why);
+/* Take the originals stored for @io of @t's QEMU instance, if there are
+ * any; nothing is saved or written. */
+gboolean pt_daemon_adopt_original(PtDaemon *d, PtTarget *t, PtIothread *io);
 /* Restore @t's originals; returns how many writes were started. */
 guint pt_daemon_restore_target(PtDaemon *d, PtTarget *t, const char *why);
 

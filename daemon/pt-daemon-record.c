@@ -98,6 +98,12 @@ pt_daemon_applied(PtTarget *t, const GError *error, gpointer data)
     PtApplyCtx *ctx = data;
     PtDaemon *d = ctx->d;
 
+    if (ctx->restore) {
+        PtIothread *io = g_hash_table_lookup(t->iothreads, ctx->dec->iothread);
+
+        if (io)
+            io->restoring = FALSE;
+    }
     if (error) {
         d->stats.decisions_failed++;
         pt_daemon_record(d, t, ctx->dec, &ctx->old, ctx->policy, PT_OUTCOME_FAILED,
@@ -111,9 +117,8 @@ pt_daemon_applied(PtTarget *t, const GError *error, gpointer data)
         pt_daemon_record(d, t, ctx->dec, &ctx->old, ctx->policy, PT_OUTCOME_APPLIED, NULL);
         /* A write that was in flight when the stop restored the originals
          * (or found nothing to restore) would outlive us: undo it. */
-        if (!ctx->restore && d->shutting_down && d->conf->restore_on_exit && io &&
-            io->have_original && !policy_triple_equal(&io->original, &io->triple))
-            pt_daemon_restore_io(d, t, io, "polltuned is stopping");
+        if (!ctx->restore && d->shutting_down && d->conf->restore_on_exit && io)
+            pt_daemon_restore_changed(d, t, io, "polltuned is stopping");
     }
     if (ctx->restore && d->pending_restores)
         d->pending_restores--;

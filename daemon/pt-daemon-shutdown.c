@@ -16,16 +16,88 @@ typedef struct {
     gint64 deadline_us;
 } PtShutdown;
 
+/* The iothreads of a target read at the stop: those whose originals are in
+ * the store for this QEMU instance, and that differ from them, get them
+ * back. */
+static void
+pt_daemon_on_stop_read(PtTarget *t, ProbeTargetSnap *snap, const GError *error, gpointer data)
+{
+    PtDaemon *d = data;
+
+    /* A detached target's daemon may be gone: look at it first. */
+    if (t->detached) {
+        probe_target_snap_free(snap);
+        return;
+    }
+    if (error) {
+        pt_warn(t->name, NULL, "cannot read its iothreads at the stop: %s; any original "
+                "values this run has not seen are not restored", error->message);
+    } else {
+        for (guint i = 0; i < snap->iothreads->len; i++) {
+            ProbeIothreadSnap *ios = snap->iothreads->pdata[i];
+            PtIothread *io;
+
+            if (!ios->have_triple)
+                continue;
+            io = pt_target_iothread(t, ios->id);
+            io->triple = ios->triple;
+            io->have_triple = TRUE;
+            if (pt_daemon_adopt_original(d, t, io))
+                pt_daemon_restore_changed(d, t, io, "polltuned is stopping");
+        }
+    }
+    probe_target_snap_free(snap);
+}
+
+/*
+ * A target attached but not yet sampled (a stop right after a start, or
+ * after a restart that followed a crash) has iothreads whose values this
+ * run has not read: a policy write of an earlier run may still be in
+ * QEMU.  They are read once, after the tick's own sample if one is in
+ * flight (whose result restores them as it is taken in).  Returns how many
+ * of these samples, the tick's or the stop's, are still running.
+ */
+static guint
+pt_daemon_stop_reads(PtDaemon *d, gboolean start)
+{
+    GHashTableIter it;
+    gpointer v;
+    guint busy = 0;
+
+    g_hash_table_iter_init(&it, d->targets);
+    while (g_hash_table_iter_next(&it, NULL, &v)) {
+        PtTarget *t = v;
+
+        if (t->state != PT_TARGET_ATTACHED || t->prev)
+            continue;
+        if (t->sampling) {
+            busy++;
+            continue;
+        }
+        if (t->stop_read || !start)
+            continue;
+        t->stop_read = TRUE;
+        busy++;
+        pt_target_sample(t, g_get_monotonic_time() * 1000, g_get_real_time() / 1000,
+                         pt_daemon_on_stop_read, d);
+    }
+    return busy;
+}
+
 static gboolean
 pt_daemon_shutdown_poll(gpointer data)
 {
     PtShutdown *s = data;
+    gboolean late = g_get_monotonic_time() >= s->deadline_us;
+    guint reading = s->d->conf->restore_on_exit ? pt_daemon_stop_reads(s->d, !late) : 0;
 
-    if ((s->d->pending_restores || s->d->pending_applies) &&
-        g_get_monotonic_time() < s->deadline_us)
+    if ((reading || s->d->pending_restores || s->d->pending_applies) && !late)
         return G_SOURCE_CONTINUE;
     if (s->d->pending_restores)
         pt_warn(NULL, NULL, "%u restores did not complete in time", s->d->pending_restores);
+    if (reading)
+        pt_warn(NULL, NULL, "%u targets not sampled yet could not be read in time; what an "
+                "earlier run wrote to them stays", reading);
     /* Left behind, the marker makes the next start take this clean stop
      * for a crash, and on-restart then acts on it: say so. */
     if (s->d->run_marker && g_unlink(s->d->run_marker) != 0 && errno != ENOENT) {
@@ -58,5 +130,7 @@ pt_daemon_shutdown(PtDaemon *d, guint timeout_ms, GCallback done, gpointer user_
         while (g_hash_table_iter_next(&it, NULL, &v))
             pt_daemon_restore_target(d, v, "polltuned is stopping");
     }
+    if (d->conf->restore_on_exit)
+        pt_daemon_stop_reads(d, TRUE);
     g_timeout_add(20, pt_daemon_shutdown_poll, s);
 }

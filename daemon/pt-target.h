@@ -93,6 +93,7 @@ typedef struct {
     char *group;
     guint group_size;
     gboolean restored;              /* originals put back for observe */
+    gboolean restoring;             /* a write of the originals is in flight */
 } PtIothread;
 
 /* Metric @id of @io for the metrics endpoint: a counter's total (both
@@ -178,6 +179,9 @@ struct PtTarget {
     gint64 exits_total;             /* KVM exits of the VM since first seen */
 
     gboolean sampling;
+    /* A stop found it attached but never sampled: its iothreads were read
+     * once more, so that their originals could be put back. */
+    gboolean stop_read;
     gint64 sample_start_us;         /* monotonic, of the running sample */
     double sample_ms;               /* the last sample took; < 0: none yet */
     guint failed_samples;           /* consecutive, reset by a good one */

@@ -295,21 +295,82 @@ test_external_write_held(void)
     g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
 }
 
-/* A VM @name with two iothreads and a daemon that runs @policy on it,
- * attached and with iot1 at @iot1_poll already. */
+/* A VM @name with two iothreads (@extra: more -object iothread options)
+ * and a daemon that runs @policy on it, attached and with iot1 at
+ * @iot1_poll already. */
 static PtTestDaemon *
-start_attached(const char *name, const char *policy, guint64 iot1_poll, PtTestVm **vm_out)
+start_attached_with(const char *name, const char *extra, const char *policy, guint64 iot1_poll,
+                    PtTestVm **vm_out)
 {
     g_autoptr(GError) err = NULL;
     g_autofree char *conf = conf_for(policy, NULL);
     PtTestDaemon *d;
 
-    *vm_out = pt_test_vm_start(vm_dir, name, NULL);
+    *vm_out = pt_test_vm_start(vm_dir, name, extra);
     d = pt_test_daemon_start(conf, &err);
     g_assert_no_error(err);
     g_assert_cmpint(pt_test_wait_target(d, name, 2, TRUE, 3000), >=, 0);
     g_assert_true(wait_poll(*vm_out, "iot1", iot1_poll, 3000));
     return d;
+}
+
+static PtTestDaemon *
+start_attached(const char *name, const char *policy, guint64 iot1_poll, PtTestVm **vm_out)
+{
+    return start_attached_with(name, NULL, policy, iot1_poll, vm_out);
+}
+
+/*
+ * A stop that comes before the first sample after a restart (a watchdog's
+ * restart, then systemctl stop within the tick): the crashed run's writes
+ * are still in QEMU and this run has read nothing yet.  The stop reads the
+ * iothreads and puts the stored originals back.
+ */
+static void
+test_stop_before_first_sample(void)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(PtTestVm) vm = NULL;
+    g_autoptr(PtTestDaemon) d = NULL;
+
+    if (pt_test_skip_without_qemu())
+        return;
+    d = start_attached_with("vm-f", ",poll-max-ns=1000,poll-grow=3", "static:90000/0/0", 90000,
+                            &vm);
+    g_assert_true(wait_poll(vm, "iot0", 90000, 3000));
+    pt_test_daemon_kill(d);
+
+    /* Ticks a minute apart: the stop below is inside the first interval,
+     * before any sample. */
+    {
+        g_autofree char *slow = conf_for("static:90000/0/0", NULL);
+        g_autofree char *body = NULL;
+
+        g_assert_true(g_str_has_prefix(slow, "interval = 200ms\n"));
+        body = g_strdup_printf("[daemon]\ndatabase = %s\ncontrol-socket = %s\ninterval = 60s\n%s",
+                               d->db_path, d->socket_path, slow + strlen("interval = 200ms\n"));
+        g_assert_true(g_file_set_contents(d->conf_path, body, -1, NULL));
+    }
+    g_assert_true(pt_test_daemon_restart(d, &err));
+    g_assert_no_error(err);
+    g_assert_cmpint(pt_test_wait_target(d, "vm-f", 0, TRUE, 3000), >=, 0);
+    {
+        g_autoptr(json_object) st = pt_test_daemon_ok(d, "status", NULL);
+
+        g_assert_cmpint(pt_json_path_int(st, "ticks"), ==, 0);
+    }
+    g_assert_cmpuint(vm_poll_max(vm, "iot0"), ==, 90000);
+
+    g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
+    g_assert_cmpuint(vm_poll_max(vm, "iot0"), ==, 32768);
+    g_assert_cmpuint(vm_poll_max(vm, "iot1"), ==, 1000);
+    {
+        g_autoptr(GPtrArray) keep = NULL;
+
+        g_assert_cmpuint(vm_iothread(vm, "iot1", &keep)->poll_grow, ==, 3);
+    }
+    g_assert_cmpuint(pt_test_daemon_log_count(d, "restore applied -> 32768/0/0: restore the "
+                                                 "original values: polltuned is stopping"), ==, 1);
 }
 
 static void
@@ -1036,6 +1097,7 @@ main(int argc, char **argv)
     vm_dir = g_dir_make_tmp("pt-vms-XXXXXX", NULL);
     g_test_add_func("/daemon/qmp/discover-apply-restore", test_discover_apply_restore);
     g_test_add_func("/daemon/qmp/kill-and-restart", test_kill_and_restart);
+    g_test_add_func("/daemon/qmp/stop-before-first-sample", test_stop_before_first_sample);
     g_test_add_func("/daemon/qmp/recommend-once", test_recommend_once);
     g_test_add_func("/daemon/qmp/new-instance", test_new_instance);
     g_test_add_func("/daemon/qmp/external-write-held", test_external_write_held);
