@@ -817,8 +817,8 @@ policy_adaptive_step(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
          */
         if (st->seg_x.n < SEG_MAX &&
             ((fabs(z) <= evidence_bar(st) && !probe_equivalent(cfg, st, &st->seg_x)) ||
-             (st->seg_x.n < 2 && st->seg_a.n < 2 && st->noise_df < 1) ||
-             (st->seg_x.n < 2 && z > 0 && lucky_tick_possible(st)))) {
+             (st->seg_x.n < 2 && ((st->seg_a.n < 2 && st->noise_df < 1) ||
+                                  (z > 0 && lucky_tick_possible(st)))))) {
             g_autofree char *t = policy_triple_format(cur);
 
             g_string_append_printf(p->evidence, " z=%.2f noise_sd=%.4f", z, noise_sd(st));
