@@ -253,6 +253,9 @@ pt_lv_update(PtDaemonLibvirt *dl, PtTarget *t, const PtLibvirtDomain *dom)
     if (dom->pid > 0)
         pt_target_set_pid(t, dom->pid, &dl->d->proot);
     t->qemu_version = dom->qemu_version;
+    if (dom->qemu_version_error)
+        pt_warn(t->name, NULL, "QEMU release unknown, so is its polling model: %s",
+                dom->qemu_version_error);
     /* type='qemu' is TCG: no VM exits to count, so none are shown. */
     if (dom->virt_type && !g_str_equal(dom->virt_type, "kvm")) {
         g_autofree char *why = g_strdup_printf("the domain is type='%s', not KVM, so it "
@@ -296,16 +299,20 @@ pt_lv_listed(GObject *obj, GAsyncResult *res, gpointer data)
         return;
     dl->listing = FALSE;
     if (!doms) {
-        pt_warn(NULL, NULL, "libvirt: list domains: %s; listing again in %u s", err->message,
-                RELIST_RETRY_S);
         /*
          * Nothing else would list again before the next lifecycle event or
          * reconnection: a listing that timed out once (libvirtd busy
          * probing QEMU) left running domains unmanaged for good.  Not
          * connected, the reconnection lists.
          */
-        if (!g_error_matches(err, PT_LIBVIRT_ERROR, PT_LIBVIRT_ERROR_NOT_CONNECTED) &&
-            !dl->relist_timer)
+        if (g_error_matches(err, PT_LIBVIRT_ERROR, PT_LIBVIRT_ERROR_NOT_CONNECTED)) {
+            pt_warn(NULL, NULL, "libvirt: list domains: %s; listing again once reconnected",
+                    err->message);
+            return;
+        }
+        pt_warn(NULL, NULL, "libvirt: list domains: %s; listing again in %u s", err->message,
+                RELIST_RETRY_S);
+        if (!dl->relist_timer)
             dl->relist_timer = g_timeout_add_seconds(RELIST_RETRY_S, pt_lv_relist_retry, dl);
         return;
     }

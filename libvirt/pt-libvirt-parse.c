@@ -44,6 +44,7 @@ pt_libvirt_domain_free(PtLibvirtDomain *d)
     g_clear_pointer(&d->iothread_ids, g_array_unref);
     g_clear_pointer(&d->disks, g_array_unref);
     g_free(d->virt_type);
+    g_free(d->qemu_version_error);
     g_free(d->policy_xml);
     g_free(d->policy_xml_error);
     g_free(d);

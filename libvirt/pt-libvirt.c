@@ -12,6 +12,7 @@
 #include "pt-libvirt-event.h"
 #include "pt-libvirt-metadata.h"
 #include "pt-libvirt-parse.h"
+#include "pt-qemu-version.h"
 
 #define BACKOFF_MIN_MS 500
 #define BACKOFF_MAX_MS 30000
@@ -38,7 +39,7 @@ struct _PtLibvirt {
     GList *notices;             /* GSource* of undelivered notices */
 
     /* Only the worker thread touches these. */
-    GHashTable *versions;       /* pid -> QEMU version of the last listing */
+    GHashTable *versions;       /* pid/id/uuid -> QEMU version of the last listing */
     virConnectPtr conn;
     int lifecycle_id;
     int metadata_id;
@@ -399,46 +400,48 @@ worker_disconnect(PtLibvirt *lv)
 }
 
 /*
- * The version of the QEMU that runs domain @pid: its own binary's
- * --version, run through /proc/PID/exe (the running binary, even after an
- * upgrade replaced the file), once per process.  Not
- * virConnectGetVersion(): it makes libvirt's QEMU driver look up the
- * capabilities of its default emulator, and where /dev/kvm exists but
- * cannot run a guest (nested virtualisation without VMX or SVM) libvirt
- * 9.0 probes QEMU again on every call, 8-16 s each, and holds up other
- * calls meanwhile: inside the listing's 2 s deadline no domain was ever
- * found, and asked beside it, a stop's restore writes timed out and left
- * the VM changed.  0 when unknown (no pid, or no version line).
+ * The version of the QEMU that runs domain @d: its own binary's --version,
+ * run through /proc/PID/exe (the running binary, even after an upgrade
+ * replaced the file), once per process.  Not virConnectGetVersion(): it
+ * makes libvirt's QEMU driver look up the capabilities of its default
+ * emulator, and where /dev/kvm exists but cannot run a guest (nested
+ * virtualisation without VMX or SVM) libvirt 9.0 probes QEMU again on
+ * every call, 8-16 s each, and holds up other calls meanwhile: inside the
+ * listing's 2 s deadline no domain was ever found, and asked beside it, a
+ * stop's restore writes timed out and left the VM changed.
+ *
+ * A process is named by its pid with the domain's uuid and id (a new id
+ * each time the domain starts), so that a reused pid is asked again.  A
+ * failure is kept like an answer, as 0 (unknown), and said once
+ * (qemu_version_error): the
+ * binary will not answer better next time.  This runs on the worker, so
+ * the binary gets QEMU_VERSION_TIMEOUT_MS: `qemu-system-x86_64 --version`
+ * takes about 20 ms on an idle host (dynamic linking of some 100
+ * libraries), a busy one can make that a few hundred.
  */
-static guint32
-worker_qemu_version(PtLibvirt *lv, GHashTable *seen, GPid pid)
-{
-    g_autofree char *exe = NULL;
-    g_autofree char *out = NULL;
-    const char *argv[3];
-    const char *p;
-    gpointer v;
-    int status = 0;
-    guint major = 0, minor = 0, micro = 0;
-    guint32 version = 0;
+#define QEMU_VERSION_TIMEOUT_MS 1500
 
-    if (pid <= 0)
+static guint32
+worker_qemu_version(PtLibvirt *lv, GHashTable *seen, PtLibvirtDomain *d)
+{
+    g_autofree char *key = NULL;
+    gpointer v;
+    guint32 version;
+
+    if (d->pid <= 0)
         return 0;
-    if (g_hash_table_lookup_extended(lv->versions, GINT_TO_POINTER(pid), NULL, &v)) {
+    key = g_strdup_printf("%d/%d/%s", d->pid, d->id, d->uuid ? d->uuid : "");
+    if (g_hash_table_lookup_extended(lv->versions, key, NULL, &v)) {
         version = GPOINTER_TO_UINT(v);
     } else {
-        exe = g_strdup_printf("/proc/%d/exe", (int)pid);
-        argv[0] = exe;
-        argv[1] = "--version";
-        argv[2] = NULL;
-        if (g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL,
-                         &out, NULL, &status, NULL) &&
-            WIFEXITED(status) && WEXITSTATUS(status) == 0 && (p = strstr(out, "version ")) &&
-            sscanf(p + strlen("version "), "%u.%u.%u", &major, &minor, &micro) >= 2 &&
-            major < 1000 && minor < 1000 && micro < 1000)
-            version = major * 1000000 + minor * 1000 + micro;
+        g_autoptr(GError) err = NULL;
+        g_autofree char *exe = g_strdup_printf("/proc/%d/exe", (int)d->pid);
+
+        version = pt_qemu_binary_version(exe, QEMU_VERSION_TIMEOUT_MS, &err);
+        if (!version)
+            d->qemu_version_error = g_strdup(err->message);
     }
-    g_hash_table_insert(seen, GINT_TO_POINTER(pid), GUINT_TO_POINTER(version));
+    g_hash_table_insert(seen, g_steal_pointer(&key), GUINT_TO_POINTER(version));
     return version;
 }
 
@@ -507,7 +510,7 @@ worker_list(PtLibvirt *lv, GError **error)
 {
     virDomainPtr *doms = NULL;
     g_autoptr(GPtrArray) out = NULL;
-    g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
+    g_autoptr(GHashTable) seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     int n;
 
     n = virConnectListAllDomains(lv->conn, &doms, VIR_CONNECT_LIST_DOMAINS_ACTIVE);
@@ -540,7 +543,7 @@ worker_list(PtLibvirt *lv, GError **error)
         }
         worker_policy_metadata(doms[i], d);
         d->pid = pt_libvirt_pid_read(lv->pid_dir, name);
-        d->qemu_version = worker_qemu_version(lv, seen, d->pid);
+        d->qemu_version = worker_qemu_version(lv, seen, d);
         g_ptr_array_add(out, g_steal_pointer(&d));
     }
     for (int i = 0; i < n; i++)
@@ -743,7 +746,7 @@ pt_libvirt_new(const char *uri, GMainContext *ctx,
         lv->cb = *cb;
     lv->user_data = user_data;
     lv->jobs = g_async_queue_new();
-    lv->versions = g_hash_table_new(NULL, NULL);
+    lv->versions = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     lv->lifecycle_id = -1;
     lv->metadata_id = -1;
     g_mutex_init(&lv->lock);

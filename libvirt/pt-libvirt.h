@@ -103,6 +103,8 @@ typedef struct {
     char *virt_type;        /* <domain type=...>: "kvm", "qemu" (TCG), ... */
     /* The running QEMU's --version: major*1000000+minor*1000+micro, 0 unknown. */
     guint32 qemu_version;
+    /* Why it is 0, the first time this process is listed; NULL otherwise. */
+    char *qemu_version_error;
     /* polltune's live <metadata> element, as libvirt returns it (NULL:
      * none), or why it could not be read (NULL: it could). */
     char *policy_xml;
