@@ -527,10 +527,18 @@ pt_daemon_attach_libvirt(PtDaemon *d, const char *domain, char **name_out, GErro
     return FALSE;
 }
 
+static void
+pt_daemon_libvirt_stopping(PtDaemon *d, guint timeout_ms)
+{
+    if (d->libvirt && d->libvirt->lv)
+        pt_libvirt_set_timeout(d->libvirt->lv, timeout_ms);
+}
+
 const PtTargetKindOps pt_daemon_libvirt_kind = {
     .start = pt_daemon_libvirt_start,
     /* Domains are learnt from libvirt's lifecycle events and listings. */
     .discover = NULL,
     .hold_detached = pt_daemon_libvirt_hold_detached,
+    .stopping = pt_daemon_libvirt_stopping,
     .stop = pt_daemon_libvirt_stop,
 };

@@ -27,6 +27,9 @@ typedef struct {
     /* @t was detached by request: leave it out of discovery until it is
      * attached again by name. */
     void (*hold_detached)(PtDaemon *d, const PtTarget *t);
+    /* A stop begins: a call made from now on (the restores) may take up
+     * to @timeout_ms, the whole stop, instead of qmp-timeout. */
+    void (*stopping)(PtDaemon *d, guint timeout_ms);
     /* Cut the kind's channels; targets may outlive it (restores). */
     void (*stop)(PtDaemon *d);
 } PtTargetKindOps;

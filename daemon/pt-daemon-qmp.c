@@ -113,9 +113,22 @@ pt_daemon_qmp_attached(PtDaemon *d, const char *path)
         g_hash_table_remove(d->qmp->detached, path);
 }
 
+static void
+pt_daemon_qmp_stopping(PtDaemon *d, guint timeout_ms)
+{
+    GHashTableIter it;
+    gpointer v;
+
+    g_hash_table_iter_init(&it, d->targets);
+    while (g_hash_table_iter_next(&it, NULL, &v))
+        if (((PtTarget *)v)->kind == STORE_TARGET_QMP)
+            pt_target_qmp_set_timeout(v, timeout_ms);
+}
+
 const PtTargetKindOps pt_daemon_qmp_kind = {
     .start = pt_daemon_qmp_start,
     .discover = pt_daemon_qmp_discover,
     .hold_detached = pt_daemon_qmp_hold_detached,
+    .stopping = pt_daemon_qmp_stopping,
     .stop = pt_daemon_qmp_stop,
 };

@@ -125,6 +125,16 @@ pt_daemon_shutdown(PtDaemon *d, guint timeout_ms, GCallback done, gpointer user_
     s->deadline_us = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
     d->shutting_down = TRUE;
     g_clear_handle_id(&d->timer, g_source_remove);
+    /*
+     * The restores are the last thing this run does for the VMs: each may
+     * take the whole stop, not only qmp-timeout.  A libvirtd busy for a few
+     * seconds (libvirt 9.0 probing QEMU's capabilities takes 8-16 s on a
+     * host whose /dev/kvm cannot run guests) otherwise failed them and
+     * left the VMs changed.
+     */
+    for (guint k = 0; k < STORE_TARGET_KIND_MAX; k++)
+        if (pt_target_kinds[k]->stopping)
+            pt_target_kinds[k]->stopping(d, timeout_ms);
     if (d->conf->restore_on_exit) {
         g_hash_table_iter_init(&it, d->targets);
         while (g_hash_table_iter_next(&it, NULL, &v))

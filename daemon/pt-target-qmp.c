@@ -169,6 +169,16 @@ pt_target_qmp_retry(PtTarget *t)
         pt_qmp_connect(q);
 }
 
+void
+pt_target_qmp_set_timeout(PtTarget *t, guint timeout_ms)
+{
+    PtQmpTarget *q = (PtQmpTarget *)t;
+
+    q->timeout_ms = timeout_ms;
+    if (q->client)
+        qmp_client_set_timeout(q->client, timeout_ms);
+}
+
 const char *
 pt_target_qmp_path(PtTarget *t)
 {

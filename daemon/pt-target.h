@@ -263,3 +263,5 @@ PtTarget *pt_target_qmp_new(const char *name, const char *path, guint timeout_ms
 const char *pt_target_qmp_path(PtTarget *t);
 /* Reconnect a lost QMP target if its socket is back; no-op otherwise. */
 void pt_target_qmp_retry(PtTarget *t);
+/* The deadline of each command sent from now on. */
+void pt_target_qmp_set_timeout(PtTarget *t, guint timeout_ms);

@@ -876,6 +876,12 @@ qmp_client_get_n_pending(QmpClient *c)
 }
 
 void
+qmp_client_set_timeout(QmpClient *c, guint timeout_ms)
+{
+    c->timeout_ms = timeout_ms ? timeout_ms : QMP_DEFAULT_TIMEOUT_MS;
+}
+
+void
 qmp_client_set_closed_func(QmpClient *c, QmpClosedFunc func,
                            gpointer user_data, GDestroyNotify destroy)
 {

@@ -129,6 +129,9 @@ const GError *qmp_client_get_close_reason(QmpClient *client);
 int qmp_client_get_peer_pid(QmpClient *client);
 /* Commands submitted and not yet completed. */
 guint qmp_client_get_n_pending(QmpClient *client);
+/* The timeout of commands submitted from now on without one of their own
+ * (0: QMP_DEFAULT_TIMEOUT_MS); commands already submitted keep theirs. */
+void qmp_client_set_timeout(QmpClient *client, guint timeout_ms);
 
 void qmp_client_set_closed_func(QmpClient *client, QmpClosedFunc func,
                                 gpointer user_data, GDestroyNotify destroy);
