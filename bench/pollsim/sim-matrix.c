@@ -184,7 +184,7 @@ typedef struct {
 } MatrixJob;
 
 static void
-oracle_search(const SimScenario *scn, guint64 seed, PolicyTriple out[SIM_MAX_PHASES])
+oracle_search(const SimScenario *scn, guint64 seed, PolicyTriple out[SIM_MAX_PHASES], FILE *trace)
 {
     for (guint p = 0; p < scn->n_phases; p++) {
         SimScenario one = *scn;
@@ -197,6 +197,10 @@ oracle_search(const SimScenario *scn, guint64 seed, PolicyTriple out[SIM_MAX_PHA
             g_autoptr(SimRun) r = sim_scenario_run(&one, NULL, &oracle_grid[k], 1.0, seed);
             double s = run_score(r, 1, r->n_ticks);
 
+            if (trace)
+                fprintf(trace, "oracle phase %u: %" G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT
+                        "/%" G_GUINT64_FORMAT " score %.4f\n", p, oracle_grid[k].poll_max_ns,
+                        oracle_grid[k].poll_grow, oracle_grid[k].poll_shrink, s);
             if (s > best) {
                 best = s;
                 out[p] = oracle_grid[k];
@@ -213,10 +217,51 @@ job_run(gpointer data, gpointer user_data G_GNUC_UNUSED)
     PolicyTriple best[SIM_MAX_PHASES];
     PolicySpec spec = { .objective = POLICY_OBJECTIVE_BALANCED };
     g_autoptr(SimRun) off = NULL, def = NULL, oracle = NULL;
+    gboolean trace_workload;
 
     scenario_of(&job->w, &scn);
-    oracle_search(&scn, job->seed, best);
+    {
+        /* POLLSIM_TRACE also shows the oracle's search, for the workload. */
+        const char *trace = g_getenv("POLLSIM_TRACE");
+        SimMatrixCell c0 = { .w = job->w };
+        g_autofree char *name = sim_matrix_cell_format(&c0);
+        g_autofree char *bare = trace ? g_strdup(trace) : NULL;
+        char *noise = bare ? strstr(bare, " noise=") : NULL;
+
+        /* The workload's name: the cell's without its noise. */
+        if (noise)
+            *noise = '\0';
+        trace_workload = bare && strstr(name, bare);
+        if (trace_workload)
+            fprintf(stderr, "== oracle search: %s\n", name);
+        oracle_search(&scn, job->seed, best, trace_workload ? stderr : NULL);
+    }
     oracle = sim_scenario_run(&scn, NULL, best, 1.0, job->seed);
+    /*
+     * POLLSIM_WRITE=TRIPLE@TICK, with POLLSIM_TRACE: the traced workloads
+     * also run under qemu-default with TRIPLE written by hand at TICK, to
+     * see whether a triple's outcome depends on when it is written.
+     */
+    if (trace_workload && g_getenv("POLLSIM_WRITE")) {
+        g_auto(GStrv) w = g_strsplit(g_getenv("POLLSIM_WRITE"), "@", 2);
+        PolicySpec qd = { .objective = POLICY_OBJECTIVE_BALANCED,
+                          .kind = POLICY_KIND_QEMU_DEFAULT };
+        SimRunOpts wo = { .trace = stderr };
+        guint64 tick = 0;
+
+        if (g_strv_length(w) == 2 && policy_triple_parse(w[0], &wo.operator_triple, NULL) &&
+            g_ascii_string_to_unsigned(w[1], 10, 1, G_MAXUINT, &tick, NULL)) {
+            g_autoptr(SimRun) r = NULL;
+
+            wo.operator_tick = (guint)tick;
+            fprintf(stderr, "== %s written at tick %u, then left alone\n", w[0],
+                    wo.operator_tick);
+            r = sim_scenario_run_opts(&scn, &qd, NULL, 1.0, job->seed, &wo);
+        } else {
+            fprintf(stderr, "pollsim: POLLSIM_WRITE=%s: not TRIPLE@TICK (TICK >= 1)\n",
+                    g_getenv("POLLSIM_WRITE"));
+        }
+    }
     spec.kind = POLICY_KIND_OFF;
     off = sim_scenario_run(&scn, &spec, NULL, 1.0, job->seed);
     spec.kind = POLICY_KIND_QEMU_DEFAULT;

@@ -259,10 +259,18 @@ sim_scenario_run_opts(const SimScenario *scn, const PolicySpec *spec,
                 g_autofree char *tt = NULL;
 
                 if (opts && opts->trace) {
+                    g_autoptr(GString) disks = g_string_new("");
+
+                    /* Each disk's IOPS, where the total hides one's loss. */
+                    for (guint k = 0; ts->n_devices > 1 && k < ts->n_devices &&
+                                      k < POLICY_MAX_DEVICES; k++)
+                        g_string_append_printf(disks, "%s%.0f", k ? "/" : " disks=",
+                                               ts->dev_iops[k]);
                     tt = policy_triple_format(&d->triple);
-                    fprintf(opts->trace, "t=%u %s iops=%.0f dev=%s%s %s |%s\n", t, loops[i].name,
-                            ts->iops, tt, d->change && d->apply ? " WRITE" : "",
-                            d->reason, d->evidence ? d->evidence : "");
+                    fprintf(opts->trace, "t=%u %s iops=%.0f%s dev=%s%s %s |%s\n", t,
+                            loops[i].name, ts->iops, disks->str, tt,
+                            d->change && d->apply ? " WRITE" : "", d->reason,
+                            d->evidence ? d->evidence : "");
                 }
                 if (d->change && d->apply) {
                     sim_vm_set_triple(sim, i, &d->triple);
