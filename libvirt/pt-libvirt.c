@@ -413,8 +413,8 @@ worker_disconnect(PtLibvirt *lv)
  * A process is named by its pid with the domain's uuid and id (a new id
  * each time the domain starts), so that a reused pid is asked again.  A
  * failure is kept like an answer, as 0 (unknown), and said once
- * (qemu_version_error): the
- * binary will not answer better next time.  This runs on the worker, so
+ * (qemu_version_error): the binary will not answer better next time.
+ * This runs on the worker, so
  * the binary gets QEMU_VERSION_TIMEOUT_MS: `qemu-system-x86_64 --version`
  * takes about 20 ms on an idle host (dynamic linking of some 100
  * libraries), a busy one can make that a few hundred.
