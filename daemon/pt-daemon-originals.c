@@ -41,28 +41,52 @@ pt_original_is_ours(const PtTarget *t, const char *stored)
     return !stored || !t->instance || g_str_equal(stored, t->instance);
 }
 
+/* What the store holds for an iothread. */
+typedef enum {
+    ORIGINAL_NONE,  /* nothing, or the store could not be read (logged) */
+    ORIGINAL_OURS,  /* originals of this QEMU instance: adopted */
+    ORIGINAL_OTHER, /* originals of an earlier QEMU instance */
+} OriginalLookup;
+
+/* Look up @io's stored originals into @st and @instance, and adopt them
+ * when they belong to @t's QEMU instance. */
+static OriginalLookup
+pt_original_lookup(PtDaemon *d, PtTarget *t, PtIothread *io, StoreTriple *st, char **instance)
+{
+    g_autoptr(GError) err = NULL;
+
+    if (!store_original_get(d->store, t->name, io->id, st, instance, &err)) {
+        if (!g_error_matches(err, STORE_ERROR, STORE_ERROR_NOT_FOUND))
+            pt_warn(t->name, io->id, "store: original values: %s", err->message);
+        return ORIGINAL_NONE;
+    }
+    if (!pt_original_is_ours(t, *instance))
+        return ORIGINAL_OTHER;
+    io->original = pt_policy_triple(st);
+    io->have_original = TRUE;
+    io->original_saved = TRUE;
+    return ORIGINAL_OURS;
+}
+
 void
 pt_daemon_capture_original(PtDaemon *d, PtTarget *t, PtIothread *io)
 {
     g_autoptr(GError) err = NULL;
     g_autofree char *instance = NULL;
     StoreTriple st;
-    gint64 now_ms = g_get_real_time() / 1000;
 
-    if (store_original_get(d->store, t->name, io->id, &st, &instance, &err)) {
-        if (pt_original_is_ours(t, instance)) {
-            io->original = pt_policy_triple(&st);
-            io->have_original = TRUE;
-            io->original_saved = TRUE;
-            if (!instance && t->instance &&
-                !store_original_save(d->store, t->name, io->id, &st, t->instance, now_ms,
-                                     &err))
-                pt_warn(t->name, io->id, "store: original values: %s", err->message);
-            if (d->unclean_start && d->conf->on_restart == PT_RESTART_RESTORE &&
-                !policy_triple_equal(&io->original, &io->triple))
-                pt_daemon_restore_io(d, t, io, "the last run did not exit cleanly");
-            return;
-        }
+    switch (pt_original_lookup(d, t, io, &st, &instance)) {
+    case ORIGINAL_OURS:
+        /* Rows from before instances were recorded get this one's. */
+        if (!instance && t->instance &&
+            !store_original_save(d->store, t->name, io->id, &st, t->instance,
+                                 g_get_real_time() / 1000, &err))
+            pt_warn(t->name, io->id, "store: original values: %s", err->message);
+        if (d->unclean_start && d->conf->on_restart == PT_RESTART_RESTORE &&
+            !policy_triple_equal(&io->original, &io->triple))
+            pt_daemon_restore_io(d, t, io, "the last run did not exit cleanly");
+        return;
+    case ORIGINAL_OTHER:
         pt_info(t->name, io->id, "a new QEMU instance (%s, was %s): original values captured "
                 "again as %" G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT
                 ", replacing %" G_GINT64_FORMAT "/%" G_GINT64_FORMAT "/%" G_GINT64_FORMAT,
@@ -71,8 +95,10 @@ pt_daemon_capture_original(PtDaemon *d, PtTarget *t, PtIothread *io)
         /* What the policy learnt, and the triple it last saw, were the old
          * process's: the new one's own values are no external write. */
         policy_engine_forget(d->engine, t->name);
+        break;
+    case ORIGINAL_NONE:
+        break;
     }
-    g_clear_error(&err);
     io->original = io->triple;
     io->have_original = TRUE;
     io->original_saved = FALSE;
@@ -113,23 +139,10 @@ pt_daemon_restore_changed(PtDaemon *d, PtTarget *t, PtIothread *io, const char *
 gboolean
 pt_daemon_adopt_original(PtDaemon *d, PtTarget *t, PtIothread *io)
 {
-    g_autoptr(GError) err = NULL;
     g_autofree char *instance = NULL;
     StoreTriple st;
 
-    if (io->have_original)
-        return TRUE;
-    if (!store_original_get(d->store, t->name, io->id, &st, &instance, &err)) {
-        if (!g_error_matches(err, STORE_ERROR, STORE_ERROR_NOT_FOUND))
-            pt_warn(t->name, io->id, "store: original values: %s", err->message);
-        return FALSE;
-    }
-    if (!pt_original_is_ours(t, instance))
-        return FALSE;
-    io->original = pt_policy_triple(&st);
-    io->have_original = TRUE;
-    io->original_saved = TRUE;
-    return TRUE;
+    return io->have_original || pt_original_lookup(d, t, io, &st, &instance) == ORIGINAL_OURS;
 }
 
 guint
