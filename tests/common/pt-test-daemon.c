@@ -135,10 +135,17 @@ pt_test_daemon_restart(PtTestDaemon *d, GError **error)
 int
 pt_test_daemon_stop(PtTestDaemon *d)
 {
+    if (d->pid > 0)
+        kill(d->pid, SIGTERM);
+    return pt_test_daemon_reap(d);
+}
+
+int
+pt_test_daemon_reap(PtTestDaemon *d)
+{
     int status = -1;
 
     if (d->pid > 0) {
-        kill(d->pid, SIGTERM);
         waitpid(d->pid, &status, 0);
         g_spawn_close_pid(d->pid);
         d->pid = 0;

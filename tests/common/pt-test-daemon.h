@@ -34,6 +34,8 @@ PtTestDaemon *pt_test_daemon_start_args(const char *conf_body, const char *const
 gboolean pt_test_daemon_restart(PtTestDaemon *d, GError **error);
 /* SIGTERM and wait (clean stop); returns the exit status. */
 int pt_test_daemon_stop(PtTestDaemon *d);
+/* Wait for a daemon already signalled to exit; returns the exit status. */
+int pt_test_daemon_reap(PtTestDaemon *d);
 /* SIGKILL and reap. */
 void pt_test_daemon_kill(PtTestDaemon *d);
 void pt_test_daemon_free(PtTestDaemon *d);

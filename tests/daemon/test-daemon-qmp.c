@@ -320,6 +320,57 @@ start_attached(const char *name, const char *policy, guint64 iot1_poll, PtTestVm
     return start_attached_with(name, NULL, policy, iot1_poll, vm_out);
 }
 
+/* @d's configuration for its next start: conf_for(@policy, @extra) with
+ * ticks @interval apart. */
+static void
+conf_rewrite(PtTestDaemon *d, const char *policy, const char *interval, const char *extra)
+{
+    g_autofree char *conf = conf_for(policy, extra);
+    g_autofree char *body = NULL;
+
+    g_assert_true(g_str_has_prefix(conf, "interval = 200ms\n"));
+    body = g_strdup_printf("[daemon]\ndatabase = %s\ncontrol-socket = %s\ninterval = %s\n%s",
+                           d->db_path, d->socket_path, interval,
+                           conf + strlen("interval = 200ms\n"));
+    g_assert_true(g_file_set_contents(d->conf_path, body, -1, NULL));
+}
+
+/*
+ * A run that wrote 90000/0/0 to both iothreads of VM @name (started with
+ * iot1 at 1000/3/0) and was killed; it is restarted by the caller after
+ * conf_rewrite(), with @interval between ticks and @extra in [daemon].
+ */
+static PtTestDaemon *
+crashed_run(const char *name, const char *interval, const char *extra, PtTestVm **vm)
+{
+    g_autoptr(GError) err = NULL;
+    PtTestDaemon *d = start_attached_with(name, ",poll-max-ns=1000,poll-grow=3",
+                                          "static:90000/0/0", 90000, vm);
+
+    g_assert_true(wait_poll(*vm, "iot0", 90000, 3000));
+    pt_test_daemon_kill(d);
+    conf_rewrite(d, "static:90000/0/0", interval, extra);
+    g_assert_true(pt_test_daemon_restart(d, &err));
+    g_assert_no_error(err);
+    g_assert_cmpint(pt_test_wait_target(d, name, 0, TRUE, 3000), >=, 0);
+    return d;
+}
+
+/* After the stop: crashed_run()'s VM has its originals back, each written
+ * once by the stop. */
+static void
+assert_stop_restored(PtTestDaemon *d, PtTestVm *vm)
+{
+    g_autoptr(GPtrArray) keep = NULL;
+
+    g_assert_cmpuint(vm_poll_max(vm, "iot0"), ==, 32768);
+    g_assert_cmpuint(vm_poll_max(vm, "iot1"), ==, 1000);
+    g_assert_cmpuint(vm_iothread(vm, "iot1", &keep)->poll_grow, ==, 3);
+    g_assert_cmpuint(pt_test_daemon_log_count(d, "restore applied -> 32768/0/0: restore the "
+                                                 "original values: polltuned is stopping"), ==, 1);
+    g_assert_cmpuint(pt_test_daemon_log_count(d, "could not be read in time"), ==, 0);
+}
+
 /*
  * A stop that comes before the first sample after a restart (a watchdog's
  * restart, then systemctl stop within the tick): the crashed run's writes
@@ -329,48 +380,61 @@ start_attached(const char *name, const char *policy, guint64 iot1_poll, PtTestVm
 static void
 test_stop_before_first_sample(void)
 {
-    g_autoptr(GError) err = NULL;
     g_autoptr(PtTestVm) vm = NULL;
     g_autoptr(PtTestDaemon) d = NULL;
+    g_autoptr(json_object) st = NULL;
 
     if (pt_test_skip_without_qemu())
         return;
-    d = start_attached_with("vm-f", ",poll-max-ns=1000,poll-grow=3", "static:90000/0/0", 90000,
-                            &vm);
-    g_assert_true(wait_poll(vm, "iot0", 90000, 3000));
-    pt_test_daemon_kill(d);
-
     /* Ticks a minute apart: the stop below is inside the first interval,
      * before any sample. */
-    {
-        g_autofree char *slow = conf_for("static:90000/0/0", NULL);
-        g_autofree char *body = NULL;
-
-        g_assert_true(g_str_has_prefix(slow, "interval = 200ms\n"));
-        body = g_strdup_printf("[daemon]\ndatabase = %s\ncontrol-socket = %s\ninterval = 60s\n%s",
-                               d->db_path, d->socket_path, slow + strlen("interval = 200ms\n"));
-        g_assert_true(g_file_set_contents(d->conf_path, body, -1, NULL));
-    }
-    g_assert_true(pt_test_daemon_restart(d, &err));
-    g_assert_no_error(err);
-    g_assert_cmpint(pt_test_wait_target(d, "vm-f", 0, TRUE, 3000), >=, 0);
-    {
-        g_autoptr(json_object) st = pt_test_daemon_ok(d, "status", NULL);
-
-        g_assert_cmpint(pt_json_path_int(st, "ticks"), ==, 0);
-    }
+    d = crashed_run("vm-f", "60s", NULL, &vm);
+    st = pt_test_daemon_ok(d, "status", NULL);
+    g_assert_cmpint(pt_json_path_int(st, "ticks"), ==, 0);
     g_assert_cmpuint(vm_poll_max(vm, "iot0"), ==, 90000);
 
     g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
-    g_assert_cmpuint(vm_poll_max(vm, "iot0"), ==, 32768);
-    g_assert_cmpuint(vm_poll_max(vm, "iot1"), ==, 1000);
-    {
-        g_autoptr(GPtrArray) keep = NULL;
+    assert_stop_restored(d, vm);
+}
 
-        g_assert_cmpuint(vm_iothread(vm, "iot1", &keep)->poll_grow, ==, 3);
-    }
-    g_assert_cmpuint(pt_test_daemon_log_count(d, "restore applied -> 32768/0/0: restore the "
-                                                 "original values: polltuned is stopping"), ==, 1);
+/*
+ * A stop while the first sample after a restart is stuck in a QEMU that
+ * stopped answering and answers again within the stop's deadline.  The
+ * tick gave up waiting for the sample (its result is dropped when it
+ * comes), so the stop waits for it, then reads the iothreads itself and
+ * puts the crashed run's write back.
+ */
+static void
+test_stop_during_first_sample(void)
+{
+    g_autoptr(PtTestVm) vm = NULL;
+    g_autoptr(PtTestDaemon) d = NULL;
+    g_autoptr(json_object) st = NULL;
+
+    if (pt_test_skip_without_qemu())
+        return;
+    /*
+     * Ticks 4 s apart: the restarted daemon attaches (within the 3 s
+     * crashed_run() allows) before its first tick, so QEMU stops before
+     * the first sample can complete.  A QMP deadline longer than the whole
+     * stall (about 8 s): the sample stays in flight instead of failing.
+     */
+    d = crashed_run("vm-h", "4s", "qmp-timeout = 20s\n", &vm);
+    pt_test_qemu_signal(vm->qemu, SIGSTOP);
+
+    /* The first tick ends at its deadline, 3.2 s after it starts, with
+     * its sample still waiting for QEMU: nothing was read. */
+    g_assert_true(pt_test_wait_ticks(d, 1, 12000));
+    st = pt_test_daemon_ok(d, "status", NULL);
+    g_assert_nonnull(pt_test_status_target(st, "vm-h"));
+    g_assert_null(pt_test_status_iothread(st, "vm-h", "iot0"));
+
+    /* Stop, and let QEMU answer again half a second into the stop. */
+    g_assert_cmpint(kill(d->pid, SIGTERM), ==, 0);
+    g_usleep(500 * 1000);
+    pt_test_qemu_signal(vm->qemu, SIGCONT);
+    g_assert_cmpint(pt_test_daemon_reap(d), ==, 0);
+    assert_stop_restored(d, vm);
 }
 
 static void
@@ -1098,6 +1162,7 @@ main(int argc, char **argv)
     g_test_add_func("/daemon/qmp/discover-apply-restore", test_discover_apply_restore);
     g_test_add_func("/daemon/qmp/kill-and-restart", test_kill_and_restart);
     g_test_add_func("/daemon/qmp/stop-before-first-sample", test_stop_before_first_sample);
+    g_test_add_func("/daemon/qmp/stop-during-first-sample", test_stop_during_first_sample);
     g_test_add_func("/daemon/qmp/recommend-once", test_recommend_once);
     g_test_add_func("/daemon/qmp/new-instance", test_new_instance);
     g_test_add_func("/daemon/qmp/external-write-held", test_external_write_held);
