@@ -31,6 +31,7 @@ typedef struct {
     PolicyTriple triple;
     guint n;
     double sum, sumsq;          /* objective score */
+    double last_score, ssd;     /* the last score; squares of successive differences */
     double ln_iops_sum;
     double cpu_sum;             /* % of a core */
     double vm_cores_sum;        /* whole-VM cores (policy_config_vm_cores) */

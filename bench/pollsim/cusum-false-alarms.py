@@ -6,8 +6,12 @@ A model of workload_changed() in policy/policy-adaptive.c: a two-sided
 CUSUM of ln IOPS against a settled reference of REF ticks, with uniform
 per-tick noise of +-NOISE (the matrix's noise), and the per-tick standard
 deviation estimated from DF ticks of the same noise, either pooled with the
-1% prior worth 2 ticks (the evidence bar's figure) or from the ticks alone
-raised by one standard error (change_sd()).  It prints, per DF, the share
+1% prior worth 2 ticks (the evidence bar's figure), from the ticks alone
+raised by one standard error (change_sd() before), or from their successive
+differences raised by two standard errors at two thirds of the degrees of
+freedom (change_sd() now, whose settled ticks are measured that way, so
+that a step in the workload does not look like noise).  It prints, per
+DF, the share
 of 25-tick steady phases that raise a false alarm and the mean run length
 to one (capped at MAXT ticks).
 
@@ -34,8 +38,11 @@ def run(rng, df, detector):
     ss = sum((x - m) ** 2 for x in xs)
     if detector == "pooled":
         sd = math.sqrt((ss + PRIOR_SD ** 2 * PRIOR_DF) / (df + PRIOR_DF))
-    else:
+    elif detector == "about the mean":
         sd = math.sqrt(ss / df) * (1 + 1 / math.sqrt(2 * df))
+    else:
+        ssd = sum((b - a) ** 2 for a, b in zip(xs, xs[1:])) / 2
+        sd = math.sqrt(ssd / df) * (1 + 2 / math.sqrt(2 * df * 2 / 3))
     ref = sum(tick(rng) for _ in range(REF)) / REF
     h = max(STEP, CUSUM_SDS * sd)
     slack = max(STEP, sd) / 2 + sd / math.sqrt(REF)
@@ -59,7 +66,7 @@ def main():
           "that alarm | mean run to an alarm (capped at %d) |" % (PHASE, MAXT))
     print("|---:|---|---:|---:|")
     for df in (6, 10, 20):
-        for det in ("pooled", "change_sd"):
+        for det in ("pooled", "about the mean", "successive"):
             runs = [run(rng, df, det) for _ in range(a.runs)]
             early = sum(r <= PHASE for r in runs) / len(runs)
             print("| %d | %s | %.1f%% | %.0f |" % (df, det, 100 * early, sum(runs) / len(runs)))

@@ -240,6 +240,22 @@ static const Case cases[] = {
       .expect = { { 1, 0, 1, 262144, POLICY_CAUSE_PROBE, NULL, 1 } },
       .check_final = TRUE, .final_poll = { 262144 } },
     /*
+     * A step of 27% with polling on, without noise: not gross, so the
+     * CUSUM must find it.  Its ticks are the new workload's, not noise of
+     * the old one.  With the reference's spread taken about its mean,
+     * every step tick raised the limit more than the sum (0.223 to 0.668
+     * over ten ticks): the change was never seen.
+     */
+    { .name = "step-is-not-noise", .spec = "adaptive", .n_ticks = 24,
+      .n_iot = 1, .start = { 0, 0, 0 }, .load = { FAST },
+      .load2 = { { 35000, 47000, 18000, 20, 100, 0 } }, .phase2_tick = 14, .quiet_from = 20,
+      .expect = { { 1, 0, 1, 262144, POLICY_CAUSE_PROBE, NULL, 1 },
+                  { 3, 0, 0, -1, POLICY_CAUSE_ACCEPT, "262144/0/0 measured best", -1 },
+                  { 17, 0, 0, -1, POLICY_CAUSE_NONE, "IOPS moved away", -1 },
+                  { 18, 0, 1, 0, POLICY_CAUSE_PROBE, "polling off", 1 },
+                  { 19, 0, 1, 262144, POLICY_CAUSE_ROLLBACK, NULL, 1 } },
+      .check_final = TRUE, .final_poll = { 262144 } },
+    /*
      * The workload goes idle while the wide probe is measured: the probe
      * ends at once and the idle rule turns polling off, rather than polling
      * at no I/O until the probe's ticks run out and probing on.
