@@ -294,7 +294,10 @@ noise_ss_of(const PolicyIothreadState *st, const PolicySegment *g)
 /*
  * The pooled per-tick standard deviation of the score; @data_df, if not
  * NULL, gets the degrees of freedom that came from measurements, @eff_df
- * the same counted at what each estimate is worth.
+ * the same with the live settled reference's counted at REF_DF_SHARE
+ * (a reference pooled at an earlier exploration counts in full: an
+ * approximation that errs towards a lower limit, by at most a third of
+ * that reference's degrees of freedom).
  */
 static double
 noise_sd_eff(const PolicyIothreadState *st, double *data_df, double *eff_df)
