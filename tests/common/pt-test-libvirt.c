@@ -155,12 +155,34 @@ pt_test_libvirtd_start(GError **error)
     if (!start_watchdog(lvd, error))
         return NULL;
 
-    /* /run/libvirt exists only once some libvirtd has run on the host. */
+    /*
+     * /run/libvirt exists only once some libvirtd has run on the host.
+     *
+     * /dev/kvm: Debian's udev makes it mode 0660, group kvm, and libvirt
+     * runs QEMU as libvirt-qemu, a member of kvm.  A container can hand
+     * over a node that only root may open.  Then QEMU's capability probe
+     * (run as root) gets KVM while libvirt's own check for the QEMU user
+     * says KVM is unusable; libvirt logs "KVM was enabled when probing
+     * ..., but it is not available now", deems its cache outdated on
+     * every lookup and probes QEMU again, two QEMU runs of about 2 s each
+     * per lookup: 48 s to start one domain on such a host instead of a
+     * few.  The private libvirtd sees a node with udev's mode and group
+     * instead, as on the hosts users run; the host's node is untouched.
+     */
     script = g_strdup_printf("mkdir -p /run/libvirt && "
                              "mount --bind '%s' /run/libvirt && "
+                             "if [ -c /dev/kvm ] && getent group kvm >/dev/null; then "
+                             "  mkdir -p '%s/dev' && "
+                             "  mount -t tmpfs -o mode=0755 tmpfs '%s/dev' && "
+                             "  mknod -m 0660 '%s/dev/kvm' c "
+                             "    $((0x$(stat -c %%t /dev/kvm))) $((0x$(stat -c %%T /dev/kvm))) && "
+                             "  chgrp kvm '%s/dev/kvm' && "
+                             "  mount --bind '%s/dev/kvm' /dev/kvm || exit 1; "
+                             "fi && "
                              "virtlogd -d -p '%s/virtlogd.pid' && "
                              "libvirtd -d -p '%s/libvirtd.pid'",
-                             lvd->run_dir, lvd->dir, lvd->dir);
+                             lvd->run_dir, lvd->dir, lvd->dir, lvd->dir, lvd->dir,
+                             lvd->dir, lvd->dir, lvd->dir);
     {
         const char *argv[] = { "unshare", "--mount", "--propagation", "private",
                                "--", "sh", "-c", script, NULL };
