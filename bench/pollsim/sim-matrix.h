@@ -111,6 +111,11 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimMatrixResult, sim_matrix_result_free)
 SimMatrixResult *sim_matrix_run(gboolean full, SimQemuModel model, guint64 seed,
                                 guint n_threads);
 
+/* POLLSIM_SAMPLE's stride: 1 unless the environment asks for one in k. */
+guint sim_matrix_sample_stride(void);
+/* Whether the @i-th workload in grid order is in a sample of one in @k. */
+gboolean sim_matrix_sampled(guint i, guint k);
+
 /* "qd=48 closed svc=79us dev=nvme host=dedicated steady noise=50% qemu=7.2" */
 char *sim_matrix_cell_format(const SimMatrixCell *c);
 /* exp(score - oracle's): 1.0 is the oracle, 0.97 is 3% below. */

@@ -457,6 +457,7 @@ test_qemu10_per_handler_windows(void)
 #define MATRIX_CEIL_WRITES50 3          /* p95 writes per change at +-50% noise */
 #define MATRIX_N_NVME 64                /* 16 workloads x 4 noise levels */
 #define MATRIX_N_BATCHING 24            /* QD1/16/64 x 5 and 31.5 us x 4 noise levels */
+#define N_MATRIX_NOISE 4                /* noise levels per workload */
 #define MATRIX_N_MULTI 8                /* per disk count: 5 and 31.5 us x 4 noise levels */
 
 /*
@@ -503,17 +504,77 @@ matrix_report(const SimMatrixResult *r, const char *what)
                            ? "; a trivial policy meets it too" : "");
 }
 
+/*
+ * What holds in every cell, sampled or not: an operator's write is never
+ * overwritten, and the guest app's cores are counted where it runs, on a
+ * shared core only.
+ */
+static void
+matrix_check_cells(const SimMatrixResult *r)
+{
+    g_assert_cmpuint(r->operator_overwritten, ==, 0);
+    for (guint i = 0; i < r->n_cells; i++) {
+        g_assert_cmpfloat(sim_matrix_cell_ratio(&r->cells[i], SIM_MATRIX_ADAPTIVE), >, 0.0);
+        for (guint p = 0; p < SIM_MATRIX_N_POLICIES; p++) {
+            if (r->cells[i].w.shared)
+                g_assert_cmpfloat(r->cells[i].app_cores[p], >, 0.05);
+            else
+                g_assert_cmpfloat(r->cells[i].app_cores[p], ==, 0.0);
+        }
+    }
+}
+
+/*
+ * POLLSIM_SAMPLE=k (the sanitized build sets it): one workload in k.  The
+ * floors are the whole grid's and are held where it all runs; a sample
+ * checks what holds in every cell, and that it is the sample asked for.
+ */
+static gboolean
+matrix_sampled(const SimMatrixResult *r, guint n_full_cells)
+{
+    guint k = sim_matrix_sample_stride();
+    guint n_workloads = n_full_cells / N_MATRIX_NOISE;
+    guint want = 0, shared = 0, change = 0, batching = 0, multi = 0;
+
+    if (k == 1)
+        return FALSE;
+    for (guint i = 0; i < n_workloads; i++)
+        want += sim_matrix_sampled(i, k);
+    for (guint i = 0; i < r->n_cells; i++) {
+        shared += r->cells[i].w.shared;
+        change += r->cells[i].w.change;
+        batching += r->cells[i].w.device == SIM_DEVICE_BATCHING;
+        multi += r->cells[i].w.n_devices > 1;
+    }
+    g_test_message("POLLSIM_SAMPLE=%u: %u of the grid's %u cells (%u on a shared core, %u "
+                   "with a phase change, %u batching, %u with 2-3 disks); the floors are "
+                   "held in a run of every cell", k, r->n_cells, n_full_cells, shared, change,
+                   batching, multi);
+    g_assert_cmpuint(r->n_cells, ==, want * N_MATRIX_NOISE);
+    /* The sample holds every kind of cell. */
+    g_assert_cmpuint(shared, >, 0);
+    g_assert_cmpuint(change, >, 0);
+    g_assert_cmpuint(batching, >, 0);
+    g_assert_cmpuint(multi, >, 0);
+    g_assert_cmpuint(r->operator_runs, >, 0);
+    matrix_check_cells(r);
+    return TRUE;
+}
+
 static void
 test_matrix_reduced(void)
 {
     g_autoptr(SimMatrixResult) r = sim_matrix_run(FALSE, SIM_QEMU_7_2, 1, 0);
     double nvme_within, nvme_worst, batch_within, batch_worst, w2, worst2, w3, worst3;
-    guint n_nvme = matrix_class_figures(r, SIM_DEVICE_NVME, 0, &nvme_within, &nvme_worst);
-    guint n_batch = matrix_class_figures(r, SIM_DEVICE_BATCHING, 0, &batch_within, &batch_worst);
-    guint n_two = matrix_class_figures(r, SIM_DEVICE_NVME, 2, &w2, &worst2);
-    guint n_three = matrix_class_figures(r, SIM_DEVICE_NVME, 3, &w3, &worst3);
+    guint n_nvme, n_batch, n_two, n_three;
 
     matrix_report(r, "matrix");
+    if (matrix_sampled(r, MATRIX_N_NVME + MATRIX_N_BATCHING + 2 * MATRIX_N_MULTI))
+        return;
+    n_nvme = matrix_class_figures(r, SIM_DEVICE_NVME, 0, &nvme_within, &nvme_worst);
+    n_batch = matrix_class_figures(r, SIM_DEVICE_BATCHING, 0, &batch_within, &batch_worst);
+    n_two = matrix_class_figures(r, SIM_DEVICE_NVME, 2, &w2, &worst2);
+    n_three = matrix_class_figures(r, SIM_DEVICE_NVME, 3, &w3, &worst3);
     g_test_message("nvme: %u cells, %.1f%% within, worst %.1f%%; batching: %u cells, %.1f%% "
                    "within, worst %.1f%%", n_nvme, 100 * nvme_within, 100 * nvme_worst, n_batch,
                    100 * batch_within, 100 * batch_worst);
@@ -528,15 +589,7 @@ test_matrix_reduced(void)
     g_assert_cmpuint(n_three, ==, MATRIX_N_MULTI);
     g_assert_cmpuint(r->n_cells, ==, n_nvme + n_batch + n_two + n_three);
     g_assert_cmpuint(r->operator_runs, >, 0);
-    g_assert_cmpuint(r->operator_overwritten, ==, 0);
-    /* The guest app's cores are counted where it runs, on a shared core. */
-    for (guint i = 0; i < r->n_cells; i++)
-        for (guint p = 0; p < SIM_MATRIX_N_POLICIES; p++) {
-            if (r->cells[i].w.shared)
-                g_assert_cmpfloat(r->cells[i].app_cores[p], >, 0.05);
-            else
-                g_assert_cmpfloat(r->cells[i].app_cores[p], ==, 0.0);
-        }
+    matrix_check_cells(r);
     g_assert_cmpfloat(nvme_within, >=, MATRIX_FLOOR_WITHIN);
     g_assert_cmpfloat(nvme_worst, >=, MATRIX_FLOOR_WORST);
     g_assert_cmpfloat(r->writes_p95_noise50, <=, MATRIX_CEIL_WRITES50);
@@ -563,8 +616,10 @@ test_matrix_reduced_qemu10(void)
     g_autoptr(SimMatrixResult) r = sim_matrix_run(FALSE, SIM_QEMU_10, 1, 0);
 
     matrix_report(r, "matrix (QEMU 10 model)");
+    if (matrix_sampled(r, MATRIX_N_NVME + MATRIX_N_BATCHING + 2 * MATRIX_N_MULTI))
+        return;
     g_assert_cmpuint(r->n_cells, ==, MATRIX_N_NVME + MATRIX_N_BATCHING + 2 * MATRIX_N_MULTI);
-    g_assert_cmpuint(r->operator_overwritten, ==, 0);
+    matrix_check_cells(r);
     g_assert_cmpfloat(r->share_within, >=, MATRIX10_FLOOR_WITHIN);
     g_assert_cmpfloat(r->worst_ratio, >=, MATRIX10_FLOOR_WORST);
     g_assert_cmpfloat(r->writes_p95_noise50, <=, MATRIX_CEIL_WRITES50);
