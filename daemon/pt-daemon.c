@@ -397,6 +397,10 @@ pt_daemon_on_sample(PtTarget *t, ProbeTargetSnap *snap, const GError *error, gpo
 
     g_free(ctx);
     if (!current) {
+        /* A late failure: the target is lost and says so itself; its
+         * next attach starts a fresh count of late ticks. */
+        if (error && !t->detached)
+            t->late_ticks = 0;
         probe_target_snap_free(snap);
         return;
     }
@@ -404,6 +408,11 @@ pt_daemon_on_sample(PtTarget *t, ProbeTargetSnap *snap, const GError *error, gpo
      * not look attached: it is lost with the reason, and a QMP target is
      * reconnected from scratch after its backoff. */
     pt_target_sample_result(t, error, g_get_monotonic_time());
+    if (t->late_ticks) {
+        pt_info(t->name, NULL, "sample back within its tick after %u late tick%s",
+                t->late_ticks, t->late_ticks == 1 ? "" : "s");
+        t->late_ticks = 0;
+    }
     if (error) {
         pt_debug(t->name, NULL, "sample: %s", error->message);
     } else {
@@ -417,13 +426,54 @@ pt_daemon_on_sample(PtTarget *t, ProbeTargetSnap *snap, const GError *error, gpo
         pt_daemon_tick_end(d);
 }
 
+/* The share of the interval a tick waits for its samples. */
+static guint
+pt_daemon_tick_wait_ms(const PtDaemon *d)
+{
+    return MAX(d->conf->interval_ms * 8 / 10, 50);
+}
+
+/*
+ * @t gives no sample this tick: its answer missed the tick's deadline
+ * (@at_deadline), or the sample of an earlier tick is still out, so none
+ * was started.  The VM is named, so that one never tuned because its QEMU
+ * or libvirtd answers too slowly is not only a counter: at its first late
+ * tick, then at the 2nd, 4th, 8th... in a row, so that a VM late for hours
+ * writes a few dozen lines, not one a tick.
+ */
+static void
+pt_daemon_late(PtDaemon *d, PtTarget *t, gboolean at_deadline)
+{
+    guint n = ++t->late_ticks;
+
+    if (n & (n - 1))
+        return;
+    if (at_deadline)
+        pt_warn(t->name, NULL, "no sample this tick: the answer was not back within %u ms "
+                "(%u tick%s in a row); its iothreads are not tuned until one is",
+                pt_daemon_tick_wait_ms(d), n, n == 1 ? "" : "s");
+    else
+        pt_warn(t->name, NULL, "no sample this tick: still waiting for the one sent %.1f s "
+                "ago (%u ticks in a row); its iothreads are not tuned until one is",
+                (g_get_monotonic_time() - t->sample_start_us) / 1e6, n);
+}
+
+/* The tick's deadline: it goes on without the samples still out, whose
+ * answers will be dropped. */
 static gboolean
 pt_daemon_tick_deadline(gpointer data)
 {
     PtDaemon *d = data;
+    g_autoptr(GPtrArray) targets = pt_daemon_list_targets(d);
 
     d->tick_deadline = 0;
     d->stats.late_targets += d->tick_pending;
+    for (guint i = 0; i < targets->len; i++) {
+        PtTarget *t = targets->pdata[i];
+
+        if (t->sampling && t->sample_tick == d->tick_id)
+            pt_daemon_late(d, t, TRUE);
+    }
     pt_daemon_tick_end(d);
     return G_SOURCE_REMOVE;
 }
@@ -462,21 +512,25 @@ pt_daemon_tick(gpointer data)
         pt_target_retry(t);
         pt_target_health_tick(t, d->tick_start_us);
         pt_daemon_log_news(t);
-        if (t->state != PT_TARGET_ATTACHED || t->sampling)
+        if (t->state != PT_TARGET_ATTACHED)
             continue;
+        if (t->sampling) {
+            pt_daemon_late(d, t, FALSE);
+            continue;
+        }
         if (t->probe)
             probe_target_sample_vcpus(t->probe, d->tick_host);
         ctx = g_new0(PtSampleCtx, 1);
         ctx->d = d;
         ctx->tick = d->tick_id;
+        t->sample_tick = d->tick_id;
         d->tick_pending++;
         pt_target_sample(t, d->tick_mono_ns, d->tick_now_ms, pt_daemon_on_sample, ctx);
     }
     if (--d->tick_pending == 0)
         pt_daemon_tick_end(d);
     else if (d->tick_running)
-        d->tick_deadline = g_timeout_add(MAX(d->conf->interval_ms * 8 / 10, 50),
-                                         pt_daemon_tick_deadline, d);
+        d->tick_deadline = g_timeout_add(pt_daemon_tick_wait_ms(d), pt_daemon_tick_deadline, d);
     return G_SOURCE_CONTINUE;
 }
 

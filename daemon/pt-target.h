@@ -185,6 +185,9 @@ struct PtTarget {
     gint64 sample_start_us;         /* monotonic, of the running sample */
     double sample_ms;               /* the last sample took; < 0: none yet */
     guint failed_samples;           /* consecutive, reset by a good one */
+    guint64 sample_tick;            /* the tick that started the running sample */
+    guint late_ticks;               /* consecutive ticks it gave no sample
+                                     * by their deadline, reset by one in time */
     PtTargetHealth health;
     PtSampleDone sample_done;
     gpointer sample_data;

@@ -428,6 +428,9 @@ test_stop_during_first_sample(void)
     st = pt_test_daemon_ok(d, "status", NULL);
     g_assert_nonnull(pt_test_status_target(st, "vm-h"));
     g_assert_null(pt_test_status_iothread(st, "vm-h", "iot0"));
+    /* The log names the VM left out, and the wait it was given. */
+    g_assert_cmpuint(pt_test_daemon_log_count(d, "no sample this tick: the answer was not "
+                                                 "back within 3200 ms (1 tick in a row)"), ==, 1);
 
     /* Stop, and let QEMU answer again half a second into the stop. */
     g_assert_cmpint(kill(d->pid, SIGTERM), ==, 0);
@@ -435,6 +438,54 @@ test_stop_during_first_sample(void)
     pt_test_qemu_signal(vm->qemu, SIGCONT);
     g_assert_cmpint(pt_test_daemon_reap(d), ==, 0);
     assert_stop_restored(d, vm);
+}
+
+/*
+ * A QEMU that stops answering for a few ticks, within the QMP deadline:
+ * each tick goes on without it, the log names it at its 1st, 2nd and 4th
+ * late tick (not every one), and says when its samples are back in time.
+ */
+static void
+test_late_sample(void)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(PtTestVm) vm = NULL;
+    g_autoptr(PtTestDaemon) d = NULL;
+    g_autoptr(json_object) st = NULL;
+    g_autofree char *conf = NULL;
+    gint64 ticks;
+
+    if (pt_test_skip_without_qemu())
+        return;
+    vm = pt_test_vm_start(vm_dir, "vm-l", NULL);
+    /* Ticks 500 ms apart wait 400 ms for their samples; a QMP deadline
+     * far beyond the stall keeps the sample in flight instead of failing. */
+    conf = g_strdup_printf("interval = 500ms\nqmp-timeout = 20s\nmetrics-listen =\n"
+                           "[targets]\nlibvirt = false\nqmp-globs = %s/*.qmp\n"
+                           "[policy]\ndefault = off\nmin-dwell = 0\n", vm_dir);
+    d = pt_test_daemon_start(conf, &err);
+    g_assert_no_error(err);
+    g_assert_cmpint(pt_test_wait_target(d, "vm-l", 2, TRUE, 5000), >=, 0);
+    st = pt_test_daemon_ok(d, "status", NULL);
+    ticks = pt_json_path_int(st, "ticks");
+
+    /* Six ticks pass while QEMU is stopped: at least five without its
+     * sample, whichever point of a tick the stop lands on. */
+    pt_test_qemu_signal(vm->qemu, SIGSTOP);
+    g_assert_true(pt_test_wait_ticks(d, ticks + 6, 10000));
+    pt_test_qemu_signal(vm->qemu, SIGCONT);
+    g_assert_true(pt_test_wait_log(d, "vm-l: sample back within its tick after", 1, 5000));
+
+    g_assert_cmpuint(pt_test_daemon_log_count(d, "vm-l: no sample this tick: the answer was "
+                                                 "not back within 400 ms (1 tick in a row)"),
+                     ==, 1);
+    g_assert_cmpuint(pt_test_daemon_log_count(d, "vm-l: no sample this tick: still waiting "
+                                                 "for the one sent"), ==, 2);
+    g_assert_cmpuint(pt_test_daemon_log_count(d, "(2 ticks in a row)"), ==, 1);
+    g_assert_cmpuint(pt_test_daemon_log_count(d, "(3 ticks in a row)"), ==, 0);
+    g_assert_cmpuint(pt_test_daemon_log_count(d, "(4 ticks in a row)"), ==, 1);
+    /* Still attached: the stall was within the QMP deadline. */
+    g_assert_cmpuint(pt_test_daemon_log_count(d, "vm-l: lost"), ==, 0);
 }
 
 static void
@@ -1163,6 +1214,7 @@ main(int argc, char **argv)
     g_test_add_func("/daemon/qmp/kill-and-restart", test_kill_and_restart);
     g_test_add_func("/daemon/qmp/stop-before-first-sample", test_stop_before_first_sample);
     g_test_add_func("/daemon/qmp/stop-during-first-sample", test_stop_during_first_sample);
+    g_test_add_func("/daemon/qmp/late-sample", test_late_sample);
     g_test_add_func("/daemon/qmp/recommend-once", test_recommend_once);
     g_test_add_func("/daemon/qmp/new-instance", test_new_instance);
     g_test_add_func("/daemon/qmp/external-write-held", test_external_write_held);
