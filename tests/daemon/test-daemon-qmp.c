@@ -49,13 +49,22 @@ wait_poll(PtTestVm *vm, const char *iothread, guint64 want, guint ms)
     return pt_test_qmp_wait_poll_max(vm->qmp, iothread, want, ms);
 }
 
+/* A configuration: ticks @interval apart, @extra in [daemon], @policy
+ * for every iothread, and @policy_extra in [policy]. */
+static char *
+conf_full(const char *interval, const char *extra, const char *policy,
+          const char *policy_extra)
+{
+    return g_strdup_printf("interval = %s\nmetrics-listen =\n%s"
+                           "[targets]\nlibvirt = false\nqmp-globs = %s/*.qmp\n"
+                           "[policy]\ndefault = %s\n%s",
+                           interval, extra ? extra : "", vm_dir, policy, policy_extra);
+}
+
 static char *
 conf_for(const char *policy, const char *extra)
 {
-    return g_strdup_printf("interval = 200ms\nmetrics-listen =\n%s"
-                           "[targets]\nlibvirt = false\nqmp-globs = %s/*.qmp\n"
-                           "[policy]\ndefault = %s\nmin-dwell = 0\n",
-                           extra ? extra : "", vm_dir, policy);
+    return conf_full("200ms", extra, policy, "min-dwell = 0\n");
 }
 
 static void
@@ -325,13 +334,11 @@ start_attached(const char *name, const char *policy, guint64 iot1_poll, PtTestVm
 static void
 conf_rewrite(PtTestDaemon *d, const char *policy, const char *interval, const char *extra)
 {
-    g_autofree char *conf = conf_for(policy, extra);
+    g_autofree char *conf = conf_full(interval, extra, policy, "min-dwell = 0\n");
     g_autofree char *body = NULL;
 
-    g_assert_true(g_str_has_prefix(conf, "interval = 200ms\n"));
-    body = g_strdup_printf("[daemon]\ndatabase = %s\ncontrol-socket = %s\ninterval = %s\n%s",
-                           d->db_path, d->socket_path, interval,
-                           conf + strlen("interval = 200ms\n"));
+    body = g_strdup_printf("[daemon]\ndatabase = %s\ncontrol-socket = %s\n%s",
+                           d->db_path, d->socket_path, conf);
     g_assert_true(g_file_set_contents(d->conf_path, body, -1, NULL));
 }
 
@@ -460,9 +467,7 @@ test_late_sample(void)
     vm = pt_test_vm_start(vm_dir, "vm-l", NULL);
     /* Ticks 500 ms apart wait 400 ms for their samples; a QMP deadline
      * far beyond the stall keeps the sample in flight instead of failing. */
-    conf = g_strdup_printf("interval = 500ms\nqmp-timeout = 20s\nmetrics-listen =\n"
-                           "[targets]\nlibvirt = false\nqmp-globs = %s/*.qmp\n"
-                           "[policy]\ndefault = off\nmin-dwell = 0\n", vm_dir);
+    conf = conf_full("500ms", "qmp-timeout = 20s\n", "off", "min-dwell = 0\n");
     d = pt_test_daemon_start(conf, &err);
     g_assert_no_error(err);
     g_assert_cmpint(pt_test_wait_target(d, "vm-l", 2, TRUE, 5000), >=, 0);
@@ -1047,10 +1052,8 @@ test_explain_guards(void)
     if (pt_test_skip_without_qemu())
         return;
     vm = pt_test_vm_start(vm_dir, "vm-e", NULL);
-    conf = g_strdup_printf("interval = 200ms\nmetrics-listen =\n"
-                           "[targets]\nlibvirt = false\nqmp-globs = %s/*.qmp\n"
-                           "[policy]\ndefault = static:60000/0/0\nmin-dwell = 1h\n"
-                           "budget-cores = 0.01\nexternal-hold = 30m\n", vm_dir);
+    conf = conf_full("200ms", NULL, "static:60000/0/0",
+                     "min-dwell = 1h\nbudget-cores = 0.01\nexternal-hold = 30m\n");
     d = pt_test_daemon_start(conf, &err);
     g_assert_no_error(err);
     g_assert_true(wait_poll(vm, "iot0", 60000, 5000));
@@ -1182,9 +1185,7 @@ test_explain_psi(void)
         return;
     }
     vm = pt_test_vm_start(vm_dir, "vm-p", NULL);
-    conf = g_strdup_printf("interval = 200ms\nmetrics-listen =\n"
-                           "[targets]\nlibvirt = false\nqmp-globs = %s/*.qmp\n"
-                           "[policy]\ndefault = adaptive:latency\npsi-limit = 0.01\n", vm_dir);
+    conf = conf_full("200ms", NULL, "adaptive:latency", "psi-limit = 0.01\n");
     d = pt_test_daemon_start(conf, &err);
     g_assert_no_error(err);
     g_assert_cmpint(pt_test_wait_target(d, "vm-p", 2, TRUE, 10000), >=, 0);
