@@ -190,6 +190,7 @@ cli_cmd_status(CliContext *ctx, char **args, guint n, GError **error)
         json_object *tg = json_object_array_get_idx(targets, i);
         json_object *its = member(tg, "iothreads");
         const char *src = qmp_json_get_string(tg, "exits_source");
+        gint64 late;
 
         if (src) {
             cli_table_row(x);
@@ -204,6 +205,17 @@ cli_cmd_status(CliContext *ctx, char **args, guint n, GError **error)
             cli_table_cell(why, str(tg, "name"));
             cli_table_cell(why, str(tg, "state"));
             cli_table_cell(why, str(tg, "state_reason"));
+        }
+        if (qmp_json_get_int(tg, "late_ticks", &late) && late > 0) {
+            g_autofree char *text = g_strdup_printf("no sample for the last %" G_GINT64_FORMAT
+                                                    " tick%s: its answers come after the "
+                                                    "tick's deadline; not tuned meanwhile",
+                                                    late, late == 1 ? "" : "s");
+
+            cli_table_row(why);
+            cli_table_cell(why, str(tg, "name"));
+            cli_table_cell(why, "late");
+            cli_table_cell(why, text);
         }
 
         if (array_len(its) == 0) {

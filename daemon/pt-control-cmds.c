@@ -275,6 +275,7 @@ pt_json_target(PtDaemon *d, PtTarget *t, const char *only, guint history)
     json_object_object_add(o, "pid", json_object_new_int(t->pid));
     if (t->sample_ms >= 0)
         pt_json_num(o, "sample_ms", t->sample_ms);
+    json_object_object_add(o, "late_ticks", json_object_new_int64(t->late_ticks));
     pt_json_target_qemu(o, t);
     json_object_object_add(o, "policy", json_object_new_string(policy));
     for (guint i = 0; i < list->len; i++) {

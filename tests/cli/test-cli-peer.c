@@ -203,7 +203,8 @@ request_args(PeerScript *s, guint i)
     "\"/var/lib/polltune/history.db\", \"health\": \"ok\", \"pending\": 0, \"dropped\": 0},"\
     " \"host\": {\"psi_some_avg10\": 0.5, \"cpu_busy_pct\": 37.0, \"polling_cores\": 0.21," \
     " \"budget_cores\": 1.0}, \"targets\": [{\"name\": \"vm-3\", \"kind\": \"libvirt\","    \
-    " \"state\": \"attached\", \"pid\": 1234, \"policy\": \"adaptive:balanced\","           \
+    " \"state\": \"attached\", \"pid\": 1234, \"late_ticks\": 3,"                            \
+    " \"policy\": \"adaptive:balanced\","                                                    \
     " \"iothreads\": [{\"id\": \"iothread1\", \"tid\": 1240, \"triple\": {\"poll-max-ns\":" \
     " 32768, \"poll-grow\": 0, \"poll-shrink\": 0}, \"policy\": \"adaptive:balanced\","     \
     " \"override\": null, \"metrics\": {\"ts_ms\": 1764690000000, \"iops\": 2410.0,"        \
@@ -243,6 +244,9 @@ test_status(void)
     /* A target that is not healthy says why. */
     g_assert_nonnull(strstr(r.out, "\nNot healthy\n"));
     g_assert_nonnull(strstr(r.out, "db-1  lost   db-1: greeting: no QMP member; attempt 3 failed"));
+    /* Nor is one whose samples miss the tick. */
+    g_assert_nonnull(strstr(r.out, "vm-3  late   no sample for the last 3 ticks: its answers "
+                                   "come after the tick's deadline; not tuned meanwhile"));
     script_clear(&s);
 
     run_against(&s, &r, (const char *[]){ "status", "--json", NULL });

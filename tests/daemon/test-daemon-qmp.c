@@ -478,8 +478,14 @@ test_late_sample(void)
      * sample, whichever point of a tick the stop lands on. */
     pt_test_qemu_signal(vm->qemu, SIGSTOP);
     g_assert_true(pt_test_wait_ticks(d, ticks + 6, 10000));
+    g_clear_pointer(&st, json_object_put);
+    st = pt_test_daemon_ok(d, "status", NULL);
+    g_assert_cmpint(pt_json_path_int(pt_test_status_target(st, "vm-l"), "late_ticks"), >=, 5);
     pt_test_qemu_signal(vm->qemu, SIGCONT);
     g_assert_true(pt_test_wait_log(d, "vm-l: sample back within its tick after", 1, 5000));
+    g_clear_pointer(&st, json_object_put);
+    st = pt_test_daemon_ok(d, "status", NULL);
+    g_assert_cmpint(pt_json_path_int(pt_test_status_target(st, "vm-l"), "late_ticks"), ==, 0);
 
     g_assert_cmpuint(pt_test_daemon_log_count(d, "vm-l: no sample this tick: the answer was "
                                                  "not back within 400 ms (1 tick in a row)"),
