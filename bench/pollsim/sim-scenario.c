@@ -147,13 +147,15 @@ noise_next(guint64 *state)
     return z ^ (z >> 31);
 }
 
-/* Scale what the policy sees of one tick's I/O by 1 + U(-noise, +noise). */
-static void
-metrics_add_noise(PolicyMetrics *m, double noise, guint64 *state)
+void
+sim_metrics_add_noise(PolicyMetrics *m, double noise, guint64 *state)
 {
     double u = (noise_next(state) >> 11) * (1.0 / 9007199254740992.0);
     double f = 1.0 + noise * (2 * u - 1);
 
+    /* Each operation adds its latency to total_time_ns, whose rate is the
+     * queue depth: left alone, qd / latency would be the noise-free IOPS. */
+    m->queue_depth *= f;
     m->rd_iops *= f;
     m->wr_iops *= f;
     m->flush_iops *= f;
@@ -248,7 +250,7 @@ sim_scenario_run_opts(const SimScenario *scn, const PolicySpec *spec,
             loops[i].truth0 = *tr;
             /* The scores above saw the truth; the policy sees the noisy figures. */
             if (opts && opts->noise > 0)
-                metrics_add_noise(&loops[i].hist[loops[i].n_hist - 1], opts->noise, &noise_state);
+                sim_metrics_add_noise(&loops[i].hist[loops[i].n_hist - 1], opts->noise, &noise_state);
             inputs[i] = (PolicyIothreadInput){ "vm", loops[i].name, sim_vm_triple(sim, i),
                                                loops[i].hist, loops[i].n_hist };
         }

@@ -120,6 +120,15 @@ typedef struct {
     FILE *trace;
 } SimRunOpts;
 
+/*
+ * Scale what the policy sees of one tick's I/O by 1 + U(-@noise, +@noise),
+ * as if that many more or fewer operations had completed: the per-second
+ * counts (operations, bytes, the queue depth, which is their summed time)
+ * scale, each operation's latency and the blocks and exits per second do
+ * not.  @state is a splitmix64 state.
+ */
+void sim_metrics_add_noise(PolicyMetrics *m, double noise, guint64 *state);
+
 SimRun *sim_scenario_run_opts(const SimScenario *scn, const PolicySpec *spec,
                               const PolicyTriple *phase_triples, double scale, guint64 seed,
                               const SimRunOpts *opts);

@@ -294,6 +294,43 @@ run_counters(guint64 seed, PolicyCounters *out)
     sim_vm_counters(sim, 0, out);
 }
 
+/*
+ * Noise on a tick's I/O is that many more or fewer operations: what the
+ * policy sees stays one consistent tick.  IOPS = queue depth / latency
+ * (both come from the same counters), and the blocks and exits per second
+ * do not move.  Before the queue depth was scaled, qd / latency gave the
+ * noise-free IOPS in every noisy cell.
+ */
+static void
+test_noise_consistent(void)
+{
+    guint64 state = 42;
+    double lo = G_MAXDOUBLE, hi = 0;
+
+    for (guint i = 0; i < 1000; i++) {
+        PolicyMetrics m = {
+            .rd_iops = 15000, .wr_iops = 5000, .lat_mean_ns = 40000,
+            .queue_depth = 20000 * 40000e-9, .have_cpu = TRUE, .blocks_per_op = 0.5,
+            .have_exits = TRUE, .exits_per_op = 0.7,
+        };
+        double iops;
+
+        sim_metrics_add_noise(&m, 0.5, &state);
+        iops = policy_metrics_iops(&m);
+        lo = MIN(lo, iops);
+        hi = MAX(hi, iops);
+        g_assert_cmpfloat(iops, >=, 10000 * (1 - 1e-9));
+        g_assert_cmpfloat(iops, <=, 30000 * (1 + 1e-9));
+        g_assert_cmpfloat(fabs(m.queue_depth / (m.lat_mean_ns * 1e-9) - iops), <, 1e-6 * iops);
+        g_assert_cmpfloat(fabs(m.blocks_per_op * iops - 10000), <, 1e-6);
+        g_assert_cmpfloat(fabs(m.exits_per_op * iops - 14000), <, 1e-6);
+        g_assert_cmpfloat(m.lat_mean_ns, ==, 40000);
+    }
+    /* +-50% is used: the draws span most of it. */
+    g_assert_cmpfloat(lo, <, 11000);
+    g_assert_cmpfloat(hi, >, 29000);
+}
+
 static void
 test_deterministic(void)
 {
@@ -651,6 +688,7 @@ main(int argc, char **argv)
     g_test_add_func("/pollsim/batching/nvme-is-default", test_nvme_class_is_default);
     g_test_add_func("/pollsim/many-handlers/cost", test_many_handlers_cost);
     g_test_add_func("/pollsim/deterministic", test_deterministic);
+    g_test_add_func("/pollsim/noise/consistent", test_noise_consistent);
     g_test_add_func("/pollsim/window-rules", test_window_rules);
     g_test_add_func("/pollsim/write-resets-window", test_write_resets_window);
     g_test_add_func("/pollsim/matrix/reduced", test_matrix_reduced);
