@@ -408,11 +408,11 @@ pt_daemon_on_sample(PtTarget *t, ProbeTargetSnap *snap, const GError *error, gpo
      * not look attached: it is lost with the reason, and a QMP target is
      * reconnected from scratch after its backoff. */
     pt_target_sample_result(t, error, g_get_monotonic_time());
-    if (t->late_ticks) {
+    /* In time again; a failure says so through the target's health. */
+    if (t->late_ticks && !error)
         pt_info(t->name, NULL, "sample back within its tick after %u late tick%s",
                 t->late_ticks, t->late_ticks == 1 ? "" : "s");
-        t->late_ticks = 0;
-    }
+    t->late_ticks = 0;
     if (error) {
         pt_debug(t->name, NULL, "sample: %s", error->message);
     } else {
@@ -454,8 +454,8 @@ pt_daemon_late(PtDaemon *d, PtTarget *t, gboolean at_deadline)
                 pt_daemon_tick_wait_ms(d), n, n == 1 ? "" : "s");
     else
         pt_warn(t->name, NULL, "no sample this tick: still waiting for the one sent %.1f s "
-                "ago (%u ticks in a row); its iothreads are not tuned until one is",
-                (g_get_monotonic_time() - t->sample_start_us) / 1e6, n);
+                "ago (%u tick%s in a row); its iothreads are not tuned until one is",
+                (g_get_monotonic_time() - t->sample_start_us) / 1e6, n, n == 1 ? "" : "s");
 }
 
 /* The tick's deadline: it goes on without the samples still out, whose

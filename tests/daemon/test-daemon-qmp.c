@@ -497,6 +497,18 @@ test_late_sample(void)
     g_assert_cmpuint(pt_test_daemon_log_count(d, "(4 ticks in a row)"), ==, 1);
     /* Still attached: the stall was within the QMP deadline. */
     g_assert_cmpuint(pt_test_daemon_log_count(d, "vm-l: lost"), ==, 0);
+
+    /* Late again, then QEMU dies: the sample still out fails, the VM is
+     * lost, and its count of late ticks ends without a "back". */
+    ticks = pt_json_path_int(st, "ticks");
+    pt_test_qemu_signal(vm->qemu, SIGSTOP);
+    g_assert_true(pt_test_wait_ticks(d, ticks + 3, 10000));
+    pt_test_qemu_signal(vm->qemu, SIGKILL);
+    g_assert_true(pt_test_wait_log(d, "vm-l: lost", 1, 5000));
+    g_clear_pointer(&st, json_object_put);
+    st = pt_test_daemon_ok(d, "status", NULL);
+    g_assert_cmpint(pt_json_path_int(pt_test_status_target(st, "vm-l"), "late_ticks"), ==, 0);
+    g_assert_cmpuint(pt_test_daemon_log_count(d, "vm-l: sample back within its tick"), ==, 1);
     /* A clean exit, which a checker around the daemon (ASan, valgrind)
      * turns into a failure if the late path erred. */
     g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
