@@ -364,8 +364,10 @@ sim_matrix_sample_stride(void)
 
     if (!s)
         return 1;
-    if (!g_ascii_string_to_unsigned(s, 10, 1, 64, &k, NULL))
-        g_error("POLLSIM_SAMPLE=\"%s\": not a whole number from 1 to 64", s);
+    if (!g_ascii_string_to_unsigned(s, 10, 1, 64, &k, NULL)) {
+        fprintf(stderr, "POLLSIM_SAMPLE=\"%s\": not a whole number from 1 to 64\n", s);
+        exit(2);
+    }
     return (guint)k;
 }
 
