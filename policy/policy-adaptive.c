@@ -5,14 +5,14 @@
  * QEMU already sizes the poll window at the microsecond scale; what it cannot
  * know is whether polling pays at all here, and whether its ceiling is too
  * low for the gaps this device shows.  So the adaptive policy does not guess
- * windows: it measures.  When the workload changes (a CUSUM of ln IOPS,
- * sized to the measured noise) it measures the starting triple, then up to
- * two candidates, polling off and a wide window (probe_poll_max_ns, QEMU's
- * own growth below it), each until the difference is clear or for at most
- * SEG_MAX ticks, and switches only when a candidate wins by more than a
- * confidence bound.  A wide probe is skipped only when even the best case
- * cannot pay for its core.  Between explorations it writes nothing: every
- * write resets QEMU's window.
+ * windows: it measures.  When the workload changes (a CUSUM of ln IOPS and
+ * one of blocks per operation, each sized to the measured noise) it
+ * measures the starting triple, then up to two candidates, polling off and
+ * a wide window (probe_poll_max_ns, QEMU's own growth below it), each until
+ * the difference is clear or for at most SEG_MAX ticks, and switches only
+ * when a candidate wins by more than a confidence bound.  A wide probe is
+ * skipped only when even the best case cannot pay for its core.  Between
+ * explorations it writes nothing: every write resets QEMU's window.
  */
 #include <math.h>
 
@@ -222,6 +222,20 @@ wide_triple(const PolicyConfig *cfg)
     return (PolicyTriple){ MIN(cfg->probe_poll_max_ns, cfg->max_poll_max_ns), 0, 0 };
 }
 
+/*
+ * The I/O's shape, for the change detector: ln(blocks per operation +
+ * SHAPE_FLOOR).  The floor keeps a window that catches nearly everything
+ * (0.00-0.05 blocks per operation) from looking like a change of several
+ * times; below a block per ten operations the difference does not matter.
+ */
+#define SHAPE_FLOOR 0.1
+
+static double
+shape_of(const PolicyMetrics *m)
+{
+    return log(MAX(m->blocks_per_op, 0.0) + SHAPE_FLOOR);
+}
+
 static void
 segment_start(PolicySegment *g, const PolicyTriple *t)
 {
@@ -243,6 +257,15 @@ segment_add(const PolicyConfig *cfg, PolicySegment *g, PolicyObjective o, const 
     g->cpu_sum += m->have_cpu ? m->cpu_pct : 0.0;
     g->vm_cores_sum += policy_config_vm_cores(cfg, m);
     g->n_exits += m->have_exits;
+    if (m->have_cpu) {
+        double y = shape_of(m);
+
+        if (g->n_shape)
+            g->shape_ssd += (y - g->last_shape) * (y - g->last_shape);
+        g->last_shape = y;
+        g->n_shape++;
+        g->shape_sum += y;
+    }
     g->last = *m;
 }
 
@@ -550,6 +573,7 @@ settle(PolicyIothreadState *st, const PolicySegment *g, gint64 now_ms)
     st->ref = *g;
     st->ref_ms = now_ms;
     st->cusum_hi = st->cusum_lo = 0;
+    st->shape_hi = st->shape_lo = 0;
     st->gross_sign = 0;
 }
 
@@ -677,6 +701,47 @@ explore_next(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
 }
 
 static const char WHY_MOVED[] = "IOPS moved away from the settled reference";
+static const char WHY_SHAPE[] = "blocks per operation moved away from the settled reference";
+
+/*
+ * Did the I/O change shape?  Under polling off a new workload can move
+ * IOPS by less than a change_ratio step and still be a different
+ * question: an open load at half the device's rate turning into QD1
+ * moved the simulator's IOPS by 15% under off, so the CUSUM of ln IOPS
+ * never reached its limit, while blocks per operation went from 1.35 to
+ * 2.00 and polling would have gained 46% (docs/BENCHMARKS.md).  So a
+ * second CUSUM, of the shape's ln against the reference's mean, sized
+ * like the first: slack half a step or half a standard deviation plus
+ * the reference mean's standard error, limit CUSUM_SDS deviations, each
+ * tick clamped to CUSUM_TICK_SHARE of it.  The deviation is the
+ * reference's own, from successive differences, raised by CHANGE_SD_SES
+ * standard errors and at least SHAPE_SD_MIN: a few steady ticks of a
+ * noise-free run can agree to a fraction of a percent.
+ */
+#define SHAPE_SD_MIN 0.05
+
+static gboolean
+shape_changed(const PolicyConfig *cfg, PolicyIothreadState *st, const PolicyMetrics *m,
+              GString *evidence)
+{
+    const PolicySegment *r = &st->ref;
+    double step = log1p(cfg->change_ratio), df, sd, h, slack, x;
+
+    if (!m->have_cpu || r->n_shape < REF_MIN_TICKS)
+        return FALSE;
+    df = (r->n_shape - 1) * REF_DF_SHARE;
+    sd = sqrt(r->shape_ssd / 2 / (r->n_shape - 1)) * (1.0 + CHANGE_SD_SES / sqrt(2.0 * df));
+    sd = MAX(sd, SHAPE_SD_MIN);
+    h = MAX(step, CUSUM_SDS * sd);
+    slack = MAX(step, sd) / 2 + sd / sqrt(r->n_shape);
+    x = shape_of(m) - r->shape_sum / r->n_shape;
+    x = CLAMP(x, -CUSUM_TICK_SHARE * h - slack, CUSUM_TICK_SHARE * h + slack);
+    st->shape_hi = MAX(0.0, st->shape_hi + x - slack);
+    st->shape_lo = MAX(0.0, st->shape_lo - x - slack);
+    g_string_append_printf(evidence, " shape_cusum=%.3f/%.3f shape_limit=%.3f", st->shape_hi,
+                           st->shape_lo, h);
+    return st->shape_hi > h || st->shape_lo > h;
+}
 
 /*
  * Has the workload changed?  A two-sided CUSUM of ln IOPS against the
@@ -730,6 +795,10 @@ workload_changed(const PolicyConfig *cfg, PolicyIothreadState *st, const PolicyM
         *why = WHY_MOVED;
         return TRUE;
     }
+    if (shape_changed(cfg, st, m, evidence)) {
+        *why = WHY_SHAPE;
+        return TRUE;
+    }
     if (cfg->revalidate_ms > 0 && now_ms - st->ref_ms >= cfg->revalidate_ms) {
         *why = "periodic revalidation";
         return TRUE;
@@ -775,7 +844,8 @@ explore_begin(const PolicyConfig *cfg, PolicyProposal *p, const char *why, gint6
      * exits are counted, the wide probe measures whole-VM CPU, so the
      * hold-off of a cut made for the old workload does not apply to it.
      */
-    if (why == WHY_MOVED && m->have_exits && st->holdoff_until_ms > now_ms) {
+    if ((why == WHY_MOVED || why == WHY_SHAPE) && m->have_exits &&
+        st->holdoff_until_ms > now_ms) {
         st->holdoff_until_ms = G_MININT64;
         g_string_append(p->evidence, " contention_holdoff=cleared(new workload)");
     }

@@ -36,6 +36,9 @@ typedef struct {
     double cpu_sum;             /* % of a core */
     double vm_cores_sum;        /* whole-VM cores (policy_config_vm_cores) */
     guint n_exits;              /* ticks with exit counters */
+    /* ln(blocks per operation + SHAPE_FLOOR), ticks with CPU counters */
+    guint n_shape;
+    double shape_sum, shape_ssd, last_shape;
     PolicyMetrics last;
 } PolicySegment;
 
@@ -51,12 +54,14 @@ typedef struct {
     /*
      * adaptive: the settled reference the workload is compared against,
      * every steady tick under the settled triple, and the change detector
-     * (a two-sided CUSUM of ln IOPS against the reference's mean).
+     * (two-sided CUSUMs of ln IOPS and of the I/O's shape against the
+     * reference's means).
      */
     gboolean have_ref;
     PolicySegment ref;
     gint64 ref_ms;
     double cusum_hi, cusum_lo;
+    double shape_hi, shape_lo;  /* the same for the I/O's shape (blocks per op) */
     /* The sign of the last tick that moved by a gross factor, or 0. */
     int gross_sign;
 

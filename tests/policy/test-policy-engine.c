@@ -18,6 +18,7 @@ typedef struct {
     double cpu_off, cpu_poll;   /* % of a core */
     double run_delay;           /* iothread run-queue wait, % */
     double exits_off, exits_poll;   /* KVM exits/s; 0: no exit counters */
+    double blocks_off;          /* blocks per operation when not caught; 0: 2.0 */
 } Load;
 
 typedef struct {
@@ -256,6 +257,26 @@ static const Case cases[] = {
                   { 19, 0, 1, 262144, POLICY_CAUSE_ROLLBACK, NULL, 1 } },
       .check_final = TRUE, .final_poll = { 262144 } },
     /*
+     * Under polling off, an open load at half the device's rate becomes
+     * QD1: IOPS move by 15%, less than a change_ratio step, and a CUSUM
+     * of ln IOPS alone never reaches its limit, but every operation now
+     * blocks twice (1.35 blocks per operation before, 2.00 after) and
+     * polling buys 46%.  The shape's own CUSUM sees it on the fourth tick
+     * (the step's first difference widens its limit, as it does the IOPS
+     * CUSUM's).
+     */
+    { .name = "shape-change-is-a-change", .spec = "adaptive", .n_ticks = 24,
+      .n_iot = 1, .start = { 0, 0, 0 },
+      .load = { { 25000, 25000, 18000, 20, 100, 0, 0, 0, 1.35 } },
+      .load2 = { { 28750, 42000, 18000, 20, 100, 0, 0, 0, 2.0 } }, .phase2_tick = 12,
+      .quiet_from = 17,
+      .expect = { { 1, 0, 1, 262144, POLICY_CAUSE_PROBE, NULL, 1 },
+                  { 2, 0, 1, 0, POLICY_CAUSE_ROLLBACK, NULL, 1 },
+                  { 14, 0, 0, -1, POLICY_CAUSE_NONE, "steady", -1 },
+                  { 15, 0, 1, 262144, POLICY_CAUSE_PROBE, "wide", 1 },
+                  { 16, 0, 0, -1, POLICY_CAUSE_ACCEPT, "262144/0/0 measured best", -1 } },
+      .check_final = TRUE, .final_poll = { 262144 } },
+    /*
      * The workload goes idle while the wide probe is measured: the probe
      * ends at once and the idle rule turns polling off, rather than polling
      * at no I/O until the probe's ticks run out and probing on.
@@ -416,8 +437,8 @@ measure(const Load *l, const PolicyTriple *t, guint tick, double noise, guint se
 {
     PolicyMetrics m = { 0 };
     gboolean catches = t->poll_max_ns >= l->need_ns;
-    double iops = (catches ? l->iops_poll : l->iops_off) *
-                  (1 + noise * (2 * noise_u(tick, seed) - 1));
+    double f = 1 + noise * (2 * noise_u(tick, seed) - 1);
+    double iops = (catches ? l->iops_poll : l->iops_off) * f;
 
     m.when_ms = tick * 1000;
     m.interval_ns = 1000000000;
@@ -429,7 +450,8 @@ measure(const Load *l, const PolicyTriple *t, guint tick, double noise, guint se
     m.have_cpu = TRUE;
     /* A window too small to catch still burns a little while it cycles. */
     m.cpu_pct = catches ? l->cpu_poll : l->cpu_off + (t->poll_max_ns ? 5.0 : 0.0);
-    m.blocks_per_op = catches ? 0.1 : 2.0;
+    /* As in the simulator: the noise is in the operations counted. */
+    m.blocks_per_op = (catches ? 0.1 : l->blocks_off > 0 ? l->blocks_off : 2.0) / f;
     m.run_delay_pct = l->run_delay;
     if (l->exits_off > 0) {
         m.have_exits = TRUE;
