@@ -29,6 +29,8 @@ static const struct {
     { "z", "lead over noise", "standard errors" },
     { "cusum", "change detector (up/down)", NULL },
     { "limit", "change detector limit", NULL },
+    { "shape_cusum", "shape change detector (up/down)", NULL },
+    { "shape_limit", "shape change detector limit", NULL },
     { "trigger", "trigger", NULL },
     { "polling_bound", "most polling could gain", "objective units" },
     { "value_per_core", "value per polling core", NULL },

@@ -82,6 +82,25 @@ test_evidence(void)
     g_assert_cmpstr(field(cut, 0, TRUE), ==, "unterminated");
 }
 
+/* A steady tick's two change detectors keep their limits apart. */
+static void
+test_evidence_detectors(void)
+{
+    g_autofree char *text = NULL;
+    g_autoptr(GPtrArray) f = cli_evidence_parse("adaptive: steady [cusum=0.100/0.000 "
+                                                "limit=0.223 shape_cusum=0.000/0.150 "
+                                                "shape_limit=0.250]", &text);
+
+    g_assert_cmpstr(text, ==, "adaptive: steady");
+    g_assert_cmpuint(f->len, ==, 4);
+    g_assert_cmpstr(field(f, 0, FALSE), ==, "change detector (up/down)");
+    g_assert_cmpstr(field(f, 1, FALSE), ==, "change detector limit");
+    g_assert_cmpstr(field(f, 2, FALSE), ==, "shape change detector (up/down)");
+    g_assert_cmpstr(field(f, 2, TRUE), ==, "0.000/0.150");
+    g_assert_cmpstr(field(f, 3, FALSE), ==, "shape change detector limit");
+    g_assert_cmpstr(field(f, 3, TRUE), ==, "0.250");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -89,5 +108,6 @@ main(int argc, char **argv)
     g_test_add_func("/cli/format/duration", test_duration);
     g_test_add_func("/cli/format/duration-left", test_duration_left);
     g_test_add_func("/cli/report/evidence", test_evidence);
+    g_test_add_func("/cli/report/evidence-detectors", test_evidence_detectors);
     return g_test_run();
 }
