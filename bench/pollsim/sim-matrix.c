@@ -2,6 +2,7 @@
 /*
  * sim-matrix: see sim-matrix.h.
  */
+#include <errno.h>
 #include <math.h>
 #include <string.h>
 
@@ -183,8 +184,54 @@ typedef struct {
     SimMatrixCell *out;         /* N_NOISE cells */
 } MatrixJob;
 
+/*
+ * POLLSIM_ORACLE=FILE: every workload's oracle search, one line per phase
+ * and triple ("WORKLOAD<TAB>PHASE<TAB>TRIPLE<TAB>SCORE"), for
+ * bench/pollsim/etc-bound.py, and nothing else: no policy runs (the full
+ * grid's search takes minutes, its policy runs half an hour).  The jobs
+ * run on several threads, so a workload's lines are written together
+ * under a lock.
+ */
+G_LOCK_DEFINE_STATIC(oracle_dump);
+
 static void
-oracle_search(const SimScenario *scn, guint64 seed, PolicyTriple out[SIM_MAX_PHASES], FILE *trace)
+oracle_dump(const char *workload, guint n_phases,
+            double scores[SIM_MAX_PHASES][G_N_ELEMENTS(oracle_grid)])
+{
+    static FILE *f;
+    const char *path = g_getenv("POLLSIM_ORACLE");
+    g_autofree char *name = g_strdup(workload);
+    char *noise = strstr(name, " noise=");
+
+    if (!path || !*path)
+        return;
+    /* The workload's name: the cell's without its noise. */
+    if (noise) {
+        const char *rest = strchr(noise + 1, ' ');
+
+        if (rest)
+            memmove(noise, rest, strlen(rest) + 1);
+        else
+            *noise = '\0';
+    }
+    G_LOCK(oracle_dump);
+    if (!f && !(f = fopen(path, "w")))
+        fprintf(stderr, "pollsim: POLLSIM_ORACLE=%s: %s\n", path, g_strerror(errno));
+    for (guint p = 0; f && p < n_phases; p++) {
+        for (guint k = 0; k < G_N_ELEMENTS(oracle_grid); k++) {
+            g_autofree char *t = policy_triple_format(&oracle_grid[k]);
+
+            fprintf(f, "%s\t%u\t%s\t%.6f\n", name, p, t, scores[p][k]);
+        }
+    }
+    if (f)
+        fflush(f);
+    G_UNLOCK(oracle_dump);
+}
+
+static void
+oracle_search(const SimScenario *scn, guint64 seed, PolicyTriple out[SIM_MAX_PHASES],
+              double scores[SIM_MAX_PHASES][G_N_ELEMENTS(oracle_grid)], FILE *trace)
 {
     for (guint p = 0; p < scn->n_phases; p++) {
         SimScenario one = *scn;
@@ -196,6 +243,8 @@ oracle_search(const SimScenario *scn, guint64 seed, PolicyTriple out[SIM_MAX_PHA
         for (guint k = 0; k < G_N_ELEMENTS(oracle_grid); k++) {
             g_autoptr(SimRun) r = sim_scenario_run(&one, NULL, &oracle_grid[k], 1.0, seed);
             double s = run_score(r, 1, r->n_ticks);
+
+            scores[p][k] = s;
 
             if (trace)
                 fprintf(trace, "oracle phase %u: %" G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT
@@ -209,12 +258,21 @@ oracle_search(const SimScenario *scn, guint64 seed, PolicyTriple out[SIM_MAX_PHA
     }
 }
 
+gboolean
+sim_matrix_oracle_only(void)
+{
+    const char *path = g_getenv("POLLSIM_ORACLE");
+
+    return path && *path;
+}
+
 static void
 job_run(gpointer data, gpointer user_data G_GNUC_UNUSED)
 {
     MatrixJob *job = data;
     SimScenario scn;
     PolicyTriple best[SIM_MAX_PHASES];
+    double scores[SIM_MAX_PHASES][G_N_ELEMENTS(oracle_grid)];
     PolicySpec spec = { .objective = POLICY_OBJECTIVE_BALANCED };
     g_autoptr(SimRun) off = NULL, def = NULL, oracle = NULL;
     gboolean trace_workload;
@@ -234,8 +292,11 @@ job_run(gpointer data, gpointer user_data G_GNUC_UNUSED)
         trace_workload = bare && strstr(name, bare);
         if (trace_workload)
             fprintf(stderr, "== oracle search: %s\n", name);
-        oracle_search(&scn, job->seed, best, trace_workload ? stderr : NULL);
+        oracle_search(&scn, job->seed, best, scores, trace_workload ? stderr : NULL);
+        oracle_dump(name, scn.n_phases, scores);
     }
+    if (sim_matrix_oracle_only())
+        return;
     oracle = sim_scenario_run(&scn, NULL, best, 1.0, job->seed);
     /*
      * POLLSIM_WRITE=TRIPLE@TICK, with POLLSIM_TRACE: the traced workloads

@@ -125,3 +125,10 @@ double sim_matrix_cell_ratio(const SimMatrixCell *c, SimMatrixPolicy p);
 gboolean sim_matrix_goals_pass(const SimMatrixResult *r);
 /* The tables, the goals and the closing "matrix: ..." line. */
 void sim_matrix_print(const SimMatrixResult *r, FILE *out);
+
+/*
+ * POLLSIM_ORACLE=FILE is set: sim_matrix_run() writes each workload's
+ * oracle search there (bench/pollsim/etc-bound.py reads it) and runs no
+ * policy, so its cells hold no scores.
+ */
+gboolean sim_matrix_oracle_only(void);

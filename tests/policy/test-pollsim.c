@@ -10,6 +10,8 @@
 #include <math.h>
 #include <string.h>
 
+#include <glib/gstdio.h>
+
 #include "sim-calib.h"
 #include "sim-goals.h"
 #include "sim-scenario.h"
@@ -633,6 +635,64 @@ test_matrix_reduced(void)
 }
 
 /*
+ * POLLSIM_ORACLE=FILE: the oracle search of each workload, a line per
+ * phase and grid triple, the workload named without a noise level, and no
+ * policy run.  One phase-change workload: two phases of the 8 triples.
+ */
+static void
+test_matrix_oracle_dump(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("pt-oracle-XXXXXX", NULL);
+    g_autofree char *path = g_build_filename(dir, "oracle.tsv", NULL);
+    g_autofree char *text = NULL;
+    g_autofree char *sample = g_strdup(g_getenv("POLLSIM_SAMPLE"));
+    g_autoptr(SimMatrixResult) r = NULL;
+    g_auto(GStrv) lines = NULL;
+    const char *workload = "qd=1 closed svc=32us dev=nvme host=shared phase-change";
+    guint n = 0, phase_lines[2] = { 0 };
+
+    g_assert_nonnull(dir);
+    g_unsetenv("POLLSIM_SAMPLE");
+    g_setenv("POLLSIM_ONLY", workload, TRUE);
+    g_setenv("POLLSIM_ORACLE", path, TRUE);
+    g_assert_true(sim_matrix_oracle_only());
+    r = sim_matrix_run(FALSE, SIM_QEMU_7_2, 1, 0);
+    g_unsetenv("POLLSIM_ORACLE");
+    g_unsetenv("POLLSIM_ONLY");
+    if (sample)
+        g_setenv("POLLSIM_SAMPLE", sample, TRUE);
+    g_assert_false(sim_matrix_oracle_only());
+
+    g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+    lines = g_strsplit(text, "\n", -1);
+    for (char **l = lines; *l && **l; l++, n++) {
+        g_auto(GStrv) f = g_strsplit(*l, "\t", -1);
+        PolicyTriple t;
+        char *end;
+        double score;
+
+        g_assert_cmpuint(g_strv_length(f), ==, 4);
+        g_assert_true(g_str_has_prefix(f[0], workload));
+        g_assert_null(strstr(f[0], "noise="));
+        g_assert_true(g_str_equal(f[1], "0") || g_str_equal(f[1], "1"));
+        phase_lines[f[1][0] - '0']++;
+        g_assert_true(policy_triple_parse(f[2], &t, NULL));
+        score = g_ascii_strtod(f[3], &end);
+        g_assert_cmpint(*end, ==, '\0');
+        g_assert_true(isfinite(score) && score > 0);
+    }
+    g_assert_cmpuint(n, ==, 16);
+    g_assert_cmpuint(phase_lines[0], ==, 8);
+    g_assert_cmpuint(phase_lines[1], ==, 8);
+    /* No policy ran: its cells were never scored. */
+    g_assert_cmpuint(r->n_cells, ==, 4);
+    for (guint i = 0; i < r->n_cells; i++)
+        g_assert_cmpfloat(r->cells[i].score[SIM_MATRIX_ADAPTIVE], ==, 0.0);
+    g_assert_cmpint(g_remove(path), ==, 0);
+    g_assert_cmpint(g_rmdir(dir), ==, 0);
+}
+
+/*
  * The same grid under QEMU >= 10.0's per-handler windows.  The floor is on
  * the whole grid: there the one-disk nvme cells moved by one cell between
  * the evidence bar of two standard errors and of one (70.3% -> 71.9%
@@ -693,6 +753,7 @@ main(int argc, char **argv)
     g_test_add_func("/pollsim/write-resets-window", test_write_resets_window);
     g_test_add_func("/pollsim/matrix/reduced", test_matrix_reduced);
     g_test_add_func("/pollsim/matrix/cell-format", test_matrix_cell_format);
+    g_test_add_func("/pollsim/matrix/oracle-dump", test_matrix_oracle_dump);
     g_test_add_func("/pollsim/matrix-qemu10/reduced", test_matrix_reduced_qemu10);
     g_test_add_func("/pollsim/two-disks", test_two_disks);
     g_test_add_func("/pollsim/two-disks/no-starvation", test_two_disks_no_starvation);

@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""How close to the oracle can explore-then-commit get under the grid's noise?
+
+The matrix's goal 1 asks for 95% of cells within 3% of the per-phase
+oracle.  Under +-50% per-tick noise a policy that measures before it
+switches pays for its probes and still picks wrong on some noise draws.
+This script bounds what that costs for the whole class of such policies
+with at most three writes per workload change, from the simulator's own
+per-triple scores:
+
+  * the oracle search of every workload (POLLSIM_ORACLE=FILE from
+    pollsim --matrix), the score of each triple of the oracle's grid in
+    each phase, as measured without noise;
+  * a policy that knows when each phase starts (no detection delay), knows
+    the cell's true scores well enough to pick, per phase, how many ticks
+    to give each probe (0: not probed), measures the start for 2 ticks,
+    then the wide window (262144/0/0) and off for their ticks, and commits
+    to the candidate with the best sample mean; each tick's score carries
+    the cell's noise, ln(1 + U(-noise, +noise)), as the simulator shows it.
+    The ticks are picked for the best expected score in a phase that
+    another follows and, in the last phase, for the best chance that the
+    cell ends within 3% of the oracle, which is what goal 1 counts;
+  * a phase's score is the log of the tick-weighted mean of exp(score)
+    over its triples (the cells are scored on the phase's mean IOPS and
+    CPU: exact for the IOPS, an approximation for the CPU term), and
+    phase 1 starts from what phase 0 committed to.
+
+Everything it is given beyond the adaptive policy (clairvoyant change
+detection and probe length, no write transients) makes it optimistic, so
+the expected share of cells it brings within 3% of the oracle (the mean,
+over cells, of that chance, from --runs noise draws) is an upper bound
+for explore-then-commit on these candidates, not a target.  --pairs
+puts every other fixed pair of probes from the oracle's grid beside
+wide and off, and lists the five best.  --must-probe takes away the
+knowledge of which candidate is worth measuring: each gets at least one
+tick (unless it is the start), as a policy that does not know the answer
+must give it.
+
+    POLLSIM_ORACLE=/tmp/oracle.tsv build/bench/pollsim/pollsim --matrix
+    python3 bench/pollsim/etc-bound.py /tmp/oracle.tsv [--runs N] [--seed S]
+"""
+import argparse
+import collections
+import itertools
+import math
+import random
+import sys
+
+NOISES = (0.0, 0.10, 0.25, 0.50)
+TICKS = 30          # per phase (sim-matrix.c's PHASE_S at 1 s ticks)
+START_TICKS = 2     # the adaptive policy's start on a new iothread
+K_SET = (0, 1, 2, 3, 4, 6, 8)
+START = "32768/0/0"     # qemu-default's window: every cell starts there
+WIDE = "262144/0/0"
+OFF = "0/0/0"
+
+
+def load(path):
+    """{workload: [ {triple: score} per phase ]}"""
+    table = collections.defaultdict(dict)
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) != 4:
+                sys.exit(f"etc-bound: {path}:{n}: not WORKLOAD PHASE TRIPLE SCORE")
+            w, p, t, s = parts
+            table[w].setdefault(int(p), {})[t] = float(s)
+    return {w: [ph[p] for p in sorted(ph)] for w, ph in table.items()}
+
+
+class Draws:
+    """Sample means of n noisy ticks, drawn once per noise level and shared
+    by every cell and candidate set (common random numbers: two probe
+    sets are compared on the same noise)."""
+
+    def __init__(self, rng, noise, runs):
+        self.runs = runs
+        ns = sorted({k for k in K_SET if k} | {START_TICKS})
+        self.mean = [{n: [sum(math.log1p(noise * (2 * rng.random() - 1)) for _ in range(n)) / n
+                          if noise else 0.0 for _ in range(runs)] for n in ns}
+                     for _slot in range(3)]
+
+
+def phase(draws, r, scores, start, probes, ks):
+    """Run r of one phase from @start, each of @probes measured for its
+    number of ticks in @ks (0: not probed): (score, committed triple)."""
+    cands = [(start, START_TICKS)]
+    for c, k in zip(probes, ks):
+        if c != start and k:
+            cands.append((c, k))
+    if len(cands) == 1:
+        return scores[start], start
+    used = sum(n for _, n in cands)
+    if used >= TICKS:
+        return None
+    best = max(range(len(cands)),
+               key=lambda i: scores[cands[i][0]] + draws.mean[i][cands[i][1]][r])
+    best = cands[best][0]
+    return mixture(scores, cands + [(best, TICKS - used)]), best
+
+
+def mixture(scores, spans):
+    """A phase's score from (triple, ticks) spans: the log of the
+    tick-weighted mean of exp(score), as the cells are scored on the
+    phase's mean IOPS (for the CPU term it is an approximation)."""
+    top = max(scores[c] for c, _ in spans)
+    return top + math.log(sum(n * math.exp(scores[c] - top) for c, n in spans) / TICKS)
+
+
+def cell(draws, phases, probes, oracle, must_probe):
+    """The bound's chance that a noise draw leaves the cell within 3% of
+    the oracle.  Each probe's ticks are chosen per phase: for the
+    expected score in a phase that another follows, for that chance in
+    the last one."""
+    runs = draws.runs
+    starts = [START] * runs
+    sums = [0.0] * runs
+    for i, scores in enumerate(phases):
+        last = i == len(phases) - 1
+        best = None
+        for k in itertools.product(K_SET[1:] if must_probe else K_SET, repeat=len(probes)):
+            got = [phase(draws, r, scores, starts[r], probes, k) for r in range(runs)]
+            if None in got:
+                continue
+            if last:
+                value = sum(math.exp((sums[r] + got[r][0]) / len(phases) - oracle) >= 0.97
+                            for r in range(runs))
+            else:
+                value = sum(g[0] for g in got)
+            if best is None or value > best[0]:
+                best = (value, got)
+        sums = [sums[r] + best[1][r][0] for r in range(runs)]
+        starts = [best[1][r][1] for r in range(runs)]
+    return sum(math.exp(x / len(phases) - oracle) >= 0.97 for x in sums) / runs
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("oracle")
+    ap.add_argument("--runs", type=int, default=400)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--pairs", action="store_true",
+                    help="also every other fixed pair of probes from the oracle's grid")
+    ap.add_argument("--must-probe", action="store_true",
+                    help="every probe gets at least one tick: the policy is not told "
+                         "which candidate is worth measuring")
+    a = ap.parse_args()
+    table = load(a.oracle)
+    grid = sorted({t for phases in table.values() for s in phases for t in s},
+                  key=lambda t: int(t.split("/")[0]))
+    pairs = [(WIDE, OFF)]
+    if a.pairs:
+        pairs += [(x, y) for i, x in enumerate(grid) for y in grid[i + 1:]
+                  if START not in (x, y) and {x, y} != {WIDE, OFF}]
+    rng = random.Random(a.seed)
+    draws = [Draws(rng, noise, a.runs) for noise in NOISES]
+    rows = []
+    for probes in pairs:
+        within = []
+        for d in draws:
+            n = 0
+            for w, phases in sorted(table.items()):
+                oracle = sum(max(s.values()) for s in phases) / len(phases)
+                n += cell(d, phases, probes, oracle, a.must_probe)
+            within.append(n)
+        rows.append((probes, within))
+    stay = [sum(math.exp(sum(s[START] for s in ph) / len(ph) -
+                         sum(max(s.values()) for s in ph) / len(ph)) >= 0.97
+                for ph in table.values())] * len(NOISES)
+    n = len(table)
+    print("| probes | " + " | ".join(f"±{100 * x:.0f}%" for x in NOISES) + " | all |")
+    print("|---|" + "---:|" * (len(NOISES) + 1))
+    rows.sort(key=lambda r: -sum(r[1]))
+    for name, within in [("qemu-default, no probe", stay)] + \
+            [(" and ".join(p), w) for p, w in rows[:5]]:
+        print(f"| {name} | " + " | ".join(f"{100 * x / n:.1f}%" for x in within) +
+              f" | {100 * sum(within) / (n * len(NOISES)):.1f}% |")
+    print(f"\n{n} workloads, {a.runs} noise draws per cell; expected shares of cells "
+          "within 3% of the oracle")
+
+
+if __name__ == "__main__":
+    main()
