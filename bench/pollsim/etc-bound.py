@@ -29,8 +29,11 @@ per-triple scores:
 Everything it is given beyond the adaptive policy (clairvoyant change
 detection and probe length, no write transients) makes it optimistic, so
 the expected share of cells it brings within 3% of the oracle (the mean,
-over cells, of that chance, from --runs noise draws) is an upper bound
-for explore-then-commit on these candidates, not a target.  --pairs
+over cells, of that chance, from --runs noise draws) bounds
+explore-then-commit on these candidates from above; the one thing it does
+not model is a probe that stops on what its own ticks show, which can
+beat a fixed length on some draws (its lengths come from the truth
+instead).  It is not a target.  --pairs
 puts every other fixed pair of probes from the oracle's grid beside
 wide and off, and lists the five best.  --must-probe takes away the
 knowledge of which candidate is worth measuring: each gets at least one
