@@ -295,8 +295,10 @@ job_run(gpointer data, gpointer user_data G_GNUC_UNUSED)
         oracle_search(&scn, job->seed, best, scores, trace_workload ? stderr : NULL);
         oracle_dump(name, scn.n_phases, scores);
     }
-    if (sim_matrix_oracle_only())
+    if (sim_matrix_oracle_only()) {
+        g_free(job);
         return;
+    }
     oracle = sim_scenario_run(&scn, NULL, best, 1.0, job->seed);
     /*
      * POLLSIM_WRITE=TRIPLE@TICK, with POLLSIM_TRACE: the traced workloads
