@@ -700,6 +700,32 @@ explore_next(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
     explore_finish(cfg, p, now_ms);
 }
 
+/*
+ * One tick of a two-sided CUSUM: @x is the tick's distance from the
+ * reference's mean of @n ticks, @sd the per-tick deviation.  The limit
+ * (returned in @limit) is CUSUM_SDS deviations and at least a
+ * change_ratio step; the slack is half a step or half a deviation,
+ * whichever is larger, plus the standard error of the reference's mean:
+ * without that, a reference of a few noisy ticks biases every tick the
+ * same way and the sum drifts to a false alarm within a phase.  One tick
+ * adds at most CUSUM_TICK_SHARE of the limit.  TRUE when a side passes
+ * the limit.
+ */
+static gboolean
+cusum_step(const PolicyConfig *cfg, double sd, guint n, double x, double *hi, double *lo,
+           double *limit)
+{
+    double step = log1p(cfg->change_ratio);
+    double h = MAX(step, CUSUM_SDS * sd);
+    double slack = MAX(step, sd) / 2 + sd / sqrt(n);
+
+    x = CLAMP(x, -CUSUM_TICK_SHARE * h - slack, CUSUM_TICK_SHARE * h + slack);
+    *hi = MAX(0.0, *hi + x - slack);
+    *lo = MAX(0.0, *lo - x - slack);
+    *limit = h;
+    return *hi > h || *lo > h;
+}
+
 static const char WHY_MOVED[] = "IOPS moved away from the settled reference";
 static const char WHY_SHAPE[] = "blocks per operation moved away from the settled reference";
 
@@ -725,22 +751,19 @@ shape_changed(const PolicyConfig *cfg, PolicyIothreadState *st, const PolicyMetr
               GString *evidence)
 {
     const PolicySegment *r = &st->ref;
-    double step = log1p(cfg->change_ratio), df, sd, h, slack, x;
+    double df, sd, h;
+    gboolean fired;
 
     if (!m->have_cpu || r->n_shape < REF_MIN_TICKS)
         return FALSE;
     df = (r->n_shape - 1) * REF_DF_SHARE;
     sd = sqrt(r->shape_ssd / 2 / (r->n_shape - 1)) * (1.0 + CHANGE_SD_SES / sqrt(2.0 * df));
     sd = MAX(sd, SHAPE_SD_MIN);
-    h = MAX(step, CUSUM_SDS * sd);
-    slack = MAX(step, sd) / 2 + sd / sqrt(r->n_shape);
-    x = shape_of(m) - r->shape_sum / r->n_shape;
-    x = CLAMP(x, -CUSUM_TICK_SHARE * h - slack, CUSUM_TICK_SHARE * h + slack);
-    st->shape_hi = MAX(0.0, st->shape_hi + x - slack);
-    st->shape_lo = MAX(0.0, st->shape_lo - x - slack);
+    fired = cusum_step(cfg, sd, r->n_shape, shape_of(m) - r->shape_sum / r->n_shape,
+                       &st->shape_hi, &st->shape_lo, &h);
     g_string_append_printf(evidence, " shape_cusum=%.3f/%.3f shape_limit=%.3f", st->shape_hi,
                            st->shape_lo, h);
-    return st->shape_hi > h || st->shape_lo > h;
+    return fired;
 }
 
 /*
@@ -752,8 +775,8 @@ static gboolean
 workload_changed(const PolicyConfig *cfg, PolicyIothreadState *st, const PolicyMetrics *m,
                  gint64 now_ms, const char **why, GString *evidence)
 {
-    double step = log1p(cfg->change_ratio), sd = change_sd(st);
-    double h = MAX(step, CUSUM_SDS * sd), slack, x;
+    double sd = change_sd(st), h, x;
+    gboolean fired;
 
     if (!st->have_ref || !st->ref.n) {
         *why = "first measurement";
@@ -780,18 +803,10 @@ workload_changed(const PolicyConfig *cfg, PolicyIothreadState *st, const PolicyM
     /* The reference's mean and spread are learned from its first ticks. */
     if (st->ref.n < REF_MIN_TICKS)
         return FALSE;
-    /*
-     * The reference's own mean is uncertain by sd / sqrt(n): without that
-     * in the slack, a reference of a few noisy ticks biases every tick
-     * the same way and the sum drifts to a false alarm within a phase.
-     */
-    slack = MAX(step, sd) / 2 + sd / sqrt(st->ref.n);
-    x = CLAMP(x, -CUSUM_TICK_SHARE * h - slack, CUSUM_TICK_SHARE * h + slack);
-    st->cusum_hi = MAX(0.0, st->cusum_hi + x - slack);
-    st->cusum_lo = MAX(0.0, st->cusum_lo - x - slack);
+    fired = cusum_step(cfg, sd, st->ref.n, x, &st->cusum_hi, &st->cusum_lo, &h);
     g_string_append_printf(evidence, " cusum=%.3f/%.3f limit=%.3f", st->cusum_hi,
                            st->cusum_lo, h);
-    if (st->cusum_hi > h || st->cusum_lo > h) {
+    if (fired) {
         *why = WHY_MOVED;
         return TRUE;
     }
