@@ -184,6 +184,24 @@ typedef struct {
     SimMatrixCell *out;         /* N_NOISE cells */
 } MatrixJob;
 
+/* A workload's name: its cell's, without the noise, which is the run's. */
+static char *
+workload_name_of(const char *cell)
+{
+    char *name = g_strdup(cell);
+    char *noise = strstr(name, " noise=");
+
+    if (noise) {
+        const char *rest = strchr(noise + 1, ' ');
+
+        if (rest)
+            memmove(noise, rest, strlen(rest) + 1);
+        else
+            *noise = '\0';
+    }
+    return name;
+}
+
 /*
  * POLLSIM_ORACLE=FILE: every workload's oracle search, one line per phase
  * and triple ("WORKLOAD<TAB>PHASE<TAB>TRIPLE<TAB>SCORE"), for
@@ -195,25 +213,14 @@ typedef struct {
 G_LOCK_DEFINE_STATIC(oracle_dump);
 
 static void
-oracle_dump(const char *workload, guint n_phases,
+oracle_dump(const char *name, guint n_phases,
             double scores[SIM_MAX_PHASES][G_N_ELEMENTS(oracle_grid)])
 {
     static FILE *f;
     const char *path = g_getenv("POLLSIM_ORACLE");
-    g_autofree char *name = g_strdup(workload);
-    char *noise = strstr(name, " noise=");
 
     if (!path || !*path)
         return;
-    /* The workload's name: the cell's without its noise. */
-    if (noise) {
-        const char *rest = strchr(noise + 1, ' ');
-
-        if (rest)
-            memmove(noise, rest, strlen(rest) + 1);
-        else
-            *noise = '\0';
-    }
     G_LOCK(oracle_dump);
     if (!f && !(f = fopen(path, "w")))
         fprintf(stderr, "pollsim: POLLSIM_ORACLE=%s: %s\n", path, g_strerror(errno));
@@ -282,13 +289,10 @@ job_run(gpointer data, gpointer user_data G_GNUC_UNUSED)
         /* POLLSIM_TRACE also shows the oracle's search, for the workload. */
         const char *trace = g_getenv("POLLSIM_TRACE");
         SimMatrixCell c0 = { .w = job->w };
-        g_autofree char *name = sim_matrix_cell_format(&c0);
-        g_autofree char *bare = trace ? g_strdup(trace) : NULL;
-        char *noise = bare ? strstr(bare, " noise=") : NULL;
+        g_autofree char *cell = sim_matrix_cell_format(&c0);
+        g_autofree char *name = workload_name_of(cell);
+        g_autofree char *bare = trace ? workload_name_of(trace) : NULL;
 
-        /* The workload's name: the cell's without its noise. */
-        if (noise)
-            *noise = '\0';
         trace_workload = bare && strstr(name, bare);
         if (trace_workload)
             fprintf(stderr, "== oracle search: %s\n", name);
