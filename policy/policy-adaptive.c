@@ -222,6 +222,16 @@ wide_triple(const PolicyConfig *cfg)
     return (PolicyTriple){ MIN(cfg->probe_poll_max_ns, cfg->max_poll_max_ns), 0, 0 };
 }
 
+/* QEMU's default window, within the configured ceiling. */
+static PolicyTriple
+narrow_triple(const PolicyConfig *cfg)
+{
+    PolicyTriple t = POLICY_TRIPLE_QEMU_DEFAULT;
+
+    t.poll_max_ns = MIN(t.poll_max_ns, cfg->max_poll_max_ns);
+    return t;
+}
+
 /*
  * The I/O's shape, for the change detector: ln(blocks per operation +
  * SHAPE_FLOOR).  The floor keeps a window that catches nearly everything
@@ -654,6 +664,33 @@ explore_finish(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
 }
 
 /*
+ * A polling probe after off was measured: off's own ticks show how often
+ * the iothread blocks, and when polling_bound on them is negative no
+ * window can pay for its core (explore_begin() asks the same of a start
+ * at off).  A start at the wide window shows almost no blocks, so only
+ * off can tell.
+ */
+static gboolean
+off_says_polling_cannot_pay(const PolicyConfig *cfg, PolicyProposal *p)
+{
+    const PolicyIothreadState *st = p->st;
+
+    for (guint i = 0; i < st->n_done; i++) {
+        const PolicySegment *g = &st->done[i];
+        double bound;
+
+        if (g->triple.poll_max_ns || !g->n)
+            continue;
+        bound = policy_adaptive_polling_bound(cfg, p->objective, &g->last);
+        if (bound < 0) {
+            g_string_append_printf(p->evidence, " polling_bound_off=%.3f", bound);
+            return TRUE;
+        }
+    }
+    return FALSE;
+}
+
+/*
  * Propose the next unmeasured candidate, or finish the exploration.  A
  * candidate leaves st->pending only when its probe is written (the engine
  * commits it), so a probe deferred by dwell or a guard is retried.
@@ -663,40 +700,54 @@ explore_next(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
 {
     PolicyIothreadState *st = p->st;
     const PolicyTriple *a = &st->seg_a.triple;
+    PolicyTriple w = wide_triple(cfg);
     /*
-     * Wide first, off second, whatever the start looked like.  The return
-     * to the start then follows off, which takes requests in batches
-     * again: after a wide window a device that batches can stay in the
-     * state where each request is handled alone as it arrives, and the
-     * start, measured again right after wide, would give less than it
-     * gave before the probes (the simulator's QD64 batching device: 190K
-     * IOPS before, 152K after).  The order costs nothing: both are
-     * measured.
+     * Wide before off, whatever the start looked like.  The return to the
+     * start then follows off, which takes requests in batches again: after
+     * a wide window a device that batches can stay in the state where each
+     * request is handled alone as it arrives, and the start, measured
+     * again right after wide, would give less than it gave before the
+     * probes (the simulator's QD64 batching device: 190K IOPS before, 152K
+     * after).  For the same reason QEMU's default window, probed only
+     * from a start at wide, comes after off.  The order costs nothing: all
+     * are measured.
      */
-    if (st->pending & POLICY_CAND_WIDE) {
-        PolicyTriple w = wide_triple(cfg);
+    static const guint order[] = { POLICY_CAND_WIDE, POLICY_CAND_OFF, POLICY_CAND_NARROW };
 
-        if (now_ms >= st->holdoff_until_ms && !policy_triple_equal(&w, a)) {
-            policy_proposal_set(p, &w, POLICY_CAUSE_PROBE, "adaptive: measuring a wide poll window");
-            p->trial_cand = POLICY_CAND_WIDE;
-            return;
-        }
-    }
-    if (st->pending & POLICY_CAND_OFF) {
-        PolicyTriple off = policy_adaptive_off(a);
+    for (guint i = 0; i < G_N_ELEMENTS(order); i++) {
+        guint cand = order[i];
+        PolicyTriple t;
 
-        if (a->poll_max_ns > 0) {
-            policy_proposal_set(p, &off, POLICY_CAUSE_PROBE, "adaptive: measuring polling off");
-            p->trial_cand = POLICY_CAND_OFF;
-            return;
+        if (!(st->pending & cand))
+            continue;
+        if (cand == POLICY_CAND_OFF) {
+            if (a->poll_max_ns == 0) {
+                st->pending &= ~POLICY_CAND_OFF;
+                continue;
+            }
+            t = policy_adaptive_off(a);
+        } else {
+            t = cand == POLICY_CAND_WIDE ? w : narrow_triple(cfg);
+            /* Held off by the contention guard: measured another time. */
+            if (now_ms < st->holdoff_until_ms || policy_triple_equal(&t, a))
+                continue;
+            if (off_says_polling_cannot_pay(cfg, p)) {
+                st->pending &= ~cand;
+                continue;
+            }
         }
-        st->pending &= ~POLICY_CAND_OFF;
+        policy_proposal_set(p, &t, POLICY_CAUSE_PROBE, "adaptive: %s",
+                            cand == POLICY_CAND_OFF ? "measuring polling off" :
+                            cand == POLICY_CAND_WIDE ? "measuring a wide poll window" :
+                            "measuring QEMU's default poll window");
+        p->trial_cand = cand;
+        return;
     }
     /*
-     * Off is measured or not wanted: a wide window still held off by the
-     * contention guard, or equal to the start, is not probed this time.
+     * Off is measured or not wanted: a polling window still held off by
+     * the contention guard, or equal to the start, is not probed this time.
      */
-    st->pending &= ~POLICY_CAND_WIDE;
+    st->pending &= ~POLICY_CAND_POLLING;
     explore_finish(cfg, p, now_ms);
 }
 
@@ -850,7 +901,7 @@ explore_begin(const PolicyConfig *cfg, PolicyProposal *p, const char *why, gint6
     PolicyIothreadState *st = p->st;
     const PolicyMetrics *m = p->m;
     const PolicyTriple *cur = &p->in->current;
-    PolicyTriple w = wide_triple(cfg);
+    PolicyTriple w = wide_triple(cfg), n;
 
     st->exploring = TRUE;
     st->n_done = 0;
@@ -873,8 +924,21 @@ explore_begin(const PolicyConfig *cfg, PolicyProposal *p, const char *why, gint6
     st->pending = POLICY_CAND_OFF | POLICY_CAND_WIDE;
     if (policy_triple_equal(&w, cur))
         st->pending &= ~POLICY_CAND_WIDE;
-    if (st->pending & POLICY_CAND_WIDE && policy_adaptive_polling_bound(cfg, p->objective, m) < 0) {
-        st->pending &= ~POLICY_CAND_WIDE;
+    /*
+     * From the wide window, QEMU's default window is the other polling
+     * candidate: without it a policy that once went wide could never come
+     * back to it, and a workload that moves on can want it again (under
+     * the QEMU 10 model a QD8 workload on a shared core lost 9% at wide
+     * for good; docs/BENCHMARKS.md).  From off, the wide window answers
+     * whether polling pays at all, and the default window is one
+     * exploration further.
+     */
+    n = narrow_triple(cfg);
+    if (policy_triple_equal(&w, cur) && n.poll_max_ns > 0 && !policy_triple_equal(&n, &w))
+        st->pending |= POLICY_CAND_NARROW;
+    if (st->pending & POLICY_CAND_POLLING &&
+        policy_adaptive_polling_bound(cfg, p->objective, m) < 0) {
+        st->pending &= ~POLICY_CAND_POLLING;
         g_string_append_printf(p->evidence, " polling_bound=%.3f",
                                policy_adaptive_polling_bound(cfg, p->objective, m));
     }

@@ -161,6 +161,9 @@ explain_candidates(PolicyExplain *x, const PolicyConfig *cfg, const PolicyIothre
         if (st->pending & POLICY_CAND_WIDE)
             candidate_pending(x, &(PolicyTriple){ MIN(cfg->probe_poll_max_ns,
                                                       cfg->max_poll_max_ns), 0, 0 });
+        if (st->pending & POLICY_CAND_NARROW)
+            candidate_pending(x, &(PolicyTriple){ MIN(POLICY_TRIPLE_QEMU_DEFAULT.poll_max_ns,
+                                                      cfg->max_poll_max_ns), 0, 0 });
     }
 }
 
@@ -238,10 +241,10 @@ explain_next_look(PolicyExplain *x, const PolicyConfig *cfg, const PolicyIothrea
         if (g[POLICY_GUARD_DWELL].holds && g[POLICY_GUARD_DWELL].until_ms > at) {
             at = g[POLICY_GUARD_DWELL].until_ms;
             why = "when the minimum dwell since the last write ends";
-        } else if (st && st->exploring && (st->pending & POLICY_CAND_WIDE) &&
+        } else if (st && st->exploring && (st->pending & POLICY_CAND_POLLING) &&
                    st->holdoff_until_ms > at) {
             at = st->holdoff_until_ms;
-            why = "when the contention hold-off ends and the wide probe may start";
+            why = "when the contention hold-off ends and a polling probe may start";
         }
         next_look_set(x, at, "%s", why);
         return;

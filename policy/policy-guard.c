@@ -69,7 +69,15 @@ cut_polling(PolicyProposal *p, PolicyCause cause, gint64 holdoff_until_ms,
 
     p->st->holdoff_until_ms = MAX(p->st->holdoff_until_ms, holdoff_until_ms);
     if (p->trial_cand) {
-        /* A probe is only deferred; current stays. */
+        /*
+         * A probe is only deferred; current stays.  QEMU's default window
+         * is probed after off: deferred, it would hold the iothread at off
+         * for as long as the budget or the contention lasts, so it is
+         * dropped instead and the exploration ends next tick on what it
+         * measured.
+         */
+        if (p->trial_cand == POLICY_CAND_NARROW)
+            p->st->pending &= ~POLICY_CAND_NARROW;
         p->trial_cand = 0;
         policy_proposal_set(p, &p->in->current, POLICY_CAUSE_NONE,
                             "adaptive: probe deferred, %s", why);
@@ -97,7 +105,7 @@ polling_pays_for_itself(const PolicyProposal *p, GString *why)
         g_string_append(why, " exits=unavailable(polling's vCPU saving unknown)");
         return FALSE;
     }
-    if (p->trial_cand == POLICY_CAND_WIDE || (st->exploring && !st->have_benefit)) {
+    if ((p->trial_cand & POLICY_CAND_POLLING) || (st->exploring && !st->have_benefit)) {
         g_string_append(why, " exits_per_op_now=");
         g_string_append_printf(why, "%.2f(measuring whole-VM CPU)", p->m->exits_per_op);
         return TRUE;
@@ -168,7 +176,7 @@ policy_guard_contention(const PolicyConfig *cfg, const PolicyHost *host,
             if (!p->trial_cand && policy_adaptive_fall_back_frugal(p, now_ms))
                 continue;
         }
-        if (p->trial_cand == POLICY_CAND_WIDE && (host_hot || own_hot)) {
+        if ((p->trial_cand & POLICY_CAND_POLLING) && (host_hot || own_hot)) {
             cut_polling(p, POLICY_CAUSE_CONTENTION, now_ms + cfg->contention_holdoff_ms,
                         host_hot ? why : "iothread run-queue wait");
             continue;

@@ -17,10 +17,16 @@
 #define POLICY_DEFAULT_EFFICIENCY_CPU_WEIGHT 0.50
 #define POLICY_DEFAULT_EXIT_COST_NS 12000.0
 
-/* Adaptive exploration candidates. */
+/*
+ * Adaptive exploration candidates: off, the wide window, and QEMU's
+ * default window, which is probed only from a start at the wide window
+ * (the two polling candidates are POLICY_CAND_POLLING).
+ */
 enum {
     POLICY_CAND_OFF = 1 << 0,
     POLICY_CAND_WIDE = 1 << 1,
+    POLICY_CAND_NARROW = 1 << 2,
+    POLICY_CAND_POLLING = POLICY_CAND_WIDE | POLICY_CAND_NARROW,
 };
 
 /*

@@ -19,6 +19,7 @@ typedef struct {
     double run_delay;           /* iothread run-queue wait, % */
     double exits_off, exits_poll;   /* KVM exits/s; 0: no exit counters */
     double blocks_off;          /* blocks per operation when not caught; 0: 2.0 */
+    double cpu_wide;            /* caught by a window wider than 32768 ns; 0: cpu_poll */
 } Load;
 
 typedef struct {
@@ -247,14 +248,15 @@ static const Case cases[] = {
      * every step tick raised the limit more than the sum (0.223 to 0.668
      * over ten ticks): the change was never seen.
      */
-    { .name = "step-is-not-noise", .spec = "adaptive", .n_ticks = 24,
+    { .name = "step-is-not-noise", .spec = "adaptive", .n_ticks = 26,
       .n_iot = 1, .start = { 0, 0, 0 }, .load = { FAST },
-      .load2 = { { 35000, 47000, 18000, 20, 100, 0 } }, .phase2_tick = 14, .quiet_from = 20,
+      .load2 = { { 35000, 47000, 18000, 20, 100, 0 } }, .phase2_tick = 14, .quiet_from = 23,
       .expect = { { 1, 0, 1, 262144, POLICY_CAUSE_PROBE, NULL, 1 },
                   { 3, 0, 0, -1, POLICY_CAUSE_ACCEPT, "262144/0/0 measured best", -1 },
                   { 17, 0, 0, -1, POLICY_CAUSE_NONE, "IOPS moved away", -1 },
                   { 18, 0, 1, 0, POLICY_CAUSE_PROBE, "polling off", 1 },
-                  { 19, 0, 1, 262144, POLICY_CAUSE_ROLLBACK, NULL, 1 } },
+                  { 19, 0, 1, 32768, POLICY_CAUSE_PROBE, "default poll window", 1 },
+                  { 22, 0, 1, 262144, POLICY_CAUSE_ROLLBACK, NULL, 1 } },
       .check_final = TRUE, .final_poll = { 262144 } },
     /*
      * Under polling off, an open load at half the device's rate becomes
@@ -276,6 +278,25 @@ static const Case cases[] = {
                   { 15, 0, 1, 262144, POLICY_CAUSE_PROBE, "wide", 1 },
                   { 16, 0, 0, -1, POLICY_CAUSE_ACCEPT, "262144/0/0 measured best", -1 } },
       .check_final = TRUE, .final_poll = { 262144 } },
+    /*
+     * At the wide window, a workload that only wide catches: off and
+     * QEMU's default window are probed and lose.  Then the workload moves
+     * to one that the default window catches for 30% of a core, where
+     * wide spins a whole one: from wide, the default window is the other
+     * polling candidate, probed after off, and it wins.  Without it the
+     * iothread would poll a whole core for good.
+     */
+    { .name = "wide-start-probes-default-window", .spec = "adaptive", .n_ticks = 20,
+      .n_iot = 1, .start = { 262144, 0, 0 }, .load = { { 25000, 37000, 100000, 20, 100, 0 } },
+      .load2 = { { 100000, 150000, 18000, 20, 30, 0, 0, 0, 0, 100 } }, .phase2_tick = 8,
+      .quiet_from = 12,
+      .expect = { { 1, 0, 1, 0, POLICY_CAUSE_PROBE, "polling off", 1 },
+                  { 2, 0, 1, 32768, POLICY_CAUSE_PROBE, "default poll window", 1 },
+                  { 3, 0, 1, 262144, POLICY_CAUSE_ROLLBACK, NULL, 1 },
+                  { 9, 0, 1, 0, POLICY_CAUSE_PROBE, "polling off", 1 },
+                  { 10, 0, 1, 32768, POLICY_CAUSE_PROBE, "default poll window", 1 },
+                  { 11, 0, 0, -1, POLICY_CAUSE_ACCEPT, "32768/0/0 measured best", -1 } },
+      .check_final = TRUE, .final_poll = { 32768 }, .max_writes = 5 },
     /*
      * The workload goes idle while the wide probe is measured: the probe
      * ends at once and the idle rule turns polling off, rather than polling
@@ -299,17 +320,19 @@ static const Case cases[] = {
     /*
      * A workload change three seconds after the last write: the new
      * exploration's first probe waits out the 6 s dwell.  Probes that
-     * follow a finished probe are not held back (they end a measurement).
+     * follow a finished probe are not held back (they end a measurement):
+     * from the wide window, QEMU's default window comes right after off.
      */
-    { .name = "dwell-defers-probes", .spec = "adaptive", .n_ticks = 11, .n_iot = 1,
+    { .name = "dwell-defers-probes", .spec = "adaptive", .n_ticks = 13, .n_iot = 1,
       .start = { 0, 0, 0 }, .load = { FAST }, .load2 = { HURTS }, .phase2_tick = 4,
-      .hook = hook_dwell6, .quiet_from = 10,
+      .hook = hook_dwell6, .quiet_from = 11,
       .expect = { { 1, 0, 1, 262144, POLICY_CAUSE_PROBE, "wide", 1 },
                   { 3, 0, 0, -1, POLICY_CAUSE_ACCEPT, NULL, -1 },
                   { 5, 0, 0, -1, POLICY_CAUSE_NONE, "dwell: last write 4.0 s ago", -1 },
                   { 6, 0, 0, -1, POLICY_CAUSE_NONE, "dwell: last write 5.0 s ago", -1 },
                   { 7, 0, 1, 0, POLICY_CAUSE_PROBE, "polling off", 1 },
-                  { 9, 0, 0, -1, POLICY_CAUSE_ACCEPT, NULL, -1 } },
+                  { 9, 0, 1, 32768, POLICY_CAUSE_PROBE, "default poll window", 1 },
+                  { 10, 0, 1, 0, POLICY_CAUSE_ROLLBACK, NULL, 1 } },
       .check_final = TRUE, .final_poll = { 0 } },
     { .name = "failed-write-abandons-probe", .spec = "adaptive", .n_ticks = 7, .n_iot = 1,
       .start = { 0, 0, 0 }, .load = { FAST }, .drop_write_tick = 1, .quiet_from = 5,
@@ -450,6 +473,8 @@ measure(const Load *l, const PolicyTriple *t, guint tick, double noise, guint se
     m.have_cpu = TRUE;
     /* A window too small to catch still burns a little while it cycles. */
     m.cpu_pct = catches ? l->cpu_poll : l->cpu_off + (t->poll_max_ns ? 5.0 : 0.0);
+    if (catches && l->cpu_wide > 0 && t->poll_max_ns > 32768)
+        m.cpu_pct = l->cpu_wide;
     /* As in the simulator: the noise is in the operations counted. */
     m.blocks_per_op = (catches ? 0.1 : l->blocks_off > 0 ? l->blocks_off : 2.0) / f;
     m.run_delay_pct = l->run_delay;
