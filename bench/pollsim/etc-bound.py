@@ -40,14 +40,17 @@ with each probe's ticks picked for that chance in the last phase; it
 prints the expected number of cells that end below, and the chance that
 none does, which is what the goal asks.  --pairs
 puts every other fixed pair of probes from the oracle's grid beside
-wide and off, and lists the five best.  --must-probe takes away the
+wide and off, and lists the five best.  --narrow gives a start at the
+wide window qemu-default's window as its other polling candidate, as the
+adaptive policy does: without it a cell that once went wide never comes
+back to that window.  --must-probe takes away the
 knowledge of which candidate is worth measuring: each gets at least one
 tick (unless it is the start), as a policy that does not know the answer
 must give it.
 
     POLLSIM_ORACLE=/tmp/oracle.tsv build/bench/pollsim/pollsim --matrix
     python3 bench/pollsim/etc-bound.py /tmp/oracle.tsv [--runs N] [--seed S]
-        [--must-probe] [--baseline]
+        [--must-probe] [--baseline] [--narrow]
 """
 import argparse
 import collections
@@ -91,9 +94,13 @@ class Draws:
                      for _slot in range(3)]
 
 
-def phase(draws, r, scores, start, probes, ks):
+def phase(draws, r, scores, start, probes, ks, narrow=False):
     """Run r of one phase from @start, each of @probes measured for its
-    number of ticks in @ks (0: not probed): (score, committed triple)."""
+    number of ticks in @ks (0: not probed): (score, committed triple).
+    With @narrow, the wide probe of a start at the wide window is
+    replaced by qemu-default's window, as the adaptive policy does."""
+    if narrow and start == WIDE:
+        probes = tuple(START if c == start else c for c in probes)
     cands = [(start, START_TICKS)]
     for c, k in zip(probes, ks):
         if c != start and k:
@@ -117,30 +124,37 @@ def mixture(scores, spans):
     return top + math.log(sum(n * math.exp(scores[c] - top) for c, n in spans) / TICKS)
 
 
-def cell(draws, phases, probes, target, must_probe):
+def cell(draws, phases, probes, target, must_probe, narrow):
     """The bound's chance that a noise draw leaves the cell within 3% of
-    @target (the oracle's score, or the better trivial baseline's).  Each probe's ticks are chosen per phase: for the
-    expected score in a phase that another follows, for that chance in
-    the last one."""
+    @target (the oracle's score, or the better trivial baseline's).  Each
+    probe's ticks are chosen per phase and per starting triple (the runs
+    of a phase start where the last one committed, which the noise
+    decides): for the expected score in a phase that another follows, for
+    that chance in the last one."""
     runs = draws.runs
     starts = [START] * runs
     sums = [0.0] * runs
     for i, scores in enumerate(phases):
         last = i == len(phases) - 1
-        best = None
-        for k in itertools.product(K_SET[1:] if must_probe else K_SET, repeat=len(probes)):
-            got = [phase(draws, r, scores, starts[r], probes, k) for r in range(runs)]
-            if None in got:
-                continue
-            if last:
-                value = sum(math.exp((sums[r] + got[r][0]) / len(phases) - target) >= 0.97
-                            for r in range(runs))
-            else:
-                value = sum(g[0] for g in got)
-            if best is None or value > best[0]:
-                best = (value, got)
-        sums = [sums[r] + best[1][r][0] for r in range(runs)]
-        starts = [best[1][r][1] for r in range(runs)]
+        got = [None] * runs
+        for start in set(starts):
+            group = [r for r in range(runs) if starts[r] == start]
+            best = None
+            for k in itertools.product(K_SET[1:] if must_probe else K_SET, repeat=len(probes)):
+                g = [phase(draws, r, scores, start, probes, k, narrow) for r in group]
+                if None in g:
+                    continue
+                if last:
+                    value = sum(math.exp((sums[r] + x[0]) / len(phases) - target) >= 0.97
+                                for r, x in zip(group, g))
+                else:
+                    value = sum(x[0] for x in g)
+                if best is None or value > best[0]:
+                    best = (value, g)
+            for r, x in zip(group, best[1]):
+                got[r] = x
+        sums = [sums[r] + got[r][0] for r in range(runs)]
+        starts = [got[r][1] for r in range(runs)]
     return sum(math.exp(x / len(phases) - target) >= 0.97 for x in sums) / runs
 
 
@@ -165,6 +179,9 @@ def main():
     ap.add_argument("--baseline", action="store_true",
                     help="goal 2: the chance of ending more than 3%% below the better "
                          "trivial baseline, instead of goal 1's")
+    ap.add_argument("--narrow", action="store_true",
+                    help="from a start at the wide window, probe qemu-default's window "
+                         "in its place")
     a = ap.parse_args()
     table = load(a.oracle)
     grid = sorted({t for phases in table.values() for s in phases for t in s},
@@ -179,7 +196,8 @@ def main():
     for probes in pairs:
         within = []
         for d in draws:
-            chances = [cell(d, phases, probes, target_of(phases, a.baseline), a.must_probe)
+            chances = [cell(d, phases, probes, target_of(phases, a.baseline), a.must_probe,
+                            a.narrow)
                        for _w, phases in sorted(table.items())]
             within.append(chances)
         rows.append((probes, within))
