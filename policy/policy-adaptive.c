@@ -216,15 +216,14 @@ policy_adaptive_reset(PolicyIothreadState *st)
     st->seg_x.n = 0;
 }
 
-static PolicyTriple
-wide_triple(const PolicyConfig *cfg)
+PolicyTriple
+policy_adaptive_wide(const PolicyConfig *cfg)
 {
     return (PolicyTriple){ MIN(cfg->probe_poll_max_ns, cfg->max_poll_max_ns), 0, 0 };
 }
 
-/* QEMU's default window, within the configured ceiling. */
-static PolicyTriple
-narrow_triple(const PolicyConfig *cfg)
+PolicyTriple
+policy_adaptive_narrow(const PolicyConfig *cfg)
 {
     PolicyTriple t = POLICY_TRIPLE_QEMU_DEFAULT;
 
@@ -700,7 +699,7 @@ explore_next(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
 {
     PolicyIothreadState *st = p->st;
     const PolicyTriple *a = &st->seg_a.triple;
-    PolicyTriple w = wide_triple(cfg);
+    PolicyTriple w = policy_adaptive_wide(cfg);
     /*
      * Wide before off, whatever the start looked like.  The return to the
      * start then follows off, which takes requests in batches again: after
@@ -727,7 +726,7 @@ explore_next(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
             }
             t = policy_adaptive_off(a);
         } else {
-            t = cand == POLICY_CAND_WIDE ? w : narrow_triple(cfg);
+            t = cand == POLICY_CAND_WIDE ? w : policy_adaptive_narrow(cfg);
             /* Held off by the contention guard: measured another time. */
             if (now_ms < st->holdoff_until_ms || policy_triple_equal(&t, a))
                 continue;
@@ -901,7 +900,7 @@ explore_begin(const PolicyConfig *cfg, PolicyProposal *p, const char *why, gint6
     PolicyIothreadState *st = p->st;
     const PolicyMetrics *m = p->m;
     const PolicyTriple *cur = &p->in->current;
-    PolicyTriple w = wide_triple(cfg), n;
+    PolicyTriple w = policy_adaptive_wide(cfg), n;
 
     st->exploring = TRUE;
     st->n_done = 0;
@@ -933,7 +932,7 @@ explore_begin(const PolicyConfig *cfg, PolicyProposal *p, const char *why, gint6
      * whether polling pays at all, and the default window is one
      * exploration further.
      */
-    n = narrow_triple(cfg);
+    n = policy_adaptive_narrow(cfg);
     if (policy_triple_equal(&w, cur) && n.poll_max_ns > 0 && !policy_triple_equal(&n, &w))
         st->pending |= POLICY_CAND_NARROW;
     if (st->pending & POLICY_CAND_POLLING &&

@@ -155,15 +155,15 @@ explain_candidates(PolicyExplain *x, const PolicyConfig *cfg, const PolicyIothre
     if (st->trial && st->seg_x.n)
         candidate_add(x, &st->seg_x, "measuring", FALSE);
     if (st->exploring) {
+        PolicyTriple off = policy_adaptive_off(&st->seg_a.triple);
+        PolicyTriple wide = policy_adaptive_wide(cfg), narrow = policy_adaptive_narrow(cfg);
+
         if (st->pending & POLICY_CAND_OFF)
-            candidate_pending(x, &(PolicyTriple){ 0, st->seg_a.triple.poll_grow,
-                                                  st->seg_a.triple.poll_shrink });
+            candidate_pending(x, &off);
         if (st->pending & POLICY_CAND_WIDE)
-            candidate_pending(x, &(PolicyTriple){ MIN(cfg->probe_poll_max_ns,
-                                                      cfg->max_poll_max_ns), 0, 0 });
+            candidate_pending(x, &wide);
         if (st->pending & POLICY_CAND_NARROW)
-            candidate_pending(x, &(PolicyTriple){ MIN(POLICY_TRIPLE_QEMU_DEFAULT.poll_max_ns,
-                                                      cfg->max_poll_max_ns), 0, 0 });
+            candidate_pending(x, &narrow);
     }
 }
 

@@ -127,6 +127,9 @@ const PolicyOverrideInfo *policy_engine_override_in_force(const PolicyEngine *e,
 void policy_adaptive_step(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms);
 void policy_adaptive_reset(PolicyIothreadState *st);
 PolicyTriple policy_adaptive_off(const PolicyTriple *current);
+/* The wide window, and QEMU's default window, within the configured bounds. */
+PolicyTriple policy_adaptive_wide(const PolicyConfig *cfg);
+PolicyTriple policy_adaptive_narrow(const PolicyConfig *cfg);
 /*
  * The most polling could gain on @m, less what its core would cost
  * (objective units): a ceiling, for ordering probes, not an estimate.
