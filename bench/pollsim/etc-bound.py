@@ -50,7 +50,7 @@ must give it.
 
     POLLSIM_ORACLE=/tmp/oracle.tsv build/bench/pollsim/pollsim --matrix
     python3 bench/pollsim/etc-bound.py /tmp/oracle.tsv [--runs N] [--seed S]
-        [--must-probe] [--baseline] [--narrow]
+        [--must-probe] [--baseline] [--narrow] [--cells FILE]
 """
 import argparse
 import collections
@@ -179,6 +179,9 @@ def main():
     ap.add_argument("--baseline", action="store_true",
                     help="goal 2: the chance of ending more than 3%% below the better "
                          "trivial baseline, instead of goal 1's")
+    ap.add_argument("--cells", metavar="FILE",
+                    help="write each cell's chance (workload, noise in %%, chance) with "
+                         "the wide window and off as probes, as TSV")
     ap.add_argument("--narrow", action="store_true",
                     help="from a start at the wide window, probe qemu-default's window "
                          "in its place")
@@ -201,6 +204,11 @@ def main():
                        for _w, phases in sorted(table.items())]
             within.append(chances)
         rows.append((probes, within))
+    if a.cells:
+        with open(a.cells, "w") as f:
+            for noise, chances in zip(NOISES, rows[0][1]):
+                for (w, _), c in zip(sorted(table.items()), chances):
+                    f.write(f"{w}\t{100 * noise:.0f}\t{c:.4f}\n")
     if a.baseline:
         report_baseline(rows, len(table), a.runs)
         return

@@ -200,6 +200,14 @@ sim_scenario_run_opts(const SimScenario *scn, const PolicySpec *spec,
     if (spec) {
         cfg->default_spec = *spec;
         cfg->budget_cores = scn->budget_cores;
+        /*
+         * POLLSIM_NO_CONTENTION_GUARD=1: the daemon with its contention
+         * limits at 0, as an operator can set them.  The guard trades the
+         * VM's I/O for the host's CPU on purpose, and the matrix scores
+         * only the I/O objective: this shows what that trade costs there.
+         */
+        if (g_getenv("POLLSIM_NO_CONTENTION_GUARD"))
+            cfg->psi_some_limit = cfg->vcpu_delay_limit = cfg->iothread_delay_limit = 0;
         engine = policy_engine_new(cfg, NULL);
         run->label = policy_spec_format(spec);
     } else {
