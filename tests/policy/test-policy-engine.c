@@ -279,6 +279,21 @@ static const Case cases[] = {
                   { 16, 0, 0, -1, POLICY_CAUSE_ACCEPT, "262144/0/0 measured best", -1 } },
       .check_final = TRUE, .final_poll = { 262144 } },
     /*
+     * The wide window wins clearly; off's first tick then reads 2.5% low,
+     * which leaves it level with the start (it saves the start's idle
+     * cycling) but far behind wide.  It cannot be the triple committed to,
+     * so its probe ends there and wide is written back; measured against
+     * the start alone it would run its three ticks.
+     */
+    { .name = "probe-trailing-a-probe-ends", .spec = "adaptive", .n_ticks = 10, .n_iot = 1,
+      .start = { 32768, 0, 0 }, .load = { { 25000, 37000, 100000, 20, 100, 0, 0, 0, 0.4 } },
+      .factor = (const double[]){ 1, 1, 1, 1, 0.975, 0.975, 0.975 }, .n_factor = 7,
+      .quiet_from = 5,
+      .expect = { { 1, 0, 1, 262144, POLICY_CAUSE_PROBE, "wide poll window", 1 },
+                  { 3, 0, 1, 0, POLICY_CAUSE_PROBE, "polling off", 1 },
+                  { 4, 0, 1, 262144, POLICY_CAUSE_ROLLBACK, "better at 262144/0/0", 1 } },
+      .check_final = TRUE, .final_poll = { 262144 } },
+    /*
      * At the wide window, a workload that only wide catches: off and
      * QEMU's default window are probed and lose.  Then the workload moves
      * to one that the default window catches for 30% of a core, where
