@@ -46,11 +46,14 @@ adaptive policy does: without it a cell that once went wide never comes
 back to that window.  --must-probe takes away the
 knowledge of which candidate is worth measuring: each gets at least one
 tick (unless it is the start), as a policy that does not know the answer
-must give it.
+must give it.  --delay TICKS takes away the knowledge of when a phase
+starts: each phase after the first runs TICKS ticks at the triple the
+last one committed to before its exploration begins, as a change
+detector's delay would.
 
     POLLSIM_ORACLE=/tmp/oracle.tsv build/bench/pollsim/pollsim --matrix
     python3 bench/pollsim/etc-bound.py /tmp/oracle.tsv [--runs N] [--seed S]
-        [--must-probe] [--baseline] [--narrow] [--cells FILE]
+        [--must-probe] [--baseline] [--narrow] [--cells FILE] [--delay TICKS]
 """
 import argparse
 import collections
@@ -94,11 +97,12 @@ class Draws:
                      for _slot in range(3)]
 
 
-def phase(draws, r, scores, start, probes, ks, narrow=False):
+def phase(draws, r, scores, start, probes, ks, narrow=False, delay=0):
     """Run r of one phase from @start, each of @probes measured for its
     number of ticks in @ks (0: not probed): (score, committed triple).
     With @narrow, the wide probe of a start at the wide window is
-    replaced by qemu-default's window, as the adaptive policy does."""
+    replaced by qemu-default's window, as the adaptive policy does.
+    @delay ticks at the start come first, before the change is seen."""
     if narrow and start == WIDE:
         probes = tuple(START if c == start else c for c in probes)
     cands = [(start, START_TICKS)]
@@ -107,13 +111,13 @@ def phase(draws, r, scores, start, probes, ks, narrow=False):
             cands.append((c, k))
     if len(cands) == 1:
         return scores[start], start
-    used = sum(n for _, n in cands)
+    used = sum(n for _, n in cands) + delay
     if used >= TICKS:
         return None
     best = max(range(len(cands)),
                key=lambda i: scores[cands[i][0]] + draws.mean[i][cands[i][1]][r])
     best = cands[best][0]
-    return mixture(scores, cands + [(best, TICKS - used)]), best
+    return mixture(scores, cands + [(best, TICKS - used), (start, delay)]), best
 
 
 def mixture(scores, spans):
@@ -124,7 +128,7 @@ def mixture(scores, spans):
     return top + math.log(sum(n * math.exp(scores[c] - top) for c, n in spans) / TICKS)
 
 
-def cell(draws, phases, probes, target, must_probe, narrow):
+def cell(draws, phases, probes, target, must_probe, narrow, delay=0):
     """The bound's chance that a noise draw leaves the cell within 3% of
     @target (the oracle's score, or the better trivial baseline's).  Each
     probe's ticks are chosen per phase and per starting triple (the runs
@@ -141,7 +145,8 @@ def cell(draws, phases, probes, target, must_probe, narrow):
             group = [r for r in range(runs) if starts[r] == start]
             best = None
             for k in itertools.product(K_SET[1:] if must_probe else K_SET, repeat=len(probes)):
-                g = [phase(draws, r, scores, start, probes, k, narrow) for r in group]
+                g = [phase(draws, r, scores, start, probes, k, narrow, delay if i else 0)
+                     for r in group]
                 if None in g:
                     continue
                 if last:
@@ -182,6 +187,9 @@ def main():
     ap.add_argument("--cells", metavar="FILE",
                     help="write each cell's chance (workload, noise in %%, chance) with "
                          "the wide window and off as probes, as TSV")
+    ap.add_argument("--delay", type=int, default=0, metavar="TICKS",
+                    help="each phase after the first is seen TICKS ticks late: they "
+                         "run at the triple the last phase committed to")
     ap.add_argument("--narrow", action="store_true",
                     help="from a start at the wide window, probe qemu-default's window "
                          "in its place")
@@ -200,7 +208,7 @@ def main():
         within = []
         for d in draws:
             chances = [cell(d, phases, probes, target_of(phases, a.baseline), a.must_probe,
-                            a.narrow)
+                            a.narrow, a.delay)
                        for _w, phases in sorted(table.items())]
             within.append(chances)
         rows.append((probes, within))
