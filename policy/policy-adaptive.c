@@ -436,15 +436,32 @@ probe_threshold(const PolicyConfig *cfg, const PolicySegment *x, const PolicySeg
     return segment_cpu(x) >= segment_cpu(a) ? cfg->probe_margin : -cfg->rollback_tolerance;
 }
 
-/* The probe's lead over its threshold, in standard errors of the difference. */
+/*
+ * Probe @x's lead over @a by its threshold over @a, in standard errors of
+ * the difference.
+ */
 static double
-probe_z(const PolicyConfig *cfg, const PolicyIothreadState *st, const PolicySegment *x)
+probe_z_over(const PolicyConfig *cfg, const PolicyIothreadState *st, const PolicySegment *x,
+             const PolicySegment *a)
 {
-    const PolicySegment *a = &st->seg_a;
     double se = noise_sd(st) * sqrt(1.0 / MAX(a->n, 1) + 1.0 / MAX(x->n, 1));
     double d = segment_mean(x) - segment_mean(a);
 
     return (d - probe_threshold(cfg, x, a)) / MAX(se, 1e-9);
+}
+
+/* The probe's lead over the starting triple. */
+static double
+probe_z(const PolicyConfig *cfg, const PolicyIothreadState *st, const PolicySegment *x)
+{
+    return probe_z_over(cfg, st, x, &st->seg_a);
+}
+
+/* Nothing has measured the noise yet: one start tick, no earlier exploration. */
+static gboolean
+noise_unmeasured(const PolicyIothreadState *st)
+{
+    return st->seg_a.n < 2 && st->noise_df < 1;
 }
 
 /*
@@ -511,10 +528,10 @@ probe_equivalent(const PolicyConfig *cfg, const PolicyIothreadState *st, const P
 
 /*
  * Does probe @x clearly trail a probe measured earlier in this
- * exploration (by more than the evidence bar, in standard errors, below
- * the threshold it would need over that probe, as probe_z() asks of the
- * start)?  Then it is not the triple to commit to, whatever its lead over
- * the start: measuring it longer only costs ticks of a losing triple.
+ * exploration (its probe_z_over() that probe below minus the evidence
+ * bar, as a probe that clearly loses to the start)?  Then it is not the
+ * triple to commit to, whatever its lead over the start: measuring it
+ * longer only costs ticks of a losing triple.
  * On the reduced matrix over seeds 1-4 this ends 0.7 (QEMU 7.2) and 0.5
  * (QEMU 10) points more of the cells within 3% of the oracle, and loses
  * on no seed (docs/POLICY.md).
@@ -523,15 +540,11 @@ static gboolean
 probe_trails_done(const PolicyConfig *cfg, const PolicyIothreadState *st,
                   const PolicySegment *x)
 {
-    /* Nothing has measured the noise yet: the prior alone decides nothing. */
-    if (st->seg_a.n < 2 && st->noise_df < 1)
+    /* The prior alone decides nothing. */
+    if (noise_unmeasured(st))
         return FALSE;
     for (guint i = 0; i < st->n_done; i++) {
-        const PolicySegment *g = &st->done[i];
-        double se = noise_sd(st) * sqrt(1.0 / MAX(g->n, 1) + 1.0 / MAX(x->n, 1));
-        double d = segment_mean(x) - segment_mean(g) - probe_threshold(cfg, x, g);
-
-        if (g->n && d < -evidence_bar(st) * se)
+        if (st->done[i].n && probe_z_over(cfg, st, x, &st->done[i]) < -evidence_bar(st))
             return TRUE;
     }
     return FALSE;
@@ -1043,7 +1056,7 @@ policy_adaptive_step(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
          */
         if (st->seg_x.n < SEG_MAX && !probe_trails_done(cfg, st, &st->seg_x) &&
             ((fabs(z) <= evidence_bar(st) && !probe_equivalent(cfg, st, &st->seg_x)) ||
-             (st->seg_x.n < 2 && ((st->seg_a.n < 2 && st->noise_df < 1) ||
+             (st->seg_x.n < 2 && (noise_unmeasured(st) ||
                                   (z > 0 && lucky_tick_possible(st)))))) {
             g_autofree char *t = policy_triple_format(cur);
 
