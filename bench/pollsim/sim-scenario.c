@@ -169,6 +169,28 @@ sim_metrics_add_noise(PolicyMetrics *m, double noise, guint64 *state)
         m->exits_per_op /= f;
 }
 
+/*
+ * POLLSIM_REVALIDATE=SECONDS: the policy's revalidate period in place of
+ * its default (300 s), within the daemon's own range (0, off, to 7 days):
+ * a grid phase lasts 30 s, so only a period shorter than that re-explores
+ * inside one.
+ */
+static gint64
+revalidate_override_ms(void)
+{
+    const char *s = g_getenv("POLLSIM_REVALIDATE");
+    guint64 v;
+
+    if (!s)
+        return -1;
+    if (!g_ascii_string_to_unsigned(s, 10, 0, 7 * 24 * 3600, &v, NULL)) {
+        fprintf(stderr, "POLLSIM_REVALIDATE=\"%s\": not a whole number of seconds "
+                "from 0 to 604800\n", s);
+        exit(2);
+    }
+    return (gint64)v * 1000;
+}
+
 SimRun *
 sim_scenario_run(const SimScenario *scn, const PolicySpec *spec,
                  const PolicyTriple *phase_triples, double scale, guint64 seed)
@@ -208,6 +230,8 @@ sim_scenario_run_opts(const SimScenario *scn, const PolicySpec *spec,
          */
         if (g_getenv("POLLSIM_NO_CONTENTION_GUARD"))
             cfg->psi_some_limit = cfg->vcpu_delay_limit = cfg->iothread_delay_limit = 0;
+        if (revalidate_override_ms() >= 0)
+            cfg->revalidate_ms = revalidate_override_ms();
         engine = policy_engine_new(cfg, NULL);
         run->label = policy_spec_format(spec);
     } else {
