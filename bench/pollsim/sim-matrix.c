@@ -426,16 +426,7 @@ matrix_only(const SimMatrixWorkload *w)
 guint
 sim_matrix_sample_stride(void)
 {
-    const char *s = g_getenv("POLLSIM_SAMPLE");
-    guint64 k;
-
-    if (!s)
-        return 1;
-    if (!g_ascii_string_to_unsigned(s, 10, 1, 64, &k, NULL)) {
-        fprintf(stderr, "POLLSIM_SAMPLE=\"%s\": not a whole number from 1 to 64\n", s);
-        exit(2);
-    }
-    return (guint)k;
+    return (guint)sim_env_unsigned("POLLSIM_SAMPLE", 1, 64, 1);
 }
 
 /*

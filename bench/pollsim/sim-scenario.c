@@ -169,6 +169,22 @@ sim_metrics_add_noise(PolicyMetrics *m, double noise, guint64 *state)
         m->exits_per_op /= f;
 }
 
+guint64
+sim_env_unsigned(const char *name, guint64 min, guint64 max, guint64 unset)
+{
+    const char *s = g_getenv(name);
+    guint64 v;
+
+    if (!s)
+        return unset;
+    if (!g_ascii_string_to_unsigned(s, 10, min, max, &v, NULL)) {
+        fprintf(stderr, "%s=\"%s\": not a whole number from %" G_GUINT64_FORMAT " to %"
+                G_GUINT64_FORMAT "\n", name, s, min, max);
+        exit(2);
+    }
+    return v;
+}
+
 /*
  * POLLSIM_REVALIDATE=SECONDS: the policy's revalidate period in place of
  * its default (300 s), within the daemon's own range (0, off, to 7 days):
@@ -178,17 +194,9 @@ sim_metrics_add_noise(PolicyMetrics *m, double noise, guint64 *state)
 static gint64
 revalidate_override_ms(void)
 {
-    const char *s = g_getenv("POLLSIM_REVALIDATE");
-    guint64 v;
+    guint64 s = sim_env_unsigned("POLLSIM_REVALIDATE", 0, 7 * 24 * 3600, G_MAXUINT64);
 
-    if (!s)
-        return -1;
-    if (!g_ascii_string_to_unsigned(s, 10, 0, 7 * 24 * 3600, &v, NULL)) {
-        fprintf(stderr, "POLLSIM_REVALIDATE=\"%s\": not a whole number of seconds "
-                "from 0 to 604800\n", s);
-        exit(2);
-    }
-    return (gint64)v * 1000;
+    return s == G_MAXUINT64 ? -1 : (gint64)s * 1000;
 }
 
 SimRun *
@@ -215,6 +223,7 @@ sim_scenario_run_opts(const SimScenario *scn, const PolicySpec *spec,
     double lat_sum = 0, ops_sum = 0;
     guint64 hist_all[2048] = { 0 };
     guint64 noise_state = opts ? opts->noise_seed : 0;
+    gint64 revalidate_ms = revalidate_override_ms();
 
     sim_set_qemu_model(sim, scn->qemu_model);
     run->n_ticks = n_ticks;
@@ -230,8 +239,8 @@ sim_scenario_run_opts(const SimScenario *scn, const PolicySpec *spec,
          */
         if (g_getenv("POLLSIM_NO_CONTENTION_GUARD"))
             cfg->psi_some_limit = cfg->vcpu_delay_limit = cfg->iothread_delay_limit = 0;
-        if (revalidate_override_ms() >= 0)
-            cfg->revalidate_ms = revalidate_override_ms();
+        if (revalidate_ms >= 0)
+            cfg->revalidate_ms = revalidate_ms;
         engine = policy_engine_new(cfg, NULL);
         run->label = policy_spec_format(spec);
     } else {

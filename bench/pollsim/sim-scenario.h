@@ -129,6 +129,13 @@ typedef struct {
  */
 void sim_metrics_add_noise(PolicyMetrics *m, double noise, guint64 *state);
 
+/*
+ * The environment variable @name as a whole number from @min to @max, or
+ * @unset when it is not set.  Anything else ends the run (exit status 2)
+ * with the variable, its value and the range named.
+ */
+guint64 sim_env_unsigned(const char *name, guint64 min, guint64 max, guint64 unset);
+
 SimRun *sim_scenario_run_opts(const SimScenario *scn, const PolicySpec *spec,
                               const PolicyTriple *phase_triples, double scale, guint64 seed,
                               const SimRunOpts *opts);
