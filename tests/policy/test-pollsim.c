@@ -735,6 +735,53 @@ test_matrix_cell_format(void)
     g_assert_nonnull(strstr(t, " dev=nvme "));
 }
 
+/* S1 (60 one-second ticks) under adaptive: how many decisions say @why. */
+static guint
+s1_decisions_saying(const char *why)
+{
+    const SimScenario *scn = sim_scenario_find("S1");
+    PolicySpec spec;
+    g_autofree char *text = NULL;
+    size_t len = 0;
+    FILE *trace = open_memstream(&text, &len);
+    SimRunOpts opts = { .trace = trace };
+    g_autoptr(SimRun) run = NULL;
+    guint n = 0;
+
+    g_assert_nonnull(trace);
+    g_assert_true(policy_spec_parse("adaptive", &spec, NULL));
+    run = sim_scenario_run_opts(scn, &spec, NULL, 1.0, 1, &opts);
+    fclose(trace);
+    for (const char *p = text; (p = strstr(p, why)); p += strlen(why))
+        n++;
+    return n;
+}
+
+/*
+ * POLLSIM_REVALIDATE reaches the policy: none of S1's 60 ticks revalidate
+ * under the 300 s default, a 10 s period does; a value outside the
+ * daemon's range ends the run with the variable named.
+ */
+static void
+test_env_revalidate(void)
+{
+    if (g_test_subprocess()) {
+        g_setenv("POLLSIM_REVALIDATE", "604801", TRUE);
+        s1_decisions_saying("periodic revalidation");
+        return;
+    }
+    g_unsetenv("POLLSIM_REVALIDATE");
+    g_assert_cmpuint(s1_decisions_saying("periodic revalidation"), ==, 0);
+    g_setenv("POLLSIM_REVALIDATE", "10", TRUE);
+    g_assert_cmpuint(s1_decisions_saying("periodic revalidation"), >=, 2);
+    g_unsetenv("POLLSIM_REVALIDATE");
+    g_assert_cmpuint(sim_env_unsigned("POLLSIM_REVALIDATE", 0, 9, 7), ==, 7);
+
+    g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+    g_test_trap_assert_failed();
+    g_test_trap_assert_stderr("*POLLSIM_REVALIDATE=\"604801\": not a whole number from 0 to 604800*");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -754,6 +801,7 @@ main(int argc, char **argv)
     g_test_add_func("/pollsim/matrix/reduced", test_matrix_reduced);
     g_test_add_func("/pollsim/matrix/cell-format", test_matrix_cell_format);
     g_test_add_func("/pollsim/matrix/oracle-dump", test_matrix_oracle_dump);
+    g_test_add_func("/pollsim/env/revalidate", test_env_revalidate);
     g_test_add_func("/pollsim/matrix-qemu10/reduced", test_matrix_reduced_qemu10);
     g_test_add_func("/pollsim/two-disks", test_two_disks);
     g_test_add_func("/pollsim/two-disks/no-starvation", test_two_disks_no_starvation);
