@@ -436,6 +436,13 @@ probe_threshold(const PolicyConfig *cfg, const PolicySegment *x, const PolicySeg
     return segment_cpu(x) >= segment_cpu(a) ? cfg->probe_margin : -cfg->rollback_tolerance;
 }
 
+/* The standard error of the difference between @x's and @a's means. */
+static double
+diff_se(const PolicyIothreadState *st, const PolicySegment *x, const PolicySegment *a)
+{
+    return noise_sd(st) * sqrt(1.0 / MAX(a->n, 1) + 1.0 / MAX(x->n, 1));
+}
+
 /*
  * Probe @x's lead over @a by its threshold over @a, in standard errors of
  * the difference.
@@ -444,7 +451,7 @@ static double
 probe_z_over(const PolicyConfig *cfg, const PolicyIothreadState *st, const PolicySegment *x,
              const PolicySegment *a)
 {
-    double se = noise_sd(st) * sqrt(1.0 / MAX(a->n, 1) + 1.0 / MAX(x->n, 1));
+    double se = diff_se(st, x, a);
     double d = segment_mean(x) - segment_mean(a);
 
     return (d - probe_threshold(cfg, x, a)) / MAX(se, 1e-9);
@@ -503,7 +510,7 @@ wide_beats_off(const PolicyConfig *cfg, const PolicyIothreadState *st, PolicyObj
     x = &st->done[st->n_done - 1];
     if (x->triple.poll_max_ns <= a->triple.poll_max_ns)
         return FALSE;
-    se = noise_sd(st) * sqrt(1.0 / MAX(a->n, 1) + 1.0 / MAX(x->n, 1));
+    se = diff_se(st, x, a);
     lead = segment_mean(x) - segment_mean(a) -
            policy_config_cpu_weight(cfg, o) * segment_cpu(a) / 100.0;
     return lead > evidence_bar(st) * se;
@@ -520,7 +527,7 @@ static gboolean
 probe_equivalent(const PolicyConfig *cfg, const PolicyIothreadState *st, const PolicySegment *x)
 {
     const PolicySegment *a = &st->seg_a;
-    double se = noise_sd(st) * sqrt(1.0 / MAX(a->n, 1) + 1.0 / MAX(x->n, 1));
+    double se = diff_se(st, x, a);
     double d = segment_mean(x) - segment_mean(a);
 
     return fabs(d) + evidence_bar(st) * se < cfg->probe_margin + cfg->rollback_tolerance;
@@ -599,7 +606,7 @@ record_benefit(PolicyIothreadState *st)
         if (!g || !g->n || g->triple.poll_max_ns == 0 || g->n_exits != g->n ||
             g->vm_cores_sum / g->n > off->vm_cores_sum / off->n)
             continue;
-        se = noise_sd(st) * sqrt(1.0 / g->n + 1.0 / off->n);
+        se = diff_se(st, g, off);
         if (segment_mean(g) - segment_mean(off) < -evidence_bar(st) * se)
             continue;
         if (!st->have_frugal || segment_mean(g) > segment_mean(&st->frugal)) {
