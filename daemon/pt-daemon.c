@@ -647,6 +647,7 @@ pt_daemon_write_store(PtDaemon *d, GArray *samples)
     tick.ts_ms = d->tick_now_ms;
     tick.len_ns = d->host_prev ? d->tick_mono_ns - d->host_prev->mono_ns : 0;
     pt_history_psi(d->host_prev, d->tick_host, &tick.psi);
+    pt_history_host_cpu(d->host_prev, d->tick_host, &tick.cpu);
     tick.samples = (const StoreSample *)samples->data;
     tick.n_samples = samples->len;
     /* The first tick is the baseline of every counter: nothing to write. */

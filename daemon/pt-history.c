@@ -50,3 +50,21 @@ pt_history_psi(const ProbeHostSnap *prev, const ProbeHostSnap *cur, StorePsi *ps
         return;
     psi->cpu_some_us = pt_delta(prev->psi.some_total_us, cur->psi.some_total_us);
 }
+
+void
+pt_history_host_cpu(const ProbeHostSnap *prev, const ProbeHostSnap *cur, StoreHostCpu *cpu)
+{
+    long hz = sysconf(_SC_CLK_TCK);
+    gint64 busy, total;
+
+    store_host_cpu_init(cpu);
+    if (!prev || !prev->have_stat || !cur->have_stat || hz <= 0)
+        return;
+    busy = pt_delta(prev->stat.busy_ticks, cur->stat.busy_ticks);
+    total = pt_delta(prev->stat.total_ticks, cur->stat.total_ticks);
+    /* A tick of /proc/stat is 1/hz s; years of CPU time fit in 63 bits. */
+    if (busy == STORE_NULL || total == STORE_NULL || busy > total || total > G_MAXINT64 / 1000000)
+        return;
+    cpu->busy_us = busy * 1000000 / hz;
+    cpu->total_us = total * 1000000 / hz;
+}

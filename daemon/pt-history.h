@@ -12,3 +12,6 @@
 gboolean pt_history_sample(const ProbeTargetSnap *prev, const ProbeTargetSnap *cur,
                            const char *id, StoreSample *s);
 void pt_history_psi(const ProbeHostSnap *prev, const ProbeHostSnap *cur, StorePsi *psi);
+/* The host's busy and total CPU time between @prev and @cur (/proc/stat). */
+void pt_history_host_cpu(const ProbeHostSnap *prev, const ProbeHostSnap *cur,
+                         StoreHostCpu *cpu);

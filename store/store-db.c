@@ -128,7 +128,8 @@ static const char *const stmt_sql[STMT_MAX] = {
     [STMT_ROLLBACK] = "ROLLBACK",
     [STMT_TICK_INSERT] =
         "INSERT INTO ticks (ts, len_ns, psi_cpu_some_us, psi_io_some_us,"
-        " psi_io_full_us, psi_mem_some_us, psi_mem_full_us) VALUES (?,?,?,?,?,?,?)",
+        " psi_io_full_us, psi_mem_some_us, psi_mem_full_us, cpu_busy_us, cpu_total_us)"
+        " VALUES (?,?,?,?,?,?,?,?,?)",
     [STMT_DEVSAMPLE_INSERT] = "INSERT INTO device_samples VALUES (?,?,?,?,?,?,?,?,?,?)",
     [STMT_TARGET_UPSERT] =
         "INSERT INTO targets (kind, name, uuid, first_seen, last_seen) VALUES (?1,?2,?3,?4,?4)"

@@ -37,6 +37,24 @@ json_stat(const StoreStat *s, double scale)
     return o;
 }
 
+json_object *
+store_host_row_to_json(const StoreHostRow *row)
+{
+    json_object *o = json_object_new_object();
+    const StoreHostCpu *c = &row->cpu;
+
+    json_object_object_add(o, "ts_ms", json_object_new_int64(row->ts_ms));
+    if (c->busy_us != STORE_NULL && c->total_us != STORE_NULL && c->total_us > 0) {
+        json_num(o, "cpu_busy_pct", 100.0 * c->busy_us / c->total_us);
+        if (row->len_ns > 0)
+            json_num(o, "cpus", c->total_us * 1000.0 / row->len_ns);
+    }
+    if (row->psi.cpu_some_us != STORE_NULL && row->len_ns > 0)
+        json_num(o, "psi_cpu_some_pct",
+                 MIN(100.0, 100.0 * row->psi.cpu_some_us * 1000.0 / row->len_ns));
+    return o;
+}
+
 const StoreStat *
 store_row_stat(const StoreRow *row, MetricRate rate)
 {

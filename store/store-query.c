@@ -15,6 +15,7 @@ typedef enum {
     CURSOR_ROLLUP,
     CURSOR_DECISIONS,
     CURSOR_LATEST,
+    CURSOR_HOST,
 } CursorKind;
 
 typedef struct {
@@ -34,6 +35,7 @@ struct StoreCursor {
     GHashTable *names;          /* gint64 id -> IothreadName */
     StoreRow row;
     StoreDecisionRow drow;
+    StoreHostRow hrow;
     GArray *latest;             /* LatestProbe, for CURSOR_LATEST */
     guint latest_pos;
 };
@@ -217,6 +219,20 @@ store_query_decisions(StoreDb *db, const StoreFilter *f, GError **error)
 }
 
 StoreCursor *
+store_query_host(StoreDb *db, const StoreFilter *f, GError **error)
+{
+    g_autoptr(StoreCursor) cur = cursor_new(db, CURSOR_HOST, error);
+
+    if (!cur || !(cur->st = store_prepare(db, "SELECT ts, len_ns, psi_cpu_some_us,"
+                                          " cpu_busy_us, cpu_total_us FROM ticks"
+                                          " WHERE ts >= ?1 AND ts < ?2 ORDER BY id", error)))
+        return NULL;
+    sqlite3_bind_int64(cur->st, 1, bound_from(f));
+    sqlite3_bind_int64(cur->st, 2, bound_to(f));
+    return g_steal_pointer(&cur);
+}
+
+StoreCursor *
 store_query_latest(StoreDb *db, GError **error)
 {
     g_autoptr(StoreCursor) cur = cursor_new(db, CURSOR_LATEST, error);
@@ -350,9 +366,9 @@ store_cursor_next(StoreCursor *cur, const StoreRow **row, GError **error)
     gboolean have;
 
     *row = NULL;
-    if (cur->kind == CURSOR_DECISIONS) {
-        g_set_error(error, STORE_ERROR, STORE_ERROR_INVALID, "%s: decision cursor read as "
-                    "samples", cur->db->path);
+    if (cur->kind == CURSOR_DECISIONS || cur->kind == CURSOR_HOST) {
+        g_set_error(error, STORE_ERROR, STORE_ERROR_INVALID, "%s: %s cursor read as "
+                    "samples", cur->db->path, cur->kind == CURSOR_HOST ? "host" : "decision");
         return FALSE;
     }
     if (!(cur->kind == CURSOR_LATEST ? latest_next(cur, &have, error)
@@ -399,5 +415,31 @@ store_cursor_next_decision(StoreCursor *cur, const StoreDecisionRow **row, GErro
     d->applied = sqlite3_column_int(st, 10) != 0;
     d->cause = (const char *)sqlite3_column_text(st, 11);
     *row = d;
+    return TRUE;
+}
+
+gboolean
+store_cursor_next_host(StoreCursor *cur, const StoreHostRow **row, GError **error)
+{
+    StoreHostRow *h = &cur->hrow;
+    sqlite3_stmt *st = cur->st;
+    gboolean have;
+
+    *row = NULL;
+    if (cur->kind != CURSOR_HOST) {
+        g_set_error(error, STORE_ERROR, STORE_ERROR_INVALID, "%s: sample cursor read as "
+                    "host rows", cur->db->path);
+        return FALSE;
+    }
+    if (!cursor_step(cur, &have, error))
+        return FALSE;
+    if (!have)
+        return TRUE;
+    h->ts_ms = sqlite3_column_int64(st, 0);
+    h->len_ns = sqlite3_column_int64(st, 1);
+    store_psi_init(&h->psi);
+    h->psi.cpu_some_us = store_column_i64(st, 2);
+    h->cpu = (StoreHostCpu){ store_column_i64(st, 3), store_column_i64(st, 4) };
+    *row = h;
     return TRUE;
 }

@@ -13,7 +13,7 @@
  * while a WITHOUT ROWID table keyed by the pair rebalances three pages on
  * every split; the packed key saves a quarter of the WAL written per tick
  * and a tenth of the row size.  The view samples_v unpacks it for humans.
- * A tick's time, length and host PSI are stored once in `ticks`, not in
+ * A tick's time, length, host PSI and host CPU are stored once in `ticks`, not in
  * every sample.  Counters are integers; SQL NULL means
  * "source unavailable".  docs/STORE.md describes every column.
  */
@@ -112,6 +112,12 @@ static const char *const migrations[] = {
     "ALTER TABLE rollup_1h ADD COLUMN poll_max_ns INTEGER;"
     "ALTER TABLE rollup_1h ADD COLUMN poll_grow INTEGER;"
     "ALTER TABLE rollup_1h ADD COLUMN poll_shrink INTEGER;",
+
+    /* 8: the host's CPU time over the tick, busy and in all, summed over
+     * its CPUs (/proc/stat), so that a report can say how busy the host
+     * was beside the iothreads' headroom; rows written before have none */
+    "ALTER TABLE ticks ADD COLUMN cpu_busy_us INTEGER;"
+    "ALTER TABLE ticks ADD COLUMN cpu_total_us INTEGER;",
 };
 
 int

@@ -63,10 +63,17 @@ store_psi_init(StorePsi *psi)
 }
 
 void
+store_host_cpu_init(StoreHostCpu *cpu)
+{
+    *cpu = (StoreHostCpu){ STORE_NULL, STORE_NULL };
+}
+
+void
 store_tick_init(StoreTick *tick)
 {
     *tick = (StoreTick){ 0 };
     store_psi_init(&tick->psi);
+    store_host_cpu_init(&tick->cpu);
 }
 
 static StoreTargetEntry *
@@ -335,6 +342,8 @@ write_tick_sql(StoreDb *db, const StoreTick *tick, GError **error)
     store_bind_i64(st, 5, tick->psi.io_full_us);
     store_bind_i64(st, 6, tick->psi.mem_some_us);
     store_bind_i64(st, 7, tick->psi.mem_full_us);
+    store_bind_i64(st, 8, tick->cpu.busy_us);
+    store_bind_i64(st, 9, tick->cpu.total_us);
     if (!step_done(db, st, "insert tick", error))
         goto fail;
     tick_id = sqlite3_last_insert_rowid(db->sql);

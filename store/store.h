@@ -214,10 +214,19 @@ typedef struct {
     gint64 mem_some_us, mem_full_us;
 } StorePsi;
 
+/* The host's CPU time over the tick, summed over its CPUs: busy (user,
+ * nice, system, irq, softirq, steal) and in all (busy, idle, iowait).
+ * busy / total is how busy the host was; total / the tick's length is the
+ * number of CPUs online. */
+typedef struct {
+    gint64 busy_us, total_us;
+} StoreHostCpu;
+
 typedef struct {
     gint64 ts_ms;               /* end of the tick */
     gint64 len_ns;              /* length of the tick */
     StorePsi psi;
+    StoreHostCpu cpu;
     const StoreSample *samples;
     guint n_samples;
     const StoreDeviceSample *devices;
@@ -228,6 +237,7 @@ void store_io_init(StoreIo *io);
 void store_sample_init(StoreSample *s);
 void store_device_sample_init(StoreDeviceSample *d);
 void store_psi_init(StorePsi *psi);
+void store_host_cpu_init(StoreHostCpu *cpu);
 void store_tick_init(StoreTick *tick);
 
 /*
@@ -393,6 +403,13 @@ typedef struct {
     gboolean applied;
 } StoreDecisionRow;
 
+/* One raw tick's host figures. */
+typedef struct {
+    gint64 ts_ms, len_ns;
+    StorePsi psi;               /* only cpu_some_us is read back */
+    StoreHostCpu cpu;
+} StoreHostRow;
+
 typedef struct StoreCursor StoreCursor;
 void store_cursor_free(StoreCursor *cur);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(StoreCursor, store_cursor_free)
@@ -408,6 +425,11 @@ gboolean store_cursor_next(StoreCursor *cur, const StoreRow **row, GError **erro
 gboolean store_cursor_next_decision(StoreCursor *cur, const StoreDecisionRow **row,
                                     GError **error);
 
+/* The host figures of the raw ticks in the filter's range, in time order
+ * (names and resolution ignored: a tick is the host's). */
+StoreCursor *store_query_host(StoreDb *db, const StoreFilter *filter, GError **error);
+gboolean store_cursor_next_host(StoreCursor *cur, const StoreHostRow **row, GError **error);
+
 /* The newest raw sample of every iothread that has one, as a cursor. */
 StoreCursor *store_query_latest(StoreDb *db, GError **error);
 
@@ -419,6 +441,13 @@ StoreCursor *store_query_latest(StoreDb *db, GError **error);
  * {min, mean, max, p95} in the rate's unit.  Absent figures are left out.
  */
 json_object *store_row_to_json(const StoreRow *row);
+/*
+ * A host row as the `host-history` reply's row (docs/CONTROL.md, a new
+ * object): ts_ms, then what is known of cpu_busy_pct (of all the host's
+ * CPUs), cpus (online, from the CPU time over the tick's length) and
+ * psi_cpu_some_pct (of the tick some task waited for a CPU).
+ */
+json_object *store_host_row_to_json(const StoreHostRow *row);
 /* The rollup statistics of @rate in @row, or NULL if it is not rolled up. */
 const StoreStat *store_row_stat(const StoreRow *row, MetricRate rate);
 

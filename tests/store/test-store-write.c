@@ -90,6 +90,74 @@ test_roundtrip(Fixture *fx, gconstpointer data)
     g_assert_null(store_db_take_notice(fx->db));
 }
 
+/* A tick's host CPU and CPU pressure come back per tick, as counters and
+ * as the `host-history` row; a tick without them has none. */
+static void
+test_host(Fixture *fx, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(StoreCursor) cur = NULL;
+    json_object *j;
+    StoreSample s;
+    StoreTick tick;
+    StoreFilter f;
+    const StoreHostRow *row;
+
+    store_sample_init(&s);
+    s.target = "vm";
+    s.iothread = "iot0";
+    for (int i = 0; i < 3; i++) {
+        store_tick_init(&tick);
+        tick.ts_ms = T0 + 1000 * (i + 1);
+        tick.len_ns = 500000000;
+        if (i != 1) {
+            /* Four CPUs over half a second: 2 s of CPU time, 1.5 s busy. */
+            tick.cpu.busy_us = 1500000;
+            tick.cpu.total_us = 2000000;
+            tick.psi.cpu_some_us = 125000;
+        }
+        tick.samples = &s;
+        tick.n_samples = 1;
+        g_assert_true(store_tick_write(fx->db, &tick, &error));
+        g_assert_no_error(error);
+    }
+    store_filter_init(&f);
+    f.from_ms = T0 + 1000;
+    f.to_ms = T0 + 3000;
+    cur = store_query_host(fx->db, &f, &error);
+    g_assert_no_error(error);
+    g_assert_true(store_cursor_next_host(cur, &row, &error));
+    g_assert_nonnull(row);
+    g_assert_cmpint(row->ts_ms, ==, T0 + 1000);
+    g_assert_cmpint(row->len_ns, ==, 500000000);
+    g_assert_cmpint(row->cpu.busy_us, ==, 1500000);
+    g_assert_cmpint(row->cpu.total_us, ==, 2000000);
+    g_assert_cmpint(row->psi.cpu_some_us, ==, 125000);
+    j = store_host_row_to_json(row);
+    g_assert_cmpstr(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN), ==,
+                    "{\"ts_ms\":1764590401000,\"cpu_busy_pct\":75.000,\"cpus\":4.000,"
+                    "\"psi_cpu_some_pct\":25.000}");
+    json_object_put(j);
+    g_assert_true(store_cursor_next_host(cur, &row, &error));
+    g_assert_cmpint(row->cpu.busy_us, ==, STORE_NULL);
+    g_assert_cmpint(row->psi.cpu_some_us, ==, STORE_NULL);
+    j = store_host_row_to_json(row);
+    g_assert_cmpstr(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN), ==,
+                    "{\"ts_ms\":1764590402000}");
+    json_object_put(j);
+    /* [from, to): the third tick is out. */
+    g_assert_true(store_cursor_next_host(cur, &row, &error));
+    g_assert_null(row);
+    g_assert_no_error(error);
+    /* Not a sample cursor. */
+    {
+        const StoreRow *srow;
+
+        g_assert_false(store_cursor_next(cur, &srow, &error));
+        g_assert_error(error, STORE_ERROR, STORE_ERROR_INVALID);
+    }
+}
+
 static void
 test_invalid(Fixture *fx, gconstpointer data)
 {
@@ -430,6 +498,7 @@ main(int argc, char **argv)
 #define ADD(name, fn) g_test_add(name, Fixture, NULL, fixture_setup, fn, fixture_teardown)
     ADD("/store/write/roundtrip", test_roundtrip);
     ADD("/store/write/invalid", test_invalid);
+    ADD("/store/write/host", test_host);
     ADD("/store/write/devices", test_devices);
     ADD("/store/write/range-and-latest", test_range_and_latest);
     ADD("/store/write/decisions", test_decisions);
