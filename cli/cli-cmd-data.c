@@ -120,6 +120,24 @@ cli_store_filter(StoreFilter *f, const CliRange *r, const char *target, const ch
 
 /* ---- history ---------------------------------------------------------- */
 
+/* The daemon's rule (NotFound, exit 1) for a name never recorded. */
+static gboolean
+cli_db_target_check(CliContext *ctx, CliDb *db, const char *target, GError **error)
+{
+    gboolean known;
+
+    if (!target)
+        return TRUE;
+    if (!store_target_known(cli_db_store(db), target, &known, error))
+        return FALSE;
+    if (!known) {
+        g_set_error(error, CLI_ERROR, CLI_ERROR_FAILED, "%s: no such target in %s", target,
+                    ctx->db_path);
+        return FALSE;
+    }
+    return TRUE;
+}
+
 static json_object *
 history_offline(CliContext *ctx, const CliRange *r, const char *target, const char *iothread,
                 GError **error)
@@ -130,19 +148,12 @@ history_offline(CliContext *ctx, const CliRange *r, const char *target, const ch
     json_object *rows = json_object_new_array();
     StoreFilter f;
     const StoreRow *row;
-    gboolean known;
 
     json_object_object_add(reply, "resolution",
                            json_object_new_string(store_resolution_to_string(r->resolution)));
     json_object_object_add(reply, "rows", rows);
-    if (!db || !store_target_known(cli_db_store(db), target, &known, error))
+    if (!db || !cli_db_target_check(ctx, db, target, error))
         return NULL;
-    /* The daemon's rule (NotFound, exit 1) for a name never recorded. */
-    if (!known) {
-        g_set_error(error, CLI_ERROR, CLI_ERROR_FAILED, "%s: no such target in %s", target,
-                    ctx->db_path);
-        return NULL;
-    }
     cli_store_filter(&f, r, target, iothread);
     if (!(cur = store_query_range(cli_db_store(db), &f, error)))
         return NULL;
@@ -451,7 +462,7 @@ export_offline(CliContext *ctx, const CliRange *r, StoreFormat format, GOutputSt
     StoreFilter f;
     CliRange raw = *r;
 
-    if (!db)
+    if (!db || !cli_db_target_check(ctx, db, opt_vm, error))
         return FALSE;
     /* Without --resolution an export is of what was recorded: raw rows. */
     if (!r->resolution_given)
@@ -655,9 +666,9 @@ report_online_series(CliContext *ctx, CliReport *rep, const CliRange *r, const c
         return FALSE;
     if (n >= DAEMON_HISTORY_MAX_ROWS) {
         g_autofree char *note = g_strdup_printf(
-            "%s/%s: the daemon returns at most %d rows per request, so this iothread's "
-            "history is cut short; use a coarser --resolution or --db.", target, iothread,
-            DAEMON_HISTORY_MAX_ROWS);
+            "%s%s%s: the daemon returns at most %d rows per request, so this %s history is "
+            "cut short; use a coarser --resolution or --db.", target, iothread ? "/" : "",
+            iothread ? iothread : "", DAEMON_HISTORY_MAX_ROWS, iothread ? "iothread's" : "VM's");
 
         cli_report_add_note(rep, note);
     }
@@ -673,6 +684,7 @@ report_online(CliContext *ctx, CliReport *rep, const CliRange *r, GError **error
     g_autoptr(GString) line = g_string_new(NULL);
     DecisionLines dl = { rep, line };
     json_object *targets;
+    gboolean vm_listed = FALSE;
 
     if (!list)
         return FALSE;
@@ -686,6 +698,7 @@ report_online(CliContext *ctx, CliReport *rep, const CliRange *r, GError **error
                 !json_object_object_get_ex(t, "iothreads", &its) ||
                 !json_object_is_type(its, json_type_array))
                 continue;
+            vm_listed = TRUE;
             for (gsize k = 0; k < json_object_array_length(its); k++) {
                 const char *id = json_object_get_string(json_object_array_get_idx(its, k));
 
@@ -694,6 +707,10 @@ report_online(CliContext *ctx, CliReport *rep, const CliRange *r, GError **error
             }
         }
     }
+    /* A VM not tuned now is read from the store, all its iothreads at
+     * once; the daemon answers NotFound for a name it never recorded. */
+    if (opt_vm && !vm_listed && !report_online_series(ctx, rep, r, opt_vm, NULL, error))
+        return FALSE;
     json_object_object_add(req, "format", json_object_new_string("jsonl"));
     json_object_object_add(req, "since", json_object_new_string(r->since));
     json_object_object_add(req, "until", json_object_new_string(r->until));
@@ -809,7 +826,8 @@ cli_cmd_report(CliContext *ctx, char **args, guint n, GError **error)
         return FALSE;
     }
     if (ctx->db_path) {
-        if (!(db = cli_context_db_open(ctx, error)))
+        if (!(db = cli_context_db_open(ctx, error)) ||
+            !cli_db_target_check(ctx, db, opt_vm, error))
             return FALSE;
         source = g_strdup_printf("database %s", ctx->db_path);
     } else {

@@ -519,6 +519,18 @@ pt_filter_from_args(json_object *args, StoreFilter *f, GError **error)
     return TRUE;
 }
 
+gboolean
+pt_target_known(PtDaemon *d, const char *name, GError **error)
+{
+    gboolean known;
+
+    if (pt_daemon_find_target(d, name))
+        return TRUE;
+    if (!store_target_known(pt_daemon_get_store(d), name, &known, error))
+        return FALSE;
+    return known || pt_not_found(error, name);
+}
+
 static gboolean
 pt_cmd_history(PtConn *conn, json_object *args, json_object **ret, GError **error)
 {
@@ -533,14 +545,8 @@ pt_cmd_history(PtConn *conn, json_object *args, json_object **ret, GError **erro
         return FALSE;
     if (!f.target)
         return pt_arg_bad(error, "target", "missing");
-    if (!pt_daemon_find_target(d, f.target)) {
-        gboolean known;
-
-        if (!store_target_known(pt_daemon_get_store(d), f.target, &known, error))
-            return FALSE;
-        if (!known)
-            return pt_not_found(error, f.target);
-    }
+    if (!pt_target_known(d, f.target, error))
+        return FALSE;
     cur = store_query_range(pt_daemon_get_store(d), &f, error);
     if (!cur)
         return FALSE;

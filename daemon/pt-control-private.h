@@ -80,6 +80,9 @@ gboolean pt_arg_str(json_object *args, const char *key, gboolean required,
                     const char **out, GError **error);
 /* since/until/target/iothread/resolution of history and export. */
 gboolean pt_filter_from_args(json_object *args, StoreFilter *f, GError **error);
+/* FALSE with NotFound when @name is neither tuned now nor in the store:
+ * what the history commands say of a target they know nothing of. */
+gboolean pt_target_known(PtDaemon *d, const char *name, GError **error);
 void pt_control_dispatch(PtConn *conn, QmpMessage *m);
 /* pt-control-explain.c */
 json_object *pt_json_explain(PtDaemon *d, PtTarget *t, PtIothread *io);

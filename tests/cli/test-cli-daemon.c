@@ -6,6 +6,7 @@
  * a direct sqlite query of the daemon's database over the same range, the
  * metrics exposition with promtool.
  */
+#include <glib/gstdio.h>
 #include <math.h>
 #include <sqlite3.h>
 #include <string.h>
@@ -364,6 +365,14 @@ test_report(void)
     g_assert_nonnull(strstr(html, "iot1"));
     /* The decisions came through the export of the decision log. */
     g_assert_nonnull(strstr(html, "policy static:"));
+    /* A VM it never knew is an error naming it, as show's; one it knows
+     * reports. */
+    g_unlink(path);
+    CTL_FAILS(1, "typo: no such target", "report", "--vm", "typo", "-o", path);
+    g_assert_false(g_file_test(path, G_FILE_TEST_EXISTS));
+    CTL_FAILS(1, "typo: no such target", "export", "--vm", "typo");
+    CTL_FAILS(1, "typo: no such target", "export", "--decisions", "--vm", "typo");
+    g_free(CTL_OK("report", "--vm", "vm-a", "-o", path));
 }
 
 /* One sample's value from an exposition, or -1 when absent. */

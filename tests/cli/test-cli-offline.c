@@ -373,6 +373,12 @@ test_errors(void)
         { { "--db", missing, "history", "vm-1", NULL }, 1, "missing.db: No such file" },
         /* Not found is exit 1, offline as from the daemon. */
         { { "--db", db_path, "history", "nosuch", NULL }, 1, "nosuch: no such target in " },
+        { { "--db", db_path, "export", "--vm", "nosuch", NULL }, 1,
+          "nosuch: no such target in " },
+        { { "--db", db_path, "export", "--decisions", "--vm", "nosuch", NULL }, 1,
+          "nosuch: no such target in " },
+        { { "--db", db_path, "report", "--vm", "nosuch", "-o", "/dev/null", NULL }, 1,
+          "nosuch: no such target in " },
         { { "--db", junk, "export", NULL }, 1, "junk.db: cannot read it as a database" },
     };
 
