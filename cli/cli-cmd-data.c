@@ -522,6 +522,30 @@ cli_cmd_export(CliContext *ctx, char **args, guint n, GError **error)
 
 /* ---- report ----------------------------------------------------------- */
 
+/* The host's ticks over @f's range (already cut to the newest per-tick
+ * rows the report keeps), as the daemon's `host-history` rows. */
+static gboolean
+report_offline_host(StoreDb *db, CliReport *rep, const StoreFilter *f, GError **error)
+{
+    g_autoptr(StoreCursor) cur = store_query_host(db, f, error);
+    const StoreHostRow *row;
+
+    if (!cur)
+        return FALSE;
+    for (;;) {
+        g_autoptr(json_object) o = NULL;
+        CliHostPoint h;
+
+        if (!store_cursor_next_host(cur, &row, error))
+            return FALSE;
+        if (!row)
+            return TRUE;
+        o = store_host_row_to_json(row);
+        if (cli_host_point_from_json(o, &h))
+            cli_report_add_host(rep, &h);
+    }
+}
+
 static gboolean
 report_offline(StoreDb *db, CliReport *rep, const CliRange *r, GError **error)
 {
@@ -530,7 +554,7 @@ report_offline(StoreDb *db, CliReport *rep, const CliRange *r, GError **error)
     const StoreRow *row;
     const StoreDecisionRow *drow;
     gint64 first = 0, last = 0;
-    StoreFilter f;
+    StoreFilter f, hf;
 
     cli_store_filter(&f, r, opt_vm, NULL);
     for (gboolean ticks = FALSE;; ticks = TRUE) {
@@ -560,7 +584,11 @@ report_offline(StoreDb *db, CliReport *rep, const CliRange *r, GError **error)
         if (cli_report_data_span(rep, &first, &last))
             f.from_ms = MAX(f.from_ms, last - (gint64)CLI_REPORT_MAX_TICKS * 1000);
     }
-    if (!(dcur = store_query_decisions(db, &f, error)))
+    hf = f;
+    if (cli_report_data_span(rep, &first, &last))
+        hf.from_ms = MAX(hf.from_ms, last - (gint64)CLI_REPORT_MAX_TICKS * 1000);
+    if (!report_offline_host(db, rep, &hf, error) ||
+        !(dcur = store_query_decisions(db, &f, error)))
         return FALSE;
     for (;;) {
         CliDecision d;
@@ -639,6 +667,42 @@ report_online_ticks(CliContext *ctx, CliReport *rep, const CliRange *r, const ch
     return TRUE;
 }
 
+/* The host's ticks, as report_online_ticks reads the iothreads': the
+ * newest DAEMON_HISTORY_MAX_ROWS seconds.  A daemon from before
+ * `host-history` has none to give: the page says so. */
+static gboolean
+report_online_host(CliContext *ctx, CliReport *rep, const CliRange *r, GError **error)
+{
+    g_autoptr(json_object) req = json_object_new_object();
+    g_autoptr(json_object) reply = NULL;
+    g_autoptr(GError) local = NULL;
+    g_autofree char *since = cli_iso_time(MAX(r->from_ms, r->to_ms -
+                                              (gint64)DAEMON_HISTORY_MAX_ROWS * 1000));
+    json_object *rows;
+
+    json_object_object_add(req, "since", json_object_new_string(since));
+    json_object_object_add(req, "until", json_object_new_string(r->until));
+    if (!(reply = cli_context_call(ctx, "host-history", req, &local))) {
+        if (g_strcmp0(cli_client_error_class(ctx->client), "CommandNotFound") != 0) {
+            g_propagate_error(error, g_steal_pointer(&local));
+            return FALSE;
+        }
+        cli_report_add_note(rep, "This daemon does not give the host's CPU and pressure "
+                            "(host-history): the page shows the iothreads alone.");
+        return TRUE;
+    }
+    if (!json_object_object_get_ex(reply, "rows", &rows) ||
+        !json_object_is_type(rows, json_type_array))
+        return TRUE;
+    for (gsize i = 0; i < json_object_array_length(rows); i++) {
+        CliHostPoint h;
+
+        if (cli_host_point_from_json(json_object_array_get_idx(rows, i), &h))
+            cli_report_add_host(rep, &h);
+    }
+    return TRUE;
+}
+
 static gboolean
 report_online_series(CliContext *ctx, CliReport *rep, const CliRange *r, const char *target,
                      const char *iothread, GError **error)
@@ -710,6 +774,8 @@ report_online(CliContext *ctx, CliReport *rep, const CliRange *r, GError **error
     /* A VM not tuned now is read from the store, all its iothreads at
      * once; the daemon answers NotFound for a name it never recorded. */
     if (opt_vm && !vm_listed && !report_online_series(ctx, rep, r, opt_vm, NULL, error))
+        return FALSE;
+    if (!report_online_host(ctx, rep, r, error))
         return FALSE;
     json_object_object_add(req, "format", json_object_new_string("jsonl"));
     json_object_object_add(req, "since", json_object_new_string(r->since));

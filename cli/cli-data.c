@@ -120,6 +120,15 @@ cli_point_from_json(json_object *row, CliPoint *p)
     return TRUE;
 }
 
+gboolean
+cli_host_point_from_json(json_object *row, CliHostPoint *p)
+{
+    *p = (CliHostPoint){ .cpu_busy_pct = json_metric(row, "cpu_busy_pct"),
+                         .cpus = json_metric(row, "cpus"),
+                         .psi_cpu_some_pct = json_metric(row, "psi_cpu_some_pct") };
+    return qmp_json_get_int(row, "ts_ms", &p->ts_ms);
+}
+
 void
 cli_decision_from_row(const StoreDecisionRow *r, CliDecision *d)
 {

@@ -36,6 +36,17 @@ typedef struct {
     gint64 poll_max_ns;         /* -1 when unknown; rollups: in force for most of the bucket */
 } CliPoint;
 
+/* The host at one tick (a `host-history` row); NAN where unknown. */
+typedef struct {
+    gint64 ts_ms;
+    double cpu_busy_pct;        /* of all its CPUs */
+    double cpus;                /* online */
+    double psi_cpu_some_pct;    /* of the tick, some task waited for a CPU */
+} CliHostPoint;
+
+/* Fills @p from a `host-history` row; FALSE when it lacks ts_ms. */
+gboolean cli_host_point_from_json(json_object *row, CliHostPoint *p);
+
 /* One decision, from a store cursor or an export line. */
 typedef struct {
     gint64 ts_ms;

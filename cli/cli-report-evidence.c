@@ -17,7 +17,7 @@ static const struct {
 } names[] = {
     { "triple", "triple", "poll-max-ns/grow/shrink" },
     { "iops", "IOPS", "ops/s" },
-    { "lat_us", "latency", "\302\265s" },
+    { "lat_us", "latency in QEMU", "\302\265s" },
     { "qd", "queue depth", NULL },
     { "cpu_pct", "iothread CPU", "% of one core" },
     { "blocks_per_op", "blocks per operation", NULL },

@@ -44,12 +44,12 @@ static const char style[] =
     "table{border-collapse:collapse;margin:6px 0 12px;font-size:13px}"
     "th,td{padding:3px 10px;border-bottom:1px solid #e6e9ee;text-align:right;"
     "vertical-align:top}th{background:#f3f5f8}"
-    "th:first-child,td:first-child{text-align:left}td.text{max-width:520px}"
+    "th:first-child,td:first-child{text-align:left}td{white-space:nowrap}"
+    "td.text{max-width:640px;white-space:normal}"
     "table.log th,table.log td{text-align:left}"
     ".key{font-size:12px;color:#5b6573}.key b.applied{color:#c0392b}"
     ".key b.recommended{color:#8e44ad}"
-    "dl.ev{margin:2px 0 0;font-size:12px;display:grid;grid-template-columns:max-content auto;"
-    "gap:0 10px;color:#4a5563}dl.ev dt{font-weight:600}dl.ev dd{margin:0}"
+    ".ev{font-size:12px;color:#4a5563}.ev b{font-weight:600}"
     "tr.total td{font-weight:600;border-top:2px solid #d5dbe3}"
     "ul.assume{font-size:13px;color:#4a5563;margin:4px 0 12px}";
 
@@ -70,16 +70,13 @@ flush(GString *buf, GOutputStream *out, GError **error)
     return ok;
 }
 
-/* A figure with its unit, "-" when unknown. */
+/* A figure, "-" when unknown; its unit is in the column's header. */
 static void
-cell_unit(GString *out, double v, gboolean si, int decimals, const char *unit)
+cell_num(GString *out, double v, gboolean si, int decimals)
 {
     g_autofree char *t = si ? cli_format_si(v) : cli_format_fixed(v, decimals);
 
-    if (isnan(v))
-        g_string_append(out, "<td>-</td>");
-    else
-        g_string_append_printf(out, "<td>%s %s</td>", t, unit);
+    g_string_append_printf(out, "<td>%s</td>", t);
 }
 
 static void
@@ -90,15 +87,13 @@ cell_text(GString *out, const char *text)
     g_string_append(out, "</td>");
 }
 
+/* How long ago, for a column headed "(ago)". */
 static char *
 age_text(gint64 now_ms, gint64 ts_ms)
 {
-    g_autofree char *d = NULL;
-
     if (ts_ms <= 0)
         return g_strdup("-");
-    d = cli_format_duration_ms(MAX(now_ms - ts_ms, 0));
-    return g_strdup_printf("%s ago", d);
+    return cli_format_duration_ms(MAX(now_ms - ts_ms, 0));
 }
 
 static char *
@@ -224,6 +219,44 @@ row_start(GString *h, const ReportSeries *s)
     cell_text(h, name);
 }
 
+/* The pairs left out of each estimate because the two runs were not the
+ * same workload, when there were any. */
+static void
+unlike_note(GString *h, CliReport *r, const char *id, gboolean vs_default)
+{
+    gboolean any = FALSE;
+
+    for (guint i = 0; i < r->series->len; i++) {
+        const ReportSeries *s = g_ptr_array_index(r->series, i);
+        guint n = vs_default ? s->vs_default_unlike : s->onoff.n_unlike;
+        g_autofree char *name = series_name(s);
+
+        if (!n)
+            continue;
+        if (!any)
+            g_string_append_printf(h, "<p class=\"key\" id=\"%s\">Adjacent runs left out "
+                                   "as not the same workload: ", id);
+        g_string_append(h, any ? ", " : "");
+        esc(h, name);
+        g_string_append_printf(h, " %u", n);
+        any = TRUE;
+    }
+    if (any)
+        g_string_append(h, ".</p>");
+}
+
+/* The rule every pair of runs must meet, as the page states it. */
+static void
+pair_rule(GString *h, gboolean need_load)
+{
+    g_string_append_printf(h, "A pair is two adjacent runs of the same workload: %sboth with "
+                           "load and their IOPS and their queue depths (IOPS &#215; latency) "
+                           "each within a factor of %.1f of the other's; idle is under %.0f "
+                           "ops/s.  Runs either side of a change of load are not a pair.",
+                           need_load ? "" : "both idle, or ", REPORT_PAIR_BAND,
+                           REPORT_LOAD_MIN_IOPS);
+}
+
 /* What polling costs and buys, from the off/on pairs. */
 static void
 host_polling(GString *h, CliReport *r, GPtrArray *by_cores, gint64 now_ms)
@@ -233,23 +266,26 @@ host_polling(GString *h, CliReport *r, GPtrArray *by_cores, gint64 now_ms)
 
     g_string_append(h, "<h3 id=\"polling\">What polling costs and what it buys</h3><p class="
                     "\"meta\">From the policy's own measurements: each pair is a run of ticks "
-                    "with polling off (poll-max-ns 0) next to a run with it on, the workload "
-                    "unchanged between them.  Polling CPU is the iothread's CPU with polling on "
-                    "minus its CPU with it off, charged only for the time polling was on.  "
-                    "Without a pair there is no estimate: an iothread's whole CPU is never "
-                    "counted as polling.</p><table id=\"polling-table\"><tr><th>iothread</th>"
-                    "<th>polling on (% of time)</th><th>off/on pairs</th><th>newest pair</th>"
-                    "<th>polling CPU when on (% of one core)</th><th>confidence</th>"
-                    "<th>IOPS off &#8594; on (ops/s)</th><th>latency off &#8594; on "
-                    "(&#181;s)</th><th>polling, mean over the range (cores)</th></tr>");
+                    "with polling off (poll-max-ns 0) next to a run with it on.  ");
+    pair_rule(h, FALSE);
+    g_string_append(h, "  Polling CPU is the iothread's CPU with polling on minus its CPU with "
+                    "it off, charged only for the time polling was on.  Without a pair there is "
+                    "no estimate: an iothread's whole CPU is never counted as polling.  Latency "
+                    "is the time a request spends in QEMU's block layer (query-blockstats), "
+                    "not what the guest sees, which is more.</p><table id=\"polling-table\">"
+                    "<tr><th>iothread</th><th>polling on (% of time)</th><th>off/on pairs</th>"
+                    "<th>ticks off + on</th><th>newest pair (ago)</th><th>polling CPU when on "
+                    "(% of one core)</th><th>confidence</th><th>IOPS off &#8594; on (ops/s)</th>"
+                    "<th>latency in QEMU off &#8594; on (&#181;s)</th><th>polling, mean over "
+                    "the range (cores)</th></tr>");
     for (guint i = 0; i < r->series->len; i++) {
         ReportSeries *s = g_ptr_array_index(r->series, i);
         const ReportCompare *c = &s->onoff;
         g_autofree char *age = age_text(now_ms, c->newest_ms);
 
         row_start(h, s);
-        cell_unit(h, s->on_share * 100, FALSE, 1, "%");
-        g_string_append_printf(h, "<td>%u (%u + %u ticks)</td>", c->n_pairs, c->n_ticks_a,
+        cell_num(h, s->on_share * 100, FALSE, 1);
+        g_string_append_printf(h, "<td>%u</td><td>%u + %u</td>", c->n_pairs, c->n_ticks_a,
                                c->n_ticks_b);
         cell_text(h, age);
         if (c->n_pairs) {
@@ -260,7 +296,7 @@ host_polling(GString *h, CliReport *r, GPtrArray *by_cores, gint64 now_ms)
             g_autofree char *la = cli_format_fixed(c->lat_a, 1);
             g_autofree char *lb = cli_format_fixed(c->lat_b, 1);
 
-            g_string_append_printf(h, "<td>%s %% &#177; %s</td><td>%s</td><td>%s &#8594; %s"
+            g_string_append_printf(h, "<td>%s &#177; %s</td><td>%s</td><td>%s &#8594; %s"
                                    "</td><td>%s &#8594; %s</td>", d, se,
                                    report_confidence_to_string(s->onoff_confidence), ia, ib,
                                    la, lb);
@@ -269,13 +305,14 @@ host_polling(GString *h, CliReport *r, GPtrArray *by_cores, gint64 now_ms)
         } else {
             g_string_append(h, "<td>no pair</td><td>none</td><td>-</td><td>-</td>");
         }
-        cell_unit(h, s->mean_poll_cores, FALSE, 3, "cores");
+        cell_num(h, s->mean_poll_cores, FALSE, 3);
         g_string_append(h, "</tr>");
     }
     g_string_append_printf(h, "<tr class=\"total\"><td>host</td><td></td><td></td><td></td>"
-                           "<td></td><td></td><td></td><td></td>");
-    cell_unit(h, with_pairs ? total : NAN, FALSE, 3, "cores");
+                           "<td></td><td></td><td></td><td></td><td></td>");
+    cell_num(h, with_pairs ? total : NAN, FALSE, 3);
     g_string_append(h, "</tr></table>");
+    unlike_note(h, r, "polling-unlike", FALSE);
     if (with_pairs)
         host_stacked_chart(h, r, by_cores, "Estimated CPU spent on polling, host total",
                            "cores, stacked by VM; from off/on pairs",
@@ -294,28 +331,35 @@ host_vs_default(GString *h, CliReport *r, gint64 now_ms)
     guint measured = 0;
 
     g_string_append(h, "<h3 id=\"vs-default\">Against QEMU's default (poll-max-ns 32768)</h3>"
-                    "<p class=\"meta\">Each tick at a setting that the history measured next to "
-                    "QEMU's default is charged that setting's measured CPU and IOPS difference; "
-                    "ticks at the default count zero; ticks at a setting never measured next to "
-                    "the default are shown as unmeasured and count nothing.  Positive cores "
-                    "are saved, negative ones are what polltune spent for the IOPS it "
-                    "gained.</p><table id=\"default-table\"><tr><th>iothread</th><th>at the "
-                    "default (% of time)</th><th>at measured settings</th><th>unmeasured</th>"
-                    "<th>pairs with the default</th><th>newest</th><th>cores saved, mean "
-                    "(cores)</th><th>IOPS gained, mean (ops/s)</th></tr>");
+                    "<p class=\"meta\">Each pair is a run at QEMU's default next to a run at "
+                    "another setting.  ");
+    pair_rule(h, TRUE);
+    g_string_append(h, "  Each tick with load at a setting measured so is charged that "
+                    "setting's measured CPU and IOPS difference; ticks at the default count "
+                    "zero; idle ticks at another setting, and ticks at a setting never measured "
+                    "next to the default, are unmeasured and count nothing.  Positive cores are "
+                    "saved, negative ones are what polltune spent for the IOPS it gained.</p>"
+                    "<table id=\"default-table\"><tr><th>iothread</th><th>at the default (% of "
+                    "time)</th><th>at measured settings (% of time)</th><th>unmeasured (% of "
+                    "time)</th><th>pairs with the default</th><th>newest pair (ago)</th><th>"
+                    "cores saved, mean (cores)</th><th>IOPS gained, mean (ops/s)</th></tr>");
     for (guint i = 0; i < r->series->len; i++) {
         ReportSeries *s = g_ptr_array_index(r->series, i);
         g_autofree char *age = age_text(now_ms, s->vs_default_newest_ms);
         gboolean known = !isnan(s->on_share);
 
         row_start(h, s);
-        cell_unit(h, known ? s->default_share * 100 : NAN, FALSE, 1, "%");
-        cell_unit(h, known ? s->measured_share * 100 : NAN, FALSE, 1, "%");
-        cell_unit(h, known ? s->unmeasured_share * 100 : NAN, FALSE, 1, "%");
+        cell_num(h, known ? s->default_share * 100 : NAN, FALSE, 1);
+        cell_num(h, known ? s->measured_share * 100 : NAN, FALSE, 1);
+        cell_num(h, known ? s->unmeasured_share * 100 : NAN, FALSE, 1);
         g_string_append_printf(h, "<td>%u</td>", s->vs_default_pairs);
         cell_text(h, age);
-        cell_unit(h, s->saved_cores, FALSE, 3, "cores");
-        cell_unit(h, s->gained_iops, TRUE, 0, "ops/s");
+        if (s->vs_default_pairs || !isnan(s->saved_cores)) {
+            cell_num(h, s->saved_cores, FALSE, 3);
+            cell_num(h, s->gained_iops, TRUE, 0);
+        } else {
+            g_string_append(h, "<td>no pair</td><td>no pair</td>");
+        }
         g_string_append(h, "</tr>");
         if (!isnan(s->saved_cores)) {
             saved += s->saved_cores;
@@ -325,12 +369,28 @@ host_vs_default(GString *h, CliReport *r, gint64 now_ms)
     }
     g_string_append(h, "<tr class=\"total\"><td>host</td><td></td><td></td><td></td><td></td>"
                     "<td></td>");
-    cell_unit(h, measured ? saved : NAN, FALSE, 3, "cores");
-    cell_unit(h, measured ? gained : NAN, TRUE, 0, "ops/s");
+    cell_num(h, measured ? saved : NAN, FALSE, 3);
+    cell_num(h, measured ? gained : NAN, TRUE, 0);
     g_string_append(h, "</tr></table>");
+    unlike_note(h, r, "default-unlike", TRUE);
 }
 
-static const double load_factors[] = { 1.5, 2.0 };
+/* The loads projected: twice the busy p95 and twice the peak (of the time
+ * buckets with load), never the mean, which idle time dilutes. */
+typedef enum {
+    LOAD_P95,
+    LOAD_PEAK,
+    LOAD_N,
+} LoadBasis;
+
+static const char *const load_names[LOAD_N] = { "2&#215; busy p95", "2&#215; peak" };
+#define LOAD_FACTOR 2.0
+
+static double
+load_iops(const ReportSeries *s, LoadBasis k)
+{
+    return LOAD_FACTOR * (k == LOAD_P95 ? s->busy_p95_iops : s->peak_iops);
+}
 
 /* Polling at load @k: the measured on-minus-off at that IOPS when both
  * lines exist, else the pairs' figure; never more than the idle time the
@@ -343,71 +403,152 @@ projected_polling(const ReportSeries *s, double iops)
                   : s->onoff.n_pairs ? s->onoff.d_cpu_pct : NAN;
     double busy = !isnan(off) ? off : report_fit_at(&s->fit_all, iops);
 
-    if (isnan(poll))
+    if (isnan(poll) || report_fit_beyond(&s->fit_all, iops))
         return NAN;
     return CLAMP(poll, 0.0, MAX(0.0, 100.0 - (isnan(busy) ? 0 : busy)));
+}
+
+/* A projected figure, or the words for one the line may not give. */
+static void
+cell_projected(GString *h, const ReportFit *f, double iops, double v, int decimals)
+{
+    if (report_fit_beyond(f, iops))
+        g_string_append(h, "<td class=\"beyond\">beyond the measured range</td>");
+    else
+        cell_num(h, v, FALSE, decimals);
+}
+
+/* The host's CPU and pressure, which bound every iothread at once. */
+static void
+host_load(GString *h, CliReport *r)
+{
+    const ReportHostSummary *hs = &r->hs;
+    g_autofree char *since = NULL;
+    g_autofree char *busy_mean = NULL, *busy_p95 = NULL, *busy_max = NULL;
+    g_autofree char *psi_mean = NULL, *psi_p95 = NULL;
+
+    g_string_append(h, "<h4 id=\"host-load\">The host</h4>");
+    if (!hs->n) {
+        g_string_append(h, "<p class=\"meta\" id=\"no-host\">No host figures in this range: "
+                        "the daemon records the host's CPU from history schema 8 on and its "
+                        "CPU pressure where the kernel has PSI; a fleet report from Prometheus "
+                        "has neither.  The headroom below is per iothread and says nothing of "
+                        "the host.</p>");
+        return;
+    }
+    since = cli_format_time_ms(hs->first_ms, FALSE);
+    busy_mean = cli_format_fixed(hs->busy_mean, 1);
+    busy_p95 = cli_format_fixed(hs->busy_p95, 1);
+    busy_max = cli_format_fixed(hs->busy_max, 1);
+    psi_mean = cli_format_fixed(hs->psi_mean, 1);
+    psi_p95 = cli_format_fixed(hs->psi_p95, 1);
+    g_string_append_printf(h, "<p class=\"meta\">Every CPU of the host, from %u ticks from "
+                           "%s UTC on: how busy they were (/proc/stat) and how much of the "
+                           "time some task waited for one (PSI cpu &#8220;some&#8221;).  A tick "
+                           "is saturated with its CPUs %.0f %% busy or more, or a task waiting "
+                           "%.0f %% of it or more.</p><table id=\"host-table\"><tr><th>host</th>"
+                           "<th>CPUs</th><th>CPU busy, mean / p95 / peak (%% of all CPUs)</th>"
+                           "<th>CPU pressure, mean / p95 (%% of time)</th><th>saturated (%% of "
+                           "ticks)</th></tr><tr><td>host</td>", hs->n, since,
+                           REPORT_HOST_BUSY_FULL, REPORT_HOST_PSI_FULL);
+    cell_num(h, hs->cpus, FALSE, 0);
+    if (isnan(hs->busy_mean))
+        g_string_append(h, "<td>-</td>");
+    else
+        g_string_append_printf(h, "<td>%s / %s / %s</td>", busy_mean, busy_p95, busy_max);
+    if (isnan(hs->psi_mean))
+        g_string_append(h, "<td>-</td>");
+    else
+        g_string_append_printf(h, "<td>%s / %s</td>", psi_mean, psi_p95);
+    cell_num(h, hs->saturated_share * 100, FALSE, 1);
+    g_string_append(h, "</tr></table>");
+    if (hs->saturated_share >= REPORT_HOST_SATURATED_WARN)
+        g_string_append_printf(h, "<p class=\"note\" id=\"host-saturated\">The host was "
+                               "saturated in %.0f %% of its ticks.  The headroom below is per "
+                               "iothread, one core each, and assumes the host has a core to "
+                               "give; it had none to spare, so more load would have waited for "
+                               "a CPU, not found headroom.</p>", hs->saturated_share * 100);
+    {
+        const CliSvgSeries two[] = { { "CPU busy (% of all CPUs)", "#b03a2e", hs->busy },
+                                     { "CPU pressure (% of time)", "#7d3c98", hs->psi } };
+
+        cli_svg_chart(h, &(CliSvgChart){
+            .title = "Host CPU and CPU pressure", .unit = "%", .from_ms = r->from_ms,
+            .to_ms = r->to_ms, .n = r->nb, .series = two, .n_series = 2, .width = 760,
+            .height = 180, .ymax = 100 });
+    }
 }
 
 static void
 host_projection(GString *h, CliReport *r)
 {
-    double now_total = 0, at_total[G_N_ELEMENTS(load_factors)] = { 0 };
+    double now_total = 0, at_total[LOAD_N] = { 0 };
     gboolean any = FALSE;
 
-    g_string_append(h, "<h3 id=\"projection\">Headroom and projection</h3>"
-                    "<ul class=\"assume\"><li>Load is the iothread's mean IOPS over the range; "
-                    "1.5&#215; and 2&#215; scale it with the same mix of reads, writes and "
-                    "sizes.</li><li>The iothread's CPU is the straight line through its "
-                    "measured (IOPS, CPU) points, extrapolated; one iothread is one thread, so "
-                    "it saturates at 100 % of one core.</li><li>Polling CPU at a load is the "
-                    "line measured with polling on minus the line with it off (or the off/on "
-                    "pairs' figure), and never more than the idle time left: polling only "
-                    "fills idle time.</li><li>Latency is taken as unchanged below saturation; "
-                    "queueing near saturation is not modelled.</li></ul>"
-                    "<table id=\"projection-table\"><tr><th>iothread</th><th>IOPS mean / p95 "
-                    "(ops/s)</th><th>iothread CPU now (% of one core)</th>");
-    for (gsize k = 0; k < G_N_ELEMENTS(load_factors); k++)
-        g_string_append_printf(h, "<th>at %.1f&#215;: IOPS (ops/s)</th><th>iothread CPU (%% "
-                               "of one core)</th><th>of it polling (%% of one core)</th>",
-                               load_factors[k]);
-    g_string_append(h, "<th>headroom at 2&#215; (% of one core)</th><th>saturates at "
-                    "(ops/s)</th></tr>");
+    g_string_append(h, "<h3 id=\"projection\">Headroom and projection</h3>");
+    host_load(h, r);
+    g_string_append_printf(h, "<h4>Per iothread</h4><ul class=\"assume\"><li>Load is the "
+                           "iothread's busy load: the 95th percentile and the peak of its IOPS "
+                           "over the time buckets with load (%.0f ops/s or more), so idle time "
+                           "does not dilute it; 2&#215; scales it with the same mix of reads, "
+                           "writes and sizes.</li><li>The iothread's CPU is the straight line "
+                           "through its measured (IOPS, CPU) points, used up to %.0f&#215; the "
+                           "highest IOPS measured; beyond that the page says &#8220;beyond the "
+                           "measured range&#8221;.  One iothread is one thread: it saturates at "
+                           "100 %% of one core, and only while the host has a core to "
+                           "give.</li><li>Polling CPU at a load is the line measured with "
+                           "polling on minus the line with it off (or the off/on pairs' "
+                           "figure), and never more than the idle time left: polling only fills "
+                           "idle time.</li><li>Latency is taken as unchanged below saturation; "
+                           "queueing near saturation is not modelled.</li></ul>"
+                           "<table id=\"projection-table\"><tr><th>iothread</th><th>busy IOPS "
+                           "p95 / peak (ops/s)</th><th>iothread CPU, busy p95 (%% of one "
+                           "core)</th>", REPORT_LOAD_MIN_IOPS, REPORT_MAX_EXTRAPOLATION);
+    for (int k = 0; k < LOAD_N; k++)
+        g_string_append_printf(h, "<th>at %s: IOPS (ops/s)</th><th>iothread CPU (%% of one "
+                               "core)</th><th>of it polling (%% of one core)</th>",
+                               load_names[k]);
+    g_string_append_printf(h, "<th>iothread headroom at %s (%% of one core)</th><th>saturates "
+                           "at (ops/s)</th></tr>", load_names[LOAD_PEAK]);
     for (guint i = 0; i < r->series->len; i++) {
         ReportSeries *s = g_ptr_array_index(r->series, i);
-        g_autofree char *mi = cli_format_si(s->mean_iops);
-        g_autofree char *pi = cli_format_si(s->p95_iops);
+        g_autofree char *pi = cli_format_si(s->busy_p95_iops);
+        g_autofree char *mi = cli_format_si(s->peak_iops);
         const ReportFit *f = &s->fit_all;
         double head = NAN, sat = f->ok && f->b > 0 ? (100.0 - f->a) / f->b : NAN;
 
         row_start(h, s);
-        g_string_append_printf(h, "<td>%s / %s</td>", mi, pi);
-        cell_unit(h, s->mean_cpu_pct, FALSE, 1, "%");
-        if (!isnan(s->mean_cpu_pct))
-            now_total += s->mean_cpu_pct / 100.0;
-        for (gsize k = 0; k < G_N_ELEMENTS(load_factors); k++) {
-            double iops = s->mean_iops * load_factors[k];
+        g_string_append_printf(h, "<td>%s / %s</td>", pi, mi);
+        cell_num(h, s->busy_p95_cpu_pct, FALSE, 1);
+        if (!isnan(s->busy_p95_cpu_pct))
+            now_total += s->busy_p95_cpu_pct / 100.0;
+        for (int k = 0; k < LOAD_N; k++) {
+            double iops = load_iops(s, k);
             double cpu = report_fit_at(f, iops);
 
             if (!isnan(cpu))
                 cpu = CLAMP(cpu, 0.0, 100.0);
-            cell_unit(h, iops, TRUE, 0, "ops/s");
-            cell_unit(h, cpu, FALSE, 1, "%");
-            cell_unit(h, projected_polling(s, iops), FALSE, 1, "%");
+            cell_num(h, iops, TRUE, 0);
+            cell_projected(h, f, iops, cpu, 1);
+            cell_projected(h, f, iops, projected_polling(s, iops), 1);
             if (!isnan(cpu)) {
                 at_total[k] += cpu / 100.0;
                 any = TRUE;
             }
             head = isnan(cpu) ? NAN : 100.0 - cpu;
         }
-        cell_unit(h, head, FALSE, 1, "%");
-        cell_unit(h, sat > 0 ? sat : NAN, TRUE, 0, "ops/s");
+        cell_projected(h, f, load_iops(s, LOAD_PEAK), head, 1);
+        if (sat > 0 && report_fit_beyond(f, sat))
+            g_string_append(h, "<td class=\"beyond\">beyond the measured range</td>");
+        else
+            cell_num(h, sat > 0 ? sat : NAN, TRUE, 0);
         g_string_append(h, "</tr>");
     }
     g_string_append(h, "<tr class=\"total\"><td>host, iothread cores</td><td></td>");
-    cell_unit(h, now_total, FALSE, 3, "cores");
-    for (gsize k = 0; k < G_N_ELEMENTS(load_factors); k++) {
+    cell_num(h, now_total, FALSE, 3);
+    for (int k = 0; k < LOAD_N; k++) {
         g_string_append(h, "<td></td>");
-        cell_unit(h, any ? at_total[k] : NAN, FALSE, 3, "cores");
+        cell_num(h, any ? at_total[k] : NAN, FALSE, 3);
         g_string_append(h, "<td></td>");
     }
     g_string_append(h, "<td></td><td></td></tr></table>");
@@ -440,11 +581,11 @@ host_tables(GString *h, GPtrArray *by_cores, GPtrArray *vms)
         g_string_append(h, "<tr><td>");
         esc(h, vm->name);
         g_string_append_printf(h, "</td><td>%u</td>", vm->series->len);
-        cell_unit(h, vm->mean_cores, FALSE, 3, "cores");
-        cell_unit(h, vm->cores_p95, FALSE, 3, "cores");
-        cell_unit(h, share, FALSE, 1, "%");
-        cell_unit(h, vm->mean_iops, TRUE, 0, "ops/s");
-        cell_unit(h, per_core[i], TRUE, 0, "ops/s");
+        cell_num(h, vm->mean_cores, FALSE, 3);
+        cell_num(h, vm->cores_p95, FALSE, 3);
+        cell_num(h, share, FALSE, 1);
+        cell_num(h, vm->mean_iops, TRUE, 0);
+        cell_num(h, per_core[i], TRUE, 0);
         g_string_append_printf(h, "<td>%u</td></tr>", vm->decisions);
         bars[i] = (CliSvgBar){ vm->name, per_core[i], NULL };
     }
@@ -453,22 +594,25 @@ host_tables(GString *h, GPtrArray *by_cores, GPtrArray *vms)
                  "per core)", bars, by_cores->len, 760);
 
     g_string_append(h, "<h3 id=\"sizing\">Sizing</h3><p class=\"meta\">Percentiles over the "
-                    "report's time buckets of each VM's totals across its iothreads.</p><table>"
+                    "report's time buckets of each VM's totals across its iothreads.  Latency "
+                    "is the time a request spends in QEMU's block layer, from QEMU's own "
+                    "accounting (query-blockstats); the guest's latency adds the virtqueue, "
+                    "the interrupt and its own scheduling, and is higher.</p><table>"
                     "<tr><th>VM</th><th>IOPS p50 (ops/s)</th><th>IOPS p95 (ops/s)</th><th>"
-                    "latency p50 (&#181;s)</th><th>latency p95 (&#181;s)</th><th>iothread CPU "
-                    "p50 (cores)</th><th>iothread CPU p95 (cores)</th></tr>");
+                    "latency in QEMU p50 (&#181;s)</th><th>latency in QEMU p95 (&#181;s)</th>"
+                    "<th>iothread CPU p50 (cores)</th><th>iothread CPU p95 (cores)</th></tr>");
     for (guint i = 0; i < vms->len; i++) {
         ReportVm *vm = g_ptr_array_index(vms, i);
 
         g_string_append(h, "<tr><td>");
         esc(h, vm->name);
         g_string_append(h, "</td>");
-        cell_unit(h, vm->iops_p50, TRUE, 0, "ops/s");
-        cell_unit(h, vm->iops_p95, TRUE, 0, "ops/s");
-        cell_unit(h, vm->lat_p50, FALSE, 1, "\302\265s");
-        cell_unit(h, vm->lat_p95, FALSE, 1, "\302\265s");
-        cell_unit(h, vm->cores_p50, FALSE, 3, "cores");
-        cell_unit(h, vm->cores_p95, FALSE, 3, "cores");
+        cell_num(h, vm->iops_p50, TRUE, 0);
+        cell_num(h, vm->iops_p95, TRUE, 0);
+        cell_num(h, vm->lat_p50, FALSE, 1);
+        cell_num(h, vm->lat_p95, FALSE, 1);
+        cell_num(h, vm->cores_p50, FALSE, 3);
+        cell_num(h, vm->cores_p95, FALSE, 3);
         g_string_append(h, "</tr>");
     }
     g_string_append(h, "</table>");
@@ -492,7 +636,8 @@ host_row_free(gpointer p)
 
 /*
  * A fleet's VMs are named HOST/DOMAIN (report --prometheus; a domain or a
- * QMP target's name has no '/'): their figures summed per host.
+ * QMP target's name has no '/', a host label's value may): their figures
+ * summed per host.
  */
 static void
 fleet_hosts(GString *h, GPtrArray *vms)
@@ -501,7 +646,7 @@ fleet_hosts(GString *h, GPtrArray *vms)
 
     for (guint i = 0; i < vms->len; i++) {
         ReportVm *vm = g_ptr_array_index(vms, i);
-        const char *slash = strchr(vm->name, '/');
+        const char *slash = strrchr(vm->name, '/');
         HostRow *row = rows->len ? g_ptr_array_index(rows, rows->len - 1) : NULL;
 
         if (!slash)
@@ -536,9 +681,9 @@ fleet_hosts(GString *h, GPtrArray *vms)
         g_string_append(h, "<tr>");
         cell_text(h, row->host);
         g_string_append_printf(h, "<td>%u</td><td>%u</td>", row->vms, row->iothreads);
-        cell_unit(h, row->cores, FALSE, 3, "cores");
-        cell_unit(h, row->any_poll ? row->poll_cores : NAN, FALSE, 3, "cores");
-        cell_unit(h, row->iops, TRUE, 0, "ops/s");
+        cell_num(h, row->cores, FALSE, 3);
+        cell_num(h, row->any_poll ? row->poll_cores : NAN, FALSE, 3);
+        cell_num(h, row->iops, TRUE, 0);
         g_string_append(h, "</tr>");
     }
     g_string_append(h, "</table>");
@@ -604,8 +749,8 @@ series_charts(GString *h, CliReport *r, ReportSeries *s)
     c.series = &(CliSvgSeries){ NULL, "#3366cc", iops };
     c.n_series = 1;
     cli_svg_chart(h, &c);
-    c.title = "Latency";
-    c.unit = "\302\265s per operation";
+    c.title = "Latency in QEMU's block layer";
+    c.unit = "\302\265s per operation; the guest sees more";
     c.series = &(CliSvgSeries){ NULL, "#2e8b57", lat };
     cli_svg_chart(h, &c);
     c.title = "iothread CPU (I/O work and polling)";
@@ -632,6 +777,8 @@ series_charts(GString *h, CliReport *r, ReportSeries *s)
     g_string_append(h, "</div>");
 }
 
+/* The reason, then its evidence as "label value" pairs in the same
+ * paragraph: one table row reads as one sentence. */
 static void
 evidence_list(GString *h, const char *reason)
 {
@@ -641,17 +788,16 @@ evidence_list(GString *h, const char *reason)
     esc(h, text);
     if (!fields->len)
         return;
-    g_string_append(h, "<dl class=\"ev\">");
+    g_string_append(h, " <span class=\"ev\">&#8212; ");
     for (guint i = 0; i < fields->len; i++) {
         const CliEvidenceField *f = g_ptr_array_index(fields, i);
 
-        g_string_append(h, "<dt>");
+        g_string_append(h, i ? " &#183; <b>" : "<b>");
         esc(h, f->label);
-        g_string_append(h, "</dt><dd>");
+        g_string_append(h, "</b> ");
         esc(h, f->value);
-        g_string_append(h, "</dd>");
     }
-    g_string_append(h, "</dl>");
+    g_string_append(h, "</span>");
 }
 
 static void
@@ -748,7 +894,7 @@ cli_report_write(CliReport *r, GOutputStream *out, gint64 now_ms, GError **error
         g_string_append(h, "<h3>");
         esc(h, vm->name);
         g_string_append_printf(h, "</h3><p class=\"meta\">mean %s ops/s, %s iothread cores, "
-                               "IOPS p95 %s ops/s, latency p95 %s &#181;s", iops, cores,
+                               "IOPS p95 %s ops/s, latency in QEMU p95 %s &#181;s", iops, cores,
                                iops95, lat95);
         if (pairs)
             g_string_append_printf(h, ", of which polling %.3f cores (from %u off/on pairs)",

@@ -6,9 +6,12 @@
  * polling off next to a run with it on, a candidate next to QEMU's
  * default.  Those runs are in the history as consecutive ticks at one
  * setting.  Two adjacent runs at different settings are a pair: the same
- * workload a few seconds apart, one knob changed.  The CPU polling costs is
- * the iothread's CPU with polling on minus its CPU with it off, from such
- * pairs only; the iothread's whole CPU is never called polling.
+ * workload a few seconds apart, one knob changed, when the two runs are of
+ * the same phase of the workload (REPORT_PAIR_BAND); runs either side of a
+ * change of load (idle ticks after attach, a burst) are not a pair.  The
+ * CPU polling costs is the iothread's CPU with polling on minus its CPU
+ * with it off, from such pairs only; the iothread's whole CPU is never
+ * called polling.
  */
 #include <math.h>
 
@@ -37,6 +40,33 @@ segment_close(ReportSegment *g, const SegmentAcc *acc)
                                             acc->cpu_n) / (acc->cpu_n - 1)) : NAN;
     g->iops = acc->iops_n ? acc->iops_sum / acc->iops_n : NAN;
     g->lat = acc->lat_w > 0 ? acc->lat_wsum / acc->lat_w : NAN;
+    g->qd = g->iops * g->lat / 1e6;
+}
+
+static gboolean
+segment_loaded(const ReportSegment *g)
+{
+    return !isnan(g->iops) && g->iops >= REPORT_LOAD_MIN_IOPS;
+}
+
+static gboolean
+within_band(double x, double y)
+{
+    return MAX(x, y) <= REPORT_PAIR_BAND * MIN(x, y);
+}
+
+/* The same phase of the workload: both idle, or both loaded with IOPS and
+ * queue depth (where latency was measured) within the band. */
+static gboolean
+segments_comparable(const ReportSegment *a, const ReportSegment *b)
+{
+    if (segment_loaded(a) != segment_loaded(b))
+        return FALSE;
+    if (!segment_loaded(a))
+        return TRUE;
+    if (!within_band(a->iops, b->iops))
+        return FALSE;
+    return isnan(a->qd) || isnan(b->qd) || (a->qd > 0 && b->qd > 0 && within_band(a->qd, b->qd));
 }
 
 /* Runs of ticks at one setting, each without its first tick. */
@@ -90,7 +120,8 @@ series_segments(const CliReport *r, GArray *ticks)
     return segs;
 }
 
-/* Adjacent runs at different settings with CPU measured on both sides. */
+/* Adjacent runs at different settings with CPU measured on both sides,
+ * marked with whether they are a measurement (the same workload). */
 static GArray *
 series_pairs(const CliReport *r, GArray *segs)
 {
@@ -106,7 +137,8 @@ series_pairs(const CliReport *r, GArray *segs)
         if (a->max_ns == b->max_ns || b->from_ms - a->to_ms > gap || isnan(a->cpu) ||
             isnan(b->cpu))
             continue;
-        p = (ReportPair){ b->to_ms, *a, *b };
+        p = (ReportPair){ b->to_ms, *a, *b, segments_comparable(a, b),
+                          segment_loaded(a) && segment_loaded(b) };
         g_array_append_val(pairs, p);
     }
     return pairs;
@@ -115,10 +147,21 @@ series_pairs(const CliReport *r, GArray *segs)
 typedef gboolean (*PairOrient)(const ReportPair *p, const ReportSegment **a,
                                const ReportSegment **b, gpointer data);
 
+/* A pair @orient accepts that measures: the same workload on both sides,
+ * and with @need_load, load on both. */
+static gboolean
+pair_measures(const ReportPair *p, PairOrient orient, gpointer data, gboolean need_load,
+              const ReportSegment **a, const ReportSegment **b)
+{
+    return orient(p, a, b, data) && p->comparable && (!need_load || p->loaded);
+}
+
 /* Averages the pairs @orient accepts, weighting each by its shorter run:
- * a one-tick probe says less than a minute-long one. */
+ * a one-tick probe says less than a minute-long one.  Adjacent runs of
+ * the right settings that are not the same workload are counted apart. */
 static void
-compare_pairs(GArray *pairs, PairOrient orient, gpointer data, ReportCompare *c)
+compare_pairs(GArray *pairs, PairOrient orient, gpointer data, gboolean need_load,
+              ReportCompare *c)
 {
     double w_sum = 0, d_sum = 0, ia = 0, ib = 0, la = 0, lb = 0, lw = 0, var = 0;
     guint nd = 0;
@@ -130,8 +173,10 @@ compare_pairs(GArray *pairs, PairOrient orient, gpointer data, ReportCompare *c)
         const ReportSegment *a, *b;
         double w, d;
 
-        if (!orient(p, &a, &b, data))
+        if (!pair_measures(p, orient, data, need_load, &a, &b)) {
+            c->n_unlike += orient(p, &a, &b, data);
             continue;
+        }
         w = MIN(a->n, b->n);
         d = b->cpu - a->cpu;
         c->n_pairs++;
@@ -171,14 +216,14 @@ compare_pairs(GArray *pairs, PairOrient orient, gpointer data, ReportCompare *c)
             const ReportPair *p = &g_array_index(pairs, ReportPair, i);
             const ReportSegment *a, *b;
 
-            if (orient(p, &a, &b, data))
+            if (pair_measures(p, orient, data, need_load, &a, &b))
                 mean += (b->cpu - a->cpu) / nd;
         }
         for (guint i = 0; i < pairs->len; i++) {
             const ReportPair *p = &g_array_index(pairs, ReportPair, i);
             const ReportSegment *a, *b;
 
-            if (orient(p, &a, &b, data))
+            if (pair_measures(p, orient, data, need_load, &a, &b))
                 ss += ((b->cpu - a->cpu) - mean) * ((b->cpu - a->cpu) - mean);
         }
         c->d_cpu_se = sqrt(ss / (nd - 1) / nd);
@@ -243,10 +288,12 @@ typedef struct {
 } SettingDelta;
 
 /*
- * Against QEMU's default: each tick at a setting that was measured next to
- * the default gets that setting's measured CPU and IOPS difference; ticks
- * at the default count zero; ticks at a setting never measured next to it
- * are counted apart (unmeasured), not guessed.
+ * Against QEMU's default: each tick with load at a setting that was
+ * measured next to the default under load gets that setting's measured CPU
+ * and IOPS difference; ticks at the default count zero; idle ticks at
+ * another setting, and ticks at a setting never measured next to the
+ * default, are counted apart (unmeasured), not guessed: a difference
+ * measured under load says nothing of idle time.
  */
 static void
 series_vs_default(ReportSeries *s, GArray *ticks)
@@ -256,6 +303,8 @@ series_vs_default(ReportSeries *s, GArray *ticks)
     guint known = 0, at_default = 0, measured = 0;
 
     s->saved_cores = s->gained_iops = NAN;
+    s->vs_default_pairs = s->vs_default_unlike = 0;
+    s->vs_default_newest_ms = 0;
     for (guint i = 0; i < ticks->len; i++) {
         const ReportPoint *p = &g_array_index(ticks, ReportPoint, i);
         SettingDelta *sd = NULL;
@@ -273,16 +322,17 @@ series_vs_default(ReportSeries *s, GArray *ticks)
         if (!sd) {
             SettingDelta n = { .max_ns = p->max_ns };
 
-            compare_pairs(s->pairs, orient_default, &n.max_ns, &n.c);
+            compare_pairs(s->pairs, orient_default, &n.max_ns, TRUE, &n.c);
             n.measured = n.c.n_pairs > 0;
             if (n.measured) {
                 s->vs_default_pairs += n.c.n_pairs;
                 s->vs_default_newest_ms = MAX(s->vs_default_newest_ms, n.c.newest_ms);
             }
+            s->vs_default_unlike += n.c.n_unlike;
             g_array_append_val(settings, n);
             sd = &g_array_index(settings, SettingDelta, settings->len - 1);
         }
-        if (!sd->measured)
+        if (!sd->measured || isnan(p->iops) || p->iops < REPORT_LOAD_MIN_IOPS)
             continue;
         measured++;
         saved -= sd->c.d_cpu_pct / 100.0;
@@ -301,12 +351,13 @@ series_vs_default(ReportSeries *s, GArray *ticks)
 }
 
 typedef struct {
-    double n, sx, sy, sxx, sxy;
+    double n, sx, sy, sxx, sxy, x_max;
 } FitAcc;
 
 static void
 fit_add(FitAcc *f, double x, double y)
 {
+    f->x_max = MAX(f->x_max, x);
     f->n++;
     f->sx += x;
     f->sy += y;
@@ -319,7 +370,7 @@ fit_close(const FitAcc *f, ReportFit *out)
 {
     double den = f->n * f->sxx - f->sx * f->sx;
 
-    *out = (ReportFit){ .n = (guint)f->n };
+    *out = (ReportFit){ .n = (guint)f->n, .x_max = f->x_max };
     /* Three points and some spread in IOPS, else the slope is noise. */
     if (f->n < 3 || den <= 1e-9 * f->n * f->sxx)
         return;
@@ -328,10 +379,17 @@ fit_close(const FitAcc *f, ReportFit *out)
     out->ok = TRUE;
 }
 
+gboolean
+report_fit_beyond(const ReportFit *fit, double iops)
+{
+    return fit->ok && !isnan(iops) && iops > REPORT_MAX_EXTRAPOLATION * fit->x_max;
+}
+
 double
 report_fit_at(const ReportFit *fit, double iops)
 {
-    return fit->ok && !isnan(iops) ? fit->a + fit->b * iops : NAN;
+    return fit->ok && !isnan(iops) && !report_fit_beyond(fit, iops) ? fit->a + fit->b * iops
+                                                                     : NAN;
 }
 
 static void
@@ -364,19 +422,22 @@ report_model_series(CliReport *r, ReportSeries *s)
     g_autoptr(GArray) segs = series_segments(r, ticks);
     g_autofree double *iops = g_new(double, r->nb);
     g_autofree double *cpu = g_new(double, r->nb);
+    g_autofree double *busy_iops = g_new(double, r->nb);
+    g_autofree double *busy_cpu = g_new(double, r->nb);
     double poll_pct;
     guint known = 0, on = 0;
 
     if (s->pairs)
         g_array_unref(s->pairs);
     s->pairs = series_pairs(r, segs);
-    compare_pairs(s->pairs, orient_onoff, NULL, &s->onoff);
+    compare_pairs(s->pairs, orient_onoff, NULL, FALSE, &s->onoff);
     s->onoff_confidence = compare_confidence(&s->onoff);
     /* Polling measured cheaper than off is noise around zero: it costs
      * nothing rather than giving CPU back. */
     poll_pct = s->onoff.n_pairs ? MAX(s->onoff.d_cpu_pct, 0.0) : NAN;
     g_free(s->poll_cpu);
     s->poll_cpu = g_new(double, r->nb);
+    s->busy_buckets = 0;
     for (guint i = 0; i < r->nb; i++) {
         const ReportBucket *b = &s->b[i];
 
@@ -384,6 +445,11 @@ report_model_series(CliReport *r, ReportSeries *s)
         on += b->on_n;
         iops[i] = report_bucket_iops(b);
         cpu[i] = report_bucket_cpu(b);
+        /* The load to plan for is the load when there is some: idle time
+         * only dilutes it. */
+        busy_iops[i] = iops[i] >= REPORT_LOAD_MIN_IOPS ? iops[i] : NAN;
+        busy_cpu[i] = isnan(busy_iops[i]) ? NAN : cpu[i];
+        s->busy_buckets += !isnan(busy_iops[i]);
         /* Only the share of the bucket that polled is charged. */
         s->poll_cpu[i] = b->known_n && !isnan(poll_pct) ?
             MIN(poll_pct, isnan(cpu[i]) ? poll_pct : cpu[i]) * b->on_n / b->known_n : NAN;
@@ -392,6 +458,9 @@ report_model_series(CliReport *r, ReportSeries *s)
     s->mean_poll_cores = report_mean(s->poll_cpu, r->nb) / 100.0;
     s->mean_iops = report_mean(iops, r->nb);
     s->p95_iops = report_percentile(iops, r->nb, 95);
+    s->busy_p95_iops = report_percentile(busy_iops, r->nb, 95);
+    s->peak_iops = report_percentile(busy_iops, r->nb, 100);
+    s->busy_p95_cpu_pct = report_percentile(busy_cpu, r->nb, 95);
     s->mean_cpu_pct = report_mean(cpu, r->nb);
     series_vs_default(s, ticks);
     series_fits(s, ticks);

@@ -40,6 +40,24 @@ typedef struct {
     char *policy, *reason;
 } ReportDecision;
 
+/*
+ * What makes two runs the same workload, so that their difference is the
+ * setting's: a run below REPORT_LOAD_MIN_IOPS is idle; two idle runs are
+ * alike, an idle run and a loaded one never are; two loaded runs are alike
+ * when their IOPS and their queue depths (IOPS x latency, Little's law)
+ * are each within a factor of REPORT_PAIR_BAND.  The band is wide enough
+ * for what a setting itself does (polling off costs a busy iothread 15 to
+ * 25 % of its IOPS at the same queue depth) and narrow enough to tell the
+ * phases of a workload apart (a burst against the quiet before it).
+ */
+#define REPORT_LOAD_MIN_IOPS 10.0
+#define REPORT_PAIR_BAND 1.5
+
+/* Straight lines through (IOPS, CPU) points are used up to this many times
+ * the highest IOPS measured; beyond it the report says "beyond the
+ * measured range" rather than a figure nobody measured. */
+#define REPORT_MAX_EXTRAPOLATION 2.0
+
 /* A run of ticks at one poll-max-ns, its first tick left out (a write
  * resets QEMU's window, so that tick describes neither setting). */
 typedef struct {
@@ -47,18 +65,23 @@ typedef struct {
     gint32 max_ns;
     guint n;
     double cpu, cpu_var, iops, lat;     /* means; lat weighted by IOPS */
+    double qd;                          /* IOPS x lat: requests in flight */
 } ReportSegment;
 
-/* Two adjacent segments at different settings: a measured comparison. */
+/* Two adjacent segments at different settings: a comparison, measured
+ * when the two are the same workload. */
 typedef struct {
     gint64 ts_ms;                       /* end of the later segment */
     ReportSegment a, b;
+    gboolean comparable;                /* the same phase (see above) */
+    gboolean loaded;                    /* and both sides had load */
 } ReportPair;
 
 /* What one setting measured against another (polling on against off, or
  * a setting against QEMU's default), averaged over the pairs. */
 typedef struct {
     guint n_pairs, n_ticks_a, n_ticks_b;
+    guint n_unlike;                     /* adjacent runs left out: not the same workload */
     gint64 newest_ms;                   /* end of the newest pair */
     double d_cpu_pct, d_cpu_se;         /* b minus a, percent of one core */
     double iops_a, iops_b, lat_a, lat_b;
@@ -78,6 +101,7 @@ typedef struct {
     gboolean ok;
     double a, b;
     guint n;
+    double x_max;                       /* the highest IOPS among its points */
 } ReportFit;
 
 typedef struct {
@@ -101,13 +125,45 @@ typedef struct {
     double mean_poll_cores;     /* over the range, NAN without a pair */
     /* Against QEMU's default: per-setting deltas applied to the time spent
      * at each setting. */
-    guint vs_default_pairs;
+    guint vs_default_pairs, vs_default_unlike;
     gint64 vs_default_newest_ms;
     double saved_cores, gained_iops;    /* mean over the range; NAN when unmeasured */
     double default_share, measured_share, unmeasured_share;
     ReportFit fit_all, fit_off, fit_on;
     double mean_iops, p95_iops, mean_cpu_pct;
+    /* Over the buckets with load (at least REPORT_LOAD_MIN_IOPS): the
+     * 95th percentile and the highest of IOPS, the 95th of CPU; the load
+     * the projection scales. */
+    double busy_p95_iops, peak_iops, busy_p95_cpu_pct;
+    guint busy_buckets;
 } ReportSeries;
+
+/* One tick of the host, as kept until the page is written. */
+typedef struct {
+    gint64 ts_ms;
+    float busy_pct, cpus, psi_pct;      /* NAN when unknown */
+} ReportHost;
+
+/*
+ * A host tick is saturated when its CPUs were REPORT_HOST_BUSY_FULL busy
+ * or more, or tasks waited for a CPU (PSI cpu "some") for
+ * REPORT_HOST_PSI_FULL of it or more: an iothread's headroom on one core
+ * is then no promise, since no core has time to give.  The page warns when
+ * REPORT_HOST_SATURATED_WARN of the ticks were.
+ */
+#define REPORT_HOST_BUSY_FULL 95.0
+#define REPORT_HOST_PSI_FULL 50.0
+#define REPORT_HOST_SATURATED_WARN 0.10
+
+typedef struct {
+    guint n;                            /* ticks with any host figure */
+    gint64 first_ms, last_ms;
+    double cpus;                        /* median */
+    double busy_mean, busy_p95, busy_max;
+    double psi_mean, psi_p95;
+    double saturated_share;             /* of the ticks with a figure */
+    double *busy, *psi;                 /* per bucket; NAN when empty */
+} ReportHostSummary;
 
 /* One VM, summed over its iothreads, per bucket. */
 typedef struct {
@@ -134,6 +190,9 @@ struct CliReport {
     GPtrArray *series;          /* ReportSeries, owned, in first-seen order */
     GPtrArray *notes;
     guint64 n_points, n_decisions;
+    GArray *host;               /* ReportHost, sorted by time once the page is made */
+    gboolean host_cut;          /* older host ticks than the newest CLI_REPORT_MAX_TICKS dropped */
+    ReportHostSummary hs;       /* settled with the page */
 };
 
 /* Per-bucket figures of one iothread; NAN when the bucket is empty. */
@@ -151,8 +210,11 @@ double report_mean(const double *values, guint n);
 void report_settle(CliReport *r);
 /* The estimates of each series (cli-report-model.c). */
 void report_model_series(CliReport *r, ReportSeries *s);
-/* cpu_pct at @iops by @fit, NAN when it has none. */
+/* cpu_pct at @iops by @fit, NAN when it has none or @iops lies beyond
+ * REPORT_MAX_EXTRAPOLATION times the IOPS it was measured at. */
 double report_fit_at(const ReportFit *fit, double iops);
+/* Whether @fit has a line and @iops lies beyond what it may say. */
+gboolean report_fit_beyond(const ReportFit *fit, double iops);
 const char *report_confidence_to_string(ReportConfidence c);
 
 /* VMs with their per-bucket sums, sorted by name; free with the array. */

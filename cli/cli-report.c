@@ -60,6 +60,7 @@ cli_report_new(gint64 from_ms, gint64 to_ms, const char *source, StoreResolution
     r->by_key = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     r->series = g_ptr_array_new_with_free_func(series_free);
     r->notes = g_ptr_array_new_with_free_func(g_free);
+    r->host = g_array_new(FALSE, FALSE, sizeof(ReportHost));
     return r;
 }
 
@@ -77,6 +78,9 @@ cli_report_free(CliReport *r)
     g_hash_table_unref(r->by_key);
     g_ptr_array_unref(r->series);
     g_ptr_array_unref(r->notes);
+    g_array_unref(r->host);
+    g_free(r->hs.busy);
+    g_free(r->hs.psi);
     g_free(r->source);
     g_free(r);
 }
@@ -147,6 +151,22 @@ cli_report_add_tick(CliReport *r, const CliPoint *p)
     if (s->ticks->len >= 2 * CLI_REPORT_MAX_TICKS) {
         g_array_remove_range(s->ticks, 0, s->ticks->len - CLI_REPORT_MAX_TICKS);
         s->ticks_cut = TRUE;
+    }
+}
+
+void
+cli_report_add_host(CliReport *r, const CliHostPoint *p)
+{
+    ReportHost h = { p->ts_ms, (float)p->cpu_busy_pct, (float)p->cpus,
+                     (float)p->psi_cpu_some_pct };
+
+    if (!report_in_range(r, p->ts_ms) || (isnan(h.busy_pct) && isnan(h.psi_pct)))
+        return;
+    g_array_append_val(r->host, h);
+    /* As the per-tick rows: the newest CLI_REPORT_MAX_TICKS, trimmed in halves. */
+    if (r->host->len >= 2 * CLI_REPORT_MAX_TICKS) {
+        g_array_remove_range(r->host, 0, r->host->len - CLI_REPORT_MAX_TICKS);
+        r->host_cut = TRUE;
     }
 }
 
@@ -318,6 +338,76 @@ report_bucket_index(const CliReport *r, gint64 ts_ms, guint *bi)
     return TRUE;
 }
 
+static int
+cmp_host(gconstpointer a, gconstpointer b)
+{
+    const ReportHost *x = a, *y = b;
+
+    return (x->ts_ms > y->ts_ms) - (x->ts_ms < y->ts_ms);
+}
+
+/* The host's ticks in the page's range: how busy, how contended, and per
+ * bucket for the chart. */
+static void
+report_settle_host(CliReport *r)
+{
+    ReportHostSummary *hs = &r->hs;
+    guint n = r->host->len, saturated = 0;
+    g_autofree double *busy = g_new(double, MAX(n, 1));
+    g_autofree double *psi = g_new(double, MAX(n, 1));
+    g_autofree double *cpus = g_new(double, MAX(n, 1));
+    g_autofree double *bsum = g_new0(double, r->nb);
+    g_autofree double *psum = g_new0(double, r->nb);
+    g_autofree guint *bn = g_new0(guint, r->nb);
+    g_autofree guint *pn = g_new0(guint, r->nb);
+
+    g_free(hs->busy);
+    g_free(hs->psi);
+    *hs = (ReportHostSummary){ 0 };
+    hs->busy = g_new(double, r->nb);
+    hs->psi = g_new(double, r->nb);
+    g_array_sort(r->host, cmp_host);
+    if (r->host->len > CLI_REPORT_MAX_TICKS) {
+        g_array_remove_range(r->host, 0, r->host->len - CLI_REPORT_MAX_TICKS);
+        r->host_cut = TRUE;
+    }
+    n = r->host->len;
+    for (guint i = 0; i < n; i++) {
+        const ReportHost *h = &g_array_index(r->host, ReportHost, i);
+        guint bi;
+
+        busy[hs->n] = h->busy_pct;
+        psi[hs->n] = h->psi_pct;
+        cpus[hs->n] = h->cpus;
+        if (!report_bucket_index(r, h->ts_ms, &bi))
+            continue;
+        if (!hs->n)
+            hs->first_ms = h->ts_ms;
+        hs->last_ms = h->ts_ms;
+        hs->n++;
+        saturated += h->busy_pct >= REPORT_HOST_BUSY_FULL || h->psi_pct >= REPORT_HOST_PSI_FULL;
+        if (!isnan(h->busy_pct)) {
+            bsum[bi] += h->busy_pct;
+            bn[bi]++;
+        }
+        if (!isnan(h->psi_pct)) {
+            psum[bi] += h->psi_pct;
+            pn[bi]++;
+        }
+    }
+    for (guint i = 0; i < r->nb; i++) {
+        hs->busy[i] = bn[i] ? bsum[i] / bn[i] : NAN;
+        hs->psi[i] = pn[i] ? psum[i] / pn[i] : NAN;
+    }
+    hs->cpus = report_percentile(cpus, hs->n, 50);
+    hs->busy_mean = report_mean(busy, hs->n);
+    hs->busy_p95 = report_percentile(busy, hs->n, 95);
+    hs->busy_max = report_percentile(busy, hs->n, 100);
+    hs->psi_mean = report_mean(psi, hs->n);
+    hs->psi_p95 = report_percentile(psi, hs->n, 95);
+    hs->saturated_share = hs->n ? (double)saturated / hs->n : NAN;
+}
+
 void
 report_settle(CliReport *r)
 {
@@ -390,6 +480,7 @@ report_settle(CliReport *r)
         }
         report_model_series(r, s);
     }
+    report_settle_host(r);
 }
 
 double

@@ -50,6 +50,9 @@ void cli_report_add_tick(CliReport *r, const CliPoint *p);
  * for 100 iothreads), where the 48 h of raw rows kept by default would be
  * four times that. */
 #define CLI_REPORT_MAX_TICKS (12 * 3600)
+/* One tick's host figures (CPU busy, CPU pressure), shown beside the
+ * iothreads' headroom; the newest CLI_REPORT_MAX_TICKS are kept. */
+void cli_report_add_host(CliReport *r, const CliHostPoint *p);
 /* Shown as a warning (e.g. "vm-3/iothread1: the daemon's 10,000-row limit
  * cut the history short"). */
 void cli_report_add_note(CliReport *r, const char *note);

@@ -89,6 +89,39 @@ axis_time(GString *out, const Frame *f)
     }
 }
 
+/* The fewest decimals that write @step exactly (0.25: 2, 0.5: 1, 5: 0). */
+static int
+step_decimals(double step)
+{
+    for (int d = 0; d < 9; d++) {
+        double x = step * pow(10, d);
+
+        if (fabs(x - round(x)) < 1e-6 * x)
+            return d;
+    }
+    return 9;
+}
+
+char *
+cli_svg_axis_label(double v, double step, double ymax)
+{
+    static const char suffix[] = { 'k', 'M', 'G', 'T' };
+    double unit = 1;
+    int si = -1;
+
+    if (v == 0)
+        return g_strdup("0");
+    /* Labels in the unit of the axis' top (k, M, ...), with as many
+     * decimals as the step needs: every label differs from the next. */
+    while (ymax / unit >= 1000 && si < 3) {
+        unit *= 1000;
+        si++;
+    }
+    if (si < 0)
+        return g_strdup_printf("%.*f", step_decimals(step), v);
+    return g_strdup_printf("%.*f%c", step_decimals(step / unit), v / unit, suffix[si]);
+}
+
 static void
 axis_values(GString *out, const Frame *f)
 {
@@ -98,7 +131,7 @@ axis_values(GString *out, const Frame *f)
 
     for (int i = 0; i <= steps; i++) {
         double v = f->ymax * i / steps, y = frame_y(f, v);
-        g_autofree char *label = cli_format_si(v);
+        g_autofree char *label = cli_svg_axis_label(v, f->ymax / steps, f->ymax);
 
         g_string_append_printf(out, "<line class=\"%s\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" "
                                "y2=\"%.1f\"/><text class=\"tick\" x=\"%.1f\" y=\"%.1f\" "
@@ -190,6 +223,8 @@ chart_max(const CliSvgChart *c)
 {
     double max = 0;
 
+    if (c->ymax > 0)
+        return c->ymax;
     for (guint i = 0; i < c->n; i++) {
         double sum = 0;
 

@@ -37,6 +37,7 @@ typedef struct {
     const CliSvgMarker *markers;
     guint n_markers;
     guint width, height;        /* 0: defaults */
+    double ymax;                /* the value axis' top; 0: from the data */
 } CliSvgChart;
 
 void cli_svg_chart(GString *out, const CliSvgChart *chart);
@@ -49,6 +50,11 @@ typedef struct {
 
 void cli_svg_bars(GString *out, const char *title, const CliSvgBar *bars, guint n,
                   guint width);
+
+/* The label of @v on a value axis of ticks @step apart up to @ymax: in the
+ * top's unit (k, M, ...), with the decimals the step needs, so no two
+ * ticks read alike ("0.005", "2.5k", "0"). */
+char *cli_svg_axis_label(double v, double step, double ymax);
 
 /* A round axis maximum at or above @v (1, 2, 2.5 or 5 times a power of 10). */
 double cli_svg_nice_ceiling(double v);

@@ -6,6 +6,8 @@
  *                                     60 s ticks beyond one day, else 1 s)
  *   cli-make-testdb PATH --rows N     about N raw sample rows, 1 s ticks, bulk
  *                                     inserted with SQL (for export at scale)
+ *   cli-make-testdb PATH --ab         the A/B on a saturated host of
+ *                                     cli-testdb.h, ending now
  */
 #include <glib/gstdio.h>
 #include <sqlite3.h>
@@ -59,10 +61,16 @@ main(int argc, char **argv)
                            .decision_every = MAX(n / 24, 1), .rollups = !bulk };
 
     if (argc < 2) {
-        g_printerr("usage: cli-make-testdb PATH [DAYS | --rows N]\n");
+        g_printerr("usage: cli-make-testdb PATH [DAYS | --rows N | --ab]\n");
         return 2;
     }
     g_unlink(argv[1]);
+    if (argc > 2 && g_str_equal(argv[2], "--ab")) {
+        cli_testdb_create_ab(argv[1], g_get_real_time() / 1000000 * 1000 -
+                                      CLI_AB_TICKS * 1000);
+        printf("%s: the A/B history, %u ticks of 1 s\n", argv[1], CLI_AB_TICKS);
+        return 0;
+    }
     cli_testdb_create(argv[1], &spec);
     if (bulk)
         bulk_fill(argv[1], rows);

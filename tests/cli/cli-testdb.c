@@ -250,3 +250,99 @@ cli_expected_csv(const char *db_path, const char *query, gint64 from, gint64 to,
     return lines;
 }
 
+
+/* The A/B history of cli-testdb.h: the load level, the setting of each
+ * tick and what each setting does to the load. */
+static gboolean
+ab_busy(guint i)
+{
+    return i >= CLI_AB_BUSY_FROM && i < CLI_AB_BUSY_TO;
+}
+
+gint64
+cli_ab_setting(guint i)
+{
+    static const gint64 pattern[] = { CLI_AB_X, 32768, CLI_AB_X, 0 };
+
+    if (i < CLI_AB_BUSY_FROM)
+        return 32768;
+    if (i >= CLI_AB_BUSY_TO)
+        return CLI_AB_X;
+    return pattern[(i - CLI_AB_BUSY_FROM) / CLI_AB_RUN % G_N_ELEMENTS(pattern)];
+}
+
+double
+cli_ab_load(guint i)
+{
+    if (!ab_busy(i))
+        return 0;
+    /* Two and a half waves over the busy half hour: 22k to 38k ops/s. */
+    return 30000 + 8000 * sin((double)(i - CLI_AB_BUSY_FROM) / 720 * 2 * G_PI);
+}
+
+void
+cli_ab_effect(gint64 max_ns, gboolean busy, double *iops_factor, double *lat_us,
+              double *cpu_poll_pct)
+{
+    *iops_factor = max_ns == 0 ? 0.85 : max_ns == CLI_AB_X ? 0.98 : 1.0;
+    *lat_us = max_ns == 0 ? 60 : max_ns == CLI_AB_X ? 42 : 40;
+    /* Polling costs more under load: more completions to wait for. */
+    *cpu_poll_pct = max_ns == 0 ? 0 : max_ns == CLI_AB_X ? (busy ? 1.5 : 0.2)
+                                                         : (busy ? 2.5 : 0.3);
+}
+
+void
+cli_testdb_create_ab(const char *path, gint64 start_ms)
+{
+    g_autoptr(GError) error = NULL;
+    StoreOptions opts;
+    g_autoptr(StoreDb) db = NULL;
+    gint64 len_ns = 1000000000;
+
+    store_options_init(&opts);
+    opts.now_ms = start_ms + CLI_AB_TICKS * 1000;
+    opts.raw_retention_ms = G_MAXINT64 / 4;
+    db = store_db_open(path, &opts, &error);
+    g_assert_no_error(error);
+    g_assert_true(store_target_register(db, STORE_TARGET_QMP, "demo-vm", NULL, start_ms,
+                                        &error));
+    g_assert_no_error(error);
+    for (guint i = 0; i < CLI_AB_TICKS; i++) {
+        gint64 ts = start_ms + (gint64)(i + 1) * 1000, max_ns = cli_ab_setting(i);
+        double factor, lat, poll, iops;
+        StoreSample s;
+        StoreTick tick;
+
+        if (i > 0 && max_ns != cli_ab_setting(i - 1)) {
+            g_autofree char *reason = g_strdup_printf(
+                "probe: compare with the current setting [triple=%" G_GINT64_FORMAT
+                "/0/0 iops=%.0f lat_us=42.0 cpu_pct=4.1 qd=1.3 z=2.4 start=%"
+                G_GINT64_FORMAT "/0/0:n=30:score=0.2140 trigger=\"workload changed\"]",
+                max_ns, cli_ab_load(i), cli_ab_setting(i - 1));
+            StoreDecision d = {
+                .ts_ms = ts - 1000, .target = "demo-vm", .iothread = "iot0",
+                .policy = "adaptive:balanced",
+                .old_triple = { cli_ab_setting(i - 1), 0, 0 },
+                .new_triple = { max_ns, 0, 0 }, .reason = reason, .applied = TRUE,
+            };
+
+            g_assert_true(store_decision_insert(db, &d, &error));
+            g_assert_no_error(error);
+        }
+        cli_ab_effect(max_ns, ab_busy(i), &factor, &lat, &poll);
+        iops = cli_ab_load(i) * factor;
+        sample_fill(&s, "demo-vm", "iot0", iops, lat,
+                    (0.3 + iops / 12000 + poll) / 100, max_ns, len_ns, TRUE);
+        store_tick_init(&tick);
+        tick.ts_ms = ts;
+        tick.len_ns = len_ns;
+        /* The host is saturated throughout: something else keeps its CPUs
+         * busy, and runnable tasks wait for a CPU 99 % of the time. */
+        tick.psi.cpu_some_us = len_ns / 1000 * 99 / 100;
+        tick.cpu.busy_us = tick.cpu.total_us = CLI_AB_HOST_CPUS * len_ns / 1000;
+        tick.samples = &s;
+        tick.n_samples = 1;
+        g_assert_true(store_tick_write(db, &tick, &error));
+        g_assert_no_error(error);
+    }
+}

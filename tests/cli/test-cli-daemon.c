@@ -365,6 +365,16 @@ test_report(void)
     g_assert_nonnull(strstr(html, "iot1"));
     /* The decisions came through the export of the decision log. */
     g_assert_nonnull(strstr(html, "policy static:"));
+    /* The host's CPUs, from the daemon's host-history, beside the
+     * iothreads' headroom. */
+    {
+        const char *row = strstr(html, "<table id=\"host-table\">");
+
+        g_assert_nonnull(row);
+        row = strstr(row, "<tr><td>host</td><td>");
+        g_assert_nonnull(row);
+        g_assert_cmpint(g_ascii_strtoll(row + strlen("<tr><td>host</td><td>"), NULL, 10), >=, 1);
+    }
     /* A VM it never knew is an error naming it, as show's; one it knows
      * reports. */
     g_unlink(path);

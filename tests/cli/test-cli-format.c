@@ -2,8 +2,11 @@
 /*
  * The CLI's text formatting that operators read figures from.
  */
+#include <string.h>
+
 #include "cli-format.h"
 #include "cli-report-evidence.h"
+#include "cli-svg.h"
 
 static void
 check_duration_left(gint64 ms, const char *want)
@@ -101,6 +104,55 @@ test_evidence_detectors(void)
     g_assert_cmpstr(field(f, 3, TRUE), ==, "0.250");
 }
 
+/* The value axis of a chart of @max: its tick labels, bottom to top,
+ * joined with "|". */
+static char *
+axis_labels(double max)
+{
+    double y[3] = { 0, max * 0.5, max };
+    CliSvgSeries series = { NULL, "#000", y };
+    CliSvgChart c = { .title = "t", .from_ms = 0, .to_ms = 3000, .n = 3, .series = &series,
+                      .n_series = 1 };
+    g_autoptr(GString) svg = g_string_new(NULL);
+    g_autoptr(GString) out = g_string_new(NULL);
+    static const char anchor[] = "text-anchor=\"end\">";
+
+    cli_svg_chart(svg, &c);
+    for (const char *p = svg->str; (p = strstr(p, anchor)); ) {
+        p += strlen(anchor);
+        if (out->len)
+            g_string_append_c(out, '|');
+        g_string_append_len(out, p, strchr(p, '<') - p);
+    }
+    return g_string_free(g_steal_pointer(&out), FALSE);
+}
+
+/* Tick labels with the decimals the step needs, in the top's unit: a
+ * chart of 0.018 cores read 0 0.01 0.01 0.01 0.02. */
+static void
+test_axis_labels(void)
+{
+    static const struct {
+        double max;
+        const char *want;
+    } cases[] = {
+        { 0.018, "0|0.005|0.010|0.015|0.020" },
+        { 0.0019, "0|0.0005|0.0010|0.0015|0.0020|0.0025" },
+        { 0.9, "0|0.25|0.50|0.75|1.00" },
+        { 2.2, "0|0.5|1.0|1.5|2.0|2.5" },
+        { 90, "0|25|50|75|100" },
+        { 2200, "0|0.5k|1.0k|1.5k|2.0k|2.5k" },
+        { 37000, "0|10k|20k|30k|40k|50k" },
+        { 1.2e6, "0|0.5M|1.0M|1.5M|2.0M" },
+    };
+
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *got = axis_labels(cases[i].max);
+
+        g_assert_cmpstr(got, ==, cases[i].want);
+    }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -109,5 +161,6 @@ main(int argc, char **argv)
     g_test_add_func("/cli/format/duration-left", test_duration_left);
     g_test_add_func("/cli/report/evidence", test_evidence);
     g_test_add_func("/cli/report/evidence-detectors", test_evidence_detectors);
+    g_test_add_func("/cli/report/axis-labels", test_axis_labels);
     return g_test_run();
 }

@@ -543,10 +543,17 @@ test_report_online(void)
         " \"iops\": 1000, \"cpu_pct\": 10, \"poll-max-ns\": 0}"
         "]}, \"id\": @ID@}\n", NULL,
     };
-    static const PeerStep steps[] = {
-        { "list", list }, { "history", history }, { "history", raw }, { "export", decisions },
+    /* A daemon from before host-history: the page is written without the
+     * host's figures, and says so. */
+    static const char *const no_host[] = {
+        "{\"error\": {\"class\": \"CommandNotFound\", \"desc\": \"host-history: no such "
+        "command\"}, \"id\": @ID@}\n", NULL,
     };
-    PeerScript s = { .steps = steps, .n_steps = 4 };
+    static const PeerStep steps[] = {
+        { "list", list }, { "history", history }, { "history", raw },
+        { "host-history", no_host }, { "export", decisions },
+    };
+    PeerScript s = { .steps = steps, .n_steps = 5 };
     g_autofree char *dir = test_dir_new();
     g_autofree char *out = g_build_filename(dir, "report.html", NULL);
     g_autofree char *html = NULL;
@@ -567,13 +574,15 @@ test_report_online(void)
     g_assert_nonnull(strstr(html, "probe &lt;IOPS&gt; &amp; more"));
     g_assert_nonnull(strstr(html, "16384 &#8594; 32768"));
     /* Every request covers the same absolute range. */
+    g_assert_nonnull(strstr(html, "This daemon does not give the host&apos;s CPU and pressure"));
+    g_assert_nonnull(strstr(html, "id=\"no-host\""));
     h = request_args(&s, 1);
-    e = request_args(&s, 3);
+    e = request_args(&s, 4);
     g_assert_cmpstr(qmp_json_get_string(request_args(&s, 2), "resolution"), ==, "raw");
     g_assert_cmpstr(qmp_json_get_string(request_args(&s, 2), "since"), ==,
                     "2025-12-02T14:00:00.000000Z");
     /* That tick did not poll: 0 % of the time polling on. */
-    g_assert_nonnull(strstr(html, "<td>0.0 %</td>"));
+    g_assert_nonnull(strstr(html, "<td>0.0</td>"));
     g_assert_cmpstr(qmp_json_get_string(h, "target"), ==, "vm-3");
     g_assert_cmpstr(qmp_json_get_string(h, "iothread"), ==, "iothread1");
     g_assert_cmpstr(qmp_json_get_string(h, "resolution"), ==, "1m");
