@@ -13,6 +13,20 @@ fi
 fail=0
 cd "$dir" || exit 1
 promtool check config prometheus.yml || fail=1
+# A label under a target list's "labels:" is the same for every target in
+# it; a host label there names every host alike and merges them all.
+python3 - prometheus.yml <<'PY' || fail=1
+import re, sys
+text = open(sys.argv[1]).read()
+for m in re.finditer(r"^(\s*)labels:\s*\n((?:\1\s+.*\n?)*)", text, re.M):
+    for line in m.group(2).splitlines():
+        key = line.split(":")[0].strip()
+        if key in ("host", "hostname", "node"):
+            print(f"prometheus.yml: the label {key} is set on a whole target list: "
+                  "every host in it gets the same name")
+            sys.exit(1)
+print("prometheus.yml: no shared host label")
+PY
 promtool check rules polltune.rules.yml || fail=1
 promtool test rules polltune.rules.test.yml || fail=1
 python3 - polltune.rules.yml polltune-dashboard.json <<'PY' || fail=1
