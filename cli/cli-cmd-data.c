@@ -33,6 +33,7 @@ static char *opt_output;
 static char *opt_prometheus;
 static char *opt_selector;
 static char *opt_scrape;
+static char *opt_host_label;
 
 #define RANGE_ENTRIES(since_default)                                                    \
     { "since", 0, 0, G_OPTION_ARG_STRING, &opt_since,                                   \
@@ -71,6 +72,8 @@ const GOptionEntry cli_report_entries[] = {
       "MATCHERS" },
     { "scrape-interval", 0, 0, G_OPTION_ARG_STRING, &opt_scrape,
       "With --prometheus: the servers' scrape interval (default 15s)", "DURATION" },
+    { "host-label", 0, 0, G_OPTION_ARG_STRING, &opt_host_label,
+      "With --prometheus: the label that names a host (default instance)", "LABEL" },
     { "output", 'o', 0, G_OPTION_ARG_FILENAME, &opt_output, "Write here, not to stdout",
       "FILE" },
     { NULL },
@@ -824,6 +827,21 @@ report_finish(CliContext *ctx, CliReport *rep, const char *resolution, GError **
 
 /* The Prometheus servers' scrape interval when none is given: theirs. */
 #define PROM_DEFAULT_SCRAPE_MS 15000
+/* The whole exchange with the server when --timeout is not given: nine
+ * queries, each a range query over up to CLI_PROM_MAX_SERIES series. */
+#define PROM_DEFAULT_TIMEOUT_MS 60000
+
+/* A Prometheus label name: [a-zA-Z_][a-zA-Z0-9_]*. */
+static gboolean
+prom_label_name_valid(const char *name)
+{
+    if (!*name || g_ascii_isdigit(*name))
+        return FALSE;
+    for (const char *c = name; *c; c++)
+        if (!g_ascii_isalnum(*c) && *c != '_')
+            return FALSE;
+    return TRUE;
+}
 
 static gboolean
 report_prometheus(CliContext *ctx, const CliRange *r, GError **error)
@@ -832,12 +850,19 @@ report_prometheus(CliContext *ctx, const CliRange *r, GError **error)
     g_autofree char *source = NULL;
     g_autoptr(GError) local = NULL;
     CliPromOptions o = { .url = opt_prometheus, .selector = opt_selector,
-                         .scrape_ms = PROM_DEFAULT_SCRAPE_MS, .timeout_s = 60 };
+                         .host_label = opt_host_label, .scrape_ms = PROM_DEFAULT_SCRAPE_MS,
+                         .timeout_ms = ctx->timeout_given ? ctx->timeout_ms
+                                                          : PROM_DEFAULT_TIMEOUT_MS };
     guint n = 0;
 
     if (ctx->db_path || opt_vm) {
         g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "--prometheus reads the fleet: it "
                     "takes no %s", ctx->db_path ? "--db" : "--vm (use --selector)");
+        return FALSE;
+    }
+    if (opt_host_label && !prom_label_name_valid(opt_host_label)) {
+        g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "--host-label %s: not a label name "
+                    "(letters, digits and _, not starting with a digit)", opt_host_label);
         return FALSE;
     }
     if (opt_scrape && (!store_duration_parse(opt_scrape, &o.scrape_ms, &local) ||
@@ -853,7 +878,9 @@ report_prometheus(CliContext *ctx, const CliRange *r, GError **error)
     cli_report_fit_range(rep, !opt_since);
     if (!cli_prometheus_read(&o, rep, r->from_ms, r->to_ms, &n, error))
         return FALSE;
-    cli_report_add_note(rep, "Fleet report from Prometheus: each VM is HOST/DOMAIN; rates "
+    cli_report_add_note(rep, "Fleet report from Prometheus: each VM is HOST/DOMAIN, HOST "
+                        "being the target's label given by --host-label (default instance); "
+                        "rates "
                         "are over a window of at least four scrapes, so off/on runs shorter "
                         "than a step are not seen; decisions and their evidence are in each "
                         "host's own history (polltunectl report on that host).");
@@ -886,9 +913,10 @@ cli_cmd_report(CliContext *ctx, char **args, guint n, GError **error)
     r.until = until_iso;
     if (opt_prometheus)
         return report_prometheus(ctx, &r, error);
-    if (opt_selector || opt_scrape) {
+    if (opt_selector || opt_scrape || opt_host_label) {
         g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "%s needs --prometheus",
-                    opt_selector ? "--selector" : "--scrape-interval");
+                    opt_selector ? "--selector" : opt_scrape ? "--scrape-interval"
+                                                             : "--host-label");
         return FALSE;
     }
     if (ctx->db_path) {

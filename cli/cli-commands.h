@@ -25,6 +25,7 @@ typedef struct {
     const char *db_path;        /* offline: history, export, report */
     gboolean json;
     guint timeout_ms;
+    gboolean timeout_given;     /* --timeout was given, else timeout_ms is the default */
     gint64 now_ms;              /* read once at start */
     CliClient *client;          /* connected on first use */
 } CliContext;

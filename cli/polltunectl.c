@@ -19,7 +19,7 @@
 static char *opt_socket;
 static char *opt_db;
 static gboolean opt_json;
-static gint opt_timeout_s = 30;
+static gint opt_timeout_s;
 static gboolean opt_version;
 
 static const GOptionEntry global_entries[] = {
@@ -31,7 +31,8 @@ static const GOptionEntry global_entries[] = {
       "(history, export, report)", "FILE" },
     { "json", 'j', 0, G_OPTION_ARG_NONE, &opt_json, "Machine-readable output", NULL },
     { "timeout", 0, 0, G_OPTION_ARG_INT, &opt_timeout_s,
-      "Seconds to wait for the daemon (default 30)", "SECONDS" },
+      "Seconds to wait for the daemon (default 30); with report --prometheus, for the "
+      "whole exchange with the server (default 60)", "SECONDS" },
     { NULL },
 };
 
@@ -349,6 +350,7 @@ command_run(CliContext *ctx, const CliCommand *cmd, int argc, char **argv, GErro
     ctx->db_path = opt_db;
     ctx->json = opt_json;
     ctx->timeout_ms = opt_timeout_s > 0 ? (guint)opt_timeout_s * 1000 : 30000;
+    ctx->timeout_given = opt_timeout_s > 0;
     if (opt_db && !cmd->offline) {
         g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "%s: --db works only with history, "
                     "export and report; this command needs polltuned", name);

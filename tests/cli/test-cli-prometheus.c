@@ -1,14 +1,22 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * polltunectl report --prometheus against a scripted HTTP peer: the
- * query_range replies are parsed and joined per host, domain and
- * iothread (the host label, else instance); the server's own error text
- * and an oversized reply come back as clear errors.  The real server is
+ * query_range replies are parsed and joined per host (instance, or the
+ * label --host-label names), domain and iothread; two targets behind one
+ * host name are refused, not summed.  And what a real server cannot be
+ * made to send: its own error text, an oversized reply, out-of-range
+ * times, JSON with an error status, garbage, a reply trickled a byte at a
+ * time, and a reply of 200,000 empty series, each a clear error within the
+ * timeout and in bounded memory.  The real server is
  * tests/contrib/test-fleet.c; this runs everywhere, fast.
  */
 #include <gio/gio.h>
 #include <math.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <glib/gstdio.h>
 
 #include "cli-testdb.h"
 #include "qmp-json.h"
@@ -16,11 +24,20 @@
 
 typedef enum {
     PEER_MATRIX,
+    PEER_SAME_HOST,             /* two instances, one host label value */
     PEER_ERROR,
     PEER_HUGE,
+    PEER_TIME,                  /* one sample at time bad_time */
+    PEER_STATUS,                /* a success reply with HTTP bad_status */
+    PEER_GARBAGE,
+    PEER_SLOW,                  /* a byte every 100 ms */
+    PEER_MANY,                  /* n_series series, n_values samples each */
 } PeerMode;
 
 static PeerMode mode;
+static const char *bad_time;
+static guint bad_status;
+static guint n_series, n_values;
 static guint16 port;
 static GPtrArray *queries;      /* decoded query= of each request */
 static GMutex lock;
@@ -46,9 +63,19 @@ matrix_reply(const char *query, const char *path)
                         strstr(query, "cpu_seconds") ? "0.05" : "0.000032768";
     g_autoptr(GString) values = g_string_new(NULL);
     static const char *const metrics[] = {
-        "{\"host\":\"h1\",\"instance\":\"10.0.0.1:9563\",\"domain\":\"vm\",\"iothread\":\"iot0\"}",
-        "{\"instance\":\"10.0.0.2:9563\",\"domain\":\"vm\",\"iothread\":\"iot0\"}",
+        "{\"job\":\"polltune\",\"host\":\"h1\",\"instance\":\"10.0.0.1:9563\","
+        "\"domain\":\"vm\",\"iothread\":\"iot0\"}",
+        "{\"job\":\"polltune\",\"host\":\"h2\",\"instance\":\"10.0.0.2:9563\","
+        "\"domain\":\"vm\",\"iothread\":\"iot0\"}",
     };
+    /* contrib/prometheus.yml's old trap: one host label on a target list. */
+    static const char *const same_host[] = {
+        "{\"job\":\"polltune\",\"host\":\"localhost\",\"instance\":\"10.0.0.1:9563\","
+        "\"domain\":\"vm\",\"iothread\":\"iot0\"}",
+        "{\"job\":\"polltune\",\"host\":\"localhost\",\"instance\":\"10.0.0.2:9563\","
+        "\"domain\":\"vm\",\"iothread\":\"iot0\"}",
+    };
+    const char *const *labels = mode == PEER_SAME_HOST ? same_host : metrics;
     g_autoptr(GString) out = g_string_new("{\"status\":\"success\",\"data\":{\"resultType\":"
                                           "\"matrix\",\"result\":[");
 
@@ -62,10 +89,53 @@ matrix_reply(const char *query, const char *path)
     } else {
         for (gsize i = 0; i < G_N_ELEMENTS(metrics); i++)
             g_string_append_printf(out, "%s{\"metric\":%s,\"values\":[%s]}", i ? "," : "",
-                                   metrics[i], values->str);
+                                   labels[i], values->str);
     }
     g_string_append(out, "]}}");
     return g_string_free(g_steal_pointer(&out), FALSE);
+}
+
+/* The extent query's reply with one sample at @t (as the JSON text). */
+static char *
+time_reply(const char *t)
+{
+    return g_strdup_printf("{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\","
+                           "\"result\":[{\"metric\":{},\"values\":[[%s,\"1\"]]}]}}", t);
+}
+
+/* n_series series of n_values samples each, at the range's first steps. */
+static char *
+many_reply(const char *path)
+{
+    double start = param(path, "start"), step = param(path, "step");
+    GString *out = g_string_new("{\"status\":\"success\",\"data\":{\"resultType\":"
+                                "\"matrix\",\"result\":[");
+
+    for (guint i = 0; i < n_series; i++) {
+        g_string_append_printf(out, "%s{\"metric\":{\"job\":\"p\",\"instance\":\"h%u\","
+                               "\"domain\":\"vm\",\"iothread\":\"iot0\"},\"values\":[",
+                               i ? "," : "", i);
+        for (guint k = 0; k < n_values; k++)
+            g_string_append_printf(out, "%s[%.3f,\"1\"]", k ? "," : "", start + k * step);
+        g_string_append(out, "]}");
+    }
+    g_string_append(out, "]}}");
+    return g_string_free(out, FALSE);
+}
+
+/* Sends @text a byte at a time, 100 ms apart, until the client leaves or
+ * 30 s have passed. */
+static void
+trickle(GOutputStream *out, const char *text)
+{
+    gint64 end = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+
+    for (const char *p = text; *p && g_get_monotonic_time() < end; p++) {
+        if (!g_output_stream_write_all(out, p, 1, NULL, NULL, NULL) ||
+            !g_output_stream_flush(out, NULL, NULL))
+            return;
+        g_usleep(100000);
+    }
 }
 
 static void
@@ -102,6 +172,18 @@ serve_one(GSocketConnection *c)
         status = 400;
         body = g_strdup("{\"status\":\"error\",\"errorType\":\"bad_data\",\"error\":"
                         "\"1:10: parse error: unexpected character: '!'\"}");
+    } else if (mode == PEER_TIME) {
+        body = time_reply(bad_time);
+    } else if (mode == PEER_STATUS) {
+        /* A proxy's or another program's JSON: well-formed, "success". */
+        status = bad_status;
+        body = matrix_reply(query, path);
+    } else if (mode == PEER_GARBAGE) {
+        body = g_strdup("\x01\x02<html>not JSON\xff{{[[");
+    } else if (mode == PEER_SLOW) {
+        body = matrix_reply(query, path);
+    } else if (mode == PEER_MANY) {
+        body = g_str_has_prefix(query, "count(") ? matrix_reply(query, path) : many_reply(path);
     } else if (mode == PEER_HUGE) {
         /* Valid JSON, 33 MiB of it: over the limit however it ends. */
         gsize n = 33u * 1024 * 1024;
@@ -118,7 +200,10 @@ serve_one(GSocketConnection *c)
                            "Content-Length: %zu\r\nConnection: close\r\n\r\n", status,
                            strlen(body));
     g_output_stream_write_all(out, head, strlen(head), NULL, NULL, NULL);
-    g_output_stream_write_all(out, body, strlen(body), NULL, NULL, NULL);
+    if (mode == PEER_SLOW)
+        trickle(out, body);
+    else
+        g_output_stream_write_all(out, body, strlen(body), NULL, NULL, NULL);
     g_io_stream_close(G_IO_STREAM(c), NULL, NULL);
 }
 
@@ -137,14 +222,75 @@ serve(gpointer data)
 }
 
 static void
-run(CliRun *r, const char *out, gboolean json)
+run_with(CliRun *r, const char *out, const char *const *extra)
 {
     g_autofree char *url = g_strdup_printf("http://127.0.0.1:%u/", port);
-    const char *argv[] = { "report", "--prometheus", url, "--since", "2h",
-                           "--selector", "job=\"polltune\"", "-o", out, json ? "--json" : NULL,
-                           NULL };
+    g_autoptr(GPtrArray) argv = g_ptr_array_new();
+    const char *base[] = { "report", "--prometheus", url, "--since", "2h",
+                           "--selector", "job=\"polltune\"", "-o", out };
 
-    cli_run(r, argv);
+    for (gsize i = 0; i < G_N_ELEMENTS(base); i++)
+        g_ptr_array_add(argv, (char *)base[i]);
+    for (const char *const *e = extra; e && *e; e++)
+        g_ptr_array_add(argv, (char *)*e);
+    g_ptr_array_add(argv, NULL);
+    cli_run(r, (const char *const *)argv->pdata);
+}
+
+static void
+run(CliRun *r, const char *out, gboolean json)
+{
+    run_with(r, out, (const char *[]){ json ? "--json" : NULL, NULL });
+}
+
+/* Runs polltunectl as run_with does; returns its peak resident memory in
+ * KiB and its running time in seconds. */
+static long
+run_measured(CliRun *r, const char *out, const char *const *extra, double *seconds)
+{
+    const char *exe = g_getenv("PT_POLLTUNECTL");
+    g_autofree char *url = g_strdup_printf("http://127.0.0.1:%u/", port);
+    g_autoptr(GPtrArray) argv = g_ptr_array_new();
+    const char *base[] = { exe, "report", "--prometheus", url, "--since", "2h", "-o", out };
+    g_autoptr(GError) err = NULL;
+    gint64 t0 = g_get_monotonic_time();
+    struct rusage ru = { 0 };
+    GPid pid;
+    int fd_err = -1, wstatus = 0;
+    char buf[4096];
+    gssize got;
+    g_autoptr(GString) text = g_string_new(NULL);
+    g_auto(GStrv) env = g_get_environ();
+    g_autofree char *asan = NULL;
+
+    /* AddressSanitizer keeps freed memory in quarantine (256 MB): what is
+     * measured is then its, not ours. */
+    asan = g_strdup_printf("%s%squarantine_size_mb=0",
+                           g_environ_getenv(env, "ASAN_OPTIONS") ?: "",
+                           g_environ_getenv(env, "ASAN_OPTIONS") ? ":" : "");
+    env = g_environ_setenv(env, "ASAN_OPTIONS", asan, TRUE);
+    for (gsize i = 0; i < G_N_ELEMENTS(base); i++)
+        g_ptr_array_add(argv, (char *)base[i]);
+    for (const char *const *e = extra; e && *e; e++)
+        g_ptr_array_add(argv, (char *)*e);
+    g_ptr_array_add(argv, NULL);
+    g_assert_true(g_spawn_async_with_pipes(NULL, (char **)argv->pdata, env,
+                                           G_SPAWN_DO_NOT_REAP_CHILD |
+                                           G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, &pid, NULL,
+                                           NULL, &fd_err, &err));
+    g_assert_no_error(err);
+    while ((got = read(fd_err, buf, sizeof(buf))) > 0)
+        g_string_append_len(text, buf, got);
+    close(fd_err);
+    /* wait4: this child's own peak, not the largest of all children. */
+    g_assert_cmpint(wait4(pid, &wstatus, 0, &ru), ==, pid);
+    g_spawn_close_pid(pid);
+    *seconds = (g_get_monotonic_time() - t0) / 1e6;
+    cli_run_clear(r);
+    r->err = g_string_free(g_steal_pointer(&text), FALSE);
+    r->out = g_strdup("");
+    r->status = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1;
+    return ru.ru_maxrss;
 }
 
 static void
@@ -168,8 +314,9 @@ test_matrix(void)
         json_object *s = json_object_array_get_idx(series, i);
         const char *target = json_object_get_string(json_object_object_get(s, "target"));
 
-        /* The host label, else the instance. */
-        g_assert_true(g_str_equal(target, "h1/vm") || g_str_equal(target, "10.0.0.2:9563/vm"));
+        /* Hosts are their instance unless told otherwise. */
+        g_assert_true(g_str_equal(target, "10.0.0.1:9563/vm") ||
+                      g_str_equal(target, "10.0.0.2:9563/vm"));
         g_assert_cmpfloat(fabs(json_object_get_double(json_object_object_get(s, "iops_mean"))
                                - 100), <, 1e-6);
         g_assert_cmpfloat(fabs(json_object_get_double(json_object_object_get(
@@ -180,7 +327,7 @@ test_matrix(void)
     g_assert_true(g_file_get_contents(out, &html, NULL, NULL));
     /* 0.02 s of I/O per second over 100 ops/s: 200 µs each. */
     g_assert_nonnull(strstr(html, "<td>200.0</td>"));
-    g_assert_nonnull(strstr(html, "<td>h1</td>"));
+    g_assert_nonnull(strstr(html, "<td>10.0.0.1:9563</td>"));
     g_assert_nonnull(strstr(html, "<h2>Fleet</h2>"));
     /* The selector is in every query, the rates have windows. */
     g_mutex_lock(&lock);
@@ -189,8 +336,172 @@ test_matrix(void)
         g_assert_nonnull(strstr(g_ptr_array_index(queries, i), "{job=\"polltune\"}"));
     g_assert_nonnull(strstr(g_ptr_array_index(queries, queries->len - 2),
                             "rate(polltune_iothread_cpu_seconds_total{job=\"polltune\"}["));
+    /* The scrape target is kept apart in every series. */
+    g_assert_nonnull(strstr(g_ptr_array_index(queries, queries->len - 2),
+                            "sum by (job, instance, domain, iothread)"));
     g_ptr_array_set_size(queries, 0);
     g_mutex_unlock(&lock);
+    cli_run_clear(&r);
+    test_dir_remove(dir);
+}
+
+/* --host-label names hosts by another label: a value shared by two scrape
+ * targets is refused, naming both, rather than summed into one row. */
+static void
+test_host_label(void)
+{
+    g_autofree char *dir = test_dir_new();
+    g_autofree char *out = g_build_filename(dir, "fleet.html", NULL);
+    g_autofree char *html = NULL;
+    CliRun r = { 0 };
+
+    mode = PEER_MATRIX;
+    run_with(&r, out, (const char *[]){ "--host-label", "host", NULL });
+    g_assert_cmpstr(r.err, ==, "");
+    g_assert_cmpint(r.status, ==, 0);
+    g_assert_true(g_file_get_contents(out, &html, NULL, NULL));
+    g_assert_nonnull(strstr(html, "<h3>h1/vm</h3>"));
+    g_assert_nonnull(strstr(html, "<h3>h2/vm</h3>"));
+    g_mutex_lock(&lock);
+    g_assert_nonnull(strstr(g_ptr_array_index(queries, queries->len - 1),
+                            "by (job, instance, domain, iothread, host)"));
+    g_mutex_unlock(&lock);
+    g_unlink(out);
+
+    mode = PEER_SAME_HOST;
+    run_with(&r, out, (const char *[]){ "--host-label", "host", NULL });
+    g_test_message("%s", r.err);
+    g_assert_cmpint(r.status, ==, 1);
+    g_assert_nonnull(strstr(r.err, "host=localhost, vm/iot0 comes from two targets"));
+    g_assert_nonnull(strstr(r.err, "10.0.0.1:9563"));
+    g_assert_nonnull(strstr(r.err, "10.0.0.2:9563"));
+    g_assert_false(g_file_test(out, G_FILE_TEST_EXISTS));
+    /* Keyed on instance, the same fleet is two hosts. */
+    run_with(&r, out, NULL);
+    g_assert_cmpint(r.status, ==, 0);
+    g_assert_true(g_file_test(out, G_FILE_TEST_EXISTS));
+
+    run_with(&r, out, (const char *[]){ "--host-label", "9host", NULL });
+    g_assert_cmpint(r.status, ==, 2);
+    g_assert_nonnull(strstr(r.err, "--host-label 9host: not a label name"));
+    cli_run_clear(&r);
+    test_dir_remove(dir);
+}
+
+/* A sample time no server could have answered for the range asked is an
+ * error before any arithmetic on it: no overflow, no abort. */
+static void
+test_bad_times(void)
+{
+    static const char *const times[] = { "1e19", "-1e19", "1e300", "-1e300", "NaN",
+                                         "Infinity", "-Infinity", "\"1733270400\"", "17",
+                                         NULL };
+    g_autofree char *dir = test_dir_new();
+    g_autofree char *out = g_build_filename(dir, "fleet.html", NULL);
+    CliRun r = { 0 };
+
+    mode = PEER_TIME;
+    for (const char *const *t = times; *t; t++) {
+        bad_time = *t;
+        run(&r, out, FALSE);
+        g_test_message("time %s: status %d: %s", *t, r.status, r.err);
+        g_assert_cmpint(r.status, ==, 1);
+        g_assert_true(strstr(r.err, "outside the range asked") ||
+                      strstr(r.err, "not a JSON API reply") ||
+                      strstr(r.err, "is not [time, \"value\"]"));
+        g_assert_false(g_file_test(out, G_FILE_TEST_EXISTS));
+    }
+    cli_run_clear(&r);
+    test_dir_remove(dir);
+}
+
+/* JSON that says "success" with HTTP 404 or 500 is not data; garbage is
+ * named as such. */
+static void
+test_bad_status(void)
+{
+    static const guint statuses[] = { 404, 500, 302 };
+    g_autofree char *dir = test_dir_new();
+    g_autofree char *out = g_build_filename(dir, "fleet.html", NULL);
+    CliRun r = { 0 };
+
+    mode = PEER_STATUS;
+    for (gsize i = 0; i < G_N_ELEMENTS(statuses); i++) {
+        g_autofree char *want = g_strdup_printf("HTTP %u: not a successful API reply",
+                                                statuses[i]);
+
+        bad_status = statuses[i];
+        run(&r, out, FALSE);
+        g_test_message("HTTP %u: %s", statuses[i], r.err);
+        g_assert_cmpint(r.status, ==, 1);
+        g_assert_nonnull(strstr(r.err, want));
+        g_assert_false(g_file_test(out, G_FILE_TEST_EXISTS));
+    }
+    mode = PEER_GARBAGE;
+    run(&r, out, FALSE);
+    g_assert_cmpint(r.status, ==, 1);
+    g_assert_nonnull(strstr(r.err, "HTTP 200, not a JSON API reply"));
+    cli_run_clear(&r);
+    test_dir_remove(dir);
+}
+
+/* A server that sends a byte every 100 ms never lets a per-read timeout
+ * fire; the whole exchange still ends at --timeout. */
+static void
+test_slow(void)
+{
+    g_autofree char *dir = test_dir_new();
+    g_autofree char *out = g_build_filename(dir, "fleet.html", NULL);
+    CliRun r = { 0 };
+    double secs = 0;
+
+    mode = PEER_SLOW;
+    run_measured(&r, out, (const char *[]){ "--timeout", "2", NULL }, &secs);
+    g_test_message("%.1f s: %s", secs, r.err);
+    g_assert_cmpint(r.status, ==, 1);
+    g_assert_nonnull(strstr(r.err, "no complete reply within 2 s for the whole report"));
+    /* The deadline, plus starting and stopping on a loaded machine. */
+    g_assert_cmpfloat(secs, <, 10);
+    g_assert_false(g_file_test(out, G_FILE_TEST_EXISTS));
+    cli_run_clear(&r);
+    test_dir_remove(dir);
+}
+
+/* 200,000 empty series in one 18 MB reply are refused before they are
+ * parsed; 15,000 empty series, within the limit, cost what parsing them
+ * costs and nothing per series and step: no polltune series, no memory. */
+static void
+test_many_series(void)
+{
+    g_autofree char *dir = test_dir_new();
+    g_autofree char *out = g_build_filename(dir, "fleet.html", NULL);
+    CliRun r = { 0 };
+    double secs = 0;
+    long rss, rss_small;
+
+    mode = PEER_MANY;
+    n_values = 0;
+    n_series = 200000;
+    rss = run_measured(&r, out, NULL, &secs);
+    g_test_message("200,000 empty series: %.1f s, %ld KiB: %s", secs, rss, r.err);
+    g_assert_cmpint(r.status, ==, 1);
+    g_assert_nonnull(strstr(r.err, "the reply holds more than 20000 series"));
+    g_assert_cmpfloat(secs, <, 60);
+
+    n_series = 10;
+    rss_small = run_measured(&r, out, NULL, &secs);
+    g_assert_cmpint(r.status, ==, 1);
+    g_assert_nonnull(strstr(r.err, "no polltune iothread series"));
+    n_series = 15000;
+    rss = run_measured(&r, out, NULL, &secs);
+    g_test_message("15,000 empty series: %.1f s, %ld KiB (10: %ld KiB): %s", secs, rss,
+                   rss_small, r.err);
+    g_assert_cmpint(r.status, ==, 1);
+    g_assert_nonnull(strstr(r.err, "no polltune iothread series"));
+    /* Five families of about 250 doubles for each would be 150 MB; the
+     * parse of the 1.5 MB reply is about 35. */
+    g_assert_cmpint(rss - rss_small, <, 100 * 1024);
+    g_assert_false(g_file_test(out, G_FILE_TEST_EXISTS));
     cli_run_clear(&r);
     test_dir_remove(dir);
 }
@@ -239,6 +550,11 @@ main(int argc, char **argv)
     peer = g_thread_new("peer", serve, l);
     g_test_add_func("/cli/prometheus/matrix", test_matrix);
     g_test_add_func("/cli/prometheus/errors", test_errors);
+    g_test_add_func("/cli/prometheus/host-label", test_host_label);
+    g_test_add_func("/cli/prometheus/bad-times", test_bad_times);
+    g_test_add_func("/cli/prometheus/bad-status", test_bad_status);
+    g_test_add_func("/cli/prometheus/slow", test_slow);
+    g_test_add_func("/cli/prometheus/many-series", test_many_series);
     rc = g_test_run();
     /* The listener goes only once the peer no longer waits on it. */
     g_cancellable_cancel(stop);

@@ -4,7 +4,10 @@
  * prometheus server on 127.0.0.1 with a private data directory scrapes
  * three polltuned, each standing for a host (labels host="ha", "hb",
  * "hc") and tuning its own QEMU.  Every QEMU's VM is named vm-1, so only
- * the host label tells them apart.  The hosts run different policies (off,
+ * the instance or the host label tells them apart.  A second job scrapes
+ * the same daemons with one host label on the whole target list, as the
+ * shipped scrape configuration once did: keyed on instance the fleet is
+ * still three hosts, keyed on that label it is refused, not merged.  The hosts run different policies (off,
  * static 70000 ns, QEMU's default) so that each host's figures differ.
  *
  * The fleet report is then checked against each daemon's own history: the
@@ -19,6 +22,7 @@
 #include <libsoup/soup.h>
 #include <math.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "pt-test-daemon.h"
@@ -89,8 +93,8 @@ static gboolean
 prom_has_data(gpointer want)
 {
     g_autofree char *q = g_strdup_printf("count by (host) (count_over_time("
-                                         "polltune_iothread_cpu_seconds_total[1m]) >= %u)",
-                                         GPOINTER_TO_UINT(want));
+                                         "polltune_iothread_cpu_seconds_total{job=\"polltune\"}"
+                                         "[1m]) >= %u)", GPOINTER_TO_UINT(want));
     json_object *r = prom_query(q);
     gboolean ok = r && json_object_array_length(r) == N_HOSTS;
 
@@ -140,6 +144,10 @@ prometheus_start(const char *prometheus, Host *h)
     for (guint i = 0; i < N_HOSTS; i++)
         g_string_append_printf(conf, "      - targets: ['127.0.0.1:%u']\n"
                                "        labels: {host: '%s'}\n", h[i].port, hosts[i].host);
+    g_string_append(conf, "  - job_name: trap\n    static_configs:\n      - targets:\n");
+    for (guint i = 0; i < N_HOSTS; i++)
+        g_string_append_printf(conf, "          - 127.0.0.1:%u\n", h[i].port);
+    g_string_append(conf, "        labels:\n          host: localhost\n");
     g_assert_true(g_file_set_contents(conf_path, conf->str, -1, NULL));
     prom_port = free_port();
     a_conf = g_strconcat("--config.file=", conf_path, NULL);
@@ -207,6 +215,48 @@ num(json_object *o, const char *key)
     return v ? json_object_get_double(v) : NAN;
 }
 
+/* The "trap" job: one host label for every target.  Keyed on instance,
+ * three hosts; keyed on the label, an error naming two instances. */
+static void
+check_trap(const char *url, const Host *h)
+{
+    const char *exe = g_getenv("PT_POLLTUNECTL");
+    g_autofree char *out = g_build_filename(tmp_dir, "trap.html", NULL);
+    g_autoptr(json_object) fleet = NULL;
+    g_autofree char *err = NULL;
+    guint named = 0;
+    int status = 0;
+
+    fleet = run_report((const char *[]){ "report", "--prometheus", url, "--selector",
+                                         "job=\"trap\"", "--scrape-interval", "1s", "--json",
+                                         "-o", out, NULL });
+    g_assert_cmpuint(json_object_array_length(pt_json_path(fleet, "series")), ==, N_HOSTS);
+    for (guint i = 0; i < N_HOSTS; i++) {
+        g_autofree char *target = g_strdup_printf("127.0.0.1:%u/vm-1", h[i].port);
+
+        g_assert_nonnull(series_find(fleet, target, "iot0"));
+    }
+    g_unlink(out);
+    {
+        const char *argv[] = { exe, "report", "--prometheus", url, "--selector",
+                               "job=\"trap\"", "--host-label", "host", "--scrape-interval",
+                               "1s", "-o", out, NULL };
+
+        g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_STDOUT_TO_DEV_NULL, NULL,
+                                   NULL, NULL, &err, &status, NULL));
+    }
+    g_test_message("trap with --host-label host: %s", err);
+    g_assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+    g_assert_nonnull(strstr(err, "host=localhost, vm-1/iot0 comes from two targets"));
+    for (guint i = 0; i < N_HOSTS; i++) {
+        g_autofree char *inst = g_strdup_printf("instance 127.0.0.1:%u (job trap)", h[i].port);
+
+        named += strstr(err, inst) != NULL;
+    }
+    g_assert_cmpuint(named, ==, 2);
+    g_assert_false(g_file_test(out, G_FILE_TEST_EXISTS));
+}
+
 static void
 test_fleet(void)
 {
@@ -237,8 +287,9 @@ test_fleet(void)
     url = g_strdup_printf("http://127.0.0.1:%u", prom_port);
     out = g_build_filename(tmp_dir, "fleet.html", NULL);
     fleet = run_report((const char *[]){ "report", "--prometheus", url, "--selector",
-                                         "job=\"polltune\"", "--scrape-interval", "1s",
-                                         "--json", "-o", out, NULL });
+                                         "job=\"polltune\"", "--host-label", "host",
+                                         "--scrape-interval", "1s", "--json", "-o", out,
+                                         NULL });
     from = (gint64)num(fleet, "from_ms");
     to = (gint64)num(fleet, "to_ms");
     g_test_message("fleet range %.1f s", (to - from) / 1000.0);
@@ -293,6 +344,7 @@ test_fleet(void)
         g_assert_false(num(fs, "iops_mean") > 0);
     }
 
+    check_trap(url, h);
     g_subprocess_send_signal(prom, SIGTERM);
     g_assert_true(g_subprocess_wait(prom, NULL, NULL));
     for (guint i = 0; i < N_HOSTS; i++) {
