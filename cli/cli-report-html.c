@@ -483,7 +483,7 @@ static void
 host_projection(GString *h, CliReport *r)
 {
     double now_total = 0, at_total[LOAD_N] = { 0 };
-    gboolean any = FALSE;
+    gboolean any = FALSE, beyond[LOAD_N] = { FALSE };
 
     g_string_append(h, "<h3 id=\"projection\">Headroom and projection</h3>");
     host_load(h, r);
@@ -535,6 +535,7 @@ host_projection(GString *h, CliReport *r)
                 at_total[k] += cpu / 100.0;
                 any = TRUE;
             }
+            beyond[k] = beyond[k] || report_fit_beyond(f, iops);
             head = isnan(cpu) ? NAN : 100.0 - cpu;
         }
         cell_projected(h, f, load_iops(s, LOAD_PEAK), head, 1);
@@ -548,7 +549,11 @@ host_projection(GString *h, CliReport *r)
     cell_num(h, now_total, FALSE, 3);
     for (int k = 0; k < LOAD_N; k++) {
         g_string_append(h, "<td></td>");
-        cell_num(h, any ? at_total[k] : NAN, FALSE, 3);
+        /* A sum without the iothreads beyond their range would be short. */
+        if (beyond[k])
+            g_string_append(h, "<td class=\"beyond\">beyond the measured range</td>");
+        else
+            cell_num(h, any ? at_total[k] : NAN, FALSE, 3);
         g_string_append(h, "<td></td>");
     }
     g_string_append(h, "<td></td><td></td></tr></table>");

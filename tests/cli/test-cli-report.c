@@ -541,6 +541,31 @@ test_report_ab_host(void)
     g_assert_nonnull(strstr(html, "<figcaption>Host CPU and CPU pressure"));
 }
 
+/* Four days of 1-minute ticks whose last 12 hours (the per-tick rows the
+ * report fits its lines to) sit in a trough of the load: twice the peak of
+ * the four days is beyond what those rows measured, for that iothread and
+ * so for the host's total, which would be short without it. */
+static void
+test_report_beyond_total(void)
+{
+    g_autofree char *path = g_build_filename(tmp_dir, "trough.db", NULL);
+    CliTestDbSpec spec = { .start_ms = t0_ms, .n_ticks = 4 * 1440, .tick_ms = 60000,
+                           .rollups = TRUE };
+    g_autofree char *since = cli_test_iso(t0_ms);
+    g_autofree char *until = cli_test_iso(t0_ms + (gint64)spec.n_ticks * spec.tick_ms);
+    const char *extra[] = { "--since", since, "--until", until, NULL };
+    g_autofree char *html = NULL, *busy = NULL, *total = NULL;
+
+    cli_testdb_create(path, &spec);
+    html = report_run(path, "trough.html", extra);
+    busy = section_row(html, "projection-table", "db-1/iothread0");
+    total = section_row(html, "projection-table", "host, iothread cores");
+    g_test_message("busy: %s", busy);
+    g_test_message("total: %s", total);
+    g_assert_nonnull(strstr(busy, "|beyond the measured range||beyond the measured range|"));
+    g_assert_nonnull(strstr(total, "|beyond the measured range|"));
+}
+
 /* The value-axis labels of every chart, in order; each chart's differ. */
 static void
 assert_axis_labels_distinct(const char *html)
@@ -684,6 +709,7 @@ main(int argc, char **argv)
     g_test_add_func("/cli/report/ab/host", test_report_ab_host);
     g_test_add_func("/cli/report/ab/labels", test_report_ab_labels);
     g_test_add_func("/cli/report/ab/layout", test_report_ab_layout);
+    g_test_add_func("/cli/report/beyond-total", test_report_beyond_total);
     rc = g_test_run();
     test_dir_remove(tmp_dir);
     g_free(db_path);
