@@ -23,6 +23,29 @@ pt_conf_put_str(GString *s, const char *key, const char *v)
     g_string_append_printf(s, "%s =%s%s\n", key, v ? " " : "", v ? v : "");
 }
 
+/* A duration or size as the file wrote it while that still means @v (the
+ * command line may have replaced it), else in the largest exact unit. */
+static void
+pt_conf_put_scaled(GString *s, const PtConf *c, const char *group, const char *key, gint64 v,
+                   char *(*format)(gint64), gboolean (*parse)(const char *, gint64 *, GError **))
+{
+    g_autofree char *slot = g_strdup_printf("%s/%s", group, key);
+    const char *written = c->written ? g_hash_table_lookup(c->written, slot) : NULL;
+    g_autofree char *text = NULL;
+    gint64 back;
+
+    if (!written || !parse(written, &back, NULL) || back != v)
+        written = text = format(v);
+    g_string_append_printf(s, "%s = %s\n", key, written);
+}
+
+static void
+pt_conf_put_duration(GString *s, const PtConf *c, const char *group, const char *key,
+                     gint64 ms)
+{
+    pt_conf_put_scaled(s, c, group, key, ms, pt_format_duration, pt_parse_duration);
+}
+
 char *
 pt_conf_format(const PtConf *c)
 {
@@ -32,11 +55,11 @@ pt_conf_format(const PtConf *c)
 
     g_string_append_printf(s, "# effective configuration from %s\n", c->path ? c->path : "defaults");
     g_string_append(s, "[daemon]\n");
-    g_string_append_printf(s, "interval = %ums\n", c->interval_ms);
+    pt_conf_put_duration(s, c, "daemon", "interval", c->interval_ms);
     g_string_append_printf(s, "mode = %s\n", pt_mode_to_string(c->mode));
     g_string_append_printf(s, "restore-on-exit = %s\n", c->restore_on_exit ? "true" : "false");
     g_string_append_printf(s, "on-restart = %s\n", pt_restart_to_string(c->on_restart));
-    g_string_append_printf(s, "qmp-timeout = %ums\n", c->qmp_timeout_ms);
+    pt_conf_put_duration(s, c, "daemon", "qmp-timeout", c->qmp_timeout_ms);
     g_string_append_printf(s, "exits-source = %s\n", c->exits_source);
     g_string_append_printf(s, "database = %s\n", c->database);
     g_string_append_printf(s, "control-socket = %s\n", c->control_socket);
@@ -44,7 +67,7 @@ pt_conf_format(const PtConf *c)
     pt_conf_put_str(s, "admin-group", c->admin_group);
     pt_conf_put_str(s, "metrics-listen", c->metrics_listen);
     g_string_append_printf(s, "metrics-max-connections = %u\n", c->metrics_max_conns);
-    g_string_append_printf(s, "metrics-idle-timeout = %ums\n", c->metrics_idle_ms);
+    pt_conf_put_duration(s, c, "daemon", "metrics-idle-timeout", c->metrics_idle_ms);
 
     g_string_append(s, "\n[targets]\n");
     g_string_append_printf(s, "libvirt = %s\n", c->libvirt ? "true" : "false");
@@ -54,10 +77,11 @@ pt_conf_format(const PtConf *c)
     pt_conf_put_list(s, "qmp-globs", c->qmp_globs);
 
     g_string_append(s, "\n[retention]\n");
-    g_string_append_printf(s, "raw = %" G_GINT64_FORMAT "ms\n", c->raw_retention_ms);
-    g_string_append_printf(s, "rollup-1m = %" G_GINT64_FORMAT "ms\n", c->rollup_1m_retention_ms);
-    g_string_append_printf(s, "rollup-1h = %" G_GINT64_FORMAT "ms\n", c->rollup_1h_retention_ms);
-    g_string_append_printf(s, "max-size = %" G_GINT64_FORMAT "B\n", c->max_size_bytes);
+    pt_conf_put_duration(s, c, "retention", "raw", c->raw_retention_ms);
+    pt_conf_put_duration(s, c, "retention", "rollup-1m", c->rollup_1m_retention_ms);
+    pt_conf_put_duration(s, c, "retention", "rollup-1h", c->rollup_1h_retention_ms);
+    pt_conf_put_scaled(s, c, "retention", "max-size", c->max_size_bytes, pt_format_size,
+                       pt_parse_size);
 
     g_string_append(s, "\n[policy]\n");
     g_string_append_printf(s, "default = %s\n", def);
@@ -66,8 +90,9 @@ pt_conf_format(const PtConf *c)
     g_string_append_printf(s, "poll-grow-max = %" G_GUINT64_FORMAT "\n", p->grow_max);
     g_string_append_printf(s, "poll-shrink-min = %" G_GUINT64_FORMAT "\n", p->shrink_min);
     g_string_append_printf(s, "poll-shrink-max = %" G_GUINT64_FORMAT "\n", p->shrink_max);
-    g_string_append_printf(s, "min-dwell = %" G_GINT64_FORMAT "ms\n", p->min_dwell_ms);
-    g_string_append_printf(s, "revalidate = %" G_GINT64_FORMAT "ms\n", p->revalidate_ms);
+    pt_conf_put_duration(s, c, "policy", "min-dwell", p->min_dwell_ms);
+    pt_conf_put_duration(s, c, "policy", "revalidate", p->revalidate_ms);
+    pt_conf_put_duration(s, c, "policy", "external-hold", p->external_hold_ms);
     g_string_append_printf(s, "idle-iops = %g\n", p->idle_iops);
     g_string_append_printf(s, "budget-cores = %g\n", p->budget_cores);
     g_string_append_printf(s, "psi-limit = %g\n", p->psi_some_limit);

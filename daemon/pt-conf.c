@@ -70,6 +70,73 @@ pt_parse_size(const char *text, gint64 *bytes, GError **error)
     return pt_parse_scaled(text, "size", units, scale, bytes, error);
 }
 
+/* The largest of @units (ascending) that divides @v exactly. */
+static char *
+pt_format_scaled(gint64 v, const char *const *units, const gint64 *scale, gsize n)
+{
+    for (gsize i = n; i-- > 1;)
+        if (v != 0 && v % scale[i] == 0)
+            return g_strdup_printf("%" G_GINT64_FORMAT "%s", v / scale[i], units[i]);
+    return g_strdup_printf("%" G_GINT64_FORMAT "%s", v, units[0]);
+}
+
+char *
+pt_format_duration(gint64 ms)
+{
+    static const char *const units[] = { "ms", "s", "m", "h", "d", "w" };
+    static const gint64 scale[] = { 1, 1000, 60000, 3600000, 86400000,
+                                    7 * G_GINT64_CONSTANT(86400000) };
+
+    return pt_format_scaled(ms, units, scale, G_N_ELEMENTS(units));
+}
+
+char *
+pt_format_size(gint64 bytes)
+{
+    static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+    static const gint64 scale[] = { 1, 1 << 10, 1 << 20, 1 << 30, G_GINT64_CONSTANT(1) << 40 };
+
+    return pt_format_scaled(bytes, units, scale, G_N_ELEMENTS(units));
+}
+
+gboolean
+pt_parse_listen(const char *text, char **host, guint16 *port, GError **error)
+{
+    const char *colon = text ? strrchr(text, ':') : NULL;
+    g_autofree char *h = NULL;
+    g_autoptr(GInetAddress) addr = NULL;
+    guint64 n;
+
+    if (!colon || colon == text) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                    "'%s' is not HOST:PORT", text ? text : "");
+        return FALSE;
+    }
+    /* Port 0 would bind a port chosen at random, which no scraper knows. */
+    if (!g_ascii_string_to_unsigned(colon + 1, 10, 1, 65535, &n, NULL)) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                    "'%s': the port '%s' is not a whole number in 1..65535", text, colon + 1);
+        return FALSE;
+    }
+    h = g_strndup(text, colon - text);
+    if (h[0] == '[' && colon[-1] == ']') {
+        char *inner = g_strndup(h + 1, strlen(h) - 2);
+
+        g_free(h);
+        h = inner;
+    }
+    addr = g_inet_address_new_from_string(h);
+    if (!addr) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                    "'%s': '%s' is not an IP address (IPv6 goes in brackets: [::1]:9563)",
+                    text, h);
+        return FALSE;
+    }
+    *host = g_steal_pointer(&h);
+    *port = (guint16)n;
+    return TRUE;
+}
+
 /* ---- defaults ---------------------------------------------------------- */
 
 PtConf *
@@ -103,6 +170,7 @@ pt_conf_new_default(void)
     c->metrics_idle_ms = 10000;
     c->policy = policy_config_new();
     c->overrides.mode = PT_MODE_INVALID;
+    c->written = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     return c;
 }
 
@@ -125,6 +193,7 @@ pt_conf_free(PtConf *c)
     g_free(c->overrides.database);
     g_free(c->overrides.control_socket);
     policy_config_free(c->policy);
+    g_clear_pointer(&c->written, g_hash_table_unref);
     g_free(c);
 }
 
@@ -135,11 +204,12 @@ typedef struct {
     const char *name;           /* file name for messages */
     const char *data;           /* raw text, to find line numbers */
     const char *group;
+    GHashTable *written;        /* PtConf.written, or NULL */
 } PtConfReader;
 
 /* The 1-based line of @key in [@group], or 0.  GKeyFile keeps no line
- * numbers, and an error that names one saves the operator a search.  The
- * last occurrence: GKeyFile takes the last of a repeated key or group. */
+ * numbers, and an error that names one saves the operator a search.  A
+ * key is set once (pt_conf_check_repeats()); a group may open twice. */
 static guint
 pt_conf_line_of(const PtConfReader *r, const char *group, const char *key)
 {
@@ -248,6 +318,15 @@ pt_conf_get_list(const PtConfReader *r, const char *key, char ***out, GError **e
     return TRUE;
 }
 
+/* Keeps @text as the file wrote @key, for pt_conf_written(). */
+static void
+pt_conf_keep_written(const PtConfReader *r, const char *key, const char *text)
+{
+    if (r->written)
+        g_hash_table_replace(r->written, g_strdup_printf("%s/%s", r->group, key),
+                             g_strdup(text));
+}
+
 static gboolean
 pt_conf_get_duration(const PtConfReader *r, const char *key, gint64 min, gint64 max,
                      gint64 *out, GError **error)
@@ -265,6 +344,7 @@ pt_conf_get_duration(const PtConfReader *r, const char *key, gint64 min, gint64 
         return pt_conf_fail(r, key, error, "%s is outside %" G_GINT64_FORMAT "ms..%"
                             G_GINT64_FORMAT "ms", v, min, max);
     *out = ms;
+    pt_conf_keep_written(r, key, v);
     return TRUE;
 }
 
@@ -439,9 +519,14 @@ pt_conf_read_daemon(PtConfReader *r, PtConf *c, GError **error)
     if (c->control_socket[0] != '/')
         return pt_conf_fail(r, "control-socket", error, "'%s' is not an absolute path",
                             c->control_socket);
-    if (c->metrics_listen && !strrchr(c->metrics_listen, ':'))
-        return pt_conf_fail(r, "metrics-listen", error, "'%s' is not HOST:PORT",
-                            c->metrics_listen);
+    if (c->metrics_listen) {
+        g_autoptr(GError) err = NULL;
+        g_autofree char *host = NULL;
+        guint16 port;
+
+        if (!pt_parse_listen(c->metrics_listen, &host, &port, &err))
+            return pt_conf_fail(r, "metrics-listen", error, "%s", err->message);
+    }
     return TRUE;
 }
 
@@ -477,6 +562,7 @@ pt_conf_read_retention(PtConfReader *r, PtConf *c, GError **error)
             return pt_conf_fail(r, "max-size", error, "%s", err->message);
         if (c->max_size_bytes < (16 << 20))
             return pt_conf_fail(r, "max-size", error, "%s is below the minimum of 16MiB", size);
+        pt_conf_keep_written(r, "max-size", size);
     }
     return TRUE;
 }
@@ -565,6 +651,51 @@ pt_conf_syntax_line(const char *text, gsize len)
     return lo;
 }
 
+/* A key set twice in one group (a group may be opened twice: GKeyFile
+ * merges them) is refused: GKeyFile would quietly keep the last value, so
+ * an edit appended below the shipped line would win or lose by position.
+ * Runs on text GKeyFile has parsed, so every line that is not blank, a
+ * comment or a group header is KEY=VALUE. */
+static gboolean
+pt_conf_check_repeats(const char *text, const char *name, GError **error)
+{
+    g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+    g_autoptr(GHashTable) seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    g_autofree char *group = g_strdup("");
+
+    for (guint i = 0; lines[i]; i++) {
+        const char *l = lines[i], *eq;
+        g_autofree char *key = NULL;
+        g_autofree char *slot = NULL;
+        gpointer first;
+
+        while (*l == ' ' || *l == '\t')
+            l++;
+        if (!*l || *l == '#' || *l == '\r')
+            continue;
+        if (*l == '[') {
+            const char *end = strchr(l, ']');
+
+            g_free(group);
+            group = end ? g_strndup(l + 1, end - l - 1) : g_strdup(l + 1);
+            continue;
+        }
+        if (!(eq = strchr(l, '=')))
+            continue;
+        key = g_strstrip(g_strndup(l, eq - l));
+        slot = g_strdup_printf("%s\n%s", group, key);
+        if (g_hash_table_lookup_extended(seen, slot, NULL, &first)) {
+            g_set_error(error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
+                        "%s:%u: [%s] %s: set again; it was set on line %u already, and "
+                        "a key may be set once", name, i + 1, group, key,
+                        GPOINTER_TO_UINT(first));
+            return FALSE;
+        }
+        g_hash_table_insert(seen, g_steal_pointer(&slot), GUINT_TO_POINTER(i + 1));
+    }
+    return TRUE;
+}
+
 static const char *const pt_groups[] = { "daemon", "targets", "retention", "policy", NULL };
 
 PtConf *
@@ -575,7 +706,8 @@ pt_conf_load_data(const char *data, gsize len, const char *name, GError **error)
     g_autoptr(GError) err = NULL;
     g_autofree char *text = g_strndup(data, len);
     g_auto(GStrv) groups = NULL;
-    PtConfReader r = { .kf = kf, .name = name, .data = text, .group = "" };
+    PtConfReader r = { .kf = kf, .name = name, .data = text, .group = "",
+                       .written = c->written };
 
     if (strlen(text) != len) {
         g_set_error(error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_PARSE,
@@ -617,6 +749,8 @@ pt_conf_load_data(const char *data, gsize len, const char *name, GError **error)
             return NULL;
         }
     }
+    if (!pt_conf_check_repeats(text, name, error))
+        return NULL;
     if (!pt_conf_read_daemon(&r, c, error) ||
         !pt_conf_read_targets(&r, c, error) ||
         !pt_conf_read_retention(&r, c, error) ||
@@ -706,12 +840,16 @@ PT_SHOW_STR(show_metrics_listen, metrics_listen)
 PT_SHOW_STR(show_libvirt_uri, libvirt_uri)
 PT_SHOW_STR(show_libvirt_pid_dir, libvirt_pid_dir)
 PT_SHOW_FMT(show_metrics_max_conns, "%u", c->metrics_max_conns)
-PT_SHOW_FMT(show_metrics_idle, "%ums", c->metrics_idle_ms)
 PT_SHOW_FMT(show_libvirt, "%s", c->libvirt ? "true" : "false")
-PT_SHOW_FMT(show_raw, "%" G_GINT64_FORMAT "ms", c->raw_retention_ms)
-PT_SHOW_FMT(show_rollup_1m, "%" G_GINT64_FORMAT "ms", c->rollup_1m_retention_ms)
-PT_SHOW_FMT(show_rollup_1h, "%" G_GINT64_FORMAT "ms", c->rollup_1h_retention_ms)
-PT_SHOW_FMT(show_max_size, "%" G_GINT64_FORMAT " bytes", c->max_size_bytes)
+
+#define PT_SHOW_SCALED(fn, format, field) \
+    static char *fn(const PtConf *c) { return format(c->field); }
+
+PT_SHOW_SCALED(show_metrics_idle, pt_format_duration, metrics_idle_ms)
+PT_SHOW_SCALED(show_raw, pt_format_duration, raw_retention_ms)
+PT_SHOW_SCALED(show_rollup_1m, pt_format_duration, rollup_1m_retention_ms)
+PT_SHOW_SCALED(show_rollup_1h, pt_format_duration, rollup_1h_retention_ms)
+PT_SHOW_SCALED(show_max_size, pt_format_size, max_size_bytes)
 
 static char *
 show_qmp_sockets(const PtConf *c)

@@ -82,6 +82,10 @@ typedef struct {
     guint metrics_idle_ms;      /* a connection is closed this long after accept */
 
     PolicyConfig *policy;
+
+    /* "group/key" -> a duration or size as the file wrote it ("48h"), so
+     * that --check-config shows it so. */
+    GHashTable *written;
 } PtConf;
 
 /* The built-in defaults, as a file with no keys gives them. */
@@ -118,3 +122,10 @@ const char *const *pt_conf_known_keys(const char *group);
 gboolean pt_parse_duration(const char *text, gint64 *ms, GError **error);
 /* "2GiB", "512MiB", "100M", "4096"; a bare number is bytes. */
 gboolean pt_parse_size(const char *text, gint64 *bytes, GError **error);
+/* @ms in the largest unit that holds it exactly: "48h", "250ms", "3d". */
+char *pt_format_duration(gint64 ms);
+/* @bytes in the largest binary unit that holds it exactly: "2GiB". */
+char *pt_format_size(gint64 bytes);
+/* metrics-listen: "IPV4:PORT" or "[IPV6]:PORT", PORT in 1..65535.  Sets
+ * @host (the address without brackets) and @port. */
+gboolean pt_parse_listen(const char *text, char **host, guint16 *port, GError **error);

@@ -652,30 +652,19 @@ PtMetricsServer *
 pt_metrics_server_new(PtDaemon *d, const char *listen, guint max_conns, guint idle_ms,
                       GError **error)
 {
-    g_autofree char *host = g_strdup(listen);
-    char *colon = strrchr(host, ':');
-    guint64 port;
+    g_autofree char *host = NULL;
+    guint16 port;
     g_autoptr(GInetAddress) addr = NULL;
     g_autoptr(GSocketAddress) sa = NULL;
     g_autoptr(PtMetricsServer) m = NULL;
 
-    if (!colon || !g_ascii_string_to_unsigned(colon + 1, 10, 1, 65535, &port, NULL)) {
-        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
-                    "metrics-listen: '%s' is not HOST:PORT", listen);
+    /* The configuration has checked it; this is for other callers. */
+    if (!pt_parse_listen(listen, &host, &port, error)) {
+        g_prefix_error(error, "metrics-listen: ");
         return NULL;
-    }
-    *colon = 0;
-    if (host[0] == '[' && colon[-1] == ']') {
-        colon[-1] = 0;
-        memmove(host, host + 1, strlen(host));
     }
     addr = g_inet_address_new_from_string(host);
-    if (!addr) {
-        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
-                    "metrics-listen: '%s' is not an IP address", host);
-        return NULL;
-    }
-    sa = g_inet_socket_address_new(addr, (guint16)port);
+    sa = g_inet_socket_address_new(addr, port);
     m = g_new0(PtMetricsServer, 1);
     g_queue_init(&m->conns);
     m->max_conns = MAX(max_conns, 1);

@@ -66,7 +66,9 @@ static const char *const chaos_broken[] = {
     "interval = banana\n",
     "[policy\n",
     "[policy]\npsi-limit = 200\n",
-    "[daemon]\nmode = sometimes\n",
+    /* A key the body does not set: set twice it would be refused for
+     * that instead. */
+    "[daemon]\non-restart = sometimes\n",
 };
 
 
@@ -76,7 +78,7 @@ chaos_conf_body(Chaos *ch, const char *broken)
     g_autofree char *db = ch->mnt ? g_build_filename(ch->mnt, "history.db", NULL) : NULL;
     g_autofree char *db_line = db ? g_strdup_printf("database = %s\n", db) : g_strdup("");
 
-    /* The test helper writes its own database line first; the later wins. */
+    /* The test helper then leaves out its own database line. */
     return g_strdup_printf("%sinterval = 1s\nqmp-timeout = 500ms\nmode = enforce\n"
                            "metrics-listen = 127.0.0.1:%u\ncontrol-group = nogroup\n"
                            "[targets]\nlibvirt = false\nqmp-globs = %s/*.qmp\n"
@@ -90,8 +92,7 @@ chaos_conf_write(Chaos *ch, const char *broken)
 {
     g_autoptr(GError) err = NULL;
     g_autofree char *body = chaos_conf_body(ch, broken);
-    g_autofree char *conf = g_strdup_printf("[daemon]\ndatabase = %s\ncontrol-socket = %s\n%s",
-                                            ch->d->db_path, ch->d->socket_path, body);
+    g_autofree char *conf = pt_test_daemon_conf_text(ch->d, body);
 
     g_file_set_contents(ch->d->conf_path, conf, -1, &err);
     g_assert_no_error(err);

@@ -94,6 +94,57 @@ pt_test_daemon_spawn(PtTestDaemon *d, GError **error)
     return TRUE;
 }
 
+/* The value a line of @body sets @key to, or NULL. */
+static char *
+pt_conf_body_value(const char *body, const char *key)
+{
+    g_auto(GStrv) lines = g_strsplit(body, "\n", -1);
+
+    for (guint i = 0; lines[i]; i++) {
+        const char *eq = strchr(lines[i], '=');
+        g_autofree char *k = eq ? g_strstrip(g_strndup(lines[i], eq - lines[i])) : NULL;
+
+        if (k && g_str_equal(k, key))
+            return g_strstrip(g_strdup(eq + 1));
+    }
+    return NULL;
+}
+
+char *
+pt_test_daemon_conf_text(PtTestDaemon *d, const char *conf_body)
+{
+    g_autofree char *db = pt_conf_body_value(conf_body, "database");
+    g_autofree char *sock = pt_conf_body_value(conf_body, "control-socket");
+    g_autofree char *db_line = db ? g_strdup("") :
+        g_strdup_printf("database = %s\n", d->db_path);
+    g_autofree char *sock_line = sock ? g_strdup("") :
+        g_strdup_printf("control-socket = %s\n", d->socket_path);
+
+    return g_strdup_printf("[daemon]\n%s%s%s", db_line, sock_line, conf_body);
+}
+
+char *
+pt_test_daemon_conf_without(PtTestDaemon *d, const char *const *keys)
+{
+    g_autofree char *text = NULL;
+    g_auto(GStrv) lines = NULL;
+    GString *out = g_string_new(NULL);
+
+    g_assert_true(g_file_get_contents(d->conf_path, &text, NULL, NULL));
+    lines = g_strsplit(text, "\n", -1);
+    for (guint i = 0; lines[i]; i++) {
+        const char *eq = strchr(lines[i], '=');
+        g_autofree char *key = eq ? g_strstrip(g_strndup(lines[i], eq - lines[i])) : NULL;
+
+        if (key && g_strv_contains(keys, key))
+            continue;
+        g_string_append(out, lines[i]);
+        if (lines[i + 1])
+            g_string_append_c(out, '\n');
+    }
+    return g_string_free(out, FALSE);
+}
+
 PtTestDaemon *
 pt_test_daemon_start(const char *conf_body, GError **error)
 {
@@ -116,8 +167,22 @@ pt_test_daemon_start_args(const char *conf_body, const char *const *args, GError
     d->db_path = g_build_filename(d->dir, "history.db", NULL);
     d->socket_path = g_build_filename(d->dir, "control.sock", NULL);
     d->log_path = g_build_filename(d->dir, "polltuned.log", NULL);
-    conf = g_strdup_printf("[daemon]\ndatabase = %s\ncontrol-socket = %s\n%s",
-                           d->db_path, d->socket_path, conf_body);
+    {
+        /* A body that names its own database or socket: those are the
+         * daemon's (a key may be set once). */
+        char *db = pt_conf_body_value(conf_body, "database");
+        char *sock = pt_conf_body_value(conf_body, "control-socket");
+
+        if (db) {
+            g_free(d->db_path);
+            d->db_path = db;
+        }
+        if (sock) {
+            g_free(d->socket_path);
+            d->socket_path = sock;
+        }
+    }
+    conf = pt_test_daemon_conf_text(d, conf_body);
     if (!g_file_set_contents(d->conf_path, conf, -1, error))
         return NULL;
     if (!pt_test_daemon_spawn(d, error))

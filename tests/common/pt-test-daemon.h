@@ -23,13 +23,22 @@ typedef struct {
     char **args;            /* extra command-line arguments, or NULL */
 } PtTestDaemon;
 
-/* Write @conf_body (without [daemon] database/control-socket, which this
- * fills in) to DIR/polltuned.conf and start polltuned in the foreground. */
+/* Write @conf_body to DIR/polltuned.conf, after a [daemon] group with the
+ * database and the control socket in DIR (those @conf_body does not set
+ * itself: then d->db_path or d->socket_path is its), and start polltuned
+ * in the foreground. */
 PtTestDaemon *pt_test_daemon_start(const char *conf_body, GError **error);
 /* The same, with @args (NULL-terminated) added to the command line; they
  * are given again on a restart. */
 PtTestDaemon *pt_test_daemon_start_args(const char *conf_body, const char *const *args,
                                         GError **error);
+/* The configuration file pt_test_daemon_start() writes for @conf_body, to
+ * write another one for a reload or a restart. */
+char *pt_test_daemon_conf_text(PtTestDaemon *d, const char *conf_body);
+/* @d's configuration file without the lines that set any of @keys
+ * (NULL-terminated), for a test to append new values to: polltuned
+ * refuses a key set twice. */
+char *pt_test_daemon_conf_without(PtTestDaemon *d, const char *const *keys);
 /* Start again with the same directory (after a stop or a kill). */
 gboolean pt_test_daemon_restart(PtTestDaemon *d, GError **error);
 /* SIGTERM and wait (clean stop); returns the exit status. */

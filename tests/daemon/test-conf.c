@@ -10,6 +10,16 @@
 
 #include <string.h>
 
+static PtConf *
+conf_from(const char *text)
+{
+    g_autoptr(GError) err = NULL;
+    PtConf *c = pt_conf_load_data(text, strlen(text), "t.conf", &err);
+
+    g_assert_no_error(err);
+    return c;
+}
+
 static void
 test_example(void)
 {
@@ -116,7 +126,11 @@ test_format(void)
     g_assert_cmpint(again->max_size_bytes, ==, 1024 * 1024 * 1024);
     g_assert_cmpfloat(again->policy->budget_cores, ==, 1.5);
     g_assert_cmpuint(again->policy->rules->len, ==, 1);
-    /* Every key: 13 daemon, 5 targets, 4 retention, 16 policy. */
+    /* Durations and sizes as the file wrote them. */
+    g_assert_nonnull(strstr(out, "\ninterval = 250ms\n"));
+    g_assert_nonnull(strstr(out, "\nraw = 3d\n"));
+    g_assert_nonnull(strstr(out, "\nmax-size = 1G\n"));
+    /* Every key: 13 daemon, 5 targets, 4 retention, 17 policy. */
     g_assert_true(g_key_file_load_from_data(kf, out, -1, G_KEY_FILE_NONE, &err));
     for (guint i = 0; groups[i]; i++) {
         g_auto(GStrv) keys = g_key_file_get_keys(kf, groups[i], NULL, &err);
@@ -124,7 +138,122 @@ test_format(void)
         g_assert_no_error(err);
         nkeys += g_strv_length(keys);
     }
-    g_assert_cmpuint(nkeys, ==, 13 + 5 + 4 + 16);
+    g_assert_cmpuint(nkeys, ==, 13 + 5 + 4 + 17);
+}
+
+/* --check-config shows durations and sizes as written, and those not
+ * written (defaults, the command line's) in the largest exact unit:
+ * never a count of milliseconds an operator has to divide. */
+static void
+test_format_units(void)
+{
+    static const struct {
+        gint64 v;
+        const char *duration, *size;
+    } cases[] = {
+        { 0, "0ms", "0B" }, { 1, "1ms", "1B" }, { 250, "250ms", "250B" },
+        { 1000, "1s", "1000B" }, { 1024, "1024ms", "1KiB" }, { 90000, "90s", "90000B" },
+        { 5400000, "90m", "5400000B" }, { 172800000, "2d", "168750KiB" },
+        { 3 * 3600000, "3h", "10800000B" }, { 730 * G_GINT64_CONSTANT(86400000), "730d", NULL },
+        { 1209600000, "2w", NULL }, { G_GINT64_CONSTANT(2) << 30, NULL, "2GiB" },
+        { (G_GINT64_CONSTANT(3) << 20) + 512, NULL, "3146240B" },
+    };
+    const char *root = g_getenv("PT_SOURCE_ROOT");
+    g_autofree char *path = g_build_filename(root, "docs", "polltuned.conf.example", NULL);
+    g_autoptr(GError) err = NULL;
+    g_autoptr(PtConf) example = pt_conf_load(path, TRUE, &err);
+    g_autoptr(PtConf) def = pt_conf_new_default();
+    g_autoptr(PtConf) cli = conf_from("[daemon]\ninterval = 2s\n[policy]\nmin-dwell = 0\n");
+    PtConfOverrides ov = { .mode = PT_MODE_INVALID, .interval_ms = 300 };
+    g_autofree char *out = NULL, *out_def = NULL, *out_cli = NULL;
+
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        if (cases[i].duration) {
+            g_autofree char *d = pt_format_duration(cases[i].v);
+            gint64 back;
+
+            g_assert_cmpstr(d, ==, cases[i].duration);
+            g_assert_true(pt_parse_duration(d, &back, NULL));
+            g_assert_cmpint(back, ==, cases[i].v);
+        }
+        if (cases[i].size) {
+            g_autofree char *z = pt_format_size(cases[i].v);
+            gint64 back;
+
+            g_assert_cmpstr(z, ==, cases[i].size);
+            g_assert_true(pt_parse_size(z, &back, NULL));
+            g_assert_cmpint(back, ==, cases[i].v);
+        }
+    }
+
+    g_assert_no_error(err);
+    out = pt_conf_format(example);
+    g_test_message("%s", out);
+    for (const char *const *l = (const char *const[]){
+             "\ninterval = 1s\n", "\nqmp-timeout = 2s\n", "\nmetrics-idle-timeout = 10s\n",
+             "\nraw = 48h\n", "\nrollup-1m = 30d\n", "\nrollup-1h = 730d\n",
+             "\nmax-size = 2GiB\n", "\nmin-dwell = 2s\n", "\nrevalidate = 5m\n",
+             "\nexternal-hold = 1h\n", NULL }; *l; l++)
+        if (!strstr(out, *l))
+            g_error("the example's --check-config lacks '%s'", *l + 1);
+    g_assert_null(strstr(out, "000ms"));
+
+    out_def = pt_conf_format(def);
+    g_assert_nonnull(strstr(out_def, "\nraw = 2d\n"));
+    g_assert_nonnull(strstr(out_def, "\ninterval = 1s\n"));
+    g_assert_nonnull(strstr(out_def, "\nmax-size = 2GiB\n"));
+
+    /* The command line's interval is not what the file wrote. */
+    pt_conf_apply_overrides(cli, &ov);
+    out_cli = pt_conf_format(cli);
+    g_assert_nonnull(strstr(out_cli, "\ninterval = 300ms\n"));
+    g_assert_nonnull(strstr(out_cli, "\nmin-dwell = 0\n"));
+}
+
+/* The same key in two groups is two keys. */
+static void
+test_same_key_other_group(void)
+{
+    g_autoptr(PtConf) c = conf_from("[rule a-*]\npolicy = off\n[rule b-*]\npolicy = off\n"
+                                    "[daemon]\n# interval = 5s\ninterval = 2s\n");
+
+    g_assert_cmpuint(c->policy->rules->len, ==, 2);
+    g_assert_cmpuint(c->interval_ms, ==, 2000);
+}
+
+/* Every form metrics-listen takes. */
+static void
+test_listen(void)
+{
+    static const struct {
+        const char *text, *host;
+        guint16 port;
+    } ok[] = {
+        { "127.0.0.1:9563", "127.0.0.1", 9563 }, { "0.0.0.0:1", "0.0.0.0", 1 },
+        { "[::1]:65535", "::1", 65535 }, { "[fe80::1]:80", "fe80::1", 80 },
+    };
+
+    for (gsize i = 0; i < G_N_ELEMENTS(ok); i++) {
+        g_autoptr(GError) err = NULL;
+        g_autofree char *host = NULL;
+        guint16 port = 0;
+
+        g_assert_true(pt_parse_listen(ok[i].text, &host, &port, &err));
+        g_assert_no_error(err);
+        g_assert_cmpstr(host, ==, ok[i].host);
+        g_assert_cmpuint(port, ==, ok[i].port);
+    }
+    for (const char *const *bad = (const char *const[]){ "127.0.0.1:65536", "127.0.0.1:-1",
+                                                         "::1:9563x", "1.2.3.4:0x10", "",
+                                                         "9563", NULL }; *bad; bad++) {
+        g_autoptr(GError) err = NULL;
+        g_autofree char *host = NULL;
+        guint16 port = 0;
+
+        g_assert_false(pt_parse_listen(*bad, &host, &port, &err));
+        g_assert_nonnull(err);
+        g_assert_null(host);
+    }
 }
 
 static void
@@ -285,9 +414,28 @@ static const BadCase bad_cases[] = {
       { "bad.conf:2:", "[retention]", "max-size", "unknown unit" } },
     { "port-hex", "[daemon]\nmetrics-max-connections = 0x10\n", 0,
       { "bad.conf:2:", "[daemon]", "metrics-max-connections", "whole number" } },
-    /* A repeated key: GKeyFile takes the last, and so does the message. */
+    /* A key set twice is refused, naming both lines, also when its group
+     * is opened twice (GKeyFile would keep the last value). */
     { "repeated-key-line", "[daemon]\ninterval = 1s\n[daemon]\ninterval = 1 parsec\n", 0,
-      { "bad.conf:4:", "[daemon]", "interval" } },
+      { "bad.conf:4:", "[daemon]", "interval", "line 2" } },
+    { "repeated-key", "[daemon]\ninterval = 1s\nmode = observe\ninterval=2s\n", 0,
+      { "bad.conf:4:", "[daemon]", "interval", "set on line 2" } },
+    { "repeated-key-reopened-group", "[policy]\nidle-iops = 5\n[daemon]\nmode = observe\n"
+      "\n[policy]\n  idle-iops = 5\n", 0,
+      { "bad.conf:7:", "[policy]", "idle-iops", "line 2" } },
+    { "repeated-rule-key", "[rule db-*]\npolicy = off\n# again\npolicy = off\n", 0,
+      { "bad.conf:4:", "[rule db-*]", "policy", "line 2" } },
+    /* metrics-listen: a port out of range, none, a host name, port 0. */
+    { "listen-port-range", "[daemon]\nmetrics-listen = 0.0.0.0:99999\n", 0,
+      { "bad.conf:2:", "[daemon]", "metrics-listen", "'99999' is not a whole number in 1..65535" } },
+    { "listen-port-zero", "[daemon]\nmetrics-listen = [::1]:0\n", 0,
+      { "bad.conf:2:", "metrics-listen", "1..65535" } },
+    { "listen-no-port", "[daemon]\nmetrics-listen = 127.0.0.1:\n", 0,
+      { "bad.conf:2:", "metrics-listen", "1..65535" } },
+    { "listen-no-host", "[daemon]\nmetrics-listen = :9563\n", 0,
+      { "bad.conf:2:", "metrics-listen", "HOST:PORT" } },
+    { "listen-host-name", "[daemon]\nmetrics-listen = localhost:9563\n", 0,
+      { "bad.conf:2:", "metrics-listen", "'localhost' is not an IP address" } },
 };
 
 static void
@@ -338,16 +486,6 @@ test_units(void)
             g_assert_cmpint(v, ==, cases[i].value);
         }
     }
-}
-
-static PtConf *
-conf_from(const char *text)
-{
-    g_autoptr(GError) err = NULL;
-    PtConf *c = pt_conf_load_data(text, strlen(text), "t.conf", &err);
-
-    g_assert_no_error(err);
-    return c;
 }
 
 /* Decimal numbers that are fine stay fine. */
@@ -458,6 +596,9 @@ main(int argc, char **argv)
     g_test_add_func("/conf/missing", test_missing);
     g_test_add_func("/conf/values", test_values);
     g_test_add_func("/conf/format", test_format);
+    g_test_add_func("/conf/format-units", test_format_units);
+    g_test_add_func("/conf/same-key-other-group", test_same_key_other_group);
+    g_test_add_func("/conf/listen", test_listen);
     g_test_add_func("/conf/units", test_units);
     g_test_add_func("/conf/metrics-cap", test_metrics_cap);
     g_test_add_func("/conf/decimal", test_decimal);

@@ -663,13 +663,19 @@ test_reload_one_path(void)
     assert_running(d, 300, "observe");
 
     for (gsize i = 0; i < G_N_ELEMENTS(restart_only); i++) {
-        g_autofree char *body = g_strconcat(good, "[daemon]\ninterval = 700ms\n",
-                                            restart_only[i].line, NULL);
+        g_autofree char *rest = NULL;
+        g_autofree char *body = NULL;
         g_autofree char *where = g_strdup_printf("[daemon] %s:", restart_only[i].key);
         g_autoptr(json_object) reply = NULL;
         g_autofree char *log = NULL;
         const char *desc;
 
+        /* The key's own line replaced, not repeated: a repeat is refused. */
+        g_assert_true(g_file_set_contents(d->conf_path, good, -1, NULL));
+        rest = pt_test_daemon_conf_without(d, (const char *const[]){ "interval",
+                                                                      restart_only[i].key,
+                                                                      NULL });
+        body = g_strconcat(rest, "[daemon]\ninterval = 700ms\n", restart_only[i].line, NULL);
         g_assert_true(g_file_set_contents(d->conf_path, body, -1, NULL));
         reply = pt_test_daemon_call(d, "reload", NULL, &err);
         g_assert_no_error(err);

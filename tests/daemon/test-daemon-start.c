@@ -143,8 +143,12 @@ test_check_config(void)
     g_autofree char *bad = g_build_filename(dir, "bad.conf", NULL);
     g_autofree char *db = g_build_filename(dir, "h.db", NULL);
     g_autofree char *sock = g_build_filename(dir, "c.sock", NULL);
+    g_autofree char *port = g_build_filename(dir, "port.conf", NULL);
     g_autofree char *body = g_strdup_printf("[daemon]\ndatabase = %s\ncontrol-socket = %s\n"
-                                            "mode = observe\n", db, sock);
+                                            "mode = observe\n[retention]\nraw = 48h\n",
+                                            db, sock);
+    g_autofree char *port_body = g_strdup_printf("[daemon]\ndatabase = %s\ncontrol-socket = %s\n"
+                                                 "metrics-listen = 0.0.0.0:99999\n", db, sock);
     g_autofree char *argv0 = NULL, *out = NULL, *errout = NULL;
     g_autoptr(GError) err = NULL;
     const char *build = g_getenv("PT_BUILD_ROOT");
@@ -163,6 +167,9 @@ test_check_config(void)
         g_assert_cmpint(WEXITSTATUS(status), ==, 0);
         g_assert_nonnull(strstr(out, "mode = observe\n"));
         g_assert_nonnull(strstr(out, "[policy]\n"));
+        /* Durations as written, not in milliseconds. */
+        g_assert_nonnull(strstr(out, "\nraw = 48h\n"));
+        g_assert_nonnull(strstr(out, "\ninterval = 1s\n"));
     }
     g_assert_false(g_file_test(db, G_FILE_TEST_EXISTS));
     g_assert_false(g_file_test(sock, G_FILE_TEST_EXISTS));
@@ -173,6 +180,22 @@ test_check_config(void)
         g_assert_cmpint(run_polltuned(args, &e), ==, 1);
         g_assert_nonnull(strstr(e, "'fast' is not observe"));
     }
+    /* A port out of range fails the check, and the start, rather than
+     * leaving the daemon running without its metrics. */
+    g_assert_true(g_file_set_contents(port, port_body, -1, NULL));
+    {
+        const char *args[] = { "--check-config", port, NULL };
+        const char *start[] = { "-f", "-c", port, NULL };
+        g_autofree char *e = NULL, *e2 = NULL;
+
+        g_assert_cmpint(run_polltuned(args, &e), ==, 1);
+        g_assert_nonnull(strstr(e, "metrics-listen"));
+        g_assert_nonnull(strstr(e, "'99999' is not a whole number in 1..65535"));
+        g_assert_cmpint(run_polltuned(start, &e2), ==, 1);
+        g_assert_nonnull(strstr(e2, "'99999' is not a whole number in 1..65535"));
+    }
+    g_assert_false(g_file_test(db, G_FILE_TEST_EXISTS));
+    g_assert_false(g_file_test(sock, G_FILE_TEST_EXISTS));
     {
         const char *args[] = { "--check-config", "/nonexistent/p.conf", NULL };
         g_autofree char *e = NULL;
@@ -182,6 +205,7 @@ test_check_config(void)
     }
     g_unlink(conf);
     g_unlink(bad);
+    g_unlink(port);
     g_rmdir(dir);
 }
 

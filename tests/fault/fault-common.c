@@ -45,12 +45,24 @@ fault_qemu_start(FaultCase *fc, const char *name)
 void
 fault_daemon_start(FaultCase *fc, const char *extra)
 {
+    static const char *const defaults[][2] = {
+        { "interval", "1s" }, { "qmp-timeout", "500ms" }, { "mode", "enforce" },
+        { "metrics-listen", "" },
+    };
     g_autoptr(GError) err = NULL;
-    g_autofree char *conf = g_strdup_printf(
-        "interval = 1s\nqmp-timeout = 500ms\nmode = enforce\nmetrics-listen =\n%s"
-        "[targets]\nlibvirt = false\nqmp-globs = %s/*.qmp\n"
-        "[policy]\ndefault = static:40000/2/2\nmin-dwell = 0\n",
-        extra ? extra : "", fc->dir);
+    g_autoptr(GString) daemon = g_string_new(NULL);
+    g_autofree char *conf = NULL;
+
+    /* @extra's keys instead of these: a key may be set once. */
+    for (gsize i = 0; i < G_N_ELEMENTS(defaults); i++) {
+        g_autofree char *set = g_strdup_printf("(^|\n)\\s*%s\\s*=", defaults[i][0]);
+
+        if (!extra || !g_regex_match_simple(set, extra, 0, 0))
+            g_string_append_printf(daemon, "%s = %s\n", defaults[i][0], defaults[i][1]);
+    }
+    conf = g_strdup_printf("%s%s[targets]\nlibvirt = false\nqmp-globs = %s/*.qmp\n"
+                           "[policy]\ndefault = static:40000/2/2\nmin-dwell = 0\n",
+                           daemon->str, extra ? extra : "", fc->dir);
 
     fc->d = pt_test_daemon_start(conf, &err);
     g_assert_no_error(err);

@@ -29,7 +29,8 @@ typedef struct {
 FaultCase *fault_case_new(void);
 /* Start QEMU with its daemon monitor at DIR/@name.qmp. */
 PtTestQemu *fault_qemu_start(FaultCase *fc, const char *name);
-/* Start polltuned on the glob, with @extra appended to [daemon]. */
+/* Start polltuned on the glob, with @extra appended to [daemon] (its keys
+ * replace the defaults of the same name). */
 void fault_daemon_start(FaultCase *fc, const char *extra);
 /* Wait until @name is attached with @n_iothreads iothreads. */
 gboolean fault_wait_attached(FaultCase *fc, const char *name, guint n_iothreads,

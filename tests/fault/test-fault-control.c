@@ -216,7 +216,13 @@ test_reload_broken(void)
     fault_assert_healthy_for(fc, 2);
 
     /* A good file afterwards is taken. */
-    faster = g_strconcat(good, "[daemon]\ninterval = 500ms\n", NULL);
+    g_assert_true(g_file_set_contents(fc->d->conf_path, good, -1, &err));
+    {
+        g_autofree char *rest = pt_test_daemon_conf_without(fc->d, (const char *const[]){
+                                                                "interval", NULL });
+
+        faster = g_strconcat(rest, "[daemon]\ninterval = 500ms\n", NULL);
+    }
     g_assert_true(g_file_set_contents(fc->d->conf_path, faster, -1, &err));
     kill(fc->d->pid, SIGHUP);
     g_usleep(1500000);

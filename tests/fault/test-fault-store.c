@@ -130,7 +130,7 @@ disk_case_start(DiskCase *dc, const char *size, const char *extra)
         return FALSE;
     dc->db = g_build_filename(dc->mnt, "history.db", NULL);
     dc->filler = g_build_filename(dc->mnt, "filler", NULL);
-    /* The helper writes its own database line first; the later one wins. */
+    /* The helper then leaves out its own database line. */
     conf = g_strdup_printf("%sdatabase = %s\n", extra ? extra : "", dc->db);
     dc->fc->db = dc->db;
     fault_daemon_start(dc->fc, conf);
