@@ -223,7 +223,8 @@ cli_cmd_override_set(CliContext *ctx, char **args, guint n, GError **error)
     g_autoptr(json_object) r = NULL;
     g_autofree char *done = NULL;
     g_autofree char *until = NULL;
-    gint64 id = -1, expires;
+    g_autofree char *replaces = NULL;
+    gint64 id = -1, expires, replaced;
 
     if (!cli_target_add(req, args[0], error))
         return FALSE;
@@ -250,8 +251,10 @@ cli_cmd_override_set(CliContext *ctx, char **args, guint n, GError **error)
 
         until = g_strdup_printf("until %s UTC", t);
     }
-    done = g_strdup_printf("override %" G_GINT64_FORMAT " on %s: %s", id, args[0],
-                           until ? until : "until cleared");
+    if (qmp_json_get_int(r, "replaced", &replaced))
+        replaces = g_strdup_printf("; replaces override %" G_GINT64_FORMAT, replaced);
+    done = g_strdup_printf("override %" G_GINT64_FORMAT " on %s: %s%s", id, args[0],
+                           until ? until : "until cleared", replaces ? replaces : "");
     print_done(ctx, r, done);
     return TRUE;
 }

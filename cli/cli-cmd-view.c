@@ -117,6 +117,28 @@ policy_text(CliContext *ctx, json_object *it)
     return g_strdup("override");
 }
 
+/* "override 12 by uid 0, set 3m ago, 7m left: reason" (show, explain). */
+static char *
+override_text(CliContext *ctx, json_object *ov)
+{
+    g_autofree char *id = int_text(ov, "id");
+    g_autofree char *age = age_text(ctx, ov, "set_ms");
+    g_autofree char *left = NULL;
+    const char *who = str(ov, "who");
+    const char *reason = qmp_json_get_string(ov, "reason");
+    gint64 expires;
+
+    if (qmp_json_get_int(ov, "expires_ms", &expires)) {
+        g_autofree char *l = cli_format_duration_left_ms(MAX(expires - ctx->now_ms, 0));
+
+        left = g_strdup_printf("%s left", l);
+    }
+    return g_strdup_printf("override %s by %s, set %s, %s: %s", id, *who ? who : "?",
+                           g_str_equal(age, "-") ? "at an unknown time" : age,
+                           left ? left : "until cleared",
+                           reason && *reason ? reason : "no reason given");
+}
+
 static void
 print_status_header(json_object *st)
 {
@@ -414,8 +436,15 @@ print_iothread(CliContext *ctx, json_object *it)
            str(it, "id"), tid, pmax, grow, shrink, policy);
     if (member(it, "override")) {
         json_object *ov = member(it, "override");
+        g_autofree char *text = override_text(ctx, ov);
+        g_autofree char *o_max = int_text(ov, "poll-max-ns");
+        g_autofree char *o_grow = member(ov, "poll-grow") ? int_text(ov, "poll-grow")
+                                                          : g_strdup("its own");
+        g_autofree char *o_shrink = member(ov, "poll-shrink") ? int_text(ov, "poll-shrink")
+                                                              : g_strdup("its own");
 
-        printf("  override: %s\n", json_object_to_json_string_ext(ov, JSON_C_TO_STRING_PLAIN));
+        printf("  %s\n    holds poll-max-ns %s, poll-grow %s, poll-shrink %s\n", text, o_max,
+               o_grow, o_shrink);
     }
     if (m) {
         g_autofree char *iops = num_text(m, "iops", -1);
@@ -656,6 +685,11 @@ print_explain(CliContext *ctx, json_object *x)
            str(x, "mode"));
     printf("  now           %s \302\267 %s \302\267 last write %s\n", triple, str(x, "phase"),
            g_str_equal(written, "-") ? "never" : written);
+    if (member(x, "override")) {
+        g_autofree char *text = override_text(ctx, member(x, "override"));
+
+        printf("  pinned by     %s\n", text);
+    }
     print_explain_metrics(ctx, x);
     print_explain_candidates(x);
     if (array_len(holding)) {

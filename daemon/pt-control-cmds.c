@@ -155,13 +155,15 @@ pt_json_decision(const PtIothread *io)
     return o;
 }
 
-static json_object *
+json_object *
 pt_json_override(const PolicyOverrideInfo *ov)
 {
     json_object *o = json_object_new_object();
 
     json_object_object_add(o, "id", json_object_new_int64(ov->id));
     json_object_object_add(o, "who", json_object_new_string(ov->who ? ov->who : ""));
+    json_object_object_add(o, "set_ms", ov->set_ms ? json_object_new_int64(ov->set_ms) : NULL);
+    json_object_object_add(o, "reason", ov->reason ? json_object_new_string(ov->reason) : NULL);
     json_object_object_add(o, "expires_ms", ov->expires_ms ?
                            json_object_new_int64(ov->expires_ms) : NULL);
     json_object_object_add(o, "poll-max-ns", json_object_new_int64((gint64)ov->triple.poll_max_ns));
@@ -679,6 +681,7 @@ pt_cmd_override_set(PtConn *conn, json_object *args, json_object **ret, GError *
     const char *iothread, *for_text, *reason;
     PtTarget *t = pt_find(conn, args, &iothread, error);
     gint64 max = 0, grow = -1, shrink = -1, for_ms = 0, id = 0, expires = STORE_NULL;
+    gint64 replaced = 0;
     gboolean have_max, have;
     g_autofree char *who = NULL;
 
@@ -703,7 +706,7 @@ pt_cmd_override_set(PtConn *conn, json_object *args, json_object **ret, GError *
     }
     who = g_strdup_printf("uid %u", (unsigned)conn->uid);
     if (!pt_daemon_override_set(pt_conn_daemon(conn), t->name, iothread, max, grow, shrink,
-                                for_ms, who, reason, &id, &expires, error)) {
+                                for_ms, who, reason, &id, &expires, &replaced, error)) {
         if ((*error)->domain == POLICY_ERROR)
             (*error)->code = PT_CONTROL_ERROR_INVALID_PARAMETER, (*error)->domain = PT_CONTROL_ERROR;
         return FALSE;
@@ -712,6 +715,7 @@ pt_cmd_override_set(PtConn *conn, json_object *args, json_object **ret, GError *
     json_object_object_add(*ret, "id", json_object_new_int64(id));
     json_object_object_add(*ret, "expires_ms", expires == STORE_NULL ? NULL :
                            json_object_new_int64(expires));
+    json_object_object_add(*ret, "replaced", replaced ? json_object_new_int64(replaced) : NULL);
     return TRUE;
 }
 

@@ -71,6 +71,13 @@ pt_json_explain(PtDaemon *d, PtTarget *t, PtIothread *io)
     json_object_object_add(src, "kind", json_object_new_string(source));
     json_object_object_add(src, "detail", json_object_new_string(detail));
     json_object_object_add(o, "policy_source", src);
+    {
+        /* The override guard below says that one holds; this says whose,
+         * since when and why. */
+        const PolicyOverrideInfo *ov = pt_daemon_override_for(d, t->name, io->id);
+
+        json_object_object_add(o, "override", ov ? pt_json_override(ov) : NULL);
+    }
     json_object_object_add(o, "mode", json_object_new_string(policy_mode_to_string(x->mode)));
     json_object_object_add(o, "phase", json_object_new_string(x->phase));
     json_object_object_add(o, "triple", io->have_triple ? pt_json_triple(&x->current) : NULL);

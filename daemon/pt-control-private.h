@@ -73,6 +73,8 @@ void pt_conn_resume(PtConn *conn);
 /* pt-control-cmds.c */
 json_object *pt_json_triple(const PolicyTriple *t);
 json_object *pt_json_metrics(const PolicyMetrics *m);
+/* An operator's override: id, who, when, why, the values and the expiry. */
+json_object *pt_json_override(const PolicyOverrideInfo *ov);
 /* The target named by "target", and "iothread" when given; NotFound else. */
 PtTarget *pt_find(PtConn *conn, json_object *args, const char **iothread, GError **error);
 void pt_json_num(json_object *o, const char *key, double v);

@@ -24,9 +24,11 @@ pt_daemon_override_for(PtDaemon *d, const char *target, const char *iothread)
 }
 
 /* A stored override as the engine holds it: a member the store has as
- * NULL keeps the iothread's live value. */
+ * NULL keeps the iothread's live value.  It replaces the engine's entry
+ * for the same target and iothread, whose id goes to @replaced_id. */
 static gboolean
-pt_override_from_row(PolicyEngine *engine, const StoreOverrideRow *row, GError **error)
+pt_override_from_row(PolicyEngine *engine, const StoreOverrideRow *row, gint64 *replaced_id,
+                     GError **error)
 {
     const StoreOverride *ov = &row->ov;
     PolicyOverrideInfo o = {
@@ -50,7 +52,7 @@ pt_override_from_row(PolicyEngine *engine, const StoreOverrideRow *row, GError *
     o.triple.poll_max_ns = (guint64)ov->triple.poll_max_ns;
     o.triple.poll_grow = o.keep_grow ? 0 : (guint64)MAX(ov->triple.poll_grow, 0);
     o.triple.poll_shrink = o.keep_shrink ? 0 : (guint64)MAX(ov->triple.poll_shrink, 0);
-    return policy_engine_add_override(engine, &o, error);
+    return policy_engine_add_override(engine, &o, replaced_id, error);
 }
 
 gboolean
@@ -60,14 +62,15 @@ pt_daemon_overrides_load(PtDaemon *d, gint64 now_ms, GError **error)
 
     if (!rows)
         return FALSE;
-    /* Oldest first, as they were set: the newest wins again. */
+    /* Oldest first, as they were set; the store lists none that a newer
+     * one replaced. */
     for (guint i = 0; i < rows->len; i++) {
         const StoreOverrideRow *row = rows->pdata[i];
         g_autoptr(GError) err = NULL;
 
         /* One the bounds now refuse stays in the store, and applies again
          * after a restart with bounds that admit it. */
-        if (!pt_override_from_row(d->engine, row, &err))
+        if (!pt_override_from_row(d->engine, row, NULL, &err))
             pt_warn(row->ov.target, row->ov.iothread, "override %" G_GINT64_FORMAT
                     " not applied: %s", row->ov.id, err->message);
     }
@@ -83,7 +86,7 @@ pt_daemon_overrides_carry(PtDaemon *d, PolicyEngine *to, gint64 now_ms)
         const PolicyOverrideInfo *o = list->pdata[i];
         g_autoptr(GError) err = NULL;
 
-        if (o->origin == POLICY_ORIGIN_OVERRIDE && !policy_engine_add_override(to, o, &err))
+        if (o->origin == POLICY_ORIGIN_OVERRIDE && !policy_engine_add_override(to, o, NULL, &err))
             pt_warn(o->target, o->iothread, "override %" G_GINT64_FORMAT
                     " not applied under the new bounds: %s", o->id, err->message);
     }
@@ -108,14 +111,16 @@ gboolean
 pt_daemon_override_set(PtDaemon *d, const char *target, const char *iothread,
                        gint64 poll_max_ns, gint64 poll_grow, gint64 poll_shrink,
                        gint64 for_ms, const char *who, const char *reason,
-                       gint64 *id_out, gint64 *expires_out, GError **error)
+                       gint64 *id_out, gint64 *expires_out, gint64 *replaced_out,
+                       GError **error)
 {
     PtTarget *t = pt_daemon_find_target(d, target);
     gint64 now_ms = g_get_real_time() / 1000;
     StoreOverride ov = { 0 };
     StoreOverrideRow row = { 0 };
     PolicyTriple check;
-    gint64 id;
+    gint64 id, replaced = 0;
+    g_autofree char *replaces = NULL;
 
     if (!t) {
         g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND, "%s: no such target", target);
@@ -147,18 +152,26 @@ pt_daemon_override_set(PtDaemon *d, const char *target, const char *iothread,
         return FALSE;
     ov.id = id;
     row.ov = ov;
-    if (!pt_override_from_row(d->engine, &row, error)) {
-        /* Not in force, so not kept either. */
+    /* The store has ended the override this one replaces; so does the
+     * engine. */
+    if (!pt_override_from_row(d->engine, &row, &replaced, error)) {
+        /* Not in force, so not kept either, and the replaced one has
+         * ended in the store: end it here too, so both agree. */
         store_override_clear(d->store, id, now_ms, NULL);
+        policy_engine_clear_override(d->engine, target, iothread);
         return FALSE;
     }
+    replaces = replaced ? g_strdup_printf("; replaces override %" G_GINT64_FORMAT, replaced)
+                        : g_strdup("");
     pt_info(target, iothread, "override %" G_GINT64_FORMAT " by %s: poll-max-ns=%"
-            G_GINT64_FORMAT "%s", id, who ? who : "?", poll_max_ns,
-            for_ms > 0 ? " (with expiry)" : "");
+            G_GINT64_FORMAT "%s%s", id, who ? who : "?", poll_max_ns,
+            for_ms > 0 ? " (with expiry)" : "", replaces);
     if (id_out)
         *id_out = id;
     if (expires_out)
         *expires_out = ov.expires_ms;
+    if (replaced_out)
+        *replaced_out = replaced;
     return TRUE;
 }
 

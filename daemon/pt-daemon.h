@@ -134,11 +134,14 @@ gboolean pt_daemon_detach(PtDaemon *d, const char *name, GError **error);
 gboolean pt_daemon_policy_set(PtDaemon *d, const char *glob, const char *spec,
                               const char *who, GError **error);
 gboolean pt_daemon_policy_clear(PtDaemon *d, const char *glob, GError **error);
-/* poll_grow/poll_shrink < 0: keep the current value.  @for_ms 0: no expiry. */
+/* poll_grow/poll_shrink < 0: keep the current value.  @for_ms 0: no expiry.
+ * Replaces the override of exactly @target and @iothread (the whole target
+ * when NULL), whose id goes to @replaced_out (0: there was none). */
 gboolean pt_daemon_override_set(PtDaemon *d, const char *target, const char *iothread,
                                 gint64 poll_max_ns, gint64 poll_grow, gint64 poll_shrink,
                                 gint64 for_ms, const char *who, const char *reason,
-                                gint64 *id_out, gint64 *expires_out, GError **error);
+                                gint64 *id_out, gint64 *expires_out, gint64 *replaced_out,
+                                GError **error);
 /* By target (and iothread), or by @id when >= 0.  Returns how many. */
 guint pt_daemon_override_clear(PtDaemon *d, const char *target, const char *iothread,
                                gint64 id, GError **error);

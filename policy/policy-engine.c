@@ -136,11 +136,30 @@ policy_engine_free(PolicyEngine *e)
     g_free(e);
 }
 
+/* The entry of @origin set for exactly @target and @iothread, by index. */
+static gint
+override_index(const PolicyEngine *e, PolicyOrigin origin, const char *target,
+               const char *iothread)
+{
+    for (guint i = 0; i < e->overrides->len; i++) {
+        const PolicyOverride *o = g_ptr_array_index(e->overrides, i);
+
+        if (o->origin == origin && g_str_equal(o->target, target) &&
+            g_strcmp0(o->iothread, iothread) == 0)
+            return (gint)i;
+    }
+    return -1;
+}
+
 gboolean
-policy_engine_add_override(PolicyEngine *e, const PolicyOverrideInfo *o, GError **error)
+policy_engine_add_override(PolicyEngine *e, const PolicyOverrideInfo *o, gint64 *replaced_id,
+                           GError **error)
 {
     PolicyTriple check = o->triple;
+    gint old;
 
+    if (replaced_id)
+        *replaced_id = 0;
     if (!o->target || !*o->target) {
         g_set_error(error, POLICY_ERROR, POLICY_ERROR_INVALID, "override: empty target");
         return FALSE;
@@ -161,6 +180,14 @@ policy_engine_add_override(PolicyEngine *e, const PolicyOverrideInfo *o, GError 
                        o->iothread ? o->iothread : "");
         return FALSE;
     }
+    /* A value set again replaces the one before, as a write to QEMU
+     * would: stacked, the older would come back when the newer ended. */
+    old = override_index(e, o->origin, o->target, o->iothread);
+    if (old >= 0) {
+        if (replaced_id)
+            *replaced_id = ((PolicyOverride *)g_ptr_array_index(e->overrides, (guint)old))->id;
+        g_ptr_array_remove_index(e->overrides, (guint)old);
+    }
     g_ptr_array_add(e->overrides, override_copy(o));
     return TRUE;
 }
@@ -177,21 +204,6 @@ policy_engine_remove_override(PolicyEngine *e, gint64 id)
     return FALSE;
 }
 
-/* The entry of @origin set for exactly @target and @iothread, by index. */
-static gint
-override_index(const PolicyEngine *e, PolicyOrigin origin, const char *target,
-               const char *iothread)
-{
-    for (guint i = 0; i < e->overrides->len; i++) {
-        const PolicyOverride *o = g_ptr_array_index(e->overrides, i);
-
-        if (o->origin == origin && g_str_equal(o->target, target) &&
-            g_strcmp0(o->iothread, iothread) == 0)
-            return (gint)i;
-    }
-    return -1;
-}
-
 gboolean
 policy_engine_set_override(PolicyEngine *e, const char *target, const char *iothread,
                            const PolicyTriple *triple, gint64 expires_ms, GError **error)
@@ -203,13 +215,8 @@ policy_engine_set_override(PolicyEngine *e, const char *target, const char *ioth
         .expires_ms = expires_ms,
         .origin = POLICY_ORIGIN_OVERRIDE,
     };
-    gint old = target ? override_index(e, POLICY_ORIGIN_OVERRIDE, target, iothread) : -1;
 
-    if (!policy_engine_add_override(e, &o, error))
-        return FALSE;
-    if (old >= 0)
-        g_ptr_array_remove_index(e->overrides, (guint)old);
-    return TRUE;
+    return policy_engine_add_override(e, &o, NULL, error);
 }
 
 gboolean

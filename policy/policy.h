@@ -308,12 +308,16 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(PolicyOverrideInfo, policy_override_info_free)
  * @target and @iothread; policy_engine_clear_override() removes it.
  */
 /*
- * Appends a copy of @o to the list, newest, keeping older entries for the
- * same target and iothread (they win again when it is removed).  The
- * triple must be inside the bounds (a kept member counts as 0).
+ * Appends a copy of @o to the list, newest.  It replaces the entry of the
+ * same origin set for exactly the same target and iothread, whose id goes
+ * to @replaced_id (0: none replaced): a value set again is the value, as
+ * with virsh iothreadset, and the older one does not come back when the
+ * newer ends.  Entries for the whole target and for one iothread of it
+ * are different entries.  The triple must be inside the bounds (a kept
+ * member counts as 0).
  */
 gboolean policy_engine_add_override(PolicyEngine *engine, const PolicyOverrideInfo *o,
-                                    GError **error);
+                                    gint64 *replaced_id, GError **error);
 /* Removes the entry whose id is @id (not 0); FALSE when there is none. */
 gboolean policy_engine_remove_override(PolicyEngine *engine, gint64 id);
 /*

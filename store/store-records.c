@@ -75,29 +75,34 @@ store_decision_insert(StoreDb *db, const StoreDecision *d, GError **error)
     return step_once(db, st, "insert decision", error);
 }
 
-gboolean
-store_override_set(StoreDb *db, const StoreOverride *ov, gint64 *id_out, GError **error)
+/* Ends the overrides active at @ov's creation for its target and iothread
+ * (the whole target when NULL): @ov replaces them. */
+static gboolean
+override_end_replaced(StoreDb *db, const StoreOverride *ov, gint64 iothread_id, GError **error)
 {
-    gint64 iothread_id = STORE_NULL;
-    sqlite3_stmt *st;
+    sqlite3_stmt *st = store_prepare(db, "UPDATE overrides SET cleared = ?1"
+                                     " WHERE target_id IN (SELECT id FROM targets WHERE name = ?2)"
+                                     " AND iothread_id IS ?3 AND cleared IS NULL"
+                                     " AND (expires IS NULL OR expires > ?1)", error);
 
-    if (!ov->target || !ov->who) {
-        g_set_error(error, STORE_ERROR, STORE_ERROR_INVALID, "%s: override: target and who "
-                    "are required", db->path);
+    if (!st)
         return FALSE;
-    }
-    if (!store_db_check_file(db, ov->created_ms, error))
-        return FALSE;
-    /* Resolving an iothread also resolves (creates) its target; for a
-     * whole-target override use a lookup of the target alone. */
-    if (ov->iothread &&
-        !store_resolve_iothread(db, ov->target, ov->iothread, ov->created_ms, &iothread_id,
-                                error))
-        return FALSE;
-    st = store_prepare(db, "INSERT INTO overrides (created, expires, who, target_id, iothread_id,"
-                       " poll_max_ns, poll_grow, poll_shrink, reason, policy)"
-                       " SELECT ?1, ?2, ?3, t.id, ?4, ?5, ?6, ?7, ?8, ?9 FROM targets t"
-                       " WHERE t.name = ?10 RETURNING id", error);
+    sqlite3_bind_int64(st, 1, ov->created_ms);
+    sqlite3_bind_text(st, 2, ov->target, -1, SQLITE_TRANSIENT);
+    store_bind_i64(st, 3, iothread_id);
+    return step_once(db, st, "end replaced override", error);
+}
+
+static gboolean
+override_insert(StoreDb *db, const StoreOverride *ov, gint64 iothread_id, gint64 *id_out,
+                GError **error)
+{
+    sqlite3_stmt *st = store_prepare(db, "INSERT INTO overrides (created, expires, who,"
+                                     " target_id, iothread_id, poll_max_ns, poll_grow,"
+                                     " poll_shrink, reason, policy)"
+                                     " SELECT ?1, ?2, ?3, t.id, ?4, ?5, ?6, ?7, ?8, ?9"
+                                     " FROM targets t WHERE t.name = ?10 RETURNING id", error);
+
     if (!st)
         return FALSE;
     sqlite3_bind_int64(st, 1, ov->created_ms);
@@ -121,6 +126,39 @@ store_override_set(StoreDb *db, const StoreOverride *ov, gint64 *id_out, GError 
     if (id_out)
         *id_out = sqlite3_column_int64(st, 0);
     return step_once(db, st, "insert override", error);
+}
+
+gboolean
+store_override_set(StoreDb *db, const StoreOverride *ov, gint64 *id_out, GError **error)
+{
+    gint64 iothread_id = STORE_NULL;
+    gboolean ok;
+
+    if (!ov->target || !ov->who) {
+        g_set_error(error, STORE_ERROR, STORE_ERROR_INVALID, "%s: override: target and who "
+                    "are required", db->path);
+        return FALSE;
+    }
+    if (!store_db_check_file(db, ov->created_ms, error))
+        return FALSE;
+    /* Resolving an iothread also resolves (creates) its target; for a
+     * whole-target override use a lookup of the target alone. */
+    if (ov->iothread &&
+        !store_resolve_iothread(db, ov->target, ov->iothread, ov->created_ms, &iothread_id,
+                                error))
+        return FALSE;
+    /* The replaced rows end and the new one starts together, or neither. */
+    if (!store_exec(db, "SAVEPOINT override_set", error))
+        return FALSE;
+    ok = override_end_replaced(db, ov, iothread_id, error) &&
+         override_insert(db, ov, iothread_id, id_out, error);
+    if (ok && store_exec(db, "RELEASE override_set", error))
+        return TRUE;
+    if (ok)
+        store_exec(db, "ROLLBACK", NULL);
+    else
+        store_exec(db, "ROLLBACK TO override_set; RELEASE override_set", NULL);
+    return FALSE;
 }
 
 gboolean
@@ -198,6 +236,11 @@ store_override_list_active(StoreDb *db, gint64 now_ms, GError **error)
             " FROM overrides o JOIN targets t ON t.id = o.target_id"
             " LEFT JOIN iothreads i ON i.id = o.iothread_id"
             " WHERE o.cleared IS NULL AND (o.expires IS NULL OR o.expires > ?1)"
+            /* A newer override of the same target and iothread replaced
+             * it, whether that one still holds or not.  Rows stacked by
+             * earlier versions, which kept both, are read the same way. */
+            " AND NOT EXISTS (SELECT 1 FROM overrides n WHERE n.target_id = o.target_id"
+            "  AND n.iothread_id IS o.iothread_id AND n.id > o.id)"
             " ORDER BY o.created, o.id", error);
     int rc;
 

@@ -295,7 +295,10 @@ typedef struct {
     const char *reason;
 } StoreOverride;
 
-/* Stores @ov and returns its id in @id_out.  Ignores ov->id. */
+/* Stores @ov and returns its id in @id_out; ignores ov->id.  @ov replaces
+ * the override active for the same target and iothread (the whole target
+ * when NULL): that one ends (cleared) at ov->created_ms, in the same
+ * transaction. */
 gboolean store_override_set(StoreDb *db, const StoreOverride *ov, gint64 *id_out,
                             GError **error);
 /* Ends override @id at @now_ms; STORE_ERROR_NOT_FOUND if none is active. */
@@ -309,7 +312,8 @@ typedef struct {
 void store_override_row_free(StoreOverrideRow *row);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(StoreOverrideRow, store_override_row_free)
 
-/* Overrides neither cleared nor expired at @now_ms, oldest first. */
+/* Overrides neither cleared, expired at @now_ms nor replaced by a newer
+ * one of the same target and iothread, oldest first. */
 GPtrArray *store_override_list_active(StoreDb *db, gint64 now_ms, GError **error);
 
 /* A policy rule added at run time: a target name glob and a policy spec. */

@@ -111,6 +111,34 @@ test_override(void)
     g_assert_cmpint(pt_json_path_int(pt_test_status_iothread(st, "vm-a", "iot1"), "override/id"), ==, id);
     g_assert_null(pt_json_path(pt_test_status_iothread(st, "vm-a", "iot0"), "override"));
 
+    /* show and explain say whose it is and why. */
+    {
+        g_autofree char *show = CTL_OK("show", "vm-a");
+        g_autofree char *explain = CTL_OK("explain", "vm-a/iot1");
+        g_autofree char *pattern = g_strdup_printf(
+            "\n  override %" G_GINT64_FORMAT " by uid [0-9]+, set [0-9]+s ago, 3[0-9]m left: "
+            "test pin\n    holds poll-max-ns 40000, poll-grow 4, poll-shrink its own\n", id);
+        g_autofree char *xpattern = g_strdup_printf(
+            "\n  pinned by     override %" G_GINT64_FORMAT " by uid [0-9]+, set [0-9]+s ago, "
+            "3[0-9]m left: test pin\n", id);
+
+        g_test_message("%s\n%s", show, explain);
+        g_assert_true(g_regex_match_simple(pattern, show, 0, 0));
+        g_assert_true(g_regex_match_simple(xpattern, explain, 0, 0));
+    }
+    /* A second one on the same iothread replaces the first. */
+    {
+        g_autofree char *again = CTL_OK("override", "set", "vm-a/iot1", "poll-max-ns=35000");
+        g_autofree char *replaces = g_strdup_printf("; replaces override %" G_GINT64_FORMAT "\n",
+                                                    id);
+        g_autofree char *show = NULL;
+
+        g_assert_true(g_str_has_suffix(again, replaces));
+        cli_assert_poll("iot1", 35000, 3000);
+        show = CTL_OK("show", "vm-a");
+        g_assert_nonnull(strstr(show, "until cleared: no reason given\n"));
+    }
+
     /* Cleared by VM/IOTHREAD: the policy takes over again. */
     clear = CTL_OK("override", "clear", "vm-a/iot1");
     g_assert_cmpstr(clear, ==, "cleared 1 override\n");

@@ -397,7 +397,7 @@ test_vq_mapping_and_scsi(void)
         gint64 id = 0;
 
         g_assert_true(pt_daemon_override_set(d, "vm10", "iot1", 45000, -1, -1, 0, "test", NULL,
-                                             &id, NULL, &err));
+                                             &id, NULL, NULL, &err));
         g_assert_no_error(err);
         deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
         while ((q.triple[0].poll_max_ns != 45000 || q.triple[1].poll_max_ns != 45000) &&

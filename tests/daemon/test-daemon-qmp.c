@@ -766,6 +766,83 @@ test_override_restart(void)
     g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
 }
 
+/*
+ * A second override on an iothread replaces the first, as a second virsh
+ * iothreadset replaces a value: in the engine (when the newer one expires
+ * the policy takes over, not the older override), in the store and after a
+ * restart (one override is left to clear).  The reason is kept and shown.
+ */
+static void
+test_override_replaces(void)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(PtTestVm) vm = NULL;
+    g_autoptr(PtTestDaemon) d = NULL;
+    g_autoptr(json_object) a = NULL, b = NULL, c = NULL, e = NULL;
+    g_autoptr(json_object) st = NULL, x = NULL, st2 = NULL, cl = NULL;
+    g_autofree char *logged = NULL;
+    gint64 set_ms;
+
+    if (pt_test_skip_without_qemu())
+        return;
+    d = start_attached("vm-s", "static:11000/0/0", 11000, &vm);
+
+    a = pt_test_daemon_ok(d, "override-set", "{\"target\": \"vm-s\", \"iothread\": \"iot1\", "
+                          "\"poll-max-ns\": 40000, \"reason\": \"pinned for a test\"}");
+    g_assert_null(pt_json_path(a, "replaced"));
+    g_assert_true(wait_poll(vm, "iot1", 40000, 10000));
+    set_ms = g_get_real_time() / 1000;
+    b = pt_test_daemon_ok(d, "override-set", "{\"target\": \"vm-s\", \"iothread\": \"iot1\", "
+                          "\"poll-max-ns\": 0, \"for\": \"3s\", \"reason\": \"A/B run\"}");
+    g_assert_cmpint(pt_json_path_int(b, "replaced"), ==, pt_json_path_int(a, "id"));
+    logged = g_strdup_printf("replaces override %" G_GINT64_FORMAT, pt_json_path_int(a, "id"));
+    g_assert_true(pt_test_wait_log(d, logged, 1, 5000));
+    g_assert_true(wait_poll(vm, "iot1", 0, 10000));
+
+    /* status and explain name the one in force, with who, when and why. */
+    st = pt_test_daemon_ok(d, "status", NULL);
+    g_assert_cmpint(pt_json_path_int(st, "targets/0/iothreads/1/override/id"), ==,
+                    pt_json_path_int(b, "id"));
+    g_assert_cmpstr(pt_json_path_str(st, "targets/0/iothreads/1/override/reason"), ==,
+                    "A/B run");
+    g_assert_cmpint(pt_json_path_int(st, "targets/0/iothreads/1/override/set_ms"), >=,
+                    set_ms - 1000);
+    x = pt_test_daemon_ok(d, "explain", "{\"target\": \"vm-s\", \"iothread\": \"iot1\"}");
+    g_assert_cmpstr(pt_json_path_str(x, "iothreads/0/override/reason"), ==, "A/B run");
+    g_assert_cmpstr(pt_json_path_str(x, "iothreads/0/override/who"), !=, "");
+
+    /* It expires: the policy's value comes back, not the replaced 40000. */
+    g_assert_true(wait_poll(vm, "iot1", 11000, 15000));
+    g_usleep(600000);
+    g_assert_cmpuint(vm_poll_max(vm, "iot1"), ==, 11000);
+    st2 = pt_test_daemon_ok(d, "status", NULL);
+    g_assert_null(pt_json_path(st2, "targets/0/iothreads/1/override"));
+
+    /* Two without expiry, then a restart: only the newer is read back. */
+    c = pt_test_daemon_ok(d, "override-set", "{\"target\": \"vm-s\", \"iothread\": \"iot1\", "
+                          "\"poll-max-ns\": 30000}");
+    e = pt_test_daemon_ok(d, "override-set", "{\"target\": \"vm-s\", \"iothread\": \"iot1\", "
+                          "\"poll-max-ns\": 20000, \"reason\": \"the second\"}");
+    g_assert_cmpint(pt_json_path_int(e, "replaced"), ==, pt_json_path_int(c, "id"));
+    g_assert_true(wait_poll(vm, "iot1", 20000, 10000));
+    g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
+    g_assert_true(pt_test_daemon_restart(d, &err));
+    g_assert_no_error(err);
+    g_assert_cmpint(pt_test_wait_target(d, "vm-s", 2, TRUE, 10000), >=, 0);
+    g_assert_true(wait_poll(vm, "iot1", 20000, 10000));
+    json_object_put(st);
+    st = pt_test_daemon_ok(d, "status", NULL);
+    g_assert_cmpint(pt_json_path_int(st, "targets/0/iothreads/1/override/id"), ==,
+                    pt_json_path_int(e, "id"));
+    g_assert_cmpstr(pt_json_path_str(st, "targets/0/iothreads/1/override/reason"), ==,
+                    "the second");
+    /* One to clear, and then the policy, not the first one's 30000. */
+    cl = pt_test_daemon_ok(d, "override-clear", "{\"target\": \"vm-s\", \"iothread\": \"iot1\"}");
+    g_assert_cmpint(pt_json_path_int(cl, "cleared"), ==, 1);
+    g_assert_true(wait_poll(vm, "iot1", 11000, 10000));
+    g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
+}
+
 /* A policy-set rule is stored: it outlives a reload and a restart, a reload
  * whose bounds reject it is refused, and policy-clear removes it for good. */
 static void
@@ -1251,6 +1328,7 @@ main(int argc, char **argv)
     g_test_add_func("/daemon/qmp/reload-one-path", test_reload_one_path);
     g_test_add_func("/daemon/qmp/runtime-rule", test_runtime_rule);
     g_test_add_func("/daemon/qmp/override-restart", test_override_restart);
+    g_test_add_func("/daemon/qmp/override-replaces", test_override_replaces);
     g_test_add_func("/daemon/qmp/authorisation", test_authorisation);
     g_test_add_func("/daemon/qmp/stopped-qemu", test_stopped_qemu);
     g_test_add_func("/daemon/qmp/explain-guards", test_explain_guards);

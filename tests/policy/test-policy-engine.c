@@ -784,20 +784,20 @@ test_override_precedence(void)
     e = policy_engine_new(cfg, NULL);
     g_assert_nonnull(e);
 
-    g_assert_false(policy_engine_add_override(e, &bad, &error));
+    g_assert_false(policy_engine_add_override(e, &bad, NULL, &error));
     g_assert_error(error, POLICY_ERROR, POLICY_ERROR_INVALID);
     g_assert_nonnull(strstr(error->message, "config"));
 
     /* A kept member follows the live triple. */
     cur.poll_shrink = 3;
-    g_assert_true(policy_engine_add_override(e, &one, NULL));
+    g_assert_true(policy_engine_add_override(e, &one, NULL, NULL));
     g_assert_cmpint(tick_one(e, "iot0", NULL, cur, 1000, &cause), ==, 20000);
     g_assert_cmpint(cause, ==, POLICY_CAUSE_OVERRIDE);
     cur = (PolicyTriple){ 20000, 4, 3 };
     g_assert_cmpint(tick_one(e, "iot0", NULL, cur, 1500, NULL), ==, -1);
 
     /* Newer, on the whole target: it wins over the older one on iot0. */
-    g_assert_true(policy_engine_add_override(e, &whole, NULL));
+    g_assert_true(policy_engine_add_override(e, &whole, NULL, NULL));
     g_assert_cmpint(tick_one(e, "iot0", NULL, cur, 2000, NULL), ==, 10000);
     cur = (PolicyTriple){ 10000, 0, 0 };
     o = policy_engine_find_override(e, POLICY_ORIGIN_OVERRIDE, "vm", "iot0", 2000);
@@ -808,7 +808,7 @@ test_override_precedence(void)
 
     /* On a member of the group: the group, decided under iot0, follows it;
      * iot0 alone does not see it. */
-    g_assert_true(policy_engine_add_override(e, &member, NULL));
+    g_assert_true(policy_engine_add_override(e, &member, NULL, NULL));
     g_assert_cmpint(tick_one(e, "iot0", group, cur, 3000, NULL), ==, 30000);
     cur = (PolicyTriple){ 30000, 0, 0 };
     o = policy_engine_find_override(e, POLICY_ORIGIN_OVERRIDE, "vm", "iot0", 3000);
@@ -860,6 +860,69 @@ test_override_precedence(void)
                                                NULL, NULL, NULL));
 }
 
+/*
+ * A second override on the same iothread replaces the first, as a second
+ * virsh iothreadset replaces a value: when the newer one ends, the policy
+ * takes over, not the older override.  Other scopes stay separate.
+ */
+static void
+test_override_replaces(void)
+{
+    g_autoptr(PolicyConfig) cfg = policy_config_new();
+    g_autoptr(PolicyEngine) e = NULL;
+    g_autoptr(GPtrArray) list = NULL;
+    g_autoptr(GPtrArray) gone = NULL;
+    PolicyTriple cur = { 70000, 0, 0 };
+    PolicyOverrideInfo first = {
+        .target = "vm", .iothread = "iot0", .triple = { 0, 0, 0 },
+        .origin = POLICY_ORIGIN_OVERRIDE, .id = 11, .who = "uid 0", .reason = "A",
+        .set_ms = 1000,
+    };
+    PolicyOverrideInfo second = {
+        .target = "vm", .iothread = "iot0", .triple = { 65536, 0, 0 }, .expires_ms = 5000,
+        .origin = POLICY_ORIGIN_OVERRIDE, .id = 12, .who = "uid 0", .reason = "B",
+        .set_ms = 2000,
+    };
+    PolicyOverrideInfo other = {
+        .target = "vm", .iothread = "iot1", .triple = { 1000, 0, 0 },
+        .origin = POLICY_ORIGIN_OVERRIDE, .id = 13, .set_ms = 2500,
+    };
+    const PolicyOverrideInfo *o;
+    gint64 replaced = -1;
+
+    cfg->default_spec = (PolicySpec){ POLICY_KIND_STATIC, POLICY_OBJECTIVE_BALANCED,
+                                      { 70000, 0, 0 } };
+    e = policy_engine_new(cfg, NULL);
+    g_assert_nonnull(e);
+
+    g_assert_true(policy_engine_add_override(e, &first, &replaced, NULL));
+    g_assert_cmpint(replaced, ==, 0);
+    g_assert_cmpint(tick_one(e, "iot0", NULL, cur, 1000, NULL), ==, 0);
+    cur.poll_max_ns = 0;
+    g_assert_true(policy_engine_add_override(e, &second, &replaced, NULL));
+    g_assert_cmpint(replaced, ==, 11);
+    g_assert_true(policy_engine_add_override(e, &other, &replaced, NULL));
+    g_assert_cmpint(replaced, ==, 0);
+    list = policy_engine_list_overrides(e, 2500);
+    g_assert_cmpuint(list->len, ==, 2);
+    o = policy_engine_find_override(e, POLICY_ORIGIN_OVERRIDE, "vm", "iot0", 2500);
+    g_assert_cmpint(o->id, ==, 12);
+    g_assert_cmpstr(o->reason, ==, "B");
+    g_assert_cmpint(tick_one(e, "iot0", NULL, cur, 3000, NULL), ==, 65536);
+    cur.poll_max_ns = 65536;
+
+    /* The newer one expires: the policy's 70000, not the older 0. */
+    gone = policy_engine_take_expired(e, POLICY_ORIGIN_OVERRIDE, 5000);
+    g_assert_cmpuint(gone->len, ==, 1);
+    g_assert_cmpint(((PolicyOverrideInfo *)gone->pdata[0])->id, ==, 12);
+    g_assert_null(policy_engine_find_override(e, POLICY_ORIGIN_OVERRIDE, "vm", "iot0", 5000));
+    g_assert_cmpint(tick_one(e, "iot0", NULL, cur, 5000, NULL), ==, 70000);
+    /* iot1's own override is untouched. */
+    o = policy_engine_find_override(e, POLICY_ORIGIN_OVERRIDE, "vm", "iot1", 5000);
+    g_assert_nonnull(o);
+    g_assert_cmpint(o->id, ==, 13);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -873,5 +936,6 @@ main(int argc, char **argv)
     g_test_add_func("/policy/engine/override-rejected", test_override_rejected);
     g_test_add_func("/policy/engine/override-list", test_override_list);
     g_test_add_func("/policy/engine/override-precedence", test_override_precedence);
+    g_test_add_func("/policy/engine/override-replaces", test_override_replaces);
     return g_test_run();
 }

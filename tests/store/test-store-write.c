@@ -359,26 +359,33 @@ test_overrides(Fixture *fx, gconstpointer data)
     g_assert_no_error(error);
     g_assert_cmpint(id1, !=, id2);
 
+    /* The third replaced the second (the same target, whole): that one
+     * ended when the third was set. */
+    g_assert_cmpint(test_sql_int(fx->path, "SELECT count(*) FROM overrides"), ==, 3);
+    g_assert_cmpint(test_sql_int(fx->path, "SELECT cleared FROM overrides WHERE id = 2"),
+                    ==, T0 + 10);
     active = store_override_list_active(fx->db, T0 + 1000, &error);
     g_assert_no_error(error);
-    g_assert_cmpuint(active->len, ==, 3);
+    g_assert_cmpuint(active->len, ==, 2);
     {
         StoreOverrideRow *r = active->pdata[0];
 
         g_assert_cmpint(r->ov.id, ==, id1);
         g_assert_cmpstr(r->ov.who, ==, "uid 1000");
         g_assert_cmpstr(r->ov.iothread, ==, "iothread0");
+        g_assert_cmpstr(r->ov.reason, ==, "latency test");
         g_assert_cmpint(r->ov.triple.poll_max_ns, ==, 0);
         g_assert_cmpint(r->ov.triple.poll_grow, ==, STORE_NULL);
         g_assert_null(r->ov.policy);
         r = active->pdata[1];
+        g_assert_cmpint(r->ov.id, ==, id3);
         g_assert_null(r->ov.iothread);
         g_assert_cmpstr(r->ov.policy, ==, "off");
         g_assert_cmpint(r->ov.expires_ms, ==, STORE_NULL);
     }
     g_clear_pointer(&active, g_ptr_array_unref);
 
-    g_assert_true(store_override_clear(fx->db, id2, T0 + 2000, &error));
+    /* Replaced, so no longer active. */
     g_assert_false(store_override_clear(fx->db, id2, T0 + 2000, &error));
     g_assert_error(error, STORE_ERROR, STORE_ERROR_NOT_FOUND);
     g_clear_error(&error);
@@ -387,6 +394,38 @@ test_overrides(Fixture *fx, gconstpointer data)
     g_assert_no_error(error);
     g_assert_cmpuint(active->len, ==, 1);
     g_assert_cmpint(((StoreOverrideRow *)active->pdata[0])->ov.id, ==, id3);
+    g_clear_pointer(&active, g_ptr_array_unref);
+
+    /* A newer override that expired does not bring back the one it
+     * replaced, even in a file written when overrides stacked (the older
+     * row never ended). */
+    {
+        gint64 a = 0, b = 0;
+        StoreOverride x = {
+            .created_ms = T0 + 20, .who = "uid 0", .target = "vm0", .iothread = "iothread1",
+            .triple = { 1000, STORE_NULL, STORE_NULL },
+        };
+
+        g_assert_true(store_override_set(fx->db, &x, &a, &error));
+        x.created_ms = T0 + 30;
+        x.expires_ms = T0 + 4000;
+        x.triple.poll_max_ns = 2000;
+        g_assert_true(store_override_set(fx->db, &x, &b, &error));
+        g_assert_no_error(error);
+        g_assert_cmpint(test_sql_int(fx->path, "UPDATE overrides SET cleared = NULL"
+                                     " WHERE poll_max_ns = 1000 RETURNING id"), ==, a);
+        /* id1 (iothread0), id3 (whole target), b (iothread1) */
+        active = store_override_list_active(fx->db, T0 + 3000, &error);
+        g_assert_no_error(error);
+        g_assert_cmpuint(active->len, ==, 3);
+        g_assert_cmpint(((StoreOverrideRow *)active->pdata[2])->ov.id, ==, b);
+        g_clear_pointer(&active, g_ptr_array_unref);
+        active = store_override_list_active(fx->db, T0 + 5000, &error);
+        g_assert_no_error(error);
+        g_assert_cmpuint(active->len, ==, 2);
+        g_assert_cmpint(((StoreOverrideRow *)active->pdata[0])->ov.id, ==, id1);
+        g_assert_cmpint(((StoreOverrideRow *)active->pdata[1])->ov.id, ==, id3);
+    }
 
     ov.target = "unknown-vm";
     g_assert_false(store_override_set(fx->db, &ov, NULL, &error));
