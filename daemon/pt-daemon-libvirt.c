@@ -31,6 +31,7 @@ struct PtDaemonLibvirt {
     gboolean stopped;               /* freed by the last completion */
     GHashTable *detached;           /* uuid -> name: detached by request,
                                      * left out of listings until attached */
+    guint64 connects;               /* connections made since the start */
 };
 
 /* Calls still pending when the daemon stops complete later (with an
@@ -374,6 +375,7 @@ pt_lv_connected(PtLibvirt *lv, gpointer data)
     PtDaemonLibvirt *dl = data;
 
     pt_info(NULL, NULL, "libvirt: connected to %s", pt_libvirt_get_uri(lv));
+    dl->connects++;
     pt_lv_relist(dl);
 }
 
@@ -477,11 +479,12 @@ pt_daemon_libvirt_stop(PtDaemon *d)
 }
 
 gboolean
-pt_daemon_libvirt_connected(PtDaemon *d, gboolean *enabled)
+pt_daemon_libvirt_connected(PtDaemon *d, gboolean *enabled, guint64 *connects)
 {
     PtDaemonLibvirt *dl = d->libvirt;
 
     *enabled = dl && dl->lv;
+    *connects = *enabled ? dl->connects : 0;
     return *enabled && pt_libvirt_is_connected(dl->lv);
 }
 

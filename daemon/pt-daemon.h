@@ -112,9 +112,11 @@ PolicyExplain *pt_daemon_explain(PtDaemon *d, PtTarget *t, PtIothread *io);
  * which rule. */
 const char *pt_daemon_policy_source(PtDaemon *d, const char *target, const char *iothread,
                                     char **detail);
+/* Whether libvirt is in use (*enabled) and connected now; *connects is
+ * how many times the connection came up since the start (0: never, as on
+ * a host without libvirtd). */
+gboolean pt_daemon_libvirt_connected(PtDaemon *d, gboolean *enabled, guint64 *connects);
 /* Estimated polling CPU across all iothreads, in cores, last tick. */
-/* Whether libvirt is in use (*enabled) and connected now. */
-gboolean pt_daemon_libvirt_connected(PtDaemon *d, gboolean *enabled);
 double pt_daemon_polling_cores(PtDaemon *d);
 
 /* Control operations.  Each validates and fails with a message for operators. */

@@ -244,7 +244,8 @@ pt_render_states(GString *out, PtDaemon *d, GPtrArray *ios, GPtrArray *owners,
 {
     gint64 now_ms = g_get_real_time() / 1000;
     gboolean lv_enabled = FALSE;
-    gboolean lv_up = pt_daemon_libvirt_connected(d, &lv_enabled);
+    guint64 lv_connects = 0;
+    gboolean lv_up = pt_daemon_libvirt_connected(d, &lv_enabled, &lv_connects);
 
     pt_family(out, &(PtFamily){ "polltune_build_info", "gauge", NULL,
                                 "polltuned's version, as a label; always 1." });
@@ -262,6 +263,12 @@ pt_render_states(GString *out, PtDaemon *d, GPtrArray *ios, GPtrArray *owners,
         pt_family(out, &(PtFamily){ "polltune_libvirt_connected", "gauge", NULL,
                                     "1 while the daemon is connected to libvirt." });
         g_string_append_printf(out, "polltune_libvirt_connected %d\n", lv_up);
+        /* Tells a connection lost from one never made: libvirt = true is
+         * the shipped default, also on hosts without libvirtd. */
+        pt_family(out, &(PtFamily){ "polltune_libvirt_connections", "counter", NULL,
+                                    "Connections to libvirt made since the daemon started." });
+        g_string_append_printf(out, "polltune_libvirt_connections_total %" G_GUINT64_FORMAT
+                               "\n", lv_connects);
     }
     pt_family(out, &(PtFamily){ "polltune_override_remaining_seconds", "gauge", "seconds",
                                 "Time left of an operator's override; +Inf: until cleared. "

@@ -65,6 +65,33 @@ external_held(json_object *status, const PtDaemonWait *w)
            pt_json_path_int(h, "poll-max-ns") == w->value;
 }
 
+/* The daemon's metrics text (the control command, as scraped). */
+static char *
+metrics_text(PtTestDaemon *d)
+{
+    g_autoptr(json_object) r = pt_test_daemon_ok(d, "metrics", NULL);
+
+    return g_strdup(pt_json_path_str(r, "text"));
+}
+
+typedef struct {
+    PtTestDaemon *d;
+    gint64 connected, connections;
+} MetricWait;
+
+static gboolean
+metrics_have(gpointer data)
+{
+    MetricWait *w = data;
+    g_autofree char *text = metrics_text(w->d);
+    g_autofree char *up = g_strdup_printf("\npolltune_libvirt_connected %" G_GINT64_FORMAT "\n",
+                                          w->connected);
+    g_autofree char *n = g_strdup_printf("\npolltune_libvirt_connections_total %"
+                                         G_GINT64_FORMAT "\n", w->connections);
+
+    return strstr(text, up) && strstr(text, n);
+}
+
 static void
 test_libvirt(void)
 {
@@ -107,6 +134,12 @@ test_libvirt(void)
     vw.needle = "iothread.2.poll-grow=2";
     g_assert_true(pt_test_wait(domstats_has, &vw, 5000));
     assert_qemu_facts(d, before->name);
+    /* Connected once: what tells a later loss from a host without libvirt. */
+    {
+        MetricWait mw = { d, 1, 1 };
+
+        g_assert_true(metrics_have(&mw));
+    }
 
     /* An operator's virsh iothreadset is held, not reverted (it used to be
      * within a second), and status says so. */
@@ -166,10 +199,22 @@ test_libvirt(void)
     /* libvirtd killed and restarted: the daemon reconnects and carries on. */
     g_assert_true(pt_test_libvirtd_kill(lvd, &err));
     g_assert_no_error(err);
+    {
+        /* Lost after it had been connected: what PolltuneLibvirtDisconnected
+         * (contrib/prometheus) alerts on. */
+        MetricWait mw = { d, 0, 1 };
+
+        g_assert_true(pt_test_wait(metrics_have, &mw, 10000));
+    }
     g_usleep(1500000);
     g_assert_true(pt_test_libvirtd_restart(lvd, &err));
     g_assert_no_error(err);
     g_assert_cmpint(pt_test_wait_target(d, before->name, 2, TRUE, 40000), >=, 0);
+    {
+        MetricWait mw = { d, 1, 2 };
+
+        g_assert_true(pt_test_wait(metrics_have, &mw, 10000));
+    }
     {
         g_autofree char *args = g_strdup_printf(
             "{\"target\": \"%s\", \"iothread\": \"iothread1\", \"poll-max-ns\": 12345}",

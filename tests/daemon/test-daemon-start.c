@@ -7,6 +7,7 @@
  * these are about the process, not about tuning.
  */
 #include "pt-test-daemon.h"
+#include "qmp-json.h"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -209,6 +210,38 @@ test_check_config(void)
     g_rmdir(dir);
 }
 
+/* libvirt on (the shipped default) where no libvirtd runs: the daemon
+ * runs, says it is not connected and that it never was, which is how
+ * contrib/prometheus's rules tell such a host from one that lost libvirt. */
+static gboolean
+never_connected(gpointer data)
+{
+    PtTestDaemon *d = data;
+    g_autoptr(json_object) r = pt_test_daemon_ok(d, "metrics", NULL);
+    const char *text = pt_json_path_str(r, "text");
+
+    return strstr(text, "\npolltune_libvirt_connected 0\n"
+                        "# TYPE polltune_libvirt_connections counter\n") &&
+           strstr(text, "\npolltune_libvirt_connections_total 0\n");
+}
+
+static void
+test_libvirt_absent(void)
+{
+    g_autoptr(GError) err = NULL;
+    g_autofree char *dir = g_dir_make_tmp("pt-nolv-XXXXXX", NULL);
+    g_autofree char *conf = g_strdup_printf("interval = 200ms\nmetrics-listen =\n[targets]\n"
+                                            "libvirt = true\nlibvirt-uri = "
+                                            "qemu+unix:///system?socket=%s/none.sock\n", dir);
+    g_autoptr(PtTestDaemon) d = pt_test_daemon_start(conf, &err);
+
+    g_assert_no_error(err);
+    g_assert_true(pt_test_wait_ticks(d, 3, 10000));
+    g_assert_true(pt_test_wait(never_connected, d, 5000));
+    g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
+    g_rmdir(dir);
+}
+
 /* A mode set at run time holds across reloads, like runtime rules, and
  * the reload reply says where the mode in force comes from. */
 static void
@@ -334,6 +367,7 @@ main(int argc, char **argv)
     g_test_add_func("/daemon/start/no-mkdir", test_no_mkdir);
     g_test_add_func("/daemon/start/detach-pidfile", test_detach_pidfile);
     g_test_add_func("/daemon/start/check-config", test_check_config);
+    g_test_add_func("/daemon/start/libvirt-absent", test_libvirt_absent);
     g_test_add_func("/daemon/start/mode-survives-reload", test_mode_survives_reload);
     return g_test_run();
 }
