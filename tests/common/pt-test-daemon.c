@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -30,6 +31,14 @@ pt_test_socket_listens(const char *path)
     if (fd >= 0)
         close(fd);
     return ok;
+}
+
+/* A test that aborts must not leave its daemon running: it dies with the
+ * test process, as the QEMUs do. */
+static void
+pt_test_daemon_child_setup(gpointer data)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
 }
 
 static gboolean
@@ -65,7 +74,8 @@ pt_test_daemon_spawn(PtTestDaemon *d, GError **error)
     }
     if (!g_spawn_async_with_fds(NULL, (char **)argv->pdata, NULL,
                                 G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_SEARCH_PATH,
-                                NULL, NULL, &d->pid, -1, log_fd, log_fd, error)) {
+                                pt_test_daemon_child_setup, NULL, &d->pid, -1, log_fd,
+                                log_fd, error)) {
         close(log_fd);
         return FALSE;
     }

@@ -16,17 +16,12 @@
  * on both sides; poll-max-ns, the time polling was on and the iothread's
  * CPU are compared.
  */
-#include <fcntl.h>
-#include <gio/gio.h>
 #include <glib/gstdio.h>
-#include <libsoup/soup.h>
 #include <math.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
-#include "pt-test-daemon.h"
-#include "pt-test-qemu.h"
+#include "pt-test-prom.h"
 #include "qmp-json.h"
 #include "store-testutil.h"
 
@@ -41,51 +36,8 @@ static const struct {
     { "hc", "qemu-default", 32768 },
 };
 
-typedef struct {
-    char *vm_dir;
-    PtTestQemu *qemu;
-    PtTestDaemon *d;
-    guint port;
-} Host;
-
 static char *tmp_dir;
-static guint prom_port;
-
-static guint
-free_port(void)
-{
-    g_autoptr(GSocket) s = g_socket_new(G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM,
-                                        G_SOCKET_PROTOCOL_TCP, NULL);
-    g_autoptr(GInetAddress) lo = g_inet_address_new_loopback(G_SOCKET_FAMILY_IPV4);
-    g_autoptr(GSocketAddress) any = g_inet_socket_address_new(lo, 0);
-    g_autoptr(GSocketAddress) bound = NULL;
-
-    g_assert_true(g_socket_bind(s, any, FALSE, NULL));
-    bound = g_socket_get_local_address(s, NULL);
-    return g_inet_socket_address_get_port(G_INET_SOCKET_ADDRESS(bound));
-}
-
-/* GET http://127.0.0.1:PORT/api/v1/query?query=Q; the result array. */
-static json_object *
-prom_query(const char *query)
-{
-    g_autoptr(SoupSession) s = soup_session_new_with_options("timeout", 10, NULL);
-    g_autofree char *q = g_uri_escape_string(query, NULL, FALSE);
-    g_autofree char *url = g_strdup_printf("http://127.0.0.1:%u/api/v1/query?query=%s",
-                                           prom_port, q);
-    g_autoptr(SoupMessage) m = soup_message_new("GET", url);
-    g_autoptr(GBytes) body = soup_session_send_and_read(s, m, NULL, NULL);
-    json_object *root, *result;
-
-    if (!body || soup_message_get_status(m) != 200)
-        return NULL;
-    root = json_tokener_parse(g_bytes_get_data(body, NULL));
-    result = root ? pt_json_path(root, "data/result") : NULL;
-    if (result)
-        json_object_get(result);
-    json_object_put(root);
-    return result;
-}
+static PtTestProm *prom;
 
 /* Each host's iothread has been scraped at least @want times in the last
  * minute: enough for rates and a range to compare over. */
@@ -95,76 +47,43 @@ prom_has_data(gpointer want)
     g_autofree char *q = g_strdup_printf("count by (host) (count_over_time("
                                          "polltune_iothread_cpu_seconds_total{job=\"polltune\"}"
                                          "[1m]) >= %u)", GPOINTER_TO_UINT(want));
-    json_object *r = prom_query(q);
-    gboolean ok = r && json_object_array_length(r) == N_HOSTS;
+    g_autoptr(json_object) r = pt_test_prom_query(prom, q, NULL);
 
-    json_object_put(r);
-    return ok;
+    return r && json_object_array_length(r) == N_HOSTS;
 }
 
-static void
-host_start(Host *h, guint i)
+static PtTestPromHost *
+host_start(guint i)
 {
     g_autoptr(GError) err = NULL;
-    g_autofree char *qmp = NULL;
-    g_autofree char *conf = NULL;
+    g_autofree char *dir = g_build_filename(tmp_dir, hosts[i].host, NULL);
+    const char *const args[] = { "-object", "iothread,id=iot0", NULL };
+    PtTestPromHost *h = pt_test_prom_host_start(dir, "vm-1", args, NULL, hosts[i].policy, &err);
 
-    h->vm_dir = g_build_filename(tmp_dir, hosts[i].host, NULL);
-    g_assert_cmpint(g_mkdir(h->vm_dir, 0700), ==, 0);
-    qmp = g_strdup_printf("unix:%s/vm-1.qmp,server=on,wait=off", h->vm_dir);
-    {
-        const char *args[] = { "-object", "iothread,id=iot0", "-qmp", qmp, NULL };
-
-        h->qemu = pt_test_qemu_start(args, &err);
-        g_assert_no_error(err);
-    }
-    h->port = free_port();
-    conf = g_strdup_printf("interval = 250ms\nmetrics-listen = 127.0.0.1:%u\n"
-                           "[targets]\nlibvirt = false\nqmp-globs = %s/*.qmp\n"
-                           "[policy]\ndefault = %s\nmin-dwell = 0\n", h->port, h->vm_dir,
-                           hosts[i].policy);
-    h->d = pt_test_daemon_start(conf, &err);
     g_assert_no_error(err);
+    return h;
 }
 
-static GSubprocess *
-prometheus_start(const char *prometheus, Host *h)
+static PtTestProm *
+prometheus_start(PtTestPromHost **h)
 {
-    g_autofree char *conf_path = g_build_filename(tmp_dir, "prometheus.yml", NULL);
-    g_autofree char *tsdb = g_build_filename(tmp_dir, "tsdb", NULL);
-    g_autofree char *log = g_build_filename(tmp_dir, "prometheus.log", NULL);
+    g_autofree char *dir = g_build_filename(tmp_dir, "prometheus", NULL);
     g_autoptr(GString) conf = g_string_new("global:\n  scrape_interval: 1s\n"
                                            "  scrape_timeout: 1s\nscrape_configs:\n"
                                            "  - job_name: polltune\n    static_configs:\n");
-    g_autofree char *a_conf = NULL, *a_tsdb = NULL, *a_listen = NULL;
     g_autoptr(GError) err = NULL;
-    GSubprocess *p;
-    int fd;
+    PtTestProm *p;
 
     for (guint i = 0; i < N_HOSTS; i++)
         g_string_append_printf(conf, "      - targets: ['127.0.0.1:%u']\n"
-                               "        labels: {host: '%s'}\n", h[i].port, hosts[i].host);
+                               "        labels: {host: '%s'}\n", h[i]->port, hosts[i].host);
     g_string_append(conf, "  - job_name: trap\n    static_configs:\n      - targets:\n");
     for (guint i = 0; i < N_HOSTS; i++)
-        g_string_append_printf(conf, "          - 127.0.0.1:%u\n", h[i].port);
+        g_string_append_printf(conf, "          - 127.0.0.1:%u\n", h[i]->port);
     g_string_append(conf, "        labels:\n          host: localhost\n");
-    g_assert_true(g_file_set_contents(conf_path, conf->str, -1, NULL));
-    prom_port = free_port();
-    a_conf = g_strconcat("--config.file=", conf_path, NULL);
-    a_tsdb = g_strconcat("--storage.tsdb.path=", tsdb, NULL);
-    a_listen = g_strdup_printf("--web.listen-address=127.0.0.1:%u", prom_port);
-    fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    g_assert_cmpint(fd, >=, 0);
-    {
-        const char *argv[] = { prometheus, a_conf, a_tsdb, a_listen,
-                               "--storage.tsdb.retention.time=1d", NULL };
-        g_autoptr(GSubprocessLauncher) l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_NONE);
-
-        g_subprocess_launcher_take_stdout_fd(l, dup(fd));
-        g_subprocess_launcher_take_stderr_fd(l, fd);
-        p = g_subprocess_launcher_spawnv(l, argv, &err);
-        g_assert_no_error(err);
-    }
+    g_assert_cmpint(g_mkdir(dir, 0700), ==, 0);
+    p = pt_test_prom_start(dir, conf->str, &err);
+    g_assert_no_error(err);
     return p;
 }
 
@@ -218,7 +137,7 @@ num(json_object *o, const char *key)
 /* The "trap" job: one host label for every target.  Keyed on instance,
  * three hosts; keyed on the label, an error naming two instances. */
 static void
-check_trap(const char *url, const Host *h)
+check_trap(const char *url, PtTestPromHost *const *h)
 {
     const char *exe = g_getenv("PT_POLLTUNECTL");
     g_autofree char *out = g_build_filename(tmp_dir, "trap.html", NULL);
@@ -232,7 +151,7 @@ check_trap(const char *url, const Host *h)
                                          "-o", out, NULL });
     g_assert_cmpuint(json_object_array_length(pt_json_path(fleet, "series")), ==, N_HOSTS);
     for (guint i = 0; i < N_HOSTS; i++) {
-        g_autofree char *target = g_strdup_printf("127.0.0.1:%u/vm-1", h[i].port);
+        g_autofree char *target = g_strdup_printf("127.0.0.1:%u/vm-1", h[i]->port);
 
         g_assert_nonnull(series_find(fleet, target, "iot0"));
     }
@@ -249,7 +168,7 @@ check_trap(const char *url, const Host *h)
     g_assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 1);
     g_assert_nonnull(strstr(err, "host=localhost, vm-1/iot0 comes from two targets"));
     for (guint i = 0; i < N_HOSTS; i++) {
-        g_autofree char *inst = g_strdup_printf("instance 127.0.0.1:%u (job trap)", h[i].port);
+        g_autofree char *inst = g_strdup_printf("instance 127.0.0.1:%u (job trap)", h[i]->port);
 
         named += strstr(err, inst) != NULL;
     }
@@ -260,31 +179,25 @@ check_trap(const char *url, const Host *h)
 static void
 test_fleet(void)
 {
-    g_autofree char *prometheus = g_find_program_in_path("prometheus");
     g_autofree char *why = NULL;
     g_autofree char *url = NULL, *out = NULL, *html = NULL;
     g_autoptr(json_object) fleet = NULL;
-    g_autoptr(GSubprocess) prom = NULL;
-    Host h[N_HOSTS] = { 0 };
+    PtTestPromHost *h[N_HOSTS] = { 0 };
     gint64 from, to;
 
-    if (!prometheus) {
-        g_test_skip("prometheus is not installed (Debian package prometheus)");
-        return;
-    }
-    if (!pt_test_have_qemu(&why)) {
+    if (!pt_test_have_prometheus(&why) || !pt_test_have_qemu(&why)) {
         g_test_skip(why);
         return;
     }
     for (guint i = 0; i < N_HOSTS; i++)
-        host_start(&h[i], i);
-    prom = prometheus_start(prometheus, h);
+        h[i] = host_start(i);
+    prom = prometheus_start(h);
     /* 20 scrapes of each host: rates over 4 s windows and a range of
      * several steps.  Generous: three daemons, three QEMUs and the server
      * share two loaded cores. */
     g_assert_true(pt_test_wait(prom_has_data, GUINT_TO_POINTER(20), 180000));
 
-    url = g_strdup_printf("http://127.0.0.1:%u", prom_port);
+    url = g_strdup_printf("http://127.0.0.1:%u", prom->port);
     out = g_build_filename(tmp_dir, "fleet.html", NULL);
     fleet = run_report((const char *[]){ "report", "--prometheus", url, "--selector",
                                          "job=\"polltune\"", "--host-label", "host",
@@ -313,7 +226,7 @@ test_fleet(void)
 
         a_since = g_date_time_format_iso8601(f);
         a_until = g_date_time_format_iso8601(t);
-        own = run_report((const char *[]){ "--db", h[i].d->db_path, "report", "--since",
+        own = run_report((const char *[]){ "--db", h[i]->d->db_path, "report", "--since",
                                            a_since, "--until", a_until, "--resolution", "raw",
                                            "--json", "-o", hout, NULL });
         os = series_find(own, "vm-1", "iot0");
@@ -345,13 +258,9 @@ test_fleet(void)
     }
 
     check_trap(url, h);
-    g_subprocess_send_signal(prom, SIGTERM);
-    g_assert_true(g_subprocess_wait(prom, NULL, NULL));
-    for (guint i = 0; i < N_HOSTS; i++) {
-        pt_test_daemon_free(h[i].d);
-        pt_test_qemu_free(h[i].qemu);
-        g_free(h[i].vm_dir);
-    }
+    g_clear_pointer(&prom, pt_test_prom_free);
+    for (guint i = 0; i < N_HOSTS; i++)
+        pt_test_prom_host_free(h[i]);
 }
 
 int
