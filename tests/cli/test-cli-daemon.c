@@ -534,35 +534,41 @@ check_counters_and_states(const char *before, const char *after)
 }
 
 /*
- * Every series contrib/prometheus's rules read is one the daemon exports,
- * so that a rename here cannot leave the shipped rules reading nothing.
- * polltune_libvirt_connected and _connections_total are absent without
- * libvirt, as here (tests/daemon/test-daemon-libvirt.c checks them).
+ * Every series contrib/prometheus's rules and dashboard read is one the
+ * daemon exports, so that a rename here cannot leave the shipped rules or
+ * panels reading nothing.  polltune_libvirt_connected and
+ * _connections_total are absent without libvirt, as here
+ * (tests/daemon/test-daemon-libvirt.c checks them).
  */
 static void
 check_rules_match(const char *text)
 {
-    g_autofree char *path = g_build_filename(g_getenv("PT_SOURCE_ROOT"), "contrib",
-                                             "prometheus", "polltune.rules.yml", NULL);
-    g_autofree char *rules = NULL;
-    g_autoptr(GRegex) re = g_regex_new("(?<![:a-z_])(polltune_[a-z_]+)", 0, 0, NULL);
-    g_autoptr(GMatchInfo) mi = NULL;
-    guint checked = 0;
+    static const char *const files[] = { "polltune.rules.yml", "polltune-dashboard.json" };
+    g_autoptr(GRegex) re = g_regex_new("(?<![:a-z_])(polltune_[a-z_0-9]+)", 0, 0, NULL);
 
-    g_assert_true(g_file_get_contents(path, &rules, NULL, NULL));
-    g_regex_match(re, rules, 0, &mi);
-    for (; g_match_info_matches(mi); g_match_info_next(mi, NULL)) {
-        g_autofree char *name = g_match_info_fetch(mi, 1);
-        g_autofree char *sample = g_strdup_printf("\n%s", name);
+    for (gsize f = 0; f < G_N_ELEMENTS(files); f++) {
+        g_autofree char *path = g_build_filename(g_getenv("PT_SOURCE_ROOT"), "contrib",
+                                                 "prometheus", files[f], NULL);
+        g_autofree char *body = NULL;
+        g_autoptr(GMatchInfo) mi = NULL;
+        guint checked = 0;
 
-        if (g_str_has_prefix(name, "polltune_libvirt_connect"))
-            continue;
-        if (!strstr(text, sample))
-            g_error("contrib/prometheus/polltune.rules.yml reads %s, which polltuned "
-                    "does not export", name);
-        checked++;
+        g_assert_true(g_file_get_contents(path, &body, NULL, NULL));
+        g_regex_match(re, body, 0, &mi);
+        for (; g_match_info_matches(mi); g_match_info_next(mi, NULL)) {
+            g_autofree char *name = g_match_info_fetch(mi, 1);
+            g_autofree char *sample = g_strdup_printf("\n%s", name);
+
+            if (g_str_has_prefix(name, "polltune_libvirt_connect"))
+                continue;
+            if (!strstr(text, sample))
+                g_error("contrib/prometheus/%s reads %s, which polltuned does not export",
+                        files[f], name);
+            checked++;
+        }
+        /* The rules read a dozen families, the dashboard three gauges. */
+        g_assert_cmpuint(checked, >=, (guint)(f == 0 ? 8 : 3));
     }
-    g_assert_cmpuint(checked, >=, 8);
 }
 
 static void
