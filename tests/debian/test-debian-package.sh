@@ -208,6 +208,25 @@ wait_for 20 interval_is_500 ||
 [ "$(main_pid)" = "$pid_before" ] ||
     fail "reload restarted the daemon"
 
+step "systemctl reload of a configuration polltuned refuses"
+cp "$conf" "$work/good.conf"
+sed -i 's|^interval = .*|interval = 5 parsecs|' "$conf"
+grep -q '^interval = 5 parsecs' "$conf" || fail "could not edit $conf"
+if inside systemctl reload polltuned.service >"$work/reload.out" 2>&1; then
+    cat "$work/reload.out"
+    fail "systemctl reload exited 0 on a configuration polltuned refuses"
+fi
+cat "$work/reload.out"
+inside journalctl --no-pager -u polltuned.service -n 40 >"$work/reload.journal" 2>&1
+grep -q "interval: '5 parsecs' has an unknown unit" "$work/reload.journal" || {
+    tail -20 "$work/reload.journal"; fail "the journal does not say why the reload failed"; }
+inside systemctl is-active -q polltuned.service || fail "a refused reload stopped polltuned"
+[ "$(main_pid)" = "$pid_before" ] || fail "a refused reload restarted the daemon"
+interval_is_500 || fail "a refused reload changed the running configuration"
+cp "$work/good.conf" "$conf"
+inside systemctl reload polltuned.service || fail "systemctl reload of the good file again failed"
+echo "refused: systemctl reload failed, polltuned $pid_before kept interval 500ms"
+
 step "watchdog"
 inside kill -STOP "$pid_before"
 wait_for 60 restarted ||
