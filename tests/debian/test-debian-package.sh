@@ -10,11 +10,16 @@
 #   - polltuned.service reaches READY under the shipped sandbox, attaches,
 #     samples and writes (a static policy), and answers polltunectl status
 #     as root and as a member of the polltune group,
-#   - systemctl reload re-reads the configuration,
+#   - systemctl reload re-reads the configuration, and fails (exit 1, the
+#     reason in the journal, the daemon and its configuration unchanged)
+#     on one polltuned refuses,
 #   - the watchdog restarts a hung (SIGSTOPped) daemon,
 #   - systemctl stop puts QEMU's original values back,
 #   - apt-get purge leaves none of the package's files, state or group.
-# lintian must report no errors on the package.
+# lintian must report no errors on the package; it has one conffile (the
+# configuration), and ships the manual its manual pages point to, the
+# example configuration and contrib/prometheus's files under
+# /usr/share/doc/polltune, uncompressed.
 #
 # Exit 77 (skip) with the reason when a facility is missing: not root, no
 # dpkg-buildpackage, debootstrap or systemd-nspawn, or no network to the
@@ -89,10 +94,35 @@ lintian --fail-on error --tag-display-limit 0 "$deb" >"$work/lintian.log" 2>&1
 lint=$?
 cat "$work/lintian.log"
 [ $lint -eq 0 ] || fail "lintian reports errors"
-# Every conffile is under /etc, and the shipped configuration is one.
+# The shipped configuration is the one conffile: the example is
+# documentation, not a second copy of it under /etc.
 dpkg-deb -e "$deb" "$work/ctrl"
 grep -qx /etc/polltune/polltuned.conf "$work/ctrl/conffiles" ||
     fail "/etc/polltune/polltuned.conf is not a conffile"
+[ "$(grep -c . "$work/ctrl/conffiles")" = 1 ] ||
+    fail "conffiles other than /etc/polltune/polltuned.conf: $(tr '\n' ' ' <"$work/ctrl/conffiles")"
+
+step "the manual and the examples"
+dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./|/|; s|/$||' | grep -v '^/$' >"$work/files"
+doc=/usr/share/doc/polltune
+shipped() { grep -qx "$1" "$work/files"; }
+missing=""
+# Every page of the manual, as it is named (not .md.gz).
+for page in "$src"/docs/*.md "$src"/README.md; do
+    shipped "$doc/$(basename "$page")" || missing="$missing $doc/$(basename "$page")"
+done
+for f in examples/polltuned.conf.example examples/prometheus/prometheus.yml \
+         examples/prometheus/polltune.rules.yml examples/prometheus/polltune.rules.test.yml \
+         examples/prometheus/polltune-dashboard.json; do
+    shipped "$doc/$f" || missing="$missing $doc/$f"
+done
+# Every file of the package's that a manual page names.
+for f in $(sed 's/\\-/-/g' "$src"/docs/man/* | grep -o "$doc/[A-Za-z0-9_./-]*[A-Za-z0-9_]" | sort -u); do
+    shipped "$f" || missing="$missing $f (named in a manual page)"
+done
+[ -z "$missing" ] || fail "not in the package:$missing"
+shipped /etc/polltune/polltuned.conf.example && fail "the example is shipped under /etc too"
+echo "$(grep -c "^$doc/" "$work/files") files under $doc, one conffile"
 
 # ---- the container ----------------------------------------------------
 # Debian 12 with systemd and QEMU.  The first run debootstraps it and keeps
@@ -130,7 +160,6 @@ step "installing the package in the container"
 nspawn --bind=/var/cache/apt/archives sh -c "apt-get update -q && \
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends /var/tmp/$(basename "$deb")" \
     >"$work/install.log" 2>&1 || { tail -30 "$work/install.log"; fail "apt-get install ./$(basename "$deb") failed"; }
-dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./|/|; s|/$||' | grep -v '^/$' >"$work/files"
 nspawn systemctl is-enabled polltuned.service |
     grep -qx enabled || fail "polltuned.service is not enabled after install"
 grep -q '^polltune:' "$root/etc/group" || fail "postinst did not create the polltune group"
