@@ -545,7 +545,6 @@ chaos_report(Chaos *ch)
 static void
 test_chaos_run(void)
 {
-    g_autofree char *why = NULL;
     const char *seed_env = g_getenv("PT_CHAOS_SEED");
     const char *secs_env = g_getenv("PT_CHAOS_SECONDS");
     guint seconds = secs_env ? (guint)g_ascii_strtoull(secs_env, NULL, 10) : 120;
@@ -553,10 +552,8 @@ test_chaos_run(void)
     GRand *rngs[CHAOS_ACTION_MAX];
     Chaos ch = { 0 };
 
-    if (!pt_test_have_qemu(&why)) {
-        g_test_skip(why);
+    if (pt_test_skip_without_qemu())
         return;
-    }
     if (seconds < 10) {
         g_test_message("PT_CHAOS_SECONDS=%s: at least 10", secs_env);
         g_test_fail();

@@ -15,6 +15,71 @@
 
 #define QEMU_BINARY "qemu-system-x86_64"
 
+guint
+pt_test_qemu_generation(void)
+{
+    const char *want = g_getenv("PT_QEMU");
+    guint64 major = 0;
+
+    if (want && *want)
+        g_ascii_string_to_unsigned(want, 10, 1, 1000, &major, NULL);
+    return (guint)major;
+}
+
+const char *
+pt_test_qemu10_root(void)
+{
+    const char *root = g_getenv("PT_QEMU10_ROOT");
+
+    return root && *root ? root : "/var/cache/polltune/trixie";
+}
+
+guint32
+pt_test_qemu_version(void)
+{
+    static gsize once;
+    static guint32 version;
+
+    if (g_once_init_enter(&once)) {
+        const char *argv[] = { QEMU_BINARY, "--version", NULL };
+        g_autofree char *out = NULL;
+        const char *p;
+        guint major = 0, minor = 0, micro = 0;
+        int status = 0;
+
+        if (g_spawn_sync(NULL, (char **)argv, NULL,
+                         G_SPAWN_SEARCH_PATH | G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL,
+                         &out, NULL, &status, NULL) &&
+            g_spawn_check_wait_status(status, NULL) &&
+            (p = strstr(out, "QEMU emulator version ")) &&
+            sscanf(p + strlen("QEMU emulator version "), "%u.%u.%u",
+                   &major, &minor, &micro) >= 2 && minor < 1000 && micro < 1000)
+            version = major * 1000000 + minor * 1000 + micro;
+        g_once_init_leave(&once, 1);
+    }
+    return version;
+}
+
+/* Under PT_QEMU=N: NULL when the QEMU on PATH is N.x, else why not. */
+static char *
+generation_mismatch(void)
+{
+    guint want = pt_test_qemu_generation();
+    guint32 have;
+
+    if (!want)
+        return NULL;
+    have = pt_test_qemu_version();
+    if (have / 1000000 == want)
+        return NULL;
+    if (!have)
+        return g_strdup_printf("PT_QEMU=%u, but " QEMU_BINARY " --version does not run or "
+                               "names no version (is tests/qemu10/bin first on PATH, and "
+                               "the root made by tests/qemu10/make-root.sh?)", want);
+    return g_strdup_printf("PT_QEMU=%u, but " QEMU_BINARY " on PATH is QEMU %u.%u.%u",
+                           want, have / 1000000, have / 1000 % 1000, have % 1000);
+}
+
 gboolean
 pt_test_have_qemu(char **why)
 {
@@ -24,7 +89,8 @@ pt_test_have_qemu(char **why)
         *why = g_strdup(QEMU_BINARY " is not installed");
         return FALSE;
     }
-    return TRUE;
+    *why = generation_mismatch();
+    return *why == NULL;
 }
 
 gboolean
@@ -34,6 +100,31 @@ pt_test_skip_without_qemu(void)
 
     if (pt_test_have_qemu(&why))
         return FALSE;
+    if (pt_test_qemu_generation()) {
+        /* Asked for a generation: its absence is a broken run, not a skip. */
+        g_test_message("%s", why);
+        g_test_fail();
+        return TRUE;
+    }
+    g_test_skip(why);
+    return TRUE;
+}
+
+gboolean
+pt_test_skip_below_qemu(guint major, guint minor)
+{
+    guint32 have;
+    g_autofree char *why = NULL;
+
+    if (pt_test_skip_without_qemu())
+        return TRUE;
+    have = pt_test_qemu_version();
+    if (have >= major * 1000000 + minor * 1000)
+        return FALSE;
+    why = g_strdup_printf("a fact of QEMU >= %u.%u, checked on the QEMU %u run "
+                          "(meson test --setup qemu%u); " QEMU_BINARY " here is %u.%u.%u",
+                          major, minor, major, major, have / 1000000, have / 1000 % 1000,
+                          have % 1000);
     g_test_skip(why);
     return TRUE;
 }

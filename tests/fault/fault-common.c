@@ -11,13 +11,10 @@ FaultCase *
 fault_case_new(void)
 {
     g_autoptr(GError) err = NULL;
-    g_autofree char *why = NULL;
     FaultCase *fc;
 
-    if (!pt_test_have_qemu(&why)) {
-        g_test_skip(why);
+    if (pt_test_skip_without_qemu())
         return NULL;
-    }
     /* A daemon whose peer vanished must not die of SIGPIPE, nor the test. */
     signal(SIGPIPE, SIG_IGN);
     fc = g_new0(FaultCase, 1);
