@@ -402,7 +402,9 @@ worker_disconnect(PtLibvirt *lv)
 /*
  * The version of the QEMU that runs domain @d: its own binary's --version,
  * run through /proc/PID/exe (the running binary, even after an upgrade
- * replaced the file), once per process.  Not virConnectGetVersion(): it
+ * replaced the file), once per process; where that binary does not run
+ * on the host (QEMU in a container or a chroot, linked against its own
+ * root's libraries), the version string read from the file.  Not virConnectGetVersion(): it
  * makes libvirt's QEMU driver look up the capabilities of its default
  * emulator, and where /dev/kvm exists but cannot run a guest (nested
  * virtualisation without VMX or SVM) libvirt 9.0 probes QEMU again on
@@ -438,8 +440,17 @@ worker_qemu_version(PtLibvirt *lv, GHashTable *seen, PtLibvirtDomain *d)
         g_autofree char *exe = g_strdup_printf("/proc/%d/exe", (int)d->pid);
 
         version = pt_qemu_binary_version(exe, QEMU_VERSION_TIMEOUT_MS, &err);
-        if (!version)
-            d->qemu_version_error = g_strdup(err->message);
+        if (!version) {
+            /* A QEMU in a container (libvirt and QEMU in their own root)
+             * does not run with the host's libraries: its file still says
+             * which release it is. */
+            g_autoptr(GError) file_err = NULL;
+
+            version = pt_qemu_file_version(exe, &file_err);
+            if (!version)
+                d->qemu_version_error = g_strdup_printf("%s; %s", err->message,
+                                                        file_err->message);
+        }
     }
     g_hash_table_insert(seen, g_steal_pointer(&key), GUINT_TO_POINTER(version));
     return version;

@@ -103,3 +103,43 @@ pt_qemu_binary_version(const char *exe, guint timeout_ms, GError **error)
                     "%s --version: no \"version X.Y\" line in its output", exe);
     return version;
 }
+
+#define VERSION_MARK "QEMU emulator version "
+
+guint32
+pt_qemu_file_version(const char *path, GError **error)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(GMappedFile) map = g_mapped_file_new(path, FALSE, &err);
+    const char *data, *hit;
+    gsize len;
+    char line[64];
+    guint32 version;
+
+    if (!map) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s: %s", path, err->message);
+        return 0;
+    }
+    data = g_mapped_file_get_contents(map);
+    len = g_mapped_file_get_length(map);
+    if (len > PT_QEMU_VERSION_MAX_FILE) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_MESSAGE_TOO_LARGE,
+                    "%s: %" G_GSIZE_FORMAT " bytes, more than a QEMU binary's %u", path, len,
+                    (guint)PT_QEMU_VERSION_MAX_FILE);
+        return 0;
+    }
+    hit = data ? memmem(data, len, VERSION_MARK, strlen(VERSION_MARK)) : NULL;
+    if (hit) {
+        gsize n = MIN(sizeof(line) - 1, len - (gsize)(hit - data));
+
+        /* "QEMU emulator version 10.0.13 (Debian ...)": parse from "version". */
+        memcpy(line, hit, n);
+        line[n] = '\0';
+        version = parse_version(line);
+        if (version)
+            return version;
+    }
+    g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                "%s: no \"" VERSION_MARK "X.Y\" string in the file", path);
+    return 0;
+}

@@ -2,7 +2,8 @@
 /*
  * The release of a running QEMU from its binary's --version, against
  * scripted binaries: the real shapes of QEMU's answer, and a binary that
- * hangs, floods, prints garbage, fails or keeps its output open.
+ * hangs, floods, prints garbage, fails or keeps its output open; and the
+ * release read from a binary's file where it cannot run.
  */
 #include <gio/gio.h>
 #include <glib/gstdio.h>
@@ -125,6 +126,32 @@ test_floods(void)
              G_IO_ERROR_MESSAGE_TOO_LARGE, "more than 65536 bytes", 5000);
 }
 
+/* A binary that does not run here (a container's QEMU, whose libraries
+ * the host lacks: the loader exits 127) still says its release in its
+ * bytes; a file without the string, or none at all, says why. */
+static void
+test_file(void)
+{
+    g_autoptr(GError) err = NULL;
+    g_autofree char *path = script("qemu", "# QEMU emulator version 10.0.13 "
+                                   "(Debian 1:10.0.13+ds-0+deb13u1)\nexit 127");
+    g_autofree char *none = g_build_filename(dir, "no-such-binary", NULL);
+
+    g_assert_cmpuint(pt_qemu_binary_version(path, 5000, &err), ==, 0);
+    g_clear_error(&err);
+    g_assert_cmpuint(pt_qemu_file_version(path, &err), ==, 10000013);
+    g_assert_no_error(err);
+
+    g_free(path);
+    path = script("bad", "# QEMU emulator version unknown\nexit 127");
+    g_assert_cmpuint(pt_qemu_file_version(path, &err), ==, 0);
+    g_assert_error(err, G_IO_ERROR, G_IO_ERROR_INVALID_DATA);
+    g_clear_error(&err);
+    g_assert_cmpuint(pt_qemu_file_version(none, &err), ==, 0);
+    g_assert_error(err, G_IO_ERROR, G_IO_ERROR_FAILED);
+    g_assert_nonnull(strstr(err->message, "no-such-binary"));
+}
+
 static void
 test_missing(void)
 {
@@ -153,6 +180,7 @@ main(int argc, char **argv)
     g_test_add_func("/libvirt/qemu-version/holds-output", test_holds_output);
     g_test_add_func("/libvirt/qemu-version/floods", test_floods);
     g_test_add_func("/libvirt/qemu-version/missing", test_missing);
+    g_test_add_func("/libvirt/qemu-version/file", test_file);
     rc = g_test_run();
     for (guint i = 0; i < 2; i++) {
         g_autofree char *p = g_build_filename(dir, i ? "bad" : "qemu", NULL);
