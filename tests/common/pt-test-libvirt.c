@@ -12,6 +12,8 @@
 #include <gio/gunixsocketaddress.h>
 #include <glib/gstdio.h>
 
+#include "pt-test-qemu.h"
+
 #define START_TIMEOUT_US (20 * G_USEC_PER_SEC)
 
 /*
@@ -38,13 +40,24 @@ static const char watchdog_script[] =
     "sleep 0.5\n"
     "rm -rf \"$2\"\n";
 
+/* The Debian 13 root libvirtd runs in under PT_QEMU=10, else NULL. */
+static const char *
+libvirt_root(void)
+{
+    return pt_test_qemu_generation() == 10 ? pt_test_qemu10_root() : NULL;
+}
+
 gboolean
 pt_test_have_libvirtd(char **why)
 {
-    static const char *const bins[] = {
+    static const char *const host_bins[] = {
         "libvirtd", "virtlogd", "virsh", "unshare", "nsenter",
         "qemu-system-x86_64", NULL,
     };
+    /* Under PT_QEMU=10 only the client side is the host's. */
+    static const char *const root_bins[] = { "virsh", "unshare", "nsenter", "chroot", NULL };
+    const char *root = libvirt_root();
+    const char *const *bins = root ? root_bins : host_bins;
 
     if (geteuid() != 0) {
         *why = g_strdup("a private libvirtd needs root");
@@ -58,6 +71,32 @@ pt_test_have_libvirtd(char **why)
             return FALSE;
         }
     }
+    if (root) {
+        g_autofree char *libvirtd = g_build_filename(root, "usr", "sbin", "libvirtd", NULL);
+
+        if (!g_file_test(libvirtd, G_FILE_TEST_IS_EXECUTABLE)) {
+            /* Asked for libvirt 11 and QEMU 10: their absence fails. */
+            *why = g_strdup_printf("PT_QEMU=10, but %s is missing: make the root with "
+                                   "tests/qemu10/make-root.sh", libvirtd);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+gboolean
+pt_test_skip_without_libvirtd(void)
+{
+    g_autofree char *why = NULL;
+
+    if (pt_test_have_libvirtd(&why))
+        return FALSE;
+    if (libvirt_root() && geteuid() == 0) {
+        g_test_message("%s", why);
+        g_test_fail();
+        return TRUE;
+    }
+    g_test_skip(why);
     return TRUE;
 }
 
@@ -137,11 +176,53 @@ start_watchdog(PtTestLibvirtd *lvd, GError **error)
                                     NULL, NULL, error);
 }
 
+/*
+ * Run in a private mount namespace: $1 = the test's directory, $2 = the
+ * Debian 13 root libvirt runs in (empty: the host's libvirt), $3 =
+ * tests/qemu10/bind-dirs.sh.
+ *
+ * /run/libvirt exists only once some libvirtd has run on the host.
+ *
+ * /dev/kvm: Debian's udev makes it mode 0660, group kvm, and libvirt
+ * runs QEMU as libvirt-qemu, a member of kvm.  A container can hand
+ * over a node that only root may open.  Then QEMU's capability probe
+ * (run as root) gets KVM while libvirt's own check for the QEMU user
+ * says KVM is unusable; libvirt logs "KVM was enabled when probing
+ * ..., but it is not available now", deems its cache outdated on
+ * every lookup and probes QEMU again, two QEMU runs of about 2 s each
+ * per lookup: 48 s to start one domain on such a host instead of a
+ * few.  The private libvirtd sees a node with udev's mode and group
+ * instead (the group of the system libvirtd runs in), as on the hosts
+ * users run; the host's node is untouched.  Where that cannot be done
+ * (no mknod in a container), the host's node stays: slower, not wrong.
+ *
+ * In the Debian 13 root, libvirtd, virtlogd and the QEMU they start are
+ * chrooted; the folders tests use are bind-mounted at their own paths,
+ * so that disk, kernel and pid file paths mean the same inside and out.
+ */
+static const char start_script[] =
+    "d=$1 r=$2\n"
+    /* The root's own PATH: the caller's may lead to the QEMU 10 shim. */
+    "inroot() {\n"
+    "  if [ -n \"$r\" ]; then env PATH=/usr/sbin:/usr/bin:/sbin:/bin chroot \"$r\" \"$@\"\n"
+    "  else \"$@\"; fi\n"
+    "}\n"
+    "if [ -n \"$r\" ]; then . \"$3\" && pt_qemu10_bind \"$r\" || exit 1; fi\n"
+    "mkdir -p \"$r/run/libvirt\" && mount --bind \"$d/run\" \"$r/run/libvirt\" || exit 1\n"
+    "if [ -c /dev/kvm ] && inroot getent group kvm >/dev/null; then\n"
+    "  (mkdir -p \"$d/dev\" &&\n"
+    "   mount -t tmpfs -o mode=0755 tmpfs \"$d/dev\" &&\n"
+    "   mknod -m 0660 \"$d/dev/kvm\" c \"$((0x$(stat -c %t /dev/kvm)))\" \"$((0x$(stat -c %T /dev/kvm)))\" &&\n"
+    "   chgrp \"$(inroot getent group kvm | cut -d: -f3)\" \"$d/dev/kvm\" &&\n"
+    "   mount --bind \"$d/dev/kvm\" \"$r/dev/kvm\") ||\n"
+    "  echo 'pt-test-libvirt: /dev/kvm left as the host has it' >&2\n"
+    "fi\n"
+    "inroot virtlogd -d -p \"$d/virtlogd.pid\" && inroot libvirtd -d -p \"$d/libvirtd.pid\"\n";
+
 PtTestLibvirtd *
 pt_test_libvirtd_start(GError **error)
 {
     g_autoptr(PtTestLibvirtd) lvd = g_new0(PtTestLibvirtd, 1);
-    g_autofree char *script = NULL;
 
     lvd->watchdog_fd = -1;
     lvd->dir = g_dir_make_tmp("pt-libvirtd-XXXXXX", error);
@@ -171,24 +252,13 @@ pt_test_libvirtd_start(GError **error)
      * Where that cannot be done (no mknod in a container), the host's node
      * stays: slower, not wrong.
      */
-    script = g_strdup_printf("mkdir -p /run/libvirt && "
-                             "mount --bind '%s' /run/libvirt && "
-                             "{ if [ -c /dev/kvm ] && getent group kvm >/dev/null; then "
-                             "  (mkdir -p '%s/dev' && "
-                             "   mount -t tmpfs -o mode=0755 tmpfs '%s/dev' && "
-                             "   mknod -m 0660 '%s/dev/kvm' c "
-                             "     $((0x$(stat -c %%t /dev/kvm))) $((0x$(stat -c %%T /dev/kvm))) && "
-                             "   chgrp kvm '%s/dev/kvm' && "
-                             "   mount --bind '%s/dev/kvm' /dev/kvm) || "
-                             "  echo 'pt-test-libvirt: /dev/kvm left as the host has it' >&2; "
-                             "fi; } && "
-                             "virtlogd -d -p '%s/virtlogd.pid' && "
-                             "libvirtd -d -p '%s/libvirtd.pid'",
-                             lvd->run_dir, lvd->dir, lvd->dir, lvd->dir, lvd->dir,
-                             lvd->dir, lvd->dir, lvd->dir);
     {
+        const char *root = libvirt_root();
+        g_autofree char *binds = g_build_filename(g_getenv("PT_SOURCE_ROOT") ?: ".", "tests",
+                                                  "qemu10", "bind-dirs.sh", NULL);
         const char *argv[] = { "unshare", "--mount", "--propagation", "private",
-                               "--", "sh", "-c", script, NULL };
+                               "--", "sh", "-c", start_script, "sh", lvd->dir,
+                               root ? root : "", binds, NULL };
 
         if (!run_command(argv, NULL, error))
             return NULL;
@@ -241,14 +311,18 @@ pt_test_libvirtd_restart(PtTestLibvirtd *lvd, GError **error)
     GPid logd = read_pid(lvd, "virtlogd");
     g_autofree char *ns = g_strdup_printf("--mount=/proc/%d/ns/mnt", (int)logd);
     g_autofree char *pidfile = g_strdup_printf("%s/libvirtd.pid", lvd->dir);
-    const char *argv[] = { "nsenter", ns, "--", "libvirtd", "-d", "-p", pidfile, NULL };
+    const char *root = libvirt_root();
+    const char *host_argv[] = { "nsenter", ns, "--", "libvirtd", "-d", "-p", pidfile, NULL };
+    const char *root_argv[] = { "nsenter", ns, "--", "env", "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
+                                "chroot", root, "libvirtd", "-d", "-p", pidfile, NULL };
 
     if (!logd) {
         g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED,
                     "%s: no virtlogd pid file: namespace lost", lvd->dir);
         return FALSE;
     }
-    return run_command(argv, NULL, error) && wait_for_libvirtd(lvd, error);
+    return run_command(root ? root_argv : host_argv, NULL, error) &&
+           wait_for_libvirtd(lvd, error);
 }
 
 gboolean

@@ -14,6 +14,11 @@
  * daemons and removes the directory when the handle is freed or when the
  * test process dies on a failed assertion, so that no QEMU outlives a test.
  *
+ * Under PT_QEMU=10 the two daemons run chrooted in the Debian 13 root of
+ * the QEMU 10 run (tests/qemu10/make-root.sh): libvirt 11, starting QEMU 10
+ * as its own libvirt-qemu user.  Clients stay the host's (libvirt 9's
+ * library and virsh) and reach it through the same socket path.
+ *
  * pt_test_have_libvirtd() says why when this cannot run (not root, a binary
  * missing), so that the test can g_test_skip() with the reason.
  */
@@ -38,6 +43,10 @@ typedef struct {
 } PtTestDomain;
 
 gboolean pt_test_have_libvirtd(char **why);
+
+/* TRUE, with the test skipped and the reason given, when no private
+ * libvirtd can run; under PT_QEMU=10 a missing root fails the test. */
+gboolean pt_test_skip_without_libvirtd(void);
 
 /* Start virtlogd and libvirtd; returns once libvirtd answers (20 s at most). */
 PtTestLibvirtd *pt_test_libvirtd_start(GError **error);

@@ -95,7 +95,6 @@ metrics_have(gpointer data)
 static void
 test_libvirt(void)
 {
-    g_autofree char *why = NULL;
     g_autoptr(GError) err = NULL;
     g_autoptr(PtTestLibvirtd) lvd = NULL;
     g_autoptr(PtTestDomain) before = NULL;
@@ -105,10 +104,8 @@ test_libvirt(void)
     g_autofree char *after_name = NULL;
     VirshWait vw;
 
-    if (!pt_test_have_libvirtd(&why)) {
-        g_test_skip(why);
+    if (pt_test_skip_without_libvirtd())
         return;
-    }
     lvd = pt_test_libvirtd_start(&err);
     g_assert_no_error(err);
     before = pt_test_domain_start(lvd, &err);
@@ -308,7 +305,6 @@ policy_from(gpointer data)
 static void
 test_policy_metadata(void)
 {
-    g_autofree char *why = NULL;
     g_autoptr(GError) err = NULL;
     g_autoptr(PtTestLibvirtd) lvd = NULL;
     g_autoptr(PtTestDomain) dom = NULL;
@@ -321,10 +317,8 @@ test_policy_metadata(void)
     SourceWait sw;
     VirshWait vw;
 
-    if (!pt_test_have_libvirtd(&why)) {
-        g_test_skip(why);
+    if (pt_test_skip_without_libvirtd())
         return;
-    }
     lvd = pt_test_libvirtd_start(&err);
     g_assert_no_error(err);
     dom = pt_test_domain_start(lvd, &err);

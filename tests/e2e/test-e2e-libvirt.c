@@ -165,10 +165,8 @@ test_libvirt(void)
     E2eFigures fig = { 0 };
     gint64 took;
 
-    if (!pt_test_have_libvirtd(&why)) {
-        g_test_skip(why);
+    if (pt_test_skip_without_libvirtd())
         return;
-    }
     if (!guest_build(&why)) {
         g_test_skip(why);
         return;

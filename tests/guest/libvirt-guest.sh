@@ -19,6 +19,8 @@
 #   -m MIB      memory (default 256)
 #   -k ARGS     extra kernel command-line arguments
 #   -c URI      libvirt URI (default $LIBVIRT_DEFAULT_URI or qemu:///system)
+# With PT_QEMU=10 the emulator is /usr/bin/qemu-system-x86_64 as a libvirtd
+# in the Debian 13 root sees it (tests/common/pt-test-libvirt.h).
 # RUNDIR is $PT_GUEST_RUNDIR, default /var/tmp/pt-guest.  It is not under
 # /tmp because libvirt may give QEMU a private /tmp.
 set -eu
@@ -82,7 +84,13 @@ daemons() {
 # one is refused rather than silently mangled.
 xml() {
     eval "$("$here/build.sh" | grep '^PT_GUEST_[A-Z]*=/')"
-    emulator=$(command -v qemu-system-x86_64) || die "qemu-system-x86_64 not found"
+    if [ "${PT_QEMU:-}" = 10 ]; then
+        # libvirt 11 runs in the Debian 13 root (tests/qemu10/make-root.sh):
+        # the emulator is that root's own, named as libvirtd sees it.
+        emulator=/usr/bin/qemu-system-x86_64
+    else
+        emulator=$(command -v qemu-system-x86_64) || die "qemu-system-x86_64 not found"
+    fi
     cmdline="console=ttyS0 quiet panic=-1 pt.phases=$phases pt.after=$after $kargs"
     for v in "$name" "$PT_GUEST_KERNEL" "$PT_GUEST_INITRD" "$cmdline" "$disk" "$serial"; do
         case $v in *'|'* | *'&'* | *'<'* | *"'"*) die "unsupported character in: $v" ;; esac

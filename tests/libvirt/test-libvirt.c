@@ -9,6 +9,7 @@
 
 #include "pt-libvirt.h"
 #include "pt-test-libvirt.h"
+#include "pt-test-qemu.h"
 
 static PtTestLibvirtd *lvd;
 static char *skip_reason;
@@ -167,7 +168,13 @@ need_libvirtd(void)
 {
     if (lvd)
         return TRUE;
-    g_test_skip(skip_reason);
+    if (pt_test_qemu_generation()) {
+        /* Asked for libvirt 11 with QEMU 10: its absence is a failure. */
+        g_test_message("%s", skip_reason);
+        g_test_fail();
+    } else {
+        g_test_skip(skip_reason);
+    }
     return FALSE;
 }
 
