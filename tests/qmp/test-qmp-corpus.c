@@ -10,8 +10,10 @@
  * file, so the corpus cannot grow without assertions.
  */
 #include "qmp-commands.h"
+#include "qmp-decode.h"
 #include "qmp-fake-monitor.h"
 
+#include <json-c/json.h>
 #include <signal.h>
 
 typedef struct {
@@ -210,7 +212,7 @@ check_blockstats_backing_chain(Corpus *c, const char *text)
 }
 
 static GPtrArray *
-iothreads_expect(Corpus *c, const char *text)
+iothreads_expect(Corpus *c, const char *text, guint n)
 {
     g_autoptr(GError) err = NULL;
     GPtrArray *threads;
@@ -218,14 +220,14 @@ iothreads_expect(Corpus *c, const char *text)
     reply_expect(c, "query-iothreads", text);
     threads = qmp_query_iothreads_sync(c->client, &err);
     g_assert_no_error(err);
-    g_assert_cmpuint(threads->len, ==, 2);
+    g_assert_cmpuint(threads->len, ==, n);
     return threads;
 }
 
 static void
 check_iothreads_7_2(Corpus *c, const char *text)
 {
-    g_autoptr(GPtrArray) threads = iothreads_expect(c, text);
+    g_autoptr(GPtrArray) threads = iothreads_expect(c, text, 2);
     QmpIothread *t0 = threads->pdata[0], *t1 = threads->pdata[1];
 
     g_assert_cmpstr(t0->id, ==, "iothread1");
@@ -240,7 +242,7 @@ check_iothreads_7_2(Corpus *c, const char *text)
 static void
 check_iothreads_attached(Corpus *c, const char *text)
 {
-    g_autoptr(GPtrArray) threads = iothreads_expect(c, text);
+    g_autoptr(GPtrArray) threads = iothreads_expect(c, text, 2);
     QmpIothread *t1 = threads->pdata[1];
 
     g_assert_cmpstr(t1->id, ==, "iothread1");
@@ -281,6 +283,73 @@ check_stats_histograms(Corpus *c, const char *text)
     g_assert_false(qmp_stats_sum(s, "guest_mode", &v));
 }
 
+/* QEMU 10.0.13, captured (SOURCES.md): iothreads are listed in no
+ * particular order (iot0, iot2, iot1 here), each with the triple its
+ * -object gave it or QEMU's default (32768, 0, 0). */
+static void
+check_iothreads_10_0(Corpus *c, const char *text)
+{
+    g_autoptr(GPtrArray) threads = iothreads_expect(c, text, 3);
+    QmpIothread *t0 = threads->pdata[0], *t2 = threads->pdata[1];
+
+    g_assert_cmpstr(t0->id, ==, "iot0");
+    g_assert_cmpuint(t0->poll_max_ns, ==, 65536);
+    g_assert_cmpuint(t0->poll_grow, ==, 4);
+    g_assert_cmpuint(t0->poll_shrink, ==, 2);
+    g_assert_cmpuint(t0->aio_max_batch, ==, 0);
+    g_assert_cmpint(t0->thread_id, >, 0);
+    g_assert_cmpstr(t2->id, ==, "iot2");
+    g_assert_cmpuint(t2->poll_max_ns, ==, 32768);
+    g_assert_cmpuint(t2->poll_grow, ==, 0);
+    g_assert_cmpuint(t2->poll_shrink, ==, 0);
+}
+
+/* QEMU 10.0.13, captured: a qcow2 two backing images deep under a vq-mapped
+ * virtio-blk, and a scsi-hd whose qdev is its id, not a QOM path. */
+static void
+check_blockstats_10_0_chain(Corpus *c, const char *text)
+{
+    g_autoptr(GPtrArray) stats = blockstats_expect(c, text, 2);
+
+    block_expect_idle(stats->pdata[0], "", "top", "/machine/peripheral/vdc/virtio-backend");
+    block_expect_idle(stats->pdata[1], "", "sdnull", "sd0");
+}
+
+/* qom-get iothread-vq-mapping as QEMU 10.0.13 answers it, through the
+ * daemon's decoder: the iothreads in order, no "vqs" when the queues were
+ * spread round-robin. */
+static void
+vq_mapping_expect(const char *text, const char *const *want)
+{
+    g_autoptr(GError) err = NULL;
+    json_object *msg = json_tokener_parse(text);
+    json_object *ret = NULL;
+    g_auto(GStrv) ids = NULL;
+
+    g_assert_nonnull(msg);
+    g_assert_true(json_object_object_get_ex(msg, "return", &ret));
+    ids = qmp_decode_qom_vq_mapping(ret, &err);
+    g_assert_no_error(err);
+    g_assert_cmpstrv(ids, want);
+    json_object_put(msg);
+}
+
+static void
+check_vq_mapping_blk(Corpus *c, const char *text)
+{
+    static const char *const want[] = { "iot0", "iot1", NULL };
+
+    vq_mapping_expect(text, want);
+}
+
+static void
+check_vq_mapping_scsi(Corpus *c, const char *text)
+{
+    static const char *const want[] = { "iot2", NULL };
+
+    vq_mapping_expect(text, want);
+}
+
 typedef struct {
     const char *file;
     int major, minor, micro;
@@ -294,6 +363,7 @@ static const GreetingCase greeting_cases[] = {
     { "greeting-8.2.2-ubuntu.json", 8, 2, 2, "Debian 1:8.2.2+ds-0ubuntu1" },
     { "greeting-9.2.50-git.json", 9, 2, 50, "v9.2.0-987-gfd4129a8b9" },
     { "greeting-10.0.11-debian.json", 10, 0, 11, "Debian 1:10.0.11+ds-0+deb13u1" },
+    { "greeting-10.0.13-debian.json", 10, 0, 13, "Debian 1:10.0.13+ds-0+deb13u1" },
     { "greeting-10.1.50-git.json", 10, 1, 50, "v10.1.0-1513-g94586867df" },
 };
 
@@ -313,6 +383,10 @@ static const CorpusCase corpus_cases[] = {
     { "query-iothreads-7.2.json", check_iothreads_7_2 },
     { "query-iothreads-attached.json", check_iothreads_attached },
     { "query-stats-vcpu-histograms.json", check_stats_histograms },
+    { "query-iothreads-10.0.13.json", check_iothreads_10_0 },
+    { "query-blockstats-10.0.13-chain.json", check_blockstats_10_0_chain },
+    { "qom-get-vq-mapping-10.0.13-virtio-blk.json", check_vq_mapping_blk },
+    { "qom-get-vq-mapping-10.0.13-virtio-scsi.json", check_vq_mapping_scsi },
 };
 
 static char *
