@@ -9,8 +9,15 @@
 #   build-fuzz  clang with libFuzzer, -Werror, every library instrumented: the
 #               fuzz targets, bounded in time, each held to its coverage floor
 #               (tests/fuzz/coverage-floor.txt)
+# Two QEMU generations: the runs above use the host's QEMU 7.2 and libvirt 9
+# (Debian 12); then the suites that start a real QEMU or libvirtd run again
+# on QEMU 10.0 and libvirt 11 from a Debian 13 root (tests/qemu10/), in
+# build (qmp, probe, daemon, fault, libvirt, test-e2e-qmp, test-e2e-libvirt)
+# and build-san (chaos), through the meson test setup "qemu10", whose
+# results are DIR/meson-logs/testlog-qemu10.json.
 # The last line printed is "N passed, N failed, N skipped", summed over all
-# three from meson's testlog.json files.
+# runs from meson's testlog files; each failure is named with its build and
+# the QEMU it ran on.
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -59,13 +66,70 @@ if command -v clang >/dev/null; then
         -- --suite fuzz
 fi
 
+# --- the second QEMU generation ------------------------------------------
+# The Debian 13 root (made once, cached in /var/cache/polltune, checked each
+# run); its versions label the results.  Without root privileges it cannot
+# be made or entered: the run is then reported skipped, saying why.
+qemu10_skipped=0
+qemu10_label=
+qemu10_root() {
+    local out
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "=== QEMU 10 run skipped: the Debian 13 root needs root privileges"
+        qemu10_skipped=1
+        return 1
+    fi
+    echo "=== QEMU 10: tests/qemu10/make-root.sh"
+    if ! out=$("$top/tests/qemu10/make-root.sh" 2>&1); then
+        echo "$out"
+        echo "qemu10 root: tests/qemu10/make-root.sh failed: $(echo "$out" | grep -m1 'make-root.sh:')" >>"$broken_log"
+        status=1
+        return 1
+    fi
+    echo "$out" | tail -n 3
+    qemu10_label="QEMU $(echo "$out" | sed -n 's/^QEMU=//p'), libvirt $(echo "$out" | sed -n 's/^LIBVIRT=//p')"
+}
+
+# run_qemu10 DIR [--suite S ...] [-- TEST ...]: the tests of those suites,
+# and the tests named, once more under the qemu10 setup in a built DIR.
+run_qemu10() {
+    local dir=$1; shift
+    local select=() names=()
+    while [ $# -gt 0 ] && [ "$1" != "--" ]; do select+=("$1"); shift; done
+    [ $# -gt 0 ] && shift
+    names=("$@")
+    [ -f "$dir/build.ninja" ] && [ -f "$dir/meson-logs/testlog.json" ] || return
+    if [ ${#select[@]} -gt 0 ]; then
+        mapfile -t -O ${#names[@]} names < <(meson test -C "$dir" --list "${select[@]}" 2>/dev/null |
+                                             sed -n 's|^.* / ||p')
+    fi
+    echo "=== $dir: meson test --setup qemu10 (${qemu10_label}): ${names[*]}"
+    meson test -C "$dir" --setup qemu10 --print-errorlogs "${names[@]}" || status=1
+    logs+=("$dir/meson-logs/testlog-qemu10.json")
+}
+
+if qemu10_root; then
+    run_qemu10 build --suite qmp --suite probe --suite daemon --suite fault --suite libvirt \
+        -- test-e2e-qmp test-e2e-libvirt
+    run_qemu10 build-san --suite chaos
+fi
+host_label="QEMU $(qemu-system-x86_64 --version 2>/dev/null | sed -n 's/^QEMU emulator version \([0-9.]*\).*/\1/p'),\
+ libvirt $(libvirtd --version 2>/dev/null | sed -n 's/.* \([0-9][0-9.]*\)$/\1/p')"
+
 # The closing lines: every failed test by name with its first error line,
 # then "N passed, N failed, N skipped", summed over the builds from meson's
 # testlog.json files; a build that did not compile counts as one failure.
+PT_HOST_LABEL=$host_label PT_QEMU10_LABEL=$qemu10_label PT_QEMU10_SKIPPED=$qemu10_skipped \
 python3 - "$broken_log" "${logs[@]}" <<'PY'
-import json, re, sys
+import json, os, re, sys
 passed = skipped = 0
 failures = [l.rstrip("\n") for l in open(sys.argv[1]) if l.strip()]
+# Results are labelled with the QEMU generation they ran on: a testlog of
+# the qemu10 setup ran on the Debian 13 root, the others on the host's.
+labels = {"": os.environ.get("PT_HOST_LABEL", ""), "qemu10": os.environ.get("PT_QEMU10_LABEL", "")}
+per_run = []
+if os.environ.get("PT_QEMU10_SKIPPED") == "1":
+    skipped += 1
 first_error = re.compile(r"Bail out!|ERROR|FAIL|not ok|error:|Error|Traceback|AssertionError")
 
 def first_line(r):
@@ -78,6 +142,10 @@ def first_line(r):
 
 for path in sys.argv[2:]:
     build = path.split("/meson-logs/")[0]
+    setup = re.sub(r"^testlog-?|\.json$", "", os.path.basename(path))
+    # The fuzz build starts no QEMU: its name alone says what it is.
+    run = build if build == "build-fuzz" else f"{build} on {labels.get(setup) or setup}"
+    counts = [0, 0, 0]
     try:
         with open(path) as f:
             for line in f:
@@ -85,12 +153,19 @@ for path in sys.argv[2:]:
                 res = r.get("result")
                 if res in ("OK", "EXPECTEDFAIL"):
                     passed += 1
+                    counts[0] += 1
                 elif res == "SKIP":
                     skipped += 1
+                    counts[2] += 1
                 else:
-                    failures.append(f"{build}: {r.get('name')}: {res}: {first_line(r)}")
+                    counts[1] += 1
+                    failures.append(f"{run}: {r.get('name')}: {res}: {first_line(r)}")
     except OSError as e:
         failures.append(f"{path}: {e.strerror}")
+    per_run.append(f"  {run}: {counts[0]} passed, {counts[1]} failed, {counts[2]} skipped")
+print("Per run:")
+for l in per_run:
+    print(l)
 if failures:
     print("Failed:")
     for f in failures:
