@@ -55,6 +55,41 @@ test_missing_config(void)
     g_rmdir(dir);
 }
 
+/* A test process that dies on a failed assertion takes its daemon along. */
+static void
+test_dies_with_test(void)
+{
+    int fds[2];
+    GPid daemon = 0;
+    pid_t child;
+    int status;
+    gint64 deadline;
+
+    g_assert_cmpint(pipe(fds), ==, 0);
+    child = fork();
+    g_assert_cmpint(child, >=, 0);
+    if (child == 0) {
+        PtTestDaemon *d = pt_test_daemon_start("", NULL);
+
+        if (d && write(fds[1], &d->pid, sizeof(d->pid)) == sizeof(d->pid))
+            abort();            /* as g_assert does */
+        _exit(1);
+    }
+    close(fds[1]);
+    g_assert_cmpint(read(fds[0], &daemon, sizeof(daemon)), ==, sizeof(daemon));
+    close(fds[0]);
+    g_assert_cmpint(waitpid(child, &status, 0), ==, child);
+    g_assert_true(WIFSIGNALED(status));
+    deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+    while (kill(daemon, 0) == 0 && g_get_monotonic_time() < deadline)
+        g_usleep(20 * 1000);
+    if (kill(daemon, 0) == 0) {
+        kill(daemon, SIGKILL);
+        g_test_message("polltuned pid %d outlived its test", (int)daemon);
+        g_test_fail();
+    }
+}
+
 static void
 test_second_instance(void)
 {
@@ -364,6 +399,7 @@ main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/daemon/start/missing-config", test_missing_config);
     g_test_add_func("/daemon/start/second-instance", test_second_instance);
+    g_test_add_func("/daemon/start/dies-with-test", test_dies_with_test);
     g_test_add_func("/daemon/start/no-mkdir", test_no_mkdir);
     g_test_add_func("/daemon/start/detach-pidfile", test_detach_pidfile);
     g_test_add_func("/daemon/start/check-config", test_check_config);
