@@ -11,7 +11,9 @@
 #   PT_QEMU10_ROOT    where the root lives (default /var/cache/polltune/trixie)
 #   PT_QEMU10_MIRROR  Debian mirror (default: the one apt uses on this host)
 #
-# The root is made once (about 100 s and 600 MB) and kept outside any clone,
+# The root is made once (about 410 MB, plus 80 MB of packages kept for a
+# rebuild; 7 to 8 minutes on a loaded two-core machine, most of it
+# debootstrap unpacking and configuring) and kept outside any clone,
 # so that every clone and every CI run on the machine shares it.  Each run
 # checks it: the stamp must name this script's package list, and the root's
 # own qemu-system-x86_64 and libvirtd must say they are 10.x and 11.x.  A
