@@ -64,8 +64,8 @@ static void
 run(E2eDirectVm *dv, const char *command, const char *args)
 {
     g_autoptr(GError) err = NULL;
-    g_autoptr(json_object) r = pt_test_qmp_run(dv->qmp, command, args, &err);
 
+    json_object_put(pt_test_qmp_run(dv->qmp, command, args, &err));
     g_assert_no_error(err);
 }
 
