@@ -17,6 +17,14 @@ cli_assert_poll(const char *iothread, guint64 want, guint ms)
     pt_test_qmp_assert_poll_max(cli_live.vm->qmp, "vm-a", iothread, want, ms);
 }
 
+void
+cli_wait_ticks_pass(guint n)
+{
+    gint64 now = pt_test_daemon_ticks(cli_live.d);
+
+    g_assert_true(pt_test_wait_ticks(cli_live.d, now + n, 2000));
+}
+
 /* ---- running polltunectl ---------------------------------------------- */
 
 /* polltunectl -s SOCKET ARGS... against @d (NULL: the shared daemon). */
@@ -153,8 +161,8 @@ cli_live_setup(void)
     cli_live.started_us = g_get_monotonic_time();
     cli_live.d = cli_daemon_start(conf);
     g_assert_cmpint(pt_test_wait_target(cli_live.d, "vm-a", 2, TRUE, 5000), >=, 0);
-    /* A second of ticks, for show's history. */
-    g_usleep(1200000);
+    /* A second of ticks (200 ms each), for show's history. */
+    g_assert_true(pt_test_wait_ticks(cli_live.d, 6, 2000));
     cli_assert_poll("iot0", 70000, 3000);
     cli_assert_poll("iot1", 70000, 3000);
     return TRUE;

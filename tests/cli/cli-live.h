@@ -33,6 +33,9 @@ extern CliLive cli_live;
 
 /* Waits for vm-a's @iothread to reach @want; fails the test otherwise. */
 void cli_assert_poll(const char *iothread, guint64 want, guint ms);
+/* Waits until the shared daemon has run @n more ticks: what a check that
+ * something does not happen waits for, instead of a fixed time. */
+void cli_wait_ticks_pass(guint n);
 
 /* Starts QEMU and polltuned unless done; FALSE (test skipped) without QEMU. */
 gboolean cli_live_setup(void);

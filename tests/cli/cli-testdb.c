@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 
 #include "cli-testdb.h"
+#include "pt-test-child.h"
 
 #include <sqlite3.h>
 #include <string.h>
@@ -156,8 +157,9 @@ cli_run(CliRun *r, const char *const *argv)
     for (const char *const *a = argv; *a; a++)
         g_ptr_array_add(args, (char *)*a);
     g_ptr_array_add(args, NULL);
-    g_assert_true(g_spawn_sync(NULL, (char **)args->pdata, NULL, G_SPAWN_DEFAULT, NULL, NULL,
-                               &r->out, &r->err, &wait_status, &error));
+    g_assert_true(g_spawn_sync(NULL, (char **)args->pdata, NULL, G_SPAWN_DEFAULT,
+                               pt_test_child_setup, PT_TEST_CHILD_DATA, &r->out, &r->err,
+                               &wait_status, &error));
     g_assert_no_error(error);
     r->status = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1;
 }

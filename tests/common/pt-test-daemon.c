@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "pt-test-daemon.h"
+#include "pt-test-child.h"
 #include "qmp-json.h"     /* g_autoptr(json_object) */
 
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
 #include <signal.h>
+#include <grp.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -31,14 +33,6 @@ pt_test_socket_listens(const char *path)
     if (fd >= 0)
         close(fd);
     return ok;
-}
-
-/* A test that aborts must not leave its daemon running: it dies with the
- * test process, as the QEMUs do. */
-static void
-pt_test_daemon_child_setup(gpointer data)
-{
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
 }
 
 static gboolean
@@ -74,14 +68,14 @@ pt_test_daemon_spawn(PtTestDaemon *d, GError **error)
     }
     if (!g_spawn_async_with_fds(NULL, (char **)argv->pdata, NULL,
                                 G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_SEARCH_PATH,
-                                pt_test_daemon_child_setup, NULL, &d->pid, -1, log_fd,
-                                log_fd, error)) {
+                                pt_test_child_setup, PT_TEST_CHILD_DATA, &d->pid, -1,
+                                log_fd, log_fd, error)) {
         close(log_fd);
         return FALSE;
     }
     close(log_fd);
     /* A checker like valgrind needs far longer to start the daemon. */
-    deadline = g_get_monotonic_time() + (wrap ? 120 : 20) * G_USEC_PER_SEC;
+    deadline = g_get_monotonic_time() + (wrap ? 120 : PT_TEST_START_S) * G_USEC_PER_SEC;
     while (!pt_test_socket_listens(d->socket_path)) {
         int status;
 
@@ -274,23 +268,35 @@ pt_test_daemon_free(PtTestDaemon *d)
     g_free(d);
 }
 
+/* A connection's input, read in chunks: a status reply of a large host
+ * is megabytes, too many for a read(2) per byte. */
+typedef struct {
+    int fd;
+    GString *buf;
+} PtLineReader;
+
 static char *
-pt_read_line(int fd, GError **error)
+pt_read_line(PtLineReader *r, GError **error)
 {
-    GString *s = g_string_new(NULL);
-    char c;
-
     for (;;) {
-        ssize_t n = read(fd, &c, 1);
+        char *nl = memchr(r->buf->str, '\n', r->buf->len);
+        char chunk[65536];
+        ssize_t n;
 
+        if (nl) {
+            char *line = g_strndup(r->buf->str, nl - r->buf->str);
+
+            g_string_erase(r->buf, 0, nl - r->buf->str + 1);
+            return line;
+        }
+        n = read(r->fd, chunk, sizeof(chunk));
+        if (n < 0 && errno == EINTR)
+            continue;
         if (n <= 0) {
             g_set_error(error, G_IO_ERROR, G_IO_ERROR_CLOSED, "control socket closed");
-            g_string_free(s, TRUE);
             return NULL;
         }
-        if (c == '\n')
-            return g_string_free(s, FALSE);
-        g_string_append_c(s, c);
+        g_string_append_len(r->buf, chunk, n);
     }
 }
 
@@ -301,7 +307,9 @@ pt_test_daemon_call(PtTestDaemon *d, const char *command, const char *args_json,
     struct sockaddr_un sun = { .sun_family = AF_UNIX };
     g_autofree char *greeting = NULL;
     g_autofree char *req = NULL;
+    g_autoptr(GString) buf = g_string_new(NULL);
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    PtLineReader r = { fd, buf };
     json_object *reply = NULL;
 
     g_strlcpy(sun.sun_path, d->socket_path, sizeof(sun.sun_path));
@@ -311,7 +319,7 @@ pt_test_daemon_call(PtTestDaemon *d, const char *command, const char *args_json,
         close(fd);
         return NULL;
     }
-    greeting = pt_read_line(fd, error);
+    greeting = pt_read_line(&r, error);
     if (!greeting) {
         close(fd);
         return NULL;
@@ -324,7 +332,7 @@ pt_test_daemon_call(PtTestDaemon *d, const char *command, const char *args_json,
         return NULL;
     }
     for (;;) {
-        g_autofree char *line = pt_read_line(fd, error);
+        g_autofree char *line = pt_read_line(&r, error);
 
         if (!line)
             break;
@@ -337,6 +345,58 @@ pt_test_daemon_call(PtTestDaemon *d, const char *command, const char *args_json,
         break;
     }
     close(fd);
+    return reply;
+}
+
+gboolean
+pt_test_skip_without_nobody(void)
+{
+    if (geteuid() != 0) {
+        g_test_skip("needs root to act as another uid");
+        return TRUE;
+    }
+    if (!getgrgid(65534)) {
+        g_test_skip("no group 65534 (nogroup) on this system");
+        return TRUE;
+    }
+    return FALSE;
+}
+
+json_object *
+pt_test_daemon_call_as(PtTestDaemon *d, uid_t uid, gid_t gid, const char *command,
+                       const char *args_json)
+{
+    g_autoptr(GString) text = g_string_new(NULL);
+    int pipefd[2];
+    pid_t pid;
+    char buf[4096];
+    ssize_t n;
+    int status;
+    json_object *reply;
+
+    g_assert_cmpint(pipe2(pipefd, O_CLOEXEC), ==, 0);
+    pid = fork();
+    g_assert_cmpint(pid, >=, 0);
+    if (pid == 0) {
+        g_autoptr(json_object) r = NULL;
+        const char *out;
+
+        close(pipefd[0]);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (setgroups(1, &gid) < 0 || setgid(gid) < 0 || setuid(uid) < 0)
+            _exit(3);
+        r = pt_test_daemon_call(d, command, args_json, NULL);
+        out = r ? json_object_to_json_string_ext(r, JSON_C_TO_STRING_PLAIN) : "null";
+        _exit(write(pipefd[1], out, strlen(out)) == (ssize_t)strlen(out) ? 0 : 4);
+    }
+    close(pipefd[1]);
+    while ((n = read(pipefd[0], buf, sizeof(buf))) > 0)
+        g_string_append_len(text, buf, n);
+    close(pipefd[0]);
+    g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+    g_assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    reply = json_tokener_parse(text->str);
+    /* "null": the daemon closed the connection without a reply. */
     return reply;
 }
 
@@ -357,10 +417,16 @@ pt_test_daemon_ok(PtTestDaemon *d, const char *command, const char *args_json)
     return ret;
 }
 
+guint
+pt_test_wait_ms(guint ms)
+{
+    return MAX(ms, PT_TEST_WAIT_MIN_MS);
+}
+
 gboolean
 pt_test_wait(gboolean (*cond)(gpointer), gpointer data, guint timeout_ms)
 {
-    gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+    gint64 deadline = g_get_monotonic_time() + (gint64)pt_test_wait_ms(timeout_ms) * 1000;
 
     while (!cond(data)) {
         if (g_get_monotonic_time() > deadline)
@@ -436,7 +502,7 @@ pt_test_status_iothread(json_object *status, const char *target, const char *id)
 gboolean
 pt_test_daemon_wait(PtDaemonWait *w, guint ms)
 {
-    gint64 deadline = g_get_monotonic_time() + (gint64)ms * 1000;
+    gint64 deadline = g_get_monotonic_time() + (gint64)pt_test_wait_ms(ms) * 1000;
     gint64 t0 = g_get_monotonic_time();
 
     for (;;) {
@@ -472,6 +538,14 @@ pt_test_wait_target(PtTestDaemon *d, const char *target, guint n_iothreads, gboo
                        .want = want };
 
     return pt_test_daemon_wait(&w, ms) ? w.took_ms : -1;
+}
+
+gint64
+pt_test_daemon_ticks(PtTestDaemon *d)
+{
+    g_autoptr(json_object) st = pt_test_daemon_ok(d, "status", NULL);
+
+    return pt_json_path_int(st, "ticks");
 }
 
 static gboolean
@@ -521,7 +595,7 @@ pt_test_daemon_log_count(PtTestDaemon *d, const char *needle)
 gboolean
 pt_test_wait_log(PtTestDaemon *d, const char *needle, guint n, guint ms)
 {
-    gint64 deadline = g_get_monotonic_time() + (gint64)ms * 1000;
+    gint64 deadline = g_get_monotonic_time() + (gint64)pt_test_wait_ms(ms) * 1000;
 
     while (pt_test_daemon_log_count(d, needle) < n) {
         if (g_get_monotonic_time() > deadline)

@@ -11,6 +11,7 @@
 
 #include <glib.h>
 #include <json-c/json.h>
+#include <sys/types.h>
 
 typedef struct {
     GPid pid;
@@ -54,10 +55,32 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(PtTestDaemon, pt_test_daemon_free)
  * reply ({"return": ...} or {"error": ...}); NULL with @error on I/O. */
 json_object *pt_test_daemon_call(PtTestDaemon *d, const char *command,
                                  const char *args_json, GError **error);
+/* TRUE, with the test skipped and the reason given, unless the test can
+ * act as nobody:nogroup (65534:65534): it runs as root and the group is
+ * there. */
+gboolean pt_test_skip_without_nobody(void);
+/* The same from a child process running as @uid, with @gid as its only
+ * group: what the daemon answers another user.  Needs root. */
+json_object *pt_test_daemon_call_as(PtTestDaemon *d, uid_t uid, gid_t gid,
+                                    const char *command, const char *args_json);
 /* The same, asserting success; returns a new reference to "return". */
 json_object *pt_test_daemon_ok(PtTestDaemon *d, const char *command, const char *args_json);
 
-/* Poll @cond every 50 ms for at most @timeout_ms. */
+/*
+ * The least time a wait on a state is given before the test fails.  A wait
+ * returns as soon as its state holds, so a long deadline costs nothing
+ * while things work; it must only outlast a loaded machine: a load
+ * average of 10 and more on 2 cores, the daemon under ASan and UBSan (a
+ * few times slower), a 200 ms tick stretched to seconds.  Tests name what
+ * they expect on a quiet machine; every wait below takes the larger of
+ * that and this.  A check that something does not happen waits for ticks
+ * to pass instead (pt_test_wait_ticks()).
+ */
+#define PT_TEST_WAIT_MIN_MS 60000
+/* The deadline a wait of @ms has: MAX(@ms, PT_TEST_WAIT_MIN_MS). */
+guint pt_test_wait_ms(guint ms);
+
+/* Poll @cond every 50 ms for at most pt_test_wait_ms(@timeout_ms). */
 gboolean pt_test_wait(gboolean (*cond)(gpointer), gpointer data, guint timeout_ms);
 
 /* A JSON path lookup: "targets/0/iothreads/1/triple/poll-max-ns". */
@@ -100,6 +123,8 @@ gint64 pt_test_wait_target(PtTestDaemon *d, const char *target, guint n_iothread
 guint pt_test_daemon_log_count(PtTestDaemon *d, const char *needle);
 /* Wait up to @ms until it holds @needle @n times. */
 gboolean pt_test_wait_log(PtTestDaemon *d, const char *needle, guint n, guint ms);
+/* The ticks the daemon has run so far (status "ticks"). */
+gint64 pt_test_daemon_ticks(PtTestDaemon *d);
 /* Wait up to @ms until the daemon has run @ticks ticks since it started. */
 gboolean pt_test_wait_ticks(PtTestDaemon *d, gint64 ticks, guint ms);
 /* Wait up to @ms until everything @target/@iothread sampled up to

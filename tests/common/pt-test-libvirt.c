@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "pt-test-libvirt.h"
+#include "pt-test-child.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,8 +14,6 @@
 #include <glib/gstdio.h>
 
 #include "pt-test-qemu.h"
-
-#define START_TIMEOUT_US (20 * G_USEC_PER_SEC)
 
 /*
  * The watchdog: wait for EOF on stdin (the test freed the handle or died),
@@ -135,7 +134,7 @@ static gboolean
 wait_for_libvirtd(PtTestLibvirtd *lvd, GError **error)
 {
     g_autofree char *sock = g_build_filename(lvd->run_dir, "libvirt-sock", NULL);
-    gint64 deadline = g_get_monotonic_time() + START_TIMEOUT_US;
+    gint64 deadline = g_get_monotonic_time() + PT_TEST_START_S * G_USEC_PER_SEC;
 
     while (g_get_monotonic_time() < deadline) {
         if (socket_answers(sock)) {
@@ -148,7 +147,7 @@ wait_for_libvirtd(PtTestLibvirtd *lvd, GError **error)
         g_usleep(100 * 1000);
     }
     g_set_error(error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT,
-                "libvirtd at %s: not answering after 20 s", sock);
+                "libvirtd at %s: not answering after %d s", sock, PT_TEST_START_S);
     return FALSE;
 }
 
@@ -286,7 +285,7 @@ gboolean
 pt_test_libvirtd_kill(PtTestLibvirtd *lvd, GError **error)
 {
     GPid pid = read_pid(lvd, "libvirtd");
-    gint64 deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+    gint64 deadline = g_get_monotonic_time() + PT_TEST_START_S * G_USEC_PER_SEC;
 
     if (!pid || kill(pid, SIGKILL) < 0) {
         g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED,
@@ -297,7 +296,8 @@ pt_test_libvirtd_kill(PtTestLibvirtd *lvd, GError **error)
     while (!process_gone(pid)) {
         if (g_get_monotonic_time() > deadline) {
             g_set_error(error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT,
-                        "libvirtd pid %d: still there 10 s after SIGKILL", (int)pid);
+                        "libvirtd pid %d: still there %d s after SIGKILL", (int)pid,
+                        PT_TEST_START_S);
             return FALSE;
         }
         g_usleep(20 * 1000);

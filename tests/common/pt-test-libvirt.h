@@ -48,7 +48,8 @@ gboolean pt_test_have_libvirtd(char **why);
  * libvirtd can run; under PT_QEMU=10 a missing root fails the test. */
 gboolean pt_test_skip_without_libvirtd(void);
 
-/* Start virtlogd and libvirtd; returns once libvirtd answers (20 s at most). */
+/* Start virtlogd and libvirtd; returns once libvirtd answers (PT_TEST_START_S
+ * at most). */
 PtTestLibvirtd *pt_test_libvirtd_start(GError **error);
 
 /* SIGKILL libvirtd (QEMU keeps running) and wait until it is gone. */

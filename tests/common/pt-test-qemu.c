@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "pt-test-qemu.h"
+#include "pt-test-child.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -210,14 +210,6 @@ monitor_greets(const char *path, gint64 deadline_us)
     return memchr(buf, '\n', got) && g_strstr_len(buf, got, "\"QMP\"");
 }
 
-/* A test that aborts must not leave QEMU running (and holding the test's
- * output pipe open): QEMU dies with the test process. */
-static void
-pt_test_qemu_child_setup(gpointer data)
-{
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-}
-
 PtTestQemu *
 pt_test_qemu_start(const char *const *extra_args, GError **error)
 {
@@ -261,9 +253,9 @@ pt_test_qemu_start(const char *const *extra_args, GError **error)
         if (!g_spawn_async(NULL, (char **)argv->pdata, NULL,
                            G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD |
                            G_SPAWN_STDOUT_TO_DEV_NULL,
-                           pt_test_qemu_child_setup, NULL, &q->pid, error))
+                           pt_test_child_setup, PT_TEST_CHILD_DATA, &q->pid, error))
             return NULL;
-        deadline = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
+        deadline = g_get_monotonic_time() + PT_TEST_START_S * G_USEC_PER_SEC;
         died = FALSE;
         while (!monitor_greets(q->qmp_path, deadline)) {
             if (waitpid(q->pid, &status, WNOHANG) == q->pid) {
@@ -272,7 +264,8 @@ pt_test_qemu_start(const char *const *extra_args, GError **error)
             }
             if (g_get_monotonic_time() > deadline) {
                 g_set_error(error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT,
-                            "%s: QEMU did not greet within 20 s", q->qmp_path);
+                            "%s: QEMU did not greet within %d s", q->qmp_path,
+                            PT_TEST_START_S);
                 return NULL;
             }
             g_usleep(10 * 1000);

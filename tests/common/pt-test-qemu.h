@@ -69,7 +69,7 @@ gboolean pt_test_kvm_is_emulated(char **why);
  * Start QEMU with a QMP monitor and the given extra arguments (NULL
  * terminated).  Without "-machine" in @extra_args it runs "-machine none".
  * Returns once the monitor socket accepts connections, or NULL with @error
- * set after 20 s.
+ * set after PT_TEST_START_S (pt-test-child.h).
  */
 PtTestQemu *pt_test_qemu_start(const char *const *extra_args, GError **error);
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "pt-test-qmp.h"
+#include "pt-test-daemon.h"     /* pt_test_wait_ms() */
 #include "qmp-commands.h"
 
 #include <glib/gstdio.h>
@@ -49,7 +50,7 @@ pt_test_qmp_poll_max(QmpClient *c, const char *id)
 gboolean
 pt_test_qmp_wait_poll_max(QmpClient *c, const char *id, guint64 want, guint ms)
 {
-    gint64 deadline = g_get_monotonic_time() + (gint64)ms * 1000;
+    gint64 deadline = g_get_monotonic_time() + (gint64)pt_test_wait_ms(ms) * 1000;
 
     while (pt_test_qmp_poll_max(c, id) != want) {
         if (g_get_monotonic_time() > deadline)
@@ -65,7 +66,8 @@ pt_test_qmp_assert_poll_max(QmpClient *c, const char *what, const char *id, guin
 {
     if (!pt_test_qmp_wait_poll_max(c, id, want, ms))
         g_error("%s/%s: poll-max-ns is %" G_GUINT64_FORMAT ", not %" G_GUINT64_FORMAT
-                " after %u ms", what, id, pt_test_qmp_poll_max(c, id), want, ms);
+                " after %u ms", what, id, pt_test_qmp_poll_max(c, id), want,
+                pt_test_wait_ms(ms));
 }
 
 PtTestVm *

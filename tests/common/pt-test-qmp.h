@@ -32,7 +32,7 @@ json_object *pt_test_qmp_run(QmpClient *c, const char *command, const char *args
 /* poll-max-ns of iothread @id as QEMU reports it; asserts it exists. */
 guint64 pt_test_qmp_poll_max(QmpClient *c, const char *id);
 
-/* Wait up to @ms for poll-max-ns of @id to be @want. */
+/* Wait up to pt_test_wait_ms(@ms) for poll-max-ns of @id to be @want. */
 gboolean pt_test_qmp_wait_poll_max(QmpClient *c, const char *id, guint64 want, guint ms);
 /* The same, failing the test with what QEMU has instead; @what names the
  * QEMU in the message. */

@@ -601,7 +601,8 @@ test_reload(void)
     g_assert_nonnull(strstr(pt_json_path_str(reply, "error/desc"), "polltuned.conf:"));
     g_assert_nonnull(strstr(pt_json_path_str(reply, "error/desc"), "[rule vm-*] policy"));
     kill(d->pid, SIGHUP);
-    g_usleep(300000);
+    /* The signal is handled on the loop that runs the ticks. */
+    g_assert_true(pt_test_wait_ticks(d, pt_test_daemon_ticks(d) + 3, 600));
     g_assert_cmpint(waitpid(d->pid, NULL, WNOHANG), ==, 0);
     g_assert_cmpuint(vm_poll_max(vm, "iot0"), ==, 11000);
 
@@ -747,7 +748,7 @@ test_override_restart(void)
 
     /* A reload starts a new engine; the override goes on. */
     json_object_put(pt_test_daemon_ok(d, "reload", NULL));
-    g_usleep(600000);
+    g_assert_true(pt_test_wait_ticks(d, pt_test_daemon_ticks(d) + 3, 600));
     g_assert_cmpuint(vm_poll_max(vm, "iot1"), ==, 40000);
 
     /* A clean stop puts the originals back; the restart pins it again. */
@@ -871,7 +872,7 @@ test_runtime_rule(void)
 
     /* Kept by a reload of the file it stands in front of. */
     json_object_put(pt_test_daemon_ok(d, "reload", NULL));
-    g_usleep(600000);
+    g_assert_true(pt_test_wait_ticks(d, pt_test_daemon_ticks(d) + 3, 600));
     g_assert_cmpuint(vm_poll_max(vm, "iot0"), ==, 33000);
 
     /* New bounds that exclude it: the reload is refused, naming the rule. */
@@ -916,35 +917,16 @@ test_runtime_rule(void)
     g_assert_nonnull(strstr(log, "1 policy rules from policy-set restored"));
 }
 
-/* Run @command as uid/gid nobody:nogroup in a child; return the class of the
- * error or "ok". */
+/* The class of the error @command gets as nobody:nogroup, or "ok". */
 static char *
 call_as_nobody(PtTestDaemon *d, const char *command, const char *args)
 {
-    int pipefd[2];
-    pid_t pid;
-    char buf[128] = { 0 };
+    g_autoptr(json_object) reply = pt_test_daemon_call_as(d, 65534, 65534, command, args);
 
-    g_assert_cmpint(pipe(pipefd), ==, 0);
-    pid = fork();
-    if (pid == 0) {
-        g_autoptr(json_object) reply = NULL;
-        const char *cls;
-
-        close(pipefd[0]);
-        if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0)
-            _exit(3);
-        reply = pt_test_daemon_call(d, command, args, NULL);
-        cls = !reply ? "io" : pt_json_path(reply, "return") ? "ok" :
-              pt_json_path_str(reply, "error/class");
-        (void)!write(pipefd[1], cls, strlen(cls));
-        _exit(0);
-    }
-    close(pipefd[1]);
-    (void)!read(pipefd[0], buf, sizeof(buf) - 1);
-    close(pipefd[0]);
-    waitpid(pid, NULL, 0);
-    return g_strdup(buf);
+    if (!reply)
+        return g_strdup("io");
+    return g_strdup(pt_json_path(reply, "return") ? "ok" :
+                    pt_json_path_str(reply, "error/class"));
 }
 
 static void
@@ -955,14 +937,8 @@ test_authorisation(void)
     g_autofree char *conf = NULL;
     g_autofree char *r1 = NULL, *r2 = NULL;
 
-    if (geteuid() != 0) {
-        g_test_skip("needs root to act as another uid");
+    if (pt_test_skip_without_nobody())
         return;
-    }
-    if (!getgrgid(65534)) {
-        g_test_skip("no group 65534 (nogroup) on this system");
-        return;
-    }
     conf = conf_for("observe", "control-group = nogroup\n");
     d = pt_test_daemon_start(conf, &err);
     g_assert_no_error(err);
@@ -1022,17 +998,20 @@ test_stopped_qemu(void)
     g_assert_no_error(err);
     g_assert_cmpint(pt_test_wait_target(d, "vm-s1", 2, TRUE, 3000), >=, 0);
     g_assert_cmpint(pt_test_wait_target(d, "vm-s2", 2, TRUE, 3000), >=, 0);
-    g_usleep(500000);
+    g_assert_true(pt_test_wait_ticks(d, pt_test_daemon_ticks(d) + 2, 500));
 
     pt_test_qemu_signal(a->qemu, SIGSTOP);
     st1 = pt_test_daemon_ok(d, "status", NULL);
     before = metrics_ts(d, "vm-s2");
-    g_usleep(3 * G_USEC_PER_SEC);
+    /* 15 ticks (3 s at 200 ms), however long they take on a loaded host. */
+    g_assert_true(pt_test_wait_ticks(d, pt_json_path_int(st1, "ticks") + 15, 3000));
     after = metrics_ts(d, "vm-s2");
     st2 = pt_test_daemon_ok(d, "status", NULL);
-    /* 3 s at 200 ms: the other VM kept being sampled, tick after tick. */
-    g_assert_cmpint(after - before, >=, 2500);
-    g_assert_cmpint(pt_json_path_int(st2, "ticks") - pt_json_path_int(st1, "ticks"), >=, 12);
+    /* The other VM kept being sampled, tick after tick: a sample in each of
+     * the last 15 ticks (ticks start at least 200 ms apart), none late. */
+    g_assert_cmpint(after - before, >=, 12 * 200);
+    g_assert_cmpint(pt_json_path_int(pt_test_status_target(st2, "vm-s2"), "late_ticks"), ==,
+                    pt_json_path_int(pt_test_status_target(st1, "vm-s2"), "late_ticks"));
     pt_test_qemu_signal(a->qemu, SIGCONT);
     /* The stopped one was declared lost, then comes back. */
     g_assert_cmpint(pt_test_wait_target(d, "vm-s1", 2, TRUE, 5000), >=, 0);

@@ -6,9 +6,12 @@
  * run time is not silently undone by a reload.  No QEMU needed:
  * these are about the process, not about tuning.
  */
+#include "pt-test-child.h"
 #include "pt-test-daemon.h"
+#include "pt-test-qemu.h"
 #include "qmp-json.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -35,7 +38,8 @@ run_polltuned(const char *const *args, char **out)
     envp = g_environ_unsetenv(envp, "INVOCATION_ID");
     envp = g_environ_unsetenv(envp, "JOURNAL_STREAM");
     g_assert_true(g_spawn_sync(NULL, (char **)argv->pdata, envp, G_SPAWN_STDOUT_TO_DEV_NULL,
-                               NULL, NULL, NULL, out, &status, &err));
+                               pt_test_child_setup, PT_TEST_CHILD_DATA, NULL, out, &status,
+                               &err));
     g_assert_no_error(err);
     g_assert_true(WIFEXITED(status));
     return WEXITSTATUS(status);
@@ -393,13 +397,96 @@ test_detach_pidfile(void)
     g_assert_false(g_file_test(pidfile, G_FILE_TEST_EXISTS));
 }
 
+/* Whether @pid has exited: gone, or a zombie its new parent has not
+ * reaped yet. */
+static gboolean
+process_dead(gpointer data)
+{
+    g_autofree char *path = g_strdup_printf("/proc/%d/stat", GPOINTER_TO_INT(data));
+    g_autofree char *text = NULL;
+    const char *paren;
+
+    if (!g_file_get_contents(path, &text, NULL, NULL))
+        return TRUE;
+    paren = strrchr(text, ')');
+    return paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+}
+
+/*
+ * A test's daemon and QEMU die with the test however it ends, also when
+ * the test process is killed with SIGKILL (a harness's timeout), which
+ * runs no cleanup of its own.
+ */
+static void
+test_dies_with_killed_test(void)
+{
+    int report[2];
+    int pids[2] = { 0, 0 };
+    char dirs[2][256] = { "", "" };
+    pid_t child;
+    gboolean gone;
+
+    if (pt_test_skip_without_qemu())
+        return;
+    g_assert_cmpint(pipe2(report, O_CLOEXEC), ==, 0);
+    child = fork();
+    g_assert_cmpint(child, >=, 0);
+    if (child == 0) {
+        /* The test: starts both the usual way, says which, and waits. */
+        g_autoptr(GError) err = NULL;
+        PtTestDaemon *d = pt_test_daemon_start("metrics-listen =\n[targets]\nlibvirt = false\n",
+                                               &err);
+        PtTestQemu *q = d ? pt_test_qemu_start_iothreads(1, &err) : NULL;
+
+        if (!d || !q)
+            _exit(2);
+        pids[0] = d->pid;
+        pids[1] = q->pid;
+        g_strlcpy(dirs[0], d->dir, sizeof(dirs[0]));
+        g_strlcpy(dirs[1], q->dir, sizeof(dirs[1]));
+        if (write(report[1], pids, sizeof(pids)) != sizeof(pids) ||
+            write(report[1], dirs, sizeof(dirs)) != sizeof(dirs))
+            _exit(3);
+        for (;;)
+            pause();
+    }
+    close(report[1]);
+    g_assert_cmpint(read(report[0], pids, sizeof(pids)), ==, sizeof(pids));
+    g_assert_cmpint(read(report[0], dirs, sizeof(dirs)), ==, sizeof(dirs));
+    close(report[0]);
+    g_assert_cmpint(pids[0], >, 0);
+    g_assert_cmpint(pids[1], >, 0);
+    g_assert_cmpint(kill(child, SIGKILL), ==, 0);
+    g_assert_cmpint(waitpid(child, NULL, 0), ==, child);
+    gone = pt_test_wait(process_dead, GINT_TO_POINTER(pids[0]), 10000) &&
+           pt_test_wait(process_dead, GINT_TO_POINTER(pids[1]), 10000);
+    if (!gone) {
+        kill(pids[0], SIGKILL);
+        kill(pids[1], SIGKILL);
+    }
+    g_assert_true(gone);
+    /* What a killed test cannot remove: its directories. */
+    for (guint i = 0; i < 2; i++) {
+        g_autoptr(GDir) gd = g_dir_open(dirs[i], 0, NULL);
+        const char *n;
+
+        while (gd && (n = g_dir_read_name(gd))) {
+            g_autofree char *p = g_build_filename(dirs[i], n, NULL);
+
+            g_unlink(p);
+        }
+        g_rmdir(dirs[i]);
+    }
+}
+
 int
 main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/daemon/start/dies-with-test", test_dies_with_test);
     g_test_add_func("/daemon/start/missing-config", test_missing_config);
     g_test_add_func("/daemon/start/second-instance", test_second_instance);
-    g_test_add_func("/daemon/start/dies-with-test", test_dies_with_test);
+    g_test_add_func("/daemon/start/dies-with-killed-test", test_dies_with_killed_test);
     g_test_add_func("/daemon/start/no-mkdir", test_no_mkdir);
     g_test_add_func("/daemon/start/detach-pidfile", test_detach_pidfile);
     g_test_add_func("/daemon/start/check-config", test_check_config);

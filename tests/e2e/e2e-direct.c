@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "e2e-direct.h"
+#include "pt-test-child.h"
 #include "pt-test-qmp.h"
 
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <gio/gio.h>
@@ -27,14 +27,6 @@ direct_monitor(E2eVm *vm, const char *command, const char *args_json, GError **e
         return NULL;
     }
     return pt_test_qmp_run(dv->qmp, command, args_json, error);
-}
-
-/* QEMU dies with the test process, even when an assertion aborts it. */
-static void
-die_with_parent(gpointer data)
-{
-    (void)data;
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
 }
 
 gboolean
@@ -90,7 +82,8 @@ e2e_direct_vm_start(const char *dir, const char *phases, const char *accel,
     err_fd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     g_assert_cmpint(err_fd, >=, 0);
     g_assert_true(g_spawn_async_with_fds(NULL, (char **)argv->pdata, NULL,
-                                         G_SPAWN_DO_NOT_REAP_CHILD, die_with_parent, NULL,
+                                         G_SPAWN_DO_NOT_REAP_CHILD, pt_test_child_setup,
+                                         PT_TEST_CHILD_DATA,
                                          &dv->pid, -1, pipefd[1], err_fd, &err));
     g_assert_no_error(err);
     close(pipefd[1]);

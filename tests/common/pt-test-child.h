@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * pt-test-child: what a test starts dies with the test.
+ *
+ * A test that aborts on a failed assertion, or is killed (SIGKILL by a
+ * harness's timeout, or by hand), runs no cleanup of its own; a daemon or
+ * QEMU it started would run on, orphaned, holding sockets, files and CPU.
+ * Every process a test starts is therefore spawned with
+ * pt_test_child_setup() as the child setup function and
+ * PT_TEST_CHILD_DATA as its data: the kernel sends the child SIGKILL
+ * when the test process goes (PR_SET_PDEATHSIG survives the exec, and a
+ * wrapper such as prlimit or valgrind that execs in place keeps it).
+ * The signal follows the thread that spawned the child, so spawn from a
+ * thread that outlives it (the test's main thread), and without GLib's
+ * intermediate process: g_spawn_sync(), or G_SPAWN_DO_NOT_REAP_CHILD.
+ */
+#pragma once
+
+#include <glib.h>
+#include <unistd.h>
+
+/*
+ * How long a daemon, QEMU or libvirtd of a test may take to start before
+ * the test fails: a few seconds on a quiet machine, many times that at a
+ * load average of 10 and more on 2 cores with sanitizers.
+ */
+#define PT_TEST_START_S 60
+
+/* The test process, for pt_test_child_setup() to compare with. */
+#define PT_TEST_CHILD_DATA GINT_TO_POINTER((int)getpid())
+
+/* A GSpawnChildSetupFunc (it runs in the child, before the exec). */
+void pt_test_child_setup(gpointer parent_pid);
