@@ -68,7 +68,7 @@ print_done(CliContext *ctx, json_object *reply, const char *text)
     if (ctx->json)
         cli_print_json(reply);
     else if (text)
-        printf("%s\n", text);
+        printf("%s\n", cli_text(text));
 }
 
 gboolean
@@ -90,7 +90,7 @@ cli_cmd_policy_get(CliContext *ctx, char **args, guint n, GError **error)
         cli_print_json(r);
         return TRUE;
     }
-    printf("default policy: %s\n", qmp_json_get_string(r, "default") ?: "-");
+    printf("default policy: %s\n", cli_text(qmp_json_get_string(r, "default")) ?: "-");
     rules = cli_table_new("GLOB", "POLICY", "FROM", NULL);
     if (json_object_object_get_ex(r, "rules", &a) && json_object_is_type(a, json_type_array))
         for (gsize i = 0; i < json_object_array_length(a); i++) {
@@ -305,7 +305,7 @@ cli_cmd_mode(CliContext *ctx, char **args, guint n, GError **error)
                                        qmp_json_get_string(r, "mode") ?: ""));
             cli_print_json(mode);
         } else {
-            printf("%s\n", qmp_json_get_string(r, "mode") ?: "-");
+            printf("%s\n", cli_text(qmp_json_get_string(r, "mode")) ?: "-");
         }
         return TRUE;
     }
@@ -320,7 +320,7 @@ cli_cmd_mode(CliContext *ctx, char **args, guint n, GError **error)
     if (ctx->json)
         cli_print_json(r);
     else
-        printf("mode %s\n", qmp_json_get_string(r, "mode") ?: args[0]);
+        printf("mode %s\n", cli_text(qmp_json_get_string(r, "mode") ?: args[0]));
     return TRUE;
 }
 

@@ -5,6 +5,7 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include "cli-commands.h"
 #include "cli-format.h"
@@ -59,10 +60,11 @@ int_text(json_object *o, const char *key)
                                          : g_strdup("-");
 }
 
+/* A string of the reply, escaped for the terminal. */
 static const char *
 str(json_object *o, const char *key)
 {
-    const char *s = qmp_json_get_string(o, key);
+    const char *s = cli_text(qmp_json_get_string(o, key));
 
     return s ? s : "-";
 }
@@ -335,8 +337,7 @@ cli_cmd_list(CliContext *ctx, char **args, guint n, GError **error)
             json_object *id = json_object_array_get_idx(its, k);
 
             g_string_append_printf(names, "%s%s", k ? "," : "",
-                                   json_object_is_type(id, json_type_string)
-                                   ? json_object_get_string(id) : "?");
+                                   qmp_json_string(id) ? qmp_json_string(id) : "?");
         }
         cli_table_row(t);
         cli_table_cell(t, str(tg, "name"));
@@ -355,9 +356,9 @@ cli_cmd_list(CliContext *ctx, char **args, guint n, GError **error)
 static void
 print_target_qemu(json_object *r)
 {
-    const char *version = qmp_json_get_string(r, "qemu_version");
-    const char *src = qmp_json_get_string(r, "exits_source");
-    const char *why = qmp_json_get_string(r, "exits_reason");
+    const char *version = cli_text(qmp_json_get_string(r, "qemu_version"));
+    const char *src = cli_text(qmp_json_get_string(r, "exits_source"));
+    const char *why = cli_text(qmp_json_get_string(r, "exits_reason"));
 
     if (!src)
         return;
@@ -511,6 +512,15 @@ cli_cmd_metrics(CliContext *ctx, char **args, guint n, GError **error)
         g_set_error(error, CLI_ERROR, CLI_ERROR_PROTOCOL, "metrics: the reply has no text");
         return FALSE;
     }
+    /* The exposition as rendered for a file or a pipe; on a terminal its
+     * lines are escaped like every other peer's text. */
+    if (isatty(STDOUT_FILENO)) {
+        g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+
+        for (guint i = 0; lines[i]; i++)
+            printf("%s%s", cli_text(lines[i]), lines[i + 1] ? "\n" : "");
+        return TRUE;
+    }
     fputs(text, stdout);
     return TRUE;
 }
@@ -535,7 +545,7 @@ cli_cmd_version(CliContext *ctx, char **args, guint n, GError **error)
     }
     printf("polltunectl %s\n", PT_VERSION);
     if (local)
-        printf("polltuned: not reachable: %s\n", local->message);
+        printf("polltuned: not reachable: %s\n", cli_text(local->message));
     else
         printf("polltuned %s (control protocol %s)\n", str(r, "version"),
                json_object_to_json_string(member(r, "protocol")));
@@ -697,7 +707,8 @@ print_explain(CliContext *ctx, json_object *x)
 
         for (gsize i = 0; i < array_len(holding); i++)
             g_string_append_printf(h, "%s%s", i ? ", " : "",
-                                   json_object_get_string(json_object_array_get_idx(holding, i)));
+                                   cli_text(json_object_get_string(
+                                       json_object_array_get_idx(holding, i))));
         printf("  held back by  %s\n", h->str);
         g_string_free(h, TRUE);
     } else {

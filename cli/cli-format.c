@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli-format.h"
+#include "common/pt-escape.h"
 
 struct CliTable {
     guint n_cols;
@@ -71,20 +72,38 @@ cli_table_row(CliTable *t)
         g_ptr_array_add(t->cells, g_strdup(""));
 }
 
+/* Cells carry the daemon's and its peers' text: escaped here, once. */
 void
 cli_table_cell(CliTable *t, const char *text)
 {
-    g_ptr_array_add(t->cells, g_strdup(text ? text : "-"));
+    g_ptr_array_add(t->cells, pt_escape_text(text ? text : "-"));
 }
 
 void
 cli_table_cellf(CliTable *t, const char *fmt, ...)
 {
+    g_autofree char *text = NULL;
     va_list ap;
 
     va_start(ap, fmt);
-    g_ptr_array_add(t->cells, g_strdup_vprintf(fmt, ap));
+    text = g_strdup_vprintf(fmt, ap);
     va_end(ap);
+    g_ptr_array_add(t->cells, pt_escape_text(text));
+}
+
+const char *
+cli_text(const char *s)
+{
+    /* Escaped copies live as long as the process: polltunectl prints and
+     * exits, and the callers need not free what they print. */
+    static GPtrArray *kept;
+
+    if (!s || !pt_escape_needed(s))
+        return s;
+    if (!kept)
+        kept = g_ptr_array_new_with_free_func(g_free);
+    g_ptr_array_add(kept, pt_escape_text(s));
+    return kept->pdata[kept->len - 1];
 }
 
 guint

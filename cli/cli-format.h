@@ -28,7 +28,13 @@ void cli_table_free(CliTable *t);
 void cli_table_add_column(CliTable *t, const char *name);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(CliTable, cli_table_free)
 
-/* Starts a row; cells are then added left to right. */
+/* @s, or @s with its control characters written out (common/pt-escape.h)
+ * when it has any: for every string from the daemon or another peer that
+ * human output prints.  NULL stays NULL; the result is never freed. */
+const char *cli_text(const char *s);
+
+/* Starts a row; cells are then added left to right, escaped as by
+ * cli_text(). */
 void cli_table_row(CliTable *t);
 void cli_table_cell(CliTable *t, const char *text);
 void cli_table_cellf(CliTable *t, const char *fmt, ...) G_GNUC_PRINTF(2, 3);

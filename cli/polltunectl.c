@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cli-commands.h"
+#include "cli-format.h"
 #include "pt-config.h"
 #include "qmp-json.h"
 
@@ -310,7 +311,7 @@ help_run(GOptionContext *top, char **words, int n)
         return 0;
     }
     if (!(cmd = command_find(n, words, &consumed, &error))) {
-        g_printerr("polltunectl: help: %s\n", error->message);
+        g_printerr("polltunectl: help: %s\n", cli_text(error->message));
         return 2;
     }
     if (consumed != n) {
@@ -378,7 +379,7 @@ main(int argc, char **argv)
     /* Stop at the command name: the rest belongs to the command. */
     g_option_context_set_strict_posix(oc, TRUE);
     if (!g_option_context_parse(oc, &argc, &argv, &error)) {
-        g_printerr("polltunectl: %s (try --help)\n", error->message);
+        g_printerr("polltunectl: %s (try --help)\n", cli_text(error->message));
         return 2;
     }
     if (opt_version) {
@@ -399,14 +400,14 @@ main(int argc, char **argv)
         return 0;
     }
     if (!(cmd = command_find(argc - 1, argv + 1, &consumed, &error))) {
-        g_printerr("polltunectl: %s\n", error->message);
+        g_printerr("polltunectl: %s\n", cli_text(error->message));
         return 2;
     }
     /* The command's own parse sees "NAME args...". */
     argv[consumed] = argv[0];
     if (!command_run(&ctx, cmd, argc - consumed, argv + consumed, &error)) {
         status = g_error_matches(error, CLI_ERROR, CLI_ERROR_USAGE) ? 2 : 1;
-        g_printerr("polltunectl: %s\n", error->message);
+        g_printerr("polltunectl: %s\n", cli_text(error->message));
     } else {
         status = 0;
     }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "pt-log.h"
+#include "common/pt-escape.h"
 
 #include <stdio.h>
 #include <sys/stat.h>
@@ -36,16 +37,24 @@ pt_log_init(gboolean verbose)
 }
 
 void
-pt_log(int priority, const char *vm, const char *iothread, const char *fmt, ...)
+pt_log(int priority, const char *vm_raw, const char *iothread_raw, const char *fmt, ...)
 {
+    g_autofree char *raw = NULL;
     g_autofree char *msg = NULL;
+    g_autofree char *vm = NULL;
+    g_autofree char *iothread = NULL;
     va_list ap;
 
     if (priority == LOG_DEBUG && !pt_log_verbose)
         return;
     va_start(ap, fmt);
-    msg = g_strdup_vprintf(fmt, ap);
+    raw = g_strdup_vprintf(fmt, ap);
     va_end(ap);
+    /* Names and messages carry peers' text (QMP error descriptions, VM
+     * names): one line per message, and nothing a terminal would obey. */
+    msg = pt_escape_text(raw);
+    vm = vm_raw ? pt_escape_text(vm_raw) : NULL;
+    iothread = iothread_raw ? pt_escape_text(iothread_raw) : NULL;
 
     if (pt_log_journal) {
         sd_journal_send("MESSAGE=%s%s%s%s%s", vm ? vm : "", iothread ? "/" : "",

@@ -6,6 +6,8 @@
  * with structured fields POLLTUNE_VM and POLLTUNE_IOTHREAD, so operators can
  * filter with `journalctl POLLTUNE_VM=vm-3`; otherwise to stderr, one line
  * each.  Library code never logs: the daemon's top level does, here.
+ * Control characters in the message and the names are written out
+ * (common/pt-escape.h): much of what is logged is a peer's text.
  */
 #pragma once
 

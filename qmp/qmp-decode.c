@@ -340,9 +340,9 @@ qmp_decode_qom_int(json_object *ret, GError **error)
 gpointer
 qmp_decode_qom_link(json_object *ret, GError **error)
 {
-    if (!qmp_decode_is(ret, json_type_string))
-        return qmp_decode_null(error, "qom-get", "is not a string");
-    return g_strdup(json_object_get_string(ret));
+    if (!qmp_json_string(ret))
+        return qmp_decode_null(error, "qom-get", "is not a string without NUL");
+    return g_strdup(qmp_json_string(ret));
 }
 
 /*
@@ -372,7 +372,7 @@ qmp_decode_qom_vq_mapping(json_object *ret, GError **error)
         if (!qmp_decode_is(e, json_type_object))
             return qmp_decode_null(error, "iothread-vq-mapping entry", "is not an object");
         if (!json_object_object_get_ex(e, "iothread", &iot) ||
-            !qmp_decode_is(iot, json_type_string) || !*(id = json_object_get_string(iot)))
+            !(id = qmp_json_string(iot)) || !*id)
             return qmp_decode_null(error, "iothread-vq-mapping entry iothread",
                                    "is missing, empty or not a string");
         for (guint k = 0; k < ids->len && !dup; k++)

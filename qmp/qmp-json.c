@@ -2,6 +2,8 @@
 #include "qmp-json.h"
 #include "qmp-error.h"
 
+#include <string.h>
+
 void
 qmp_message_free(QmpMessage *msg)
 {
@@ -24,12 +26,23 @@ qmp_json_get(json_object *obj, const char *key)
 }
 
 const char *
+qmp_json_string(json_object *v)
+{
+    const char *s;
+
+    if (!v || !json_object_is_type(v, json_type_string))
+        return NULL;
+    s = json_object_get_string(v);
+    /* "\u0000" is valid JSON; a C string would end there. */
+    if (strlen(s) != (size_t)json_object_get_string_len(v))
+        return NULL;
+    return s;
+}
+
+const char *
 qmp_json_get_string(json_object *obj, const char *key)
 {
-    json_object *v = qmp_json_get(obj, key);
-
-    return v && json_object_is_type(v, json_type_string) ?
-        json_object_get_string(v) : NULL;
+    return qmp_json_string(qmp_json_get(obj, key));
 }
 
 gboolean
@@ -103,7 +116,7 @@ qmp_message_classify(QmpMessage *m, GError **error)
         m->name = qmp_json_get_string(root, "event");
         if (!m->name) {
             g_set_error(error, QMP_ERROR, QMP_ERROR_PROTOCOL,
-                        "event whose name is not a string");
+                        "event whose name is not a string (or holds a NUL)");
             return FALSE;
         }
         m->body = qmp_json_get(root, "data");
@@ -129,7 +142,7 @@ qmp_message_classify(QmpMessage *m, GError **error)
         m->body = qmp_json_get(root, "arguments");
         if (!m->name) {
             g_set_error(error, QMP_ERROR, QMP_ERROR_PROTOCOL,
-                        "command whose execute member is not a string");
+                        "command whose execute member is not a string (or holds a NUL)");
             return FALSE;
         }
         if (m->body && !json_object_is_type(m->body, json_type_object)) {

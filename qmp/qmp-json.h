@@ -63,6 +63,9 @@ qmp_json_unref(json_object *obj)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(json_object, qmp_json_unref)
 
 /* Small accessors that tolerate a missing key or a wrong type. */
+/* @v's text, or NULL when @v is not a string or holds a NUL character
+ * ("a\u0000b"), which a C string would silently cut short. */
+const char *qmp_json_string(json_object *v);
 const char *qmp_json_get_string(json_object *obj, const char *key);
 /* A signed integer; a number above INT64_MAX reads as INT64_MAX. */
 gboolean qmp_json_get_int(json_object *obj, const char *key, gint64 *out);

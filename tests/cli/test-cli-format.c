@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli-format.h"
+#include "common/pt-escape.h"
 #include "cli-report-evidence.h"
 #include "cli-svg.h"
 
@@ -153,11 +154,45 @@ test_axis_labels(void)
     }
 }
 
+/* One escaping for the daemon's log and polltunectl's output. */
+static void
+test_escape(void)
+{
+    static const struct {
+        const char *in, *out;
+    } cases[] = {
+        { "plain text, µs and ▁▂▅ stay", "plain text, µs and ▁▂▅ stay" },
+        { "a\nb\rc\td", "a\\nb\\rc\\td" },
+        { "\033]0;title\007\033[2J", "\\x1b]0;title\\x07\\x1b[2J" },
+        { "del\177", "del\\x7f" },
+        { "c1 \302\233 \302\205", "c1 \\u009b \\u0085" },
+        { "bad \377\300 utf-8", "bad \\xff\\xc0 utf-8" },
+        { "back\\slash stays", "back\\slash stays" },
+        { "", "" },
+    };
+
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *got = pt_escape_text(cases[i].in);
+
+        g_assert_cmpstr(got, ==, cases[i].out);
+        g_assert_cmpint(pt_escape_needed(cases[i].in), ==,
+                        !g_str_equal(cases[i].in, cases[i].out));
+        g_assert_cmpstr(cli_text(cases[i].in), ==, cases[i].out);
+    }
+    {
+        g_autofree char *null = pt_escape_text(NULL);
+
+        g_assert_cmpstr(null, ==, "");
+        g_assert_null(cli_text(NULL));
+    }
+}
+
 int
 main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/cli/format/duration", test_duration);
+    g_test_add_func("/cli/format/escape", test_escape);
     g_test_add_func("/cli/format/duration-left", test_duration_left);
     g_test_add_func("/cli/report/evidence", test_evidence);
     g_test_add_func("/cli/report/evidence-detectors", test_evidence_detectors);

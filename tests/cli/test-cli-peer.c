@@ -257,6 +257,56 @@ test_status(void)
     cli_run_clear(&r);
 }
 
+/*
+ * What a peer wrote is printed with its control characters written out:
+ * a QMP error description relayed by the daemon (an override's failure,
+ * a decision's outcome), whose ESC and BEL would otherwise set the
+ * terminal's title and clear its screen.
+ */
+static void
+test_peer_text_escaped(void)
+{
+    g_autoptr(GString) ret = g_string_new("{\"return\": " STATUS_RETURN ", \"id\": @ID@}\n");
+    const char *status_reply[] = { NULL, NULL };
+    static const char *const error_reply[] = {
+        "{\"error\": {\"class\": \"GenericError\", \"desc\": \"vm-3: qom-set: QMP error "
+        "GenericError: bad\\n10:00:00.000 polltuned info: forged\\u001b]0;owned\\u0007"
+        "\\u001b[2J\\u009b\"}, \"id\": @ID@}\n",
+        NULL,
+    };
+    PeerStep steps[] = { { "status", status_reply } };
+    static const PeerStep err_steps[] = { { "detach", error_reply } };
+    PeerScript s = { .steps = steps, .n_steps = 1 };
+    PeerScript e = { .steps = err_steps, .n_steps = 1 };
+    CliRun r = { 0 };
+
+    g_assert_cmpuint(g_string_replace(ret, "\"outcome\": \"applied\"",
+                                      "\"outcome\": \"failed: QMP error: no\\u001b[31m red"
+                                      "\\u0007\\nforged line\"", 1), ==, 1);
+    g_assert_cmpuint(g_string_replace(ret, "\"name\": \"db-1\"",
+                                      "\"name\": \"db\\u001b]0;x\\u0007-1\"", 1), ==, 1);
+    status_reply[0] = ret->str;
+    run_against(&s, &r, (const char *[]){ "status", NULL });
+    g_assert_cmpint(r.status, ==, 0);
+    g_assert_null(strchr(r.out, '\033'));
+    g_assert_null(strchr(r.out, '\007'));
+    g_assert_nonnull(strstr(r.out, "db\\x1b]0;x\\x07-1"));
+    g_assert_null(strstr(r.out, "\nforged line"));
+    script_clear(&s);
+
+    run_against(&e, &r, (const char *[]){ "detach", "vm-3", NULL });
+    g_assert_cmpint(r.status, ==, 1);
+    g_assert_null(strchr(r.err, '\033'));
+    g_assert_null(strchr(r.err, '\007'));
+    g_assert_null(strstr(r.err, "\302\233"));
+    g_assert_nonnull(strstr(r.err, "bad\\n10:00:00.000 polltuned info: forged\\x1b]0;owned"
+                                   "\\x07\\x1b[2J\\u009b"));
+    /* One line. */
+    g_assert_cmpint(strchr(r.err, '\n') - r.err, ==, strlen(r.err) - 1);
+    script_clear(&e);
+    cli_run_clear(&r);
+}
+
 /* A budget of 0 is "none set": it used to read "polling 0.21 of 0.00
  * cores budget". */
 static void
@@ -693,6 +743,7 @@ main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/cli/peer/status", test_status);
     g_test_add_func("/cli/peer/status-no-budget", test_status_no_budget);
+    g_test_add_func("/cli/peer/peer-text-escaped", test_peer_text_escaped);
     g_test_add_func("/cli/peer/export-stream", test_export_stream);
     g_test_add_func("/cli/peer/export-cut-short", test_export_cut_short);
     g_test_add_func("/cli/peer/failures", test_failures);

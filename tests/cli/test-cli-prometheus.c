@@ -26,6 +26,7 @@ typedef enum {
     PEER_MATRIX,
     PEER_SAME_HOST,             /* two instances, one host label value */
     PEER_ERROR,
+    PEER_ERROR_CONTROLS,
     PEER_HUGE,
     PEER_TIME,                  /* one sample at time bad_time */
     PEER_STATUS,                /* a success reply with HTTP bad_status */
@@ -184,6 +185,11 @@ serve_one(GSocketConnection *c)
         body = matrix_reply(query, path);
     } else if (mode == PEER_MANY) {
         body = g_str_has_prefix(query, "count(") ? matrix_reply(query, path) : many_reply(path);
+    } else if (mode == PEER_ERROR_CONTROLS) {
+        /* A window title (OSC ... BEL) and a clear screen. */
+        status = 400;
+        body = g_strdup("{\"status\":\"error\",\"errorType\":\"bad_data\",\"error\":"
+                        "\"boom\\u001b]0;owned\\u0007\\u001b[2J\\nsecond line\"}");
     } else if (mode == PEER_HUGE) {
         /* Valid JSON, 33 MiB of it: over the limit however it ends. */
         gsize n = 33u * 1024 * 1024;
@@ -519,6 +525,15 @@ test_errors(void)
     g_assert_nonnull(strstr(r.err, "HTTP 400: 1:10: parse error: unexpected character"));
     g_assert_nonnull(strstr(r.err, "count(polltune_poll_max_seconds{job=\"polltune\"})"));
     g_assert_false(g_file_test(out, G_FILE_TEST_EXISTS));
+
+    /* The server's text, its control characters written out. */
+    mode = PEER_ERROR_CONTROLS;
+    run(&r, out, FALSE);
+    g_assert_cmpint(r.status, ==, 1);
+    g_assert_null(strchr(r.err, '\033'));
+    g_assert_null(strchr(r.err, '\007'));
+    g_assert_nonnull(strstr(r.err, "HTTP 400: boom\\x1b]0;owned\\x07\\x1b[2J\\nsecond line\n"));
+    g_assert_cmpint(strchr(r.err, '\n') - r.err, ==, strlen(r.err) - 1);
 
     mode = PEER_HUGE;
     run(&r, out, FALSE);
