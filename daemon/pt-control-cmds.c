@@ -6,6 +6,7 @@
 #include "pt-config.h"
 #include "pt-control-private.h"
 #include "pt-log.h"
+#include "common/pt-escape.h"
 
 #include <math.h>
 
@@ -49,9 +50,23 @@ pt_arg_str(json_object *args, const char *key, gboolean required, const char **o
     }
     if (!json_object_is_type(v, json_type_string))
         return pt_arg_bad(error, key, "not a string");
+    /* JSON allows "\u0000" inside a string; C stops there, so
+     * "off\u0000static:1" would be read as "off".  Refused, never cut. */
+    if (!qmp_json_string(v)) {
+        *out = NULL;
+        return pt_arg_bad(error, key, "contains a NUL character");
+    }
     *out = json_object_get_string(v);
-    if (strlen(*out) > 4096)
+    if (strlen(*out) > 4096) {
+        *out = NULL;
         return pt_arg_bad(error, key, "too long");
+    }
+    /* Names, globs, paths and reasons end up in logs, replies and the
+     * store: no control characters, and UTF-8. */
+    if (pt_escape_needed(*out)) {
+        *out = NULL;
+        return pt_arg_bad(error, key, "contains a control character or is not UTF-8");
+    }
     return TRUE;
 }
 
@@ -68,6 +83,33 @@ pt_arg_int(json_object *args, const char *key, gint64 *out, gboolean *present,
         return pt_arg_bad(error, key, "not an integer");
     *out = json_object_get_int64(v);
     *present = TRUE;
+    return TRUE;
+}
+
+/* An integer argument that must be non-negative when given. */
+static gboolean
+pt_arg_uint(json_object *args, const char *key, gint64 *out, gboolean *present,
+            GError **error)
+{
+    if (!pt_arg_int(args, key, out, present, error))
+        return FALSE;
+    if (*present && *out < 0)
+        return pt_arg_bad(error, key, "must not be negative");
+    return TRUE;
+}
+
+/* A boolean argument; FALSE when absent. */
+gboolean
+pt_arg_bool(json_object *args, const char *key, gboolean *out, GError **error)
+{
+    json_object *v = NULL;
+
+    *out = FALSE;
+    if (!args || !json_object_object_get_ex(args, key, &v) || !v)
+        return TRUE;
+    if (!json_object_is_type(v, json_type_boolean))
+        return pt_arg_bad(error, key, "not a boolean");
+    *out = json_object_get_boolean(v);
     return TRUE;
 }
 
@@ -682,27 +724,35 @@ pt_cmd_override_set(PtConn *conn, json_object *args, json_object **ret, GError *
     PtTarget *t = pt_find(conn, args, &iothread, error);
     gint64 max = 0, grow = -1, shrink = -1, for_ms = 0, id = 0, expires = STORE_NULL;
     gint64 replaced = 0;
-    gboolean have_max, have;
+    gboolean have_max, have_grow, have_shrink;
     g_autofree char *who = NULL;
 
     if (!t ||
-        !pt_arg_int(args, "poll-max-ns", &max, &have_max, error) ||
-        !pt_arg_int(args, "poll-grow", &grow, &have, error) ||
-        !pt_arg_int(args, "poll-shrink", &shrink, &have, error) ||
+        !pt_arg_uint(args, "poll-max-ns", &max, &have_max, error) ||
+        !pt_arg_uint(args, "poll-grow", &grow, &have_grow, error) ||
+        !pt_arg_uint(args, "poll-shrink", &shrink, &have_shrink, error) ||
         !pt_arg_str(args, "for", FALSE, &for_text, error) ||
         !pt_arg_str(args, "reason", FALSE, &reason, error))
         return FALSE;
     if (!have_max)
         return pt_arg_bad(error, "poll-max-ns", "missing");
-    if (max < 0)
-        return pt_arg_bad(error, "poll-max-ns", "must not be negative");
-    if (grow < -1 || shrink < -1)
-        return pt_arg_bad(error, grow < -1 ? "poll-grow" : "poll-shrink", "must not be negative");
+    /* -1 is the daemon's "keep the live value", never a client's. */
+    if (!have_grow)
+        grow = -1;
+    if (!have_shrink)
+        shrink = -1;
     if (for_text) {
         g_autoptr(GError) err = NULL;
 
         if (!pt_parse_duration(for_text, &for_ms, &err) || for_ms <= 0)
             return pt_arg_bad(error, "for", err ? err->message : "must be positive");
+        if (for_ms > PT_OVERRIDE_FOR_MAX_MS) {
+            g_set_error(error, PT_CONTROL_ERROR, PT_CONTROL_ERROR_INVALID_PARAMETER,
+                        "for: '%s' is longer than %s, the longest an override may last "
+                        "(without \"for\" it lasts until cleared)", for_text,
+                        PT_OVERRIDE_FOR_MAX_TEXT);
+            return FALSE;
+        }
     }
     who = g_strdup_printf("uid %u", (unsigned)conn->uid);
     if (!pt_daemon_override_set(pt_conn_daemon(conn), t->name, iothread, max, grow, shrink,
@@ -729,6 +779,10 @@ pt_cmd_override_clear(PtConn *conn, json_object *args, json_object **ret, GError
 
     if (!pt_arg_int(args, "id", &id, &have_id, error))
         return FALSE;
+    /* Overrides are numbered from 1; a negative id used to be taken for
+     * "by target" with no target, and crashed the daemon. */
+    if (have_id && id <= 0)
+        return pt_arg_bad(error, "id", "must be a positive integer");
     if (!have_id && (!pt_arg_str(args, "target", TRUE, &target, error) ||
                      !pt_arg_str(args, "iothread", FALSE, &iothread, error)))
         return FALSE;

@@ -239,7 +239,7 @@ pt_cmd_export(PtConn *conn, json_object *args, json_object **ret, GError **error
     const PtConf *conf = pt_daemon_get_conf(conn->ctl->d);
     g_autoptr(PtExportJob) job = NULL;
     const char *format;
-    json_object *dec = NULL;
+    gboolean decisions;
 
     if (g_str_equal(conf->database, ":memory:")) {
         g_set_error(error, PT_CONTROL_ERROR, PT_CONTROL_ERROR_GENERIC,
@@ -258,8 +258,9 @@ pt_cmd_export(PtConn *conn, json_object *args, json_object **ret, GError **error
                     "format: must be csv or jsonl");
         return FALSE;
     }
-    if (args && json_object_object_get_ex(args, "decisions", &dec) && dec &&
-        json_object_get_boolean(dec))
+    if (!pt_arg_bool(args, "decisions", &decisions, error))
+        return FALSE;
+    if (decisions)
         job->what = STORE_EXPORT_DECISIONS;
     /* The filter's strings must outlive the request. */
     job->target = g_strdup(job->filter.target);

@@ -78,8 +78,13 @@ json_object *pt_json_override(const PolicyOverrideInfo *ov);
 /* The target named by "target", and "iothread" when given; NotFound else. */
 PtTarget *pt_find(PtConn *conn, json_object *args, const char **iothread, GError **error);
 void pt_json_num(json_object *o, const char *key, double v);
+/* A string argument (NULL when absent and optional): UTF-8 without NUL or
+ * other control characters, at most 4096 bytes; InvalidParameter naming
+ * @key else. */
 gboolean pt_arg_str(json_object *args, const char *key, gboolean required,
                     const char **out, GError **error);
+/* A boolean argument, FALSE when absent; InvalidParameter for another type. */
+gboolean pt_arg_bool(json_object *args, const char *key, gboolean *out, GError **error);
 /* since/until/target/iothread/resolution of history and export. */
 gboolean pt_filter_from_args(json_object *args, StoreFilter *f, GError **error);
 /* FALSE with NotFound when @name is neither tuned now nor in the store:

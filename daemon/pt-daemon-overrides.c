@@ -136,6 +136,12 @@ pt_daemon_override_set(PtDaemon *d, const char *target, const char *iothread,
                     "poll-max-ns: %" G_GINT64_FORMAT " is negative", poll_max_ns);
         return FALSE;
     }
+    if (for_ms < 0 || for_ms > PT_OVERRIDE_FOR_MAX_MS) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                    "for: %" G_GINT64_FORMAT " ms is outside 1 ms.." PT_OVERRIDE_FOR_MAX_TEXT,
+                    for_ms);
+        return FALSE;
+    }
     check = (PolicyTriple){ poll_max_ns, poll_grow < 0 ? 0 : poll_grow,
                             poll_shrink < 0 ? 0 : poll_shrink };
     if (!policy_config_check_triple(d->conf->policy, &check, error))
@@ -180,13 +186,19 @@ pt_daemon_override_clear(PtDaemon *d, const char *target, const char *iothread,
                          gint64 id, GError **error)
 {
     gint64 now_ms = g_get_real_time() / 1000;
-    g_autoptr(GPtrArray) list = policy_engine_list_overrides(d->engine, now_ms);
+    g_autoptr(GPtrArray) list = NULL;
     guint n = 0;
 
+    if (id <= 0 && !target) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                    "override-clear: neither an id nor a target");
+        return 0;
+    }
+    list = policy_engine_list_overrides(d->engine, now_ms);
     for (guint i = 0; i < list->len; i++) {
         const PolicyOverrideInfo *o = list->pdata[i];
         gboolean hit = o->origin == POLICY_ORIGIN_OVERRIDE &&
-            (id >= 0 ? o->id == id :
+            (id > 0 ? o->id == id :
              g_str_equal(o->target, target) && g_strcmp0(o->iothread, iothread) == 0);
 
         if (!hit)

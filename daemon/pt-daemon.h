@@ -136,15 +136,27 @@ gboolean pt_daemon_detach(PtDaemon *d, const char *name, GError **error);
 gboolean pt_daemon_policy_set(PtDaemon *d, const char *glob, const char *spec,
                               const char *who, GError **error);
 gboolean pt_daemon_policy_clear(PtDaemon *d, const char *glob, GError **error);
-/* poll_grow/poll_shrink < 0: keep the current value.  @for_ms 0: no expiry.
- * Replaces the override of exactly @target and @iothread (the whole target
- * when NULL), whose id goes to @replaced_out (0: there was none). */
+/*
+ * The longest an override may be set for.  An override is the operator's
+ * temporary hand on an iothread: a maintenance window, a benchmark, an
+ * incident; one meant to outlast a year is a rule (policy-set) or an
+ * override without expiry.  The bound also keeps now + for far from the
+ * end of gint64: "106751991d" is within gint64 as milliseconds, and the
+ * expiry used to wrap to a negative time, stored already expired.
+ */
+#define PT_OVERRIDE_FOR_MAX_MS (366 * G_GINT64_CONSTANT(86400000))
+#define PT_OVERRIDE_FOR_MAX_TEXT "366d"
+/* poll_grow/poll_shrink < 0: keep the current value.  @for_ms 0: no expiry;
+ * otherwise 1..PT_OVERRIDE_FOR_MAX_MS.  Replaces the override of exactly
+ * @target and @iothread (the whole target when NULL), whose id goes to
+ * @replaced_out (0: there was none). */
 gboolean pt_daemon_override_set(PtDaemon *d, const char *target, const char *iothread,
                                 gint64 poll_max_ns, gint64 poll_grow, gint64 poll_shrink,
                                 gint64 for_ms, const char *who, const char *reason,
                                 gint64 *id_out, gint64 *expires_out, gint64 *replaced_out,
                                 GError **error);
-/* By target (and iothread), or by @id when >= 0.  Returns how many. */
+/* By @id when > 0, else by @target (required then) and @iothread.
+ * Returns how many, with @error set when none. */
 guint pt_daemon_override_clear(PtDaemon *d, const char *target, const char *iothread,
                                gint64 id, GError **error);
 

@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Hostile control arguments against the real polltuned attached to a real
+ * QEMU: every request below once crashed the daemon or stored nonsense.
+ * Each is refused with InvalidParameter naming the argument, and the
+ * daemon lives on, tuning as before.
+ */
+#include "pt-test-daemon.h"
+#include "pt-test-qemu.h"
+#include "pt-test-qmp.h"
+#include "qmp-json.h"
+
+#include <glib/gstdio.h>
+
+typedef struct {
+    char *vm_dir;
+    PtTestVm *vm;
+    PtTestDaemon *d;
+} Fixture;
+
+/* QEMU vm-a (iot0, iot1) found through the glob, under static:50000/2/2,
+ * with @extra in [daemon]. */
+static gboolean
+fixture_start(Fixture *f, const char *extra)
+{
+    g_autoptr(GError) err = NULL;
+    g_autofree char *conf = NULL;
+
+    if (pt_test_skip_without_qemu())
+        return FALSE;
+    f->vm_dir = g_dir_make_tmp("pt-args-XXXXXX", &err);
+    g_assert_no_error(err);
+    f->vm = pt_test_vm_start(f->vm_dir, "vm-a", NULL);
+    conf = g_strdup_printf("interval = 200ms\nmetrics-listen =\n%s"
+                           "[targets]\nlibvirt = false\nqmp-globs = %s/*.qmp\n"
+                           "[policy]\ndefault = static:50000/2/2\nmin-dwell = 0\n",
+                           extra ? extra : "", f->vm_dir);
+    f->d = pt_test_daemon_start(conf, &err);
+    g_assert_no_error(err);
+    g_assert_cmpint(pt_test_wait_target(f->d, "vm-a", 2, TRUE, 5000), >=, 0);
+    pt_test_qmp_assert_poll_max(f->vm->qmp, "vm-a", "iot0", 50000, 3000);
+    return TRUE;
+}
+
+static void
+fixture_stop(Fixture *f)
+{
+    if (f->d)
+        g_assert_cmpint(pt_test_daemon_stop(f->d), ==, 0);
+    g_clear_pointer(&f->d, pt_test_daemon_free);
+    g_clear_pointer(&f->vm, pt_test_vm_free);
+    if (f->vm_dir)
+        g_rmdir(f->vm_dir);
+    g_clear_pointer(&f->vm_dir, g_free);
+}
+
+/* @command with @args (JSON text) is refused with @klass, and the
+ * description holds @needle. */
+static void
+assert_refused(PtTestDaemon *d, const char *command, const char *args, const char *klass,
+               const char *needle)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(json_object) reply = pt_test_daemon_call(d, command, args, &err);
+
+    g_assert_no_error(err);
+    g_assert_nonnull(reply);
+    if (!pt_json_path(reply, "error"))
+        g_error("%s %s: not refused: %s", command, args,
+                json_object_to_json_string(reply));
+    g_test_message("%s %s -> %s", command, args, json_object_to_json_string(reply));
+    g_assert_cmpstr(pt_json_path_str(reply, "error/class"), ==, klass);
+    if (!strstr(pt_json_path_str(reply, "error/desc"), needle))
+        g_error("%s %s: '%s' lacks '%s'", command, args,
+                pt_json_path_str(reply, "error/desc"), needle);
+}
+
+/* override-clear with an id of -1 called g_str_equal(o->target, NULL)
+ * and took the daemon down, leaving the VM at the override's value. */
+static void
+test_override_clear_bad_id(void)
+{
+    Fixture f = { 0 };
+    g_autoptr(json_object) set = NULL;
+    g_autoptr(json_object) st = NULL;
+    g_autofree char *by_id = NULL;
+
+    if (!fixture_start(&f, NULL))
+        return;
+    set = pt_test_daemon_ok(f.d, "override-set",
+                            "{\"target\": \"vm-a\", \"iothread\": \"iot1\", "
+                            "\"poll-max-ns\": 12000}");
+    pt_test_qmp_assert_poll_max(f.vm->qmp, "vm-a", "iot1", 12000, 3000);
+
+    assert_refused(f.d, "override-clear", "{\"id\": -1}", "InvalidParameter",
+                   "id: must be a positive integer");
+    assert_refused(f.d, "override-clear", "{\"id\": 0}", "InvalidParameter", "id: ");
+    assert_refused(f.d, "override-clear", "{\"id\": -9223372036854775808}",
+                   "InvalidParameter", "id: ");
+    assert_refused(f.d, "override-clear", "{\"id\": \"1\"}", "InvalidParameter",
+                   "id: not an integer");
+    assert_refused(f.d, "override-clear", "{\"id\": 1.5}", "InvalidParameter",
+                   "id: not an integer");
+    assert_refused(f.d, "override-clear", "{}", "InvalidParameter", "target: missing");
+    assert_refused(f.d, "override-clear", "{\"target\": 7}", "InvalidParameter",
+                   "target: not a string");
+    assert_refused(f.d, "override-clear", "{\"id\": 987654321}", "NotFound", "no active");
+    /* The other integers of the protocol are checked the same way. */
+    assert_refused(f.d, "override-set", "{\"target\": \"vm-a\", \"poll-max-ns\": 1000, "
+                   "\"poll-grow\": -1}", "InvalidParameter", "poll-grow: must not be negative");
+    assert_refused(f.d, "override-set", "{\"target\": \"vm-a\", \"poll-max-ns\": -5}",
+                   "InvalidParameter", "poll-max-ns: must not be negative");
+    assert_refused(f.d, "show", "{\"target\": \"vm-a\", \"ticks\": -3}", "InvalidParameter",
+                   "ticks: ");
+    assert_refused(f.d, "export", "{\"decisions\": \"false\"}", "InvalidParameter",
+                   "decisions: not a boolean");
+
+    /* Alive, still holding the override, and it clears by its id. */
+    st = pt_test_daemon_ok(f.d, "status", NULL);
+    g_assert_cmpint(pt_json_path_int(pt_test_status_iothread(st, "vm-a", "iot1"),
+                                     "override/id"), ==, pt_json_path_int(set, "id"));
+    by_id = g_strdup_printf("{\"id\": %" G_GINT64_FORMAT "}", pt_json_path_int(set, "id"));
+    json_object_put(pt_test_daemon_ok(f.d, "override-clear", by_id));
+    pt_test_qmp_assert_poll_max(f.vm->qmp, "vm-a", "iot1", 50000, 3000);
+    fixture_stop(&f);
+}
+
+/* --for 106751991d is 9.2e18 ms, within gint64; now + that wrapped to a
+ * negative expiry, and the override was stored already expired. */
+static void
+test_override_for_bound(void)
+{
+    Fixture f = { 0 };
+    g_autoptr(json_object) ok = NULL;
+    g_autoptr(json_object) st = NULL;
+    gint64 now_ms;
+
+    if (!fixture_start(&f, NULL))
+        return;
+    assert_refused(f.d, "override-set", "{\"target\": \"vm-a\", \"poll-max-ns\": 12000, "
+                   "\"for\": \"106751991d\"}", "InvalidParameter",
+                   "for: '106751991d' is longer than 366d");
+    assert_refused(f.d, "override-set", "{\"target\": \"vm-a\", \"poll-max-ns\": 12000, "
+                   "\"for\": \"367d\"}", "InvalidParameter", "366d");
+    assert_refused(f.d, "override-set", "{\"target\": \"vm-a\", \"poll-max-ns\": 12000, "
+                   "\"for\": \"99999999999999999999w\"}", "InvalidParameter", "for: ");
+    st = pt_test_daemon_ok(f.d, "status", NULL);
+    g_assert_null(pt_json_path(pt_test_status_iothread(st, "vm-a", "iot0"), "override"));
+
+    /* The bound itself is accepted, and expires a year on. */
+    now_ms = g_get_real_time() / 1000;
+    ok = pt_test_daemon_ok(f.d, "override-set", "{\"target\": \"vm-a\", \"poll-max-ns\": "
+                           "12000, \"for\": \"366d\"}");
+    g_assert_cmpint(pt_json_path_int(ok, "expires_ms"), >=, now_ms + 366 * 86400000LL);
+    g_assert_cmpint(pt_json_path_int(ok, "expires_ms"), <, now_ms + 367 * 86400000LL);
+    pt_test_qmp_assert_poll_max(f.vm->qmp, "vm-a", "iot0", 12000, 3000);
+    fixture_stop(&f);
+}
+
+/* "off\u0000static:1" is valid JSON; read as a C string it was "off". */
+static void
+test_embedded_nul(void)
+{
+    Fixture f = { 0 };
+    g_autoptr(json_object) pg = NULL;
+
+    if (!fixture_start(&f, NULL))
+        return;
+    assert_refused(f.d, "policy-set", "{\"target\": \"vm-*\", \"policy\": "
+                   "\"off\\u0000static:1\"}", "InvalidParameter",
+                   "policy: contains a NUL character");
+    assert_refused(f.d, "policy-set", "{\"target\": \"vm-a\\u0000x\", \"policy\": \"off\"}",
+                   "InvalidParameter", "target: contains a NUL character");
+    assert_refused(f.d, "show", "{\"target\": \"vm-a\\u0000\"}", "InvalidParameter",
+                   "target: contains a NUL character");
+    assert_refused(f.d, "override-set", "{\"target\": \"vm-a\", \"poll-max-ns\": 1, "
+                   "\"reason\": \"a\\u0000b\"}", "InvalidParameter", "reason: ");
+    /* Nor other control characters, which would reach logs and terminals. */
+    assert_refused(f.d, "policy-set", "{\"target\": \"vm-\\u001b[2J\", \"policy\": \"off\"}",
+                   "InvalidParameter", "target: contains a control character");
+    /* A command name cut short at a NUL is no command. */
+    assert_refused(f.d, "status\\u0000x", NULL, "InvalidParameter", "execute");
+    pg = pt_test_daemon_ok(f.d, "policy-get", NULL);
+    g_assert_cmpuint(json_object_array_length(pt_json_path(pg, "rules")), ==, 0);
+    /* Nothing was set: QEMU stays under the configured policy. */
+    g_assert_cmpuint(pt_test_qmp_poll_max(f.vm->qmp, "iot0"), ==, 50000);
+    fixture_stop(&f);
+}
+
+int
+main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/daemon/control-args/override-clear-bad-id", test_override_clear_bad_id);
+    g_test_add_func("/daemon/control-args/override-for-bound", test_override_for_bound);
+    g_test_add_func("/daemon/control-args/embedded-nul", test_embedded_nul);
+    return g_test_run();
+}
