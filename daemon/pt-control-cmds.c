@@ -831,7 +831,10 @@ pt_cmd_attach(PtConn *conn, json_object *args, json_object **ret, GError **error
             return FALSE;
     } else if (!path) {
         return pt_arg_bad(error, "path", "path (a QMP socket) or domain is required");
-    } else if (!pt_daemon_attach_qmp(pt_conn_daemon(conn), path, name, &got, error)) {
+    } else if (!pt_conn_may_connect(conn, path, error) ||
+               !pt_daemon_attach_qmp(pt_conn_daemon(conn), path, name, &got, error)) {
+        /* The caller's own reach first: root's answers would tell her what
+         * lies where she may not look. */
         return FALSE;
     }
     *ret = json_object_new_object();

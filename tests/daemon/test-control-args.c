@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Hostile control arguments against the real polltuned attached to a real
- * QEMU: every request below once crashed the daemon or stored nonsense.
- * Each is refused with InvalidParameter naming the argument, and the
+ * QEMU: every request below once crashed the daemon, stored nonsense or
+ * told a caller more than she may know.  Each is refused with
+ * InvalidParameter (or PermissionDenied) naming the argument, and the
  * daemon lives on, tuning as before.
  */
 #include "pt-test-daemon.h"
@@ -10,6 +11,9 @@
 #include "pt-test-qmp.h"
 #include "qmp-json.h"
 
+#include <grp.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <glib/gstdio.h>
 
 typedef struct {
@@ -187,6 +191,73 @@ test_embedded_nul(void)
     fixture_stop(&f);
 }
 
+/*
+ * attach as a member of the admin group: root's connect must not reach a
+ * socket she could not reach herself, and the answer must not tell her
+ * whether a file exists where she may not look.
+ */
+static void
+test_attach_as_caller(void)
+{
+    Fixture f = { 0 };
+    g_autoptr(PtTestVm) hidden = NULL;
+    g_autofree char *secret = NULL, *missing = NULL, *args = NULL, *args2 = NULL;
+    g_autoptr(json_object) r1 = NULL;
+    g_autoptr(json_object) r2 = NULL;
+    g_autoptr(json_object) r3 = NULL;
+    g_autoptr(json_object) r4 = NULL;
+    g_autoptr(json_object) l = NULL;
+    g_autofree char *d1 = NULL, *d2 = NULL;
+
+    if (pt_test_skip_without_nobody())
+        return;
+    if (!fixture_start(&f, "control-group = nogroup\nadmin-group = nogroup\n"))
+        return;
+    g_assert_cmpint(g_chmod(f.d->dir, 0755), ==, 0);
+    /* A QEMU whose monitor is in a directory only root may enter. */
+    secret = g_build_filename(f.d->dir, "secret", NULL);
+    g_assert_cmpint(g_mkdir(secret, 0700), ==, 0);
+    hidden = pt_test_vm_start(secret, "hidden", NULL);
+    missing = g_build_filename(secret, "nothing.qmp", NULL);
+    args = g_strdup_printf("{\"path\": \"%s\", \"name\": \"hidden\"}", hidden->daemon_sock);
+    args2 = g_strdup_printf("{\"path\": \"%s\", \"name\": \"nothing\"}", missing);
+
+    r1 = pt_test_daemon_call_as(f.d, 65534, 65534, "attach", args);
+    r2 = pt_test_daemon_call_as(f.d, 65534, 65534, "attach", args2);
+    g_test_message("as nobody: %s / %s", json_object_to_json_string(r1),
+                   json_object_to_json_string(r2));
+    g_assert_cmpstr(pt_json_path_str(r1, "error/class"), ==, "PermissionDenied");
+    g_assert_cmpstr(pt_json_path_str(r2, "error/class"), ==, "PermissionDenied");
+    /* The same words for a socket that exists and a path that does not. */
+    d1 = g_strdup(pt_json_path_str(r1, "error/desc") + strlen(hidden->daemon_sock));
+    d2 = g_strdup(pt_json_path_str(r2, "error/desc") + strlen(missing));
+    g_assert_cmpstr(d1, ==, d2);
+    l = pt_test_daemon_ok(f.d, "list", NULL);
+    g_assert_null(pt_test_status_target(l, "hidden"));
+
+    /* The directory open to her, the socket still hers to write only
+     * by mode: refused at the socket; made writable: attached, as she
+     * could have connected herself. */
+    g_assert_cmpint(g_chmod(secret, 0711), ==, 0);
+    g_assert_cmpint(g_chmod(hidden->daemon_sock, 0700), ==, 0);
+    r3 = pt_test_daemon_call_as(f.d, 65534, 65534, "attach", args);
+    g_assert_cmpstr(pt_json_path_str(r3, "error/class"), ==, "PermissionDenied");
+    g_assert_cmpint(g_chmod(hidden->daemon_sock, 0777), ==, 0);
+    r4 = pt_test_daemon_call_as(f.d, 65534, 65534, "attach", args);
+    g_test_message("socket open to her: %s", json_object_to_json_string(r4));
+    g_assert_cmpstr(pt_json_path_str(r4, "return/name"), ==, "hidden");
+    g_assert_cmpint(pt_test_wait_target(f.d, "hidden", 2, TRUE, 5000), >=, 0);
+    /* Where she may search, a missing file is hers to know about. */
+    json_object_put(r2);
+    r2 = pt_test_daemon_call_as(f.d, 65534, 65534, "attach", args2);
+    g_assert_cmpstr(pt_json_path_str(r2, "error/class"), ==, "NotFound");
+
+    json_object_put(pt_test_daemon_ok(f.d, "detach", "{\"name\": \"hidden\"}"));
+    g_clear_pointer(&hidden, pt_test_vm_free);
+    g_rmdir(secret);
+    fixture_stop(&f);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -194,5 +265,6 @@ main(int argc, char **argv)
     g_test_add_func("/daemon/control-args/override-clear-bad-id", test_override_clear_bad_id);
     g_test_add_func("/daemon/control-args/override-for-bound", test_override_for_bound);
     g_test_add_func("/daemon/control-args/embedded-nul", test_embedded_nul);
+    g_test_add_func("/daemon/control-args/attach-as-caller", test_attach_as_caller);
     return g_test_run();
 }
