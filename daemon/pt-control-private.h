@@ -41,6 +41,8 @@ struct PtControl {
     GList *conns;
     guint n_conns;
     guint64 refused;
+    dev_t sock_dev;                 /* the socket file we bound */
+    ino_t sock_ino;
 };
 
 typedef struct {

@@ -441,6 +441,7 @@ pt_control_new(PtDaemon *daemon, const char *path, const char *group,
     struct sockaddr_un sun = { .sun_family = AF_UNIX };
     g_autofree char *dir = g_path_get_dirname(path);
     g_autofree char *tmp = NULL;
+    struct stat st;
 
     ctl->d = daemon;
     ctl->fd = -1;
@@ -491,6 +492,10 @@ pt_control_new(PtDaemon *daemon, const char *path, const char *group,
     ctl->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (ctl->fd < 0)
         goto fail;
+    /* Without a temporary name @path itself is bound: a stale socket is
+     * removed first, nothing else (checked again, as it may have changed). */
+    if (!tmp && !pt_socket_path_replaceable(path, error))
+        return NULL;
     g_unlink(sun.sun_path);
     if (bind(ctl->fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ||
         listen(ctl->fd, 64) < 0)
@@ -498,12 +503,23 @@ pt_control_new(PtDaemon *daemon, const char *path, const char *group,
     chmod(sun.sun_path, 0660);
     if (ctl->have_read_gid && chown(sun.sun_path, 0, ctl->read_gid) < 0 && geteuid() == 0)
         pt_warn(NULL, NULL, "control: chown %s: %s", path, g_strerror(errno));
+    /* Checked again just before the rename: what appeared at @path since
+     * the check above is not ours to replace unless it is a socket. */
+    if (tmp && !pt_socket_path_replaceable(path, error)) {
+        g_unlink(tmp);
+        return NULL;
+    }
     if (tmp && rename(tmp, path) < 0) {
         int e = errno;
 
         g_unlink(tmp);
         errno = e;
         goto fail;
+    }
+    /* Which file is ours, so that only it is removed at exit. */
+    if (stat(path, &st) == 0) {
+        ctl->sock_dev = st.st_dev;
+        ctl->sock_ino = st.st_ino;
     }
     ctl->watch = g_unix_fd_add(ctl->fd, G_IO_IN, pt_control_on_accept, ctl);
     return g_steal_pointer(&ctl);
@@ -523,8 +539,13 @@ pt_control_free(PtControl *ctl)
         pt_conn_close(ctl->conns->data);
     g_clear_handle_id(&ctl->watch, g_source_remove);
     if (ctl->fd >= 0) {
+        struct stat st;
+
         close(ctl->fd);
-        g_unlink(ctl->path);
+        /* Our socket only: not a file someone put there since. */
+        if (lstat(ctl->path, &st) == 0 && S_ISSOCK(st.st_mode) &&
+            st.st_dev == ctl->sock_dev && st.st_ino == ctl->sock_ino)
+            g_unlink(ctl->path);
     }
     g_free(ctl->path);
     g_free(ctl);

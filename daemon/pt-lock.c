@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 #include <gio/gio.h>
@@ -72,22 +73,65 @@ pt_lock_file_release(int fd, const char *path)
 }
 
 gboolean
+pt_socket_path_replaceable(const char *path, GError **error)
+{
+    struct stat st;
+    int e;
+
+    /* Only a socket is ever replaced: "--socket ./history.db" used to
+     * take the failed connect for a stale socket and delete the database. */
+    if (lstat(path, &st) < 0) {
+        if (errno == ENOENT)
+            return TRUE;
+        e = errno;
+        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(e),
+                    "%s: control socket path: %s", path, g_strerror(e));
+        return FALSE;
+    }
+    if (!S_ISSOCK(st.st_mode)) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_EXISTS,
+                    "%s: control socket path names an existing %s, not a socket; "
+                    "it is left alone: choose another path", path,
+                    S_ISREG(st.st_mode) ? "file" : S_ISDIR(st.st_mode) ? "directory" :
+                    S_ISLNK(st.st_mode) ? "symbolic link" : "non-socket file");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
 pt_socket_check_unused(const char *path, GError **error)
 {
     struct sockaddr_un sun = { .sun_family = AF_UNIX };
     struct ucred cred = { 0 };
     socklen_t clen = sizeof(cred);
-    int fd;
+    int fd, e;
 
     if (strlen(path) >= sizeof(sun.sun_path))
         return TRUE;    /* the caller reports the length */
+    if (!pt_socket_path_replaceable(path, error))
+        return FALSE;
     strcpy(sun.sun_path, path);
-    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return TRUE;
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        e = errno;
+        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(e),
+                    "%s: cannot tell whether the control socket is in use: %s", path,
+                    g_strerror(e));
+        return FALSE;
+    }
     if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
+        e = errno;
         close(fd);
-        return TRUE;    /* ENOENT, or ECONNREFUSED on a stale file */
+        /* Refused: nothing listens, the socket a dead daemon left (stale).
+         * Gone meanwhile: nothing to replace.  Anything else, a full
+         * backlog (EAGAIN) included, may be a live daemon's. */
+        if (e == ECONNREFUSED || e == ENOENT)
+            return TRUE;
+        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(e),
+                    "%s: cannot tell whether the control socket is in use: %s", path,
+                    g_strerror(e));
+        return FALSE;
     }
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0)
         cred.pid = 0;

@@ -23,6 +23,11 @@ gboolean pt_lock_file_write_pid(int fd, const char *path, GError **error);
 /* Unlink @path and close @fd (no-op for -1). */
 void pt_lock_file_release(int fd, const char *path);
 
-/* FALSE with @error when something listens on the Unix socket @path (its
- * pid named from SO_PEERCRED); TRUE when nothing does (missing or stale). */
+/* TRUE when @path is missing or a socket; FALSE with @error naming what
+ * it is otherwise (a file that is not a socket is never replaced). */
+gboolean pt_socket_path_replaceable(const char *path, GError **error);
+/* TRUE when @path may be bound: nothing is there, or a stale socket
+ * (connect refused).  FALSE with @error when something listens on it (its
+ * pid named from SO_PEERCRED), when it is anything but a socket (never
+ * replaced), or when which of these cannot be told. */
 gboolean pt_socket_check_unused(const char *path, GError **error);

@@ -13,6 +13,8 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <glib/gstdio.h>
@@ -397,6 +399,99 @@ test_detach_pidfile(void)
     g_assert_false(g_file_test(pidfile, G_FILE_TEST_EXISTS));
 }
 
+static gboolean
+socket_listens(gpointer path)
+{
+    struct sockaddr_un sun = { .sun_family = AF_UNIX };
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    gboolean ok;
+
+    g_strlcpy(sun.sun_path, path, sizeof(sun.sun_path));
+    ok = connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0;
+    close(fd);
+    return ok;
+}
+
+/* "--socket ./history.db": a control socket path that names a file that
+ * is not a socket used to delete it (any failed connect was taken for a
+ * stale socket).  It is refused, naming the path, and left as it was;
+ * only a stale socket is replaced. */
+static void
+test_socket_path_not_a_socket(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("pt-start-XXXXXX", NULL);
+    g_autofree char *cwd = g_get_current_dir();
+    g_autofree char *conf = g_build_filename(dir, "p.conf", NULL);
+    g_autofree char *db = g_build_filename(dir, "history.db", NULL);
+    g_autofree char *other = g_build_filename(dir, "other.db", NULL);
+    g_autofree char *link = g_build_filename(dir, "link.sock", NULL);
+    g_autofree char *sub = g_build_filename(dir, "sub.sock", NULL);
+    g_autofree char *stale = g_build_filename(dir, "stale.sock", NULL);
+    g_autofree char *body = g_strdup_printf("[daemon]\ndatabase = %s\nmetrics-listen =\n"
+                                            "[targets]\nlibvirt = false\n", other);
+    static const char precious[] = "SQLite format 3, or so it says\n";
+    const char *const paths[] = { "./history.db", link, sub };
+
+    g_assert_true(g_file_set_contents(conf, body, -1, NULL));
+    g_assert_true(g_file_set_contents(db, precious, -1, NULL));
+    g_assert_cmpint(symlink(db, link), ==, 0);
+    g_assert_cmpint(g_mkdir(sub, 0700), ==, 0);
+    g_assert_cmpint(g_chdir(dir), ==, 0);
+    for (guint i = 0; i < G_N_ELEMENTS(paths); i++) {
+        g_autofree char *out = NULL;
+        g_autofree char *kept = NULL;
+        const char *args[] = { "-f", "-c", conf, "--socket", paths[i], NULL };
+
+        g_assert_cmpint(run_polltuned(args, &out), ==, 1);
+        g_test_message("--socket %s: %s", paths[i], out);
+        g_assert_nonnull(strstr(out, paths[i]));
+        g_assert_nonnull(strstr(out, "not a socket"));
+        g_assert_true(g_file_get_contents(db, &kept, NULL, NULL));
+        g_assert_cmpstr(kept, ==, precious);
+    }
+    g_assert_true(g_file_test(link, G_FILE_TEST_IS_SYMLINK));
+    g_assert_true(g_file_test(sub, G_FILE_TEST_IS_DIR));
+    g_assert_cmpint(g_chdir(cwd), ==, 0);
+
+    /* A socket nobody listens on (a daemon's that died) is replaced. */
+    {
+        struct sockaddr_un sun = { .sun_family = AF_UNIX };
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        g_autofree char *exe = g_build_filename(g_getenv("PT_BUILD_ROOT") ?: ".", "daemon",
+                                                "polltuned", NULL);
+        const char *argv[] = { exe, "-f", "-c", conf, "--socket", stale, NULL };
+        g_autoptr(GError) err = NULL;
+        GPid pid;
+        int status;
+
+        g_strlcpy(sun.sun_path, stale, sizeof(sun.sun_path));
+        g_assert_cmpint(bind(fd, (struct sockaddr *)&sun, sizeof(sun)), ==, 0);
+        close(fd);
+        g_assert_true(g_spawn_async(NULL, (char **)argv, NULL,
+                                    G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDOUT_TO_DEV_NULL |
+                                    G_SPAWN_STDERR_TO_DEV_NULL, pt_test_child_setup,
+                                    PT_TEST_CHILD_DATA, &pid, &err));
+        g_assert_no_error(err);
+        g_assert_true(pt_test_wait(socket_listens, stale, 20000));
+        g_assert_cmpint(kill(pid, SIGTERM), ==, 0);
+        g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+        g_spawn_close_pid(pid);
+        g_assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        g_assert_false(g_file_test(stale, G_FILE_TEST_EXISTS));
+    }
+    g_unlink(link);
+    g_unlink(db);
+    g_unlink(conf);
+    g_unlink(other);
+    for (const char *const *x = (const char *const[]){ "-wal", "-shm", ".lock", NULL }; *x; x++) {
+        g_autofree char *p = g_strconcat(other, *x, NULL);
+
+        g_unlink(p);
+    }
+    g_rmdir(sub);
+    g_rmdir(dir);
+}
+
 /* Whether @pid has exited: gone, or a zombie its new parent has not
  * reaped yet. */
 static gboolean
@@ -483,6 +578,7 @@ int
 main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/daemon/start/socket-path-not-a-socket", test_socket_path_not_a_socket);
     g_test_add_func("/daemon/start/dies-with-test", test_dies_with_test);
     g_test_add_func("/daemon/start/missing-config", test_missing_config);
     g_test_add_func("/daemon/start/second-instance", test_second_instance);
