@@ -279,8 +279,14 @@ main(int argc, char **argv)
     {
         const PtConf *c = pt_daemon_get_conf(m.daemon);
 
+        PtControlLimits lim = { .max_connections = pt_control_conn_cap(nofile) };
+
+        if (lim.max_connections < PT_CONTROL_MAX_CONNECTIONS)
+            pt_warn(NULL, NULL, "control: at most %u connections, not %u: the descriptor "
+                    "limit is %" G_GUINT64_FORMAT, lim.max_connections,
+                    PT_CONTROL_MAX_CONNECTIONS, nofile);
         m.control = pt_control_new(m.daemon, c->control_socket, c->control_group,
-                                   c->admin_group, NULL, &err);
+                                   c->admin_group, &lim, &err);
         if (!m.control) {
             pt_err(NULL, NULL, "%s", err->message);
             pt_daemon_free(m.daemon);

@@ -35,6 +35,8 @@ struct PtControl {
     char *path;
     int fd;
     guint watch;
+    guint pause_timer;              /* accepting again after EMFILE */
+    guint64 out_of_fds;             /* accept4() failures for lack of them */
     PtControlLimits lim;
     gboolean have_read_gid, have_admin_gid;
     gid_t read_gid, admin_gid;

@@ -401,6 +401,21 @@ pt_control_accept_one(PtControl *ctl, int cfd)
 /* Drain the backlog, a bounded number per wake-up so that a flood of
  * connections cannot starve the tick. */
 #define PT_CONTROL_ACCEPT_BURST 32
+/* Out of descriptors, the listening socket stays readable and accept4()
+ * keeps failing: wait this long before trying again rather than spin. */
+#define PT_CONTROL_EMFILE_PAUSE_MS 200
+
+static gboolean pt_control_on_accept(int fd, GIOCondition cond, gpointer data);
+
+static gboolean
+pt_control_resume_accept(gpointer data)
+{
+    PtControl *ctl = data;
+
+    ctl->pause_timer = 0;
+    ctl->watch = g_unix_fd_add(ctl->fd, G_IO_IN, pt_control_on_accept, ctl);
+    return G_SOURCE_REMOVE;
+}
 
 static gboolean
 pt_control_on_accept(int fd, GIOCondition cond, gpointer data)
@@ -410,11 +425,39 @@ pt_control_on_accept(int fd, GIOCondition cond, gpointer data)
     for (int i = 0; i < PT_CONTROL_ACCEPT_BURST; i++) {
         int cfd = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
+        if (cfd < 0 && (errno == EMFILE || errno == ENFILE)) {
+            if (ctl->out_of_fds++ % 1000 == 0)
+                pt_warn(NULL, NULL, "control: accept: %s; new connections wait "
+                        "(%" G_GUINT64_FORMAT " times so far)", g_strerror(errno),
+                        ctl->out_of_fds);
+            ctl->watch = 0;
+            ctl->pause_timer = g_timeout_add(PT_CONTROL_EMFILE_PAUSE_MS,
+                                             pt_control_resume_accept, ctl);
+            return G_SOURCE_REMOVE;
+        }
         if (cfd < 0)
             break;
         pt_control_accept_one(ctl, cfd);
     }
     return G_SOURCE_CONTINUE;
+}
+
+guint
+pt_control_conn_cap(guint64 nofile)
+{
+    /*
+     * The control socket may hold at most a quarter of the descriptor
+     * limit.  The rest is what tuning needs: the metrics listener (an
+     * eighth, pt_metrics_conn_cap(), and its closing slack of 8), the
+     * database (main file, WAL, shm, lock, and the same again for an
+     * export's own connection), stdio, GLib's wake-up and signal
+     * descriptors and libvirt's (about 20 in all), and every target (a
+     * QMP socket each, /proc files of its threads, perf counters).  At
+     * the usual 1024 or more the default of 64 holds; under "ulimit -n
+     * 64" it is 16, so 16 + 16 metrics leave 32 for the daemon and its
+     * targets, and 60 root clients can no longer take them all.
+     */
+    return (guint)MAX(2, MIN((guint64)PT_CONTROL_MAX_CONNECTIONS, nofile / 4));
 }
 
 /* ---- server ------------------------------------------------------------ */
@@ -445,9 +488,16 @@ pt_control_new(PtDaemon *daemon, const char *path, const char *group,
 
     ctl->d = daemon;
     ctl->fd = -1;
-    ctl->lim = (PtControlLimits){ 64, 64 * 1024, 50, 30000, 0, 0 };
     if (limits)
         ctl->lim = *limits;
+    if (!ctl->lim.max_connections)
+        ctl->lim.max_connections = PT_CONTROL_MAX_CONNECTIONS;
+    if (!ctl->lim.max_request)
+        ctl->lim.max_request = 64 * 1024;
+    if (!ctl->lim.rate_per_s)
+        ctl->lim.rate_per_s = 50;
+    if (!ctl->lim.idle_timeout_ms)
+        ctl->lim.idle_timeout_ms = 30000;
     if (!ctl->lim.reserved)
         ctl->lim.reserved = MAX(1, ctl->lim.max_connections / 8);
     ctl->lim.reserved = MIN(ctl->lim.reserved, ctl->lim.max_connections);
@@ -538,6 +588,7 @@ pt_control_free(PtControl *ctl)
     while (ctl->conns)
         pt_conn_close(ctl->conns->data);
     g_clear_handle_id(&ctl->watch, g_source_remove);
+    g_clear_handle_id(&ctl->pause_timer, g_source_remove);
     if (ctl->fd >= 0) {
         struct stat st;
 

@@ -28,8 +28,10 @@ typedef struct PtControl PtControl;
  * and members of the admin group (whoever may mutate), and one uid other
  * than root holds at most @max_per_uid.  polltunectl uses one connection
  * per command, and a status dashboard a few, so 16 per uid is far above
- * honest use; 0 in either means the default.
+ * honest use; 0 in any member means its default (reserved: an eighth of
+ * the connections, max_per_uid: a quarter).
  */
+#define PT_CONTROL_MAX_CONNECTIONS 64
 typedef struct {
     guint max_connections;      /* 64 */
     guint max_request;          /* 64 KiB */
@@ -44,6 +46,10 @@ PtControl *pt_control_new(PtDaemon *daemon, const char *path, const char *group,
                           const char *admin_group, const PtControlLimits *limits,
                           GError **error);
 void pt_control_free(PtControl *c);
+/* The connection cap under a descriptor limit of @nofile: the default,
+ * lowered so that control clients cannot take the descriptors the
+ * database, the metrics listener and the targets need. */
+guint pt_control_conn_cap(guint64 nofile);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(PtControl, pt_control_free)
 
 guint pt_control_n_connections(PtControl *c);

@@ -66,6 +66,32 @@ fault_daemon_start(FaultCase *fc, const char *extra)
     g_assert_true(fault_wait_attached(fc, "healthy", 2, 30000));
 }
 
+PtTestDaemon *
+fault_daemon_start_nofile(const char *conf, guint nofile)
+{
+    g_autofree char *prlimit = g_find_program_in_path("prlimit");
+    g_autofree char *old = g_strdup(g_getenv("PT_DAEMON_WRAPPER"));
+    g_autofree char *wrapper = NULL;
+    g_autoptr(GError) err = NULL;
+    PtTestDaemon *d;
+
+    if (!prlimit) {
+        g_test_skip("prlimit (util-linux) is not installed: cannot lower the "
+                    "daemon's descriptor limit");
+        return NULL;
+    }
+    /* Before a checker in the old wrapper, which execs in place too. */
+    wrapper = g_strdup_printf("%s --nofile=%u:%u %s", prlimit, nofile, nofile, old ? old : "");
+    g_setenv("PT_DAEMON_WRAPPER", wrapper, TRUE);
+    d = pt_test_daemon_start(conf, &err);
+    if (old)
+        g_setenv("PT_DAEMON_WRAPPER", old, TRUE);
+    else
+        g_unsetenv("PT_DAEMON_WRAPPER");
+    g_assert_no_error(err);
+    return d;
+}
+
 static json_object *
 fault_status(FaultCase *fc)
 {

@@ -32,6 +32,10 @@ PtTestQemu *fault_qemu_start(FaultCase *fc, const char *name);
 /* Start polltuned on the glob, with @extra appended to [daemon] (its keys
  * replace the defaults of the same name). */
 void fault_daemon_start(FaultCase *fc, const char *extra);
+/* polltuned on @conf with its descriptor limit (soft and hard) at @nofile,
+ * set by prlimit(1), which execs in place: the pid stays the daemon's.
+ * NULL, with the test skipped, when prlimit is missing. */
+PtTestDaemon *fault_daemon_start_nofile(const char *conf, guint nofile);
 /* Wait until @name is attached with @n_iothreads iothreads. */
 gboolean fault_wait_attached(FaultCase *fc, const char *name, guint n_iothreads,
                              guint timeout_ms);

@@ -233,6 +233,67 @@ test_reload_broken(void)
     fault_case_finish(fc);
 }
 
+#define LOW_NOFILE 64
+#define ROOT_CLIENTS 60
+
+/*
+ * Under "ulimit -n 64" the control socket's cap of 64 connections used
+ * to stand: 60 root clients took every descriptor, and the daemon could
+ * open neither its QMP sockets nor its files.  The cap is now lowered to a
+ * quarter of the limit (logged), the clients beyond it are refused with
+ * Busy, and tuning goes on while they hold theirs.
+ */
+static void
+test_low_nofile(void)
+{
+    g_autoptr(FaultCase) fc = fault_case_new();
+    g_autoptr(GString) verdicts = g_string_new(NULL);
+    g_autoptr(GString) line = g_string_new(NULL);
+    g_autofree char *conf = NULL;
+    g_autofree char *want = NULL;
+    g_autofree char *log = NULL;
+    int fds[ROOT_CLIENTS];
+    guint cap = LOW_NOFILE / 4;
+
+    if (!fc)
+        return;
+    conf = g_strdup_printf("interval = 1s\nqmp-timeout = 500ms\nmetrics-listen =\n"
+                           "[targets]\nlibvirt = false\nqmp-globs = %s/*.qmp\n"
+                           "[policy]\ndefault = static:40000/2/2\nmin-dwell = 0\n", fc->dir);
+    fc->d = fault_daemon_start_nofile(conf, LOW_NOFILE);
+    if (!fc->d)
+        return;
+    g_assert_true(fault_wait_attached(fc, "healthy", 2, 30000));
+    /* Root's clients, one after the other, each until its first line. */
+    for (guint i = 0; i < ROOT_CLIENTS; i++) {
+        fds[i] = control_connect(fc->d->socket_path);
+        if (fds[i] < 0 || !control_read_line(fds[i], line))
+            g_string_append_c(verdicts, 'X');
+        else
+            g_string_append_c(verdicts, strstr(line->str, "\"QMP\"") ? 'G' :
+                                        strstr(line->str, "Busy") ? 'B' : 'X');
+    }
+    g_test_message("%d root clients under a limit of %d descriptors: %s", ROOT_CLIENTS,
+                   LOW_NOFILE, verdicts->str);
+    for (guint i = 0; i < ROOT_CLIENTS; i++)
+        g_assert_cmpint(verdicts->str[i], ==, i < cap ? 'G' : 'B');
+    want = g_strdup_printf("control: at most %u connections, not 64: the descriptor limit "
+                           "is %d", cap, LOW_NOFILE);
+    g_assert_cmpuint(pt_test_daemon_log_count(fc->d, want), ==, 1);
+    /* Tuning goes on while they hold the cap, but for the one slot the
+     * health check asks through. */
+    close(fds[0]);
+    fds[0] = -1;
+    fault_assert_healthy_for(fc, 3);
+    for (guint i = 0; i < ROOT_CLIENTS; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    g_assert_true(g_file_get_contents(fc->d->log_path, &log, NULL, NULL));
+    g_assert_null(strstr(log, "Too many open files"));
+    fault_assert_healthy_for(fc, 2);
+    fault_case_finish(fc);
+}
+
 static void
 test_libvirtd_restart(void)
 {
@@ -246,6 +307,7 @@ main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/fault/control/flood", test_control_flood);
     g_test_add_func("/fault/control/reload-broken", test_reload_broken);
+    g_test_add_func("/fault/control/low-nofile", test_low_nofile);
     g_test_add_func("/fault/libvirt/libvirtd-restart", test_libvirtd_restart);
     return g_test_run();
 }

@@ -6,6 +6,7 @@
  * served, the daemon's descriptors stay bounded, and every idle client is
  * closed by the daemon after metrics-idle-timeout.
  */
+#include "fault-common.h"
 #include "pt-test-daemon.h"
 #include "qmp-json.h"
 
@@ -173,12 +174,8 @@ daemon_ticked(gpointer data)
 static void
 test_idle_flood(void)
 {
-    g_autofree char *prlimit = g_find_program_in_path("prlimit");
     g_autoptr(PtTestDaemon) d = NULL;
-    g_autoptr(GError) err = NULL;
     g_autofree char *conf = NULL;
-    g_autofree char *wrapper = NULL;
-    g_autofree char *old_wrapper = g_strdup(g_getenv("PT_DAEMON_WRAPPER"));
     g_autofree char *reply = NULL;
     g_autofree char *req = NULL;
     g_autofree char *page = NULL;
@@ -190,11 +187,6 @@ test_idle_flood(void)
     gint64 t0;
     int http;
 
-    if (!prlimit) {
-        g_test_skip("prlimit (util-linux) is not installed: cannot lower the "
-                    "daemon's descriptor limit");
-        return;
-    }
     /* This process holds the 300 clients itself. */
     g_assert_cmpint(getrlimit(RLIMIT_NOFILE, &rl), ==, 0);
     if (rl.rlim_max < IDLE_CLIENTS + 64) {
@@ -204,19 +196,11 @@ test_idle_flood(void)
     rl.rlim_cur = rl.rlim_max;
     g_assert_cmpint(setrlimit(RLIMIT_NOFILE, &rl), ==, 0);
 
-    /* prlimit sets the limit, then execs in place (as a checker in the
-     * old wrapper does), so the pid stays the daemon's. */
-    wrapper = g_strdup_printf("%s --nofile=%d:%d %s", prlimit, NOFILE_LIMIT, NOFILE_LIMIT,
-                              old_wrapper ? old_wrapper : "");
-    g_setenv("PT_DAEMON_WRAPPER", wrapper, TRUE);
     conf = g_strdup_printf("metrics-listen = 127.0.0.1:%u\nmetrics-idle-timeout = 2s\n"
                            "[targets]\nlibvirt = false\n", port);
-    d = pt_test_daemon_start(conf, &err);
-    if (old_wrapper)
-        g_setenv("PT_DAEMON_WRAPPER", old_wrapper, TRUE);
-    else
-        g_unsetenv("PT_DAEMON_WRAPPER");
-    g_assert_no_error(err);
+    d = fault_daemon_start_nofile(conf, NOFILE_LIMIT);
+    if (!d)
+        return;
     /* After two ticks the database and its WAL are open: the baseline. */
     g_assert_true(pt_test_wait(daemon_ticked, d, 20000));
     base_fds = count_fds(d->pid);
