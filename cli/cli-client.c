@@ -17,7 +17,8 @@
 G_DEFINE_QUARK(cli-error-quark, cli_error)
 
 /* Replies can be far larger than requests (show with an hour of history,
- * status with hundreds of iothreads); the bound only stops a runaway peer. */
+ * status with thousands of iothreads); the bound only stops a runaway peer.
+ * The daemon never sends a larger one (PT_REPLY_MAX, daemon/pt-control.c). */
 #define CLIENT_MAX_MESSAGE (32 * 1024 * 1024)
 #define CLIENT_MAX_DEPTH 64
 #define CLIENT_READ_CHUNK (64 * 1024)

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The real polltuned against scripted QEMUs (qmp-fake-monitor.h), for
- * what a real QEMU cannot be made to do here: a monitor whose error
- * descriptions carry newlines and terminal escapes.
+ * what a real QEMU cannot be made to do here: a host with 4096 iothreads,
+ * and a monitor whose error descriptions carry newlines and terminal
+ * escapes.
  *
  * The fake answers on this process's main loop; the daemon runs as a
  * child and is asked from a second thread, so that the fake keeps
@@ -14,6 +15,14 @@
 
 #include <string.h>
 #include <glib/gstdio.h>
+
+/* The largest host the control socket's reply limit is sized for
+ * (PT_REPLY_MAX in daemon/pt-control.c), and the bound per iothread
+ * behind it. */
+#define BIG_IOTHREADS 4096
+#define STATUS_BYTES_PER_IOTHREAD (6 * 1024)
+/* The output limit a status reply used to be held to. */
+#define OLD_OUT_MAX (4 * 1024 * 1024)
 
 typedef struct {
     guint n;                    /* iothreads iot0..iotN-1 */
@@ -144,6 +153,77 @@ serve_while(GThreadFunc fn, gpointer data)
     g_thread_join(t);
 }
 
+/* ---- status of a host with 4096 iothreads ------------------------------ */
+
+static gboolean
+last_decided(json_object *reply, const PtDaemonWait *w)
+{
+    return pt_json_path(reply, "iothreads/0/last_decision") &&
+           pt_json_path(reply, "iothreads/0/metrics");
+}
+
+static gpointer
+big_client(gpointer data)
+{
+    FakeCase *c = data;
+    g_autofree char *last = g_strdup_printf("iot%u", BIG_IOTHREADS - 1);
+    g_autofree char *show = g_strdup_printf("{\"target\": \"big\", \"iothread\": \"%s\", "
+                                            "\"ticks\": 1}", last);
+    g_autoptr(GError) err = NULL;
+    g_autoptr(json_object) st = NULL;
+    json_object *ios;
+    gsize largest = 0, total;
+    gint64 t0;
+    double took;
+
+    g_assert_cmpint(pt_test_wait_target(c->d, "big", BIG_IOTHREADS, TRUE, 30000), >=, 0);
+    /* The last iothread decided and measured: every member of its status
+     * entry is there, as on a host tuned for a while. */
+    for (;;) {
+        g_autoptr(json_object) r = pt_test_daemon_ok(c->d, "show", show);
+
+        if (last_decided(r, NULL))
+            break;
+        g_usleep(200000);
+    }
+    t0 = g_get_monotonic_time();
+    st = pt_test_daemon_call(c->d, "status", NULL, &err);
+    took = (g_get_monotonic_time() - t0) / 1e6;
+    g_assert_no_error(err);
+    g_assert_nonnull(st);
+    if (!pt_json_path(st, "return"))
+        g_error("status: %s", json_object_to_json_string(st));
+    total = strlen(json_object_to_json_string_ext(st, JSON_C_TO_STRING_PLAIN));
+    ios = pt_json_path(st, "return/targets/0/iothreads");
+    g_assert_cmpuint(json_object_array_length(ios), ==, BIG_IOTHREADS);
+    for (size_t i = 0; i < json_object_array_length(ios); i++)
+        largest = MAX(largest, strlen(json_object_to_json_string_ext(
+                                          json_object_array_get_idx(ios, i),
+                                          JSON_C_TO_STRING_PLAIN)));
+    g_test_message("status of %u iothreads: %" G_GSIZE_FORMAT " bytes in %.1f s, "
+                   "%" G_GSIZE_FORMAT " per iothread at most", BIG_IOTHREADS, total,
+                   took, largest);
+    /* Past the old 4 MiB, within the bound the limit is sized from. */
+    g_assert_cmpuint(total, >, OLD_OUT_MAX);
+    g_assert_cmpuint(largest, <=, STATUS_BYTES_PER_IOTHREAD);
+    g_assert_cmpuint(pt_test_daemon_log_count(c->d, "does not read its replies"), ==, 0);
+    g_assert_cmpint(pt_test_daemon_stop(c->d), ==, 0);
+    return NULL;
+}
+
+/* status of the largest host we size for: one reply of more than 4 MiB
+ * used to exceed the connection's output limit; the daemon closed the
+ * connection and logged the client as not reading, for every client. */
+static void
+test_status_big_host(void)
+{
+    FakeCase c = { 0 };
+
+    fake_case_start(&c, "big", BIG_IOTHREADS, "adaptive");
+    serve_while(big_client, &c);
+    fake_case_free(&c);
+}
+
 /* ---- a QMP error description that is not one line ---------------------- */
 
 #define FORGED "12:00:00.000 polltuned info: evil/iot0: restore applied -> 32768/0/0"
@@ -197,6 +277,7 @@ int
 main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/daemon/fake/status-big-host", test_status_big_host);
     g_test_add_func("/daemon/fake/error-desc-escaped", test_error_desc_escaped);
     return g_test_run();
 }
