@@ -22,9 +22,9 @@
 
 #define IDLE_CLIENTS 300
 #define NOFILE_LIMIT 256
-/* metrics-max-connections' default, the closing slack of pt-metrics.c,
- * and the daemon's own descriptors (stdio, log, database, control
- * listener, GLib): generous, yet far below the limit. */
+/* metrics-max-connections' default, 8 to spare, and the daemon's own
+ * descriptors (stdio, log, database, control listener, GLib): generous,
+ * yet far below the limit. */
 #define DAEMON_FD_BOUND (16 + 8 + 40)
 
 static guint16
@@ -264,10 +264,208 @@ test_idle_flood(void)
     g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
 }
 
+/* ---- request bodies --------------------------------------------------- */
+
+#define POST_CLIENTS 4
+/* Each claims 1 GiB; none sends more than this, so that a server that
+ * reads bodies (as the old one did) grows by hundreds of MiB here, not by
+ * what would take the test machine down. */
+#define POST_SEND_MAX (256u << 20)
+/* What the daemon may grow by while they send: its own churn over the
+ * test (ASan's 16 MB quarantine, sqlite's cache), far below the 1 GiB the
+ * clients send between them. */
+#define POST_RSS_GROWTH_MAX (48u << 20)
+
+typedef struct {
+    guint16 port;
+    guint64 sent;
+    char answer[512];
+} PostClient;
+
+static int
+tcp_connect_blocking(guint16 port, guint timeout_s)
+{
+    struct timeval tv = { .tv_sec = timeout_s };
+    int fd = tcp_connect_nonblock(port);
+    struct pollfd p = { .fd = fd, .events = POLLOUT };
+
+    g_assert_cmpint(poll(&p, 1, 10000), ==, 1);
+    g_assert_cmpint(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK), ==, 0);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    return fd;
+}
+
+/* POST /metrics with Content-Length 1 GiB, then body bytes for as long as
+ * the daemon takes them; then the answer. */
+static gpointer
+post_client(gpointer data)
+{
+    PostClient *c = data;
+    static const char head[] = "POST /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                               "Content-Type: application/octet-stream\r\n"
+                               "Content-Length: 1073741824\r\n\r\n";
+    g_autofree char *chunk = g_malloc0(1 << 20);
+    int fd = tcp_connect_blocking(c->port, 3);
+    ssize_t n;
+
+    g_assert_cmpint(send(fd, head, strlen(head), MSG_NOSIGNAL), ==, (ssize_t)strlen(head));
+    /* A send that blocks for 3 s (SO_SNDTIMEO) means nobody reads. */
+    while (c->sent < POST_SEND_MAX &&
+           (n = send(fd, chunk, 1 << 20, MSG_NOSIGNAL)) > 0)
+        c->sent += n;
+    for (gsize got = 0; got < sizeof(c->answer) - 1; got += n)
+        if ((n = recv(fd, c->answer + got, sizeof(c->answer) - 1 - got, 0)) <= 0)
+            break;
+    close(fd);
+    return NULL;
+}
+
+static guint64
+proc_status_kb(GPid pid, const char *field)
+{
+    g_autofree char *path = g_strdup_printf("/proc/%d/status", pid);
+    g_autofree char *text = NULL;
+    const char *p;
+
+    g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+    p = strstr(text, field);
+    g_assert_nonnull(p);
+    return g_ascii_strtoull(p + strlen(field) + 1, NULL, 10);
+}
+
+/* One request, its answer's status line. */
+static char *
+http_status_line(guint16 port, const char *request)
+{
+    int fd = tcp_connect_blocking(port, 10);
+    g_autofree char *all = NULL;
+
+    g_assert_cmpint(send(fd, request, strlen(request), MSG_NOSIGNAL), ==,
+                    (ssize_t)strlen(request));
+    all = read_all(fd, 10);
+    close(fd);
+    return g_strndup(all, strcspn(all, "\r\n"));
+}
+
+typedef struct {
+    PtTestDaemon *d;
+    gint64 worst_status_us;
+} StatusTimes;
+
+static void
+note_status(json_object *status, gpointer data)
+{
+    StatusTimes *t = data;
+    gint64 t0 = g_get_monotonic_time();
+    g_autoptr(json_object) v = pt_test_daemon_ok(t->d, "version", NULL);
+
+    t->worst_status_us = MAX(t->worst_status_us, g_get_monotonic_time() - t0);
+}
+
+/*
+ * POST /metrics with a 1 GiB Content-Length from 4 connections: the old
+ * server read each body into memory before answering 405 (4 such clients
+ * took the daemon from 18 MB to 745 MB and its ticks to 6-7 s).  Now only
+ * the head is read: each is answered 405 at once, the daemon's memory does
+ * not grow by what they send, and the tick and the control socket go on
+ * as before.
+ */
+static void
+test_post_body(void)
+{
+    g_autoptr(FaultCase) fc = fault_case_new();
+    g_autoptr(GError) err = NULL;
+    g_autofree char *conf = NULL;
+    const char *asan = g_getenv("ASAN_OPTIONS");
+    PostClient clients[POST_CLIENTS];
+    GThread *threads[POST_CLIENTS];
+    StatusTimes times = { 0 };
+    guint16 port = free_tcp_port();
+    guint64 rss0, hwm, sent = 0;
+
+    if (!fc)
+        return;
+    /* ASan's quarantine (256 MB by default) would hide growth under its own. */
+    if (!asan || !strstr(asan, "quarantine_size_mb")) {
+        g_autofree char *opts = g_strdup_printf("%s%squarantine_size_mb=16", asan ? asan : "",
+                                                asan && *asan ? ":" : "");
+
+        g_setenv("ASAN_OPTIONS", opts, TRUE);
+    }
+    conf = g_strdup_printf("interval = 1s\nqmp-timeout = 500ms\n"
+                           "metrics-listen = 127.0.0.1:%u\nmetrics-idle-timeout = 30s\n"
+                           "[targets]\nlibvirt = false\nqmp-globs = %s/*.qmp\n"
+                           "[policy]\ndefault = static:40000/2/2\nmin-dwell = 0\n",
+                           port, fc->dir);
+    fc->d = pt_test_daemon_start(conf, &err);
+    g_assert_no_error(err);
+    g_assert_true(fault_wait_attached(fc, "healthy", 2, 30000));
+    fault_assert_healthy_for(fc, 3);
+    rss0 = proc_status_kb(fc->d->pid, "VmRSS:");
+
+    for (guint i = 0; i < POST_CLIENTS; i++) {
+        memset(&clients[i], 0, sizeof(clients[i]));
+        clients[i].port = port;
+        threads[i] = g_thread_new("post", post_client, &clients[i]);
+    }
+    /* While they send: ticks and samples every second, control at once. */
+    times.d = fc->d;
+    fault_assert_healthy_watch(fc, 8, note_status, &times);
+    for (guint i = 0; i < POST_CLIENTS; i++) {
+        g_thread_join(threads[i]);
+        sent += clients[i].sent;
+        g_test_message("client %u: %" G_GUINT64_FORMAT " bytes sent, answer: %s", i,
+                       clients[i].sent, clients[i].answer);
+        g_assert_true(g_str_has_prefix(clients[i].answer, "HTTP/1.1 405 "));
+        g_assert_nonnull(strstr(clients[i].answer, "Allow: GET, HEAD"));
+    }
+    hwm = proc_status_kb(fc->d->pid, "VmHWM:");
+    g_test_message("daemon RSS %" G_GUINT64_FORMAT " KiB before, peak %" G_GUINT64_FORMAT
+                   " KiB after %" G_GUINT64_FORMAT " MiB sent; slowest control answer "
+                   "%.0f ms", rss0, hwm, sent >> 20, times.worst_status_us / 1000.0);
+    g_assert_cmpuint((hwm - MIN(hwm, rss0)) * 1024, <, POST_RSS_GROWTH_MAX);
+    g_assert_cmpint(times.worst_status_us, <, 2 * G_USEC_PER_SEC);
+
+    /* The other answers that never read a body, and a scrape as before. */
+    {
+        g_autofree char *big = g_strnfill(9000, 'a');
+        g_autofree char *long_head = g_strdup_printf("GET /metrics HTTP/1.1\r\nX-Pad: %s"
+                                                     "\r\n\r\n", big);
+        static const struct {
+            const char *request, *status;
+        } cases[] = {
+            { "GET /metrics HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello", "413" },
+            { "GET /metrics HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", "413" },
+            { "PUT /metrics HTTP/1.1\r\n\r\n", "405" },
+            { "GET /other HTTP/1.1\r\n\r\n", "404" },
+            { "GET /metrics\r\n\r\n", "400" },
+            { "\x16\x03\x01\x02\x01\x01\n\n", "400" },
+            { "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", "200" },
+            { "HEAD /metrics HTTP/1.1\r\n\r\n", "200" },
+        };
+
+        for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+            g_autofree char *line = http_status_line(port, cases[i].request);
+            g_autofree char *want = g_strdup_printf("HTTP/1.1 %s ", cases[i].status);
+
+            if (!g_str_has_prefix(line, want))
+                g_error("request %u: '%s', not %s", i, line, want);
+        }
+        {
+            g_autofree char *line = http_status_line(port, long_head);
+
+            g_assert_true(g_str_has_prefix(line, "HTTP/1.1 431 "));
+        }
+    }
+    fault_case_finish(fc);
+}
+
 int
 main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/fault/metrics/idle-flood", test_idle_flood);
+    g_test_add_func("/fault/metrics/post-body", test_post_body);
     return g_test_run();
 }
