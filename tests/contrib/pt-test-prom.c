@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "pt-test-prom.h"
+#include "pt-test-child.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -7,7 +8,6 @@
 #include <glib/gstdio.h>
 #include <libsoup/soup.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,13 +33,6 @@ pt_test_have_prometheus(char **why)
     if (!path)
         *why = g_strdup("prometheus is not installed (Debian package prometheus)");
     return path != NULL;
-}
-
-/* The server must not outlive a test that aborts. */
-static void
-pt_test_prom_child_setup(gpointer data)
-{
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
 }
 
 /* GET http://127.0.0.1:PORT@path_query: the status and the body. */
@@ -88,8 +81,8 @@ pt_test_prom_start(const char *dir, const char *config, GError **error)
                                "--storage.tsdb.retention.time=1d", NULL };
         gboolean ok = g_spawn_async_with_fds(NULL, (char **)argv, NULL,
                                              G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD,
-                                             pt_test_prom_child_setup, NULL, &p->pid, -1, fd,
-                                             fd, error);
+                                             pt_test_child_setup, PT_TEST_CHILD_DATA,
+                                             &p->pid, -1, fd, fd, error);
 
         close(fd);
         if (!ok)
