@@ -53,9 +53,13 @@ pt_daemon_on_stop_read(PtTarget *t, ProbeTargetSnap *snap, const GError *error, 
  * A target attached but not yet sampled (a stop right after a start, or
  * after a restart that followed a crash) has iothreads whose values this
  * run has not read: a policy write of an earlier run may still be in
- * QEMU.  They are read once, after the tick's own sample if one is in
- * flight (whose result restores them as it is taken in).  Returns how many
- * of these samples, the tick's or the stop's, are still running.
+ * QEMU.  So has a target that was lost when the stop began and that the
+ * stop reached again (its QEMU was stopped for a while and its reconnect
+ * waited out a backoff): what it holds now is not known.  Each is read
+ * once, after the tick's own sample if one is in flight (whose result
+ * restores them as it is taken in).  Returns how many of these samples,
+ * the tick's or the stop's, are still running, and how many of the
+ * targets reached again are still connecting.
  */
 static guint
 pt_daemon_stop_reads(PtDaemon *d, gboolean start)
@@ -68,7 +72,11 @@ pt_daemon_stop_reads(PtDaemon *d, gboolean start)
     while (g_hash_table_iter_next(&it, NULL, &v)) {
         PtTarget *t = v;
 
-        if (t->state != PT_TARGET_ATTACHED || t->prev)
+        if (t->state != PT_TARGET_ATTACHED) {
+            busy += t->stop_reconnect && t->state == PT_TARGET_CONNECTING;
+            continue;
+        }
+        if (t->prev && !t->stop_reconnect)
             continue;
         if (t->sampling) {
             busy++;
@@ -96,8 +104,8 @@ pt_daemon_shutdown_poll(gpointer data)
     if (s->d->pending_restores)
         pt_warn(NULL, NULL, "%u restores did not complete in time", s->d->pending_restores);
     if (reading)
-        pt_warn(NULL, NULL, "%u targets not sampled yet could not be read in time; what an "
-                "earlier run wrote to them stays", reading);
+        pt_warn(NULL, NULL, "%u targets not sampled yet, or lost and not answering, could "
+                "not be read in time; what was written to them stays", reading);
     /* Left behind, the marker makes the next start take this clean stop
      * for a crash, and on-restart then acts on it: say so. */
     if (s->d->run_marker && g_unlink(s->d->run_marker) != 0 && errno != ENOENT) {
@@ -137,8 +145,22 @@ pt_daemon_shutdown(PtDaemon *d, guint timeout_ms, GCallback done, gpointer user_
             pt_target_kinds[k]->stopping(d, timeout_ms);
     if (d->conf->restore_on_exit) {
         g_hash_table_iter_init(&it, d->targets);
-        while (g_hash_table_iter_next(&it, NULL, &v))
-            pt_daemon_restore_target(d, v, "polltuned is stopping");
+        while (g_hash_table_iter_next(&it, NULL, &v)) {
+            PtTarget *t = v;
+
+            if (t->state == PT_TARGET_ATTACHED) {
+                pt_daemon_restore_target(d, t, "polltuned is stopping");
+                continue;
+            }
+            /* A lost target waits out its reconnect backoff, which grows
+             * to a minute while its QEMU does not answer (SIGSTOPped, or
+             * a host too busy to run it): its QEMU may answer again long
+             * before the next attempt and still hold our values.  The
+             * stop does not wait for that attempt; it tries now. */
+            t->stop_reconnect = TRUE;
+            if (t->state == PT_TARGET_LOST)
+                pt_target_retry_now(t);
+        }
     }
     if (d->conf->restore_on_exit)
         pt_daemon_stop_reads(d, TRUE);

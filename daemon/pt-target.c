@@ -159,6 +159,15 @@ pt_target_retry(PtTarget *t)
 }
 
 void
+pt_target_retry_now(PtTarget *t)
+{
+    if (!t->ops->retry)
+        return;
+    t->health.retry_at_us = 0;
+    t->ops->retry(t);
+}
+
+void
 pt_target_set_state(PtTarget *t, PtTargetState state, const char *reason)
 {
     pt_target_set_state_at(t, state, reason, g_get_monotonic_time());

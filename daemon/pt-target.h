@@ -182,6 +182,9 @@ struct PtTarget {
     /* A stop found it attached but never sampled: its iothreads were read
      * once more, so that their originals could be put back. */
     gboolean stop_read;
+    /* A stop found it lost and tried to reach it at once: once attached
+     * again it is read like a target never sampled. */
+    gboolean stop_reconnect;
     gint64 sample_start_us;         /* monotonic, of the running sample */
     double sample_ms;               /* the last sample took; < 0: none yet */
     guint failed_samples;           /* consecutive, reset by a good one */
@@ -213,6 +216,9 @@ void pt_target_sample_result(PtTarget *t, const GError *error, gint64 now_us);
 gboolean pt_target_retry_due(const PtTarget *t, gint64 now_us);
 /* Once a tick: ops->retry, when the kind has one. */
 void pt_target_retry(PtTarget *t);
+/* ops->retry with the backoff waived: a stop reaches a lost target whose
+ * channel is back at once, to put its originals back. */
+void pt_target_retry_now(PtTarget *t);
 /* Once a tick: the reminder of a target that stays broken. */
 void pt_target_health_tick(PtTarget *t, gint64 now_us);
 /* Learn (or change) the QEMU pid; a new pid starts a new ProbeTarget. */
