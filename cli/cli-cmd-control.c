@@ -120,7 +120,8 @@ cli_cmd_policy_get(CliContext *ctx, char **args, guint n, GError **error)
             json_object *e = json_object_array_get_idx(a, i);
 
             cli_table_row(targets);
-            cli_table_cell(targets, qmp_json_get_string(e, "name"));
+            cli_table_cell(targets, qmp_json_get_string(e, "display_name") ?:
+                           qmp_json_get_string(e, "name"));
             cli_table_cell(targets, qmp_json_get_string(e, "policy"));
         }
     if (cli_table_n_rows(rules) > 0) {
@@ -352,7 +353,8 @@ cli_cmd_attach(CliContext *ctx, char **args, guint n, GError **error)
         json_object_object_add(req, "name", json_object_new_string(opt_attach_name));
     if (!(r = cli_context_call(ctx, "attach", req, error)))
         return FALSE;
-    done = g_strdup_printf("attached %s as %s", path, qmp_json_get_string(r, "name") ?: "?");
+    done = g_strdup_printf("attached %s as %s", path, qmp_json_get_string(r, "display_name") ?:
+                           qmp_json_get_string(r, "name") ?: "?");
     print_done(ctx, r, done);
     return TRUE;
 }

@@ -761,7 +761,9 @@ report_online(CliContext *ctx, CliReport *rep, const CliRange *r, GError **error
             json_object *t = json_object_array_get_idx(targets, i), *its;
             const char *name = qmp_json_get_string(t, "name");
 
-            if (!name || (opt_vm && !g_str_equal(opt_vm, name)) ||
+            /* --vm names a target by its identity or the name it goes by. */
+            if (!name || (opt_vm && !g_str_equal(opt_vm, name) &&
+                          g_strcmp0(opt_vm, qmp_json_get_string(t, "display_name"))) ||
                 !json_object_object_get_ex(t, "iothreads", &its) ||
                 !json_object_is_type(its, json_type_array))
                 continue;

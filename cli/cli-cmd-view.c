@@ -75,6 +75,36 @@ array_len(json_object *a)
     return a && json_object_is_type(a, json_type_array) ? json_object_array_length(a) : 0;
 }
 
+/* How a target of @targets (a status or list reply's) is shown: the name it
+ * goes by ("display_name": QEMU's -name), unless another target goes by it
+ * too; else its identity ("name": a QMP target's socket path). */
+static const char *
+vm_label(json_object *targets, json_object *tg)
+{
+    const char *shown = qmp_json_get_string(tg, "display_name");
+
+    for (gsize i = 0; shown && i < array_len(targets); i++) {
+        json_object *o = json_object_array_get_idx(targets, i);
+
+        if (o != tg && !g_strcmp0(qmp_json_get_string(o, "display_name"), shown))
+            shown = NULL;
+    }
+    return shown ? shown : str(tg, "name");
+}
+
+/* A row of @ids for @tg when it is shown by another name than its identity. */
+static void
+vm_identity_row(CliTable *ids, json_object *targets, json_object *tg)
+{
+    const char *shown = vm_label(targets, tg);
+
+    if (g_str_equal(shown, str(tg, "name")))
+        return;
+    cli_table_row(ids);
+    cli_table_cell(ids, shown);
+    cli_table_cell(ids, str(tg, "name"));
+}
+
 static char *
 age_text(CliContext *ctx, json_object *o, const char *key)
 {
@@ -186,6 +216,7 @@ cli_cmd_status(CliContext *ctx, char **args, guint n, GError **error)
     g_autoptr(CliTable) d = NULL;
     g_autoptr(CliTable) x = NULL;
     g_autoptr(CliTable) why = NULL;
+    g_autoptr(CliTable) ids = NULL;
     g_autofree char *table = NULL;
     json_object *targets;
 
@@ -210,15 +241,19 @@ cli_cmd_status(CliContext *ctx, char **args, guint n, GError **error)
     d = cli_table_new("VM/IOTHREAD", "WHEN", "OUTCOME", "POLL-MAX-NS", "REASON", NULL);
     x = cli_table_new("VM", "QEMU", "EXITS FROM", "WHY", NULL);
     why = cli_table_new("VM", "STATE", "REASON", NULL);
+    ids = cli_table_new("VM", "TARGET", NULL);
     for (gsize i = 0; i < array_len(targets); i++) {
         json_object *tg = json_object_array_get_idx(targets, i);
         json_object *its = member(tg, "iothreads");
         const char *src = qmp_json_get_string(tg, "exits_source");
+        const char *vm = vm_label(targets, tg);
         gint64 late;
+
+        vm_identity_row(ids, targets, tg);
 
         if (src) {
             cli_table_row(x);
-            cli_table_cell(x, str(tg, "name"));
+            cli_table_cell(x, vm);
             cli_table_cell(x, str(tg, "qemu_version"));
             cli_table_cell(x, g_str_equal(src, "none") ? "not shown" : src);
             cli_table_cell(x, str(tg, "exits_reason"));
@@ -226,7 +261,7 @@ cli_cmd_status(CliContext *ctx, char **args, guint n, GError **error)
 
         if (member(tg, "state_reason")) {
             cli_table_row(why);
-            cli_table_cell(why, str(tg, "name"));
+            cli_table_cell(why, vm);
             cli_table_cell(why, str(tg, "state"));
             cli_table_cell(why, str(tg, "state_reason"));
         }
@@ -237,14 +272,14 @@ cli_cmd_status(CliContext *ctx, char **args, guint n, GError **error)
                                                     late, late == 1 ? "" : "s");
 
             cli_table_row(why);
-            cli_table_cell(why, str(tg, "name"));
+            cli_table_cell(why, vm);
             cli_table_cell(why, "late");
             cli_table_cell(why, text);
         }
 
         if (array_len(its) == 0) {
             cli_table_row(t);
-            cli_table_cell(t, str(tg, "name"));
+            cli_table_cell(t, vm);
             cli_table_cell(t, str(tg, "state"));
             continue;
         }
@@ -252,7 +287,7 @@ cli_cmd_status(CliContext *ctx, char **args, guint n, GError **error)
             json_object *it = json_object_array_get_idx(its, k);
             json_object *tr = member(it, "triple"), *m = member(it, "metrics");
             json_object *last = member(it, "last_decision");
-            g_autofree char *name = g_strdup_printf("%s/%s", str(tg, "name"), str(it, "id"));
+            g_autofree char *name = g_strdup_printf("%s/%s", vm, str(it, "id"));
             g_autofree char *pmax = int_text(tr, "poll-max-ns");
             g_autofree char *grow = int_text(tr, "poll-grow");
             g_autofree char *shrink = int_text(tr, "poll-shrink");
@@ -308,6 +343,11 @@ cli_cmd_status(CliContext *ctx, char **args, guint n, GError **error)
 
         printf("\nNot healthy\n%s", wt);
     }
+    if (cli_table_n_rows(ids) > 0) {
+        g_autofree char *it = cli_table_render(ids);
+
+        printf("\nTargets (a QMP socket's path is its identity)\n%s", it);
+    }
     return TRUE;
 }
 
@@ -326,7 +366,7 @@ cli_cmd_list(CliContext *ctx, char **args, guint n, GError **error)
         return TRUE;
     }
     targets = member(r, "targets");
-    t = cli_table_new("NAME", "KIND", "STATE", ">PID", "IOTHREADS", NULL);
+    t = cli_table_new("VM", "TARGET", "KIND", "STATE", ">PID", "IOTHREADS", NULL);
     for (gsize i = 0; i < array_len(targets); i++) {
         json_object *tg = json_object_array_get_idx(targets, i);
         json_object *its = member(tg, "iothreads");
@@ -340,6 +380,7 @@ cli_cmd_list(CliContext *ctx, char **args, guint n, GError **error)
                                    qmp_json_string(id) ? qmp_json_string(id) : "?");
         }
         cli_table_row(t);
+        cli_table_cell(t, vm_label(targets, tg));
         cli_table_cell(t, str(tg, "name"));
         cli_table_cell(t, str(tg, "kind"));
         cli_table_cell(t, str(tg, "state"));
@@ -487,8 +528,12 @@ cli_cmd_show(CliContext *ctx, char **args, guint n, GError **error)
         return TRUE;
     }
     pid = int_text(r, "pid");
-    printf("%s (%s, %s, pid %s) \302\267 policy %s\n", str(r, "name"), str(r, "kind"),
-           str(r, "state"), pid, str(r, "policy"));
+    if (qmp_json_get_string(r, "display_name"))
+        printf("%s [%s] (%s, %s, pid %s) \302\267 policy %s\n", str(r, "display_name"),
+               str(r, "name"), str(r, "kind"), str(r, "state"), pid, str(r, "policy"));
+    else
+        printf("%s (%s, %s, pid %s) \302\267 policy %s\n", str(r, "name"), str(r, "kind"),
+               str(r, "state"), pid, str(r, "policy"));
     print_target_qemu(r);
     its = member(r, "iothreads");
     for (gsize i = 0; i < array_len(its); i++)
@@ -690,9 +735,12 @@ print_explain(CliContext *ctx, json_object *x)
     json_object *holding = member(x, "holding");
     gint64 next;
 
-    printf("%s/%s \302\267 policy %s (%s: %s) \302\267 mode %s\n", str(x, "target"),
+    printf("%s/%s \302\267 policy %s (%s: %s) \302\267 mode %s\n",
+           qmp_json_get_string(x, "display_name") ?: str(x, "target"),
            str(x, "iothread"), str(x, "policy"), str(src, "kind"), str(src, "detail"),
            str(x, "mode"));
+    if (qmp_json_get_string(x, "display_name"))
+        printf("  target        %s\n", str(x, "target"));
     printf("  now           %s \302\267 %s \302\267 last write %s\n", triple, str(x, "phase"),
            g_str_equal(written, "-") ? "never" : written);
     if (member(x, "override")) {
@@ -741,7 +789,8 @@ cli_cmd_explain(CliContext *ctx, char **args, guint n, GError **error)
     }
     its = member(r, "iothreads");
     if (!array_len(its))
-        printf("%s (%s): no iothreads\n", str(r, "target"), str(r, "state"));
+        printf("%s (%s): no iothreads\n", qmp_json_get_string(r, "display_name") ?:
+               str(r, "target"), str(r, "state"));
     for (gsize i = 0; i < array_len(its); i++) {
         if (i)
             printf("\n");

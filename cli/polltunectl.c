@@ -133,6 +133,24 @@ cli_target_split(const char *text, char **target, char **iothread, GError **erro
 {
     const char *slash = strchr(text, '/');
 
+    /* A QMP target named by its identity, the socket's absolute path, or
+     * PATH/IOTHREAD: the path is what names a file here (the daemon runs
+     * on this host), or else the whole text (a socket gone since). */
+    if (text[0] == '/') {
+        const char *last = strrchr(text, '/');
+        g_autofree char *dir = g_strndup(text, last - text);
+
+        if (last[1] && last != text && !g_file_test(text, G_FILE_TEST_EXISTS) &&
+            g_file_test(dir, G_FILE_TEST_EXISTS) && !g_file_test(dir, G_FILE_TEST_IS_DIR)) {
+            *target = g_steal_pointer(&dir);
+            *iothread = g_strdup(last + 1);
+        } else {
+            *target = g_strdup(text);
+            *iothread = NULL;
+        }
+        return TRUE;
+    }
+
     if (!*text || slash == text || (slash && (!slash[1] || strchr(slash + 1, '/')))) {
         g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "\"%s\": expected VM or VM/IOTHREAD",
                     text);

@@ -303,6 +303,17 @@ pt_json_target_qemu(json_object *o, PtTarget *t)
     json_object_object_add(o, "exits_reason", why ? json_object_new_string(why) : NULL);
 }
 
+/* "name", the identity (a QMP target's socket path), and "display_name",
+ * the name it goes by (QEMU's -name, the one given to attach, else the
+ * socket's file name; null for a libvirt domain, whose name is both). */
+static void
+pt_json_target_names(json_object *o, const PtTarget *t)
+{
+    json_object_object_add(o, "name", json_object_new_string(t->name));
+    json_object_object_add(o, "display_name",
+                           t->display ? json_object_new_string(t->display) : NULL);
+}
+
 static json_object *
 pt_json_target(PtDaemon *d, PtTarget *t, const char *only, guint history)
 {
@@ -311,7 +322,7 @@ pt_json_target(PtDaemon *d, PtTarget *t, const char *only, guint history)
     g_autoptr(GPtrArray) list = pt_sorted_iothreads(t);
     g_autofree char *policy = pt_daemon_policy_for(d, t->name, NULL);
 
-    json_object_object_add(o, "name", json_object_new_string(t->name));
+    pt_json_target_names(o, t);
     json_object_object_add(o, "kind", json_object_new_string(store_target_kind_to_string(t->kind)));
     json_object_object_add(o, "state", json_object_new_string(pt_target_state_to_string(t->state)));
     if (t->state_reason)
@@ -408,7 +419,7 @@ pt_cmd_list(PtConn *conn, json_object *args, json_object **ret, GError **error)
         json_object *o = json_object_new_object();
         json_object *names = json_object_new_array();
 
-        json_object_object_add(o, "name", json_object_new_string(t->name));
+        pt_json_target_names(o, t);
         json_object_object_add(o, "kind", json_object_new_string(store_target_kind_to_string(t->kind)));
         json_object_object_add(o, "state", json_object_new_string(pt_target_state_to_string(t->state)));
         json_object_object_add(o, "pid", json_object_new_int(t->pid));
@@ -441,11 +452,10 @@ pt_find(PtConn *conn, json_object *args, const char **iothread, GError **error)
     if (!pt_arg_str(args, "target", TRUE, &name, error) ||
         !pt_arg_str(args, "iothread", FALSE, iothread, error))
         return NULL;
-    t = pt_daemon_find_target(pt_conn_daemon(conn), name);
-    if (!t) {
-        pt_not_found(error, name);
+    /* Its identity, or the name it goes by when that is one target's. */
+    t = pt_daemon_resolve_target(pt_conn_daemon(conn), name, error);
+    if (!t)
         return NULL;
-    }
     if (*iothread && !g_hash_table_contains(t->iothreads, *iothread)) {
         g_set_error(error, PT_CONTROL_ERROR, PT_CONTROL_ERROR_NOT_FOUND,
                     "%s/%s: no such iothread", name, *iothread);
@@ -564,15 +574,24 @@ pt_filter_from_args(json_object *args, StoreFilter *f, GError **error)
 }
 
 gboolean
-pt_target_known(PtDaemon *d, const char *name, GError **error)
+pt_target_known(PtDaemon *d, const char **name, GError **error)
 {
+    g_autoptr(GError) err = NULL;
+    PtTarget *t = pt_daemon_resolve_target(d, *name, &err);
     gboolean known;
 
-    if (pt_daemon_find_target(d, name))
+    if (t) {
+        *name = t->name;
         return TRUE;
-    if (!store_target_known(pt_daemon_get_store(d), name, &known, error))
+    }
+    /* A name two targets go by asks for a path. */
+    if (!g_error_matches(err, G_IO_ERROR, G_IO_ERROR_NOT_FOUND)) {
+        g_propagate_error(error, g_steal_pointer(&err));
         return FALSE;
-    return known || pt_not_found(error, name);
+    }
+    if (!store_target_known(pt_daemon_get_store(d), *name, &known, error))
+        return FALSE;
+    return known || pt_not_found(error, *name);
 }
 
 static gboolean
@@ -589,7 +608,7 @@ pt_cmd_history(PtConn *conn, json_object *args, json_object **ret, GError **erro
         return FALSE;
     if (!f.target)
         return pt_arg_bad(error, "target", "missing");
-    if (!pt_target_known(d, f.target, error))
+    if (!pt_target_known(d, &f.target, error))
         return FALSE;
     cur = store_query_range(pt_daemon_get_store(d), &f, error);
     if (!cur)
@@ -649,9 +668,10 @@ pt_cmd_policy_get(PtConn *conn, json_object *args, json_object **ret, GError **e
     json_object *rules = json_object_new_array();
     json_object *tl = json_object_new_array();
     const char *only;
+    PtTarget *one = NULL;
 
     if (!pt_arg_str(args, "target", FALSE, &only, error) ||
-        (only && !pt_daemon_find_target(d, only) && !pt_not_found(error, only))) {
+        (only && !(one = pt_daemon_resolve_target(d, only, error)))) {
         json_object_put(rules);
         json_object_put(tl);
         return FALSE;
@@ -676,11 +696,11 @@ pt_cmd_policy_get(PtConn *conn, json_object *args, json_object **ret, GError **e
         g_autofree char *spec = NULL;
         json_object *o;
 
-        if (only && !g_str_equal(only, t->name))
+        if (one && one != t)
             continue;
         spec = pt_daemon_policy_for(d, t->name, NULL);
         o = json_object_new_object();
-        json_object_object_add(o, "name", json_object_new_string(t->name));
+        pt_json_target_names(o, t);
         json_object_object_add(o, "policy", json_object_new_string(spec));
         json_object_array_add(tl, o);
     }
@@ -786,6 +806,18 @@ pt_cmd_override_clear(PtConn *conn, json_object *args, json_object **ret, GError
     if (!have_id && (!pt_arg_str(args, "target", TRUE, &target, error) ||
                      !pt_arg_str(args, "iothread", FALSE, &iothread, error)))
         return FALSE;
+    /* Overrides are kept under the target's identity. */
+    if (target) {
+        PtTarget *t = pt_daemon_find_target(pt_conn_daemon(conn), target);
+        g_autoptr(GError) err = NULL;
+
+        if (!t && (t = pt_daemon_resolve_target(pt_conn_daemon(conn), target, &err)))
+            target = t->name;
+        else if (!t && !g_error_matches(err, G_IO_ERROR, G_IO_ERROR_NOT_FOUND)) {
+            g_propagate_error(error, g_steal_pointer(&err));
+            return FALSE;
+        }
+    }
     n = pt_daemon_override_clear(pt_conn_daemon(conn), target, iothread,
                                  have_id ? id : -1, error);
     if (!n)
@@ -839,6 +871,12 @@ pt_cmd_attach(PtConn *conn, json_object *args, json_object **ret, GError **error
     }
     *ret = json_object_new_object();
     json_object_object_add(*ret, "name", json_object_new_string(got));
+    {
+        PtTarget *t = pt_daemon_find_target(pt_conn_daemon(conn), got);
+
+        json_object_object_add(*ret, "display_name", t && t->display ?
+                               json_object_new_string(t->display) : NULL);
+    }
     return TRUE;
 }
 

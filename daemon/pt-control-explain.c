@@ -66,6 +66,8 @@ pt_json_explain(PtDaemon *d, PtTarget *t, PtIothread *io)
     json_object *holding = json_object_new_array();
 
     json_object_object_add(o, "target", json_object_new_string(t->name));
+    json_object_object_add(o, "display_name", t->display ? json_object_new_string(t->display) :
+                           NULL);
     json_object_object_add(o, "iothread", json_object_new_string(io->id));
     json_object_object_add(o, "policy", json_object_new_string(spec));
     json_object_object_add(src, "kind", json_object_new_string(source));
@@ -138,6 +140,8 @@ pt_cmd_explain(PtConn *conn, json_object *args, json_object **ret, GError **erro
     g_ptr_array_sort(ios, pt_io_cmp);
     *ret = json_object_new_object();
     json_object_object_add(*ret, "target", json_object_new_string(t->name));
+    json_object_object_add(*ret, "display_name", t->display ?
+                           json_object_new_string(t->display) : NULL);
     json_object_object_add(*ret, "state",
                            json_object_new_string(pt_target_state_to_string(t->state)));
     arr = json_object_new_array();

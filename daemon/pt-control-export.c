@@ -250,7 +250,9 @@ pt_cmd_export(PtConn *conn, json_object *args, json_object **ret, GError **error
     if (!pt_filter_from_args(args, &job->filter, error) ||
         !pt_arg_str(args, "format", FALSE, &format, error))
         return FALSE;
-    if (job->filter.target && !pt_target_known(conn->ctl->d, job->filter.target, error))
+    /* The store keeps a target under its identity: a name an attached
+     * target goes by (QEMU's -name) asks for that. */
+    if (job->filter.target && !pt_target_known(conn->ctl->d, &job->filter.target, error))
         return FALSE;
     job->format = format ? store_format_from_string(format) : STORE_FORMAT_CSV;
     if (job->format == STORE_FORMAT_INVALID) {

@@ -91,9 +91,12 @@ gboolean pt_arg_str(json_object *args, const char *key, gboolean required,
 gboolean pt_arg_bool(json_object *args, const char *key, gboolean *out, GError **error);
 /* since/until/target/iothread/resolution of history and export. */
 gboolean pt_filter_from_args(json_object *args, StoreFilter *f, GError **error);
-/* FALSE with NotFound when @name is neither tuned now nor in the store:
- * what the history commands say of a target they know nothing of. */
-gboolean pt_target_known(PtDaemon *d, const char *name, GError **error);
+/* FALSE with NotFound when *@name is neither tuned now nor in the store:
+ * what the history commands say of a target they know nothing of.  A
+ * target tuned now may be named by its identity or the name it goes by;
+ * *@name then becomes its identity, which the store keeps it under
+ * (borrowed from the target). */
+gboolean pt_target_known(PtDaemon *d, const char **name, GError **error);
 void pt_control_dispatch(PtConn *conn, QmpMessage *m);
 /* pt-control-access.c: TRUE when @conn's caller could connect to the
  * socket at @path herself (always for root); PermissionDenied, the same

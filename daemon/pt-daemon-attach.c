@@ -10,7 +10,6 @@ gboolean
 pt_daemon_attach_qmp(PtDaemon *d, const char *path, const char *name, char **name_out,
                      GError **error)
 {
-    g_autofree char *base = NULL;
 
     if (!path || path[0] != '/') {
         g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
@@ -24,30 +23,20 @@ pt_daemon_attach_qmp(PtDaemon *d, const char *path, const char *name, char **nam
     if (!pt_daemon_attach_path(d, path, name, error))
         return FALSE;
     pt_daemon_qmp_attached(d, path);
-    if (name_out) {
-        if (name) {
-            *name_out = g_strdup(name);
-        } else {
-            char *dot;
-
-            base = g_path_get_basename(path);
-            if ((dot = strrchr(base, '.')) && dot != base)
-                *dot = 0;
-            *name_out = g_steal_pointer(&base);
-        }
-    }
+    /* The identity: the socket path (pt-target.h). */
+    if (name_out)
+        *name_out = g_strdup(path);
     return TRUE;
 }
 
 gboolean
 pt_daemon_detach(PtDaemon *d, const char *name, GError **error)
 {
-    PtTarget *t = pt_daemon_find_target(d, name);
+    PtTarget *t = pt_daemon_resolve_target(d, name, error);
 
-    if (!t) {
-        g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND, "%s: no such target", name);
+    if (!t)
         return FALSE;
-    }
+    name = t->name;
     /* The restore writes hold their own reference to the target and its
      * channel, so they complete after the target leaves our table. */
     pt_daemon_restore_target(d, t, "detach");

@@ -33,7 +33,9 @@ const char *
 pt_daemon_policy_source(PtDaemon *d, const char *target, const char *iothread, char **detail)
 {
     const PolicyConfig *policy = d->conf->policy;
-    const PolicySpec *spec = policy_config_lookup(policy, target, iothread);
+    PtTarget *t = pt_daemon_find_target(d, target);
+    const PolicySpec *spec = policy_config_lookup_named(policy, target, t ? t->display : NULL,
+                                                        iothread);
     const char *file = d->conf->path ? d->conf->path : "the configuration";
 
     for (guint i = 0; i < policy->rules->len; i++) {

@@ -48,6 +48,31 @@ typedef enum {
     ORIGINAL_OTHER, /* originals of an earlier QEMU instance */
 } OriginalLookup;
 
+/*
+ * Originals saved under @t's former name (pt-target.h) by a run that
+ * crashed before the upgrade to socket paths: this QEMU's only when they
+ * were saved for this very process, the same pid started at the same
+ * moment, which no other socket's QEMU can be.  Adopted, and saved again
+ * under the identity.
+ */
+static gboolean
+pt_original_get_former(PtDaemon *d, PtTarget *t, PtIothread *io, StoreTriple *st)
+{
+    g_autofree char *instance = NULL;
+
+    if (!t->former_name || !t->instance || g_str_equal(t->former_name, t->name) ||
+        !store_original_get(d->store, t->former_name, io->id, st, &instance, NULL) ||
+        g_strcmp0(instance, t->instance))
+        return FALSE;
+    pt_info(t->name, io->id, "original values %" G_GINT64_FORMAT "/%" G_GINT64_FORMAT "/%"
+            G_GINT64_FORMAT " taken from the rows of %s, the name this QEMU went by before",
+            st->poll_max_ns, st->poll_grow, st->poll_shrink, t->former_name);
+    io->original = pt_policy_triple(st);
+    io->have_original = TRUE;
+    io->original_saved = FALSE;
+    return TRUE;
+}
+
 /* Look up @io's stored originals into @st and @instance, and adopt them
  * when they belong to @t's QEMU instance. */
 static OriginalLookup
@@ -58,6 +83,8 @@ pt_original_lookup(PtDaemon *d, PtTarget *t, PtIothread *io, StoreTriple *st, ch
     if (!store_original_get(d->store, t->name, io->id, st, instance, &err)) {
         if (!g_error_matches(err, STORE_ERROR, STORE_ERROR_NOT_FOUND))
             pt_warn(t->name, io->id, "store: original values: %s", err->message);
+        else if (pt_original_get_former(d, t, io, st))
+            return ORIGINAL_OURS;
         return ORIGINAL_NONE;
     }
     if (!pt_original_is_ours(t, *instance))

@@ -27,6 +27,10 @@ typedef struct {
     /* @t was detached by request: leave it out of discovery until it is
      * attached again by name. */
     void (*hold_detached)(PtDaemon *d, const PtTarget *t);
+    /* @t's QEMU exited (PT_TARGET_GONE), its originals dropped: keep it,
+     * to wait for a QEMU on the same channel, or let it go.  NULL: the
+     * kind has no such state. */
+    void (*gone)(PtDaemon *d, PtTarget *t);
     /* A stop begins: a call made from now on (the restores) may take up
      * to @timeout_ms, the whole stop, instead of qmp-timeout. */
     void (*stopping)(PtDaemon *d, guint timeout_ms);
@@ -80,6 +84,10 @@ struct PtDaemon {
 };
 
 void pt_daemon_add_target(PtDaemon *d, PtTarget *t);
+/* Drop @t from the table without a restore (its QEMU is gone); logs @why. */
+void pt_daemon_drop_target(PtDaemon *d, PtTarget *t, const char *why);
+/* Log once when @t's display name, new or changed, is another target's. */
+void pt_daemon_check_name(PtDaemon *d, PtTarget *t);
 void pt_daemon_remove_target(PtDaemon *d, PtTarget *t, const char *why);
 gboolean pt_daemon_attach_path(PtDaemon *d, const char *path, const char *name,
                                GError **error);

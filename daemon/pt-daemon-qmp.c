@@ -19,35 +19,35 @@ gboolean
 pt_daemon_attach_path(PtDaemon *d, const char *path, const char *name, GError **error)
 {
     g_autofree char *base = NULL;
-    PtTarget *t;
+    PtTarget *t = pt_daemon_find_target(d, path);
     GHashTableIter it;
     gpointer v;
 
+    /* The socket path is the target's identity (pt-target.h). */
+    if (t) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_EXISTS, "%s: already attached%s%s", path,
+                    t->display ? " as " : "", t->display ? t->display : "");
+        return FALSE;
+    }
+    /* A name the operator gives must name this target alone. */
     g_hash_table_iter_init(&it, d->targets);
-    while (g_hash_table_iter_next(&it, NULL, &v)) {
+    while (name && g_hash_table_iter_next(&it, NULL, &v)) {
         PtTarget *o = v;
 
-        if (o->kind == STORE_TARGET_QMP && g_str_equal(pt_target_qmp_path(o), path)) {
+        if (g_str_equal(o->name, name) || !g_strcmp0(o->display, name)) {
             g_set_error(error, G_IO_ERROR, G_IO_ERROR_EXISTS,
-                        "%s: already attached as %s", path, o->name);
+                        "%s: already the name of %s; give %s another", name, o->name, path);
             return FALSE;
         }
     }
-    if (!name) {
-        char *dot;
-
-        base = g_path_get_basename(path);
-        if ((dot = strrchr(base, '.')) && dot != base)
-            *dot = 0;
-        name = base;
-    }
-    if (g_hash_table_contains(d->targets, name)) {
-        g_set_error(error, G_IO_ERROR, G_IO_ERROR_EXISTS,
-                    "%s: a target of that name is attached", name);
-        return FALSE;
-    }
-    t = pt_target_qmp_new(name, path, d->conf->qmp_timeout_ms, &d->proot,
+    t = pt_target_qmp_new(path, path, d->conf->qmp_timeout_ms, &d->proot,
                           pt_daemon_exits_mode(d->conf));
+    base = name ? NULL : pt_target_qmp_file_name(path);
+    pt_target_set_display(t, name ? name : base);
+    t->display_given = name != NULL;
+    /* The file name holds until QEMU says whether it has its own. */
+    t->display_changed = t->display_given;
+    t->former_name = g_strdup(t->display);
     pt_daemon_add_target(d, t);
     return TRUE;
 }
@@ -61,18 +61,11 @@ pt_daemon_qmp_discover(PtDaemon *d)
         if (glob(d->conf->qmp_globs[i], GLOB_NOSORT, NULL, &g) == 0) {
             for (size_t j = 0; j < g.gl_pathc; j++) {
                 struct stat st;
-                gboolean known = FALSE;
-                GHashTableIter it;
-                gpointer v;
 
                 if (stat(g.gl_pathv[j], &st) < 0 || !S_ISSOCK(st.st_mode) ||
                     (d->qmp && g_hash_table_contains(d->qmp->detached, g.gl_pathv[j])))
                     continue;
-                g_hash_table_iter_init(&it, d->targets);
-                while (!known && g_hash_table_iter_next(&it, NULL, &v))
-                    known = ((PtTarget *)v)->kind == STORE_TARGET_QMP &&
-                            g_str_equal(pt_target_qmp_path(v), g.gl_pathv[j]);
-                if (!known)
+                if (!pt_daemon_find_target(d, g.gl_pathv[j]))
                     pt_daemon_attach_path(d, g.gl_pathv[j], NULL, NULL);
             }
         }
@@ -125,10 +118,22 @@ pt_daemon_qmp_stopping(PtDaemon *d, guint timeout_ms)
             pt_target_qmp_set_timeout(v, timeout_ms);
 }
 
+/* A socket named in qmp-sockets waits for its QEMU, listed as gone; one
+ * found by qmp-globs or attached by request is let go, and found again
+ * (as a new target) when a QEMU makes the socket anew. */
+static void
+pt_daemon_qmp_gone(PtDaemon *d, PtTarget *t)
+{
+    if (g_strv_contains((const char *const *)d->conf->qmp_sockets, t->name))
+        return;
+    pt_daemon_drop_target(d, t, NULL);
+}
+
 const PtTargetKindOps pt_daemon_qmp_kind = {
     .start = pt_daemon_qmp_start,
     .discover = pt_daemon_qmp_discover,
     .hold_detached = pt_daemon_qmp_hold_detached,
+    .gone = pt_daemon_qmp_gone,
     .stopping = pt_daemon_qmp_stopping,
     .stop = pt_daemon_qmp_stop,
 };

@@ -9,7 +9,10 @@
 char *
 pt_daemon_policy_for(PtDaemon *d, const char *target, const char *iothread)
 {
-    return policy_spec_format(policy_config_lookup(d->conf->policy, target, iothread));
+    PtTarget *t = pt_daemon_find_target(d, target);
+
+    return policy_spec_format(policy_config_lookup_named(d->conf->policy, target,
+                                                         t ? t->display : NULL, iothread));
 }
 
 /* Puts stored @rule in front of @policy's rules of lower origins. */

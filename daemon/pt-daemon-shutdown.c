@@ -73,7 +73,7 @@ pt_daemon_stop_reads(PtDaemon *d, gboolean start)
         PtTarget *t = v;
 
         if (t->state != PT_TARGET_ATTACHED) {
-            busy += t->stop_reconnect && t->state == PT_TARGET_CONNECTING;
+            busy += t->stop_reconnect && start && pt_target_reach_now(t);
             continue;
         }
         if (t->prev && !t->stop_reconnect)
@@ -156,10 +156,9 @@ pt_daemon_shutdown(PtDaemon *d, guint timeout_ms, GCallback done, gpointer user_
              * to a minute while its QEMU does not answer (SIGSTOPped, or
              * a host too busy to run it): its QEMU may answer again long
              * before the next attempt and still hold our values.  The
-             * stop does not wait for that attempt; it tries now. */
+             * stop does not wait for that attempt; it tries now, and
+             * again while that QEMU runs (pt_daemon_stop_reads()). */
             t->stop_reconnect = TRUE;
-            if (t->state == PT_TARGET_LOST)
-                pt_target_retry_now(t);
         }
     }
     if (d->conf->restore_on_exit)

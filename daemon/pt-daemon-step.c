@@ -117,6 +117,7 @@ pt_daemon_policy_input(PtTarget *t, PtIothread *io)
 {
     return (PolicyIothreadInput){
         .target = t->name,
+        .name = t->display,
         .iothread = pt_iothread_policy_key(io),
         .current = io->triple,
         .history = (const PolicyMetrics *)io->history->data,
@@ -226,7 +227,8 @@ pt_daemon_run_policy(PtDaemon *d, GPtrArray *targets)
             PtIothread *io = v;
             const char *key = pt_iothread_policy_key(io);
             /* A group follows the rule that matches its first iothread. */
-            const PolicySpec *spec = policy_config_lookup(d->conf->policy, t->name, key);
+            const PolicySpec *spec = policy_config_lookup_named(d->conf->policy, t->name,
+                                                                t->display, key);
             PolicyIothreadInput in = pt_daemon_policy_input(t, io);
 
             /* Never write an iothread whose originals are not known yet: a

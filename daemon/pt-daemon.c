@@ -316,18 +316,92 @@ pt_daemon_add_target(PtDaemon *d, PtTarget *t)
                                g_get_real_time() / 1000, &err))
         pt_warn(t->name, NULL, "store: %s", err->message);
     g_hash_table_replace(d->targets, g_strdup(t->name), t);
-    pt_info(t->name, NULL, "attached (%s)", store_target_kind_to_string(t->kind));
+    if (t->display_given)
+        pt_info(t->name, NULL, "attached (%s), named %s", store_target_kind_to_string(t->kind),
+                t->display);
+    else
+        pt_info(t->name, NULL, "attached (%s)", store_target_kind_to_string(t->kind));
+    pt_daemon_check_name(d, t);
+}
+
+/*
+ * @t's display name is settled (given to attach, or QEMU answered for its
+ * own): another target of the same name makes the name ambiguous, so
+ * commands refuse it and ask for the path.  Said once per name and pair,
+ * as an error naming both paths, however often either reconnects; both
+ * targets are tuned as before, each under its own identity.
+ */
+void
+pt_daemon_check_name(PtDaemon *d, PtTarget *t)
+{
+    GHashTableIter it;
+    gpointer v;
+
+    if (!t->display_changed)
+        return;
+    t->display_changed = FALSE;
+    g_hash_table_iter_init(&it, d->targets);
+    while (t->display && g_hash_table_iter_next(&it, NULL, &v)) {
+        PtTarget *o = v;
+
+        if (o == t || (g_strcmp0(o->display, t->display) && !g_str_equal(o->name, t->display)))
+            continue;
+        if (!g_strcmp0(t->name_clash, t->display))
+            return;
+        pt_err(t->name, NULL, "its name %s is also the name of %s: commands must name "
+               "either by its path", t->display, o->name);
+        g_free(t->name_clash);
+        t->name_clash = g_strdup(t->display);
+        g_free(o->name_clash);
+        o->name_clash = g_strdup(t->display);
+        return;
+    }
+    g_clear_pointer(&t->name_clash, g_free);
 }
 
 void
 pt_daemon_remove_target(PtDaemon *d, PtTarget *t, const char *why)
 {
     pt_info(t->name, NULL, "detached: %s", why);
+    pt_daemon_drop_target(d, t, NULL);
+}
+
+void
+pt_daemon_drop_target(PtDaemon *d, PtTarget *t, const char *why)
+{
+    if (why)
+        pt_info(t->name, NULL, "%s", why);
     t->detached = TRUE;
     if (t->ops->close)
         t->ops->close(t);
     policy_engine_forget(d->engine, t->name);
     g_hash_table_remove(d->targets, t->name);
+}
+
+/*
+ * @t's QEMU exited (PT_TARGET_GONE): its originals went with it, and a QEMU
+ * started on its channel later has its own command line, so the stored
+ * originals are dropped rather than kept to match nothing; one line says
+ * so.  The kind keeps the target (a configured socket waits for its QEMU)
+ * or lets it go (one found by qmp-globs is found again as new); either way
+ * it is no longer lost, and no alert on lost targets fires for a VM shut
+ * down cleanly.
+ */
+static void
+pt_daemon_target_gone(PtDaemon *d, PtTarget *t)
+{
+    g_autoptr(GError) err = NULL;
+    guint n = 0;
+
+    if (!store_original_drop(d->store, t->name, &n, &err))
+        pt_warn(t->name, NULL, "store: dropping the original values: %s", err->message);
+    pt_info(t->name, NULL, "gone: %s; %u stored original values dropped", t->state_reason, n);
+    policy_engine_forget(d->engine, t->name);
+    g_hash_table_remove_all(t->iothreads);
+    g_clear_pointer(&t->prev, probe_target_snap_free);
+    /* The loss of its channel that came first is told by this line. */
+    g_ptr_array_set_size(t->news, 0);
+    pt_target_kinds[t->kind]->gone(d, t);
 }
 
 static gint
@@ -355,6 +429,39 @@ PtTarget *
 pt_daemon_find_target(PtDaemon *d, const char *name)
 {
     return name ? g_hash_table_lookup(d->targets, name) : NULL;
+}
+
+PtTarget *
+pt_daemon_resolve_target(PtDaemon *d, const char *name, GError **error)
+{
+    PtTarget *t = pt_daemon_find_target(d, name);
+    g_autoptr(GPtrArray) all = NULL;
+    g_autoptr(GPtrArray) named = g_ptr_array_new();
+
+    if (t)
+        return t;
+    all = pt_daemon_list_targets(d);
+    for (guint i = 0; name && i < all->len; i++)
+        if (!g_strcmp0(((PtTarget *)all->pdata[i])->display, name))
+            g_ptr_array_add(named, all->pdata[i]);
+    if (named->len == 1)
+        return named->pdata[0];
+    if (!named->len) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND, "%s: no such target",
+                    name ? name : "");
+        return NULL;
+    }
+    {
+        g_autoptr(GString) paths = g_string_new(NULL);
+
+        for (guint i = 0; i < named->len; i++)
+            g_string_append_printf(paths, "%s%s", i ? ", " : "",
+                                   ((PtTarget *)named->pdata[i])->name);
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                    "%s names %u targets (%s): name one by its path", name, named->len,
+                    paths->str);
+    }
+    return NULL;
 }
 
 /* ---- the tick ---------------------------------------------------------- */
@@ -510,8 +617,15 @@ pt_daemon_tick(gpointer data)
         PtSampleCtx *ctx;
 
         pt_target_retry(t);
+        if (t->gone_pending) {
+            /* May free @t: nothing of it is used after. */
+            t->gone_pending = FALSE;
+            pt_daemon_target_gone(d, t);
+            continue;
+        }
         pt_target_health_tick(t, d->tick_start_us);
         pt_daemon_log_news(t);
+        pt_daemon_check_name(d, t);
         if (t->state != PT_TARGET_ATTACHED)
             continue;
         if (t->sampling) {

@@ -94,7 +94,13 @@ void pt_daemon_get_stats(PtDaemon *d, PtDaemonStats *stats);
 const PolicyHost *pt_daemon_get_host(PtDaemon *d);
 /* Targets sorted by name (PtTarget *, borrowed). */
 GPtrArray *pt_daemon_list_targets(PtDaemon *d);
+/* The target whose identity is @name (pt-target.h), or NULL. */
 PtTarget *pt_daemon_find_target(PtDaemon *d, const char *name);
+/* The target @name names: its identity, or else the display name of one
+ * target alone (QEMU's -name, or the name given to attach).  Fails with
+ * G_IO_ERROR_NOT_FOUND, or G_IO_ERROR_INVALID_ARGUMENT naming the paths of
+ * the targets that share the name. */
+PtTarget *pt_daemon_resolve_target(PtDaemon *d, const char *name, GError **error);
 /* The policy in force for a target or iothread (formatted spec). */
 char *pt_daemon_policy_for(PtDaemon *d, const char *target, const char *iothread);
 /* The operator's override in force on @target/@iothread (set on it or on

@@ -50,9 +50,13 @@ static gboolean pt_om = TRUE;
 static void
 pt_family(GString *out, const PtFamily *f)
 {
-    const char *suffix = !pt_om && g_str_equal(f->type, "counter") ? "_total" : "";
+    /* An info family is a gauge of 1 named ..._info in the older format. */
+    gboolean info = g_str_equal(f->type, "info");
+    const char *suffix = !pt_om && g_str_equal(f->type, "counter") ? "_total" :
+                         !pt_om && info ? "_info" : "";
 
-    g_string_append_printf(out, "# TYPE %s%s %s\n", f->name, suffix, f->type);
+    g_string_append_printf(out, "# TYPE %s%s %s\n", f->name, suffix,
+                           info && !pt_om ? "gauge" : f->type);
     if (f->unit && pt_om)
         g_string_append_printf(out, "# UNIT %s %s\n", f->name, f->unit);
     g_string_append_printf(out, "# HELP %s%s %s\n", f->name, suffix, f->help);
@@ -440,6 +444,19 @@ pt_render(PtDaemon *d)
             continue;
         pt_labels(out, "polltune_target_qemu_version", t, NULL);
         g_string_append_printf(out, "} %u\n", t->qemu_version);
+    }
+    /* The domain label is the identity (a QMP target's socket path); the
+     * name it goes by is here, to join on. */
+    pt_family(out, &(PtFamily){ "polltune_target", "info", NULL,
+                                "The name a target goes by (QEMU's -name for a QMP socket), "
+                                "and its kind." });
+    for (guint i = 0; i < targets->len; i++) {
+        PtTarget *t = targets->pdata[i];
+
+        pt_labels(out, "polltune_target_info", t, NULL);
+        g_string_append(out, ",name=\"");
+        pt_label(out, pt_target_display(t));
+        g_string_append_printf(out, "\",kind=\"%s\"} 1\n", store_target_kind_to_string(t->kind));
     }
     pt_family(out, &(PtFamily){ "polltune_targets", "gauge", NULL, "Targets by state." });
     for (int s = 0; s < PT_TARGET_STATE_MAX; s++)

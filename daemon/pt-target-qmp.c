@@ -16,11 +16,14 @@
  */
 #include "pt-target.h"
 #include "probe-devmap.h"
+#include "probe-thread.h"
 #include "qmp-commands.h"
 
 #include <json-c/json.h>
 #include <string.h>
 
+#include <errno.h>
+#include <signal.h>
 #include <sys/stat.h>
 
 typedef struct {
@@ -93,6 +96,59 @@ pt_qmp_got_kvm(GObject *obj, GAsyncResult *res, gpointer data)
     pt_target_unref(t);
 }
 
+char *
+pt_target_qmp_file_name(const char *path)
+{
+    char *base = g_path_get_basename(path);
+    char *dot = strrchr(base, '.');
+
+    if (dot && dot != base)
+        *dot = 0;
+    return base;
+}
+
+/* A -name long enough for any naming scheme (libvirt's domain names are
+ * the longest in use, and it checks none); what a peer says beyond that,
+ * or with control characters, is no name an operator would type. */
+#define PT_QMP_NAME_MAX 256
+
+static gboolean
+pt_qmp_name_usable(const char *name)
+{
+    if (!name || !*name || strlen(name) > PT_QMP_NAME_MAX || !g_utf8_validate(name, -1, NULL))
+        return FALSE;
+    for (const char *p = name; *p; p++)
+        if ((guchar)*p < 0x20 || *p == 0x7f)
+            return FALSE;
+    return TRUE;
+}
+
+static void
+pt_qmp_got_name(GObject *obj, GAsyncResult *res, gpointer data)
+{
+    PtQmpTarget *q = data;
+    PtTarget *t = &q->parent;
+    g_autoptr(GError) err = NULL;
+    g_autofree char *name = qmp_query_name_finish(QMP_CLIENT(obj), res, &err);
+
+    if (QMP_CLIENT(obj) == q->client && !t->detached &&
+        qmp_client_get_state(q->client) == QMP_CLIENT_READY) {
+        /* QEMU's -name is the name to show, unless the operator gave one;
+         * without one (or an unusable one) the socket's file name stays,
+         * also when a QEMU restarted on the socket dropped its -name. */
+        if (!t->display_given) {
+            g_autofree char *file = pt_target_qmp_file_name(q->path);
+
+            pt_target_set_display(t, pt_qmp_name_usable(name) ? name : file);
+        }
+        /* Whether the guest has KVM at all decides whether exits are
+         * absent or merely unreadable; attached once that is known. */
+        qmp_client_call_async(q->client, "query-kvm", NULL, 0, pt_qmp_decode_kvm, NULL,
+                              pt_qmp_got_kvm, pt_target_ref(t));
+    }
+    pt_target_unref(t);
+}
+
 static void
 pt_qmp_on_ready(GObject *obj, GAsyncResult *res, gpointer data)
 {
@@ -111,10 +167,8 @@ pt_qmp_on_ready(GObject *obj, GAsyncResult *res, gpointer data)
         q->stats_known = q->stats_absent = FALSE;
         pt_target_set_pid(t, qmp_client_get_peer_pid(q->client), &q->roots);
         pt_target_set_instance(t, pt_instance_for_pid(&q->roots, t->pid));
-        /* Whether the guest has KVM at all decides whether exits are
-         * absent or merely unreadable; attached once that is known. */
-        qmp_client_call_async(q->client, "query-kvm", NULL, 0, pt_qmp_decode_kvm, NULL,
-                              pt_qmp_got_kvm, pt_target_ref(t));
+        /* Its name first, then whether it has KVM; attached after both. */
+        qmp_query_name_async(q->client, pt_qmp_got_name, pt_target_ref(t));
     }
     pt_target_unref(t);
 }
@@ -156,17 +210,79 @@ pt_qmp_socket_is_new(const PtQmpTarget *q, const struct stat *st)
            st->st_ctim.tv_nsec != q->sock_st.st_ctim.tv_nsec;
 }
 
+/* The QEMU last reached through @q no longer runs: its pid is gone, or is
+ * another process now (the start time differs), or it exited and waits to
+ * be reaped; TRUE too when none was ever reached. */
+static gboolean
+pt_qmp_exited(PtQmpTarget *q)
+{
+    PtTarget *t = &q->parent;
+    g_autofree char *now = NULL;
+    char state;
+
+    if (t->pid <= 0)
+        return TRUE;
+    if (!t->instance)
+        return kill(t->pid, 0) < 0 && errno == ESRCH;
+    now = pt_instance_for_pid(&q->roots, t->pid);
+    if (g_strcmp0(now, t->instance) != 0)
+        return TRUE;
+    state = probe_process_read_state(q->roots.proc ? q->roots.proc : "/proc", t->pid);
+    return state == 'Z' || state == 'X';
+}
+
 void
 pt_target_qmp_retry(PtTarget *t)
 {
     PtQmpTarget *q = (PtQmpTarget *)t;
     struct stat st;
 
-    if (t->state != PT_TARGET_LOST || t->detached)
+    if ((t->state != PT_TARGET_LOST && t->state != PT_TARGET_GONE) || t->detached)
         return;
-    if (stat(q->path, &st) == 0 && S_ISSOCK(st.st_mode) &&
-        (pt_target_retry_due(t, g_get_monotonic_time()) || pt_qmp_socket_is_new(q, &st)))
-        pt_qmp_connect(q);
+    if (stat(q->path, &st) == 0) {
+        if (S_ISSOCK(st.st_mode) &&
+            (t->state == PT_TARGET_GONE || pt_target_retry_due(t, g_get_monotonic_time()) ||
+             pt_qmp_socket_is_new(q, &st)))
+            pt_qmp_connect(q);
+        return;
+    }
+    /*
+     * QEMU removes its socket when it exits cleanly (quit, a guest
+     * shutdown); a QEMU killed leaves it, and stays lost while retried.
+     * Gone takes both a missing socket and a QEMU no longer running: a
+     * socket moved away for a while (its directory renamed) from under a
+     * QEMU that runs on is neither.
+     */
+    if (errno == ENOENT && t->state == PT_TARGET_LOST && pt_qmp_exited(q)) {
+        g_autofree char *why = t->pid > 0 ?
+            g_strdup_printf("its socket is gone and its QEMU (pid %d) has exited", t->pid) :
+            g_strdup("its socket is gone and no QEMU was reached on it");
+
+        pt_target_set_state(t, PT_TARGET_GONE, why);
+    }
+}
+
+/*
+ * At a stop, while the QEMU last reached still runs: a connect refused
+ * with EAGAIN is the usual first answer of a QEMU just continued after a
+ * SIGSTOP, whose listen backlog still holds the attempts made while it was
+ * stopped, so each call tries again until the stop's deadline.
+ */
+static gboolean
+pt_qmp_reach_now(PtTarget *t)
+{
+    PtQmpTarget *q = (PtQmpTarget *)t;
+    struct stat st;
+
+    if (t->detached)
+        return FALSE;
+    if (t->state == PT_TARGET_CONNECTING)
+        return TRUE;
+    if (t->state != PT_TARGET_LOST || stat(q->path, &st) < 0 || !S_ISSOCK(st.st_mode) ||
+        pt_qmp_exited(q))
+        return FALSE;
+    pt_qmp_connect(q);
+    return TRUE;
 }
 
 void
@@ -482,6 +598,7 @@ static const PtTargetOps pt_qmp_ops = {
     .sample = pt_qmp_sample,
     .apply = pt_qmp_apply,
     .retry = pt_target_qmp_retry,
+    .reach_now = pt_qmp_reach_now,
     .close = pt_qmp_close,
     .free = pt_qmp_free,
 };

@@ -6,7 +6,8 @@
 PT_ENUM_IMPL(pt_target_state, PtTargetState, PT_TARGET_STATE_MAX,
              [PT_TARGET_CONNECTING] = "connecting",
              [PT_TARGET_ATTACHED] = "attached",
-             [PT_TARGET_LOST] = "lost")
+             [PT_TARGET_LOST] = "lost",
+             [PT_TARGET_GONE] = "gone")
 
 PT_ENUM_IMPL(pt_outcome, PtOutcome, PT_OUTCOME_MAX,
              [PT_OUTCOME_APPLIED] = "applied",
@@ -77,6 +78,9 @@ pt_target_unref(PtTarget *t)
     g_free(t->health.last_failure);
     g_free(t->instance);
     g_free(t->uuid);
+    g_free(t->display);
+    g_free(t->name_clash);
+    g_free(t->former_name);
     g_free(t->name);
     g_free(t);
 }
@@ -118,6 +122,18 @@ pt_target_set_state_at(PtTarget *t, PtTargetState state, const char *reason, gin
             g_strdup_printf("%s; attempt %u failed, the next in %u s", h->last_failure,
                             h->failures, h->backoff_ms / 1000) :
             g_strdup(h->last_failure);
+    } else if (state == PT_TARGET_GONE) {
+        /* Not a failure: the QEMU is gone, and one that comes on its
+         * socket later starts afresh.  The daemon says so itself. */
+        if (t->state == state)
+            return;
+        g_free(h->last_failure);
+        *h = (PtTargetHealth){ 0 };
+        t->state = state;
+        g_free(t->state_reason);
+        t->state_reason = g_strdup(reason);
+        t->gone_pending = TRUE;
+        return;
     } else if (state == PT_TARGET_ATTACHED && t->state == state && !reason) {
         /* Attached again by a relist: a failing sample keeps its reason. */
         return;
@@ -158,13 +174,10 @@ pt_target_retry(PtTarget *t)
         t->ops->retry(t);
 }
 
-void
-pt_target_retry_now(PtTarget *t)
+gboolean
+pt_target_reach_now(PtTarget *t)
 {
-    if (!t->ops->retry)
-        return;
-    t->health.retry_at_us = 0;
-    t->ops->retry(t);
+    return t->ops->reach_now && t->ops->reach_now(t);
 }
 
 void
@@ -330,6 +343,22 @@ pt_instance_for_domain(const ProbeRoots *roots, const char *uuid, int id)
         return NULL;
     boot = pt_boot_prefix(roots);
     return g_strdup_printf("%slibvirt/%s/%d", boot, uuid, id);
+}
+
+const char *
+pt_target_display(const PtTarget *t)
+{
+    return t->display ? t->display : t->name;
+}
+
+void
+pt_target_set_display(PtTarget *t, const char *display)
+{
+    t->display_changed = TRUE;
+    if (!g_strcmp0(t->display, display))
+        return;
+    g_free(t->display);
+    t->display = g_strdup(display);
 }
 
 PtIothread *

@@ -27,7 +27,12 @@
 typedef enum {
     PT_TARGET_CONNECTING,
     PT_TARGET_ATTACHED,
+    /* The channel failed while the QEMU may still run (its socket is
+     * there, or libvirt has the domain): retried with backoff. */
     PT_TARGET_LOST,
+    /* Its QEMU exited: the socket is gone and so is the process.  Nothing
+     * is left to tune or restore (pt_daemon_target_gone()). */
+    PT_TARGET_GONE,
     PT_TARGET_STATE_MAX,
     PT_TARGET_STATE_INVALID = -1,
 } PtTargetState;
@@ -143,6 +148,11 @@ typedef struct {
      * the backoff of PtTargetHealth.  NULL when the channel reconnects by
      * itself (libvirt's connection brings its domains back). */
     void (*retry)(PtTarget *t);
+    /* A stop: reach a lost target at once, whatever its backoff, so that
+     * its originals can be put back; called again while it returns TRUE,
+     * which it does while the channel is being made or may still be made
+     * (its QEMU runs).  NULL: as for retry. */
+    gboolean (*reach_now)(PtTarget *t);
     /* Called once attached -> about to be dropped; release the channel. */
     void (*close)(PtTarget *t);
     void (*free)(PtTarget *t);
@@ -151,7 +161,28 @@ typedef struct {
 struct PtTarget {
     gint ref;
     const PtTargetOps *ops;
+    /* The identity: unique among the targets, stable across restarts of
+     * the VM and of the daemon, and the key of everything kept about the
+     * target (the daemon's table, the store's rows and originals, the
+     * engine's state, the metrics' domain label).  A libvirt domain's
+     * name; a QMP target's socket path, since a socket's file name
+     * (every /srv/vms/NAME/qmp.sock is "qmp") or QEMU's -name (which two
+     * VMs may share, and which is known only once connected) is not. */
     char *name;
+    /* The name shown beside it and accepted for it by commands: a QMP
+     * target's name given to attach, else QEMU's own (query-name, its
+     * -name), else its socket's file name without the extension; NULL
+     * when it has none but @name (libvirt). */
+    char *display;
+    gboolean display_given;         /* given by the operator: QEMU's does not replace it */
+    /* Settled (given, or QEMU answered query-name) and not yet checked
+     * against the other targets' names (pt_daemon_check_name()). */
+    gboolean display_changed;
+    char *name_clash;               /* the name another target shares, said once */
+    /* The name the store kept it under before identities were socket paths
+     * (a QMP socket's file name, or the name given to attach), where the
+     * originals of a run that crashed before an upgrade are; NULL: none. */
+    char *former_name;
     char *uuid;                     /* libvirt only */
     StoreTargetKind kind;
     PtTargetState state;
@@ -162,6 +193,7 @@ struct PtTarget {
      * one instance. */
     char *instance;
     gboolean detached;              /* dropped by the daemon */
+    gboolean gone_pending;          /* GONE, for the daemon to act on */
 
     ProbeTarget *probe;             /* NULL until the pid is known */
     ProbeExitsMode exits_mode;
@@ -182,7 +214,7 @@ struct PtTarget {
     /* A stop found it attached but never sampled: its iothreads were read
      * once more, so that their originals could be put back. */
     gboolean stop_read;
-    /* A stop found it lost and tried to reach it at once: once attached
+    /* A stop found it lost and tries to reach it at once: once attached
      * again it is read like a target never sampled. */
     gboolean stop_reconnect;
     gint64 sample_start_us;         /* monotonic, of the running sample */
@@ -216,9 +248,8 @@ void pt_target_sample_result(PtTarget *t, const GError *error, gint64 now_us);
 gboolean pt_target_retry_due(const PtTarget *t, gint64 now_us);
 /* Once a tick: ops->retry, when the kind has one. */
 void pt_target_retry(PtTarget *t);
-/* ops->retry with the backoff waived: a stop reaches a lost target whose
- * channel is back at once, to put its originals back. */
-void pt_target_retry_now(PtTarget *t);
+/* A stop: ops->reach_now, FALSE when the kind has none. */
+gboolean pt_target_reach_now(PtTarget *t);
 /* Once a tick: the reminder of a target that stays broken. */
 void pt_target_health_tick(PtTarget *t, gint64 now_us);
 /* Learn (or change) the QEMU pid; a new pid starts a new ProbeTarget. */
@@ -259,6 +290,12 @@ ProbeExitSource pt_target_exit_source(const PtTarget *t, const char **why);
 /* "10.2.1" from qemu_version, or NULL when unknown. */
 char *pt_target_qemu_version_string(const PtTarget *t);
 
+/* The name to show: the display name, else the identity. */
+const char *pt_target_display(const PtTarget *t);
+/* Set the display name (NULL: none), settled: to be checked against the
+ * others' once more. */
+void pt_target_set_display(PtTarget *t, const char *display);
+
 PtIothread *pt_target_iothread(PtTarget *t, const char *id);
 /* "applied", "recommended" or "failed: @failure", as the control protocol,
  * the store's reasons and the log show an outcome. */
@@ -270,6 +307,9 @@ void pt_iothread_push_metrics(PtIothread *io, const PolicyMetrics *m);
 PtTarget *pt_target_qmp_new(const char *name, const char *path, guint timeout_ms,
                             const ProbeRoots *roots, ProbeExitsMode exits);
 const char *pt_target_qmp_path(PtTarget *t);
+/* The name a QMP target goes by until QEMU tells its own: the socket's
+ * file name without its extension, "vm-a" for /run/vm-a.qmp. */
+char *pt_target_qmp_file_name(const char *path);
 /* Reconnect a lost QMP target if its socket is back; no-op otherwise. */
 void pt_target_qmp_retry(PtTarget *t);
 /* The deadline of each command sent from now on. */

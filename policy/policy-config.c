@@ -416,19 +416,37 @@ policy_config_validate(const PolicyConfig *c, GError **error)
     return TRUE;
 }
 
+/* Whether @glob matches @target/@iothread or @target alone. */
+static gboolean
+rule_matches(const char *glob, const char *target, const char *full)
+{
+    return (full && g_pattern_match_simple(glob, full)) || g_pattern_match_simple(glob, target);
+}
+
 const PolicySpec *
-policy_config_lookup(const PolicyConfig *config, const char *target, const char *iothread)
+policy_config_lookup_named(const PolicyConfig *config, const char *target, const char *name,
+                           const char *iothread)
 {
     g_autofree char *full = iothread ? g_strdup_printf("%s/%s", target, iothread) : NULL;
+    g_autofree char *named = NULL;
 
+    if (name && g_str_equal(name, target))
+        name = NULL;
+    if (name && iothread)
+        named = g_strdup_printf("%s/%s", name, iothread);
     for (guint i = 0; i < config->rules->len; i++) {
         const PolicyRule *r = g_ptr_array_index(config->rules, i);
 
-        if ((full && g_pattern_match_simple(r->glob, full)) ||
-            g_pattern_match_simple(r->glob, target))
+        if (rule_matches(r->glob, target, full) || (name && rule_matches(r->glob, name, named)))
             return &r->spec;
     }
     return &config->default_spec;
+}
+
+const PolicySpec *
+policy_config_lookup(const PolicyConfig *config, const char *target, const char *iothread)
+{
+    return policy_config_lookup_named(config, target, NULL, iothread);
 }
 
 static gboolean

@@ -487,7 +487,7 @@ propose(PolicyEngine *e, PolicyProposal *p, gint64 now_ms)
         policy_adaptive_reset(p->st);
     if (external_holds(e, p, now_ms))
         return;
-    spec = policy_config_lookup(cfg, in->target, in->iothread);
+    spec = policy_config_lookup_named(cfg, in->target, in->name, in->iothread);
     switch (spec->kind) {
     case POLICY_KIND_OFF:
         t = (PolicyTriple){ 0, in->current.poll_grow, in->current.poll_shrink };

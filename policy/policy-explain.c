@@ -275,7 +275,7 @@ policy_engine_explain(const PolicyEngine *e, const PolicyExplainContext *ctx,
 
     x->target = g_strdup(in->target);
     x->iothread = g_strdup(in->iothread);
-    x->spec = *policy_config_lookup(cfg, in->target, in->iothread);
+    x->spec = *policy_config_lookup_named(cfg, in->target, in->name, in->iothread);
     x->mode = cfg->mode;
     x->current = in->current;
     x->known = st != NULL;

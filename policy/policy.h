@@ -211,6 +211,11 @@ gboolean policy_config_validate(const PolicyConfig *config, GError **error);
 /* The spec that applies to @target/@iothread (@iothread may be NULL). */
 const PolicySpec *policy_config_lookup(const PolicyConfig *config,
                                        const char *target, const char *iothread);
+/* The same for a target that also goes by @name (NULL: none), such as a
+ * QMP target, whose identity is its socket path and whose name is QEMU's
+ * -name: a rule's glob may match either, the first rule that does wins. */
+const PolicySpec *policy_config_lookup_named(const PolicyConfig *config, const char *target,
+                                             const char *name, const char *iothread);
 /* The objective's per-core weight and per-tick score under @config's judgements. */
 double policy_config_cpu_weight(const PolicyConfig *config, PolicyObjective o);
 double policy_config_score(const PolicyConfig *config, PolicyObjective o,
@@ -241,6 +246,9 @@ typedef struct {
     /* A group: the ids of its members, NULL-terminated (NULL: none given),
      * so that an override on any member pins the group. */
     const char *const *members;
+    /* The name the target also goes by, which rules may match (a QMP
+     * target's QEMU -name); NULL: none. */
+    const char *name;
 } PolicyIothreadInput;
 
 typedef struct {

@@ -210,6 +210,23 @@ probe_process_read_start(const char *proc_root, int pid, guint64 *start_ticks,
     return ok;
 }
 
+char
+probe_process_read_state(const char *proc_root, int pid)
+{
+    g_autofree char *path = g_strdup_printf("%s/%d/stat", proc_root, pid);
+    ProbeBuf buf = { 0 };
+    const char *paren;
+    char state = 0;
+
+    /* The name in parentheses may hold anything: the state follows the
+     * last closing one. */
+    if (probe_file_read(path, &buf, THREAD_FILE_MAX, NULL) &&
+        (paren = strrchr(buf.data, ')')) && paren[1] == ' ' && g_ascii_isalpha(paren[2]))
+        state = paren[2];
+    probe_buf_clear(&buf);
+    return state;
+}
+
 gboolean
 probe_thread_read(const char *proc_root, int pid, int tid, ProbeBuf *buf,
                   ProbeThreadCounters *out, GError **error)

@@ -84,6 +84,9 @@ gboolean probe_process_parse_start(const char *text, const char *path,
                                    guint64 *start_ticks, GError **error);
 gboolean probe_process_read_start(const char *proc_root, int pid,
                                   guint64 *start_ticks, GError **error);
+/* Field 3 of <proc_root>/<pid>/stat, the process state ('R', 'S', 'Z' for
+ * one that exited and is not yet reaped...), or 0 when it cannot be read. */
+char probe_process_read_state(const char *proc_root, int pid);
 
 /* probe_thread_files_read() once, by path. */
 gboolean probe_thread_read(const char *proc_root, int pid, int tid,

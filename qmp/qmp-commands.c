@@ -507,6 +507,18 @@ qmp_query_status_sync(QmpClient *c, GError **error)
                                 (GDestroyNotify)qmp_status_free, error);
 }
 
+void
+qmp_query_name_async(QmpClient *c, GAsyncReadyCallback cb, gpointer ud)
+{
+    qmp_client_call_async(c, "query-name", NULL, 0, qmp_decode_name, g_free, cb, ud);
+}
+
+char *
+qmp_query_name_finish(QmpClient *c, GAsyncResult *res, GError **error)
+{
+    return qmp_client_call_finish(c, res, error);
+}
+
 char *
 qmp_query_name_sync(QmpClient *c, GError **error)
 {

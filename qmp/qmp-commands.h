@@ -186,6 +186,8 @@ QmpStatus *qmp_query_status_finish(QmpClient *c, GAsyncResult *res, GError **err
 QmpStatus *qmp_query_status_sync(QmpClient *c, GError **error);
 
 /* The VM's -name, or "" when it has none. */
+void qmp_query_name_async(QmpClient *c, GAsyncReadyCallback cb, gpointer ud);
+char *qmp_query_name_finish(QmpClient *c, GAsyncResult *res, GError **error);
 char *qmp_query_name_sync(QmpClient *c, GError **error);
 
 void qmp_version_free(QmpVersion *v);

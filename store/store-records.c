@@ -401,6 +401,29 @@ store_original_get(StoreDb *db, const char *target, const char *iothread, StoreT
 }
 
 gboolean
+store_original_drop(StoreDb *db, const char *target, guint *dropped, GError **error)
+{
+    sqlite3_stmt *st;
+
+    if (!target) {
+        g_set_error(error, STORE_ERROR, STORE_ERROR_INVALID, "%s: drop originals: a target "
+                    "name is required", db->path);
+        return FALSE;
+    }
+    if (!store_db_check_file(db, g_get_real_time() / 1000, error) ||
+        !(st = store_prepare(db, "DELETE FROM originals WHERE iothread_id IN"
+                             " (SELECT i.id FROM iothreads i JOIN targets t"
+                             " ON t.id = i.target_id WHERE t.name = ?)", error)))
+        return FALSE;
+    sqlite3_bind_text(st, 1, target, -1, SQLITE_TRANSIENT);
+    if (!step_once(db, st, "drop originals", error))
+        return FALSE;
+    if (dropped)
+        *dropped = (guint)sqlite3_changes(db->sql);
+    return TRUE;
+}
+
+gboolean
 store_target_known(StoreDb *db, const char *name, gboolean *known, GError **error)
 {
     sqlite3_stmt *st;

@@ -348,6 +348,9 @@ int store_runtime_mode_get(StoreDb *db);
 gboolean store_original_save(StoreDb *db, const char *target, const char *iothread,
                              const StoreTriple *triple, const char *instance,
                              gint64 now_ms, GError **error);
+/* Forgets every original saved for @target's iothreads (its QEMU exited:
+ * there is nothing left to restore); @dropped (optional) gets how many. */
+gboolean store_original_drop(StoreDb *db, const char *target, guint *dropped, GError **error);
 /* STORE_ERROR_NOT_FOUND when nothing was saved for the iothread.  @instance
  * (optional) gets the instance it was saved for, NULL if none was known. */
 gboolean store_original_get(StoreDb *db, const char *target, const char *iothread,

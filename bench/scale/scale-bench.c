@@ -331,7 +331,9 @@ main(int argc, char **argv)
     for (guint i = 0; i < max_n; i++) {
         g_autofree char *sock = g_strdup_printf("%s/vm-%03u.qmp", dir, i);
         g_autofree char *qmp = g_strdup_printf("unix:%s,server=on,wait=off", sock);
-        const char *args[] = { "-object", "iothread,id=iot0", "-object", "iothread,id=iot1",
+        g_autofree char *name = g_strdup_printf("vm-%03u", i);
+        const char *args[] = { "-name", name,
+                               "-object", "iothread,id=iot0", "-object", "iothread,id=iot1",
                                "-drive", "driver=null-co,if=none,id=drive0",
                                "-qmp", qmp, NULL };
         PtTestQemu *q = pt_test_qemu_start(args, &err);

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The chaos run: see chaos.h.  PT_CHAOS_SEED replays a run (the seed is
- * printed first), PT_CHAOS_SECONDS sets its length (default 120).
+ * printed first), PT_CHAOS_SECONDS sets its length (default 120).  The
+ * argument --seed=N names the seed instead: tests/chaos/meson.build runs
+ * the kept seeds, and those scripts/test.sh draws from the commit, that
+ * way, each as a test of its own.
  */
 #include "chaos.h"
 
@@ -157,6 +160,9 @@ chaos_vm_start(Chaos *ch, ChaosVm *vm)
     vm->original.max_ns = 10000 + 1000 * vm->instance + g_rand_int_range(ch->rng, 0, 1000);
     vm->original.grow = g_rand_int_range(ch->rng, 0, 4);
     vm->original.shrink = g_rand_int_range(ch->rng, 0, 4);
+    /* The name the daemon shows it by (its identity is the socket path). */
+    g_ptr_array_add(args, g_strdup("-name"));
+    g_ptr_array_add(args, g_strdup(vm->name));
     for (guint i = 0; i < CHAOS_N_IOTHREADS; i++) {
         g_ptr_array_add(args, g_strdup("-object"));
         g_ptr_array_add(args, g_strdup_printf("iothread,id=iot%u,poll-max-ns=%" G_GUINT64_FORMAT
@@ -542,10 +548,13 @@ chaos_report(Chaos *ch)
                    GPOINTER_TO_UINT(g_hash_table_lookup(ch->v.count, k)), (const char *)v);
 }
 
+/* From --seed=N; NULL: PT_CHAOS_SEED, else a random one. */
+static const char *chaos_seed_arg;
+
 static void
 test_chaos_run(void)
 {
-    const char *seed_env = g_getenv("PT_CHAOS_SEED");
+    const char *seed_env = chaos_seed_arg ? chaos_seed_arg : g_getenv("PT_CHAOS_SEED");
     const char *secs_env = g_getenv("PT_CHAOS_SECONDS");
     guint seconds = secs_env ? (guint)g_ascii_strtoull(secs_env, NULL, 10) : 120;
     gint64 next[CHAOS_ACTION_MAX];
@@ -605,6 +614,9 @@ int
 main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
+    for (int i = 1; i < argc; i++)
+        if (g_str_has_prefix(argv[i], "--seed="))
+            chaos_seed_arg = argv[i] + strlen("--seed=");
     g_test_add_func("/chaos/run", test_chaos_run);
     return g_test_run();
 }

@@ -62,7 +62,7 @@ test_policy(void)
     g_assert_cmpstr(pt_json_path_str(pj, "default"), ==, "static:70000/2/2");
     g_assert_cmpstr(pt_json_path_str(pj, "rules/0/glob"), ==, "vm-*");
     g_assert_cmpstr(pt_json_path_str(pj, "rules/0/source"), ==, "policy-set");
-    g_assert_cmpstr(pt_json_path_str(pj, "targets/0/name"), ==, "vm-a");
+    g_assert_cmpstr(pt_json_path_str(pj, "targets/0/display_name"), ==, "vm-a");
     g_assert_cmpstr(pt_json_path_str(pj, "targets/0/policy"), ==, "static:50000/2/2");
 
     /* The objective as a third word; a bad spec is the daemon's to refuse. */
@@ -251,12 +251,8 @@ static gboolean
 listed(const char *name)
 {
     g_autoptr(json_object) l = CTL_JSON("list");
-    json_object *tl = pt_json_path(l, "targets");
 
-    for (size_t i = 0; i < json_object_array_length(tl); i++)
-        if (g_str_equal(pt_json_path_str(json_object_array_get_idx(tl, i), "name"), name))
-            return TRUE;
-    return FALSE;
+    return pt_test_status_target(l, name) != NULL;
 }
 
 static gboolean
@@ -284,7 +280,8 @@ test_attach_detach(void)
     g_assert_cmpint(g_chdir(cli_live.tmp_dir), ==, 0);
     at = CTL_JSON("attach", "extra.qmp", "--name", "extra");
     g_assert_cmpint(g_chdir(cwd), ==, 0);
-    g_assert_cmpstr(pt_json_path_str(at, "name"), ==, "extra");
+    g_assert_cmpstr(pt_json_path_str(at, "name"), ==, other->daemon_sock);
+    g_assert_cmpstr(pt_json_path_str(at, "display_name"), ==, "extra");
     g_assert_true(pt_test_wait(listed_attached, (gpointer) "extra", 3000));
     CTL_FAILS(1, "attach: GenericError: ", "attach", other->daemon_sock);
     /* What is not a listening socket is refused before anything is

@@ -82,12 +82,14 @@ test_list(void)
     if (!cli_live_setup())
         return;
     table = CTL_OK("list");
-    g_assert_true(g_str_has_prefix(table, "NAME"));
-    g_assert_true(g_regex_match_simple("\nvm-a +qmp +attached +[0-9]+ +iot0,iot1\n", table,
-                                          0, 0));
+    g_assert_true(g_str_has_prefix(table, "VM "));
+    /* Shown by QEMU's -name, known by its socket's path. */
+    g_assert_true(g_regex_match_simple("\nvm-a +/[^ ]+/vm-a\\.qmp +qmp +attached +[0-9]+ "
+                                       "+iot0,iot1\n", table, 0, 0));
     l = CTL_JSON("list");
     g_assert_cmpuint(json_object_array_length(pt_json_path(l, "targets")), ==, 1);
-    g_assert_cmpstr(pt_json_path_str(l, "targets/0/name"), ==, "vm-a");
+    g_assert_cmpstr(pt_json_path_str(l, "targets/0/name"), ==, cli_live.vm->daemon_sock);
+    g_assert_cmpstr(pt_json_path_str(l, "targets/0/display_name"), ==, "vm-a");
     g_assert_cmpstr(pt_json_path_str(l, "targets/0/iothreads/1"), ==, "iot1");
 }
 
@@ -133,7 +135,12 @@ test_show(void)
     if (!cli_live_setup())
         return;
     text = CTL_OK("show", "vm-a", "--ticks", "5");
-    g_assert_true(g_str_has_prefix(text, "vm-a (qmp, attached, pid "));
+    {
+        g_autofree char *head = g_strdup_printf("vm-a [%s] (qmp, attached, pid ",
+                                                cli_live.vm->daemon_sock);
+
+        g_assert_true(g_str_has_prefix(text, head));
+    }
     g_assert_nonnull(strstr(text, "\niot0 (tid "));
     g_assert_nonnull(strstr(text, "\niot1 (tid "));
     g_assert_nonnull(strstr(text, "last 5 ticks"));
@@ -144,7 +151,7 @@ test_show(void)
                                        "\\(the guest runs without KVM", text, 0, 0));
 
     all = CTL_JSON("show", "vm-a", "--ticks", "3");
-    g_assert_cmpstr(pt_json_path_str(all, "name"), ==, "vm-a");
+    g_assert_cmpstr(pt_json_path_str(all, "display_name"), ==, "vm-a");
     g_assert_cmpuint(json_object_array_length(pt_json_path(all, "iothreads")), ==, 2);
     g_assert_cmpuint(json_object_array_length(pt_json_path(all, "iothreads/0/history")), ==, 3);
     g_assert_cmpstr(pt_json_path_str(all, "iothreads/0/decisions/0/iothread"), ==, "iot0");
@@ -215,11 +222,13 @@ test_history(void)
     rows = pt_json_path(h, "rows");
     /* 2 s at 200 ms, as many rows as the database has. */
     g_assert_cmpuint(json_object_array_length(rows), >=, 8);
-    g_assert_cmpuint(json_object_array_length(rows), ==, db_rows("vm-a", "iot0", from, to));
+    /* Kept under the target's identity, its socket's path. */
+    g_assert_cmpuint(json_object_array_length(rows), ==,
+                     db_rows(cli_live.vm->daemon_sock, "iot0", from, to));
     for (size_t i = 0; i < json_object_array_length(rows); i++) {
         json_object *r = json_object_array_get_idx(rows, i);
 
-        g_assert_cmpstr(pt_json_path_str(r, "target"), ==, "vm-a");
+        g_assert_cmpstr(pt_json_path_str(r, "target"), ==, cli_live.vm->daemon_sock);
         g_assert_cmpstr(pt_json_path_str(r, "iothread"), ==, "iot0");
         g_assert_cmpint(pt_json_path_int(r, "ts_ms"), >=, from);
         g_assert_cmpint(pt_json_path_int(r, "ts_ms"), <, to);
@@ -229,8 +238,8 @@ test_history(void)
         g_assert_cmpint(pt_json_path_int(r, "poll-max-ns"), >, 0);
     }
     g_assert_true(g_str_has_prefix(table, "resolution raw\n"));
-    g_assert_nonnull(strstr(table, "\nvm-a/iot0 \302\267 "));
-    g_assert_nonnull(strstr(table, "\nvm-a/iot1 \302\267 "));
+    g_assert_nonnull(strstr(table, "/vm-a.qmp/iot0 \302\267 "));
+    g_assert_nonnull(strstr(table, "/vm-a.qmp/iot1 \302\267 "));
     /* The poll-max-ns column is filled in, not "-". */
     g_assert_true(g_regex_match_simple("\n[0-9-]+ [0-9:]+ +[0-9.k]+ +[-0-9.]+ +[0-9.]+ +[0-9]+\n",
                                           table, 0, 0));
@@ -385,11 +394,24 @@ test_report(void)
     g_free(CTL_OK("report", "--vm", "vm-a", "-o", path));
 }
 
+/* @series with domain="vm-a" standing for vm-a's domain label, its
+ * identity: the socket's path. */
+static char *
+vm_a_series(const char *series)
+{
+    g_autoptr(GString) s = g_string_new(series);
+    g_autofree char *label = g_strdup_printf("domain=\"%s\"", cli_live.vm->daemon_sock);
+
+    g_string_replace(s, "domain=\"vm-a\"", label, 0);
+    return g_string_free(g_steal_pointer(&s), FALSE);
+}
+
 /* One sample's value from an exposition, or -1 when absent. */
 static double
 metric_sample(const char *text, const char *series)
 {
-    g_autofree char *needle = g_strdup_printf("\n%s ", series);
+    g_autofree char *real = vm_a_series(series);
+    g_autofree char *needle = g_strdup_printf("\n%s ", real);
     const char *p = strstr(text, needle);
 
     return p ? g_ascii_strtod(p + strlen(needle), NULL) : -1;
@@ -600,8 +622,12 @@ test_metrics(void)
         g_autofree char *line = g_strdup_printf("polltune_poll_max_seconds{domain=\"vm-a\","
                                                 "iothread=\"iot1\"} %g\n",
                                                 pt_test_qmp_poll_max(cli_live.vm->qmp, "iot1") / 1e9);
+        g_autofree char *real = vm_a_series(line);
 
-        g_assert_nonnull(strstr(text, line));
+        g_assert_nonnull(strstr(text, real));
+        /* The name QEMU goes by, to join on. */
+        g_assert_cmpfloat(metric_sample(text, "polltune_target_info{domain=\"vm-a\",name=\"vm-a\","
+                                              "kind=\"qmp\"}"), ==, 1);
     }
     g_assert_nonnull(strstr(text, "\npolltune_ticks_total "));
     g_assert_true(g_str_has_suffix(text, "\n# EOF\n"));

@@ -91,6 +91,15 @@ ctl_json(const char *const *args)
     return cli_ctl_json((const char *const *)a->pdata);
 }
 
+/* How the text shows a target: the name it goes by, else its identity. */
+static const char *
+shown(json_object *o)
+{
+    const char *name = pt_json_path_str(o, "display_name");
+
+    return name ? name : pt_json_path_str(o, "name");
+}
+
 static void
 test_list(void)
 {
@@ -104,15 +113,16 @@ test_list(void)
         return;
     text = cli_ctl_ok(args);
     j = ctl_json(args);
-    t = text_table(text, "NAME ");
+    t = text_table(text, "VM ");
     tl = pt_json_path(j, "targets");
     g_assert_cmpuint(t->len - 1, ==, json_object_array_length(tl));
     for (size_t i = 0; i < json_object_array_length(tl); i++) {
         json_object *o = json_object_array_get_idx(tl, i);
-        guint r = row_of(t, pt_json_path_str(o, "name"));
+        guint r = row_of(t, shown(o));
         json_object *ios = pt_json_path(o, "iothreads");
         g_autoptr(GString) names = g_string_new("");
 
+        g_assert_cmpstr(cell(t, r, "TARGET"), ==, pt_json_path_str(o, "name"));
         g_assert_cmpstr(cell(t, r, "KIND"), ==, pt_json_path_str(o, "kind"));
         g_assert_cmpstr(cell(t, r, "STATE"), ==, pt_json_path_str(o, "state"));
         assert_cell_int(t, r, "PID", o, "pid");
@@ -153,8 +163,7 @@ test_status(void)
 
         for (size_t k = 0; k < json_object_array_length(ios); k++) {
             json_object *io = json_object_array_get_idx(ios, k);
-            g_autofree char *key = g_strdup_printf("%s/%s", pt_json_path_str(o, "name"),
-                                                   pt_json_path_str(io, "id"));
+            g_autofree char *key = g_strdup_printf("%s/%s", shown(o), pt_json_path_str(io, "id"));
             guint r = row_of(t, key);
             guint d = row_of(last, key);
 
@@ -199,8 +208,8 @@ test_show(void)
         return;
     text = cli_ctl_ok(args);
     j = ctl_json(args);
-    head = g_strdup_printf("%s (%s, %s, pid %" G_GINT64_FORMAT ") · policy %s\n",
-                           pt_json_path_str(j, "name"), pt_json_path_str(j, "kind"),
+    head = g_strdup_printf("%s [%s] (%s, %s, pid %" G_GINT64_FORMAT ") · policy %s\n",
+                           shown(j), pt_json_path_str(j, "name"), pt_json_path_str(j, "kind"),
                            pt_json_path_str(j, "state"), pt_json_path_int(j, "pid"),
                            pt_json_path_str(j, "policy"));
     g_assert_true(g_str_has_prefix(text, head));
@@ -263,7 +272,7 @@ test_policy_get(void)
     for (size_t i = 0; i < json_object_array_length(tl); i++) {
         json_object *o = json_object_array_get_idx(tl, i);
 
-        g_assert_cmpstr(cell(t, row_of(t, pt_json_path_str(o, "name")), "POLICY"), ==,
+        g_assert_cmpstr(cell(t, row_of(t, shown(o)), "POLICY"), ==,
                         pt_json_path_str(o, "policy"));
     }
     rt = text_table(text, "GLOB ");

@@ -478,7 +478,8 @@ pt_test_status_target(json_object *status, const char *name)
     for (size_t i = 0; tl && i < json_object_array_length(tl); i++) {
         json_object *t = json_object_array_get_idx(tl, i);
 
-        if (g_strcmp0(pt_json_path_str(t, "name"), name) == 0)
+        if (g_strcmp0(pt_json_path_str(t, "name"), name) == 0 ||
+            g_strcmp0(pt_json_path_str(t, "display_name"), name) == 0)
             return t;
     }
     return NULL;

@@ -87,7 +87,8 @@ gboolean pt_test_wait(gboolean (*cond)(gpointer), gpointer data, guint timeout_m
 json_object *pt_json_path(json_object *root, const char *path);
 gint64 pt_json_path_int(json_object *root, const char *path);
 const char *pt_json_path_str(json_object *root, const char *path);
-/* The target named @name in a status or list reply's "targets", or NULL. */
+/* The target named @name in a status or list reply's "targets" (by its
+ * identity or the name it goes by), or NULL. */
 json_object *pt_test_status_target(json_object *status, const char *name);
 /* Iothread @id of @target in a status reply, or NULL. */
 json_object *pt_test_status_iothread(json_object *status, const char *target, const char *id);

@@ -216,6 +216,7 @@ pt_test_qemu_start(const char *const *extra_args, GError **error)
     g_autoptr(PtTestQemu) q = g_new0(PtTestQemu, 1);
     g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
     gboolean have_machine = FALSE;
+    const char *name = "pt-test";
     gboolean died;
     gint64 deadline;
     int status = 0;
@@ -225,9 +226,13 @@ pt_test_qemu_start(const char *const *extra_args, GError **error)
         return NULL;
     q->qmp_path = g_build_filename(q->dir, "qmp.sock", NULL);
 
-    for (const char *const *a = extra_args; a && *a; a++)
+    for (const char *const *a = extra_args; a && *a; a++) {
         if (g_str_equal(*a, "-machine") || g_str_equal(*a, "-M"))
             have_machine = TRUE;
+        /* A VM named by the test is that name to the daemon (query-name). */
+        if (g_str_equal(*a, "-name") && a[1])
+            name = a[1];
+    }
 
     g_ptr_array_add(argv, g_strdup(QEMU_BINARY));
     if (!have_machine) {
@@ -238,11 +243,16 @@ pt_test_qemu_start(const char *const *extra_args, GError **error)
     g_ptr_array_add(argv, g_strdup("-display"));
     g_ptr_array_add(argv, g_strdup("none"));
     g_ptr_array_add(argv, g_strdup("-name"));
-    g_ptr_array_add(argv, g_strdup("pt-test,debug-threads=on"));
+    g_ptr_array_add(argv, g_strdup_printf("%s,debug-threads=on", name));
     g_ptr_array_add(argv, g_strdup("-qmp"));
     g_ptr_array_add(argv, g_strdup_printf("unix:%s,server=on,wait=off", q->qmp_path));
-    for (const char *const *a = extra_args; a && *a; a++)
+    for (const char *const *a = extra_args; a && *a; a++) {
+        if (g_str_equal(*a, "-name") && a[1]) {
+            a++;
+            continue;
+        }
         g_ptr_array_add(argv, g_strdup(*a));
+    }
     g_ptr_array_add(argv, NULL);
 
     /* QEMU 7.2 has been seen to die of SIGSEGV in object_get_class() while

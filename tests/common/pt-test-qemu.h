@@ -67,7 +67,9 @@ gboolean pt_test_kvm_is_emulated(char **why);
 
 /*
  * Start QEMU with a QMP monitor and the given extra arguments (NULL
- * terminated).  Without "-machine" in @extra_args it runs "-machine none".
+ * terminated).  Without "-machine" in @extra_args it runs "-machine none";
+ * without "-name NAME" there it is named pt-test (with debug-threads=on
+ * either way, so that its threads carry their names).
  * Returns once the monitor socket accepts connections, or NULL with @error
  * set after PT_TEST_START_S (pt-test-child.h).
  */

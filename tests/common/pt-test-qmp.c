@@ -81,7 +81,7 @@ pt_test_vm_start(const char *dir, const char *name, const char *iot1_opts)
     vm->daemon_sock = g_strdup_printf("%s/%s.qmp", dir, name);
     qmp_arg = g_strdup_printf("unix:%s,server=on,wait=off", vm->daemon_sock);
     {
-        const char *args[] = { "-object", "iothread,id=iot0", "-object", io1,
+        const char *args[] = { "-name", name, "-object", "iothread,id=iot0", "-object", io1,
                                "-blockdev", "null-co,node-name=null0",
                                "-qmp", qmp_arg, NULL };
 

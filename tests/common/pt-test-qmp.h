@@ -8,10 +8,10 @@
  * setup asserts; pt_test_qmp_run() returns errors, for tests that expect
  * some.
  *
- * PtTestVm is the QEMU most daemon tests attach to: "-machine none" with
- * iothreads iot0 and iot1 and a null-co block node, a monitor for the
- * daemon at DIR/NAME.qmp (where a "qmp-globs = DIR/\*.qmp" finds it) and
- * one for the test.
+ * PtTestVm is the QEMU most daemon tests attach to: "-machine none -name
+ * NAME" with iothreads iot0 and iot1 and a null-co block node, a monitor
+ * for the daemon at DIR/NAME.qmp (where a "qmp-globs = DIR/\*.qmp" finds
+ * it) and one for the test.
  */
 #pragma once
 

@@ -197,6 +197,9 @@ pt_test_prom_host_start(const char *dir, const char *vm, const char *const *qemu
                     g_strerror(errno));
         return NULL;
     }
+    /* QEMU's -name is the name the daemon shows it by. */
+    g_ptr_array_add(args, g_strdup("-name"));
+    g_ptr_array_add(args, g_strdup(vm));
     for (const char *const *a = qemu_args; a && *a; a++)
         g_ptr_array_add(args, g_strdup(*a));
     g_ptr_array_add(args, g_strdup("-qmp"));

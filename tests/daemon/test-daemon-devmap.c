@@ -194,6 +194,8 @@ fake_respond(const char *command, json_object *args, gpointer data)
     }
     if (g_str_equal(command, "query-kvm"))
         return g_strdup("{\"return\": {\"enabled\": true, \"present\": true}}");
+    if (g_str_equal(command, "query-name"))
+        return g_strdup("{\"return\": {\"name\": \"vm10\"}}");
     if (g_str_equal(command, "query-stats")) {
         json_object *target = NULL;
 
@@ -226,7 +228,7 @@ typedef struct {
 static void
 busy_watch(Busy *b)
 {
-    PtTarget *t = pt_daemon_find_target(b->d, "vm10");
+    PtTarget *t = pt_daemon_resolve_target(b->d, "vm10", NULL);
 
     for (guint i = 0; t && i < G_N_ELEMENTS(fake_iothreads); i++) {
         PtIothread *io = g_hash_table_lookup(t->iothreads, fake_iothreads[i]);
@@ -249,7 +251,7 @@ busy_watch(Busy *b)
 static gboolean
 busy_settled(Busy *b)
 {
-    PtTarget *t = pt_daemon_find_target(b->d, "vm10");
+    PtTarget *t = pt_daemon_resolve_target(b->d, "vm10", NULL);
 
     if (!t)
         return FALSE;
@@ -269,7 +271,7 @@ busy_settled(Busy *b)
 static gboolean
 regrouped(PtDaemon *d)
 {
-    PtTarget *t = pt_daemon_find_target(d, "vm10");
+    PtTarget *t = pt_daemon_resolve_target(d, "vm10", NULL);
     PtIothread *io0 = t ? g_hash_table_lookup(t->iothreads, "iot0") : NULL;
     PtIothread *io1 = t ? g_hash_table_lookup(t->iothreads, "iot1") : NULL;
     const PolicyMetrics *m0, *m1;
@@ -336,7 +338,7 @@ test_vq_mapping_and_scsi(void)
     g_assert_true(qmp_fake_monitor_finish(fake, &err));
     g_assert_no_error(err);
 
-    t = pt_daemon_find_target(d, "vm10");
+    t = pt_daemon_resolve_target(d, "vm10", NULL);
     for (guint i = 0; i < G_N_ELEMENTS(fake_iothreads); i++) {
         PtIothread *io = g_hash_table_lookup(t->iothreads, fake_iothreads[i]);
         const PolicyMetrics *m = &g_array_index(io->history, PolicyMetrics,
@@ -377,9 +379,14 @@ test_vq_mapping_and_scsi(void)
     /* The metrics endpoint marks the group's shared figures. */
     {
         g_autofree char *text = pt_daemon_render_metrics(d, TRUE);
+        g_autofree char *io1 = g_strdup_printf("polltune_iothread_io_shared_by{domain=\"%s\","
+                                               "iothread=\"iot1\"} 2", sock);
+        g_autofree char *io2 = g_strdup_printf("polltune_iothread_io_shared_by{domain=\"%s\","
+                                               "iothread=\"iot2\"} 1", sock);
 
-        g_assert_nonnull(strstr(text, "polltune_iothread_io_shared_by{domain=\"vm10\",iothread=\"iot1\"} 2"));
-        g_assert_nonnull(strstr(text, "polltune_iothread_io_shared_by{domain=\"vm10\",iothread=\"iot2\"} 1"));
+        /* The domain label is the target's identity, its socket's path. */
+        g_assert_nonnull(strstr(text, io1));
+        g_assert_nonnull(strstr(text, io2));
     }
     /* A group is written as one: iot1 got each triple iot0 got. */
     {
@@ -396,7 +403,7 @@ test_vq_mapping_and_scsi(void)
     {
         gint64 id = 0;
 
-        g_assert_true(pt_daemon_override_set(d, "vm10", "iot1", 45000, -1, -1, 0, "test", NULL,
+        g_assert_true(pt_daemon_override_set(d, sock, "iot1", 45000, -1, -1, 0, "test", NULL,
                                              &id, NULL, NULL, &err));
         g_assert_no_error(err);
         deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;

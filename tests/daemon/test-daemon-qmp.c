@@ -9,6 +9,7 @@
  * configured glob) and one for the test, which reads back what QEMU really
  * has with its own QMP client.
  */
+#include "policy.h"
 #include "pt-test-daemon.h"
 #include "pt-test-qemu.h"
 #include "pt-test-qmp.h"
@@ -16,6 +17,7 @@
 #include "qmp-json.h"
 
 #include <grp.h>
+#include <sqlite3.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -47,6 +49,14 @@ static gboolean
 wait_poll(PtTestVm *vm, const char *iothread, guint64 want, guint ms)
 {
     return pt_test_qmp_wait_poll_max(vm->qmp, iothread, want, ms);
+}
+
+/* "@family{domain="DIR/NAME.qmp",@rest": a QMP target's domain label is its
+ * identity, the socket's path. */
+static char *
+metric_key(const char *family, PtTestVm *vm, const char *rest)
+{
+    return g_strdup_printf("%s{domain=\"%s\",%s", family, vm->daemon_sock, rest);
 }
 
 /* A configuration: ticks @interval apart, @extra in [daemon], @policy
@@ -210,6 +220,7 @@ test_new_instance(void)
     g_autoptr(PtTestVm) vm = NULL;
     g_autoptr(PtTestDaemon) d = NULL;
     g_autofree char *conf = NULL;
+    guint renewed;
 
     if (pt_test_skip_without_qemu())
         return;
@@ -227,7 +238,14 @@ test_new_instance(void)
     g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
     g_assert_cmpuint(vm_poll_max(vm, "iot1"), ==, 20000);
     g_assert_cmpuint(vm_poll_max(vm, "iot0"), ==, 32768);
-    g_assert_cmpuint(pt_test_daemon_log_count(d, "a new QEMU instance"), ==, 2);
+    /* Its socket was removed with the old QEMU: a tick in between finds
+     * that QEMU gone (its originals dropped, the new one found anew);
+     * else the new one on the socket is a new instance of the target. */
+    renewed = pt_test_daemon_log_count(d, "a new QEMU instance");
+    if (pt_test_daemon_log_count(d, ": gone: its socket is gone"))
+        g_assert_cmpuint(renewed, ==, 0);
+    else
+        g_assert_cmpuint(renewed, ==, 2);
 
     /* Replaced while the daemon is down after kill -9: the unclean start
      * must not write the old instance's values into the new one. */
@@ -244,7 +262,352 @@ test_new_instance(void)
     g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
     g_assert_cmpuint(vm_poll_max(vm, "iot1"), ==, 25000);
     g_assert_cmpuint(pt_test_daemon_log_count(d, "restore applied -> 20000/0/0"), ==, 1);
-    g_assert_cmpuint(pt_test_daemon_log_count(d, "a new QEMU instance"), ==, 4);
+    g_assert_cmpuint(pt_test_daemon_log_count(d, "a new QEMU instance"), ==, renewed + 2);
+}
+
+/* ---- identity: a QMP target is its socket path ------------------------ */
+
+/* A QEMU named @name (-name) whose two iothreads start at @max/@grow/@shrink,
+ * with the daemon's monitor at @sock and the test's own in @qmp. */
+typedef struct {
+    PtTestQemu *q;
+    QmpClient *qmp;
+    char *sock;
+    PolicyTriple original;
+} GlobVm;
+
+static void
+glob_vm_start(GlobVm *vm, const char *sock, const char *name, guint64 max, guint64 grow,
+              guint64 shrink)
+{
+    g_autoptr(GError) err = NULL;
+    g_autofree char *io = g_strdup_printf("poll-max-ns=%" G_GUINT64_FORMAT ",poll-grow=%"
+                                          G_GUINT64_FORMAT ",poll-shrink=%" G_GUINT64_FORMAT,
+                                          max, grow, shrink);
+    g_autofree char *io0 = g_strdup_printf("iothread,id=iot0,%s", io);
+    g_autofree char *io1 = g_strdup_printf("iothread,id=iot1,%s", io);
+    g_autofree char *qmp = g_strdup_printf("unix:%s,server=on,wait=off", sock);
+    const char *args[] = { "-name", name, "-object", io0, "-object", io1, "-qmp", qmp, NULL };
+
+    vm->q = pt_test_qemu_start(args, &err);
+    g_assert_no_error(err);
+    vm->qmp = pt_test_qmp_connect(vm->q->qmp_path, name);
+    vm->sock = g_strdup(sock);
+    vm->original = (PolicyTriple){ max, grow, shrink };
+}
+
+static void
+glob_vm_clear(GlobVm *vm)
+{
+    if (vm->qmp)
+        qmp_client_close(vm->qmp, NULL);
+    g_clear_object(&vm->qmp);
+    g_clear_pointer(&vm->q, pt_test_qemu_free);
+    g_clear_pointer(&vm->sock, g_free);
+}
+
+/* Both iothreads of @vm hold its own original, as QEMU itself says. */
+static void
+glob_vm_assert_original(GlobVm *vm, const char *what)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(GPtrArray) ios = qmp_query_iothreads_sync(vm->qmp, &err);
+
+    g_assert_no_error(err);
+    for (guint i = 0; i < ios->len; i++) {
+        QmpIothread *io = ios->pdata[i];
+        PolicyTriple have = { io->poll_max_ns, io->poll_grow, io->poll_shrink };
+
+        if (!policy_triple_equal(&have, &vm->original))
+            g_error("%s %s/%s holds %" G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT "/%"
+                    G_GUINT64_FORMAT ", not its own %" G_GUINT64_FORMAT, what, vm->sock, io->id,
+                    have.poll_max_ns, have.poll_grow, have.poll_shrink,
+                    vm->original.poll_max_ns);
+    }
+}
+
+/*
+ * Every VM of qmp-globs = DIR/\*\/qmp.sock has a socket called qmp.sock:
+ * each must be a target of its own (they were all "qmp", one attached and
+ * the others skipped), known by its path and shown by QEMU's -name, which
+ * commands accept from the first override on.  After a kill -9, a restart
+ * that finds one VM's directory missing for a while must not take the
+ * other VM for a new instance of the first (it replaced that VM's stored
+ * original with its own, and the clean stop left it changed).  A second
+ * QEMU with an -name already in use is an error, logged once, naming both
+ * paths, and the name then asks for a path.
+ */
+static void
+test_glob_identity(void)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(PtTestDaemon) d = NULL;
+    g_autofree char *root = g_build_filename(vm_dir, "srv", NULL);
+    g_autofree char *dir_a = g_build_filename(root, "a", NULL);
+    g_autofree char *dir_b = g_build_filename(root, "b", NULL);
+    g_autofree char *dir_c = g_build_filename(root, "c", NULL);
+    g_autofree char *away = g_build_filename(vm_dir, "a.away", NULL);
+    g_autofree char *sock_a = g_build_filename(dir_a, "qmp.sock", NULL);
+    g_autofree char *sock_b = g_build_filename(dir_b, "qmp.sock", NULL);
+    g_autofree char *sock_c = g_build_filename(dir_c, "qmp.sock", NULL);
+    g_autofree char *conf = NULL;
+    g_autofree char *args = NULL;
+    g_autoptr(json_object) st = NULL;
+    g_autoptr(json_object) r = NULL;
+    GlobVm a = { 0 }, b = { 0 }, c = { 0 };
+
+    if (pt_test_skip_without_qemu())
+        return;
+    g_assert_cmpint(g_mkdir_with_parents(dir_a, 0700), ==, 0);
+    g_assert_cmpint(g_mkdir_with_parents(dir_b, 0700), ==, 0);
+    g_assert_cmpint(g_mkdir_with_parents(dir_c, 0700), ==, 0);
+    glob_vm_start(&a, sock_a, "vm-ga", 1111, 3, 3);
+    glob_vm_start(&b, sock_b, "vm-gb", 2222, 4, 4);
+    conf = g_strdup_printf("interval = 200ms\nmetrics-listen =\n[targets]\nlibvirt = false\n"
+                           "qmp-globs = %s/*/qmp.sock\n[policy]\ndefault = static:40000/2/2\n"
+                           "min-dwell = 0\n", root);
+    d = pt_test_daemon_start(conf, &err);
+    g_assert_no_error(err);
+    g_assert_cmpint(pt_test_wait_target(d, "vm-ga", 2, TRUE, 5000), >=, 0);
+    g_assert_cmpint(pt_test_wait_target(d, "vm-gb", 2, TRUE, 5000), >=, 0);
+    st = pt_test_daemon_ok(d, "status", NULL);
+    g_assert_cmpstr(pt_json_path_str(pt_test_status_target(st, "vm-ga"), "name"), ==, sock_a);
+    g_assert_cmpstr(pt_json_path_str(pt_test_status_target(st, "vm-gb"), "name"), ==, sock_b);
+    g_assert_cmpstr(pt_json_path_str(pt_test_status_target(st, sock_b), "display_name"), ==,
+                    "vm-gb");
+    g_assert_true(pt_test_qmp_wait_poll_max(b.qmp, "iot1", 40000, 5000));
+
+    /* The first override, by QEMU's own name. */
+    r = pt_test_daemon_ok(d, "override-set", "{\"target\": \"vm-ga\", \"iothread\": \"iot0\", "
+                                             "\"poll-max-ns\": 45000}");
+    g_assert_true(pt_test_qmp_wait_poll_max(a.qmp, "iot0", 45000, 5000));
+    g_clear_pointer(&r, json_object_put);
+    r = pt_test_daemon_ok(d, "override-clear", "{\"target\": \"vm-ga\", \"iothread\": \"iot0\"}");
+    g_assert_cmpint(pt_json_path_int(r, "cleared"), ==, 1);
+    g_assert_true(pt_test_qmp_wait_poll_max(a.qmp, "iot0", 40000, 5000));
+
+    /* kill -9, and a restart with a's directory missing: b alone is found. */
+    pt_test_daemon_kill(d);
+    g_assert_cmpint(g_rename(dir_a, away), ==, 0);
+    g_assert_true(pt_test_daemon_restart(d, &err));
+    g_assert_no_error(err);
+    g_assert_cmpint(pt_test_wait_target(d, "vm-gb", 2, TRUE, 5000), >=, 0);
+    g_assert_true(pt_test_wait_log(d, "restore applied -> 2222/4/4", 2, 5000));
+    g_assert_true(pt_test_wait_ticks(d, 5, 5000));
+    g_assert_cmpint(g_rename(away, dir_a), ==, 0);
+    g_assert_cmpint(pt_test_wait_target(d, "vm-ga", 2, TRUE, 5000), >=, 0);
+    g_assert_true(pt_test_wait_log(d, "restore applied -> 1111/3/3", 2, 5000));
+    g_assert_cmpuint(pt_test_daemon_log_count(d, "a new QEMU instance"), ==, 0);
+    g_clear_pointer(&st, json_object_put);
+    st = pt_test_daemon_ok(d, "status", NULL);
+    g_assert_cmpint(pt_json_path_int(pt_test_status_iothread(st, "vm-gb", "iot0"),
+                                     "original/poll-max-ns"), ==, 2222);
+    g_assert_true(pt_test_qmp_wait_poll_max(a.qmp, "iot1", 40000, 5000));
+    g_assert_true(pt_test_qmp_wait_poll_max(b.qmp, "iot1", 40000, 5000));
+
+    /* A third QEMU with b's name: an error naming both paths, once. */
+    glob_vm_start(&c, sock_c, "vm-gb", 3333, 2, 2);
+    g_assert_true(pt_test_qmp_wait_poll_max(c.qmp, "iot1", 40000, 5000));
+    g_assert_true(pt_test_wait_ticks(d, 10, 5000));
+    {
+        g_autofree char *line = g_strdup_printf("%s: its name vm-gb is also the name of %s",
+                                                sock_c, sock_b);
+
+        g_assert_cmpuint(pt_test_daemon_log_count(d, "is also the name of"), ==, 1);
+        g_assert_cmpuint(pt_test_daemon_log_count(d, line), ==, 1);
+    }
+    g_clear_pointer(&r, json_object_put);
+    r = pt_test_daemon_call(d, "show", "{\"target\": \"vm-gb\"}", &err);
+    g_assert_no_error(err);
+    g_assert_cmpstr(pt_json_path_str(r, "error/class"), ==, "InvalidParameter");
+    g_assert_nonnull(strstr(pt_json_path_str(r, "error/desc"), sock_b));
+    g_assert_nonnull(strstr(pt_json_path_str(r, "error/desc"), sock_c));
+    /* By its path it is one target. */
+    args = g_strdup_printf("{\"target\": \"%s\"}", sock_c);
+    g_clear_pointer(&r, json_object_put);
+    r = pt_test_daemon_ok(d, "show", args);
+    g_assert_cmpstr(pt_json_path_str(r, "name"), ==, sock_c);
+
+    g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
+    glob_vm_assert_original(&a, "after a clean stop,");
+    glob_vm_assert_original(&b, "after a clean stop,");
+    glob_vm_assert_original(&c, "after a clean stop,");
+    glob_vm_clear(&a);
+    glob_vm_clear(&b);
+    glob_vm_clear(&c);
+    g_rmdir(dir_a);
+    g_rmdir(dir_b);
+    g_rmdir(dir_c);
+    g_rmdir(root);
+}
+
+/*
+ * An upgrade after a crash: the killed run kept its rows under the socket's
+ * file name, as every run did before a QMP target's identity became its
+ * path.  Originals found there for this very QEMU process are its own: they
+ * are restored, not lost to a capture of the crashed run's values.
+ */
+static void
+test_former_name(void)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(PtTestVm) vm = NULL;
+    g_autoptr(PtTestDaemon) d = NULL;
+    g_autofree char *conf = NULL;
+    g_autofree char *sql = NULL;
+    sqlite3 *db = NULL;
+
+    if (pt_test_skip_without_qemu())
+        return;
+    vm = pt_test_vm_start(vm_dir, "vm-u", ",poll-max-ns=1000");
+    conf = conf_for("static:70000/2/2", NULL);
+    d = pt_test_daemon_start(conf, &err);
+    g_assert_no_error(err);
+    g_assert_true(wait_poll(vm, "iot1", 70000, 5000));
+    pt_test_daemon_kill(d);
+    /* The rows as an earlier release wrote them. */
+    g_assert_cmpint(sqlite3_open(d->db_path, &db), ==, SQLITE_OK);
+    sql = sqlite3_mprintf("UPDATE targets SET name = 'vm-u' WHERE name = %Q", vm->daemon_sock);
+    g_assert_cmpint(sqlite3_exec(db, sql, NULL, NULL, NULL), ==, SQLITE_OK);
+    g_assert_cmpint(sqlite3_changes(db), ==, 1);
+    sqlite3_close(db);
+    sqlite3_free(g_steal_pointer(&sql));
+
+    g_assert_true(pt_test_daemon_restart(d, &err));
+    g_assert_no_error(err);
+    g_assert_true(pt_test_wait_log(d, "restore applied -> 1000/0/0", 1, 5000));
+    g_assert_cmpuint(pt_test_daemon_log_count(d, "taken from the rows of vm-u"), ==, 2);
+    g_assert_true(wait_poll(vm, "iot1", 70000, 5000));
+    g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
+    g_assert_cmpuint(vm_poll_max(vm, "iot1"), ==, 1000);
+    g_assert_cmpuint(vm_poll_max(vm, "iot0"), ==, 32768);
+}
+
+/* The daemon's database, read-only: how many originals it keeps for
+ * @target. */
+static gint64
+stored_originals(PtTestDaemon *d, const char *target)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    gint64 n = -1;
+
+    g_assert_cmpint(sqlite3_open_v2(d->db_path, &db, SQLITE_OPEN_READONLY, NULL), ==, SQLITE_OK);
+    g_assert_cmpint(sqlite3_prepare_v2(db, "SELECT count(*) FROM originals o JOIN iothreads i"
+                                       " ON i.id = o.iothread_id JOIN targets t"
+                                       " ON t.id = i.target_id WHERE t.name = ?", -1, &st,
+                                       NULL), ==, SQLITE_OK);
+    sqlite3_bind_text(st, 1, target, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return n;
+}
+
+/* polltune_targets{state=@state} in the daemon's exposition. */
+static gint64
+targets_in_state(PtTestDaemon *d, const char *state)
+{
+    g_autoptr(json_object) m = pt_test_daemon_ok(d, "metrics", NULL);
+    g_autofree char *key = g_strdup_printf("\npolltune_targets{state=\"%s\"} ", state);
+    const char *at = strstr(pt_json_path_str(m, "text"), key);
+
+    return at ? g_ascii_strtoll(at + strlen(key), NULL, 10) : -1;
+}
+
+/* The target @w->target is listed in state @w->iothread (a state name). */
+static gboolean
+target_in_state(json_object *st, const PtDaemonWait *w)
+{
+    json_object *t = pt_test_status_target(st, w->target);
+
+    return t && g_strcmp0(pt_json_path_str(t, "state"), w->iothread) == 0;
+}
+
+/*
+ * A QEMU that exits cleanly removes its socket: its target is gone, not
+ * lost (it was lost for ever, and the lost-target alert fired for a VM
+ * shut down on purpose).  Its originals are dropped from the store with
+ * one line; a glob's target leaves the list, a configured socket stays as
+ * gone and attaches again when a QEMU comes back on it.  A QEMU killed
+ * leaves its socket, and stays lost.
+ */
+static void
+test_clean_exit_gone(void)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(PtTestVm) globbed = NULL;
+    g_autoptr(PtTestVm) listed = NULL;
+    g_autoptr(PtTestVm) killed = NULL;
+    g_autoptr(PtTestDaemon) d = NULL;
+    g_autofree char *conf = NULL;
+    g_autofree char *extra = NULL;
+    g_autofree char *socks = g_build_filename(vm_dir, "configured", NULL);
+    g_autofree char *sock = NULL;
+    g_autofree char *line = NULL;
+    g_autoptr(json_object) r = NULL;
+    PtDaemonWait w = { .target = "vm-cfg", .iothread = "gone", .check = target_in_state };
+
+    if (pt_test_skip_without_qemu())
+        return;
+    g_assert_cmpint(g_mkdir_with_parents(socks, 0700), ==, 0);
+    globbed = pt_test_vm_start(vm_dir, "vm-q", NULL);
+    killed = pt_test_vm_start(vm_dir, "vm-k9", NULL);
+    listed = pt_test_vm_start(socks, "vm-cfg", ",poll-max-ns=1000");
+    sock = g_strdup(listed->daemon_sock);
+    extra = g_strdup_printf("qmp-sockets = %s\n", sock);
+    conf = g_strdup_printf("interval = 200ms\nmetrics-listen =\n[targets]\nlibvirt = false\n"
+                           "qmp-globs = %s/*.qmp\n%s[policy]\ndefault = static:70000/2/2\n"
+                           "min-dwell = 0\n", vm_dir, extra);
+    d = pt_test_daemon_start(conf, &err);
+    g_assert_no_error(err);
+    g_assert_true(wait_poll(globbed, "iot1", 70000, 5000));
+    g_assert_true(wait_poll(killed, "iot1", 70000, 5000));
+    g_assert_true(wait_poll(listed, "iot1", 70000, 5000));
+    g_assert_cmpint(stored_originals(d, globbed->daemon_sock), ==, 2);
+
+    /* quit: QEMU removes the socket on its way out. */
+    r = pt_test_qmp_run(globbed->qmp, "quit", NULL, &err);
+    g_assert_no_error(err);
+    g_clear_pointer(&r, json_object_put);
+    g_assert_cmpint(pt_test_wait_target(d, "vm-q", 0, FALSE, 5000), >=, 0);
+    g_assert_true(pt_test_wait_log(d, "vm-q.qmp: gone: its socket is gone and its QEMU", 1,
+                                   5000));
+    line = g_strdup_printf("%s: gone: its socket is gone and its QEMU (pid %d) has exited; 2 "
+                           "stored original values dropped", globbed->daemon_sock,
+                           (int)globbed->qemu->pid);
+    g_assert_cmpuint(pt_test_daemon_log_count(d, line), ==, 1);
+    g_assert_cmpint(stored_originals(d, globbed->daemon_sock), ==, 0);
+
+    /* The configured one quits too: listed as gone, not lost. */
+    r = pt_test_qmp_run(listed->qmp, "quit", NULL, &err);
+    g_assert_no_error(err);
+    g_clear_pointer(&r, json_object_put);
+    w.d = d;
+    g_assert_true(pt_test_daemon_wait(&w, 5000));
+    g_assert_cmpint(stored_originals(d, sock), ==, 0);
+
+    /* kill -9 leaves the socket: lost, as before, however long. */
+    pt_test_qemu_signal(killed->qemu, SIGKILL);
+    g_assert_true(pt_test_wait_log(d, "vm-k9.qmp: lost: ", 1, 5000));
+    r = pt_test_daemon_ok(d, "status", NULL);
+    g_assert_true(pt_test_wait_ticks(d, pt_json_path_int(r, "ticks") + 10, 10000));
+    g_clear_pointer(&r, json_object_put);
+    w.target = "vm-k9";
+    w.iothread = "lost";
+    g_assert_true(pt_test_daemon_wait(&w, 1000));
+    g_assert_cmpint(targets_in_state(d, "lost"), ==, 1);
+    g_assert_cmpint(targets_in_state(d, "gone"), ==, 1);
+    g_assert_cmpuint(pt_test_daemon_log_count(d, ": gone: "), ==, 2);
+
+    /* A QEMU back on the configured socket is attached and tuned. */
+    g_clear_pointer(&listed, pt_test_vm_free);
+    listed = pt_test_vm_start(socks, "vm-cfg", ",poll-max-ns=2000");
+    g_assert_true(wait_poll(listed, "iot1", 70000, 5000));
+    g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
+    g_assert_cmpuint(vm_poll_max(listed, "iot1"), ==, 2000);
+    g_rmdir(socks);
 }
 
 /* A write made outside polltune (an operator's qom-set, virsh
@@ -295,12 +658,15 @@ test_external_write_held(void)
                     3600 * 1000);
     /* iot1 was not touched: nothing held there. */
     metrics = pt_test_daemon_ok(d, "metrics", NULL);
-    g_assert_nonnull(strstr(pt_json_path_str(metrics, "text"),
-                            "polltune_external_hold_remaining_seconds{domain=\"vm-x\","
-                            "iothread=\"iot0\"} "));
-    g_assert_null(strstr(pt_json_path_str(metrics, "text"),
-                         "polltune_external_hold_remaining_seconds{domain=\"vm-x\","
-                         "iothread=\"iot1\"} "));
+    {
+        g_autofree char *io0 = metric_key("polltune_external_hold_remaining_seconds", vm,
+                                          "iothread=\"iot0\"} ");
+        g_autofree char *io1 = metric_key("polltune_external_hold_remaining_seconds", vm,
+                                          "iothread=\"iot1\"} ");
+
+        g_assert_nonnull(strstr(pt_json_path_str(metrics, "text"), io0));
+        g_assert_null(strstr(pt_json_path_str(metrics, "text"), io1));
+    }
     g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
 }
 
@@ -482,21 +848,21 @@ test_late_sample(void)
     st = pt_test_daemon_ok(d, "status", NULL);
     g_assert_cmpint(pt_json_path_int(pt_test_status_target(st, "vm-l"), "late_ticks"), >=, 5);
     pt_test_qemu_signal(vm->qemu, SIGCONT);
-    g_assert_true(pt_test_wait_log(d, "vm-l: sample back within its tick after", 1, 5000));
+    g_assert_true(pt_test_wait_log(d, "vm-l.qmp: sample back within its tick after", 1, 5000));
     g_clear_pointer(&st, json_object_put);
     st = pt_test_daemon_ok(d, "status", NULL);
     g_assert_cmpint(pt_json_path_int(pt_test_status_target(st, "vm-l"), "late_ticks"), ==, 0);
 
-    g_assert_cmpuint(pt_test_daemon_log_count(d, "vm-l: no sample this tick: the answer was "
+    g_assert_cmpuint(pt_test_daemon_log_count(d, "vm-l.qmp: no sample this tick: the answer was "
                                                  "not back within 400 ms (1 tick in a row)"),
                      ==, 1);
-    g_assert_cmpuint(pt_test_daemon_log_count(d, "vm-l: no sample this tick: still waiting "
+    g_assert_cmpuint(pt_test_daemon_log_count(d, "vm-l.qmp: no sample this tick: still waiting "
                                                  "for the one sent"), ==, 2);
     g_assert_cmpuint(pt_test_daemon_log_count(d, "(2 ticks in a row)"), ==, 1);
     g_assert_cmpuint(pt_test_daemon_log_count(d, "(3 ticks in a row)"), ==, 0);
     g_assert_cmpuint(pt_test_daemon_log_count(d, "(4 ticks in a row)"), ==, 1);
     /* Still attached: the stall was within the QMP deadline. */
-    g_assert_cmpuint(pt_test_daemon_log_count(d, "vm-l: lost"), ==, 0);
+    g_assert_cmpuint(pt_test_daemon_log_count(d, "vm-l.qmp: lost"), ==, 0);
 
     /* Late again, then QEMU dies: the sample still out fails, the VM is
      * lost, and its count of late ticks ends without a "back". */
@@ -504,11 +870,11 @@ test_late_sample(void)
     pt_test_qemu_signal(vm->qemu, SIGSTOP);
     g_assert_true(pt_test_wait_ticks(d, ticks + 3, 10000));
     pt_test_qemu_signal(vm->qemu, SIGKILL);
-    g_assert_true(pt_test_wait_log(d, "vm-l: lost", 1, 5000));
+    g_assert_true(pt_test_wait_log(d, "vm-l.qmp: lost", 1, 5000));
     g_clear_pointer(&st, json_object_put);
     st = pt_test_daemon_ok(d, "status", NULL);
     g_assert_cmpint(pt_json_path_int(pt_test_status_target(st, "vm-l"), "late_ticks"), ==, 0);
-    g_assert_cmpuint(pt_test_daemon_log_count(d, "vm-l: sample back within its tick"), ==, 1);
+    g_assert_cmpuint(pt_test_daemon_log_count(d, "vm-l.qmp: sample back within its tick"), ==, 1);
     /* A clean exit, which a checker around the daemon (ASan, valgrind)
      * turns into a failure if the late path erred. */
     g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
@@ -568,7 +934,9 @@ test_override_expiry_detach(void)
 
         ov = pt_test_daemon_ok(d, "attach", args);
     }
-    g_assert_cmpstr(pt_json_path_str(ov, "name"), ==, "again");
+    /* Its identity is the path; the name given goes before QEMU's own. */
+    g_assert_cmpstr(pt_json_path_str(ov, "name"), ==, vm->daemon_sock);
+    g_assert_cmpstr(pt_json_path_str(ov, "display_name"), ==, "again");
     g_assert_true(wait_poll(vm, "iot0", 0, 3000));
 }
 
@@ -966,15 +1334,9 @@ static gint64
 metrics_ts(PtTestDaemon *d, const char *target)
 {
     g_autoptr(json_object) st = pt_test_daemon_ok(d, "status", NULL);
-    json_object *tl = pt_json_path(st, "targets");
+    json_object *t = pt_test_status_target(st, target);
 
-    for (size_t i = 0; i < json_object_array_length(tl); i++) {
-        json_object *t = json_object_array_get_idx(tl, i);
-
-        if (g_str_equal(pt_json_path_str(t, "name"), target))
-            return pt_json_path_int(t, "iothreads/0/metrics/ts_ms");
-    }
-    return G_MININT64;
+    return t ? pt_json_path_int(t, "iothreads/0/metrics/ts_ms") : G_MININT64;
 }
 
 static void
@@ -1261,14 +1623,19 @@ test_explain_guards(void)
     r = pt_test_daemon_ok(d, "metrics", NULL);
     {
         const char *m = pt_json_path_str(r, "text");
+        g_autofree char *h0 = metric_key("polltune_guard_holds", vm,
+                                         "iothread=\"iot0\",guard=\"external-hold\"} 1\n");
+        g_autofree char *o1 = metric_key("polltune_guard_holds", vm,
+                                         "iothread=\"iot1\",guard=\"override\"} 1\n");
+        g_autofree char *h1 = metric_key("polltune_guard_holds", vm,
+                                         "iothread=\"iot1\",guard=\"external-hold\"} 0\n");
+        g_autofree char *look = metric_key("polltune_next_look_seconds", vm,
+                                           "iothread=\"iot0\"} ");
 
-        g_assert_nonnull(strstr(m, "polltune_guard_holds{domain=\"vm-e\",iothread=\"iot0\","
-                                   "guard=\"external-hold\"} 1\n"));
-        g_assert_nonnull(strstr(m, "polltune_guard_holds{domain=\"vm-e\",iothread=\"iot1\","
-                                   "guard=\"override\"} 1\n"));
-        g_assert_nonnull(strstr(m, "polltune_guard_holds{domain=\"vm-e\",iothread=\"iot1\","
-                                   "guard=\"external-hold\"} 0\n"));
-        g_assert_nonnull(strstr(m, "polltune_next_look_seconds{domain=\"vm-e\",iothread=\"iot0\"} "));
+        g_assert_nonnull(strstr(m, h0));
+        g_assert_nonnull(strstr(m, o1));
+        g_assert_nonnull(strstr(m, h1));
+        g_assert_nonnull(strstr(m, look));
     }
 
     /* The operator's text. */
@@ -1349,6 +1716,9 @@ main(int argc, char **argv)
     g_test_add_func("/daemon/qmp/late-sample", test_late_sample);
     g_test_add_func("/daemon/qmp/recommend-once", test_recommend_once);
     g_test_add_func("/daemon/qmp/new-instance", test_new_instance);
+    g_test_add_func("/daemon/qmp/glob-identity", test_glob_identity);
+    g_test_add_func("/daemon/qmp/former-name", test_former_name);
+    g_test_add_func("/daemon/qmp/clean-exit-gone", test_clean_exit_gone);
     g_test_add_func("/daemon/qmp/external-write-held", test_external_write_held);
     g_test_add_func("/daemon/qmp/override-expiry-detach", test_override_expiry_detach);
     g_test_add_func("/daemon/qmp/reload", test_reload);

@@ -153,11 +153,14 @@ test_exits_from_query_stats(void)
     qmp_fake_send(fake, "{\"QMP\": {\"version\": {\"qemu\": {\"micro\": 1, \"minor\": 1, "
                         "\"major\": 10}, \"package\": \"\"}, \"capabilities\": [\"oob\"]}}\r\n");
     qmp_fake_expect(fake, "qmp_capabilities", NULL, "{\"return\": {}}");
+    qmp_fake_expect(fake, "query-name", NULL, "{\"return\": {\"name\": \"vm-q\"}}");
     qmp_fake_expect(fake, "query-kvm", NULL, "{\"return\": {\"enabled\": true, \"present\": true}}");
     for (guint i = 0; i < G_N_ELEMENTS(batch); i++)
         script_tick(fake, 1000 + 60 * i, (guint)batch[i]);
     wait_attached(t);
 
+    /* QEMU's -name is the name it goes by. */
+    g_assert_cmpstr(t->display, ==, "vm-q");
     version = pt_target_qemu_version_string(t);
     g_assert_cmpstr(version, ==, "10.1.1");
     g_assert_cmpint(policy_poll_model_for_version(t->qemu_version), ==, POLICY_POLL_MODEL_10);

@@ -30,7 +30,8 @@ fault_qemu_start(FaultCase *fc, const char *name)
     g_autoptr(GError) err = NULL;
     g_autofree char *sock = g_strdup_printf("%s/%s.qmp", fc->dir, name);
     g_autofree char *qmp = g_strdup_printf("unix:%s,server=on,wait=off", sock);
-    const char *args[] = { "-object", "iothread,id=iot0", "-object", "iothread,id=iot1",
+    const char *args[] = { "-name", name,
+                           "-object", "iothread,id=iot0", "-object", "iothread,id=iot1",
                            "-drive", "driver=null-co,if=none,id=drive0",
                            "-qmp", qmp, NULL };
     PtTestQemu *q = pt_test_qemu_start(args, &err);

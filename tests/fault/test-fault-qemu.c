@@ -85,7 +85,7 @@ run_peer(FaultPeerKind kind, guint seconds)
          * (then reconnected from scratch, so its state cycles). */
         g_assert_cmpint(n_iothreads, <=, 0);
         g_assert_true(g_file_get_contents(fc->d->log_path, &log, NULL, NULL));
-        g_assert_nonnull(strstr(log, "bad: lost: bad: "));
+        g_assert_nonnull(strstr(log, "bad.qmp: lost: "));
     } else {
         g_assert_cmpstr(state, !=, "attached");
     }
