@@ -76,9 +76,12 @@ pt_lv_fill(PtTarget *t, ProbeTargetSnap *snap, const PtLibvirtDomainStats *st)
     for (guint i = 0; i < st->iothreads->len; i++) {
         const PtLibvirtIothreadStats *is = &g_array_index(st->iothreads, PtLibvirtIothreadStats, i);
         g_autofree char *id = pt_lv_iothread_name(is->id);
-        ProbeIothreadSnap *io = probe_target_snap_iothread(snap, id);
+        ProbeIothreadSnap *io;
         PolicyTriple tr = { is->poll_max_ns, is->poll_grow, is->poll_shrink };
 
+        if (!pt_target_admit_iothread(t, id, st->iothreads->len))
+            continue;
+        io = probe_target_snap_iothread(snap, id);
         probe_iothread_snap_set_triple(io, &tr);
         probe_iothread_snap_set_block_read(io);
         io->tid = 0;        /* found by its name */

@@ -112,6 +112,13 @@ void pt_daemon_record(PtDaemon *d, PtTarget *t, const PolicyDecision *dec,
 void pt_daemon_apply(PtDaemon *d, PtTarget *t, PolicyDecision *dec, const char *policy,
                      gint64 bound, gboolean restore);
 
+/* The sample taken after @io's last write (@io->triple is its reading):
+ * did the write take?  Backs off further writes when it did not. */
+void pt_daemon_verify_write(PtDaemon *d, PtTarget *t, PtIothread *io);
+/* TRUE while the policy must not write @io: a write waits to be read
+ * back, or writes back off after failing. */
+gboolean pt_daemon_write_held(const PtIothread *io, gint64 now_us);
+
 /* pt-daemon-originals.c */
 void pt_daemon_capture_original(PtDaemon *d, PtTarget *t, PtIothread *io);
 void pt_daemon_save_original(PtDaemon *d, PtTarget *t, PtIothread *io);

@@ -86,9 +86,55 @@ pt_daemon_record(PtDaemon *d, PtTarget *t, const PolicyDecision *dec,
         io->last_decision_ms = sd.ts_ms;
         io->last_old = *old;
     }
-    pt_info(t->name, dec->iothread, "%s %s -> %" G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT
-            "/%" G_GUINT64_FORMAT ": %s", policy, outcome_text, dec->triple.poll_max_ns,
-            dec->triple.poll_grow, dec->triple.poll_shrink, dec->reason);
+    /* While writes fail, their state says so once (pt_write_failed()). */
+    if (!io || !io->write_failures || outcome == PT_OUTCOME_RECOMMENDED)
+        pt_info(t->name, dec->iothread, "%s %s -> %" G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT
+                "/%" G_GUINT64_FORMAT ": %s", policy, outcome_text, dec->triple.poll_max_ns,
+                dec->triple.poll_grow, dec->triple.poll_shrink, dec->reason);
+}
+
+/* A write to @io failed (@why), or did not take: back off (pt-target.h). */
+static void
+pt_write_failed(PtTarget *t, PtIothread *io, const char *why)
+{
+    guint backoff;
+
+    io->write_failures++;
+    backoff = MIN((guint64)PT_WRITE_BACKOFF_FIRST_MS << MIN(io->write_failures - 1, 20u),
+                  (guint64)PT_WRITE_BACKOFF_MAX_MS);
+    io->write_retry_at_us = g_get_monotonic_time() + (gint64)backoff * 1000;
+    if (io->write_failures == 1)
+        pt_warn(t->name, io->id, "writes fail: %s; not written again for %u s, then backing "
+                "off up to %u min while they fail", why, backoff / 1000,
+                PT_WRITE_BACKOFF_MAX_MS / 60000);
+}
+
+gboolean
+pt_daemon_write_held(const PtIothread *io, gint64 now_us)
+{
+    return io->write_verify || now_us < io->write_retry_at_us;
+}
+
+void
+pt_daemon_verify_write(PtDaemon *d, PtTarget *t, PtIothread *io)
+{
+    io->write_verify = FALSE;
+    if (policy_triple_equal(&io->triple, &io->write_expect)) {
+        if (io->write_failures)
+            pt_info(t->name, io->id, "writes take again after %u that failed or had no "
+                    "effect", io->write_failures);
+        io->write_failures = 0;
+        io->write_retry_at_us = 0;
+    } else if (policy_triple_equal(&io->triple, &io->write_from)) {
+        g_autofree char *want = policy_triple_format(&io->write_expect);
+        g_autofree char *have = policy_triple_format(&io->triple);
+        g_autofree char *why = g_strdup_printf("QEMU answered the write of %s but still "
+                                               "reports %s", want, have);
+
+        pt_write_failed(t, io, why);
+    }
+    /* Anything else is a write of someone else's since: the policy holds
+     * it as an external write, which is no failure of ours. */
 }
 
 
@@ -105,15 +151,25 @@ pt_daemon_applied(PtTarget *t, const GError *error, gpointer data)
             io->restoring = FALSE;
     }
     if (error) {
+        PtIothread *io = g_hash_table_lookup(t->iothreads, ctx->dec->iothread);
+
         d->stats.decisions_failed++;
+        if (io)
+            pt_write_failed(t, io, error->message);
         pt_daemon_record(d, t, ctx->dec, &ctx->old, ctx->policy, PT_OUTCOME_FAILED,
                          error->message);
     } else {
         PtIothread *io = g_hash_table_lookup(t->iothreads, ctx->dec->iothread);
 
         d->stats.decisions_applied++;
-        if (io)
+        if (io) {
             io->triple = ctx->dec->triple;
+            /* Read back: the next sample says whether it took. */
+            io->write_verify = TRUE;
+            io->write_expect = ctx->dec->triple;
+            io->write_from = ctx->old;
+            io->write_done_us = g_get_monotonic_time();
+        }
         pt_daemon_record(d, t, ctx->dec, &ctx->old, ctx->policy, PT_OUTCOME_APPLIED, NULL);
         /* A write that was in flight when the stop restored the originals
          * (or found nothing to restore) would outlive us: undo it. */

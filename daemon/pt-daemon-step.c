@@ -132,6 +132,13 @@ static void
 pt_daemon_handle_one(PtDaemon *d, PtTarget *t, PolicyDecision *dec, const char *policy)
 {
     if (d->mode == PT_MODE_ENFORCE && dec->apply) {
+        PtIothread *io = g_hash_table_lookup(t->iothreads, dec->iothread);
+
+        /* Not while the last write waits to be read back, nor while
+         * writes back off after failing (pt-target.h): the policy asks
+         * again on a later tick. */
+        if (io && pt_daemon_write_held(io, g_get_monotonic_time()))
+            return;
         pt_daemon_apply(d, t, pt_decision_copy(dec), policy,
                         (gint64)d->conf->policy->max_poll_max_ns, FALSE);
     } else {

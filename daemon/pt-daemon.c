@@ -670,6 +670,9 @@ pt_daemon_absorb(PtDaemon *d, PtTarget *t, ProbeTargetSnap *snap, GArray *sample
         if (ios->have_triple) {
             io->triple = ios->triple;
             io->have_triple = TRUE;
+            /* A sample begun after our last write completed reads it back. */
+            if (io->write_verify && snap->mono_ns / 1000 > io->write_done_us)
+                pt_daemon_verify_write(d, t, io);
             if (!io->have_original)
                 pt_daemon_capture_original(d, t, io);
             else if (!io->original_saved)

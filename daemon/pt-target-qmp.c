@@ -435,9 +435,12 @@ pt_qmp_sample_fill(PtQmpSample *s)
     }
     for (guint i = 0; i < s->iothreads->len; i++) {
         QmpIothread *qi = s->iothreads->pdata[i];
-        ProbeIothreadSnap *io = probe_target_snap_iothread(s->snap, qi->id);
+        ProbeIothreadSnap *io;
         PolicyTriple tr = { qi->poll_max_ns, qi->poll_grow, qi->poll_shrink };
 
+        if (!pt_target_admit_iothread(t, qi->id, s->iothreads->len))
+            continue;
+        io = probe_target_snap_iothread(s->snap, qi->id);
         probe_iothread_snap_set_triple(io, &tr);
         probe_iothread_snap_set_gauge(io, METRIC_AIO_MAX_BATCH, qi->aio_max_batch);
         probe_iothread_snap_set_block_read(io);

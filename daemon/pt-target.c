@@ -51,6 +51,7 @@ pt_target_alloc(gsize size, const PtTargetOps *ops, const char *name,
     t->iothreads = g_hash_table_new_full(g_str_hash, g_str_equal, NULL,
                                          (GDestroyNotify)pt_iothread_free);
     t->news = g_ptr_array_new_with_free_func(g_free);
+    t->admitted = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     return t;
 }
 
@@ -71,6 +72,7 @@ pt_target_unref(PtTarget *t)
     probe_target_free(t->probe);
     probe_target_snap_free(t->prev);
     g_hash_table_unref(t->iothreads);
+    g_hash_table_unref(t->admitted);
     g_ptr_array_unref(t->news);
     g_free(t->state_reason);
     g_free(t->exits_no_kvm);
@@ -307,7 +309,39 @@ pt_target_set_instance(PtTarget *t, char *instance)
 
         io->have_original = FALSE;
         io->restored = FALSE;
+        /* Writes to the old process say nothing of the new one's. */
+        io->write_verify = FALSE;
+        io->write_failures = 0;
+        io->write_retry_at_us = 0;
     }
+    g_hash_table_remove_all(t->admitted);
+    t->admitted_peak = 0;
+    t->admit_full_said = FALSE;
+}
+
+gboolean
+pt_target_admit_iothread(PtTarget *t, const char *id, guint reported)
+{
+    guint room;
+
+    if (g_hash_table_contains(t->admitted, id))
+        return TRUE;
+    t->admitted_peak = MAX(t->admitted_peak, reported);
+    room = MIN((guint64)PT_IOTHREADS_MAX,
+               2 * (guint64)t->admitted_peak + PT_IOTHREAD_IDS_SPARE);
+    if (g_hash_table_size(t->admitted) < room) {
+        g_hash_table_add(t->admitted, g_strdup(id));
+        return TRUE;
+    }
+    if (!t->admit_full_said) {
+        t->admit_full_said = TRUE;
+        g_ptr_array_add(t->news, g_strdup_printf(
+            "iothread %.64s and any other new id are left out: this QEMU process brought %u "
+            "iothread ids already, the most one may (twice the %u it reported at once, plus "
+            "%u, at most %u)", id, g_hash_table_size(t->admitted), t->admitted_peak,
+            PT_IOTHREAD_IDS_SPARE, PT_IOTHREADS_MAX));
+    }
+    return FALSE;
 }
 
 /* "BOOT/" or "" when the boot id is unreadable (a fixture tree): the pid

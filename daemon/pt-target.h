@@ -99,7 +99,27 @@ typedef struct {
     guint group_size;
     gboolean restored;              /* originals put back for observe */
     gboolean restoring;             /* a write of the originals is in flight */
+    /* Writes are read back (PT_WRITE_BACKOFF_FIRST_MS): the next sample
+     * taken after one completed shows whether it took. */
+    gboolean write_verify;          /* a write waits for that sample */
+    PolicyTriple write_expect;      /* what it wrote */
+    PolicyTriple write_from;        /* what was there before it */
+    gint64 write_done_us;           /* monotonic, when it completed */
+    guint write_failures;           /* failed or without effect, in a row */
+    gint64 write_retry_at_us;       /* monotonic: no policy write before */
 } PtIothread;
+
+/*
+ * A write that fails, or that QEMU answers but does not take (the next
+ * sample still shows the old values), is not made again at once: the
+ * policy's writes to the iothread wait 2 s, then twice as long after each
+ * further failure, up to 10 minutes, and resume at once after a write
+ * that takes.  One line when they start failing and one when they take
+ * again; the attempts between are in the store's decisions only.  A peer
+ * that fails every write so costs a few writes an hour, not one a tick.
+ */
+#define PT_WRITE_BACKOFF_FIRST_MS 2000
+#define PT_WRITE_BACKOFF_MAX_MS (10 * 60 * 1000)
 
 /* Metric @id of @io for the metrics endpoint: a counter's total (both
  * polling states, or only @polling's when 0 or 1; -1: both), a gauge's
@@ -209,6 +229,10 @@ struct PtTarget {
     GHashTable *iothreads;          /* id -> PtIothread */
     gboolean have_exits_total;
     gint64 exits_total;             /* KVM exits of the VM since first seen */
+    /* The iothread ids this QEMU process brought (pt_target_admit_iothread()). */
+    GHashTable *admitted;
+    guint admitted_peak;            /* the most it reported at once */
+    gboolean admit_full_said;
 
     gboolean sampling;
     /* A stop found it attached but never sampled: its iothreads were read
@@ -295,6 +319,26 @@ const char *pt_target_display(const PtTarget *t);
 /* Set the display name (NULL: none), settled: to be checked against the
  * others' once more. */
 void pt_target_set_display(PtTarget *t, const char *display);
+
+/*
+ * The iothreads one QEMU process may bring, by distinct id over its life.
+ * A VM's iothreads are those of its command line and the few added while
+ * it runs (object-add with a disk's hot-plug); ids that are new at every
+ * query are no VM's, and each would leave a row and an original in the
+ * store.  So a process may bring twice the most it reported at once, plus
+ * PT_IOTHREAD_IDS_SPARE for hot-plugs over its life, and PT_IOTHREADS_MAX
+ * in all.  PT_IOTHREADS_MAX is sized from the largest VM QEMU runs: q35
+ * takes up to 4096 vCPUs since QEMU 9.0 (288 in 7.2), and a VM has no use
+ * for more iothreads than vCPUs, whose requests they serve (one per queue
+ * at the most, with iothread-vq-mapping; a virtio-blk device's queues
+ * default to one per vCPU).
+ */
+#define PT_IOTHREADS_MAX 4096
+#define PT_IOTHREAD_IDS_SPARE 64
+
+/* TRUE when iothread @id, one of the @reported of a sample, may be kept;
+ * the first one refused is said once (t->news). */
+gboolean pt_target_admit_iothread(PtTarget *t, const char *id, guint reported);
 
 PtIothread *pt_target_iothread(PtTarget *t, const char *id);
 /* "applied", "recommended" or "failed: @failure", as the control protocol,
