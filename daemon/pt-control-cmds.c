@@ -217,6 +217,23 @@ pt_json_override(const PolicyOverrideInfo *ov)
     return o;
 }
 
+/* The block devices whose figures @io carried in the last sample (a
+ * group's, for a member of one); null before any sample. */
+static json_object *
+pt_json_devices(PtTarget *t, PtIothread *io)
+{
+    const ProbeIothreadSnap *ios = t->prev ? probe_target_snap_find(t->prev, io->id) : NULL;
+    json_object *a;
+
+    if (!ios)
+        return NULL;
+    a = json_object_new_array();
+    for (guint i = 0; i < ios->devices->len; i++)
+        json_object_array_add(a, json_object_new_string(
+            g_array_index(ios->devices, ProbeDevice, i).name));
+    return a;
+}
+
 static json_object *
 pt_json_iothread(PtDaemon *d, PtTarget *t, PtIothread *io, guint history)
 {
@@ -229,6 +246,7 @@ pt_json_iothread(PtDaemon *d, PtTarget *t, PtIothread *io, guint history)
     json_object_object_add(o, "id", json_object_new_string(io->id));
     json_object_object_add(o, "tid", json_object_new_int(io->tid));
     json_object_object_add(o, "group", io->group ? json_object_new_string(io->group) : NULL);
+    json_object_object_add(o, "devices", pt_json_devices(t, io));
     json_object_object_add(o, "triple", io->have_triple ? pt_json_triple(&io->triple) : NULL);
     /* While the target is not attached its QEMU may already be another
      * process on the same socket, whose originals are not known yet. */

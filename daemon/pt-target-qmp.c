@@ -7,9 +7,13 @@
  * query-blockstats (plus query-stats for the vCPUs once QEMU has shown it
  * has KVM stats), then the qom-get walk of qmp_device_iothreads_async()
  * per device not yet mapped to its iothreads.  The map is cached: a device
- * keeps its iothreads for its lifetime, and a device that is new or changed
- * shows up under a new qdev path.  probe-devmap.h turns the map into each
- * iothread's devices, and iothreads that share devices into groups.
+ * keeps its iothreads for its lifetime.  A device unplugged and plugged
+ * again under the same id may sit on another iothread, so QEMU's
+ * DEVICE_DELETED drops it from the map and the next sample maps it anew;
+ * and every PT_QMP_DEVMAP_RECHECK_MS the whole map is walked again, for
+ * whatever moved without an event the daemon saw.  probe-devmap.h turns the
+ * map into each iothread's devices, and iothreads that share devices into
+ * groups.
  *
  * When the monitor goes away the target is lost; every tick it tries again
  * while the socket file exists, so a restarted QEMU is picked up.
@@ -26,6 +30,9 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+/* A minute: the walk is a few qom-gets per device, 0.3 ms each. */
+#define PT_QMP_DEVMAP_RECHECK_MS 60000
+
 typedef struct {
     PtTarget parent;
     char *path;
@@ -34,6 +41,9 @@ typedef struct {
     QmpClient *client;
     struct stat sock_st;            /* the socket file of the last attempt */
     ProbeDevMap *devmap;            /* qdev -> iothread ids (none = main loop) */
+    guint devmap_gen;               /* DEVICE_DELETED events seen */
+    guint devmap_sub;               /* their subscription on client */
+    gint64 devmap_walked_us;        /* monotonic: the map was emptied then */
     gboolean stats_known;           /* query-stats answered with vCPU stats */
     gboolean stats_absent;          /* ... or showed it has none */
 } PtQmpTarget;
@@ -173,6 +183,27 @@ pt_qmp_on_ready(GObject *obj, GAsyncResult *res, gpointer data)
     pt_target_unref(t);
 }
 
+/* {"device": ID, "path": QOM path}: "device" is absent for a device
+ * without an id (a virtio-blk's virtio-backend child). */
+static void
+pt_qmp_on_device_deleted(QmpClient *c, const char *event, json_object *data,
+                         gint64 timestamp_us, gpointer user_data)
+{
+    PtQmpTarget *q = user_data;
+    json_object *device = NULL, *path = NULL;
+
+    if (c != q->client || !json_object_is_type(data, json_type_object))
+        return;
+    json_object_object_get_ex(data, "device", &device);
+    json_object_object_get_ex(data, "path", &path);
+    q->devmap_gen++;
+    probe_devmap_forget(q->devmap,
+                        json_object_is_type(device, json_type_string) ?
+                        json_object_get_string(device) : NULL,
+                        json_object_is_type(path, json_type_string) ?
+                        json_object_get_string(path) : NULL);
+}
+
 static void
 pt_qmp_connect(PtQmpTarget *q)
 {
@@ -182,14 +213,18 @@ pt_qmp_connect(PtQmpTarget *q)
 
     if (q->client) {
         qmp_client_set_closed_func(q->client, NULL, NULL, NULL);
+        qmp_client_unsubscribe(q->client, q->devmap_sub);
         qmp_client_close(q->client, NULL);
         g_clear_object(&q->client);
     }
     /* A QEMU started again on this socket may place its devices anew. */
     if (q->devmap)
         probe_devmap_clear(q->devmap);
+    q->devmap_walked_us = g_get_monotonic_time();
     q->client = qmp_client_new(NULL, &opts);
     qmp_client_set_closed_func(q->client, pt_qmp_on_closed, t, NULL);
+    q->devmap_sub = qmp_client_subscribe(q->client, "DEVICE_DELETED",
+                                         pt_qmp_on_device_deleted, q);
     if (stat(q->path, &q->sock_st) < 0)
         memset(&q->sock_st, 0, sizeof(q->sock_st));
     /* Connecting first, so that a refused connect is a lost attempt. */
@@ -376,6 +411,7 @@ pt_qmp_got_stats(GObject *obj, GAsyncResult *res, gpointer data)
 typedef struct {
     PtQmpSample *s;
     char *qdev;
+    guint gen;                      /* devmap_gen when the walk began */
 } PtQmpMapJob;
 
 static void pt_qmp_sample_fill(PtQmpSample *s);
@@ -388,9 +424,12 @@ pt_qmp_got_map(GObject *obj, GAsyncResult *res, gpointer data)
     g_autoptr(GError) err = NULL;
     g_auto(GStrv) iots = NULL;
 
-    if (qmp_device_iothreads_finish(QMP_CLIENT(obj), res, &iots, &err))
-        probe_devmap_set(s->q->devmap, job->qdev, (const char *const *)iots);
-    else
+    /* A device deleted during the walk may be another by now: the next
+     * sample asks again. */
+    if (qmp_device_iothreads_finish(QMP_CLIENT(obj), res, &iots, &err)) {
+        if (job->gen == s->q->devmap_gen)
+            probe_devmap_set(s->q->devmap, job->qdev, (const char *const *)iots);
+    } else
         pt_qmp_sample_note_error(s, g_steal_pointer(&err));
     g_free(job->qdev);
     g_free(job);
@@ -415,6 +454,7 @@ pt_qmp_sample_stage2(PtQmpSample *s)
         job = g_new0(PtQmpMapJob, 1);
         job->s = s;
         job->qdev = g_strdup(b->qdev);
+        job->gen = s->q->devmap_gen;
         s->outstanding++;
         qmp_device_iothreads_async(s->q->client, b->qdev, pt_qmp_got_map, job);
     }
@@ -489,6 +529,10 @@ pt_qmp_sample(PtTarget *t, ProbeTargetSnap *snap)
         pt_target_sample_finish(t, snap, g_error_new(G_IO_ERROR, G_IO_ERROR_NOT_CONNECTED,
                                                      "%s: not connected", t->name));
         return;
+    }
+    if (g_get_monotonic_time() - q->devmap_walked_us >= PT_QMP_DEVMAP_RECHECK_MS * 1000LL) {
+        probe_devmap_clear(q->devmap);
+        q->devmap_walked_us = g_get_monotonic_time();
     }
     s = g_new0(PtQmpSample, 1);
     s->q = q;
@@ -590,8 +634,10 @@ pt_qmp_free(PtTarget *t)
 {
     PtQmpTarget *q = (PtQmpTarget *)t;
 
-    if (q->client)
+    if (q->client) {
         qmp_client_set_closed_func(q->client, NULL, NULL, NULL);
+        qmp_client_unsubscribe(q->client, q->devmap_sub);
+    }
     g_clear_object(&q->client);
     probe_devmap_free(q->devmap);
     g_free(q->path);

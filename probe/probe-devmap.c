@@ -41,6 +41,27 @@ probe_devmap_set(ProbeDevMap *m, const char *device, const char *const *iothread
                          g_strdupv((char **)(iothreads ? iothreads : none)));
 }
 
+guint
+probe_devmap_forget(ProbeDevMap *m, const char *device, const char *path)
+{
+    gsize n = path ? strlen(path) : 0;
+    GHashTableIter it;
+    gpointer k;
+    guint gone = 0;
+
+    g_hash_table_iter_init(&it, m->devices);
+    while (g_hash_table_iter_next(&it, &k, NULL)) {
+        const char *key = k;
+
+        if ((device && *device && g_str_equal(key, device)) ||
+            (n && strncmp(key, path, n) == 0 && (key[n] == 0 || key[n] == '/'))) {
+            g_hash_table_iter_remove(&it);
+            gone++;
+        }
+    }
+    return gone;
+}
+
 gboolean
 probe_devmap_contains(const ProbeDevMap *m, const char *device)
 {

@@ -34,6 +34,13 @@ void probe_devmap_clear(ProbeDevMap *m);
 /* @device runs in @iothreads (NULL-terminated; NULL or empty: the main
  * loop).  Replaces what was known of @device. */
 void probe_devmap_set(ProbeDevMap *m, const char *device, const char *const *iothreads);
+/* Forget what is known of the device QEMU deleted (its DEVICE_DELETED
+ * event): the key @device (its id, as query-blockstats names a scsi-hd or
+ * an ide disk), @path (its QOM path), and every key under @path (a
+ * virtio-blk's .../virtio-backend).  Either may be NULL.  A device added
+ * again under the same id may sit elsewhere, so it is mapped anew.
+ * Returns how many entries went. */
+guint probe_devmap_forget(ProbeDevMap *m, const char *device, const char *path);
 gboolean probe_devmap_contains(const ProbeDevMap *m, const char *device);
 /* The iothreads of @device (empty: main loop), or NULL when unknown. */
 const char *const *probe_devmap_lookup(const ProbeDevMap *m, const char *device);

@@ -610,6 +610,88 @@ test_clean_exit_gone(void)
     g_rmdir(socks);
 }
 
+/* The scsi disk's node d0 is carried by iot@w->value alone. */
+static gboolean
+disk_on(json_object *st, const PtDaemonWait *w)
+{
+    for (gint64 i = 0; i < 2; i++) {
+        g_autofree char *id = g_strdup_printf("iot%" G_GINT64_FORMAT, i);
+        json_object *io = pt_test_status_iothread(st, w->target, id);
+        json_object *devs = io ? pt_json_path(io, "devices") : NULL;
+        gsize n = devs && json_object_is_type(devs, json_type_array) ?
+                  json_object_array_length(devs) : G_MAXSIZE;
+
+        if (n == G_MAXSIZE || n != (i == w->value ? 1u : 0u))
+            return FALSE;
+        if (n && g_strcmp0(pt_json_path_str(devs, "0"), "d0"))
+            return FALSE;
+    }
+    return TRUE;
+}
+
+/*
+ * A disk unplugged and plugged again under the same id on a controller of
+ * another iothread: the daemon kept the first mapping for as long as it
+ * ran (its map was made once per device path), crediting the disk's I/O to
+ * an iothread that no longer served it.  QEMU's DEVICE_DELETED now drops
+ * the device from the map, and the next sample maps it anew.  A real QEMU
+ * (a pc machine, paused: a disk needs a bus, and nothing here needs the
+ * guest to run) with two virtio-scsi controllers, one per iothread; a
+ * scsi-hd unplugs at once, without the guest's help.
+ */
+static void
+test_replug_remap(void)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(PtTestQemu) q = NULL;
+    g_autoptr(QmpClient) c = NULL;
+    g_autoptr(PtTestDaemon) d = NULL;
+    g_autoptr(json_object) r = NULL;
+    g_autofree char *sock = g_build_filename(vm_dir, "vm-rp.qmp", NULL);
+    g_autofree char *qmp = g_strdup_printf("unix:%s,server=on,wait=off", sock);
+    g_autofree char *conf = conf_for("observe", NULL);
+    const char *args[] = {
+        "-machine", "pc,accel=tcg", "-S", "-name", "vm-rp",
+        "-object", "iothread,id=iot0", "-object", "iothread,id=iot1",
+        "-device", "virtio-scsi-pci,id=scsi0,iothread=iot0",
+        "-device", "virtio-scsi-pci,id=scsi1,iothread=iot1",
+        "-blockdev", "driver=null-co,node-name=d0",
+        "-device", "scsi-hd,id=sd0,bus=scsi0.0,drive=d0",
+        "-qmp", qmp, NULL,
+    };
+    PtDaemonWait w = { .target = "vm-rp", .check = disk_on, .value = 0 };
+
+    if (pt_test_skip_without_qemu())
+        return;
+    q = pt_test_qemu_start(args, &err);
+    g_assert_no_error(err);
+    c = pt_test_qmp_connect(q->qmp_path, "vm-rp");
+    d = pt_test_daemon_start(conf, &err);
+    g_assert_no_error(err);
+    w.d = d;
+    g_assert_true(pt_test_daemon_wait(&w, 10000));
+
+    r = pt_test_qmp_run(c, "device_del", "{\"id\": \"sd0\"}", &err);
+    g_assert_no_error(err);
+    g_clear_pointer(&r, json_object_put);
+    /* The old device lets go of its node once QEMU has finished it off. */
+    for (gint64 until = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;;) {
+        g_clear_error(&err);
+        r = pt_test_qmp_run(c, "device_add", "{\"driver\": \"scsi-hd\", \"id\": \"sd0\", "
+                                             "\"bus\": \"scsi1.0\", \"drive\": \"d0\"}", &err);
+        if (r || g_get_monotonic_time() > until)
+            break;
+        g_usleep(50000);
+    }
+    g_assert_no_error(err);
+    /* Within a few ticks of 200 ms, the disk is iot1's. */
+    w.value = 1;
+    g_assert_true(pt_test_daemon_wait(&w, 2000));
+    g_test_message("re-mapped %" G_GINT64_FORMAT " ms after the device_add", w.took_ms);
+    g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
+    g_unlink(sock);
+}
+
 /* A write made outside polltune (an operator's qom-set, virsh
  * iothreadset) is held as an implicit override: the policy does not
  * replace it, and status and the metrics say so until the hold ends. */
@@ -1719,6 +1801,7 @@ main(int argc, char **argv)
     g_test_add_func("/daemon/qmp/glob-identity", test_glob_identity);
     g_test_add_func("/daemon/qmp/former-name", test_former_name);
     g_test_add_func("/daemon/qmp/clean-exit-gone", test_clean_exit_gone);
+    g_test_add_func("/daemon/qmp/replug-remap", test_replug_remap);
     g_test_add_func("/daemon/qmp/external-write-held", test_external_write_held);
     g_test_add_func("/daemon/qmp/override-expiry-detach", test_override_expiry_detach);
     g_test_add_func("/daemon/qmp/reload", test_reload);

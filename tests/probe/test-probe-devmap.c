@@ -125,11 +125,39 @@ test_regroup(void)
     g_assert_cmpuint(iot(s, "iot1")->devices->len, ==, 1);
 }
 
+/* DEVICE_DELETED forgets the device by id, by path and under its path,
+ * and nothing else: an id that is a prefix of another's is no path. */
+static void
+test_forget(void)
+{
+    g_autoptr(ProbeDevMap) m = probe_devmap_new();
+    static const char *const a[] = { "iot0", NULL };
+
+    probe_devmap_set(m, "sd0", a);
+    probe_devmap_set(m, "sd01", a);
+    probe_devmap_set(m, "/machine/peripheral/vdc/virtio-backend", a);
+    probe_devmap_set(m, "/machine/peripheral/vdcx/virtio-backend", a);
+    /* A scsi-hd: {"device": "sd0", "path": "/machine/peripheral/sd0"}. */
+    g_assert_cmpuint(probe_devmap_forget(m, "sd0", "/machine/peripheral/sd0"), ==, 1);
+    g_assert_false(probe_devmap_contains(m, "sd0"));
+    g_assert_true(probe_devmap_contains(m, "sd01"));
+    /* A virtio-blk's backend first (no device id), then its proxy. */
+    g_assert_cmpuint(probe_devmap_forget(m, NULL, "/machine/peripheral/vdc/virtio-backend"),
+                     ==, 1);
+    g_assert_cmpuint(probe_devmap_forget(m, "vdc", "/machine/peripheral/vdc"), ==, 0);
+    g_assert_true(probe_devmap_contains(m, "/machine/peripheral/vdcx/virtio-backend"));
+    probe_devmap_set(m, "/machine/peripheral/vdc/virtio-backend", a);
+    g_assert_cmpuint(probe_devmap_forget(m, "vdc", "/machine/peripheral/vdc"), ==, 1);
+    g_assert_cmpuint(probe_devmap_forget(m, NULL, NULL), ==, 0);
+    g_assert_true(probe_devmap_contains(m, "sd01"));
+}
+
 int
 main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/probe/devmap/groups", test_groups);
     g_test_add_func("/probe/devmap/regroup", test_regroup);
+    g_test_add_func("/probe/devmap/forget", test_forget);
     return g_test_run();
 }
