@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "e2e-direct.h"
+#include "e2e-keep.h"
 #include "pt-test-child.h"
 #include "pt-test-qmp.h"
 
@@ -91,6 +92,16 @@ e2e_direct_vm_start(const char *dir, const char *phases, const char *accel,
 
     e2e_reap_on_abort(dv->pid);
     dv->vm.serial = guest_serial_new_fd(pipefd[0]);
+    {
+        g_autofree char *serial = g_build_filename(dir, "serial.log", NULL);
+        g_autofree char *trace = g_build_filename(dir, "qemu.trace", NULL);
+
+        guest_serial_log_to(dv->vm.serial, serial);
+        e2e_keep_file(serial, "serial.log");
+        e2e_keep_file(err_path, "qemu.err");
+        /* Where a test asks QEMU for a trace (-D DIR/qemu.trace). */
+        e2e_keep_file(trace, "qemu.trace");
+    }
     dv->vm.target = "pt-e2e";
     dv->vm.busy = "iot0";
     dv->vm.idle = "iot1";
@@ -145,7 +156,7 @@ e2e_vm_dir_new(void)
 void
 e2e_vm_dir_remove(const char *dir)
 {
-    static const char *const files[] = { "qemu.err", "qemu.trace", NULL };
+    static const char *const files[] = { "qemu.err", "qemu.trace", "serial.log", NULL };
 
     for (guint i = 0; files[i]; i++) {
         g_autofree char *path = g_build_filename(dir, files[i], NULL);
@@ -169,5 +180,14 @@ e2e_daemon_start(const char *conf_body)
 
     g_assert_no_error(err);
     e2e_reap_on_abort(d->pid);
+    /* Its log has every decision as a line; its database has them as rows
+     * (polltunectl --db polltuned.db export --decisions). */
+    e2e_keep_file(d->log_path, "polltuned.log");
+    {
+        g_autofree char *wal = g_strconcat(d->db_path, "-wal", NULL);
+
+        e2e_keep_file(d->db_path, "polltuned.db");
+        e2e_keep_file(wal, "polltuned.db-wal");
+    }
     return d;
 }

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "e2e-guest.h"
+#include "e2e-keep.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <unistd.h>
+#include <sys/wait.h>
 
 typedef struct {
     gint64 host_ms;
@@ -19,6 +21,7 @@ struct GuestSerial {
     GThread *thread;
     int fd;
     char *path;                 /* following a file instead of a pipe */
+    int log_fd;                 /* every line as it comes, or -1 */
     gboolean stop;
     gboolean eof;
 };
@@ -44,6 +47,14 @@ serial_add(GuestSerial *s, GString *buf)
     l->line = g_strdup(buf->str);
     g_string_truncate(buf, 0);
     g_mutex_lock(&s->lock);
+    if (s->log_fd >= 0) {
+        g_autofree char *text = g_strdup_printf("%" G_GINT64_FORMAT " %s\n", l->host_ms, l->line);
+
+        if (write(s->log_fd, text, strlen(text)) < 0) {
+            close(s->log_fd);
+            s->log_fd = -1;
+        }
+    }
     g_ptr_array_add(s->lines, l);
     g_cond_broadcast(&s->cond);
     g_mutex_unlock(&s->lock);
@@ -107,8 +118,29 @@ serial_new(int fd, const char *path)
     s->lines = g_ptr_array_new_with_free_func(serial_line_free);
     s->fd = fd;
     s->path = g_strdup(path);
+    s->log_fd = -1;
     s->thread = g_thread_new("serial", serial_thread, s);
     return s;
+}
+
+void
+guest_serial_log_to(GuestSerial *s, const char *path)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+
+    g_assert_cmpint(fd, >=, 0);
+    g_mutex_lock(&s->lock);
+    for (guint i = 0; i < s->lines->len; i++) {
+        SerialLine *l = s->lines->pdata[i];
+        g_autofree char *text = g_strdup_printf("%" G_GINT64_FORMAT " %s\n", l->host_ms, l->line);
+
+        if (write(fd, text, strlen(text)) < 0)
+            break;
+    }
+    if (s->log_fd >= 0)
+        close(s->log_fd);
+    s->log_fd = fd;
+    g_mutex_unlock(&s->lock);
 }
 
 GuestSerial *
@@ -136,6 +168,8 @@ guest_serial_free(GuestSerial *s)
     g_thread_join(s->thread);
     if (s->fd >= 0)
         close(s->fd);
+    if (s->log_fd >= 0)
+        close(s->log_fd);
     g_ptr_array_unref(s->lines);
     g_mutex_clear(&s->lock);
     g_cond_clear(&s->cond);
@@ -512,6 +546,11 @@ e2e_on_abort(int sig)
     for (guint i = 0; i < E2E_MAX_REAP; i++)
         if (e2e_reap[i] > 0)
             kill(e2e_reap[i], SIGKILL);
+    /* Dead, their files are whole: then keep what the run had. */
+    for (guint i = 0; i < E2E_MAX_REAP; i++)
+        if (e2e_reap[i] > 0)
+            waitpid(e2e_reap[i], NULL, 0);
+    e2e_keep_on_abort();
     signal(sig, SIG_DFL);
     raise(sig);
 }

@@ -66,6 +66,9 @@ GuestWaitResult guest_serial_wait_for(GuestSerial *s, const char *prefix, guint 
 
 /* Every line so far, "HOST_MS LINE\n" each, for failure messages. */
 char *guest_serial_dump(GuestSerial *s);
+/* Append every line, so far and from now on, to the file @path in that
+ * form, as it arrives: a failed run keeps it (e2e-keep.h). */
+void guest_serial_log_to(GuestSerial *s, const char *path);
 
 typedef struct {
     guint idx;

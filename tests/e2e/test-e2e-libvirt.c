@@ -9,6 +9,8 @@
  * A daemon that does not discover the domain within a few seconds has no
  * libvirt target support to test: the test then skips and says so.
  */
+#include "e2e-direct.h"
+#include "e2e-keep.h"
 #include "e2e-scenario.h"
 #include "pt-test-libvirt.h"
 
@@ -195,9 +197,15 @@ test_libvirt(void)
     targets = g_strdup_printf("libvirt = true\nlibvirt-uri = %s\nlibvirt-pid-dir = %s\n",
                               lvd->uri, lvd->pid_dir);
     conf = e2e_daemon_conf(targets);
-    d = pt_test_daemon_start(conf, &err);
-    g_assert_no_error(err);
-    e2e_reap_on_abort(d->pid);
+    e2e_keep_begin("libvirt");
+    d = e2e_daemon_start(conf);
+    e2e_keep_file(lv->serial_path, "serial.log");
+    {
+        /* libvirt's log of the domain's QEMU: its command line and stderr. */
+        g_autofree char *qemu_log = g_strdup_printf("/var/log/libvirt/qemu/%s.log", lv->name);
+
+        e2e_keep_file(qemu_log, "qemu.log");
+    }
 
     lv->started = TRUE;
     libvirt_vm_create(lv, &err);
@@ -221,6 +229,7 @@ test_libvirt(void)
     g_assert_true(find_iothreads(d, lv));
 
     e2e_scenario_run(&lv->vm, d, &fig);
+    e2e_keep_end();
 }
 
 int

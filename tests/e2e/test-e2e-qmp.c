@@ -6,6 +6,7 @@
  * e2e-scenario.c.
  */
 #include "e2e-direct.h"
+#include "e2e-keep.h"
 #include "pt-test-qemu.h"
 
 #include <string.h>
@@ -28,6 +29,7 @@ test_direct(void)
     g_autofree char *dir = NULL;
     g_autoptr(PtTestDaemon) d = NULL;
     g_autoptr(E2eDirectVm) dv = NULL;
+    g_autofree char *trace = NULL;
     E2eFigures fig = { 0 };
     gint64 took, t_sock;
 
@@ -36,11 +38,19 @@ test_direct(void)
         return;
     }
     dir = e2e_vm_dir_new();
+    e2e_keep_begin("qmp-direct");
     d = daemon_for(dir);
 
     /* The daemon runs first; the VM's socket appears later, as when a VM
-     * starts on a running host. */
-    dv = e2e_direct_vm_start(dir, E2E_PHASES, "tcg", E2E_ORIGINAL_NS, NULL);
+     * starts on a running host.  QEMU traces every qom-set, a few lines a
+     * second at most, for a run that fails to explain. */
+    trace = g_build_filename(dir, "qemu.trace", NULL);
+    {
+        const char *const extra[] = { "-trace", "qmp_enter_qom_set", "-D", trace,
+                                      "-msg", "timestamp=on", NULL };
+
+        dv = e2e_direct_vm_start(dir, E2E_PHASES, "tcg", E2E_ORIGINAL_NS, extra);
+    }
     g_assert_true(e2e_wait_file(dv->daemon_sock, 60000));
     t_sock = g_get_monotonic_time();
     /* QEMU creates its sockets early in its start-up and greets only once
@@ -56,6 +66,7 @@ test_direct(void)
     g_assert_cmpint(e2e_wait_attached(d, "pt-e2e", 3000), >=, 0);
 
     e2e_scenario_run(&dv->vm, d, &fig);
+    e2e_keep_end();
     g_clear_pointer(&dv, e2e_direct_vm_free);
     e2e_vm_dir_remove(dir);
 }
@@ -92,6 +103,7 @@ test_kvm_exits(void)
         return;
     }
     dir = e2e_vm_dir_new();
+    e2e_keep_begin("qmp-kvm-exits");
     d = daemon_for(dir);
     dv = e2e_direct_vm_start(dir, "idle:2,qd1:8,idle:2", "kvm", E2E_ORIGINAL_NS, NULL);
     /* Not every KVM runs a stock guest (nested without hardware
@@ -109,6 +121,7 @@ test_kvm_exits(void)
                               emulated ? ": " : "", emulated ? emulated : "",
                               *tail ? tail : "(nothing)");
         g_test_skip(msg);
+        e2e_keep_end();
         g_clear_pointer(&dv, e2e_direct_vm_free);
         e2e_vm_dir_remove(dir);
         return;
@@ -132,6 +145,7 @@ test_kvm_exits(void)
                        pt_json_path_str(st, "targets/0/exits_reason"));
         g_assert_cmpstr(pt_json_path_str(st, "targets/0/exits_source"), ==, "query-stats");
     }
+    e2e_keep_end();
     g_clear_pointer(&dv, e2e_direct_vm_free);
     e2e_vm_dir_remove(dir);
 }
