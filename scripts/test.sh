@@ -5,7 +5,8 @@
 # Three builds, each from scratch in its own folder under the source tree:
 #   build       gcc, -Werror: every suite but chaos
 #   build-san   gcc with ASan+UBSan, -Werror: every suite but the slow e2e
-#               and fault; chaos runs here only, so its daemon is sanitized
+#               and fault; chaos runs here only, so its daemon is sanitized:
+#               its kept seeds and a few drawn from the commit (printed)
 #   build-fuzz  clang with libFuzzer, -Werror, every library instrumented: the
 #               fuzz targets, bounded in time, each held to its coverage floor
 #               (tests/fuzz/coverage-floor.txt)
@@ -58,9 +59,22 @@ run_build() {
     logs+=("$dir/meson-logs/testlog.json")
 }
 
+# The chaos suite replays its kept seeds and PT_CHAOS_RUNS (default 3) more
+# drawn from the commit, 8 hex digits each: the same commit runs the same
+# schedules, a new one tries new ones, and a failure names its seed.
+chaos_seeds=${PT_CHAOS_SEEDS:-}
+if [ -z "$chaos_seeds" ]; then
+    rev=$(git -C "$top" rev-parse HEAD 2>/dev/null || od -An -N20 -tx1 /dev/urandom | tr -d ' \n')
+    for i in $(seq 0 $((${PT_CHAOS_RUNS:-3} - 1))); do
+        chaos_seeds+="${chaos_seeds:+,}$((16#${rev:$((i * 8 % 40)):8}))"
+    done
+fi
+echo "=== chaos seeds: $chaos_seeds (from ${rev:-PT_CHAOS_SEEDS}); replay one with" \
+     "PT_CHAOS_SEED=N meson test -C build-san test-chaos, or -Dchaos-seeds=N"
+
 run_build build -Dwerror=true -- --no-suite chaos
 run_build build-san -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false \
-    -- --no-suite e2e --no-suite fault --no-suite debian
+    -Dchaos-seeds="$chaos_seeds" -- --no-suite e2e --no-suite fault --no-suite debian
 if command -v clang >/dev/null; then
     CC=clang run_build build-fuzz -Dwerror=true -Dfuzzing=true -Dfuzz-seconds="${PT_FUZZ_SECONDS:-20}" \
         -- --suite fuzz

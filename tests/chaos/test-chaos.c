@@ -2,9 +2,9 @@
 /*
  * The chaos run: see chaos.h.  PT_CHAOS_SEED replays a run (the seed is
  * printed first), PT_CHAOS_SECONDS sets its length (default 120).  The
- * argument --seed=N names the seed instead: tests/chaos/meson.build runs
- * the kept seeds, and those scripts/test.sh draws from the commit, that
- * way, each as a test of its own.
+ * argument --chaos-seed=N names the seed instead: tests/chaos/meson.build
+ * runs the kept seeds, and those scripts/test.sh draws from the commit,
+ * that way, each as a test of its own.
  */
 #include "chaos.h"
 
@@ -548,7 +548,7 @@ chaos_report(Chaos *ch)
                    GPOINTER_TO_UINT(g_hash_table_lookup(ch->v.count, k)), (const char *)v);
 }
 
-/* From --seed=N; NULL: PT_CHAOS_SEED, else a random one. */
+/* From --chaos-seed=N; NULL: PT_CHAOS_SEED, else a random one. */
 static const char *chaos_seed_arg;
 
 static void
@@ -615,8 +615,8 @@ main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     for (int i = 1; i < argc; i++)
-        if (g_str_has_prefix(argv[i], "--seed="))
-            chaos_seed_arg = argv[i] + strlen("--seed=");
+        if (g_str_has_prefix(argv[i], "--chaos-seed="))
+            chaos_seed_arg = argv[i] + strlen("--chaos-seed=");
     g_test_add_func("/chaos/run", test_chaos_run);
     return g_test_run();
 }
