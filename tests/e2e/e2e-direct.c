@@ -103,6 +103,7 @@ e2e_direct_vm_start(const char *dir, const char *phases, const char *accel,
         e2e_keep_file(trace, "qemu.trace");
     }
     dv->vm.target = "pt-e2e";
+    dv->vm.identity = dv->daemon_sock;
     dv->vm.busy = "iot0";
     dv->vm.idle = "iot1";
     dv->vm.readback = "QEMU's own QMP monitor";

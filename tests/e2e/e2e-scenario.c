@@ -197,7 +197,8 @@ check_export(const char *path, E2eVm *vm, GArray *phases, const char *what)
             continue;
         row = json_tokener_parse(lines[i]);
         g_assert_nonnull(row);
-        if (g_strcmp0(pt_json_path_str(row, "target"), vm->target) ||
+        if (g_strcmp0(pt_json_path_str(row, "target"),
+                      vm->identity ? vm->identity : vm->target) ||
             g_strcmp0(pt_json_path_str(row, "iothread"), vm->busy))
             continue;
         ts = iso_to_ms(pt_json_path_str(row, "time"));

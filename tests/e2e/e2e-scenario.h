@@ -33,6 +33,9 @@
 typedef struct E2eVm E2eVm;
 struct E2eVm {
     const char *target;         /* the daemon's name for it */
+    /* Its identity, as the history's rows name it (a QMP target's socket
+     * path); NULL: @target. */
+    const char *identity;
     const char *busy;           /* daemon's id of the disk's iothread */
     const char *idle;           /* daemon's id of the other one */
     const char *readback;       /* who reads the values back, for messages */
