@@ -50,13 +50,9 @@ static gboolean pt_om = TRUE;
 static void
 pt_family(GString *out, const PtFamily *f)
 {
-    /* An info family is a gauge of 1 named ..._info in the older format. */
-    gboolean info = g_str_equal(f->type, "info");
-    const char *suffix = !pt_om && g_str_equal(f->type, "counter") ? "_total" :
-                         !pt_om && info ? "_info" : "";
+    const char *suffix = !pt_om && g_str_equal(f->type, "counter") ? "_total" : "";
 
-    g_string_append_printf(out, "# TYPE %s%s %s\n", f->name, suffix,
-                           info && !pt_om ? "gauge" : f->type);
+    g_string_append_printf(out, "# TYPE %s%s %s\n", f->name, suffix, f->type);
     if (f->unit && pt_om)
         g_string_append_printf(out, "# UNIT %s %s\n", f->name, f->unit);
     g_string_append_printf(out, "# HELP %s%s %s\n", f->name, suffix, f->help);
@@ -97,11 +93,22 @@ pt_tick_histogram(GString *out, const PtDaemonStats *st)
     g_string_append_printf(out, "%s_sum %s\n", name, sum);
 }
 
+/*
+ * domain is the name the VM goes by (the libvirt domain; a QMP target's
+ * QEMU -name), as the libvirt exporter labels it, so that dashboards and
+ * joins keep it; a target whose identity differs from it (a QMP target's
+ * socket path, pt-target.h) has it as socket too, which keeps every series
+ * one target's even where two VMs go by one name.
+ */
 static void
 pt_labels(GString *out, const char *name, const PtTarget *t, const PtIothread *io)
 {
     g_string_append_printf(out, "%s{domain=\"", name);
-    pt_label(out, t->name);
+    pt_label(out, pt_target_display(t));
+    if (t->display) {
+        g_string_append(out, "\",socket=\"");
+        pt_label(out, t->name);
+    }
     if (io) {
         g_string_append(out, "\",iothread=\"");
         pt_label(out, io->id);
@@ -444,19 +451,6 @@ pt_render(PtDaemon *d)
             continue;
         pt_labels(out, "polltune_target_qemu_version", t, NULL);
         g_string_append_printf(out, "} %u\n", t->qemu_version);
-    }
-    /* The domain label is the identity (a QMP target's socket path); the
-     * name it goes by is here, to join on. */
-    pt_family(out, &(PtFamily){ "polltune_target", "info", NULL,
-                                "The name a target goes by (QEMU's -name for a QMP socket), "
-                                "and its kind." });
-    for (guint i = 0; i < targets->len; i++) {
-        PtTarget *t = targets->pdata[i];
-
-        pt_labels(out, "polltune_target_info", t, NULL);
-        g_string_append(out, ",name=\"");
-        pt_label(out, pt_target_display(t));
-        g_string_append_printf(out, "\",kind=\"%s\"} 1\n", store_target_kind_to_string(t->kind));
     }
     pt_family(out, &(PtFamily){ "polltune_targets", "gauge", NULL, "Targets by state." });
     for (int s = 0; s < PT_TARGET_STATE_MAX; s++)

@@ -184,7 +184,7 @@ struct PtTarget {
     /* The identity: unique among the targets, stable across restarts of
      * the VM and of the daemon, and the key of everything kept about the
      * target (the daemon's table, the store's rows and originals, the
-     * engine's state, the metrics' domain label).  A libvirt domain's
+     * engine's state, the metrics' socket label).  A libvirt domain's
      * name; a QMP target's socket path, since a socket's file name
      * (every /srv/vms/NAME/qmp.sock is "qmp") or QEMU's -name (which two
      * VMs may share, and which is known only once connected) is not. */

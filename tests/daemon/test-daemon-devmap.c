@@ -379,12 +379,12 @@ test_vq_mapping_and_scsi(void)
     /* The metrics endpoint marks the group's shared figures. */
     {
         g_autofree char *text = pt_daemon_render_metrics(d, TRUE);
-        g_autofree char *io1 = g_strdup_printf("polltune_iothread_io_shared_by{domain=\"%s\","
-                                               "iothread=\"iot1\"} 2", sock);
-        g_autofree char *io2 = g_strdup_printf("polltune_iothread_io_shared_by{domain=\"%s\","
-                                               "iothread=\"iot2\"} 1", sock);
+        g_autofree char *io1 = g_strdup_printf("polltune_iothread_io_shared_by{domain=\"vm10\","
+                                               "socket=\"%s\",iothread=\"iot1\"} 2", sock);
+        g_autofree char *io2 = g_strdup_printf("polltune_iothread_io_shared_by{domain=\"vm10\","
+                                               "socket=\"%s\",iothread=\"iot2\"} 1", sock);
 
-        /* The domain label is the target's identity, its socket's path. */
+        /* The domain label is QEMU's -name, socket the target's identity. */
         g_assert_nonnull(strstr(text, io1));
         g_assert_nonnull(strstr(text, io2));
     }

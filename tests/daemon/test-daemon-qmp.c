@@ -51,12 +51,17 @@ wait_poll(PtTestVm *vm, const char *iothread, guint64 want, guint ms)
     return pt_test_qmp_wait_poll_max(vm->qmp, iothread, want, ms);
 }
 
-/* "@family{domain="DIR/NAME.qmp",@rest": a QMP target's domain label is its
+/* "@family{domain="NAME",socket="DIR/NAME.qmp",@rest": a QMP target's
+ * domain label is the name it goes by (QEMU's -name), its socket label its
  * identity, the socket's path. */
 static char *
 metric_key(const char *family, PtTestVm *vm, const char *rest)
 {
-    return g_strdup_printf("%s{domain=\"%s\",%s", family, vm->daemon_sock, rest);
+    g_autofree char *name = g_path_get_basename(vm->daemon_sock);
+
+    *strrchr(name, '.') = 0;
+    return g_strdup_printf("%s{domain=\"%s\",socket=\"%s\",%s", family, name, vm->daemon_sock,
+                           rest);
 }
 
 /* A configuration: ticks @interval apart, @extra in [daemon], @policy
