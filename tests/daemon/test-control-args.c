@@ -245,7 +245,9 @@ test_attach_as_caller(void)
     g_assert_cmpint(g_chmod(hidden->daemon_sock, 0777), ==, 0);
     r4 = pt_test_daemon_call_as(f.d, 65534, 65534, "attach", args);
     g_test_message("socket open to her: %s", json_object_to_json_string(r4));
-    g_assert_cmpstr(pt_json_path_str(r4, "return/name"), ==, "hidden");
+    /* A QMP target is its socket path; "hidden" is the name it goes by. */
+    g_assert_cmpstr(pt_json_path_str(r4, "return/name"), ==, hidden->daemon_sock);
+    g_assert_cmpstr(pt_json_path_str(r4, "return/display_name"), ==, "hidden");
     g_assert_cmpint(pt_test_wait_target(f.d, "hidden", 2, TRUE, 5000), >=, 0);
     /* Where she may search, a missing file is hers to know about. */
     json_object_put(r2);
