@@ -736,7 +736,7 @@ print_explain(CliContext *ctx, json_object *x)
     gint64 next;
 
     printf("%s/%s \302\267 policy %s (%s: %s) \302\267 mode %s\n",
-           qmp_json_get_string(x, "display_name") ?: str(x, "target"),
+           cli_text(qmp_json_get_string(x, "display_name")) ?: str(x, "target"),
            str(x, "iothread"), str(x, "policy"), str(src, "kind"), str(src, "detail"),
            str(x, "mode"));
     if (qmp_json_get_string(x, "display_name"))
@@ -789,7 +789,7 @@ cli_cmd_explain(CliContext *ctx, char **args, guint n, GError **error)
     }
     its = member(r, "iothreads");
     if (!array_len(its))
-        printf("%s (%s): no iothreads\n", qmp_json_get_string(r, "display_name") ?:
+        printf("%s (%s): no iothreads\n", cli_text(qmp_json_get_string(r, "display_name")) ?:
                str(r, "target"), str(r, "state"));
     for (gsize i = 0; i < array_len(its); i++) {
         if (i)

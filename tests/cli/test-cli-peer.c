@@ -266,6 +266,15 @@ test_status(void)
 static void
 test_peer_text_escaped(void)
 {
+    static const char *const explain_replies[] = {
+        "{\"return\": {\"target\": \"/run/vm-9.qmp\", \"display_name\": "
+        "\"vm\\u001b]0;x\\u0007-9\", \"state\": \"lost\", \"iothreads\": []}, "
+        "\"id\": @ID@}\n",
+        "{\"return\": {\"target\": \"/run/vm-9.qmp\", \"iothreads\": [{\"target\": "
+        "\"/run/vm-9.qmp\", \"display_name\": \"vm\\u001b]0;x\\u0007-9\", "
+        "\"iothread\": \"iot0\", \"policy\": \"off\", \"mode\": \"auto\"}]}, "
+        "\"id\": @ID@}\n",
+    };
     g_autoptr(GString) ret = g_string_new("{\"return\": " STATUS_RETURN ", \"id\": @ID@}\n");
     const char *status_reply[] = { NULL, NULL };
     static const char *const error_reply[] = {
@@ -304,6 +313,20 @@ test_peer_text_escaped(void)
     /* One line. */
     g_assert_cmpint(strchr(r.err, '\n') - r.err, ==, strlen(r.err) - 1);
     script_clear(&e);
+
+    /* The name a QMP target goes by is QEMU's -name, a peer's text too. */
+    for (guint i = 0; i < G_N_ELEMENTS(explain_replies); i++) {
+        const char *reply[] = { explain_replies[i], NULL };
+        PeerStep xsteps[] = { { "explain", reply } };
+        PeerScript x = { .steps = xsteps, .n_steps = 1 };
+
+        run_against(&x, &r, (const char *[]){ "explain", "vm-9", NULL });
+        g_assert_cmpint(r.status, ==, 0);
+        g_assert_null(strchr(r.out, '\033'));
+        g_assert_null(strchr(r.out, '\007'));
+        g_assert_true(g_str_has_prefix(r.out, "vm\\x1b]0;x\\x07-9"));
+        script_clear(&x);
+    }
     cli_run_clear(&r);
 }
 
