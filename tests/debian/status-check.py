@@ -7,7 +7,9 @@ import json, sys
 
 try:
     s = json.load(sys.stdin)
-    t = [t for t in s["targets"] if t["name"] == "vm"]
+    # A QMP target is its socket path; "vm" is the name it goes by (the
+    # socket's file name, QEMU having no -name here).
+    t = [t for t in s["targets"] if "vm" in (t["name"], t.get("display_name"))]
     assert t, "target vm not listed: %s" % [x["name"] for x in s["targets"]]
     assert t[0]["state"] == "attached", "vm is %s" % t[0]["state"]
     assert s["ticks"] >= 2, "%d ticks" % s["ticks"]
