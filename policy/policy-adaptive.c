@@ -16,7 +16,30 @@
  */
 #include <math.h>
 
+#include "common/pt-enum-table.h"
 #include "policy-private.h"
+
+PT_ENUM_IMPL_TO_STRING(policy_adaptive_phase, PolicyAdaptivePhase, POLICY_ADAPTIVE_MAX,
+                       [POLICY_ADAPTIVE_NEW] = "waiting for a measurement",
+                       [POLICY_ADAPTIVE_SETTLED] = "steady",
+                       [POLICY_ADAPTIVE_START] = "measuring the starting triple",
+                       [POLICY_ADAPTIVE_PROBE] = "measuring a probe",
+                       [POLICY_ADAPTIVE_NEXT] = "exploring",
+                       [POLICY_ADAPTIVE_RETURN] = "returning to the best triple")
+
+gboolean
+policy_adaptive_exploring(const PolicyIothreadState *st)
+{
+    return st->phase == POLICY_ADAPTIVE_START || st->phase == POLICY_ADAPTIVE_PROBE ||
+           st->phase == POLICY_ADAPTIVE_NEXT;
+}
+
+/* SETTLED, or RETURN (settled on a winner not yet written back): a reference. */
+static gboolean
+has_ref(const PolicyIothreadState *st)
+{
+    return st->phase == POLICY_ADAPTIVE_SETTLED || st->phase == POLICY_ADAPTIVE_RETURN;
+}
 
 /*
  * Evidence before a switch.  Per-tick figures are noisy: a TCG guest shows
@@ -206,11 +229,7 @@ policy_adaptive_off(const PolicyTriple *current)
 void
 policy_adaptive_reset(PolicyIothreadState *st)
 {
-    st->have_ref = FALSE;
-    st->exploring = FALSE;
-    st->measuring_a = FALSE;
-    st->trial = FALSE;
-    st->want = FALSE;
+    st->phase = POLICY_ADAPTIVE_NEW;
     st->pending = 0;
     st->n_done = 0;
     st->seg_x.n = 0;
@@ -336,11 +355,12 @@ noise_sd_eff(const PolicyIothreadState *st, double *data_df, double *eff_df)
 {
     double ss = NOISE_PRIOR_SD * NOISE_PRIOR_SD * NOISE_PRIOR_DF + st->noise_ss;
     double df = NOISE_PRIOR_DF + st->noise_df, eff = st->noise_df;
-    const PolicySegment *live[] = { st->have_ref ? &st->ref : NULL,
-                                    st->exploring ? &st->seg_a : NULL,
-                                    st->trial ? &st->seg_x : NULL,
-                                    st->exploring && st->n_done > 0 ? &st->done[0] : NULL,
-                                    st->exploring && st->n_done > 1 ? &st->done[1] : NULL };
+    gboolean exploring = policy_adaptive_exploring(st);
+    const PolicySegment *live[] = { has_ref(st) ? &st->ref : NULL,
+                                    exploring ? &st->seg_a : NULL,
+                                    st->phase == POLICY_ADAPTIVE_PROBE ? &st->seg_x : NULL,
+                                    exploring && st->n_done > 0 ? &st->done[0] : NULL,
+                                    exploring && st->n_done > 1 ? &st->done[1] : NULL };
 
     for (guint i = 0; i < G_N_ELEMENTS(live); i++) {
         if (live[i] && live[i]->n > 1) {
@@ -623,10 +643,11 @@ record_benefit(PolicyIothreadState *st)
     }
 }
 
+/* SETTLED on @g: its ticks are the reference the change detectors watch. */
 static void
 settle(PolicyIothreadState *st, const PolicySegment *g, gint64 now_ms)
 {
-    st->have_ref = TRUE;
+    st->phase = POLICY_ADAPTIVE_SETTLED;
     st->ref = *g;
     st->ref_ms = now_ms;
     st->cusum_hi = st->cusum_lo = 0;
@@ -640,12 +661,13 @@ policy_adaptive_fall_back_frugal(PolicyProposal *p, gint64 now_ms)
     PolicyIothreadState *st = p->st;
     g_autofree char *t = NULL;
 
-    if (!st->have_frugal || st->exploring || st->trial)
+    if (!st->have_frugal || policy_adaptive_exploring(st))
         return FALSE;
     t = policy_triple_format(&st->frugal.triple);
     st->best = st->frugal.triple;
-    st->want = !policy_triple_equal(&st->best, &p->in->current);
     settle(st, &st->frugal, now_ms);
+    if (!policy_triple_equal(&st->best, &p->in->current))
+        st->phase = POLICY_ADAPTIVE_RETURN;
     p->returns_to_best = TRUE;
     policy_proposal_set(p, &st->frugal.triple, POLICY_CAUSE_CONTENTION,
                         "adaptive: host contention, polling at %s, measured to beat off at no "
@@ -692,12 +714,11 @@ explore_finish(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
     noise_pool(st, &st->seg_a);
     for (guint i = 0; i < st->n_done; i++)
         noise_pool(st, &st->done[i]);
-    st->exploring = FALSE;
     st->best = win->triple;
     settle(st, win, now_ms);
     bt = policy_triple_format(&win->triple);
     if (!policy_triple_equal(&win->triple, cur)) {
-        st->want = TRUE;
+        st->phase = POLICY_ADAPTIVE_RETURN;
         p->returns_to_best = TRUE;
         policy_proposal_set(p, &win->triple, POLICY_CAUSE_ROLLBACK,
                             win == &st->seg_a ? "adaptive: no probe beat %s with confidence, "
@@ -776,7 +797,7 @@ explore_next(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
         } else {
             t = cand == POLICY_CAND_WIDE ? w : policy_adaptive_narrow(cfg);
             /* Held off by the contention guard: measured another time. */
-            if (now_ms < st->holdoff_until_ms || policy_triple_equal(&t, a))
+            if (policy_guard_holdoff(cfg, st, now_ms).holds || policy_triple_equal(&t, a))
                 continue;
             if (off_says_polling_cannot_pay(cfg, p)) {
                 st->pending &= ~cand;
@@ -876,7 +897,7 @@ workload_changed(const PolicyConfig *cfg, PolicyIothreadState *st, const PolicyM
     double sd = change_sd(st), h, x;
     gboolean fired;
 
-    if (!st->have_ref || !st->ref.n) {
+    if (st->phase == POLICY_ADAPTIVE_NEW || !st->ref.n) {
         *why = "first measurement";
         return TRUE;
     }
@@ -948,9 +969,10 @@ explore_begin(const PolicyConfig *cfg, PolicyProposal *p, const char *why, gint6
     PolicyIothreadState *st = p->st;
     const PolicyMetrics *m = p->m;
     const PolicyTriple *cur = &p->in->current;
-    PolicyTriple w = policy_adaptive_wide(cfg), n;
+    PolicyTriple w = policy_adaptive_wide(cfg), n = policy_adaptive_narrow(cfg);
+    gboolean had_ref = has_ref(st);
 
-    st->exploring = TRUE;
+    st->phase = POLICY_ADAPTIVE_START;
     st->n_done = 0;
     /*
      * A new workload is a new question for the contention guard too: where
@@ -965,9 +987,8 @@ explore_begin(const PolicyConfig *cfg, PolicyProposal *p, const char *why, gint6
     st->noise_ss *= NOISE_DECAY;
     st->noise_df *= NOISE_DECAY;
     /* The settled ticks are the freshest measure of the noise. */
-    if (st->have_ref)
+    if (had_ref)
         noise_pool(st, &st->ref);
-    st->have_ref = FALSE;
     st->pending = POLICY_CAND_OFF | POLICY_CAND_WIDE;
     if (policy_triple_equal(&w, cur))
         st->pending &= ~POLICY_CAND_WIDE;
@@ -980,7 +1001,6 @@ explore_begin(const PolicyConfig *cfg, PolicyProposal *p, const char *why, gint6
      * whether polling pays at all, and the default window is one
      * exploration further.
      */
-    n = policy_adaptive_narrow(cfg);
     if (policy_triple_equal(&w, cur) && n.poll_max_ns > 0 && !policy_triple_equal(&n, &w))
         st->pending |= POLICY_CAND_NARROW;
     if (st->pending & POLICY_CAND_POLLING &&
@@ -991,8 +1011,146 @@ explore_begin(const PolicyConfig *cfg, PolicyProposal *p, const char *why, gint6
     }
     segment_start(&st->seg_a, cur);
     segment_add(cfg, &st->seg_a, p->objective, m);
-    st->measuring_a = TRUE;
     g_string_append_printf(p->evidence, " trigger=\"%s\"", why);
+}
+
+/*
+ * RETURN: the winner is written back until it is in force; that tick is
+ * then SETTLED's (FALSE: not decided here).
+ */
+static gboolean
+step_return(PolicyProposal *p)
+{
+    PolicyIothreadState *st = p->st;
+    g_autofree char *bt = NULL;
+
+    if (policy_triple_equal(&st->best, &p->in->current)) {
+        st->phase = POLICY_ADAPTIVE_SETTLED;
+        return FALSE;
+    }
+    bt = policy_triple_format(&st->best);
+    policy_proposal_set(p, &st->best, POLICY_CAUSE_ROLLBACK,
+                        "adaptive: the objective was better at %s, returning to it", bt);
+    p->returns_to_best = TRUE;
+    return TRUE;
+}
+
+/* PROBE: one more tick of the probe in force, until it is clear. */
+static void
+step_probe(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
+{
+    PolicyIothreadState *st = p->st;
+    const PolicyTriple *cur = &p->in->current;
+    double z;
+
+    if (!policy_triple_equal(cur, &st->expected)) {
+        /* The probe never landed (the write failed): nothing was measured. */
+        policy_adaptive_reset(st);
+        policy_proposal_set(p, cur, POLICY_CAUSE_NONE,
+                            "adaptive: the probe was not applied, exploring again next tick");
+        return;
+    }
+    if (!st->seg_x.n || !policy_triple_equal(&st->seg_x.triple, cur))
+        segment_start(&st->seg_x, cur);
+    segment_add(cfg, &st->seg_x, p->objective, p->m);
+    z = probe_z(cfg, st, &st->seg_x);
+    /*
+     * Go on while the probe neither clearly wins, nor clearly loses,
+     * nor is clearly equivalent to the start, nor clearly trails an
+     * earlier probe, and for a second tick when nothing measured the
+     * noise yet.
+     */
+    if (st->seg_x.n < SEG_MAX && !probe_trails_done(cfg, st, &st->seg_x) &&
+        ((fabs(z) <= evidence_bar(st) && !probe_equivalent(cfg, st, &st->seg_x)) ||
+         (st->seg_x.n < 2 && (noise_unmeasured(st) ||
+                              (z > 0 && lucky_tick_possible(st)))))) {
+        g_autofree char *t = policy_triple_format(cur);
+
+        g_string_append_printf(p->evidence, " z=%.2f noise_sd=%.4f", z, noise_sd(st));
+        policy_proposal_set(p, cur, POLICY_CAUSE_NONE,
+                            "adaptive: measuring %s, tick %u of at most %u, not yet clear",
+                            t, st->seg_x.n, SEG_MAX);
+        return;
+    }
+    st->phase = POLICY_ADAPTIVE_NEXT;
+    st->done[st->n_done++] = st->seg_x;
+    st->seg_x.n = 0;
+    /*
+     * The probe is over: whatever is written next (the next probe or
+     * the winner) ends a deliberate measurement and is not held back
+     * by the dwell, which would only prolong a probe that lost.
+     */
+    p->returns_to_best = TRUE;
+    if (st->pending & POLICY_CAND_OFF && wide_beats_off(cfg, st, p->objective))
+        st->pending &= ~POLICY_CAND_OFF;
+    explore_next(cfg, p, now_ms);
+}
+
+/* START: the triple in force, measured until its mean is known. */
+static void
+step_start(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
+{
+    PolicyIothreadState *st = p->st;
+
+    if (policy_triple_equal(&p->in->current, &st->seg_a.triple))
+        segment_add(cfg, &st->seg_a, p->objective, p->m);
+    if (!start_measured(st)) {
+        g_string_append_printf(p->evidence, " noise_sd=%.4f", noise_sd(st));
+        policy_proposal_set(p, &p->in->current, POLICY_CAUSE_NONE,
+                            "adaptive: measuring the starting triple, tick %u of at most %u",
+                            st->seg_a.n, SEG_A_MAX);
+        return;
+    }
+    st->phase = POLICY_ADAPTIVE_NEXT;
+    explore_next(cfg, p, now_ms);
+}
+
+/* The exploration that starts at this tick, from any phase at rest. */
+static void
+explore_now(const PolicyConfig *cfg, PolicyProposal *p, const char *why, gint64 now_ms)
+{
+    explore_begin(cfg, p, why, now_ms);
+    if (!start_measured(p->st)) {
+        policy_proposal_set(p, &p->in->current, POLICY_CAUSE_NONE,
+                            "adaptive: %s, measuring the starting triple", why);
+        return;
+    }
+    p->st->phase = POLICY_ADAPTIVE_NEXT;
+    explore_next(cfg, p, now_ms);
+}
+
+/*
+ * NEW and SETTLED: polling off below idle_iops; else an exploration
+ * when nothing was measured yet or the change detectors fire.
+ */
+static void
+step_settled(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
+{
+    PolicyIothreadState *st = p->st;
+    const PolicyMetrics *m = p->m;
+    const PolicyTriple *cur = &p->in->current;
+    const char *why = NULL;
+
+    if (policy_metrics_iops(m) < cfg->idle_iops) {
+        PolicyTriple off = policy_adaptive_off(cur);
+        PolicySegment g;
+
+        segment_start(&g, &off);
+        segment_add(cfg, &g, p->objective, m);
+        settle(st, &g, now_ms);
+        policy_proposal_set(p, &off, POLICY_CAUSE_IDLE,
+                            "adaptive: %.0f IOPS is below %.0f, gaps this long cannot be "
+                            "polled for, polling off", policy_metrics_iops(m), cfg->idle_iops);
+        return;
+    }
+    if (!workload_changed(cfg, st, m, now_ms, &why, p->evidence)) {
+        /* A tick that moved grossly waits for the next one, outside the reference. */
+        if (!st->gross_sign)
+            segment_add(cfg, &st->ref, p->objective, m);
+        policy_proposal_set(p, cur, POLICY_CAUSE_NONE, "adaptive: steady");
+        return;
+    }
+    explore_now(cfg, p, why, now_ms);
 }
 
 void
@@ -1001,15 +1159,13 @@ policy_adaptive_step(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
     PolicyIothreadState *st = p->st;
     const PolicyMetrics *m = p->m;
     const PolicyTriple *cur = &p->in->current;
-    PolicyObjective o = p->objective;
-    const char *why = NULL;
 
     if (!m || !m->have_io) {
         policy_proposal_set(p, cur, POLICY_CAUSE_NONE, "adaptive: no I/O measurements yet");
         return;
     }
     policy_metrics_describe(p->evidence, "", m);
-    g_string_append_printf(p->evidence, " score=%.4f", policy_config_score(cfg, o, m));
+    g_string_append_printf(p->evidence, " score=%.4f", policy_config_score(cfg, p->objective, m));
 
     /* A write landed inside this tick: its numbers describe neither triple. */
     if (!policy_triple_equal(&m->triple, cur) ||
@@ -1022,112 +1178,34 @@ policy_adaptive_step(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
     /*
      * The workload went idle under an exploration: its probes would be
      * measured at no I/O (a wide window polling for nothing, then the
-     * rollback), so it ends here and the idle rule below turns polling off.
+     * rollback), so it ends here and the idle rule turns polling off.
      */
-    if (policy_metrics_iops(m) < cfg->idle_iops && (st->exploring || st->trial || st->want)) {
+    if (policy_metrics_iops(m) < cfg->idle_iops &&
+        (policy_adaptive_exploring(st) || st->phase == POLICY_ADAPTIVE_RETURN)) {
         policy_adaptive_reset(st);
         /* Ending a deliberate measurement is not held back by the dwell. */
         p->returns_to_best = TRUE;
     }
-    if (st->want) {
-        if (policy_triple_equal(&st->best, cur)) {
-            st->want = FALSE;
-        } else {
-            g_autofree char *bt = policy_triple_format(&st->best);
-
-            policy_proposal_set(p, &st->best, POLICY_CAUSE_ROLLBACK,
-                                "adaptive: the objective was better at %s, returning to it", bt);
-            p->returns_to_best = TRUE;
+    switch (st->phase) {
+    case POLICY_ADAPTIVE_RETURN:
+        if (step_return(p))
             return;
-        }
-    }
-    if (st->trial && !policy_triple_equal(cur, &st->expected)) {
-        /* The probe never landed (the write failed): nothing was measured. */
-        policy_adaptive_reset(st);
-        policy_proposal_set(p, cur, POLICY_CAUSE_NONE,
-                            "adaptive: the probe was not applied, exploring again next tick");
+        step_settled(cfg, p, now_ms);
         return;
-    }
-    if (st->trial) {
-        double z;
-
-        if (!st->seg_x.n || !policy_triple_equal(&st->seg_x.triple, cur))
-            segment_start(&st->seg_x, cur);
-        segment_add(cfg, &st->seg_x, o, m);
-        z = probe_z(cfg, st, &st->seg_x);
-        /*
-         * Go on while the probe neither clearly wins, nor clearly loses,
-         * nor is clearly equivalent to the start, nor clearly trails an
-         * earlier probe, and for a second tick when nothing measured the
-         * noise yet.
-         */
-        if (st->seg_x.n < SEG_MAX && !probe_trails_done(cfg, st, &st->seg_x) &&
-            ((fabs(z) <= evidence_bar(st) && !probe_equivalent(cfg, st, &st->seg_x)) ||
-             (st->seg_x.n < 2 && (noise_unmeasured(st) ||
-                                  (z > 0 && lucky_tick_possible(st)))))) {
-            g_autofree char *t = policy_triple_format(cur);
-
-            g_string_append_printf(p->evidence, " z=%.2f noise_sd=%.4f", z, noise_sd(st));
-            policy_proposal_set(p, cur, POLICY_CAUSE_NONE,
-                                "adaptive: measuring %s, tick %u of at most %u, not yet clear",
-                                t, st->seg_x.n, SEG_MAX);
-            return;
-        }
-        st->trial = FALSE;
-        st->done[st->n_done++] = st->seg_x;
-        st->seg_x.n = 0;
-        /*
-         * The probe is over: whatever is written next (the next probe or
-         * the winner) ends a deliberate measurement and is not held back
-         * by the dwell, which would only prolong a probe that lost.
-         */
-        p->returns_to_best = TRUE;
-        if (st->pending & POLICY_CAND_OFF && wide_beats_off(cfg, st, o))
-            st->pending &= ~POLICY_CAND_OFF;
+    case POLICY_ADAPTIVE_PROBE:
+        step_probe(cfg, p, now_ms);
+        return;
+    case POLICY_ADAPTIVE_START:
+        step_start(cfg, p, now_ms);
+        return;
+    case POLICY_ADAPTIVE_NEXT:
+        /* A probe deferred (dwell, budget, contention): try it again. */
         explore_next(cfg, p, now_ms);
         return;
-    }
-    if (st->exploring) {
-        if (st->measuring_a && policy_triple_equal(cur, &st->seg_a.triple)) {
-            segment_add(cfg, &st->seg_a, o, m);
-        }
-        if (st->measuring_a && !start_measured(st)) {
-            g_string_append_printf(p->evidence, " noise_sd=%.4f", noise_sd(st));
-            policy_proposal_set(p, cur, POLICY_CAUSE_NONE,
-                                "adaptive: measuring the starting triple, tick %u of at most %u",
-                                st->seg_a.n, SEG_A_MAX);
-            return;
-        }
-        st->measuring_a = FALSE;
-        /* First probe, or one deferred (dwell, budget, contention): try it. */
-        explore_next(cfg, p, now_ms);
+    case POLICY_ADAPTIVE_NEW:
+    case POLICY_ADAPTIVE_SETTLED:
+    default:
+        step_settled(cfg, p, now_ms);
         return;
     }
-    if (policy_metrics_iops(m) < cfg->idle_iops) {
-        PolicyTriple off = policy_adaptive_off(cur);
-        PolicySegment g;
-
-        segment_start(&g, &off);
-        segment_add(cfg, &g, o, m);
-        settle(st, &g, now_ms);
-        policy_proposal_set(p, &off, POLICY_CAUSE_IDLE,
-                            "adaptive: %.0f IOPS is below %.0f, gaps this long cannot be "
-                            "polled for, polling off", policy_metrics_iops(m), cfg->idle_iops);
-        return;
-    }
-    if (!workload_changed(cfg, st, m, now_ms, &why, p->evidence)) {
-        /* A tick that moved grossly waits for the next one, outside the reference. */
-        if (!st->gross_sign)
-            segment_add(cfg, &st->ref, o, m);
-        policy_proposal_set(p, cur, POLICY_CAUSE_NONE, "adaptive: steady");
-        return;
-    }
-    explore_begin(cfg, p, why, now_ms);
-    if (!start_measured(st)) {
-        policy_proposal_set(p, cur, POLICY_CAUSE_NONE,
-                            "adaptive: %s, measuring the starting triple", why);
-        return;
-    }
-    st->measuring_a = FALSE;
-    explore_next(cfg, p, now_ms);
 }

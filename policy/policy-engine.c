@@ -540,8 +540,8 @@ finish(PolicyEngine *e, PolicyProposal *p, gint64 now_ms)
      * The dwell holds back new decisions; it does not hold back the end of
      * a probe, which is a deliberate one-tick measurement.
      */
-    if (differs && !p->is_override && !p->returns_to_best && st->last_write_ms != G_MININT64 &&
-        now_ms - st->last_write_ms < cfg->min_dwell_ms) {
+    if (differs && !p->is_override && !p->returns_to_best &&
+        policy_guard_dwell(cfg, st, now_ms).holds) {
         g_autofree char *t = policy_triple_format(&p->triple);
 
         d->reason = g_strdup_printf("dwell: last write %.1f s ago, minimum %.1f s; "
@@ -562,7 +562,7 @@ finish(PolicyEngine *e, PolicyProposal *p, gint64 now_ms)
             st->last_write_ms = now_ms;
             if (p->trial_cand) {
                 st->pending &= ~p->trial_cand;
-                st->trial = TRUE;
+                st->phase = POLICY_ADAPTIVE_PROBE;
             }
             if (p->is_override)
                 policy_adaptive_reset(st);

@@ -64,16 +64,18 @@ static void
 guard_threshold(PolicyGuardView *g, gboolean have, double value, double limit,
                 const char *key, const char *what)
 {
+    PolicyGuardCheck c = policy_guard_threshold(have, value, limit);
+
     if (limit <= 0)
-        guard_set(g, have, FALSE, have ? value : 0, 0, "%", G_MININT64,
+        guard_set(g, have, FALSE, c.value, 0, "%", G_MININT64,
                   "%s: disabled (%s = 0)", what, key);
     else if (!have)
         guard_set(g, FALSE, FALSE, 0, limit, "%", G_MININT64, "%s: not measured", what);
     else
-        guard_set(g, TRUE, value >= limit, value, limit, "%", G_MININT64,
-                  value >= limit ? "%s %.1f%% is at or above %s %.1f%%: no polling probe, "
-                                   "and polling is cut where it buys least"
-                                 : "%s %.1f%% is below %s %.1f%%",
+        guard_set(g, TRUE, c.holds, c.value, limit, "%", G_MININT64,
+                  c.holds ? "%s %.1f%% is at or above %s %.1f%%: no polling probe, "
+                            "and polling is cut where it buys least"
+                          : "%s %.1f%% is below %s %.1f%%",
                   what, value, key, limit);
 }
 
@@ -93,23 +95,6 @@ override_lookup(const PolicyEngine *e, const PolicyIothreadInput *in, gint64 now
         out->triple.poll_shrink = in->current.poll_shrink;
     out->expires_ms = o->expires_ms;
     return TRUE;
-}
-
-/* What polling here is expected to cost, in cores, as the budget guard
- * estimates it when the value is not measured. */
-static double
-polling_cost(const PolicyIothreadState *st, const PolicyIothreadInput *in,
-             const PolicyMetrics *m)
-{
-    double n = MAX(in->n_iothreads, 1);
-
-    if (st && st->have_benefit)
-        return st->poll_cores;
-    if (m && m->have_cpu && m->triple.poll_max_ns > 0)
-        return CLAMP(m->cpu_pct / 100.0, 0.05 * n, n);
-    if (m && m->have_cpu)
-        return CLAMP(n - m->cpu_pct / 100.0, 0.05 * n, n);
-    return n;
 }
 
 static void
@@ -141,20 +126,21 @@ candidate_pending(PolicyExplain *x, const PolicyTriple *t)
 static void
 explain_candidates(PolicyExplain *x, const PolicyConfig *cfg, const PolicyIothreadState *st)
 {
-    gboolean explored = st->seg_a.n > 0;
+    gboolean explored = st->seg_a.n > 0, exploring = policy_adaptive_exploring(st);
 
-    if (st->have_ref && st->ref.n)
+    if ((st->phase == POLICY_ADAPTIVE_SETTLED || st->phase == POLICY_ADAPTIVE_RETURN) &&
+        st->ref.n)
         candidate_add(x, &st->ref, "settled", FALSE);
     if (!explored)
         return;
     candidate_add(x, &st->seg_a, "start",
-                  !st->exploring && policy_triple_equal(&st->best, &st->seg_a.triple));
+                  !exploring && policy_triple_equal(&st->best, &st->seg_a.triple));
     for (guint i = 0; i < st->n_done && i < G_N_ELEMENTS(st->done); i++)
         candidate_add(x, &st->done[i], "probe",
-                      !st->exploring && policy_triple_equal(&st->best, &st->done[i].triple));
-    if (st->trial && st->seg_x.n)
+                      !exploring && policy_triple_equal(&st->best, &st->done[i].triple));
+    if (st->phase == POLICY_ADAPTIVE_PROBE && st->seg_x.n)
         candidate_add(x, &st->seg_x, "measuring", FALSE);
-    if (st->exploring) {
+    if (exploring) {
         PolicyTriple off = policy_adaptive_off(&st->seg_a.triple);
         PolicyTriple wide = policy_adaptive_wide(cfg), narrow = policy_adaptive_narrow(cfg);
 
@@ -182,17 +168,7 @@ explain_phase(const PolicyIothreadState *st, const PolicyExplain *x)
         return "fixed";
     if (!x->have_metrics || !x->last.have_io)
         return "waiting for I/O measurements";
-    if (st->want)
-        return "returning to the best triple";
-    if (st->trial)
-        return "measuring a probe";
-    if (st->exploring && st->measuring_a)
-        return "measuring the starting triple";
-    if (st->exploring)
-        return "exploring";
-    if (st->have_ref)
-        return "steady";
-    return "waiting for a measurement";
+    return policy_adaptive_phase_to_string(st->phase);
 }
 
 static void
@@ -232,8 +208,7 @@ explain_next_look(PolicyExplain *x, const PolicyConfig *cfg, const PolicyIothrea
         next_look_set(x, G_MININT64, "never: observe does not write");
         return;
     }
-    if (x->spec.kind != POLICY_KIND_ADAPTIVE || !st || !st->have_ref || st->exploring ||
-        st->want || st->trial) {
+    if (x->spec.kind != POLICY_KIND_ADAPTIVE || !st || st->phase != POLICY_ADAPTIVE_SETTLED) {
         gint64 at = next_tick_ms;
         const char *why = x->spec.kind == POLICY_KIND_ADAPTIVE ?
             "next tick: the measurement goes on" : "next tick: the policy names its triple";
@@ -241,7 +216,7 @@ explain_next_look(PolicyExplain *x, const PolicyConfig *cfg, const PolicyIothrea
         if (g[POLICY_GUARD_DWELL].holds && g[POLICY_GUARD_DWELL].until_ms > at) {
             at = g[POLICY_GUARD_DWELL].until_ms;
             why = "when the minimum dwell since the last write ends";
-        } else if (st && st->exploring && (st->pending & POLICY_CAND_POLLING) &&
+        } else if (st && policy_adaptive_exploring(st) && (st->pending & POLICY_CAND_POLLING) &&
                    st->holdoff_until_ms > at) {
             at = st->holdoff_until_ms;
             why = "when the contention hold-off ends and a polling probe may start";
@@ -312,18 +287,16 @@ policy_engine_explain(const PolicyEngine *e, const PolicyExplainContext *ctx,
                                             : "disabled (external-hold = 0)");
     }
 
-    if (!st || st->last_write_ms == G_MININT64) {
-        guard_set(&g[POLICY_GUARD_DWELL], FALSE, FALSE, 0, cfg->min_dwell_ms / 1000.0, "s",
-                  G_MININT64, "no write yet");
-    } else {
-        double ago = (now_ms - st->last_write_ms) / 1000.0;
-        gboolean holds = now_ms - st->last_write_ms < cfg->min_dwell_ms;
+    {
+        PolicyGuardCheck c = policy_guard_dwell(cfg, st, now_ms);
 
-        guard_set(&g[POLICY_GUARD_DWELL], TRUE, holds, ago, cfg->min_dwell_ms / 1000.0, "s",
-                  holds ? st->last_write_ms + cfg->min_dwell_ms : G_MININT64,
-                  holds ? "last write %.1f s ago, minimum %.1f s: a new triple waits"
-                        : "last write %.1f s ago, minimum %.1f s", ago,
-                  cfg->min_dwell_ms / 1000.0);
+        if (!c.available)
+            guard_set(&g[POLICY_GUARD_DWELL], FALSE, FALSE, 0, c.limit, "s", G_MININT64,
+                      "no write yet");
+        else
+            guard_set(&g[POLICY_GUARD_DWELL], TRUE, c.holds, c.value, c.limit, "s", c.until_ms,
+                      c.holds ? "last write %.1f s ago, minimum %.1f s: a new triple waits"
+                              : "last write %.1f s ago, minimum %.1f s", c.value, c.limit);
     }
 
     guard_threshold(&g[POLICY_GUARD_PSI], host && host->have_psi,
@@ -336,26 +309,27 @@ policy_engine_explain(const PolicyEngine *e, const PolicyExplainContext *ctx,
                     m ? m->run_delay_pct : 0, cfg->iothread_delay_limit,
                     "iothread-delay-limit", "iothread run-queue wait");
 
-    if (st && st->holdoff_until_ms != G_MININT64 && now_ms < st->holdoff_until_ms)
-        guard_set(&g[POLICY_GUARD_HOLDOFF], TRUE, TRUE,
-                  (st->holdoff_until_ms - now_ms) / 1000.0,
-                  cfg->contention_holdoff_ms / 1000.0, "s", st->holdoff_until_ms,
-                  "contention cut polling: no polling probe for another %.0f s",
-                  (st->holdoff_until_ms - now_ms) / 1000.0);
-    else
-        guard_set(&g[POLICY_GUARD_HOLDOFF], TRUE, FALSE, 0, cfg->contention_holdoff_ms / 1000.0,
-                  "s", G_MININT64, "no contention hold-off");
+    {
+        PolicyGuardCheck c = policy_guard_holdoff(cfg, st, now_ms);
+
+        if (c.holds)
+            guard_set(&g[POLICY_GUARD_HOLDOFF], TRUE, TRUE, c.value, c.limit, "s", c.until_ms,
+                      "contention cut polling: no polling probe for another %.0f s", c.value);
+        else
+            guard_set(&g[POLICY_GUARD_HOLDOFF], TRUE, FALSE, 0, c.limit, "s", G_MININT64,
+                      "no contention hold-off");
+    }
 
     if (cfg->budget_cores <= 0) {
         guard_set(&g[POLICY_GUARD_BUDGET], ctx != NULL, FALSE,
                   ctx ? ctx->host_polling_cores : 0, 0, "cores", G_MININT64,
                   "no budget (budget-cores = 0)");
     } else {
-        double cost = polling_cost(st, in, m);
+        double cost = policy_guard_polling_cost(st, in->n_iothreads, m, 0);
         /* An iothread that polls now is inside the host's figure already. */
         double own = m && m->have_cpu && in->current.poll_max_ns > 0 ? m->cpu_pct / 100.0 : 0;
         double used = ctx ? MAX(ctx->host_polling_cores - own, 0) : 0;
-        gboolean holds = used + cost > cfg->budget_cores * 1.0001;
+        gboolean holds = policy_guard_budget_check(cfg, used, cost).holds;
 
         guard_set(&g[POLICY_GUARD_BUDGET], ctx != NULL, holds, used + cost, cfg->budget_cores,
                   "cores", G_MININT64,

@@ -34,6 +34,55 @@
  */
 #define GUARD_KEEP_GAIN_PER_CORE 1.0
 
+PolicyGuardCheck
+policy_guard_dwell(const PolicyConfig *cfg, const PolicyIothreadState *st, gint64 now_ms)
+{
+    PolicyGuardCheck g = { .limit = cfg->min_dwell_ms / 1000.0, .until_ms = G_MININT64 };
+
+    if (!st || st->last_write_ms == G_MININT64)
+        return g;
+    g.available = TRUE;
+    g.value = (now_ms - st->last_write_ms) / 1000.0;
+    g.holds = now_ms - st->last_write_ms < cfg->min_dwell_ms;
+    if (g.holds)
+        g.until_ms = st->last_write_ms + cfg->min_dwell_ms;
+    return g;
+}
+
+PolicyGuardCheck
+policy_guard_threshold(gboolean have, double value, double limit)
+{
+    PolicyGuardCheck g = { .available = have, .value = have ? value : 0, .limit = limit,
+                           .until_ms = G_MININT64 };
+
+    g.holds = have && limit > 0 && value >= limit;
+    return g;
+}
+
+PolicyGuardCheck
+policy_guard_holdoff(const PolicyConfig *cfg, const PolicyIothreadState *st, gint64 now_ms)
+{
+    PolicyGuardCheck g = { .available = TRUE, .limit = cfg->contention_holdoff_ms / 1000.0,
+                           .until_ms = G_MININT64 };
+
+    if (st && st->holdoff_until_ms != G_MININT64 && now_ms < st->holdoff_until_ms) {
+        g.holds = TRUE;
+        g.value = (st->holdoff_until_ms - now_ms) / 1000.0;
+        g.until_ms = st->holdoff_until_ms;
+    }
+    return g;
+}
+
+PolicyGuardCheck
+policy_guard_budget_check(const PolicyConfig *cfg, double used, double cost)
+{
+    PolicyGuardCheck g = { .available = TRUE, .value = used + cost, .limit = cfg->budget_cores,
+                           .until_ms = G_MININT64 };
+
+    g.holds = cfg->budget_cores > 0 && used + cost > cfg->budget_cores * 1.0001;
+    return g;
+}
+
 static gboolean
 proposes_polling(const PolicyProposal *p)
 {
@@ -105,7 +154,8 @@ polling_pays_for_itself(const PolicyProposal *p, GString *why)
         g_string_append(why, " exits=unavailable(polling's vCPU saving unknown)");
         return FALSE;
     }
-    if ((p->trial_cand & POLICY_CAND_POLLING) || (st->exploring && !st->have_benefit)) {
+    if ((p->trial_cand & POLICY_CAND_POLLING) ||
+        (policy_adaptive_exploring(st) && !st->have_benefit)) {
         g_string_append(why, " exits_per_op_now=");
         g_string_append_printf(why, "%.2f(measuring whole-VM CPU)", p->m->exits_per_op);
         return TRUE;
@@ -139,16 +189,20 @@ policy_guard_contention(const PolicyConfig *cfg, const PolicyHost *host,
     g_autoptr(GPtrArray) pollers = g_ptr_array_new();
     gboolean host_hot = FALSE, severe = FALSE;
     g_autofree char *why = NULL;
+    PolicyGuardCheck psi = policy_guard_threshold(host && host->have_psi,
+                                                  host ? host->psi_some_pct : 0,
+                                                  cfg->psi_some_limit);
+    PolicyGuardCheck vcpu = policy_guard_threshold(host && host->have_vcpu_delay,
+                                                   host ? host->vcpu_run_delay_pct : 0,
+                                                   cfg->vcpu_delay_limit);
 
-    if (host && host->have_psi && cfg->psi_some_limit > 0 &&
-        host->psi_some_pct >= cfg->psi_some_limit) {
+    if (psi.holds) {
         host_hot = TRUE;
-        severe |= host->psi_some_pct >= 2 * cfg->psi_some_limit;
+        severe |= psi.value >= 2 * psi.limit;
     }
-    if (host && host->have_vcpu_delay && cfg->vcpu_delay_limit > 0 &&
-        host->vcpu_run_delay_pct >= cfg->vcpu_delay_limit) {
+    if (vcpu.holds) {
         host_hot = TRUE;
-        severe |= host->vcpu_run_delay_pct >= 2 * cfg->vcpu_delay_limit;
+        severe |= vcpu.value >= 2 * vcpu.limit;
     }
     if (host)
         why = g_strdup_printf("host contention (psi_some=%.1f%% vcpu_run_delay=%.1f%%)",
@@ -161,8 +215,9 @@ policy_guard_contention(const PolicyConfig *cfg, const PolicyHost *host,
 
         if (!p->adaptive || p->is_override || !proposes_polling(p))
             continue;
-        own_hot = p->m && p->m->have_cpu && cfg->iothread_delay_limit > 0 &&
-                  p->m->run_delay_pct >= cfg->iothread_delay_limit;
+        own_hot = policy_guard_threshold(p->m && p->m->have_cpu,
+                                         p->m ? p->m->run_delay_pct : 0,
+                                         cfg->iothread_delay_limit).holds;
         if (host_hot || own_hot) {
             g_autoptr(GString) ev = g_string_new(NULL);
 
@@ -212,33 +267,39 @@ proposal_cores(const PolicyProposal *p)
     return MAX(p->in->n_iothreads, 1);
 }
 
-/* What polling on this iothread is expected to cost, in cores. */
-static double
-polling_cost(const PolicyProposal *p)
+double
+policy_guard_polling_cost(const PolicyIothreadState *st, guint n_iothreads,
+                          const PolicyMetrics *m, guint probe)
 {
-    double n = proposal_cores(p);
+    double n = MAX(n_iothreads, 1);
 
-    if (p->st->have_benefit && !p->trial_cand)
-        return p->st->poll_cores;
+    if (st && st->have_benefit && !probe)
+        return st->poll_cores;
     /*
      * A probe still being measured from a start that did not poll costs
      * what it burns beyond the start's measured CPU: counted whole, a
      * window that fills the core exceeded a budget below one core on its
      * second tick and was cut before it could be judged.
      */
-    if (p->m && p->m->have_cpu && !p->trial_cand && p->m->triple.poll_max_ns > 0 &&
-        p->st->trial && p->st->seg_a.n && p->st->seg_a.triple.poll_max_ns == 0)
-        return CLAMP(p->m->cpu_pct / 100.0 - p->st->seg_a.cpu_sum / p->st->seg_a.n / 100.0,
-                     0.05 * n, n);
+    if (st && m && m->have_cpu && !probe && m->triple.poll_max_ns > 0 &&
+        st->phase == POLICY_ADAPTIVE_PROBE && st->seg_a.n && st->seg_a.triple.poll_max_ns == 0)
+        return CLAMP(m->cpu_pct / 100.0 - st->seg_a.cpu_sum / st->seg_a.n / 100.0, 0.05 * n, n);
     /*
      * Unknown.  Another iothread that polls now costs at most what it
      * burns; one that does not can at most fill the time it is not busy.
      */
-    if (p->m && p->m->have_cpu && !p->trial_cand && p->m->triple.poll_max_ns > 0)
-        return CLAMP(p->m->cpu_pct / 100.0, 0.05 * n, n);
-    if (p->m && p->m->have_cpu)
-        return CLAMP(n - p->m->cpu_pct / 100.0, 0.05 * n, n);
+    if (m && m->have_cpu && !probe && m->triple.poll_max_ns > 0)
+        return CLAMP(m->cpu_pct / 100.0, 0.05 * n, n);
+    if (m && m->have_cpu)
+        return CLAMP(n - m->cpu_pct / 100.0, 0.05 * n, n);
     return n;
+}
+
+/* What polling on this iothread is expected to cost, in cores. */
+static double
+polling_cost(const PolicyProposal *p)
+{
+    return policy_guard_polling_cost(p->st, p->in->n_iothreads, p->m, p->trial_cand);
 }
 
 static int
@@ -292,7 +353,7 @@ policy_guard_budget(const PolicyConfig *cfg, PolicyProposal *props, guint n)
 
         g_string_append_printf(p->evidence, " budget_cores=%.2f used=%.2f cost=%.2f",
                                cfg->budget_cores, used, cost);
-        if (used + cost <= cfg->budget_cores * 1.0001) {
+        if (!policy_guard_budget_check(cfg, used, cost).holds) {
             used += cost;
             continue;
         }

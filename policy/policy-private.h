@@ -48,6 +48,38 @@ typedef struct {
     PolicyMetrics last;
 } PolicySegment;
 
+/*
+ * The adaptive policy's phase on one iothread.  Each tick runs the
+ * handler of its phase (policy-adaptive.c), which may move it to another:
+ *
+ *   NEW --(first tick)--.
+ *                       +--> START --> PROBE --> NEXT --> PROBE ...
+ *   SETTLED --(change)--'                          |
+ *      ^                                           '--> RETURN --.
+ *      '---------------------------------------------------------'
+ *
+ * NEW starts an exploration on its first tick with load; SETTLED when
+ * its change detectors fire.  START measures the triple in force; each
+ * probe is written (the engine moves the phase to PROBE when it applies
+ * one) and measured in PROBE; NEXT proposes the next candidate, or ends
+ * the exploration: SETTLED on the start, or RETURN until the winner is
+ * written back.  Too little I/O settles any phase on polling off; an
+ * override, an external write or a guard's cut sends it back to NEW.
+ * The names are external (polltunectl explain's "phase").
+ */
+typedef enum {
+    POLICY_ADAPTIVE_NEW,
+    POLICY_ADAPTIVE_SETTLED,
+    POLICY_ADAPTIVE_START,
+    POLICY_ADAPTIVE_PROBE,
+    POLICY_ADAPTIVE_NEXT,
+    POLICY_ADAPTIVE_RETURN,
+    POLICY_ADAPTIVE_MAX,
+    POLICY_ADAPTIVE_INVALID = -1,
+} PolicyAdaptivePhase;
+
+const char *policy_adaptive_phase_to_string(PolicyAdaptivePhase phase);
+
 /* Everything the engine remembers about one iothread between ticks. */
 typedef struct {
     char *key;                  /* "target/iothread" */
@@ -57,13 +89,14 @@ typedef struct {
     PolicyTriple expected;
     gint64 last_write_ms;       /* G_MININT64: never */
 
+    PolicyAdaptivePhase phase;
+
     /*
-     * adaptive: the settled reference the workload is compared against,
-     * every steady tick under the settled triple, and the change detector
-     * (two-sided CUSUMs of ln IOPS and of the I/O's shape against the
-     * reference's means).
+     * SETTLED (and RETURN, once its winner lands): the reference the
+     * workload is compared against, every steady tick under the settled
+     * triple, and the change detector (two-sided CUSUMs of ln IOPS and of
+     * the I/O's shape against the reference's means).
      */
-    gboolean have_ref;
     PolicySegment ref;
     gint64 ref_ms;
     double cusum_hi, cusum_lo;
@@ -71,17 +104,13 @@ typedef struct {
     /* The sign of the last tick that moved by a gross factor, or 0. */
     int gross_sign;
 
-    /* adaptive: an exploration in progress */
-    gboolean exploring;
-    gboolean measuring_a;       /* still measuring the starting triple */
+    /* START .. RETURN: the exploration */
     guint pending;              /* POLICY_CAND_* not measured yet */
     PolicySegment seg_a;        /* the starting triple */
-    PolicySegment seg_x;        /* the probe being measured */
+    PolicySegment seg_x;        /* PROBE: the probe being measured */
     PolicySegment done[2];      /* probes measured */
     guint n_done;
-    PolicyTriple best;
-    gboolean trial;             /* a probe has been written, measuring it */
-    gboolean want;              /* exploration done, best must be written */
+    PolicyTriple best;          /* RETURN: the triple to write back */
 
     /* per-tick noise of the score: within-segment squares of past explorations */
     double noise_ss, noise_df;
@@ -97,6 +126,9 @@ typedef struct {
     PolicySegment frugal;
     gint64 holdoff_until_ms;    /* contention: no polling probes before */
 } PolicyIothreadState;
+
+/* START, PROBE or NEXT: an exploration is measuring. */
+gboolean policy_adaptive_exploring(const PolicyIothreadState *st);
 
 /* A decision in the making. */
 typedef struct {
@@ -148,6 +180,36 @@ gboolean policy_adaptive_fall_back_frugal(PolicyProposal *p, gint64 now_ms);
 void policy_guard_contention(const PolicyConfig *cfg, const PolicyHost *host,
                              PolicyProposal *props, guint n, gint64 now_ms);
 void policy_guard_budget(const PolicyConfig *cfg, PolicyProposal *props, guint n);
+
+/*
+ * One guard's condition, as the engine acts on it and explain shows it:
+ * each guard is one function below, so the two cannot disagree.
+ */
+typedef struct {
+    gboolean available;         /* measured, or configured; FALSE: holds is FALSE */
+    gboolean holds;
+    double value, limit;        /* the figure compared and its limit */
+    gint64 until_ms;            /* when it stops holding; G_MININT64: not known */
+} PolicyGuardCheck;
+
+/* The minimum dwell since @st's last write (seconds). */
+PolicyGuardCheck policy_guard_dwell(const PolicyConfig *cfg, const PolicyIothreadState *st,
+                                    gint64 now_ms);
+/* A contention signal: holds when measured (@have) at or above a set @limit (> 0). */
+PolicyGuardCheck policy_guard_threshold(gboolean have, double value, double limit);
+/* No polling probe while a contention cut's hold-off lasts (seconds left). */
+PolicyGuardCheck policy_guard_holdoff(const PolicyConfig *cfg, const PolicyIothreadState *st,
+                                      gint64 now_ms);
+/*
+ * What polling on an iothread (a group of @n_iothreads) is expected to
+ * cost in cores, as the budget charges it: its measured cost, or an
+ * estimate from the latest tick @m (NULL: none); @probe is the candidate
+ * being proposed (0: the triple in force).
+ */
+double policy_guard_polling_cost(const PolicyIothreadState *st, guint n_iothreads,
+                                 const PolicyMetrics *m, guint probe);
+/* Over the budget: @used cores elsewhere and @cost more (value = their sum). */
+PolicyGuardCheck policy_guard_budget_check(const PolicyConfig *cfg, double used, double cost);
 
 /* Set the proposal's outcome; the reason is printf-formatted. */
 void policy_proposal_set(PolicyProposal *p, const PolicyTriple *t, PolicyCause cause,
