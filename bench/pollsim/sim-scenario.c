@@ -199,6 +199,18 @@ revalidate_override_ms(void)
     return s == G_MAXUINT64 ? -1 : (gint64)s * 1000;
 }
 
+SimWorkload
+sim_workload_idle(const SimWorkload *w)
+{
+    SimWorkload idle = *w;
+
+    idle.qd = 0;
+    idle.open_iops = 0;
+    for (guint d = 0; d < SIM_MAX_DEVICES; d++)
+        idle.dev_qd[d] = 0;
+    return idle;
+}
+
 SimRun *
 sim_scenario_run(const SimScenario *scn, const PolicySpec *spec,
                  const PolicyTriple *phase_triples, double scale, guint64 seed)
@@ -224,6 +236,7 @@ sim_scenario_run_opts(const SimScenario *scn, const PolicySpec *spec,
     guint64 hist_all[2048] = { 0 };
     guint64 noise_state = opts ? opts->noise_seed : 0;
     gint64 revalidate_ms = revalidate_override_ms();
+    guint warm = opts ? opts->warmup_ticks : 0;
 
     sim_set_qemu_model(sim, scn->qemu_model);
     run->n_ticks = n_ticks;
@@ -247,20 +260,27 @@ sim_scenario_run_opts(const SimScenario *scn, const PolicySpec *spec,
         run->label = g_strdup("oracle");
     }
     for (guint i = 0; i < n; i++) {
-        PolicyTriple start = phase_triples ? phase_triples[0] : POLICY_TRIPLE_QEMU_DEFAULT;
+        PolicyTriple start = phase_triples ? phase_triples[0] :
+                             opts && opts->have_start ? opts->start : POLICY_TRIPLE_QEMU_DEFAULT;
+        SimWorkload w0 = scn->groups[group_of(scn, i)].phase[0];
 
-        sim_add_vm(sim, &scn->groups[group_of(scn, i)].phase[0], &start);
+        if (warm)
+            w0 = sim_workload_idle(&w0);
+        sim_add_vm(sim, &w0, &start);
         g_snprintf(loops[i].name, sizeof(loops[i].name), "iothread%u", i);
         sim_vm_counters(sim, i, &loops[i].prev);
     }
     sim_host_counters(sim, &hprev);
 
-    for (guint t = 0; t < n_ticks; t++) {
-        SimTickStats *ts = &run->ticks[t];
+    /* Tick k of the simulation; t = k - warm of the run, once warmed up. */
+    for (guint k = 0; k < warm + n_ticks; k++) {
+        guint t = k >= warm ? k - warm : 0;
+        SimTickStats warm_ts = { 0 };
+        SimTickStats *ts = k >= warm ? &run->ticks[t] : &warm_ts;
         PolicyHost host;
         g_autoptr(GPtrArray) ds = NULL;
 
-        sim_run_until(sim, (t + 1) * 1e9);
+        sim_run_until(sim, (k + 1) * 1e9);
         sim_host_counters(sim, &hcur);
         policy_host_from_counters(&hprev, &hcur, &host, NULL);
         hprev = hcur;
@@ -282,7 +302,7 @@ sim_scenario_run_opts(const SimScenario *scn, const PolicySpec *spec,
             ts->iot_cores += (tr->iot_cpu_ns - loops[i].truth0.iot_cpu_ns) / 1e9;
             ts->vcpu_compute_cores += (tr->vcpu_compute_ns - loops[i].truth0.vcpu_compute_ns) / 1e9;
             ts->exits_per_s += m.exits_per_s;
-            if (t > 0) {
+            if (k > warm) {
                 lat_sum += tr->guest_lat_sum_ns - loops[i].truth0.guest_lat_sum_ns;
                 ops_sum += tr->guest_ops - loops[i].truth0.guest_ops;
                 for (guint b = 0; b < 2048; b++)
@@ -296,7 +316,7 @@ sim_scenario_run_opts(const SimScenario *scn, const PolicySpec *spec,
                                                loops[i].hist, loops[i].n_hist };
         }
         if (engine) {
-            ds = policy_engine_tick(engine, &host, inputs, n, (gint64)(t + 1) * 1000);
+            ds = policy_engine_tick(engine, &host, inputs, n, (gint64)(k + 1) * 1000);
             for (guint i = 0; i < n; i++) {
                 const PolicyDecision *d = g_ptr_array_index(ds, i);
                 g_autofree char *tt = NULL;
@@ -305,12 +325,13 @@ sim_scenario_run_opts(const SimScenario *scn, const PolicySpec *spec,
                     g_autoptr(GString) disks = g_string_new("");
 
                     /* Each disk's IOPS, where the total hides one's loss. */
-                    for (guint k = 0; ts->n_devices > 1 && k < ts->n_devices &&
-                                      k < POLICY_MAX_DEVICES; k++)
-                        g_string_append_printf(disks, "%s%.0f", k ? "/" : " disks=",
-                                               ts->dev_iops[k]);
+                    for (guint dk = 0; ts->n_devices > 1 && dk < ts->n_devices &&
+                                       dk < POLICY_MAX_DEVICES; dk++)
+                        g_string_append_printf(disks, "%s%.0f", dk ? "/" : " disks=",
+                                               ts->dev_iops[dk]);
                     tt = policy_triple_format(&d->triple);
-                    fprintf(opts->trace, "t=%u %s iops=%.0f%s dev=%s%s %s |%s\n", t,
+                    fprintf(opts->trace, "t=%d %s iops=%.0f%s dev=%s%s %s |%s\n",
+                            (int)k - (int)warm,
                             loops[i].name, ts->iops, disks->str, tt,
                             d->change && d->apply ? " WRITE" : "", d->reason,
                             d->evidence ? d->evidence : "");
@@ -319,10 +340,18 @@ sim_scenario_run_opts(const SimScenario *scn, const PolicySpec *spec,
                     sim_vm_set_triple(sim, i, &d->triple);
                     run->n_writes++;
                     ts->writes++;
-                    if (i == 0 && opts && opts->operator_tick && t > opts->operator_tick)
+                    if (i == 0 && opts && opts->operator_tick && k >= warm &&
+                        t > opts->operator_tick)
                         run->operator_overwrites++;
                 }
             }
+        }
+        if (k < warm) {
+            /* The load arrives at the end of the warm-up. */
+            if (k + 1 == warm)
+                for (guint i = 0; i < n; i++)
+                    sim_vm_set_workload(sim, i, &scn->groups[group_of(scn, i)].phase[0]);
+            continue;
         }
         if (opts && opts->operator_tick && t == opts->operator_tick)
             sim_vm_set_triple(sim, 0, &opts->operator_triple);

@@ -118,7 +118,20 @@ typedef struct {
     PolicyTriple operator_triple;
     /* Print each tick's measurements and decisions to this stream. */
     FILE *trace;
+    /*
+     * The triple every VM starts at (have_start; else QEMU's default, or
+     * the oracle's first), and @warmup_ticks of its first phase's
+     * workload with no I/O before the first phase: the path every real VM
+     * takes, booting idle before its load arrives.  The warm-up ticks run
+     * the policy but are not part of the run's ticks or figures.
+     */
+    gboolean have_start;
+    PolicyTriple start;
+    guint warmup_ticks;
 } SimRunOpts;
+
+/* @w with no I/O: its disks, device and host kept, nothing submitted. */
+SimWorkload sim_workload_idle(const SimWorkload *w);
 
 /*
  * Scale what the policy sees of one tick's I/O by 1 + U(-@noise, +@noise),
