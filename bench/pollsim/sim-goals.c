@@ -69,6 +69,33 @@ is(const SimScenario *scn, const char *name)
     return g_str_equal(scn->name, name);
 }
 
+/*
+ * From SETTLED_FROM_S seconds into a run the first exploration is over (a
+ * start of up to 4 ticks, two probes of up to 3, the return).  It may
+ * poll for EXPLORE_CORE_S core-seconds: three ticks of a window that
+ * spins a core.
+ */
+#define SETTLED_FROM_S 15
+#define EXPLORE_CORE_S 3.0
+
+/* The first tick at or after @s seconds of @r's time, scaled like its phases. */
+static guint
+ticks_after(const SimRun *r, double scale, double s)
+{
+    return MIN((guint)lround(s * scale), r->n_ticks);
+}
+
+/* Polling core-seconds of @r's ticks from @from on. */
+static double
+poll_core_s_from(const SimRun *r, guint from)
+{
+    double sum = 0;
+
+    for (guint t = MAX(from, 1); t < r->n_ticks; t++)
+        sum += r->ticks[t].poll_cores;
+    return sum;
+}
+
 /* Ticks of phase @p until adaptive is within 5% of the phase oracle. */
 static guint
 recovery_ticks(const SimScenario *scn, const SimResult *r, double scale, guint p)
@@ -102,11 +129,24 @@ sim_goals_check(const SimScenario *scn, const SimResult *r, double scale, GPtrAr
             "adaptive %.0f vs oracle %.0f (%+.1f%%)", a->iops, o->iops,
             100 * (a->iops / MAX(o->iops, 1e-9) - 1));
     }
+    /*
+     * Where polling cannot pay, adaptive polls a tenth of what QEMU's
+     * default does once it has measured so; its one exploration, which
+     * measures every candidate whatever it starts from, may cost a few
+     * ticks of a polling window (at most EXPLORE_CORE_S).  Before the
+     * candidates were the same from every start, a bound skipped the wide
+     * probe here; the same bound skipped every polling window on a real
+     * guest where polling wins (docs/POLICY.md, step 5).
+     */
     if (is(scn, "S3") || is(scn, "S5")) {
-        gboolean ok = a->poll_core_s <= 0.10 * d->poll_core_s + 1e-9;
+        guint from = ticks_after(a, scale, SETTLED_FROM_S);
+        double a_late = poll_core_s_from(a, from), d_late = poll_core_s_from(d, from);
+        double a_early = a->poll_core_s - a_late;
+        gboolean ok = a_late <= 0.10 * d_late + 1e-9 && a_early <= EXPLORE_CORE_S;
 
-        add(out, scn, "polling CPU <= 10% of qemu-default's", ok,
-            "adaptive %.3f core-s, qemu-default %.3f core-s", a->poll_core_s, d->poll_core_s);
+        add(out, scn, "settled polling CPU <= 10% of qemu-default's; exploring <= 3 core-s", ok,
+            "from %u s: adaptive %.3f core-s, qemu-default %.3f core-s; before: adaptive %.3f "
+            "core-s", SETTLED_FROM_S, a_late, d_late, a_early);
     }
     if (is(scn, "S4")) {
         gboolean ok = a->iops >= 1.2 * d->iops || a->iot_core_s <= 0.8 * d->iot_core_s;
