@@ -398,10 +398,13 @@ observe_current(PolicyEngine *e, PolicyIothreadState *st, const PolicyIothreadIn
 {
     const PolicyConfig *cfg = e->config;
 
+    if (!st->seen)
+        st->baseline = in->current;
     if (st->seen && !policy_triple_equal(&st->last_current, &in->current)) {
         gboolean ours = st->wrote && policy_triple_equal(&st->expected, &in->current);
 
         if (!ours) {
+            st->baseline = in->current;
             st->last_write_ms = now_ms;
             policy_adaptive_reset(st);
             if (cfg->external_hold_ms > 0) {

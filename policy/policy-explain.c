@@ -208,6 +208,10 @@ explain_next_look(PolicyExplain *x, const PolicyConfig *cfg, const PolicyIothrea
         next_look_set(x, G_MININT64, "never: observe does not write");
         return;
     }
+    if (x->spec.kind == POLICY_KIND_ADAPTIVE && st && st->phase == POLICY_ADAPTIVE_IDLE) {
+        next_look_set(x, G_MININT64, "when the iothread has I/O again");
+        return;
+    }
     if (x->spec.kind != POLICY_KIND_ADAPTIVE || !st || st->phase != POLICY_ADAPTIVE_SETTLED) {
         gint64 at = next_tick_ms;
         const char *why = x->spec.kind == POLICY_KIND_ADAPTIVE ?

@@ -18,8 +18,9 @@
 #define POLICY_DEFAULT_EXIT_COST_NS 12000.0
 
 /*
- * Adaptive exploration candidates: off, the wide window, and QEMU's
- * default window, which is probed only from a start at the wide window
+ * Adaptive exploration candidates: off, the wide window, and a moderate
+ * window (QEMU's default, or the triple in force when it is some other
+ * window).  Every exploration measures all three, whatever it starts from
  * (the two polling candidates are POLICY_CAND_POLLING).
  */
 enum {
@@ -27,6 +28,7 @@ enum {
     POLICY_CAND_WIDE = 1 << 1,
     POLICY_CAND_NARROW = 1 << 2,
     POLICY_CAND_POLLING = POLICY_CAND_WIDE | POLICY_CAND_NARROW,
+    POLICY_CAND_ALL = POLICY_CAND_OFF | POLICY_CAND_POLLING,
 };
 
 /*
@@ -52,23 +54,24 @@ typedef struct {
  * The adaptive policy's phase on one iothread.  Each tick runs the
  * handler of its phase (policy-adaptive.c), which may move it to another:
  *
- *   NEW --(first tick)--.
- *                       +--> START --> PROBE --> NEXT --> PROBE ...
- *   SETTLED --(change)--'                          |
- *      ^                                           '--> RETURN --.
- *      '---------------------------------------------------------'
+ *   NEW -----------------------.      (nothing measured yet)
+ *   IDLE ----------------------+--> START --> PROBE --> NEXT --> PROBE ...
+ *   SETTLED --(a change)-------'              |          |
+ *      ^                                      '----------+--> RETURN --.
+ *      '-----------------------------------------------------------------'
  *
- * NEW starts an exploration on its first tick with load; SETTLED when
- * its change detectors fire.  START measures the triple in force; each
- * probe is written (the engine moves the phase to PROBE when it applies
- * one) and measured in PROBE; NEXT proposes the next candidate, or ends
- * the exploration: SETTLED on the start, or RETURN until the winner is
- * written back.  Too little I/O settles any phase on polling off; an
- * override, an external write or a guard's cut sends it back to NEW.
- * The names are external (polltunectl explain's "phase").
+ * NEW and IDLE start an exploration on the first tick with load; SETTLED
+ * when its change detectors fire.  START measures the triple in force;
+ * each probe is written (the engine moves the phase to PROBE when it
+ * applies one) and measured in PROBE; NEXT proposes the next candidate,
+ * or ends the exploration: SETTLED on the start, or RETURN until the
+ * winner is written back.  Too little I/O sends any phase to IDLE with
+ * polling off; an override, an external write or a guard's cut sends it
+ * back to NEW.  The names are external (polltunectl explain's "phase").
  */
 typedef enum {
     POLICY_ADAPTIVE_NEW,
+    POLICY_ADAPTIVE_IDLE,
     POLICY_ADAPTIVE_SETTLED,
     POLICY_ADAPTIVE_START,
     POLICY_ADAPTIVE_PROBE,
@@ -90,6 +93,14 @@ typedef struct {
     gint64 last_write_ms;       /* G_MININT64: never */
 
     PolicyAdaptivePhase phase;
+
+    /*
+     * The triple the iothread would have without polltune: the one it had
+     * when the engine first saw it, or the last one written outside
+     * polltune.  An exploration that cannot tell its candidates apart
+     * ends there (do no harm), wherever it started.
+     */
+    PolicyTriple baseline;
 
     /*
      * SETTLED (and RETURN, once its winner lands): the reference the
@@ -210,6 +221,7 @@ double policy_guard_polling_cost(const PolicyIothreadState *st, guint n_iothread
                                  const PolicyMetrics *m, guint probe);
 /* Over the budget: @used cores elsewhere and @cost more (value = their sum). */
 PolicyGuardCheck policy_guard_budget_check(const PolicyConfig *cfg, double used, double cost);
+
 
 /* Set the proposal's outcome; the reason is printf-formatted. */
 void policy_proposal_set(PolicyProposal *p, const PolicyTriple *t, PolicyCause cause,

@@ -188,10 +188,55 @@ test_explain(void)
     g_array_unref(b.hist);
 }
 
+/* An idle iothread waits for I/O, polling off. */
+static void
+test_explain_idle(void)
+{
+    g_autoptr(PolicyConfig) cfg = policy_config_new();
+    g_autoptr(PolicyEngine) e = NULL;
+    g_autoptr(GArray) hist = g_array_new(FALSE, FALSE, sizeof(PolicyMetrics));
+    PolicyHost host = { .n_cpus = 4 };
+    PolicyTriple cur = POLICY_TRIPLE_QEMU_DEFAULT;
+    guint writes = 0;
+
+    g_assert_true(policy_spec_parse("adaptive", &cfg->default_spec, NULL));
+    e = policy_engine_new(cfg, NULL);
+    for (gint64 tick = 1; tick <= 12; tick++) {
+        PolicyMetrics m = measure(&cur, tick);
+        PolicyIothreadInput in;
+        g_autoptr(GPtrArray) ds = NULL;
+        const PolicyDecision *d;
+
+        /* Idle for the first four ticks, as a VM that boots. */
+        if (tick <= 4)
+            m.rd_iops = 2;
+        g_array_append_val(hist, m);
+        in = (PolicyIothreadInput){ "vm", "iothread0", cur, (PolicyMetrics *)hist->data,
+                                    hist->len };
+        ds = policy_engine_tick(e, &host, &in, 1, tick * 1000);
+        d = ds->pdata[0];
+        if (d->change && d->apply) {
+            cur = d->triple;
+            writes++;
+        }
+        if (tick == 3) {
+            PolicyExplainContext ctx = { &host, 0.0, tick * 1000 + 1000 };
+            g_autoptr(PolicyExplain) x = policy_engine_explain(e, &ctx, &in, tick * 1000);
+
+            g_assert_cmpstr(x->phase, ==, "idle");
+            g_assert_cmpint(x->next_look_ms, ==, G_MININT64);
+            g_assert_nonnull(strstr(x->next_look, "I/O again"));
+            g_assert_cmpuint(cur.poll_max_ns, ==, 0);
+        }
+    }
+    g_assert_cmpuint(writes, >=, 3);
+}
+
 int
 main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/policy/explain/view", test_explain);
+    g_test_add_func("/policy/explain/idle", test_explain_idle);
     return g_test_run();
 }
