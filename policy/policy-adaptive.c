@@ -662,10 +662,12 @@ policy_adaptive_fall_back_frugal(PolicyProposal *p, gint64 now_ms)
     PolicyIothreadState *st = p->st;
     g_autofree char *t = NULL;
 
-    if (!st->have_frugal || policy_adaptive_exploring(st))
+    if (!st->have_frugal || policy_adaptive_exploring(st) ||
+        policy_guard_writes(st, 1, now_ms).holds)
         return FALSE;
     t = policy_triple_format(&st->frugal.triple);
     st->best = st->frugal.triple;
+    st->best_cause = POLICY_CAUSE_CONTENTION;
     settle(st, &st->frugal, now_ms);
     if (!policy_triple_equal(&st->best, &p->in->current))
         st->phase = POLICY_ADAPTIVE_RETURN;
@@ -674,6 +676,23 @@ policy_adaptive_fall_back_frugal(PolicyProposal *p, gint64 now_ms)
                         "adaptive: host contention, polling at %s, measured to beat off at no "
                         "more whole-VM CPU (it saves the vCPUs more exits than it burns)", t);
     return TRUE;
+}
+
+void
+policy_adaptive_settle_cut(PolicyIothreadState *st, const PolicyTriple *t,
+                           const PolicyTriple *current, PolicyCause cause, gint64 now_ms)
+{
+    PolicySegment g;
+
+    segment_start(&g, t);
+    st->pending = 0;
+    st->n_done = 0;
+    st->seg_x.n = 0;
+    st->best = *t;
+    st->best_cause = cause;
+    settle(st, &g, now_ms);
+    if (!policy_triple_equal(t, current))
+        st->phase = POLICY_ADAPTIVE_RETURN;
 }
 
 static void
@@ -760,6 +779,7 @@ explore_finish(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
     for (guint i = 0; i < st->n_done; i++)
         noise_pool(st, &st->done[i]);
     st->best = win->triple;
+    st->best_cause = POLICY_CAUSE_ROLLBACK;
     settle(st, win, now_ms);
     bt = policy_triple_format(&win->triple);
     if (!policy_triple_equal(&win->triple, cur)) {
@@ -774,6 +794,27 @@ explore_finish(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
         policy_proposal_set(p, cur, POLICY_CAUSE_ACCEPT,
                             "adaptive: %s measured best, keeping it", bt);
     }
+}
+
+/*
+ * Whether @n writes fit the write budget; when they do not, the proposal
+ * says so and leaves the iothread as it is.
+ */
+static gboolean
+writes_fit(PolicyProposal *p, guint n, const char *what, gint64 now_ms)
+{
+    PolicyGuardCheck g = policy_guard_writes(p->st, n, now_ms);
+
+    if (!g.holds)
+        return TRUE;
+    g_string_append_printf(p->evidence, " write_budget=%.0f/%u write_budget_until_ms=%" G_GINT64_FORMAT,
+                           g.value, POLICY_WRITES_SHORT_MAX, g.until_ms);
+    policy_proposal_set(p, &p->in->current, POLICY_CAUSE_NONE,
+                        "adaptive: %s waits for the write budget (at most %u writes in %u s, "
+                        "%u in %u min) for another %.0f s", what, POLICY_WRITES_SHORT_MAX,
+                        POLICY_WRITES_SHORT_MS / 1000, POLICY_WRITES_LONG_MAX,
+                        POLICY_WRITES_LONG_MS / 60000, (g.until_ms - now_ms) / 1000.0);
+    return FALSE;
 }
 
 /*
@@ -817,6 +858,19 @@ explore_next(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
             /* Held off by the contention guard: measured another time. */
             if (policy_guard_holdoff(cfg, st, now_ms).holds || policy_triple_equal(&t, a))
                 continue;
+        }
+        /*
+         * The probe and the return after it must fit the write budget: the
+         * first probe waits, a later one is dropped and the exploration
+         * ends on what it measured.
+         */
+        if (policy_guard_writes(st, 2, now_ms).holds) {
+            if (!st->n_done) {
+                (void)writes_fit(p, 2, "the first probe", now_ms);
+                return;
+            }
+            g_string_append(p->evidence, " write_budget=spent(probes dropped)");
+            break;
         }
         policy_proposal_set(p, &t, POLICY_CAUSE_PROBE, "adaptive: %s",
                             cand == POLICY_CAND_OFF ? "measuring polling off" :
@@ -912,10 +966,13 @@ workload_changed(const PolicyConfig *cfg, PolicyIothreadState *st, const PolicyM
     double sd = change_sd(st), h, x;
     gboolean fired;
 
-    if (st->phase == POLICY_ADAPTIVE_NEW || !st->ref.n) {
+    if (st->phase == POLICY_ADAPTIVE_NEW) {
         *why = "first measurement";
         return TRUE;
     }
+    /* Settled without a measurement (a guard's cut): this tick starts the reference. */
+    if (!st->ref.n)
+        return FALSE;
     x = log(MAX(policy_metrics_iops(m), 1e-3)) - st->ref.ln_iops_sum / st->ref.n;
     /*
      * No noise up to +-50% moves two ticks in a row by a factor of 3 the
@@ -1056,8 +1113,13 @@ step_return(PolicyProposal *p)
         return FALSE;
     }
     bt = policy_triple_format(&st->best);
-    policy_proposal_set(p, &st->best, POLICY_CAUSE_ROLLBACK,
-                        "adaptive: the objective was better at %s, returning to it", bt);
+    if (st->best_cause == POLICY_CAUSE_ROLLBACK)
+        policy_proposal_set(p, &st->best, POLICY_CAUSE_ROLLBACK,
+                            "adaptive: the objective was better at %s, returning to it", bt);
+    else
+        policy_proposal_set(p, &st->best, st->best_cause,
+                            "adaptive: the %s guard cut polling, writing %s",
+                            policy_cause_to_string(st->best_cause), bt);
     p->returns_to_best = TRUE;
     return TRUE;
 }
@@ -1152,7 +1214,7 @@ explore_now(const PolicyConfig *cfg, PolicyProposal *p, const char *why, gint64 
  * is measured there; the first I/O after it is a new workload.
  */
 static gboolean
-step_idle_rule(const PolicyConfig *cfg, PolicyProposal *p)
+step_idle_rule(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
 {
     PolicyTriple off = policy_adaptive_off(&p->in->current);
 
@@ -1160,6 +1222,9 @@ step_idle_rule(const PolicyConfig *cfg, PolicyProposal *p)
         return FALSE;
     p->st->phase = POLICY_ADAPTIVE_IDLE;
     p->st->gross_sign = 0;
+    if (!policy_triple_equal(&off, &p->in->current) &&
+        !writes_fit(p, 1, "the idle rule's polling off", now_ms))
+        return TRUE;
     policy_proposal_set(p, &off, POLICY_CAUSE_IDLE,
                         "adaptive: %.0f IOPS is below %.0f, gaps this long cannot be "
                         "polled for, polling off", policy_metrics_iops(p->m), cfg->idle_iops);
@@ -1243,7 +1308,7 @@ policy_adaptive_step(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
     }
     switch (st->phase) {
     case POLICY_ADAPTIVE_RETURN:
-        if (step_return(p) || step_idle_rule(cfg, p))
+        if (step_return(p) || step_idle_rule(cfg, p, now_ms))
             return;
         step_settled(cfg, p, now_ms);
         return;
@@ -1258,13 +1323,13 @@ policy_adaptive_step(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
         explore_next(cfg, p, now_ms);
         return;
     case POLICY_ADAPTIVE_IDLE:
-        if (!step_idle_rule(cfg, p))
+        if (!step_idle_rule(cfg, p, now_ms))
             step_idle(cfg, p, now_ms);
         return;
     case POLICY_ADAPTIVE_NEW:
     case POLICY_ADAPTIVE_SETTLED:
     default:
-        if (!step_idle_rule(cfg, p))
+        if (!step_idle_rule(cfg, p, now_ms))
             step_settled(cfg, p, now_ms);
         return;
     }

@@ -333,6 +333,8 @@ state_get(PolicyEngine *e, const PolicyIothreadInput *in)
         st->key = g_steal_pointer(&key);
         st->last_write_ms = G_MININT64;
         st->holdoff_until_ms = G_MININT64;
+        for (guint i = 0; i < G_N_ELEMENTS(st->write_log); i++)
+            st->write_log[i] = G_MININT64;
         g_hash_table_insert(e->states, st->key, st);
     }
     return st;
@@ -563,6 +565,8 @@ finish(PolicyEngine *e, PolicyProposal *p, gint64 now_ms)
             st->wrote = TRUE;
             st->expected = p->triple;
             st->last_write_ms = now_ms;
+            if (p->adaptive && !p->is_override)
+                policy_writes_note(st, now_ms);
             if (p->trial_cand) {
                 st->pending &= ~p->trial_cand;
                 st->phase = POLICY_ADAPTIVE_PROBE;
@@ -598,7 +602,7 @@ policy_engine_tick(PolicyEngine *e, const PolicyHost *host,
         propose(e, p, now_ms);
     }
     policy_guard_contention(e->config, host, props, n, now_ms);
-    policy_guard_budget(e->config, props, n);
+    policy_guard_budget(e->config, props, n, now_ms);
     for (guint i = 0; i < n; i++) {
         g_ptr_array_add(out, finish(e, &props[i], now_ms));
         g_string_free(props[i].reason, TRUE);

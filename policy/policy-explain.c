@@ -22,7 +22,8 @@ PT_ENUM_IMPL(policy_guard, PolicyGuard, POLICY_GUARD_MAX,
              [POLICY_GUARD_VCPU_DELAY] = "vcpu-run-delay",
              [POLICY_GUARD_IOTHREAD_DELAY] = "iothread-run-delay",
              [POLICY_GUARD_HOLDOFF] = "contention-holdoff",
-             [POLICY_GUARD_BUDGET] = "budget")
+             [POLICY_GUARD_BUDGET] = "budget",
+             [POLICY_GUARD_WRITE_BUDGET] = "write-budget")
 
 void
 policy_explain_free(PolicyExplain *x)
@@ -341,6 +342,24 @@ policy_engine_explain(const PolicyEngine *e, const PolicyExplainContext *ctx,
                           "over the budget of %.2f cores"
                         : "polling here needs about %.2f cores and %.2f are in use elsewhere: "
                           "within the budget of %.2f cores", cost, used, cfg->budget_cores);
+    }
+
+    {
+        /* A probe and its return: what the next exploration needs. */
+        PolicyGuardCheck c = policy_guard_writes(st, 2, now_ms);
+
+        if (x->spec.kind != POLICY_KIND_ADAPTIVE)
+            guard_set(&g[POLICY_GUARD_WRITE_BUDGET], TRUE, FALSE, c.value, c.limit, "writes",
+                      G_MININT64, "not in force: policy %s is not adaptive",
+                      policy_kind_to_string(x->spec.kind));
+        else
+            guard_set(&g[POLICY_GUARD_WRITE_BUDGET], TRUE, c.holds, c.value, c.limit, "writes",
+                      c.until_ms,
+                      c.holds ? "%.0f writes in the last %u s (at most %u, and %u in %u min): "
+                                "no probe until the budget allows one and its return"
+                              : "%.0f writes in the last %u s (at most %u, and %u in %u min)",
+                      c.value, POLICY_WRITES_SHORT_MS / 1000, POLICY_WRITES_SHORT_MAX,
+                      POLICY_WRITES_LONG_MAX, POLICY_WRITES_LONG_MS / 60000);
     }
 
     /* The host guards cut only what an adaptive policy proposes. */

@@ -27,6 +27,7 @@ typedef enum {
     POLICY_GUARD_IOTHREAD_DELAY,    /* this iothread's run-queue wait */
     POLICY_GUARD_HOLDOFF,           /* contention hold-off: no polling probes */
     POLICY_GUARD_BUDGET,            /* host-wide polling CPU budget */
+    POLICY_GUARD_WRITE_BUDGET,      /* adaptive's writes per 30 s and per 10 minutes */
     POLICY_GUARD_MAX,
     POLICY_GUARD_INVALID = -1,
 } PolicyGuard;

@@ -83,6 +83,66 @@ policy_guard_budget_check(const PolicyConfig *cfg, double used, double cost)
     return g;
 }
 
+void
+policy_writes_note(PolicyIothreadState *st, gint64 now_ms)
+{
+    st->write_log[st->write_log_next] = now_ms;
+    st->write_log_next = (st->write_log_next + 1) % POLICY_WRITES_LONG_MAX;
+}
+
+/* The writes logged at or after @since_ms. */
+static guint
+writes_since(const PolicyIothreadState *st, gint64 since_ms)
+{
+    guint n = 0;
+
+    for (guint i = 0; i < POLICY_WRITES_LONG_MAX; i++)
+        n += st->write_log[i] != G_MININT64 && st->write_log[i] >= since_ms;
+    return n;
+}
+
+/* When at most @keep of the logged writes are younger than @window_ms. */
+static gint64
+writes_until(const PolicyIothreadState *st, guint keep, gint64 window_ms)
+{
+    g_autofree gint64 *t = g_memdup2(st->write_log, sizeof(st->write_log));
+    guint n = POLICY_WRITES_LONG_MAX;
+
+    /* Newest first; the (keep+1)-th newest must leave the window. */
+    for (guint i = 0; i < n; i++)
+        for (guint j = i + 1; j < n; j++)
+            if (t[j] > t[i]) {
+                gint64 x = t[i];
+                t[i] = t[j];
+                t[j] = x;
+            }
+    return keep < n && t[keep] != G_MININT64 ? t[keep] + window_ms : G_MININT64;
+}
+
+PolicyGuardCheck
+policy_guard_writes(const PolicyIothreadState *st, guint n, gint64 now_ms)
+{
+    PolicyGuardCheck g = { .available = TRUE, .limit = POLICY_WRITES_SHORT_MAX,
+                           .until_ms = G_MININT64 };
+    guint short_n, long_n;
+
+    if (!st)
+        return g;
+    short_n = writes_since(st, now_ms - POLICY_WRITES_SHORT_MS + 1);
+    long_n = writes_since(st, now_ms - POLICY_WRITES_LONG_MS + 1);
+    g.value = short_n;
+    if (short_n + n > POLICY_WRITES_SHORT_MAX) {
+        g.holds = TRUE;
+        g.until_ms = writes_until(st, POLICY_WRITES_SHORT_MAX - n, POLICY_WRITES_SHORT_MS);
+    }
+    if (long_n + n > POLICY_WRITES_LONG_MAX) {
+        g.holds = TRUE;
+        g.until_ms = MAX(g.until_ms,
+                         writes_until(st, POLICY_WRITES_LONG_MAX - n, POLICY_WRITES_LONG_MS));
+    }
+    return g;
+}
+
 static gboolean
 proposes_polling(const PolicyProposal *p)
 {
@@ -110,9 +170,18 @@ cmp_value_asc(const void *a, const void *b)
     return (pa > pb) - (pa < pb);
 }
 
+/*
+ * Polling off on @p for the host's sake.  A probe is deferred instead.  A
+ * contention cut settles the iothread at off (policy_adaptive_settle_cut):
+ * exploring again at once, from a cut the dwell deferred, probed off, wrote
+ * the polling window back and was cut again, every three or four seconds
+ * (17 writes in a 30 s phase of a deep queue on a shared core in the
+ * QEMU 10 model).  A budget cut starts over, so that the probe it defers
+ * is tried again as soon as the budget allows.
+ */
 static void
 cut_polling(PolicyProposal *p, PolicyCause cause, gint64 holdoff_until_ms,
-            const char *why)
+            const char *why, gint64 now_ms)
 {
     PolicyTriple off = policy_adaptive_off(&p->in->current);
 
@@ -133,9 +202,17 @@ cut_polling(PolicyProposal *p, PolicyCause cause, gint64 holdoff_until_ms,
         if (p->in->current.poll_max_ns == 0)
             return;
     }
+    if (policy_guard_writes(p->st, 1, now_ms).holds) {
+        policy_proposal_set(p, &p->in->current, POLICY_CAUSE_NONE,
+                            "adaptive: polling off waits for the write budget, %s", why);
+        return;
+    }
     policy_proposal_set(p, &off, cause, "adaptive: polling off, %s", why);
     p->guard_cut = TRUE;
-    policy_adaptive_reset(p->st);
+    if (cause == POLICY_CAUSE_CONTENTION)
+        policy_adaptive_settle_cut(p->st, &off, &p->in->current, cause, now_ms);
+    else
+        policy_adaptive_reset(p->st);
 }
 
 /*
@@ -233,13 +310,14 @@ policy_guard_contention(const PolicyConfig *cfg, const PolicyHost *host,
         }
         if ((p->trial_cand & POLICY_CAND_POLLING) && (host_hot || own_hot)) {
             cut_polling(p, POLICY_CAUSE_CONTENTION, now_ms + cfg->contention_holdoff_ms,
-                        host_hot ? why : "iothread run-queue wait");
+                        host_hot ? why : "iothread run-queue wait", now_ms);
             continue;
         }
         if (own_hot && !host_hot) {
             g_autofree char *own = g_strdup_printf("iothread run-queue wait %.1f%%",
                                                    p->m->run_delay_pct);
-            cut_polling(p, POLICY_CAUSE_CONTENTION, now_ms + cfg->contention_holdoff_ms, own);
+            cut_polling(p, POLICY_CAUSE_CONTENTION, now_ms + cfg->contention_holdoff_ms, own,
+                        now_ms);
             continue;
         }
         if (host_hot)
@@ -254,7 +332,7 @@ policy_guard_contention(const PolicyConfig *cfg, const PolicyHost *host,
 
         g_string_append_printf(p->evidence, " value_per_core=%.3f rank=%u/%u",
                                value_per_core(p), i + 1, pollers->len);
-        cut_polling(p, POLICY_CAUSE_CONTENTION, now_ms + cfg->contention_holdoff_ms, why);
+        cut_polling(p, POLICY_CAUSE_CONTENTION, now_ms + cfg->contention_holdoff_ms, why, now_ms);
         if (!severe)
             break;
     }
@@ -323,7 +401,7 @@ cmp_budget_priority(const void *a, const void *b)
 }
 
 void
-policy_guard_budget(const PolicyConfig *cfg, PolicyProposal *props, guint n)
+policy_guard_budget(const PolicyConfig *cfg, PolicyProposal *props, guint n, gint64 now_ms)
 {
     g_autoptr(GPtrArray) cands = g_ptr_array_new();
     double used = 0.0;
@@ -359,6 +437,6 @@ policy_guard_budget(const PolicyConfig *cfg, PolicyProposal *props, guint n)
         }
         why = g_strdup_printf("polling budget of %.2f cores is spent (%.2f in use, "
                               "this needs %.2f)", cfg->budget_cores, used, cost);
-        cut_polling(p, POLICY_CAUSE_BUDGET, G_MININT64, why);
+        cut_polling(p, POLICY_CAUSE_BUDGET, G_MININT64, why, now_ms);
     }
 }

@@ -83,6 +83,24 @@ typedef enum {
 
 const char *policy_adaptive_phase_to_string(PolicyAdaptivePhase phase);
 
+/*
+ * The adaptive policy's write budget on one iothread: at most
+ * POLICY_WRITES_SHORT_MAX writes in any POLICY_WRITES_SHORT_MS and
+ * POLICY_WRITES_LONG_MAX in any POLICY_WRITES_LONG_MS, every write of the
+ * policy counted (probes, returns, idle, guard cuts; not an operator's
+ * override).  Every write resets QEMU's learned window, and a policy that
+ * thrashes costs more than it finds.  A probe is written only when it
+ * and the return after it fit (an exploration that cannot fit its next
+ * probe ends on what it measured); a single write (idle, a guard's cut)
+ * waits until it fits.  Four in 30 s is one exploration (two probes and
+ * the return) and one cut; eight in ten minutes is an exploration on each
+ * revalidation (every 300 s) and room for cuts.
+ */
+#define POLICY_WRITES_SHORT_MS 30000
+#define POLICY_WRITES_SHORT_MAX 4
+#define POLICY_WRITES_LONG_MS 600000
+#define POLICY_WRITES_LONG_MAX 8
+
 /* Everything the engine remembers about one iothread between ticks. */
 typedef struct {
     char *key;                  /* "target/iothread" */
@@ -91,6 +109,9 @@ typedef struct {
     gboolean wrote;             /* we asked for expected at last_write_ms */
     PolicyTriple expected;
     gint64 last_write_ms;       /* G_MININT64: never */
+    /* the adaptive policy's last writes, a ring, for the write budget */
+    gint64 write_log[POLICY_WRITES_LONG_MAX];
+    guint write_log_next;
 
     PolicyAdaptivePhase phase;
 
@@ -122,6 +143,7 @@ typedef struct {
     PolicySegment done[2];      /* probes measured */
     guint n_done;
     PolicyTriple best;          /* RETURN: the triple to write back */
+    PolicyCause best_cause;     /* RETURN: why (an exploration's rollback, a guard's cut) */
 
     /* per-tick noise of the score: within-segment squares of past explorations */
     double noise_ss, noise_df;
@@ -169,6 +191,13 @@ const PolicyOverrideInfo *policy_engine_override_in_force(const PolicyEngine *e,
 
 void policy_adaptive_step(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms);
 void policy_adaptive_reset(PolicyIothreadState *st);
+/*
+ * A guard cut polling to @t (off) for the host's sake: the iothread
+ * settles there, writing it back (RETURN, @cause) until it is in force,
+ * and explores again only when its workload changes.
+ */
+void policy_adaptive_settle_cut(PolicyIothreadState *st, const PolicyTriple *t,
+                                const PolicyTriple *current, PolicyCause cause, gint64 now_ms);
 PolicyTriple policy_adaptive_off(const PolicyTriple *current);
 /* The wide window, and QEMU's default window, within the configured bounds. */
 PolicyTriple policy_adaptive_wide(const PolicyConfig *cfg);
@@ -190,7 +219,7 @@ gboolean policy_adaptive_fall_back_frugal(PolicyProposal *p, gint64 now_ms);
 
 void policy_guard_contention(const PolicyConfig *cfg, const PolicyHost *host,
                              PolicyProposal *props, guint n, gint64 now_ms);
-void policy_guard_budget(const PolicyConfig *cfg, PolicyProposal *props, guint n);
+void policy_guard_budget(const PolicyConfig *cfg, PolicyProposal *props, guint n, gint64 now_ms);
 
 /*
  * One guard's condition, as the engine acts on it and explain shows it:
@@ -221,7 +250,13 @@ double policy_guard_polling_cost(const PolicyIothreadState *st, guint n_iothread
                                  const PolicyMetrics *m, guint probe);
 /* Over the budget: @used cores elsewhere and @cost more (value = their sum). */
 PolicyGuardCheck policy_guard_budget_check(const PolicyConfig *cfg, double used, double cost);
-
+/*
+ * The write budget: holds when @n more writes of the policy would not fit
+ * (value: writes in the short window; until_ms: when @n more would fit).
+ */
+PolicyGuardCheck policy_guard_writes(const PolicyIothreadState *st, guint n, gint64 now_ms);
+/* Note a write of the policy to @st at @now_ms. */
+void policy_writes_note(PolicyIothreadState *st, gint64 now_ms);
 
 /* Set the proposal's outcome; the reason is printf-formatted. */
 void policy_proposal_set(PolicyProposal *p, const PolicyTriple *t, PolicyCause cause,

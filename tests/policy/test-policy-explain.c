@@ -188,9 +188,12 @@ test_explain(void)
     g_array_unref(b.hist);
 }
 
-/* An idle iothread waits for I/O, polling off. */
+/*
+ * The adaptive phases by name: an idle iothread waits for I/O, and after
+ * its exploration the write budget shows what the writes used.
+ */
 static void
-test_explain_idle(void)
+test_explain_idle_and_budget(void)
 {
     g_autoptr(PolicyConfig) cfg = policy_config_new();
     g_autoptr(PolicyEngine) e = NULL;
@@ -229,7 +232,22 @@ test_explain_idle(void)
             g_assert_cmpuint(cur.poll_max_ns, ==, 0);
         }
     }
-    g_assert_cmpuint(writes, >=, 3);
+    {
+        PolicyIothreadInput in = { "vm", "iothread0", cur, (PolicyMetrics *)hist->data,
+                                   hist->len };
+        PolicyExplainContext ctx = { &host, 0.0, 13000 };
+        g_autoptr(PolicyExplain) x = policy_engine_explain(e, &ctx, &in, 12000);
+        const PolicyGuardView *g = &x->guards[POLICY_GUARD_WRITE_BUDGET];
+
+        /* The idle write, two probes and perhaps a return, all in 30 s. */
+        g_assert_cmpuint(writes, >=, 3);
+        g_assert_true(g->available);
+        g_assert_cmpfloat(g->value, ==, writes);
+        g_assert_cmpfloat(g->limit, ==, 4);
+        g_assert_true(g->holds);
+        g_assert_cmpint(g->until_ms, >, 12000);
+        g_assert_cmpstr(policy_guard_to_string(POLICY_GUARD_WRITE_BUDGET), ==, "write-budget");
+    }
 }
 
 int
@@ -237,6 +255,6 @@ main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/policy/explain/view", test_explain);
-    g_test_add_func("/policy/explain/idle", test_explain_idle);
+    g_test_add_func("/policy/explain/idle-and-write-budget", test_explain_idle_and_budget);
     return g_test_run();
 }
