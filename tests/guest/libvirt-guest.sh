@@ -91,7 +91,9 @@ xml() {
     else
         emulator=$(command -v qemu-system-x86_64) || die "qemu-system-x86_64 not found"
     fi
-    cmdline="console=ttyS0 quiet panic=-1 pt.phases=$phases pt.after=$after $kargs"
+    # no_timer_check: as in run-guest.sh, for a host too loaded for the
+    # kernel's early timer check.
+    cmdline="console=ttyS0 quiet panic=-1 no_timer_check pt.phases=$phases pt.after=$after $kargs"
     for v in "$name" "$PT_GUEST_KERNEL" "$PT_GUEST_INITRD" "$cmdline" "$disk" "$serial"; do
         case $v in *'|'* | *'&'* | *'<'* | *"'"*) die "unsupported character in: $v" ;; esac
     done
