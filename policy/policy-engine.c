@@ -335,6 +335,7 @@ state_get(PolicyEngine *e, const PolicyIothreadInput *in)
         st->holdoff_until_ms = G_MININT64;
         for (guint i = 0; i < G_N_ELEMENTS(st->write_log); i++)
             st->write_log[i] = G_MININT64;
+        st->write_epoch_ms = G_MININT64;
         g_hash_table_insert(e->states, st->key, st);
     }
     return st;
@@ -565,7 +566,8 @@ finish(PolicyEngine *e, PolicyProposal *p, gint64 now_ms)
             st->wrote = TRUE;
             st->expected = p->triple;
             st->last_write_ms = now_ms;
-            if (p->adaptive && !p->is_override)
+            /* The host guards' cuts are the host's, not the policy's. */
+            if (p->adaptive && !p->is_override && !p->guard_cut)
                 policy_writes_note(st, now_ms);
             if (p->trial_cand) {
                 st->pending &= ~p->trial_cand;

@@ -129,7 +129,7 @@ policy_guard_writes(const PolicyIothreadState *st, guint n, gint64 now_ms)
     if (!st)
         return g;
     short_n = writes_since(st, now_ms - POLICY_WRITES_SHORT_MS + 1);
-    long_n = writes_since(st, now_ms - POLICY_WRITES_LONG_MS + 1);
+    long_n = writes_since(st, MAX(now_ms - POLICY_WRITES_LONG_MS + 1, st->write_epoch_ms));
     g.value = short_n;
     if (short_n + n > POLICY_WRITES_SHORT_MAX) {
         g.holds = TRUE;
@@ -201,11 +201,6 @@ cut_polling(PolicyProposal *p, PolicyCause cause, gint64 holdoff_until_ms,
                             "adaptive: probe deferred, %s", why);
         if (p->in->current.poll_max_ns == 0)
             return;
-    }
-    if (policy_guard_writes(p->st, 1, now_ms).holds) {
-        policy_proposal_set(p, &p->in->current, POLICY_CAUSE_NONE,
-                            "adaptive: polling off waits for the write budget, %s", why);
-        return;
     }
     policy_proposal_set(p, &off, cause, "adaptive: polling off, %s", why);
     p->guard_cut = TRUE;

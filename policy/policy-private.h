@@ -85,16 +85,19 @@ const char *policy_adaptive_phase_to_string(PolicyAdaptivePhase phase);
 
 /*
  * The adaptive policy's write budget on one iothread: at most
- * POLICY_WRITES_SHORT_MAX writes in any POLICY_WRITES_SHORT_MS and
- * POLICY_WRITES_LONG_MAX in any POLICY_WRITES_LONG_MS, every write of the
- * policy counted (probes, returns, idle, guard cuts; not an operator's
- * override).  Every write resets QEMU's learned window, and a policy that
- * thrashes costs more than it finds.  A probe is written only when it
- * and the return after it fit (an exploration that cannot fit its next
- * probe ends on what it measured); a single write (idle, a guard's cut)
- * waits until it fits.  Four in 30 s is one exploration (two probes and
- * the return) and one cut; eight in ten minutes is an exploration on each
- * revalidation (every 300 s) and room for cuts.
+ * POLICY_WRITES_SHORT_MAX writes in any POLICY_WRITES_SHORT_MS, and
+ * POLICY_WRITES_LONG_MAX in any POLICY_WRITES_LONG_MS of one workload
+ * (since the last change no noise can fake: a move by a factor of 3,
+ * the load after an idle spell), every write the policy makes of its own
+ * counted (probes, returns, idle): a host guard's cut is the host's
+ * decision, neither counted nor held back, and an operator's override
+ * is the operator's.  Every write resets QEMU's learned window, and a
+ * policy that thrashes costs more than it finds.  A probe is written
+ * only when it and the return after it fit (an exploration that cannot
+ * fit its next probe ends on what it measured); an idle write waits until
+ * it fits.  Four in 30 s is one exploration (two probes and the return)
+ * and an idle write; eight in ten minutes of one workload is an
+ * exploration on each revalidation (every 300 s) and room to spare.
  */
 #define POLICY_WRITES_SHORT_MS 30000
 #define POLICY_WRITES_SHORT_MAX 4
@@ -112,6 +115,7 @@ typedef struct {
     /* the adaptive policy's last writes, a ring, for the write budget */
     gint64 write_log[POLICY_WRITES_LONG_MAX];
     guint write_log_next;
+    gint64 write_epoch_ms;      /* the long window counts from here: the last certain change */
 
     PolicyAdaptivePhase phase;
 
