@@ -152,6 +152,7 @@ SimMatrixResult *sim_matrix_run(gboolean full, SimQemuModel model, guint64 seed,
                                 guint n_threads);
 
 /* POLLSIM_SAMPLE's stride: 1 unless the environment asks for one in k. */
+gboolean sim_matrix_start_wanted(SimMatrixStart start);
 guint sim_matrix_sample_stride(void);
 /* Whether the @i-th workload in grid order is in a sample of one in @k. */
 gboolean sim_matrix_sampled(guint i, guint k);

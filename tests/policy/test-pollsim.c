@@ -609,17 +609,28 @@ matrix_sampled(const SimMatrixResult *r, guint n_full_cells)
     return TRUE;
 }
 
-/* Every start has every cell of the grid. */
+/* Cells of the starts the run keeps (POLLSIM_STARTS; the suite: default, boot). */
+static guint
+matrix_n_cells(void)
+{
+    guint n = 0;
+
+    for (guint k = 0; k < SIM_START_MAX; k++)
+        n += sim_matrix_start_wanted(k) ? MATRIX_N_START : 0;
+    return n;
+}
+
+/* Every start the run keeps has every cell of the grid, the others none. */
 static void
 matrix_check_starts(const SimMatrixResult *r)
 {
     guint n[SIM_START_MAX] = { 0 };
 
-    g_assert_cmpuint(r->n_cells, ==, SIM_START_MAX * MATRIX_N_START);
+    g_assert_cmpuint(r->n_cells, ==, matrix_n_cells());
     for (guint i = 0; i < r->n_cells; i++)
         n[r->cells[i].w.start]++;
     for (guint k = 0; k < SIM_START_MAX; k++)
-        g_assert_cmpuint(n[k], ==, MATRIX_N_START);
+        g_assert_cmpuint(n[k], ==, sim_matrix_start_wanted(k) ? MATRIX_N_START : 0);
 }
 
 /* Share within 3% of the oracle and worst ratio of the cells of @start. */
@@ -642,6 +653,60 @@ matrix_start_figures(const SimMatrixResult *r, SimMatrixStart start, double *wit
     *within = n ? (double)in / n : 0;
 }
 
+/*
+ * The boot path every real VM takes: idle at QEMU's default (polltune turns
+ * polling off), then the load.  Before a new workload got the same
+ * exploration from any start, the boot cells' worst was 69.3% of the oracle
+ * (QD1 on the 5 us batching device, +-50% noise: settled at off, where
+ * qemu-default has 100%) and 14 of 104 ended more than 3% below never-write;
+ * now 88.9% and 9.  The floors lie between, so going back fails.  The QEMU 10
+ * model's boot cells are held to the same worst cell (88.9% now); their 15
+ * cells below never-write have no figure from before to be set against.
+ */
+#define MATRIX_BOOT_FLOOR_WORST 0.85
+#define MATRIX_BOOT_CEIL_HARM 12
+
+/* Cells of @start that end more than 3% below never-write. */
+static guint
+matrix_start_harm(const SimMatrixResult *r, SimMatrixStart start)
+{
+    guint n = 0;
+
+    for (guint i = 0; i < r->n_cells; i++) {
+        const SimMatrixCell *c = &r->cells[i];
+
+        if (c->w.start == start &&
+            exp(c->score[SIM_MATRIX_ADAPTIVE] - c->score[SIM_MATRIX_NEVER_WRITE]) < 0.97)
+            n++;
+    }
+    return n;
+}
+
+/*
+ * The boot path's floors, and the write discipline goal where it holds
+ * (@steady: QEMU 7.2; under QEMU 10 one phase change at +-25% noise is seen
+ * on its 12th tick, and the matrix counts that exploration's two probes as
+ * steady writes, docs/POLICY.md).
+ */
+static void
+matrix_check_boot_and_writes(const SimMatrixResult *r, gboolean steady)
+{
+    double within, worst;
+    guint harm = matrix_start_harm(r, SIM_START_BOOT);
+
+    matrix_start_figures(r, SIM_START_BOOT, &within, &worst);
+    g_test_message("boot start: %.1f%% within 3%% of the oracle, worst %.1f%%, %u cells > 3%% "
+                   "below never-write", 100 * within, 100 * worst, harm);
+    g_assert_cmpfloat(worst, >=, MATRIX_BOOT_FLOOR_WORST);
+    g_assert_cmpuint(r->writes_max_phase, <=, 4);
+    if (!steady)
+        return;
+    g_assert_cmpuint(harm, <=, MATRIX_BOOT_CEIL_HARM);
+    /* The write discipline goal is the matrix's last. */
+    g_assert_true(r->goals[SIM_MATRIX_N_GOALS - 1].pass[SIM_MATRIX_ADAPTIVE]);
+    g_assert_cmpuint(r->steady_writes, ==, 0);
+}
+
 static void
 test_matrix_reduced(void)
 {
@@ -650,7 +715,7 @@ test_matrix_reduced(void)
     guint n_nvme, n_batch, n_two, n_three;
 
     matrix_report(r, "matrix");
-    if (matrix_sampled(r, SIM_START_MAX * MATRIX_N_START))
+    if (matrix_sampled(r, matrix_n_cells()))
         return;
     matrix_check_starts(r);
     /* The floors below are the default start's: its cells keep their seeds. */
@@ -677,6 +742,7 @@ test_matrix_reduced(void)
     g_assert_cmpfloat(nvme_within, >=, MATRIX_FLOOR_WITHIN);
     g_assert_cmpfloat(nvme_worst, >=, MATRIX_FLOOR_WORST);
     g_assert_cmpfloat(r->writes_p95_noise50, <=, MATRIX_CEIL_WRITES50);
+    matrix_check_boot_and_writes(r, TRUE);
 }
 
 /*
@@ -759,7 +825,7 @@ test_matrix_reduced_qemu10(void)
     double within, worst;
 
     matrix_report(r, "matrix (QEMU 10 model)");
-    if (matrix_sampled(r, SIM_START_MAX * MATRIX_N_START))
+    if (matrix_sampled(r, matrix_n_cells()))
         return;
     matrix_check_starts(r);
     matrix_check_cells(r);
@@ -769,6 +835,7 @@ test_matrix_reduced_qemu10(void)
     g_assert_cmpfloat(within, >=, MATRIX10_FLOOR_WITHIN);
     g_assert_cmpfloat(worst, >=, MATRIX10_FLOOR_WORST);
     g_assert_cmpfloat(r->writes_p95_noise50, <=, MATRIX_CEIL_WRITES50);
+    matrix_check_boot_and_writes(r, FALSE);
 }
 
 /* The cell's coordinates name its device class. */
