@@ -5,10 +5,15 @@
  *
  *   bench-store insert [--iothreads N] [--ticks N] [--reps N] [--dir D]
  *     sample rows/s through store_tick_write (one transaction per tick)
- *     vs the sqlite3 CLI loading the same rows from a prepared SQL file.
+ *     vs the sqlite3 CLI loading the same rows from a prepared SQL file;
+ *     checks both databases hold the same samples.
  *   bench-store export [--rows N] [--reps N] [--dir D]
  *     raw rows to CSV through store_export vs `sqlite3 -csv` running the
  *     equivalent SELECT into a file; checks both files are identical.
+ *
+ * The references name the samples' columns and the export's rates from the
+ * metric table (metric-table.h), as the store does, so that a metric added
+ * there is in both sides without a change here.
  *   bench-store size [--iothreads N] [--ticks N] [--dir D]
  *     bytes per raw sample row for a mix of busy and idle iothreads, and
  *     the resulting size per iothread per day.
@@ -145,20 +150,6 @@ write_ticks(StoreDb *db, int n_iothreads, gint64 n_ticks, gint64 first, GArray *
     return now_s() - start;
 }
 
-static void
-sql_io(FILE *f, const StoreIo *io)
-{
-    const gint64 v[] = { io->rd_ops, io->rd_bytes, io->rd_time_ns, io->wr_ops,
-                         io->wr_bytes, io->wr_time_ns, io->flush_ops, io->flush_time_ns };
-
-    for (gsize i = 0; i < G_N_ELEMENTS(v); i++) {
-        if (v[i] == STORE_NULL)
-            fputs(",NULL", f);
-        else
-            fprintf(f, ",%" G_GINT64_FORMAT, v[i]);
-    }
-}
-
 static const char *
 sql_int(char *buf, gint64 v)
 {
@@ -168,48 +159,95 @@ sql_int(char *buf, gint64 v)
     return buf;
 }
 
+/* "key, poll_max_ns, ...": the samples table's columns, one per metric of
+ * the table in its order, so that a metric added there is in the reference
+ * too. */
+static char *
+sample_columns(void)
+{
+    GString *cols = g_string_new("key");
+
+    for (int id = 0; id < METRIC_MAX; id++)
+        g_string_append_printf(cols, ", %s", metric_def(id)->name);
+    return g_string_free(cols, FALSE);
+}
+
 /* The same rows as write_ticks, as the SQL a script would feed sqlite3:
- * names resolved to ids up front, one transaction per tick. */
+ * names resolved to ids up front, one transaction per tick.  Every INSERT
+ * names its columns: a column the schema gains later is left NULL, as the
+ * store leaves it for rows it does not know. */
 static void
 write_sql_file(const char *path, int n_iothreads, gint64 n_ticks)
 {
     g_autoptr(TestTick) t = test_tick_new(n_iothreads);
+    g_autofree char *cols = sample_columns();
     FILE *f = fopen(path, "w");
-    char b[6][32];
+    char b[8][32];
 
     if (!f)
         die(path, NULL);
     fputs("PRAGMA synchronous = NORMAL;\n", f);
     for (int i = 0; i < n_iothreads; i++) {
         if (i % 4 == 0)
-            fprintf(f, "INSERT INTO targets VALUES (%d, 1, '%s', NULL, %" G_GINT64_FORMAT
-                    ", %" G_GINT64_FORMAT ");\n", i / 4 + 1, t->names[2 * i], T0, T0);
-        fprintf(f, "INSERT INTO iothreads VALUES (%d, %d, '%s', %" G_GINT64_FORMAT ", %"
-                G_GINT64_FORMAT ");\n", i + 1, i / 4 + 1, t->names[2 * i + 1], T0, T0);
+            fprintf(f, "INSERT INTO targets (id, kind, name, uuid, first_seen, last_seen)"
+                    " VALUES (%d, 1, '%s', NULL, %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+                    ");\n", i / 4 + 1, t->names[2 * i], T0, T0);
+        fprintf(f, "INSERT INTO iothreads (id, target_id, name, first_seen, last_seen)"
+                " VALUES (%d, %d, '%s', %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ");\n",
+                i + 1, i / 4 + 1, t->names[2 * i + 1], T0, T0);
     }
     for (gint64 k = 0; k < n_ticks; k++) {
         test_tick_fill(t, T0 + k * 1000, k);
-        fprintf(f, "BEGIN;\nINSERT INTO ticks VALUES (%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
-                ", %" G_GINT64_FORMAT ", %s, %s, %s, %s, %s);\n", k + 1, t->tick.ts_ms,
-                t->tick.len_ns, sql_int(b[0], t->tick.psi.cpu_some_us),
-                sql_int(b[1], t->tick.psi.io_some_us), sql_int(b[2], t->tick.psi.io_full_us),
-                sql_int(b[3], t->tick.psi.mem_some_us), sql_int(b[4], t->tick.psi.mem_full_us));
+        fprintf(f, "BEGIN;\nINSERT INTO ticks (id, ts, len_ns, psi_cpu_some_us, psi_io_some_us,"
+                " psi_io_full_us, psi_mem_some_us, psi_mem_full_us, cpu_busy_us, cpu_total_us)"
+                " VALUES (%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+                ", %s, %s, %s, %s, %s, %s, %s);\n", k + 1, t->tick.ts_ms, t->tick.len_ns,
+                sql_int(b[0], t->tick.psi.cpu_some_us), sql_int(b[1], t->tick.psi.io_some_us),
+                sql_int(b[2], t->tick.psi.io_full_us), sql_int(b[3], t->tick.psi.mem_some_us),
+                sql_int(b[4], t->tick.psi.mem_full_us), sql_int(b[5], t->tick.cpu.busy_us),
+                sql_int(b[6], t->tick.cpu.total_us));
         for (int i = 0; i < n_iothreads; i++) {
             const StoreSample *s = &t->samples[i];
 
-            fprintf(f, "INSERT INTO samples VALUES (%" G_GINT64_FORMAT ", %s, %s, %s",
-                    ((k + 1) << 20) | (i + 1), sql_int(b[0], s->poll_max_ns),
-                    sql_int(b[1], s->poll_grow), sql_int(b[2], s->poll_shrink));
-            fprintf(f, ", %s, %s, %s, %s", sql_int(b[0], s->cpu_ns), sql_int(b[1], s->ctx_vol),
-                    sql_int(b[2], s->ctx_invol), sql_int(b[3], s->runq_wait_ns));
-            sql_io(f, &s->io);
-            fprintf(f, ", %s, %s, %s, %s);\n", sql_int(b[0], s->kvm_exits),
-                    sql_int(b[1], s->io_exits), sql_int(b[2], s->mmio_exits),
-                    sql_int(b[3], s->halt_exits));
+            fprintf(f, "INSERT INTO samples (%s) VALUES (%" G_GINT64_FORMAT, cols,
+                    ((k + 1) << 20) | (i + 1));
+            for (int id = 0; id < METRIC_MAX; id++)
+                fprintf(f, ", %s", sql_int(b[0], s->m[id]));
+            fputs(");\n", f);
         }
         fputs("COMMIT;\n", f);
     }
     fclose(f);
+}
+
+/* What the database at @path holds, as one line: the number of ticks, and
+ * of sample rows with their keys' sum and every metric column's count and
+ * sum.  Two databases that give the same line hold the same samples. */
+static char *
+samples_digest(const char *path)
+{
+    GString *q = g_string_new("SELECT (SELECT count(*) FROM ticks) || ' ' || count(*) || ' ' ||"
+                              " sum(key)");
+    g_autofree char *sql = NULL;
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    char *digest;
+
+    for (int id = 0; id < METRIC_MAX; id++)
+        g_string_append_printf(q, " || ' ' || count(%s) || ':' || ifnull(sum(%s), '')",
+                               metric_def(id)->name, metric_def(id)->name);
+    g_string_append(q, " FROM samples");
+    sql = g_string_free(q, FALSE);
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK ||
+        sqlite3_step(st) != SQLITE_ROW) {
+        g_printerr("bench-store: %s: %s\n", path, sqlite3_errmsg(db));
+        exit(1);
+    }
+    digest = g_strdup((const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return digest;
 }
 
 static StoreDb *
@@ -275,8 +313,18 @@ bench_insert(const char *dir)
     }
     m_ref = median(t_ref);
     g_array_sort(lat, cmp_double);
+    {
+        g_autofree char *a = samples_digest(ours);
+        g_autofree char *b = samples_digest(ref);
+
+        if (!g_str_equal(a, b)) {
+            g_printerr("bench-store: insert: the two databases differ:\n  ours: %s\n  CLI:  %s\n",
+                       a, b);
+            exit(1);
+        }
+    }
     printf("insert: %d iothreads x %d ticks = %.0f rows, one transaction per tick, "
-           "median of %d\n", opt_iothreads, opt_ticks, rows, opt_reps);
+           "same samples in both, median of %d\n", opt_iothreads, opt_ticks, rows, opt_reps);
     printf("  store_tick_write, ticks only:  %9.0f rows/s  (%.3f s)\n", rows / m_path, m_path);
     printf("  store_tick_write + close:      %9.0f rows/s  (%.3f s)\n", rows / m_ours, m_ours);
     printf("  sqlite3 CLI < prepared .sql:   %9.0f rows/s  (%.3f s)\n", rows / m_ref, m_ref);
@@ -293,15 +341,94 @@ bench_insert(const char *dir)
     g_unlink(sql);
 }
 
-static const char export_select[] =
-    "SELECT strftime('%Y-%m-%dT%H:%M:%fZ', t.ts / 1000.0, 'unixepoch') AS time,"
-    " g.name AS target, i.name AS iothread, t.len_ns AS tick_ns, s.poll_max_ns, s.poll_grow,"
-    " s.poll_shrink, s.cpu_ns, s.ctx_vol, s.ctx_invol, s.runq_wait_ns, s.rd_ops, s.rd_bytes,"
-    " s.rd_time_ns, s.wr_ops, s.wr_bytes, s.wr_time_ns, s.flush_ops, s.flush_time_ns,"
-    " s.kvm_exits, s.io_exits, s.mmio_exits, s.halt_exits"
-    " FROM ticks t JOIN samples s ON s.key >= t.id << 20 AND s.key < (t.id + 1) << 20"
-    " JOIN iothreads i ON i.id = s.key & 1048575 JOIN targets g ON g.id = i.target_id"
-    " ORDER BY t.id, s.key";
+/* "(s.rd_ops + s.wr_ops + s.flush_ops)": a rate's terms summed. */
+static char *
+terms_sql(const MetricId *terms, const char *join)
+{
+    GString *q = g_string_new("(");
+
+    for (int i = 0; i < METRIC_RATE_TERMS && terms[i] != METRIC_INVALID; i++)
+        g_string_append_printf(q, "%ss.%s", i ? join : "", metric_def(terms[i])->name);
+    g_string_append_c(q, ')');
+    return g_string_free(q, FALSE);
+}
+
+/*
+ * One rate of raw exports as a SELECT column, from its MetricRateDef: the
+ * terms' sum times the scale over the tick or the operations, rounded to
+ * the export's decimals, empty when a term is NULL or the rate undefined
+ * (metric_rate_value()).  SQL does the same floating-point operations in
+ * the same order as the C, so the figures agree to the last digit.
+ */
+static void
+export_rate_sql(GString *q, MetricRate rate)
+{
+    const MetricRateDef *d = metric_rate_def(rate);
+    /* The tick's operations: the terms IOPS counts (metric_values_ops()). */
+    g_autofree char *ops = terms_sql(metric_rate_def(METRIC_RATE_IOPS)->terms, " + ");
+    g_autofree char *ops_known = terms_sql(metric_rate_def(METRIC_RATE_IOPS)->terms,
+                                           " IS NOT NULL AND ");
+    g_autofree char *num = terms_sql(d->terms, " + ");
+    g_autofree char *num_known = terms_sql(d->terms, " IS NOT NULL AND ");
+    g_autofree char *value = NULL;
+    gboolean per_op = d->per == METRIC_PER_OP || d->per == METRIC_PER_OP_SKIP_IDLE;
+    char scale[G_ASCII_DTOSTR_BUF_SIZE];
+
+    /* every digit, and a real even when the scale is whole */
+    g_ascii_formatd(scale, sizeof(scale), "%.17e", d->scale);
+    switch (d->per) {
+    case METRIC_PER_SECOND:
+        value = g_strdup_printf("%s * %s * 1e9 / t.len_ns", num, scale);
+        break;
+    case METRIC_PER_TICK_NS:
+        value = g_strdup_printf("%s * %s / t.len_ns", num, scale);
+        break;
+    case METRIC_PER_OP:
+        value = g_strdup_printf("CASE WHEN %s > 0 THEN %s * %s / %s ELSE 0.0 END", ops, num,
+                                scale, ops);
+        break;
+    case METRIC_PER_OP_SKIP_IDLE:
+        value = g_strdup_printf("%s * %s / %s", num, scale, ops);
+        break;
+    }
+    g_string_append_printf(q, ", CASE WHEN t.len_ns > 0 AND %s IS NOT NULL", num_known);
+    if (per_op || d->needs_ops)
+        g_string_append_printf(q, " AND %s IS NOT NULL", ops_known);
+    if (d->per == METRIC_PER_OP_SKIP_IDLE)
+        g_string_append_printf(q, " AND %s > 0", ops);
+    if (d->export_decimals > 0)
+        g_string_append_printf(q, " THEN printf('%%.%df', round((%s) * 1e%d) / 1e%d) END",
+                               d->export_decimals, value, d->export_decimals,
+                               d->export_decimals);
+    else
+        g_string_append_printf(q, " THEN CAST(round(%s) AS INTEGER) END", value);
+    g_string_append_printf(q, " AS %s", d->json_key);
+}
+
+/*
+ * The SELECT a user of the sqlite3 CLI would write for store_export's raw
+ * CSV: the tick's length, every metric of the table under its name, then
+ * the rates the table exports beside them, names joined in and the time
+ * formatted as ISO 8601 with milliseconds.  Derived from the metric table
+ * as the export is, so that a new metric or rate is in both.
+ */
+static char *
+export_select_new(void)
+{
+    GString *q = g_string_new("SELECT strftime('%Y-%m-%dT%H:%M:%fZ', t.ts / 1000.0, 'unixepoch')"
+                              " AS time, g.name AS target, i.name AS iothread,"
+                              " t.len_ns AS tick_ns");
+
+    for (int id = 0; id < METRIC_MAX; id++)
+        g_string_append_printf(q, ", s.%s", metric_def(id)->name);
+    for (int r = 0; r < METRIC_RATE_MAX; r++)
+        if (metric_rate_def(r)->raw_export)
+            export_rate_sql(q, r);
+    g_string_append(q, " FROM ticks t JOIN samples s ON s.key >= t.id << 20 AND"
+                       " s.key < (t.id + 1) << 20 JOIN iothreads i ON i.id = s.key & 1048575"
+                       " JOIN targets g ON g.id = i.target_id ORDER BY t.id, s.key");
+    return g_string_free(q, FALSE);
+}
 
 static double
 export_ours(const char *db_path, const char *out_path, double *cpu)
@@ -337,8 +464,9 @@ bench_export(const char *dir)
     g_autoptr(GArray) t_ref = g_array_new(FALSE, FALSE, sizeof(double));
     g_autoptr(GArray) c_ours = g_array_new(FALSE, FALSE, sizeof(double));
     g_autoptr(GArray) c_ref = g_array_new(FALSE, FALSE, sizeof(double));
-    const char *argv[] = { "sqlite3", "-csv", "-header", "-newline", "\r\n", db_path,
-                           export_select, NULL };
+    g_autofree char *select = export_select_new();
+    const char *argv[] = { "sqlite3", "-csv", "-header", "-newline", "\r\n", db_path, select,
+                           NULL };
     const char *cmp_argv[] = { "cmp", a, b, NULL };
     int n_iothreads = 200;
     gint64 n_ticks = opt_rows / n_iothreads;
@@ -360,6 +488,8 @@ bench_export(const char *dir)
 
         g_array_append_val(t_ours, secs);
         g_array_append_val(c_ours, cpu);
+        /* the launcher writes over the file without truncating it */
+        g_unlink(b);
         secs = run_timed(argv, NULL, b, &cpu);
         g_array_append_val(t_ref, secs);
         g_array_append_val(c_ref, cpu);
