@@ -3,10 +3,12 @@
 # Install, build and run polltune's whole test suite.
 #
 # Three builds, each from scratch in its own folder under the source tree:
-#   build       gcc, -Werror: every suite but chaos
+#   build       gcc, -Werror: every suite but chaos; bench-smoke runs every
+#               benchmark once at a tiny size, so one that no longer runs fails
 #   build-san   gcc with ASan+UBSan, -Werror: every suite but the slow e2e
-#               and fault; chaos runs here only, so its daemon is sanitized:
-#               its kept seeds and a few drawn from the commit (printed)
+#               and fault, and bench-smoke; chaos runs here only, so its
+#               daemon is sanitized: its kept seeds and a few drawn from the
+#               commit (printed)
 #   build-fuzz  clang with libFuzzer, -Werror, every library instrumented: the
 #               fuzz targets, bounded in time, each held to its coverage floor
 #               (tests/fuzz/coverage-floor.txt)
@@ -74,7 +76,8 @@ echo "=== chaos seeds: $chaos_seeds (from ${rev:-PT_CHAOS_SEEDS}); replay one wi
 
 run_build build -Dwerror=true -- --no-suite chaos
 run_build build-san -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false \
-    -Dchaos-seeds="$chaos_seeds" -- --no-suite e2e --no-suite fault --no-suite debian
+    -Dchaos-seeds="$chaos_seeds" -- --no-suite e2e --no-suite fault --no-suite debian \
+    --no-suite bench-smoke
 if command -v clang >/dev/null; then
     CC=clang run_build build-fuzz -Dwerror=true -Dfuzzing=true -Dfuzz-seconds="${PT_FUZZ_SECONDS:-20}" \
         -- --suite fuzz

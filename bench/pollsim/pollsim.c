@@ -10,7 +10,10 @@
  *   pollsim --matrix           the reduced scenario matrix (sim-matrix.h)
  *   pollsim --matrix=full      the full matrix
  *   --qemu-model 7.2|10        the polling mechanism modelled (suite, matrix)
- * Exit status 1 when a calibration row or a goal fails.
+ * Exit status 1 when a calibration row or a goal fails, unless
+ * PT_BENCH_SMOKE is set: a run at a tiny size that checks the program still
+ * runs, where goals may miss for want of time and the verdicts are only
+ * printed.
  */
 #include <math.h>
 #include <stdio.h>
@@ -21,6 +24,19 @@
 
 /* --matrix takes an optional value: "reduced" (the default) or "full". */
 static char *matrix_arg;
+
+/* The exit status for goals that passed or not (see the top). */
+static int
+goals_status(gboolean pass)
+{
+    if (pass)
+        return 0;
+    if (g_getenv("PT_BENCH_SMOKE")) {
+        printf("pollsim: a goal missed; PT_BENCH_SMOKE is set, so this run does not fail\n");
+        return 0;
+    }
+    return 1;
+}
 
 static gboolean
 matrix_option(const char *name G_GNUC_UNUSED, const char *value, gpointer data G_GNUC_UNUSED,
@@ -196,7 +212,7 @@ main(int argc, char **argv)
         }
         sim_matrix_print(m, stdout);
         g_clear_pointer(&matrix_arg, g_free);
-        return sim_matrix_goals_pass(m) ? 0 : 1;
+        return goals_status(sim_matrix_goals_pass(m));
     }
     if (do_regimes) {
         regimes(model);
@@ -211,7 +227,7 @@ main(int argc, char **argv)
     if (do_calibrate)
         ok &= calibrate();
     if (!do_suite)
-        return ok ? 0 : 1;
+        return goals_status(ok);
 
     printf("\n| scenario | policy | IOPS | vs off | mean lat us | p99 lat us | "
            "polling core-s | exits/s | vCPU app cores | writes |\n");
@@ -241,5 +257,5 @@ main(int argc, char **argv)
                g->detail);
     }
     printf("\ngoals: %u of %u pass\n", goals->len - failed, goals->len);
-    return ok && failed == 0 ? 0 : 1;
+    return goals_status(ok && failed == 0);
 }

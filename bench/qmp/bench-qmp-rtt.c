@@ -11,6 +11,9 @@
  * that drift in machine speed cancels out.
  *
  * Usage: bench-qmp-rtt [ROUNDS [BATCH]]
+ * Exit status 2 when the median ratio misses the goal, unless
+ * PT_BENCH_SMOKE is set (a run at a tiny size that checks the benchmark
+ * still runs, where the figures mean nothing).
  */
 #include "qmp-commands.h"
 #include "pt-test-qemu.h"
@@ -188,5 +191,5 @@ main(int argc, char **argv)
 
         rmdir(dir);
     }
-    return m_ratio <= 1.2 ? 0 : 2;
+    return m_ratio <= 1.2 || g_getenv("PT_BENCH_SMOKE") ? 0 : 2;
 }
