@@ -34,7 +34,6 @@ struct CliClient {
     GQueue messages;            /* QmpMessage, parsed but not yet handled */
     GError *parse_error;
     gint64 next_id;
-    char *version;
     char *error_class;
 };
 
@@ -61,7 +60,6 @@ cli_client_free(CliClient *c)
     g_clear_pointer(&c->stream, qmp_stream_free);
     g_clear_error(&c->parse_error);
     g_free(c->path);
-    g_free(c->version);
     g_free(c->error_class);
     g_free(c);
 }
@@ -183,8 +181,7 @@ static gboolean
 client_read_greeting(CliClient *c, GError **error)
 {
     g_autoptr(QmpMessage) m = client_next_message(c, "greeting", error);
-    json_object *version, *ours;
-    gint64 major = 0, minor = 0, micro = 0;
+    json_object *version;
 
     if (!m)
         return FALSE;
@@ -200,17 +197,12 @@ client_read_greeting(CliClient *c, GError **error)
         return FALSE;
     }
     if (!json_object_object_get_ex(m->body, "version", &version) ||
-        !json_object_object_get_ex(version, "polltune", &ours)) {
+        !json_object_object_get_ex(version, "polltune", NULL)) {
         g_set_error(error, CLI_ERROR, CLI_ERROR_PROTOCOL,
                     "%s: the greeting is not polltuned's (no version.polltune; "
                     "is this a QEMU monitor?)", c->path);
         return FALSE;
     }
-    qmp_json_get_int(ours, "major", &major);
-    qmp_json_get_int(ours, "minor", &minor);
-    qmp_json_get_int(ours, "micro", &micro);
-    c->version = g_strdup_printf("%" G_GINT64_FORMAT ".%" G_GINT64_FORMAT ".%" G_GINT64_FORMAT,
-                                 major, minor, micro);
     return TRUE;
 }
 
@@ -253,12 +245,6 @@ cli_client_connect(const char *path, guint timeout_ms, GError **error)
     if (!client_read_greeting(c, error))
         return NULL;
     return g_steal_pointer(&c);
-}
-
-const char *
-cli_client_daemon_version(CliClient *c)
-{
-    return c->version;
 }
 
 const char *

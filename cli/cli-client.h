@@ -52,9 +52,6 @@ CliClient *cli_client_connect(const char *path, guint timeout_ms, GError **error
 void cli_client_free(CliClient *c);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(CliClient, cli_client_free)
 
-/* The daemon's version from the greeting, e.g. "0.1.0". */
-const char *cli_client_daemon_version(CliClient *c);
-
 /*
  * Runs @command with @args (borrowed, may be NULL) and returns the reply's
  * "return" value (a new reference).  @on_chunk may be NULL, in which case

@@ -42,7 +42,6 @@ struct PtControl {
     gid_t read_gid, admin_gid;
     GList *conns;
     guint n_conns;
-    guint64 refused;
     dev_t sock_dev;                 /* the socket file we bound */
     ino_t sock_ino;
 };

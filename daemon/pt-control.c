@@ -406,7 +406,6 @@ pt_control_accept_one(PtControl *ctl, int cfd)
         g_autofree char *busy = qmp_message_build_error(pt_control_error_class(e),
                                                         e->message, NULL);
 
-        ctl->refused++;
         (void)!send(cfd, busy, strlen(busy), MSG_NOSIGNAL | MSG_DONTWAIT);
         close(cfd);
         pt_conn_free(conn);
@@ -640,10 +639,4 @@ guint
 pt_control_n_connections(PtControl *ctl)
 {
     return ctl->n_conns;
-}
-
-guint64
-pt_control_n_refused(PtControl *ctl)
-{
-    return ctl->refused;
 }

@@ -53,4 +53,3 @@ guint pt_control_conn_cap(guint64 nofile);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(PtControl, pt_control_free)
 
 guint pt_control_n_connections(PtControl *c);
-guint64 pt_control_n_refused(PtControl *c);

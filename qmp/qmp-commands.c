@@ -137,26 +137,6 @@ qmp_iothread_set_sync(QmpClient *c, const char *iothread_id,
                                 error) != NULL;
 }
 
-void
-qmp_iothread_get_async(QmpClient *c, const char *iothread_id,
-                       QmpIothreadProp prop, GAsyncReadyCallback cb, gpointer ud)
-{
-    qmp_client_call_async(c, "qom-get", qmp_iothread_args(iothread_id, prop), 0,
-                          qmp_decode_qom_int, g_free, cb, ud);
-}
-
-gboolean
-qmp_iothread_get_finish(QmpClient *c, GAsyncResult *res, gint64 *value,
-                        GError **error)
-{
-    g_autofree gint64 *v = qmp_client_call_finish(c, res, error);
-
-    if (!v)
-        return FALSE;
-    *value = *v;
-    return TRUE;
-}
-
 gboolean
 qmp_iothread_get_sync(QmpClient *c, const char *iothread_id,
                       QmpIothreadProp prop, gint64 *value, GError **error)
@@ -486,19 +466,6 @@ qmp_query_stats_schemas_sync(QmpClient *c, GError **error)
 }
 
 /* ---- query-status, query-name, query-version --------------------------- */
-
-void
-qmp_query_status_async(QmpClient *c, GAsyncReadyCallback cb, gpointer ud)
-{
-    qmp_client_call_async(c, "query-status", NULL, 0, qmp_decode_status,
-                          (GDestroyNotify)qmp_status_free, cb, ud);
-}
-
-QmpStatus *
-qmp_query_status_finish(QmpClient *c, GAsyncResult *res, GError **error)
-{
-    return qmp_client_call_finish(c, res, error);
-}
 
 QmpStatus *
 qmp_query_status_sync(QmpClient *c, GError **error)

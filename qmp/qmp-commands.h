@@ -61,11 +61,6 @@ gboolean qmp_iothread_set_sync(QmpClient *c, const char *iothread_id,
                                QmpIothreadProp prop, gint64 value, gint64 max,
                                GError **error);
 
-void qmp_iothread_get_async(QmpClient *c, const char *iothread_id,
-                            QmpIothreadProp prop, GAsyncReadyCallback cb,
-                            gpointer ud);
-gboolean qmp_iothread_get_finish(QmpClient *c, GAsyncResult *res,
-                                 gint64 *value, GError **error);
 gboolean qmp_iothread_get_sync(QmpClient *c, const char *iothread_id,
                                QmpIothreadProp prop, gint64 *value,
                                GError **error);
@@ -181,8 +176,6 @@ typedef struct {
 void qmp_status_free(QmpStatus *s);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(QmpStatus, qmp_status_free)
 
-void qmp_query_status_async(QmpClient *c, GAsyncReadyCallback cb, gpointer ud);
-QmpStatus *qmp_query_status_finish(QmpClient *c, GAsyncResult *res, GError **error);
 QmpStatus *qmp_query_status_sync(QmpClient *c, GError **error);
 
 /* The VM's -name, or "" when it has none. */
