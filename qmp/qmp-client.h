@@ -164,8 +164,8 @@ gpointer qmp_client_call_finish(QmpClient *client, GAsyncResult *res,
                                 GError **error);
 
 /*
- * The synchronous form, for the CLI and tests: iterates the client's context
- * until the command completes.  Call it from the thread that owns that
+ * The synchronous form, for tests (tests/common/pt-test-qmp-sync.h): iterates
+ * the client's context until the command completes.  Call it from the thread that owns that
  * context, and never from inside one of the client's callbacks.
  */
 gpointer qmp_client_call_sync(QmpClient *client, const char *command,

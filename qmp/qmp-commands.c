@@ -31,13 +31,6 @@ qmp_query_iothreads_finish(QmpClient *c, GAsyncResult *res, GError **error)
     return qmp_client_call_finish(c, res, error);
 }
 
-GPtrArray *
-qmp_query_iothreads_sync(QmpClient *c, GError **error)
-{
-    return qmp_client_call_sync(c, "query-iothreads", NULL, qmp_decode_iothreads,
-                                (GDestroyNotify)g_ptr_array_unref, error);
-}
-
 /* ---- qom-set / qom-get on iothreads ------------------------------------ */
 
 /* QOM ids are letters, digits, '-', '.', '_' and must start with a letter;
@@ -119,38 +112,6 @@ qmp_iothread_set_finish(QmpClient *c, GAsyncResult *res, GError **error)
     return qmp_client_call_finish(c, res, error) != NULL;
 }
 
-gboolean
-qmp_iothread_set_sync(QmpClient *c, const char *iothread_id,
-                      QmpIothreadProp prop, gint64 value, gint64 max,
-                      GError **error)
-{
-    GError *bad = qmp_iothread_set_check(c, iothread_id, prop, value, max);
-    json_object *args;
-
-    if (bad) {
-        g_propagate_error(error, bad);
-        return FALSE;
-    }
-    args = qmp_iothread_args(iothread_id, prop);
-    json_object_object_add(args, "value", json_object_new_int64(value));
-    return qmp_client_call_sync(c, "qom-set", args, qmp_decode_empty, NULL,
-                                error) != NULL;
-}
-
-gboolean
-qmp_iothread_get_sync(QmpClient *c, const char *iothread_id,
-                      QmpIothreadProp prop, gint64 *value, GError **error)
-{
-    g_autofree gint64 *v = qmp_client_call_sync(c, "qom-get",
-                                                qmp_iothread_args(iothread_id, prop),
-                                                qmp_decode_qom_int, g_free, error);
-
-    if (!v)
-        return FALSE;
-    *value = *v;
-    return TRUE;
-}
-
 /* ---- query-blockstats and device -> iothread --------------------------- */
 
 void
@@ -164,13 +125,6 @@ GPtrArray *
 qmp_query_blockstats_finish(QmpClient *c, GAsyncResult *res, GError **error)
 {
     return qmp_client_call_finish(c, res, error);
-}
-
-GPtrArray *
-qmp_query_blockstats_sync(QmpClient *c, GError **error)
-{
-    return qmp_client_call_sync(c, "query-blockstats", NULL, qmp_decode_blockstats,
-                                (GDestroyNotify)g_ptr_array_unref, error);
 }
 
 /* ---- device -> iothreads ---------------------------------------------- */
@@ -347,32 +301,6 @@ qmp_device_iothreads_finish(QmpClient *c, GAsyncResult *res, char ***iothreads,
     return TRUE;
 }
 
-gboolean
-qmp_device_iothreads_sync(QmpClient *c, const char *qdev, char ***iothreads,
-                          GError **error)
-{
-    QmpDevMapWalk *w = qmp_devmap_walk_new(qdev);
-    gboolean done = FALSE;
-
-    while (!done) {
-        GError *err = NULL;
-        gpointer v = qmp_client_call_sync(c, "qom-get", qmp_devmap_args(w),
-                                          qmp_devmap_steps[w->step].decode,
-                                          qmp_devmap_steps[w->step].free, &err);
-
-        if (!v && !g_error_matches(err, QMP_ERROR, QMP_ERROR_COMMAND)) {
-            g_propagate_error(error, err);
-            qmp_devmap_walk_free(w);
-            return FALSE;
-        }
-        g_clear_error(&err);
-        done = qmp_devmap_advance(w, v);
-    }
-    *iothreads = g_steal_pointer(&w->result);
-    qmp_devmap_walk_free(w);
-    return TRUE;
-}
-
 /* ---- query-stats ------------------------------------------------------- */
 
 /*
@@ -445,34 +373,7 @@ qmp_query_stats_finish(QmpClient *c, GAsyncResult *res, GError **error)
     return qmp_client_call_finish(c, res, error);
 }
 
-QmpStats *
-qmp_query_stats_sync(QmpClient *c, QmpStatsTarget target, GError **error)
-{
-    g_return_val_if_fail(qmp_stats_target_to_string(target), NULL);
-    return qmp_client_call_sync(c, "query-stats", qmp_stats_args(target),
-                                qmp_decode_stats, (GDestroyNotify)qmp_stats_free,
-                                error);
-}
-
-GPtrArray *
-qmp_query_stats_schemas_sync(QmpClient *c, GError **error)
-{
-    json_object *args = json_object_new_object();
-
-    json_object_object_add(args, "provider", json_object_new_string("kvm"));
-    return qmp_client_call_sync(c, "query-stats-schemas", args,
-                                qmp_decode_stats_schemas,
-                                (GDestroyNotify)g_ptr_array_unref, error);
-}
-
-/* ---- query-status, query-name, query-version --------------------------- */
-
-QmpStatus *
-qmp_query_status_sync(QmpClient *c, GError **error)
-{
-    return qmp_client_call_sync(c, "query-status", NULL, qmp_decode_status,
-                                (GDestroyNotify)qmp_status_free, error);
-}
+/* ---- query-name ------------------------------------------------------- */
 
 void
 qmp_query_name_async(QmpClient *c, GAsyncReadyCallback cb, gpointer ud)
@@ -484,17 +385,4 @@ char *
 qmp_query_name_finish(QmpClient *c, GAsyncResult *res, GError **error)
 {
     return qmp_client_call_finish(c, res, error);
-}
-
-char *
-qmp_query_name_sync(QmpClient *c, GError **error)
-{
-    return qmp_client_call_sync(c, "query-name", NULL, qmp_decode_name, g_free, error);
-}
-
-QmpVersion *
-qmp_query_version_sync(QmpClient *c, GError **error)
-{
-    return qmp_client_call_sync(c, "query-version", NULL, qmp_decode_version,
-                                (GDestroyNotify)qmp_version_free, error);
 }

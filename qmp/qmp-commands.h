@@ -2,11 +2,12 @@
 /*
  * qmp-commands: typed wrappers for the QMP commands polltune uses.
  *
- * Each wrapper comes as _async/_finish and as _sync, and hands back plain C
- * structs; nothing here exposes json-c.  Every reply is checked for the
- * members we rely on, and a reply of the wrong shape fails with
- * QMP_ERROR_UNEXPECTED naming the member, as an error reply does with
- * QMP_ERROR_COMMAND.  Members we don't know are ignored.
+ * Each wrapper comes as _async/_finish and hands back plain C structs;
+ * nothing here exposes json-c.  Every reply is checked for the members we
+ * rely on, and a reply of the wrong shape fails with QMP_ERROR_UNEXPECTED
+ * naming the member, as an error reply does with QMP_ERROR_COMMAND.
+ * Members we don't know are ignored.  The synchronous forms, and the
+ * commands only tests send, are in tests/common/pt-test-qmp-sync.h.
  *
  * Writes are validated before anything is sent: QEMU itself refuses only
  * negative poll parameters, so bounds are ours to keep.
@@ -32,7 +33,6 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(QmpIothread, qmp_iothread_free)
 /* Result: GPtrArray of QmpIothread, freeing its elements. */
 void qmp_query_iothreads_async(QmpClient *c, GAsyncReadyCallback cb, gpointer ud);
 GPtrArray *qmp_query_iothreads_finish(QmpClient *c, GAsyncResult *res, GError **error);
-GPtrArray *qmp_query_iothreads_sync(QmpClient *c, GError **error);
 
 /* ---- iothread properties through qom-set / qom-get --------------------- */
 
@@ -57,13 +57,6 @@ void qmp_iothread_set_async(QmpClient *c, const char *iothread_id,
                             QmpIothreadProp prop, gint64 value, gint64 max,
                             GAsyncReadyCallback cb, gpointer ud);
 gboolean qmp_iothread_set_finish(QmpClient *c, GAsyncResult *res, GError **error);
-gboolean qmp_iothread_set_sync(QmpClient *c, const char *iothread_id,
-                               QmpIothreadProp prop, gint64 value, gint64 max,
-                               GError **error);
-
-gboolean qmp_iothread_get_sync(QmpClient *c, const char *iothread_id,
-                               QmpIothreadProp prop, gint64 *value,
-                               GError **error);
 
 /* ---- query-blockstats and the device -> iothread map ------------------- */
 
@@ -86,7 +79,6 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(QmpBlockStats, qmp_block_stats_free)
 /* Result: GPtrArray of QmpBlockStats, one per top-level block backend. */
 void qmp_query_blockstats_async(QmpClient *c, GAsyncReadyCallback cb, gpointer ud);
 GPtrArray *qmp_query_blockstats_finish(QmpClient *c, GAsyncResult *res, GError **error);
-GPtrArray *qmp_query_blockstats_sync(QmpClient *c, GError **error);
 
 /*
  * The iothreads a block device runs in, as a NULL-terminated array of
@@ -110,8 +102,6 @@ void qmp_device_iothreads_async(QmpClient *c, const char *qdev,
 /* *@iothreads: a GStrv, possibly empty (the main loop). */
 gboolean qmp_device_iothreads_finish(QmpClient *c, GAsyncResult *res,
                                      char ***iothreads, GError **error);
-gboolean qmp_device_iothreads_sync(QmpClient *c, const char *qdev,
-                                   char ***iothreads, GError **error);
 
 /* ---- query-stats and query-stats-schemas ------------------------------- */
 
@@ -150,7 +140,6 @@ const char *const *qmp_stats_target_names(QmpStatsTarget t);
 void qmp_query_stats_async(QmpClient *c, QmpStatsTarget target,
                            GAsyncReadyCallback cb, gpointer ud);
 QmpStats *qmp_query_stats_finish(QmpClient *c, GAsyncResult *res, GError **error);
-QmpStats *qmp_query_stats_sync(QmpClient *c, QmpStatsTarget target, GError **error);
 
 typedef struct {
     char *provider;
@@ -163,8 +152,6 @@ typedef struct {
 } QmpStatSchema;
 
 void qmp_stat_schema_free(QmpStatSchema *s);
-/* Result: GPtrArray of QmpStatSchema, one per statistic. */
-GPtrArray *qmp_query_stats_schemas_sync(QmpClient *c, GError **error);
 
 /* ---- query-status, query-name, query-version --------------------------- */
 
@@ -176,13 +163,9 @@ typedef struct {
 void qmp_status_free(QmpStatus *s);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(QmpStatus, qmp_status_free)
 
-QmpStatus *qmp_query_status_sync(QmpClient *c, GError **error);
-
 /* The VM's -name, or "" when it has none. */
 void qmp_query_name_async(QmpClient *c, GAsyncReadyCallback cb, gpointer ud);
 char *qmp_query_name_finish(QmpClient *c, GAsyncResult *res, GError **error);
-char *qmp_query_name_sync(QmpClient *c, GError **error);
 
 void qmp_version_free(QmpVersion *v);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(QmpVersion, qmp_version_free)
-QmpVersion *qmp_query_version_sync(QmpClient *c, GError **error);

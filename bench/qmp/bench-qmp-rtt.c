@@ -15,8 +15,8 @@
  * PT_BENCH_SMOKE is set (a run at a tiny size that checks the benchmark
  * still runs, where the figures mean nothing).
  */
-#include "qmp-commands.h"
 #include "pt-test-qemu.h"
+#include "pt-test-qmp-sync.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <gio/gio.h>
-#include "qmp-commands.h"
+#include "pt-test-qmp-sync.h"
 
 void
 chaos_violation(Chaos *ch, const char *invariant, const char *fmt, ...)

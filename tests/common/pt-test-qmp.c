@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "pt-test-qmp.h"
 #include "pt-test-daemon.h"     /* pt_test_wait_ms() */
-#include "qmp-commands.h"
+#include "pt-test-qmp-sync.h"
 
 #include <glib/gstdio.h>
 

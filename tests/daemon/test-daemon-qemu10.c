@@ -26,7 +26,7 @@
 #include "pt-test-daemon.h"
 #include "pt-test-qemu.h"
 #include "pt-test-qmp.h"
-#include "qmp-commands.h"
+#include "pt-test-qmp-sync.h"
 #include "qmp-json.h"
 
 static const char *const iothreads[] = { "iot0", "iot1", "iot2", "iot3", "iot4" };

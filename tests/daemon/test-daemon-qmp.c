@@ -13,7 +13,7 @@
 #include "pt-test-daemon.h"
 #include "pt-test-qemu.h"
 #include "pt-test-qmp.h"
-#include "qmp-commands.h"
+#include "pt-test-qmp-sync.h"
 #include "qmp-json.h"
 
 #include <grp.h>

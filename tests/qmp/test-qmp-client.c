@@ -4,7 +4,7 @@
  * replies, events, ids, and peers that misbehave in every way we can make
  * them.
  */
-#include "qmp-commands.h"
+#include "pt-test-qmp-sync.h"
 #include "qmp-fake-monitor.h"
 #include "qmp-json.h"
 

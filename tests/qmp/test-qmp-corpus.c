@@ -9,7 +9,7 @@
  * Every file must have its checks in the table below, and every entry its
  * file, so the corpus cannot grow without assertions.
  */
-#include "qmp-commands.h"
+#include "pt-test-qmp-sync.h"
 #include "qmp-decode.h"
 #include "qmp-fake-monitor.h"
 

@@ -3,8 +3,8 @@
  * The QMP client against a real qemu-system-x86_64: what the fake monitor
  * cannot prove is that we imagined QEMU's replies right.
  */
-#include "qmp-commands.h"
 #include "pt-test-qemu.h"
+#include "pt-test-qmp-sync.h"
 
 #include <signal.h>
 
