@@ -33,13 +33,14 @@ static const char *const iothreads[] = { "iot0", "iot1", "iot2", "iot3", "iot4" 
 
 typedef struct {
     PtDaemon *d;
+    const char *socket;         /* the target's identity: its QMP socket's path */
     guint ticks;                /* ticks with I/O figures wanted of iot0-iot3 */
 } Settled;
 
 static PtTarget *
-the_target(PtDaemon *d)
+the_target(PtDaemon *d, const char *socket)
 {
-    return pt_daemon_find_target(d, "qmp");
+    return pt_daemon_find_target(d, socket);
 }
 
 static const PolicyMetrics *
@@ -55,7 +56,7 @@ static gboolean
 settled(gpointer data)
 {
     Settled *s = data;
-    PtTarget *t = the_target(s->d);
+    PtTarget *t = the_target(s->d, s->socket);
 
     if (!t || t->state != PT_TARGET_ATTACHED)
         return FALSE;
@@ -197,9 +198,9 @@ test_qemu10_facts(void)
     g_assert_true(pt_daemon_start(d, &err));
     g_assert_no_error(err);
 
-    s = (Settled){ .d = d, .ticks = 3 };
+    s = (Settled){ .d = d, .socket = qemu->qmp_path, .ticks = 3 };
     g_assert_true(loop_until(settled, &s, 60000));
-    t = the_target(d);
+    t = the_target(d, qemu->qmp_path);
 
     /* The release from the greeting, and the 10.0 polling model. */
     g_assert_cmpuint(t->qemu_version / 1000, ==, 10000);
