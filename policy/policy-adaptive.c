@@ -56,7 +56,7 @@ has_ref(const PolicyIothreadState *st)
  * scenario matrix over four seeds, two standard errors gave 59.4% of the
  * cells within 3% of the oracle and a mean objective of 10.5740, one
  * gives 72.1% and 10.5810, half gives 76.9% but a worst cell of 73.3%
- * (docs/POLICY.md).  The per-tick standard deviation is
+ * (docs/POLICY-LOG.md).  The per-tick standard deviation is
  * pooled from every segment measured on this iothread, starting from a
  * prior of NOISE_PRIOR_SD worth NOISE_PRIOR_DF ticks: the simulator's
  * noise-free runs vary by about 1% per tick, and that prior lets a clear
@@ -72,7 +72,7 @@ has_ref(const PolicyIothreadState *st)
  * seeds 1-8 they lose half a point of cells within 3% of the oracle and
  * leave 0.75 more cells below the better trivial baseline; under the QEMU
  * 10 model (seed 1) three also lift the worst cell from 76.9% to 86.0%
- * (docs/POLICY.md).  Four let seed 3's worst cell fall to 71.2%.  The
+ * (docs/POLICY-LOG.md).  Four let seed 3's worst cell fall to 71.2%.  The
  * starting triple is measured until its mean is known to SEG_A_SE (3%) or
  * for SEG_A_MAX ticks; it costs nothing.
  */
@@ -562,7 +562,7 @@ segments_equivalent(const PolicyConfig *cfg, const PolicyIothreadState *st,
  * longer only costs ticks of a losing triple.
  * On the reduced matrix over seeds 1-4 this ends 0.7 (QEMU 7.2) and 0.5
  * (QEMU 10) points more of the cells within 3% of the oracle, and loses
- * on no seed (docs/POLICY.md).
+ * on no seed (docs/POLICY-LOG.md).
  */
 static gboolean
 probe_trails_done(const PolicyConfig *cfg, const PolicyIothreadState *st,
