@@ -267,7 +267,7 @@ history_print_group(json_object *rows, GArray *idx, gboolean rollup)
         g_autofree char *s3 = cli_sparkline_summary("CPU %", 7, cpu, n, 60);
 
         printf("%s/%s \302\267 %s \342\206\222 %s UTC \302\267 %zu rows\n  %s\n  %s\n  %s\n\n",
-               first.target, first.iothread, from, to, n, s1, s2, s3);
+               cli_text(first.target), cli_text(first.iothread), from, to, n, s1, s2, s3);
     }
     table = cli_table_render(t);
     fputs(table, stdout);
@@ -306,7 +306,7 @@ history_print(json_object *reply)
         }
         g_array_append_val(idx, ui);
     }
-    printf("resolution %s\n\n", res ? res : "?");
+    printf("resolution %s\n\n", res ? cli_text(res) : "?");
     for (guint g = 0; g < order->len; g++) {
         if (g > 0)
             printf("\n");
@@ -517,7 +517,7 @@ cli_cmd_export(CliContext *ctx, char **args, guint n, GError **error)
             cli_print_json(s);
         } else {
             printf("wrote %" G_GUINT64_FORMAT " rows (%" G_GUINT64_FORMAT " bytes) to %s\n",
-                   rows, bytes, opt_output);
+                   rows, bytes, cli_text(opt_output));
         }
     }
     return TRUE;
@@ -820,7 +820,7 @@ report_finish(CliContext *ctx, CliReport *rep, const char *resolution, GError **
             json_object_object_add(s, "to_ms", json_object_new_int64(to));
             cli_print_json(s);
         } else {
-            printf("wrote %s (%" G_GUINT64_FORMAT " points at %s resolution)\n", opt_output,
+            printf("wrote %s (%" G_GUINT64_FORMAT " points at %s resolution)\n", cli_text(opt_output),
                    cli_report_n_points(rep), resolution);
         }
     }

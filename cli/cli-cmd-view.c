@@ -5,7 +5,6 @@
  */
 #include <math.h>
 #include <stdio.h>
-#include <unistd.h>
 
 #include "cli-commands.h"
 #include "cli-format.h"
@@ -168,7 +167,7 @@ override_text(CliContext *ctx, json_object *ov)
     return g_strdup_printf("override %s by %s, set %s, %s: %s", id, *who ? who : "?",
                            g_str_equal(age, "-") ? "at an unknown time" : age,
                            left ? left : "until cleared",
-                           reason && *reason ? reason : "no reason given");
+                           reason && *reason ? cli_text(reason) : "no reason given");
 }
 
 static void
@@ -557,16 +556,17 @@ cli_cmd_metrics(CliContext *ctx, char **args, guint n, GError **error)
         g_set_error(error, CLI_ERROR, CLI_ERROR_PROTOCOL, "metrics: the reply has no text");
         return FALSE;
     }
-    /* The exposition as rendered for a file or a pipe; on a terminal its
-     * lines are escaped like every other peer's text. */
-    if (isatty(STDOUT_FILENO)) {
+    /* A label value holds a VM's name or socket path as given, and the
+     * exposition escapes only its newlines, backslashes and quotes: its
+     * lines are escaped like every other peer's text, on a pipe too (what
+     * grep passes on reaches a terminal all the same).  A line without
+     * control characters is unchanged; --json has the text exactly. */
+    {
         g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
 
         for (guint i = 0; lines[i]; i++)
             printf("%s%s", cli_text(lines[i]), lines[i + 1] ? "\n" : "");
-        return TRUE;
     }
-    fputs(text, stdout);
     return TRUE;
 }
 
