@@ -184,7 +184,12 @@ print_status_header(json_object *st)
         g_strdup_printf(" (p99 %s ms)", p99_ms) : g_strdup("");
     g_autofree char *pending = int_text(store, "pending");
     g_autofree char *dropped = int_text(store, "dropped");
-    g_autofree char *busy = num_text(host, "cpu_busy_pct", 1);
+    g_autofree char *busy_pct = num_text(host, "cpu_busy_pct", 1);
+    /* 100% is every CPU busy; the count says so. */
+    g_autofree char *cpus = int_text(host, "cpus");
+    g_autofree char *busy = member(host, "cpus") ?
+        g_strdup_printf("%s%% of all %s CPUs", busy_pct, cpus) :
+        g_strdup_printf("%s%%", busy_pct);
     g_autofree char *psi = num_text(host, "psi_some_avg10", 2);
     g_autofree char *polling = num_text(host, "polling_cores", 2);
     g_autofree char *budget = num_text(host, "budget_cores", 2);
@@ -200,10 +205,10 @@ print_status_header(json_object *st)
            str(store, "health"), pending, dropped);
     /* A budget of 0 means none is set (POLICY.md), not zero cores. */
     if (budget_cores > 0)
-        printf("host    CPU busy %s%% \302\267 PSI cpu some %s \302\267 polling %s of %s cores "
+        printf("host    CPU busy %s \302\267 PSI cpu some %s \302\267 polling %s of %s cores "
                "budget\n", busy, psi, polling, budget);
     else
-        printf("host    CPU busy %s%% \302\267 PSI cpu some %s \302\267 polling %s cores "
+        printf("host    CPU busy %s \302\267 PSI cpu some %s \302\267 polling %s cores "
                "(no budget set)\n", busy, psi, polling);
 }
 

@@ -413,8 +413,12 @@ pt_cmd_status(PtConn *conn, json_object *args, json_object **ret, GError **error
     json_object_object_add(*ret, "store", store);
     if (h->have_psi)
         pt_json_num(host, "psi_some_avg10", h->psi_some_avg10);
-    if (h->have_stat)
-        pt_json_num(host, "cpu_busy_pct", h->cpu_busy_pct);
+    /* 100 = every CPU busy, as in host-history and the report (the policy
+     * counts 100 per CPU). */
+    if (h->have_stat && h->n_cpus > 0) {
+        pt_json_num(host, "cpu_busy_pct", h->cpu_busy_pct / h->n_cpus);
+        json_object_object_add(host, "cpus", json_object_new_int((int)h->n_cpus));
+    }
     pt_json_num(host, "polling_cores", pt_daemon_polling_cores(d));
     pt_json_num(host, "budget_cores", conf->policy->budget_cores);
     json_object_object_add(*ret, "host", host);
