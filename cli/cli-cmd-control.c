@@ -20,7 +20,8 @@ static char *opt_attach_name;
 
 const GOptionEntry cli_override_set_entries[] = {
     { "for", 'f', 0, G_OPTION_ARG_STRING, &opt_for,
-      "End the override after this long (90s, 30m, 12h, 7d); default: until cleared",
+      "End the override after this long (90s, 30m, 12h, 7d; a bare number is seconds); "
+      "default: until cleared",
       "DURATION" },
     { "reason", 'r', 0, G_OPTION_ARG_STRING, &opt_reason, "Why, for the decision log", "TEXT" },
     { NULL },
@@ -82,8 +83,8 @@ cli_cmd_policy_get(CliContext *ctx, char **args, guint n, GError **error)
     g_autofree char *tt = NULL;
     json_object *a;
 
-    if (n > 0)
-        json_object_object_add(req, "target", json_object_new_string(args[0]));
+    if (n > 0 && !cli_target_add(req, args[0], error))
+        return FALSE;
     if (!(r = cli_context_call(ctx, "policy-get", req, error)))
         return FALSE;
     if (ctx->json) {
@@ -118,10 +119,11 @@ cli_cmd_policy_get(CliContext *ctx, char **args, guint n, GError **error)
     if (json_object_object_get_ex(r, "targets", &a) && json_object_is_type(a, json_type_array))
         for (gsize i = 0; i < json_object_array_length(a); i++) {
             json_object *e = json_object_array_get_idx(a, i);
+            const char *iot = qmp_json_get_string(e, "iothread");
 
             cli_table_row(targets);
-            cli_table_cell(targets, qmp_json_get_string(e, "display_name") ?:
-                           qmp_json_get_string(e, "name"));
+            cli_table_cellf(targets, "%s%s%s", qmp_json_get_string(e, "display_name") ?:
+                            qmp_json_get_string(e, "name"), iot ? "/" : "", iot ? iot : "");
             cli_table_cell(targets, qmp_json_get_string(e, "policy"));
         }
     if (cli_table_n_rows(rules) > 0) {
@@ -160,9 +162,8 @@ cli_cmd_policy_set(CliContext *ctx, char **args, guint n, GError **error)
         spec = g_strdup(policy);
     }
     if (!policy_spec_parse(spec, &parsed, &perr)) {
-        g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "policy set: %s (expected observe, off, "
-                    "qemu-default, static:MAX[/GROW[/SHRINK]], adaptive or adaptive:OBJECTIVE)",
-                    perr->message);
+        /* The parser's message names the choices: once is enough. */
+        g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "policy set: %s", perr->message);
         return FALSE;
     }
     json_object_object_add(req, "target", json_object_new_string(args[0]));
@@ -172,6 +173,9 @@ cli_cmd_policy_set(CliContext *ctx, char **args, guint n, GError **error)
     done = g_strdup_printf("%s: policy %s (kept until `polltunectl policy clear %s`)", args[0],
                            spec, args[0]);
     print_done(ctx, r, done);
+    /* Not an error: the rule is kept, for VMs to come. */
+    if (!ctx->json && qmp_json_get_string(r, "note"))
+        printf("note: %s\n", cli_text(qmp_json_get_string(r, "note")));
     return TRUE;
 }
 
@@ -238,9 +242,15 @@ cli_cmd_override_set(CliContext *ctx, char **args, guint n, GError **error)
         return FALSE;
     }
     if (opt_for) {
-        if (!cli_time_check("--for", opt_for, ctx->now_ms, FALSE, NULL, error))
+        /* A bare number is seconds, as sleep(1) and timeout(1) take it; the
+         * daemon's grammar (a bare number is ms, as in the configuration)
+         * then gets it with its unit. */
+        g_autofree char *span = *opt_for && strspn(opt_for, "0123456789") == strlen(opt_for) ?
+            g_strconcat(opt_for, "s", NULL) : g_strdup(opt_for);
+
+        if (!cli_time_check("--for", span, ctx->now_ms, FALSE, NULL, error))
             return FALSE;
-        json_object_object_add(req, "for", json_object_new_string(opt_for));
+        json_object_object_add(req, "for", json_object_new_string(span));
     }
     if (opt_reason)
         json_object_object_add(req, "reason", json_object_new_string(opt_reason));

@@ -35,22 +35,26 @@ static char *opt_selector;
 static char *opt_scrape;
 static char *opt_host_label;
 
-#define RANGE_ENTRIES(since_default)                                                    \
+#define RANGE_ENTRIES(since_default, resolution_default)                                 \
     { "since", 0, 0, G_OPTION_ARG_STRING, &opt_since,                                   \
       "Start: a span back from now (30m, 12h, 7d) or ISO 8601 (default " since_default ")", \
       "TIME" },                                                                         \
     { "until", 0, 0, G_OPTION_ARG_STRING, &opt_until, "End, exclusive (default now)",   \
       "TIME" },                                                                         \
     { "resolution", 0, 0, G_OPTION_ARG_STRING, &opt_resolution,                         \
-      "raw, 1m or 1h (default: by the length of the range)", "RES" }
+      "raw, 1m or 1h (default: " resolution_default ")", "RES" }
+
+/* history and report pick the level by the range (cli_resolution_for_span());
+ * an export is of what was recorded. */
+#define RESOLUTION_BY_RANGE "by the length of the range"
 
 const GOptionEntry cli_history_entries[] = {
-    RANGE_ENTRIES("1h"),
+    RANGE_ENTRIES("1h", RESOLUTION_BY_RANGE),
     { NULL },
 };
 
 const GOptionEntry cli_export_entries[] = {
-    RANGE_ENTRIES("30d"),
+    RANGE_ENTRIES("30d", "raw, every tick recorded"),
     { "format", 'F', 0, G_OPTION_ARG_STRING, &opt_format, "csv or jsonl (default csv)",
       "FORMAT" },
     { "vm", 0, 0, G_OPTION_ARG_STRING, &opt_vm, "Only this VM", "NAME" },
@@ -63,7 +67,7 @@ const GOptionEntry cli_export_entries[] = {
 };
 
 const GOptionEntry cli_report_entries[] = {
-    RANGE_ENTRIES("30d"),
+    RANGE_ENTRIES("30d", RESOLUTION_BY_RANGE),
     { "vm", 0, 0, G_OPTION_ARG_STRING, &opt_vm, "Only this VM", "NAME" },
     { "prometheus", 0, 0, G_OPTION_ARG_STRING, &opt_prometheus,
       "A fleet's report from this Prometheus server (http://HOST:PORT)", "URL" },
