@@ -9,6 +9,7 @@
 #include "common/pt-escape.h"
 
 #include <math.h>
+#include <string.h>
 
 typedef gboolean (*PtCmdFunc)(PtConn *conn, json_object *args, json_object **ret,
                               GError **error);
@@ -478,6 +479,16 @@ pt_find(PtConn *conn, json_object *args, const char **iothread, GError **error)
     t = pt_daemon_resolve_target(pt_conn_daemon(conn), name, error);
     if (!t)
         return NULL;
+    /* virsh numbers iothreads (iothreadset vm 1): N is QEMU's iothreadN,
+     * the id libvirt gives it.  The id itself goes on from here. */
+    if (*iothread && !g_hash_table_contains(t->iothreads, *iothread) && **iothread &&
+        strspn(*iothread, "0123456789") == strlen(*iothread)) {
+        g_autofree char *id = g_strconcat("iothread", *iothread, NULL);
+        gpointer key;
+
+        if (g_hash_table_lookup_extended(t->iothreads, id, &key, NULL))
+            *iothread = key;
+    }
     if (*iothread && !g_hash_table_contains(t->iothreads, *iothread)) {
         g_autoptr(GPtrArray) ios = pt_sorted_iothreads(t);
         g_autoptr(GString) have = g_string_new(NULL);

@@ -45,8 +45,11 @@ test_policy(void)
 
     if (!cli_live_setup())
         return;
-    set = CTL_OK("policy", "set", "vm-*", "static:50000/2/2");
+    /* The values as virsh iothreadset takes them stand for static:. */
+    set = CTL_OK("policy", "set", "vm-*", "--poll-max-ns", "50000", "--poll-grow", "2",
+                 "--poll-shrink", "2");
     g_assert_nonnull(strstr(set, "vm-*: policy static:50000/2/2"));
+    CTL_FAILS(2, "stands for POLICY", "policy", "set", "vm-*", "off", "--poll-max-ns", "1");
     cli_assert_poll("iot0", 50000, 3000);
     cli_assert_poll("iot1", 50000, 3000);
     g_assert_true(pt_test_wait(status_shows, &w, 3000));
@@ -219,9 +222,10 @@ test_override_expires(void)
     /* A bare number for --for is seconds, as sleep(1) takes it. */
     g_clear_pointer(&ov, json_object_put);
     now_ms = g_get_real_time() / 1000;
-    ov = CTL_JSON("override", "set", "vm-a/iot1", "poll-max-ns=12000", "--for", "90");
+    ov = CTL_JSON("override", "set", "vm-a/iot1", "--poll-max-ns", "12000", "--for", "90");
     g_assert_cmpint(pt_json_path_int(ov, "expires_ms"), >=, now_ms + 90000);
     g_assert_cmpint(pt_json_path_int(ov, "expires_ms"), <=, now_ms + 90000 + 5000);
+    cli_assert_poll("iot1", 12000, 3000);
     g_free(CTL_OK("override", "clear", "vm-a/iot1"));
 }
 
@@ -508,6 +512,68 @@ test_permission(void)
     cli_daemon_log_check(d);
 }
 
+/* What bash offers for the words after "polltunectl -s SOCKET", the last
+ * being the one completed: the installed script under bash-completion. */
+static char **
+complete_words(const char *const *words)
+{
+    g_autofree char *script = g_build_filename(g_getenv("PT_SOURCE_ROOT"), "cli",
+                                               "polltunectl.bash-completion", NULL);
+    g_autofree char *bindir = g_path_get_dirname(g_getenv("PT_POLLTUNECTL"));
+    g_autofree char *line = NULL;
+    g_autofree char *prog = NULL;
+    g_autofree char *out = NULL;
+    g_autoptr(GString) w = g_string_new("polltunectl -s ");
+    guint n = 2;
+    int ws = 0;
+
+    g_string_append(w, cli_live.d->socket_path);
+    for (const char *const *a = words; *a; a++, n++)
+        g_string_append_printf(w, " %s", *a);
+    line = g_shell_quote(w->str);
+    prog = g_strdup_printf("export PATH=%s:$PATH; . /usr/share/bash-completion/bash_completion;"
+                           " . %s; COMP_LINE=%s; COMP_POINT=${#COMP_LINE};"
+                           " COMP_WORDS=($COMP_LINE%s); COMP_CWORD=%u; _polltunectl 2>/dev/null;"
+                           " printf '%%s\\n' \"${COMPREPLY[@]}\"", bindir, script, line,
+                           g_str_has_suffix(w->str, " ") ? " ''" : "", n);
+    g_assert_true(g_spawn_sync(NULL, (char *[]){ (char *)"bash", (char *)"-c", prog, NULL },
+                               NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, &out, NULL, &ws, NULL));
+    g_assert_true(g_spawn_check_wait_status(ws, NULL));
+    return g_strsplit(g_strchomp(out), "\n", -1);
+}
+
+static gboolean
+strv_has(char **v, const char *s)
+{
+    return v && g_strv_contains((const char *const *)v, s);
+}
+
+/* Completion offers VM names, then a VM's iothreads, then what fits. */
+static void
+test_completion(void)
+{
+    g_auto(GStrv) vms = NULL, ios = NULL, vals = NULL, opts = NULL, pol = NULL;
+
+    if (!g_file_test("/usr/share/bash-completion/bash_completion", G_FILE_TEST_EXISTS)) {
+        g_test_skip("bash-completion is not installed");
+        return;
+    }
+    if (!cli_live_setup())
+        return;
+    vms = complete_words((const char *const[]){ "show", "vm-", NULL });
+    g_assert_true(strv_has(vms, "vm-a"));
+    ios = complete_words((const char *const[]){ "override", "set", "vm-a/", NULL });
+    g_assert_true(strv_has(ios, "vm-a/iot0"));
+    g_assert_true(strv_has(ios, "vm-a/iot1"));
+    vals = complete_words((const char *const[]){ "override", "set", "vm-a/iot0", "poll-", NULL });
+    g_assert_true(strv_has(vals, "poll-max-ns="));
+    opts = complete_words((const char *const[]){ "override", "set", "vm-a/iot0", "--poll", NULL });
+    g_assert_true(strv_has(opts, "--poll-max-ns"));
+    g_assert_true(strv_has(opts, "--poll-shrink"));
+    pol = complete_words((const char *const[]){ "policy", "set", "--poll-m", NULL });
+    g_assert_true(strv_has(pol, "--poll-max-ns"));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -520,5 +586,6 @@ main(int argc, char **argv)
     cli_live_add("/cli/daemon/attach-detach", test_attach_detach);
     cli_live_add("/cli/daemon/reload", test_reload);
     cli_live_add("/cli/daemon/permission", test_permission);
+    cli_live_add("/cli/daemon/completion", test_completion);
     return cli_live_run(NULL);
 }
