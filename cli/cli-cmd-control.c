@@ -17,10 +17,26 @@ static char *opt_for;
 static char *opt_reason;
 static gint64 opt_clear_id = -1;
 static char *opt_attach_name;
+/* virsh iothreadset's options: --poll-max-ns N --poll-grow N --poll-shrink N */
+static char *opt_poll[3];
+static const char *const poll_keys[3] = { "poll-max-ns", "poll-grow", "poll-shrink" };
+
+#define POLL_ENTRIES                                                                      \
+    { "poll-max-ns", 0, 0, G_OPTION_ARG_STRING, &opt_poll[0],                             \
+      "poll-max-ns, as virsh iothreadset takes it", "N" },                                \
+    { "poll-grow", 0, 0, G_OPTION_ARG_STRING, &opt_poll[1], "poll-grow", "N" },           \
+    { "poll-shrink", 0, 0, G_OPTION_ARG_STRING, &opt_poll[2], "poll-shrink", "N" }
+
+const GOptionEntry cli_policy_set_entries[] = {
+    POLL_ENTRIES,
+    { NULL },
+};
 
 const GOptionEntry cli_override_set_entries[] = {
+    POLL_ENTRIES,
     { "for", 'f', 0, G_OPTION_ARG_STRING, &opt_for,
-      "End the override after this long (90s, 30m, 12h, 7d); default: until cleared",
+      "End the override after this long (90s, 30m, 12h, 7d; a bare number is seconds); "
+      "default: until cleared",
       "DURATION" },
     { "reason", 'r', 0, G_OPTION_ARG_STRING, &opt_reason, "Why, for the decision log", "TEXT" },
     { NULL },
@@ -82,8 +98,8 @@ cli_cmd_policy_get(CliContext *ctx, char **args, guint n, GError **error)
     g_autofree char *tt = NULL;
     json_object *a;
 
-    if (n > 0)
-        json_object_object_add(req, "target", json_object_new_string(args[0]));
+    if (n > 0 && !cli_target_add(req, args[0], error))
+        return FALSE;
     if (!(r = cli_context_call(ctx, "policy-get", req, error)))
         return FALSE;
     if (ctx->json) {
@@ -118,10 +134,11 @@ cli_cmd_policy_get(CliContext *ctx, char **args, guint n, GError **error)
     if (json_object_object_get_ex(r, "targets", &a) && json_object_is_type(a, json_type_array))
         for (gsize i = 0; i < json_object_array_length(a); i++) {
             json_object *e = json_object_array_get_idx(a, i);
+            const char *iot = qmp_json_get_string(e, "iothread");
 
             cli_table_row(targets);
-            cli_table_cell(targets, qmp_json_get_string(e, "display_name") ?:
-                           qmp_json_get_string(e, "name"));
+            cli_table_cellf(targets, "%s%s%s", qmp_json_get_string(e, "display_name") ?:
+                            qmp_json_get_string(e, "name"), iot ? "/" : "", iot ? iot : "");
             cli_table_cell(targets, qmp_json_get_string(e, "policy"));
         }
     if (cli_table_n_rows(rules) > 0) {
@@ -135,6 +152,46 @@ cli_cmd_policy_get(CliContext *ctx, char **args, guint n, GError **error)
     return TRUE;
 }
 
+/* One "key=N" of @cmd into @req. */
+static gboolean
+poll_value(const char *cmd, const char *arg, json_object *req, GError **error)
+{
+    const char *eq = strchr(arg, '=');
+    g_autofree char *key = eq ? g_strndup(arg, eq - arg) : g_strdup(arg);
+    guint64 v;
+
+    if (!eq || !name_in(key, poll_keys, G_N_ELEMENTS(poll_keys))) {
+        g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "%s: %s: expected "
+                    "poll-max-ns=N, poll-grow=N or poll-shrink=N", cmd, arg);
+        return FALSE;
+    }
+    if (json_object_object_get_ex(req, key, NULL)) {
+        g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "%s: %s given twice", cmd, key);
+        return FALSE;
+    }
+    if (!g_ascii_string_to_unsigned(eq + 1, 10, 0, G_MAXINT64, &v, NULL)) {
+        g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "%s: %s: \"%s\" is not a "
+                    "non-negative integer", cmd, key, eq + 1);
+        return FALSE;
+    }
+    json_object_object_add(req, key, json_object_new_int64((gint64)v));
+    return TRUE;
+}
+
+/* The --poll-* options given, into @req as poll_value() reads KEY=N. */
+static gboolean
+poll_options_add(const char *cmd, json_object *req, GError **error)
+{
+    for (guint i = 0; i < G_N_ELEMENTS(opt_poll); i++) {
+        g_autofree char *arg = opt_poll[i] ? g_strdup_printf("%s=%s", poll_keys[i],
+                                                             opt_poll[i]) : NULL;
+
+        if (arg && !poll_value(cmd, arg, req, error))
+            return FALSE;
+    }
+    return TRUE;
+}
+
 gboolean
 cli_cmd_policy_set(CliContext *ctx, char **args, guint n, GError **error)
 {
@@ -142,13 +199,35 @@ cli_cmd_policy_set(CliContext *ctx, char **args, guint n, GError **error)
     g_autoptr(json_object) r = NULL;
     g_autofree char *spec = NULL;
     g_autofree char *done = NULL;
-    const char *policy = args[1];
+    const char *policy = n > 1 ? args[1] : NULL;
     g_autoptr(GError) perr = NULL;
+    g_autoptr(json_object) values = json_object_new_object();
     PolicySpec parsed;
 
+    if (!poll_options_add("policy set", values, error))
+        return FALSE;
+    /* --poll-max-ns N [--poll-grow N] [--poll-shrink N], as virsh
+     * iothreadset: a static policy, written the one way a spec is. */
+    if (json_object_object_length(values) > 0) {
+        gint64 v[3] = { 0, 0, 0 };
+
+        if (n > 1 || !json_object_object_get_ex(values, "poll-max-ns", NULL)) {
+            g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "policy set: --poll-max-ns N "
+                        "(with --poll-grow, --poll-shrink) stands for POLICY; give one");
+            return FALSE;
+        }
+        for (guint i = 0; i < G_N_ELEMENTS(v); i++)
+            qmp_json_get_int(values, poll_keys[i], &v[i]);
+        spec = g_strdup_printf("static:%" G_GINT64_FORMAT "/%" G_GINT64_FORMAT "/%"
+                               G_GINT64_FORMAT, v[0], v[1], v[2]);
+    } else if (n < 2) {
+        g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "policy set: expected GLOB POLICY "
+                    "[OBJECTIVE] or GLOB --poll-max-ns N");
+        return FALSE;
+    }
     /* The daemon's own grammar (policy_spec_parse), so that what the
      * documentation allows, such as static:32768, is accepted here too. */
-    if (n == 3) {
+    if (!spec && n == 3) {
         if (!g_str_equal(policy, "adaptive") ||
             policy_objective_from_string(args[2]) == POLICY_OBJECTIVE_INVALID) {
             g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "policy set: objective %s: only "
@@ -156,13 +235,12 @@ cli_cmd_policy_set(CliContext *ctx, char **args, guint n, GError **error)
             return FALSE;
         }
         spec = g_strdup_printf("adaptive:%s", args[2]);
-    } else {
+    } else if (!spec) {
         spec = g_strdup(policy);
     }
     if (!policy_spec_parse(spec, &parsed, &perr)) {
-        g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "policy set: %s (expected observe, off, "
-                    "qemu-default, static:MAX[/GROW[/SHRINK]], adaptive or adaptive:OBJECTIVE)",
-                    perr->message);
+        /* The parser's message names the choices: once is enough. */
+        g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "policy set: %s", perr->message);
         return FALSE;
     }
     json_object_object_add(req, "target", json_object_new_string(args[0]));
@@ -172,6 +250,9 @@ cli_cmd_policy_set(CliContext *ctx, char **args, guint n, GError **error)
     done = g_strdup_printf("%s: policy %s (kept until `polltunectl policy clear %s`)", args[0],
                            spec, args[0]);
     print_done(ctx, r, done);
+    /* Not an error: the rule is kept, for VMs to come. */
+    if (!ctx->json && qmp_json_get_string(r, "note"))
+        printf("note: %s\n", cli_text(qmp_json_get_string(r, "note")));
     return TRUE;
 }
 
@@ -190,33 +271,6 @@ cli_cmd_policy_clear(CliContext *ctx, char **args, guint n, GError **error)
     return TRUE;
 }
 
-/* One "key=N" of override set. */
-static gboolean
-override_value(const char *arg, json_object *req, GError **error)
-{
-    static const char *const keys[] = { "poll-max-ns", "poll-grow", "poll-shrink" };
-    const char *eq = strchr(arg, '=');
-    g_autofree char *key = eq ? g_strndup(arg, eq - arg) : g_strdup(arg);
-    guint64 v;
-
-    if (!eq || !name_in(key, keys, G_N_ELEMENTS(keys))) {
-        g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "override set: %s: expected "
-                    "poll-max-ns=N, poll-grow=N or poll-shrink=N", arg);
-        return FALSE;
-    }
-    if (json_object_object_get_ex(req, key, NULL)) {
-        g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "override set: %s given twice", key);
-        return FALSE;
-    }
-    if (!g_ascii_string_to_unsigned(eq + 1, 10, 0, G_MAXINT64, &v, NULL)) {
-        g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "override set: %s: \"%s\" is not a "
-                    "non-negative integer", key, eq + 1);
-        return FALSE;
-    }
-    json_object_object_add(req, key, json_object_new_int64((gint64)v));
-    return TRUE;
-}
-
 gboolean
 cli_cmd_override_set(CliContext *ctx, char **args, guint n, GError **error)
 {
@@ -230,17 +284,25 @@ cli_cmd_override_set(CliContext *ctx, char **args, guint n, GError **error)
     if (!cli_target_add(req, args[0], error))
         return FALSE;
     for (guint i = 1; i < n; i++)
-        if (!override_value(args[i], req, error))
+        if (!poll_value("override set", args[i], req, error))
             return FALSE;
+    if (!poll_options_add("override set", req, error))
+        return FALSE;
     if (!json_object_object_get_ex(req, "poll-max-ns", NULL)) {
-        g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "override set: poll-max-ns=N is "
-                    "required");
+        g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "override set: poll-max-ns=N (or "
+                    "--poll-max-ns N) is required");
         return FALSE;
     }
     if (opt_for) {
-        if (!cli_time_check("--for", opt_for, ctx->now_ms, FALSE, NULL, error))
+        /* A bare number is seconds, as sleep(1) and timeout(1) take it; the
+         * daemon's grammar (a bare number is ms, as in the configuration)
+         * then gets it with its unit. */
+        g_autofree char *span = *opt_for && strspn(opt_for, "0123456789") == strlen(opt_for) ?
+            g_strconcat(opt_for, "s", NULL) : g_strdup(opt_for);
+
+        if (!cli_time_check("--for", span, ctx->now_ms, FALSE, NULL, error))
             return FALSE;
-        json_object_object_add(req, "for", json_object_new_string(opt_for));
+        json_object_object_add(req, "for", json_object_new_string(span));
     }
     if (opt_reason)
         json_object_object_add(req, "reason", json_object_new_string(opt_reason));

@@ -35,22 +35,26 @@ static char *opt_selector;
 static char *opt_scrape;
 static char *opt_host_label;
 
-#define RANGE_ENTRIES(since_default)                                                    \
+#define RANGE_ENTRIES(since_default, resolution_default)                                 \
     { "since", 0, 0, G_OPTION_ARG_STRING, &opt_since,                                   \
       "Start: a span back from now (30m, 12h, 7d) or ISO 8601 (default " since_default ")", \
       "TIME" },                                                                         \
     { "until", 0, 0, G_OPTION_ARG_STRING, &opt_until, "End, exclusive (default now)",   \
       "TIME" },                                                                         \
     { "resolution", 0, 0, G_OPTION_ARG_STRING, &opt_resolution,                         \
-      "raw, 1m or 1h (default: by the length of the range)", "RES" }
+      "raw, 1m or 1h (default: " resolution_default ")", "RES" }
+
+/* history and report pick the level by the range (cli_resolution_for_span());
+ * an export is of what was recorded. */
+#define RESOLUTION_BY_RANGE "by the length of the range"
 
 const GOptionEntry cli_history_entries[] = {
-    RANGE_ENTRIES("1h"),
+    RANGE_ENTRIES("1h", RESOLUTION_BY_RANGE),
     { NULL },
 };
 
 const GOptionEntry cli_export_entries[] = {
-    RANGE_ENTRIES("30d"),
+    RANGE_ENTRIES("30d", "raw, every tick recorded"),
     { "format", 'F', 0, G_OPTION_ARG_STRING, &opt_format, "csv or jsonl (default csv)",
       "FORMAT" },
     { "vm", 0, 0, G_OPTION_ARG_STRING, &opt_vm, "Only this VM", "NAME" },
@@ -63,7 +67,7 @@ const GOptionEntry cli_export_entries[] = {
 };
 
 const GOptionEntry cli_report_entries[] = {
-    RANGE_ENTRIES("30d"),
+    RANGE_ENTRIES("30d", RESOLUTION_BY_RANGE),
     { "vm", 0, 0, G_OPTION_ARG_STRING, &opt_vm, "Only this VM", "NAME" },
     { "prometheus", 0, 0, G_OPTION_ARG_STRING, &opt_prometheus,
       "A fleet's report from this Prometheus server (http://HOST:PORT)", "URL" },
@@ -267,7 +271,7 @@ history_print_group(json_object *rows, GArray *idx, gboolean rollup)
         g_autofree char *s3 = cli_sparkline_summary("CPU %", 7, cpu, n, 60);
 
         printf("%s/%s \302\267 %s \342\206\222 %s UTC \302\267 %zu rows\n  %s\n  %s\n  %s\n\n",
-               first.target, first.iothread, from, to, n, s1, s2, s3);
+               cli_text(first.target), cli_text(first.iothread), from, to, n, s1, s2, s3);
     }
     table = cli_table_render(t);
     fputs(table, stdout);
@@ -306,7 +310,7 @@ history_print(json_object *reply)
         }
         g_array_append_val(idx, ui);
     }
-    printf("resolution %s\n\n", res ? res : "?");
+    printf("resolution %s\n\n", res ? cli_text(res) : "?");
     for (guint g = 0; g < order->len; g++) {
         if (g > 0)
             printf("\n");
@@ -517,7 +521,7 @@ cli_cmd_export(CliContext *ctx, char **args, guint n, GError **error)
             cli_print_json(s);
         } else {
             printf("wrote %" G_GUINT64_FORMAT " rows (%" G_GUINT64_FORMAT " bytes) to %s\n",
-                   rows, bytes, opt_output);
+                   rows, bytes, cli_text(opt_output));
         }
     }
     return TRUE;
@@ -820,7 +824,7 @@ report_finish(CliContext *ctx, CliReport *rep, const char *resolution, GError **
             json_object_object_add(s, "to_ms", json_object_new_int64(to));
             cli_print_json(s);
         } else {
-            printf("wrote %s (%" G_GUINT64_FORMAT " points at %s resolution)\n", opt_output,
+            printf("wrote %s (%" G_GUINT64_FORMAT " points at %s resolution)\n", cli_text(opt_output),
                    cli_report_n_points(rep), resolution);
         }
     }

@@ -5,7 +5,6 @@
  */
 #include <math.h>
 #include <stdio.h>
-#include <unistd.h>
 
 #include "cli-commands.h"
 #include "cli-format.h"
@@ -168,7 +167,7 @@ override_text(CliContext *ctx, json_object *ov)
     return g_strdup_printf("override %s by %s, set %s, %s: %s", id, *who ? who : "?",
                            g_str_equal(age, "-") ? "at an unknown time" : age,
                            left ? left : "until cleared",
-                           reason && *reason ? reason : "no reason given");
+                           reason && *reason ? cli_text(reason) : "no reason given");
 }
 
 static void
@@ -185,7 +184,12 @@ print_status_header(json_object *st)
         g_strdup_printf(" (p99 %s ms)", p99_ms) : g_strdup("");
     g_autofree char *pending = int_text(store, "pending");
     g_autofree char *dropped = int_text(store, "dropped");
-    g_autofree char *busy = num_text(host, "cpu_busy_pct", 1);
+    g_autofree char *busy_pct = num_text(host, "cpu_busy_pct", 1);
+    /* 100% is every CPU busy; the count says so. */
+    g_autofree char *cpus = int_text(host, "cpus");
+    g_autofree char *busy = member(host, "cpus") ?
+        g_strdup_printf("%s%% of all %s CPUs", busy_pct, cpus) :
+        g_strdup_printf("%s%%", busy_pct);
     g_autofree char *psi = num_text(host, "psi_some_avg10", 2);
     g_autofree char *polling = num_text(host, "polling_cores", 2);
     g_autofree char *budget = num_text(host, "budget_cores", 2);
@@ -201,10 +205,10 @@ print_status_header(json_object *st)
            str(store, "health"), pending, dropped);
     /* A budget of 0 means none is set (POLICY.md), not zero cores. */
     if (budget_cores > 0)
-        printf("host    CPU busy %s%% \302\267 PSI cpu some %s \302\267 polling %s of %s cores "
+        printf("host    CPU busy %s \302\267 PSI cpu some %s \302\267 polling %s of %s cores "
                "budget\n", busy, psi, polling, budget);
     else
-        printf("host    CPU busy %s%% \302\267 PSI cpu some %s \302\267 polling %s cores "
+        printf("host    CPU busy %s \302\267 PSI cpu some %s \302\267 polling %s cores "
                "(no budget set)\n", busy, psi, polling);
 }
 
@@ -557,16 +561,17 @@ cli_cmd_metrics(CliContext *ctx, char **args, guint n, GError **error)
         g_set_error(error, CLI_ERROR, CLI_ERROR_PROTOCOL, "metrics: the reply has no text");
         return FALSE;
     }
-    /* The exposition as rendered for a file or a pipe; on a terminal its
-     * lines are escaped like every other peer's text. */
-    if (isatty(STDOUT_FILENO)) {
+    /* A label value holds a VM's name or socket path as given, and the
+     * exposition escapes only its newlines, backslashes and quotes: its
+     * lines are escaped like every other peer's text, on a pipe too (what
+     * grep passes on reaches a terminal all the same).  A line without
+     * control characters is unchanged; --json has the text exactly. */
+    {
         g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
 
         for (guint i = 0; lines[i]; i++)
             printf("%s%s", cli_text(lines[i]), lines[i + 1] ? "\n" : "");
-        return TRUE;
     }
-    fputs(text, stdout);
     return TRUE;
 }
 

@@ -121,6 +121,7 @@ gboolean cli_cmd_export(CliContext *ctx, char **args, guint n, GError **error);
 gboolean cli_cmd_report(CliContext *ctx, char **args, guint n, GError **error);
 
 extern const GOptionEntry cli_show_entries[];
+extern const GOptionEntry cli_policy_set_entries[];
 extern const GOptionEntry cli_override_set_entries[];
 extern const GOptionEntry cli_override_clear_entries[];
 extern const GOptionEntry cli_attach_entries[];

@@ -22,6 +22,8 @@ static const struct {
     { "cpu_pct", "iothread CPU", "% of one core" },
     { "blocks_per_op", "blocks per operation", NULL },
     { "exits_per_op", "VM exits per operation", NULL },
+    { "exits", "VM exit figures", NULL },
+    { "exits_per_op_now", "VM exits per operation now", NULL },
     { "score", "objective score", NULL },
     { "noise_sd", "noise (standard deviation of the score)", NULL },
     { "start", "starting run", NULL },
@@ -84,6 +86,12 @@ field_value(const char *key, const char *v)
         g_autofree char *t = ms > 0 ? cli_format_time_ms(ms, FALSE) : NULL;
 
         return t ? g_strconcat(t, " UTC", NULL) : g_strdup("never");
+    }
+    /* "unavailable(why)", "0.42(measuring ...)": the note set off by a space */
+    if (strchr(v, '(') && strchr(v, '(') > v && strchr(v, '(')[-1] != ' ') {
+        const char *open = strchr(v, '(');
+
+        return g_strdup_printf("%.*s %s", (int)(open - v), v, open);
     }
     return g_strdup(v);
 }
@@ -153,9 +161,15 @@ cli_evidence_parse(const char *reason, char **text)
             value = g_strndup(vstart, vend - vstart);
             p = vend < end ? vend + 1 : end;
         } else {
+            int depth = 0;
+
+            /* A value's note in parentheses may hold spaces:
+             * "exits=unavailable(polling's vCPU saving unknown)". */
             vend = vstart;
-            while (vend < end && *vend != ' ')
+            while (vend < end && (depth > 0 || *vend != ' ')) {
+                depth += *vend == '(' ? 1 : *vend == ')' && depth > 0 ? -1 : 0;
                 vend++;
+            }
             value = g_strndup(vstart, vend - vstart);
             p = vend;
         }

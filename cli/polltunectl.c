@@ -54,7 +54,8 @@ const CliCommand cli_commands[] = {
     { "policy", "get", "[TARGET]", "Show the default policy, the rules and each target's",
       NULL, 0, 1, FALSE, cli_cmd_policy_get },
     { "policy", "set", "GLOB POLICY [OBJECTIVE]",
-      "Set the policy of targets matching GLOB; kept across restarts", NULL, 2, 3, FALSE,
+      "Set the policy of targets matching GLOB; kept across restarts",
+      cli_policy_set_entries, 1, 3, FALSE,
       cli_cmd_policy_set,
       "POLICY is one of:\n"
       "  observe                        measure only, never write\n"
@@ -63,11 +64,13 @@ const CliCommand cli_commands[] = {
       "  static:MAX[/GROW[/SHRINK]]     fixed values, e.g. static:50000/2/2\n"
       "  adaptive[:OBJECTIVE]           measure and choose (default objective balanced)\n"
       "OBJECTIVE is latency, balanced or efficiency (docs/POLICY.md).\n"
-      "GLOB matches TARGET or TARGET/IOTHREAD, e.g. 'db-*' or 'vm-3/iothread1'.\n" },
+      "GLOB matches TARGET or TARGET/IOTHREAD, e.g. 'db-*' or 'vm-3/iothread1'.\n"
+      "--poll-max-ns N [--poll-grow N] [--poll-shrink N] instead of POLICY is\n"
+      "static:N/GROW/SHRINK, as virsh iothreadset takes the values.\n" },
     { "policy", "clear", "GLOB", "Remove the rule policy set added for GLOB", NULL, 1, 1,
       FALSE, cli_cmd_policy_clear },
     { "override", "set", "VM[/IOTHREAD] poll-max-ns=N [poll-grow=N] [poll-shrink=N]",
-      "Pin polling values on an iothread or a whole VM", cli_override_set_entries, 2, 4,
+      "Pin polling values on an iothread or a whole VM", cli_override_set_entries, 1, 4,
       FALSE, cli_cmd_override_set },
     { "override", "clear", "VM[/IOTHREAD]", "End an override", cli_override_clear_entries, 0,
       1, FALSE, cli_cmd_override_clear },

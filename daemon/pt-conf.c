@@ -340,9 +340,15 @@ pt_conf_get_duration(const PtConfReader *r, const char *key, gint64 min, gint64 
     g_strstrip(v);
     if (!pt_parse_duration(v, &ms, &err))
         return pt_conf_fail(r, key, error, "%s", err->message);
-    if (ms < min || ms > max)
-        return pt_conf_fail(r, key, error, "%s is outside %" G_GINT64_FORMAT "ms..%"
-                            G_GINT64_FORMAT "ms", v, min, max);
+    if (ms < min || ms > max) {
+        g_autofree char *lo = pt_format_duration(min);
+        g_autofree char *hi = pt_format_duration(max);
+
+        /* "5 is outside 100ms..1h" alone hides that 5 meant 5 ms */
+        return pt_conf_fail(r, key, error, "%s is outside %s..%s%s", v, lo, hi,
+                            strspn(v, "0123456789") == strlen(v) ?
+                            " (a number without a unit is milliseconds)" : "");
+    }
     *out = ms;
     pt_conf_keep_written(r, key, v);
     return TRUE;

@@ -9,6 +9,7 @@
 #include "common/pt-escape.h"
 
 #include <math.h>
+#include <string.h>
 
 typedef gboolean (*PtCmdFunc)(PtConn *conn, json_object *args, json_object **ret,
                               GError **error);
@@ -413,8 +414,12 @@ pt_cmd_status(PtConn *conn, json_object *args, json_object **ret, GError **error
     json_object_object_add(*ret, "store", store);
     if (h->have_psi)
         pt_json_num(host, "psi_some_avg10", h->psi_some_avg10);
-    if (h->have_stat)
-        pt_json_num(host, "cpu_busy_pct", h->cpu_busy_pct);
+    /* 100 = every CPU busy, as in host-history and the report (the policy
+     * counts 100 per CPU). */
+    if (h->have_stat && h->n_cpus > 0) {
+        pt_json_num(host, "cpu_busy_pct", h->cpu_busy_pct / h->n_cpus);
+        json_object_object_add(host, "cpus", json_object_new_int((int)h->n_cpus));
+    }
     pt_json_num(host, "polling_cores", pt_daemon_polling_cores(d));
     pt_json_num(host, "budget_cores", conf->policy->budget_cores);
     json_object_object_add(*ret, "host", host);
@@ -474,9 +479,27 @@ pt_find(PtConn *conn, json_object *args, const char **iothread, GError **error)
     t = pt_daemon_resolve_target(pt_conn_daemon(conn), name, error);
     if (!t)
         return NULL;
+    /* virsh numbers iothreads (iothreadset vm 1): N is QEMU's iothreadN,
+     * the id libvirt gives it.  The id itself goes on from here. */
+    if (*iothread && !g_hash_table_contains(t->iothreads, *iothread) && **iothread &&
+        strspn(*iothread, "0123456789") == strlen(*iothread)) {
+        g_autofree char *id = g_strconcat("iothread", *iothread, NULL);
+        gpointer key;
+
+        if (g_hash_table_lookup_extended(t->iothreads, id, &key, NULL))
+            *iothread = key;
+    }
     if (*iothread && !g_hash_table_contains(t->iothreads, *iothread)) {
+        g_autoptr(GPtrArray) ios = pt_sorted_iothreads(t);
+        g_autoptr(GString) have = g_string_new(NULL);
+
+        /* What the operator may type instead, rather than a second try. */
+        for (guint i = 0; i < ios->len; i++)
+            g_string_append_printf(have, "%s%s", i ? ", " : "",
+                                   ((PtIothread *)ios->pdata[i])->id);
         g_set_error(error, PT_CONTROL_ERROR, PT_CONTROL_ERROR_NOT_FOUND,
-                    "%s/%s: no such iothread", name, *iothread);
+                    "%s/%s: no such iothread; %s has %s", name, *iothread, name,
+                    ios->len ? have->str : "none");
         return NULL;
     }
     return t;
@@ -685,11 +708,12 @@ pt_cmd_policy_get(PtConn *conn, json_object *args, json_object **ret, GError **e
     g_autofree char *def = policy_spec_format(&conf->policy->default_spec);
     json_object *rules = json_object_new_array();
     json_object *tl = json_object_new_array();
-    const char *only;
+    const char *only, *iothread = NULL;
     PtTarget *one = NULL;
 
+    /* A VM/IOTHREAD is checked as every command checks one (pt_find()). */
     if (!pt_arg_str(args, "target", FALSE, &only, error) ||
-        (only && !(one = pt_daemon_resolve_target(d, only, error)))) {
+        (only && !(one = pt_find(conn, args, &iothread, error)))) {
         json_object_put(rules);
         json_object_put(tl);
         return FALSE;
@@ -716,9 +740,11 @@ pt_cmd_policy_get(PtConn *conn, json_object *args, json_object **ret, GError **e
 
         if (one && one != t)
             continue;
-        spec = pt_daemon_policy_for(d, t->name, NULL);
+        spec = pt_daemon_policy_for(d, t->name, iothread && *iothread ? iothread : NULL);
         o = json_object_new_object();
         pt_json_target_names(o, t);
+        if (iothread && *iothread)
+            json_object_object_add(o, "iothread", json_object_new_string(iothread));
         json_object_object_add(o, "policy", json_object_new_string(spec));
         json_object_array_add(tl, o);
     }
@@ -727,6 +753,29 @@ pt_cmd_policy_get(PtConn *conn, json_object *args, json_object **ret, GError **e
     json_object_object_add(*ret, "rules", rules);
     json_object_object_add(*ret, "targets", tl);
     return TRUE;
+}
+
+/* Whether the policy-set rule for @glob decides the policy of any target
+ * or iothread now: the lookup the engine makes, not a second matcher. */
+static gboolean
+pt_rule_in_use(PtDaemon *d, const char *glob)
+{
+    const PolicyConfig *policy = pt_daemon_get_conf(d)->policy;
+    const PolicyRule *rule = policy_config_find_rule(policy, POLICY_ORIGIN_POLICY_SET, glob);
+    g_autoptr(GPtrArray) targets = pt_daemon_list_targets(d);
+
+    for (guint i = 0; rule && i < targets->len; i++) {
+        PtTarget *t = targets->pdata[i];
+        g_autoptr(GPtrArray) ios = pt_sorted_iothreads(t);
+
+        if (policy_config_lookup_named(policy, t->name, t->display, NULL) == &rule->spec)
+            return TRUE;
+        for (guint k = 0; k < ios->len; k++)
+            if (policy_config_lookup_named(policy, t->name, t->display,
+                                           ((PtIothread *)ios->pdata[k])->id) == &rule->spec)
+                return TRUE;
+    }
+    return FALSE;
 }
 
 static gboolean
@@ -740,6 +789,14 @@ pt_cmd_policy_set(PtConn *conn, json_object *args, json_object **ret, GError **e
         !pt_daemon_policy_set(pt_conn_daemon(conn), target, policy, who, error))
         return FALSE;
     *ret = json_object_new_object();
+    /* A typo in a glob is accepted as a rule for VMs to come: say so. */
+    if (!pt_rule_in_use(pt_conn_daemon(conn), target)) {
+        g_autofree char *note = g_strdup_printf("%s matches no VM or iothread now; the rule "
+                                                "is kept for those that come", target);
+
+        pt_warn(NULL, NULL, "policy-set: %s", note);
+        json_object_object_add(*ret, "note", json_object_new_string(note));
+    }
     return TRUE;
 }
 
@@ -877,8 +934,20 @@ pt_cmd_attach(PtConn *conn, json_object *args, json_object **ret, GError **error
     if (!domain && path && !g_path_is_absolute(path))
         domain = path;
     if (domain) {
-        if (!pt_daemon_attach_libvirt(pt_conn_daemon(conn), domain, &got, error))
+        g_autoptr(GError) err = NULL;
+
+        if (!pt_daemon_attach_libvirt(pt_conn_daemon(conn), domain, &got, &err)) {
+            /* A name the daemon knows nothing of is no target, whatever the
+             * lookup among detached domains said about it. */
+            if (g_error_matches(err, G_IO_ERROR, G_IO_ERROR_NOT_FOUND)) {
+                g_set_error(error, PT_CONTROL_ERROR, PT_CONTROL_ERROR_NOT_FOUND,
+                            "%s: no such target (attach takes a QMP socket's path, or a "
+                            "libvirt domain that was detached by request)", domain);
+                return FALSE;
+            }
+            g_propagate_error(error, g_steal_pointer(&err));
             return FALSE;
+        }
     } else if (!path) {
         return pt_arg_bad(error, "path", "path (a QMP socket) or domain is required");
     } else if (!pt_conn_may_connect(conn, path, error) ||

@@ -137,9 +137,10 @@ pt_daemon_override_set(PtDaemon *d, const char *target, const char *iothread,
         return FALSE;
     }
     if (for_ms < 0 || for_ms > PT_OVERRIDE_FOR_MAX_MS) {
+        g_autofree char *span = pt_format_duration(for_ms);
+
         g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
-                    "for: %" G_GINT64_FORMAT " ms is outside 1 ms.." PT_OVERRIDE_FOR_MAX_TEXT,
-                    for_ms);
+                    "for: %s is outside 1ms.." PT_OVERRIDE_FOR_MAX_TEXT, span);
         return FALSE;
     }
     check = (PolicyTriple){ poll_max_ns, poll_grow < 0 ? 0 : poll_grow,

@@ -132,6 +132,15 @@ pt_daemon_verify_write(PtDaemon *d, PtTarget *t, PtIothread *io)
                                                "reports %s", want, have);
 
         pt_write_failed(t, io, why);
+        /* The decision shown as the last one is this write: it did not
+         * take, whatever the answer said (the store's row keeps what the
+         * write's answer was). */
+        if (io->last_decision && io->last_outcome == PT_OUTCOME_APPLIED &&
+            policy_triple_equal(&io->last_decision->triple, &io->write_expect)) {
+            io->last_outcome = PT_OUTCOME_NOT_TAKEN;
+            g_free(io->last_failure);
+            io->last_failure = g_strdup(why);
+        }
     }
     /* Anything else is a write of someone else's since: the policy holds
      * it as an external write, which is no failure of ours. */

@@ -12,12 +12,13 @@ PT_ENUM_IMPL(pt_target_state, PtTargetState, PT_TARGET_STATE_MAX,
 PT_ENUM_IMPL(pt_outcome, PtOutcome, PT_OUTCOME_MAX,
              [PT_OUTCOME_APPLIED] = "applied",
              [PT_OUTCOME_RECOMMENDED] = "recommended",
-             [PT_OUTCOME_FAILED] = "failed")
+             [PT_OUTCOME_FAILED] = "failed",
+             [PT_OUTCOME_NOT_TAKEN] = "not taken")
 
 char *
 pt_outcome_format(PtOutcome outcome, const char *failure)
 {
-    if (outcome == PT_OUTCOME_FAILED)
+    if (outcome == PT_OUTCOME_FAILED || outcome == PT_OUTCOME_NOT_TAKEN)
         return g_strdup_printf("%s: %s", pt_outcome_to_string(outcome),
                                failure ? failure : "unknown");
     return g_strdup(pt_outcome_to_string(outcome));

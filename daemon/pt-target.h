@@ -44,6 +44,7 @@ typedef enum {
     PT_OUTCOME_APPLIED,             /* written */
     PT_OUTCOME_RECOMMENDED,         /* recorded only (recommend mode, or no write needed) */
     PT_OUTCOME_FAILED,              /* the write failed; last_failure says why */
+    PT_OUTCOME_NOT_TAKEN,           /* answered, but the read-back still has the old value */
     PT_OUTCOME_MAX,
     PT_OUTCOME_INVALID = -1,
 } PtOutcome;

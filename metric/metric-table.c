@@ -134,13 +134,15 @@ static const MetricRateDef metric_rate_defs[METRIC_RATE_MAX] = {
                               "cpu", "ppm", 1e-4, "_pct", 4, "CPU-%", 1 },
     [METRIC_RATE_BLOCKS_PER_S] = { "blocks_per_s", "1/s", ONE(METRIC_CTX_VOL), 1,
                                    METRIC_PER_SECOND, FALSE },
-    [METRIC_RATE_BLOCKS_PER_OP] = { "blocks_per_op", "", ONE(METRIC_CTX_VOL), 1, METRIC_PER_OP,
+    [METRIC_RATE_BLOCKS_PER_OP] = { "blocks_per_op", "", ONE(METRIC_CTX_VOL), 1,
+                                    METRIC_PER_OP_SKIP_IDLE,
                                     TRUE, .cli_header = "BLK/OP", .cli_decimals = 2 },
     [METRIC_RATE_RUN_DELAY_PCT] = { "run_delay_pct", "%", ONE(METRIC_RUNQ_WAIT_NS), 100,
                                     METRIC_PER_TICK_NS, FALSE },
     [METRIC_RATE_EXITS_PER_S] = { "exits_per_s", "1/s", ONE(METRIC_KVM_EXITS), 1,
                                   METRIC_PER_SECOND, FALSE },
-    [METRIC_RATE_EXITS_PER_OP] = { "exits_per_op", "", ONE(METRIC_KVM_EXITS), 1, METRIC_PER_OP,
+    [METRIC_RATE_EXITS_PER_OP] = { "exits_per_op", "", ONE(METRIC_KVM_EXITS), 1,
+                                   METRIC_PER_OP_SKIP_IDLE,
                                    TRUE, .cli_header = "EXIT/OP", .cli_decimals = 2 },
 };
 
@@ -217,8 +219,7 @@ metric_rate_value(MetricRate rate, const gint64 *m, gint64 absent, gint64 len_ns
     if (!r || len_ns <= 0 || !terms_sum(r->terms, m, absent, &num))
         return FALSE;
     have_ops = metric_values_ops(m, absent, &ops);
-    if (!have_ops && (r->needs_ops || r->per == METRIC_PER_OP ||
-                      r->per == METRIC_PER_OP_SKIP_IDLE))
+    if (!have_ops && (r->needs_ops || r->per == METRIC_PER_OP_SKIP_IDLE))
         return FALSE;
     switch (r->per) {
     case METRIC_PER_SECOND:
@@ -226,9 +227,6 @@ metric_rate_value(MetricRate rate, const gint64 *m, gint64 absent, gint64 len_ns
         break;
     case METRIC_PER_TICK_NS:
         v = num * r->scale / (double)len_ns;
-        break;
-    case METRIC_PER_OP:
-        v = ops > 0 ? num * r->scale / (double)ops : 0.0;
         break;
     case METRIC_PER_OP_SKIP_IDLE:
         if (ops <= 0)

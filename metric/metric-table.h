@@ -129,8 +129,9 @@ typedef enum {
 typedef enum {
     METRIC_PER_SECOND,          /* the tick's length in seconds */
     METRIC_PER_TICK_NS,         /* the tick's length in ns: a share */
-    METRIC_PER_OP,              /* the tick's operations (0 when none) */
-    METRIC_PER_OP_SKIP_IDLE,    /* the tick's operations; absent when none */
+    /* The tick's operations; absent when none: a tick without I/O has no
+     * latency, blocks or exits per operation, which 0 would claim. */
+    METRIC_PER_OP_SKIP_IDLE,
 } MetricPer;
 
 #define METRIC_RATE_TERMS 3

@@ -30,8 +30,11 @@ metrics_have_rate(const PolicyMetrics *m, const MetricRateDef *r)
     for (int i = 0; i < METRIC_RATE_TERMS && r->terms[i] != METRIC_INVALID; i++)
         if (!metrics_have_source(m, metric_def(r->terms[i])->source))
             return FALSE;
-    if ((r->needs_ops || r->per == METRIC_PER_OP || r->per == METRIC_PER_OP_SKIP_IDLE) &&
-        !m->have_io)
+    if ((r->needs_ops || r->per == METRIC_PER_OP_SKIP_IDLE) && !m->have_io)
+        return FALSE;
+    /* PolicyMetrics keeps 0 for a per-operation figure of a tick without
+     * I/O; the table has none. */
+    if (r->per == METRIC_PER_OP_SKIP_IDLE && !(policy_metrics_iops(m) > 0))
         return FALSE;
     return TRUE;
 }
@@ -66,7 +69,7 @@ policy_metrics_rate(const PolicyMetrics *m, MetricRate rate, double *out)
         *out = m->rd_mbps + m->wr_mbps;
         return TRUE;
     case METRIC_RATE_LAT_US:
-        /* PolicyMetrics keeps ns, and 0 for an idle tick: so does the reply */
+        /* PolicyMetrics keeps ns */
         *out = m->lat_mean_ns / 1000.0;
         return TRUE;
     default:

@@ -371,7 +371,7 @@ export_rate_sql(GString *q, MetricRate rate)
     g_autofree char *num = terms_sql(d->terms, " + ");
     g_autofree char *num_known = terms_sql(d->terms, " IS NOT NULL AND ");
     g_autofree char *value = NULL;
-    gboolean per_op = d->per == METRIC_PER_OP || d->per == METRIC_PER_OP_SKIP_IDLE;
+    gboolean per_op = d->per == METRIC_PER_OP_SKIP_IDLE;
     char scale[G_ASCII_DTOSTR_BUF_SIZE];
 
     /* every digit, and a real even when the scale is whole */
@@ -382,10 +382,6 @@ export_rate_sql(GString *q, MetricRate rate)
         break;
     case METRIC_PER_TICK_NS:
         value = g_strdup_printf("%s * %s / t.len_ns", num, scale);
-        break;
-    case METRIC_PER_OP:
-        value = g_strdup_printf("CASE WHEN %s > 0 THEN %s * %s / %s ELSE 0.0 END", ops, num,
-                                scale, ops);
         break;
     case METRIC_PER_OP_SKIP_IDLE:
         value = g_strdup_printf("%s * %s / %s", num, scale, ops);

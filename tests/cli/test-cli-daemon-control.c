@@ -45,8 +45,11 @@ test_policy(void)
 
     if (!cli_live_setup())
         return;
-    set = CTL_OK("policy", "set", "vm-*", "static:50000/2/2");
+    /* The values as virsh iothreadset takes them stand for static:. */
+    set = CTL_OK("policy", "set", "vm-*", "--poll-max-ns", "50000", "--poll-grow", "2",
+                 "--poll-shrink", "2");
     g_assert_nonnull(strstr(set, "vm-*: policy static:50000/2/2"));
+    CTL_FAILS(2, "stands for POLICY", "policy", "set", "vm-*", "off", "--poll-max-ns", "1");
     cli_assert_poll("iot0", 50000, 3000);
     cli_assert_poll("iot1", 50000, 3000);
     g_assert_true(pt_test_wait(status_shows, &w, 3000));
@@ -65,10 +68,41 @@ test_policy(void)
     g_assert_cmpstr(pt_json_path_str(pj, "targets/0/display_name"), ==, "vm-a");
     g_assert_cmpstr(pt_json_path_str(pj, "targets/0/policy"), ==, "static:50000/2/2");
 
-    /* The objective as a third word; a bad spec is the daemon's to refuse. */
+    /* One iothread's policy, and one that is not there named with those
+     * that are. */
+    g_clear_pointer(&pj, json_object_put);
+    pj = CTL_JSON("policy", "get", "vm-a/iot1");
+    g_assert_cmpstr(pt_json_path_str(pj, "targets/0/iothread"), ==, "iot1");
+    g_assert_cmpstr(pt_json_path_str(pj, "targets/0/policy"), ==, "static:50000/2/2");
+    CTL_FAILS(1, "policy-get: NotFound: vm-a/iot9: no such iothread; vm-a has iot0, iot1\n",
+              "policy", "get", "vm-a/iot9");
+
+    /* The objective as a third word; a bad spec is the daemon's to refuse.
+     * A glob that matches nothing is kept, with a note and a log line. */
     empty = CTL_JSON("policy", "set", "other-*", "adaptive", "latency");
+    g_assert_cmpint(json_object_object_length(empty), ==, 1);
+    g_assert_cmpstr(pt_json_path_str(empty, "note"), ==, "other-* matches no VM or iothread "
+                    "now; the rule is kept for those that come");
+    g_assert_cmpuint(pt_test_daemon_log_count(cli_live.d, "policy-set: other-* matches no VM "
+                                                          "or iothread now"), >=, 1);
+    g_free(set);
+    set = CTL_OK("policy", "set", "other-*", "adaptive", "latency");
+    g_assert_true(g_str_has_suffix(set, "\nnote: other-* matches no VM or iothread now; the "
+                                        "rule is kept for those that come\n"));
+    g_clear_pointer(&empty, json_object_put);
+    empty = CTL_JSON("policy", "set", "vm-*", "static:50000/2/2");
     g_assert_cmpint(json_object_object_length(empty), ==, 0);
     CTL_FAILS(1, "policy-set: InvalidParameter: ", "policy", "set", "vm-*", "static:1/1/1");
+    {
+        CliRun r = { 0 };
+
+        /* An unknown policy's choices, named once. */
+        cli_ctl(&r, NULL, (const char *const[]){ "policy", "set", "vm-*", "fast", NULL });
+        g_assert_cmpint(r.status, ==, 2);
+        g_assert_cmpstr(r.err, ==, "polltunectl: policy set: policy 'fast': unknown name "
+                                   "(observe, off, static, qemu-default, adaptive)\n");
+        cli_run_clear(&r);
+    }
 
     /* policy clear removes what policy set added, and only that. */
     clear = CTL_OK("policy", "clear", "other-*");
@@ -184,6 +218,15 @@ test_override_expires(void)
     g_assert_cmpstr(pt_json_path_str(pt_test_status_iothread(st, "vm-a", "iot0"), "policy"), ==,
                     "static:50000/2/2");
     CTL_FAILS(1, "override-clear: NotFound: ", "override", "clear", "vm-a/iot0");
+
+    /* A bare number for --for is seconds, as sleep(1) takes it. */
+    g_clear_pointer(&ov, json_object_put);
+    now_ms = g_get_real_time() / 1000;
+    ov = CTL_JSON("override", "set", "vm-a/iot1", "--poll-max-ns", "12000", "--for", "90");
+    g_assert_cmpint(pt_json_path_int(ov, "expires_ms"), >=, now_ms + 90000);
+    g_assert_cmpint(pt_json_path_int(ov, "expires_ms"), <=, now_ms + 90000 + 5000);
+    cli_assert_poll("iot1", 12000, 3000);
+    g_free(CTL_OK("override", "clear", "vm-a/iot1"));
 }
 
 static void
@@ -323,6 +366,40 @@ test_errors(void)
 
     /* No daemon. */
     cli_ctl_fails(&nodaemon, 1, msg, (const char *const[]){ "status", NULL });
+    /* export's help says what it defaults to: raw rows, not a level by range. */
+    cli_run(&r, (const char *const[]){ "export", "--help", NULL });
+    g_assert_cmpint(r.status, ==, 0);
+    g_assert_nonnull(strstr(r.out, "raw, 1m or 1h (default: raw, every tick recorded)"));
+    cli_run_clear(&r);
+    /* A duration out of range is told in the units it was given in. */
+    {
+        static const struct {
+            const char *conf, *want;
+        } bad[] = {
+            { "[retention]\nraw = 30m\n", "[retention] raw: 30m is outside 1h..3660d\n" },
+            { "[daemon]\ninterval = 5\n", "[daemon] interval: 5 is outside 100ms..1h (a number "
+                                          "without a unit is milliseconds)\n" },
+        };
+        g_autofree char *dir = g_dir_make_tmp("pt-range-XXXXXX", NULL);
+        g_autofree char *conf = g_build_filename(dir, "range.conf", NULL);
+        g_autofree char *daemon = g_build_filename(g_getenv("PT_BUILD_ROOT"), "daemon",
+                                                   "polltuned", NULL);
+
+        for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+            g_autofree char *out = NULL, *err = NULL;
+            int ws = 0;
+
+            g_assert_true(g_file_set_contents(conf, bad[i].conf, -1, NULL));
+            g_assert_true(g_spawn_sync(NULL, (char *[]){ daemon, (char *)"--check-config",
+                                                         (char *)"-c", conf, NULL },
+                                       NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, &err, &ws, NULL));
+            g_assert_false(g_spawn_check_wait_status(ws, NULL));
+            if (!g_str_has_suffix(err, bad[i].want))
+                g_error("polltuned --check-config: '%s', expected to end '%s'", err, bad[i].want);
+        }
+        g_unlink(conf);
+        g_rmdir(dir);
+    }
     /* A syntax error is found before connecting: no daemon needed. */
     cli_ctl_fails(&nodaemon, 2, "override set: poll-max-ns: \"abc\" is not a non-negative integer",
               (const char *const[]){ "override", "set", "vm-a", "poll-max-ns=abc", NULL });
@@ -435,6 +512,68 @@ test_permission(void)
     cli_daemon_log_check(d);
 }
 
+/* What bash offers for the words after "polltunectl -s SOCKET", the last
+ * being the one completed: the installed script under bash-completion. */
+static char **
+complete_words(const char *const *words)
+{
+    g_autofree char *script = g_build_filename(g_getenv("PT_SOURCE_ROOT"), "cli",
+                                               "polltunectl.bash-completion", NULL);
+    g_autofree char *bindir = g_path_get_dirname(g_getenv("PT_POLLTUNECTL"));
+    g_autofree char *line = NULL;
+    g_autofree char *prog = NULL;
+    g_autofree char *out = NULL;
+    g_autoptr(GString) w = g_string_new("polltunectl -s ");
+    guint n = 2;
+    int ws = 0;
+
+    g_string_append(w, cli_live.d->socket_path);
+    for (const char *const *a = words; *a; a++, n++)
+        g_string_append_printf(w, " %s", *a);
+    line = g_shell_quote(w->str);
+    prog = g_strdup_printf("export PATH=%s:$PATH; . /usr/share/bash-completion/bash_completion;"
+                           " . %s; COMP_LINE=%s; COMP_POINT=${#COMP_LINE};"
+                           " COMP_WORDS=($COMP_LINE%s); COMP_CWORD=%u; _polltunectl 2>/dev/null;"
+                           " printf '%%s\\n' \"${COMPREPLY[@]}\"", bindir, script, line,
+                           g_str_has_suffix(w->str, " ") ? " ''" : "", n);
+    g_assert_true(g_spawn_sync(NULL, (char *[]){ (char *)"bash", (char *)"-c", prog, NULL },
+                               NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, &out, NULL, &ws, NULL));
+    g_assert_true(g_spawn_check_wait_status(ws, NULL));
+    return g_strsplit(g_strchomp(out), "\n", -1);
+}
+
+static gboolean
+strv_has(char **v, const char *s)
+{
+    return v && g_strv_contains((const char *const *)v, s);
+}
+
+/* Completion offers VM names, then a VM's iothreads, then what fits. */
+static void
+test_completion(void)
+{
+    g_auto(GStrv) vms = NULL, ios = NULL, vals = NULL, opts = NULL, pol = NULL;
+
+    if (!g_file_test("/usr/share/bash-completion/bash_completion", G_FILE_TEST_EXISTS)) {
+        g_test_skip("bash-completion is not installed");
+        return;
+    }
+    if (!cli_live_setup())
+        return;
+    vms = complete_words((const char *const[]){ "show", "vm-", NULL });
+    g_assert_true(strv_has(vms, "vm-a"));
+    ios = complete_words((const char *const[]){ "override", "set", "vm-a/", NULL });
+    g_assert_true(strv_has(ios, "vm-a/iot0"));
+    g_assert_true(strv_has(ios, "vm-a/iot1"));
+    vals = complete_words((const char *const[]){ "override", "set", "vm-a/iot0", "poll-", NULL });
+    g_assert_true(strv_has(vals, "poll-max-ns="));
+    opts = complete_words((const char *const[]){ "override", "set", "vm-a/iot0", "--poll", NULL });
+    g_assert_true(strv_has(opts, "--poll-max-ns"));
+    g_assert_true(strv_has(opts, "--poll-shrink"));
+    pol = complete_words((const char *const[]){ "policy", "set", "--poll-m", NULL });
+    g_assert_true(strv_has(pol, "--poll-max-ns"));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -447,5 +586,6 @@ main(int argc, char **argv)
     cli_live_add("/cli/daemon/attach-detach", test_attach_detach);
     cli_live_add("/cli/daemon/reload", test_reload);
     cli_live_add("/cli/daemon/permission", test_permission);
+    cli_live_add("/cli/daemon/completion", test_completion);
     return cli_live_run(NULL);
 }

@@ -58,6 +58,12 @@ test_status(void)
     g_assert_nonnull(pt_json_path_str(io, "last_decision/policy"));
     g_assert_false(g_regex_match_simple("\nvm-a/iot1 +- +applied", table, 0, 0));
     g_assert_nonnull(pt_json_path(io, "metrics/ts_ms"));
+    /* The host's CPU has one scale, history's and the report's: 100 is
+     * every CPU busy, and the line says of how many. */
+    g_assert_cmpint(pt_json_path_int(st, "host/cpus"), >, 0);
+    g_assert_cmpfloat(json_object_get_double(pt_json_path(st, "host/cpu_busy_pct")), <=, 100.001);
+    g_assert_true(g_regex_match_simple("\nhost    CPU busy [0-9]+\\.[0-9]% of all [0-9]+ CPUs \302\267 ",
+                                       table, 0, 0));
     /* The last tick splits into waiting for answers and own work. */
     {
         double tick = json_object_get_double(pt_json_path(st, "last_tick_ms"));

@@ -86,23 +86,54 @@ test_evidence(void)
     g_assert_cmpstr(field(cut, 0, TRUE), ==, "unterminated");
 }
 
+/* @reason parses to @text and fields whose labels and values are @want's
+ * pairs in order (NULL: not checked). */
+static void
+assert_evidence(const char *reason, const char *text, const char *const *want, guint n)
+{
+    g_autofree char *got_text = NULL;
+    g_autoptr(GPtrArray) f = cli_evidence_parse(reason, &got_text);
+
+    g_assert_cmpstr(got_text, ==, text);
+    g_assert_cmpuint(f->len, ==, n);
+    for (guint i = 0; i < n; i++) {
+        if (want[2 * i])
+            g_assert_cmpstr(field(f, i, FALSE), ==, want[2 * i]);
+        if (want[2 * i + 1])
+            g_assert_cmpstr(field(f, i, TRUE), ==, want[2 * i + 1]);
+    }
+}
+
+/* A value's note in parentheses holds spaces: it used to read "exits
+ * unavailable(polling's · note vCPU · note saving · note unknown)". */
+static void
+test_evidence_notes(void)
+{
+    static const char *const want[] = {
+        NULL, NULL,
+        "VM exit figures", "unavailable (polling's vCPU saving unknown)",
+        "VM exits per operation now", "0.42 (measuring whole-VM CPU)",
+        NULL, "10 ops/s",
+    };
+
+    assert_evidence("contention: hold [psi=64.0 exits=unavailable(polling's vCPU saving "
+                    "unknown) exits_per_op_now=0.42(measuring whole-VM CPU) iops=10]",
+                    "contention: hold", want, 4);
+}
+
 /* A steady tick's two change detectors keep their limits apart. */
 static void
 test_evidence_detectors(void)
 {
-    g_autofree char *text = NULL;
-    g_autoptr(GPtrArray) f = cli_evidence_parse("adaptive: steady [cusum=0.100/0.000 "
-                                                "limit=0.223 shape_cusum=0.000/0.150 "
-                                                "shape_limit=0.250]", &text);
+    static const char *const want[] = {
+        "change detector (up/down)", NULL,
+        "change detector limit", NULL,
+        "shape change detector (up/down)", "0.000/0.150",
+        "shape change detector limit", "0.250",
+    };
 
-    g_assert_cmpstr(text, ==, "adaptive: steady");
-    g_assert_cmpuint(f->len, ==, 4);
-    g_assert_cmpstr(field(f, 0, FALSE), ==, "change detector (up/down)");
-    g_assert_cmpstr(field(f, 1, FALSE), ==, "change detector limit");
-    g_assert_cmpstr(field(f, 2, FALSE), ==, "shape change detector (up/down)");
-    g_assert_cmpstr(field(f, 2, TRUE), ==, "0.000/0.150");
-    g_assert_cmpstr(field(f, 3, FALSE), ==, "shape change detector limit");
-    g_assert_cmpstr(field(f, 3, TRUE), ==, "0.250");
+    assert_evidence("adaptive: steady [cusum=0.100/0.000 limit=0.223 shape_cusum=0.000/0.150 "
+                    "shape_limit=0.250]", "adaptive: steady", want, 4);
 }
 
 /* The value axis of a chart of @max: its tick labels, bottom to top,
@@ -196,6 +227,7 @@ main(int argc, char **argv)
     g_test_add_func("/cli/format/duration-left", test_duration_left);
     g_test_add_func("/cli/report/evidence", test_evidence);
     g_test_add_func("/cli/report/evidence-detectors", test_evidence_detectors);
+    g_test_add_func("/cli/report/evidence-notes", test_evidence_notes);
     g_test_add_func("/cli/report/axis-labels", test_axis_labels);
     return g_test_run();
 }

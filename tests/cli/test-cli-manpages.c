@@ -192,6 +192,31 @@ test_polltuned_conf(void)
     g_assert_null(strstr(page, "source tree"));
 }
 
+/* The shipped example says it sets every key to its default: each key the
+ * parser knows outside [rule] is on a line of its own ("KEY =", or "# KEY
+ * =" for one without a default).  libvirt-pid-dir was missing. */
+static void
+test_example_conf(void)
+{
+    static const char *const groups[] = { "daemon", "targets", "retention", "policy", NULL };
+    g_autofree char *path = g_build_filename(g_getenv("PT_SOURCE_ROOT"), "docs",
+                                             "polltuned.conf.example", NULL);
+    g_autofree char *text = NULL;
+
+    g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+    for (const char *const *g = groups; *g; g++) {
+        const char *const *keys = pt_conf_known_keys(*g);
+
+        g_assert_nonnull(keys);
+        for (const char *const *k = keys; *k; k++) {
+            g_autofree char *re = g_strdup_printf("^(# )?%s =", *k);
+
+            if (!g_regex_match_simple(re, text, G_REGEX_MULTILINE, 0))
+                g_error("polltuned.conf.example lacks [%s] %s", *g, *k);
+        }
+    }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -199,5 +224,6 @@ main(int argc, char **argv)
     g_test_add_func("/cli/manpages/polltunectl", test_polltunectl);
     g_test_add_func("/cli/manpages/polltuned", test_polltuned);
     g_test_add_func("/cli/manpages/polltuned-conf", test_polltuned_conf);
+    g_test_add_func("/cli/manpages/example-conf", test_example_conf);
     return g_test_run();
 }

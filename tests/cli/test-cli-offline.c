@@ -358,7 +358,7 @@ test_errors(void)
         { { "-s", sock, "override", "set", "vm-1", "poll-max-ns=99999999999999999999", NULL },
           2, "is not a non-negative integer" },
         { { "-s", sock, "override", "set", "vm-1", "poll-grow=2", NULL }, 2,
-          "poll-max-ns=N is required" },
+          "poll-max-ns=N (or --poll-max-ns N) is required" },
         { { "-s", sock, "override", "set", "vm-1", "poll-max-ns=1", "poll-max-ns=2", NULL },
           2, "poll-max-ns given twice" },
         { { "-s", sock, "override", "set", "vm-1", "max=3", NULL }, 2, "max=3: expected" },

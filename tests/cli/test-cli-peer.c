@@ -586,6 +586,53 @@ test_history_and_metrics(void)
     cli_run_clear(&r);
 }
 
+/*
+ * A socket path is whatever the operator's tooling named it: ESC, BEL, CR
+ * and LF in one reached stdout raw through the header of history (a
+ * forged line) and through metrics on a pipe.  None may.
+ */
+static void
+test_target_path_escaped(void)
+{
+#define EVIL "/run/vm\\u001b]0;owned\\u0007\\r\\nforged line/qmp.sock"
+    static const char *const history[] = {
+        "{\"return\": {\"resolution\": \"raw\", \"rows\": ["
+        "{\"ts_ms\": 1764690000000, \"target\": \"" EVIL "\", \"iothread\": \"iot\\u001b[2J0\","
+        " \"iops\": 1000.0, \"lat_us\": 400.0, \"cpu_pct\": 10.0}]}, \"id\": @ID@}\n", NULL,
+    };
+    /* The daemon's exposition escapes a label's newline, not the rest. */
+    static const char *const metrics[] = {
+        "{\"return\": {\"text\": \"# TYPE polltune_ticks counter\\n"
+        "polltune_poll_max_seconds{domain=\\\"/run/vm\\u001b]0;owned\\u0007\\r\\\\nforged\\\"}"
+        " 0\\n# EOF\\n\"}, \"id\": @ID@}\n", NULL,
+    };
+#undef EVIL
+    static const PeerStep steps[] = { { "history", history } };
+    static const PeerStep msteps[] = { { "metrics", metrics } };
+    PeerScript s = { .steps = steps, .n_steps = 1 };
+    CliRun r = { 0 };
+
+    run_against(&s, &r, (const char *[]){ "history", "vm-3", "--since", "30m", NULL });
+    g_assert_cmpint(r.status, ==, 0);
+    for (const char *c = "\033\007\r"; *c; c++)
+        g_assert_null(strchr(r.out, *c));
+    g_assert_null(strstr(r.out, "\nforged line"));
+    g_assert_nonnull(strstr(r.out, "/run/vm\\x1b]0;owned\\x07\\r\\nforged line/qmp.sock/"
+                                   "iot\\x1b[2J0 \302\267 "));
+    script_clear(&s);
+
+    s = (PeerScript){ .steps = msteps, .n_steps = 1 };
+    run_against(&s, &r, (const char *[]){ "metrics", NULL });
+    g_assert_cmpint(r.status, ==, 0);
+    for (const char *c = "\033\007\r"; *c; c++)
+        g_assert_null(strchr(r.out, *c));
+    g_assert_cmpstr(r.out, ==, "# TYPE polltune_ticks counter\n"
+                               "polltune_poll_max_seconds{domain=\"/run/vm\\x1b]0;owned\\x07"
+                               "\\r\\nforged\"} 0\n# EOF\n");
+    script_clear(&s);
+    cli_run_clear(&r);
+}
+
 static void
 test_report_online(void)
 {
@@ -772,6 +819,7 @@ main(int argc, char **argv)
     g_test_add_func("/cli/peer/failures", test_failures);
     g_test_add_func("/cli/peer/override-request", test_override_request);
     g_test_add_func("/cli/peer/history-metrics", test_history_and_metrics);
+    g_test_add_func("/cli/peer/target-path-escaped", test_target_path_escaped);
     g_test_add_func("/cli/peer/busy-retry", test_busy_retry);
     g_test_add_func("/cli/peer/report", test_report_online);
     g_test_add_func("/cli/peer/show-policy", test_show_and_policy);

@@ -131,6 +131,27 @@ test_libvirt(void)
     vw.needle = "iothread.2.poll-grow=2";
     g_assert_true(pt_test_wait(domstats_has, &vw, 5000));
     assert_qemu_facts(d, before->name);
+    /* Iothreads as virsh numbers them (iothreadset DOMAIN 2): 2 is
+     * iothread2, and one the domain lacks is named with those it has. */
+    {
+        g_autofree char *by_number = g_strdup_printf("{\"target\": \"%s\", \"iothread\": "
+                                                     "\"2\"}", before->name);
+        g_autofree char *by_id = g_strdup_printf("{\"target\": \"%s\", \"iothread\": "
+                                                 "\"iothread1\"}", before->name);
+        g_autofree char *wrong = g_strdup_printf("{\"target\": \"%s\", \"iothread\": "
+                                                 "\"7\"}", before->name);
+        g_autofree char *want = g_strdup_printf("%s/7: no such iothread; %s has iothread1, "
+                                                "iothread2", before->name, before->name);
+        g_autoptr(json_object) x = pt_test_daemon_ok(d, "explain", by_number);
+        g_autoptr(json_object) p = pt_test_daemon_ok(d, "policy-get", by_id);
+        g_autoptr(json_object) e = pt_test_daemon_call(d, "explain", wrong, &err);
+
+        g_assert_no_error(err);
+        g_assert_cmpstr(pt_json_path_str(x, "iothreads/0/iothread"), ==, "iothread2");
+        g_assert_cmpstr(pt_json_path_str(p, "targets/0/iothread"), ==, "iothread1");
+        g_assert_cmpstr(pt_json_path_str(e, "error/class"), ==, "NotFound");
+        g_assert_cmpstr(pt_json_path_str(e, "error/desc"), ==, want);
+    }
     /* Connected once: what tells a later loss from a host without libvirt. */
     {
         MetricWait mw = { d, 1, 1 };
@@ -186,7 +207,9 @@ test_libvirt(void)
         e = pt_test_daemon_call(d, "attach", "{\"domain\": \"no-such-vm\"}", &err);
         g_assert_no_error(err);
         g_assert_cmpstr(pt_json_path_str(e, "error/class"), ==, "NotFound");
-        g_assert_nonnull(strstr(pt_json_path_str(e, "error/desc"), "no-such-vm"));
+        g_assert_cmpstr(pt_json_path_str(e, "error/desc"), ==,
+                        "no-such-vm: no such target (attach takes a QMP socket's path, or "
+                        "a libvirt domain that was detached by request)");
     }
 
     /* Destroyed: detached. */

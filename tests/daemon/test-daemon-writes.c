@@ -191,6 +191,31 @@ test_write_backoff(void)
                      ==, 0);
     g_assert_cmpuint(pt_test_daemon_log_count(d, "ignores.qmp/iot0: static:40000/2/2 applied"),
                      ==, 1);
+    /* status shows a write that did not take as such, not as applied. */
+    {
+        g_autoptr(json_object) st = pt_test_daemon_ok(d, "status", NULL);
+        json_object *tl = pt_json_path(st, "targets");
+        guint seen = 0;
+
+        for (size_t i = 0; i < json_object_array_length(tl); i++) {
+            json_object *t = json_object_array_get_idx(tl, i);
+            json_object *ios = pt_json_path(t, "iothreads");
+
+            if (!g_str_has_suffix(pt_json_path_str(t, "name"), "/ignores.qmp"))
+                continue;
+            for (size_t k = 0; k < json_object_array_length(ios); k++) {
+                json_object *io = json_object_array_get_idx(ios, k);
+
+                g_assert_true(g_str_has_prefix(pt_json_path_str(io, "last_decision/outcome"),
+                                               "not taken: QEMU answered the write of "
+                                               "40000/2/2 but still reports 32768/0/0"));
+                g_assert_false(json_object_get_boolean(pt_json_path(io,
+                                                                    "last_decision/applied")));
+                seen++;
+            }
+        }
+        g_assert_cmpuint(seen, ==, 2);
+    }
 
     /* New ids at every query: 2 reported at once, so room for 2 x 2 + 64
      * ids, said once, and the store stops growing there. */

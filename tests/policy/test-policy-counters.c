@@ -150,11 +150,37 @@ test_counters_table_matches_reference(void)
     g_assert_cmpuint(compared, ==, G_N_ELEMENTS(steps) * G_N_ELEMENTS(lens) * 6);
 }
 
+/* A tick without I/O has no latency, blocks or exits per operation: the
+ * status reply left them 0 ("0.0" in status), where "-" is the truth. */
+static void
+test_counters_idle_per_op_absent(void)
+{
+    static const MetricRate per_op[] = { METRIC_RATE_LAT_US, METRIC_RATE_BLOCKS_PER_OP,
+                                         METRIC_RATE_EXITS_PER_OP };
+    PolicyCounters p, c;
+    PolicyMetrics m;
+    double v = -1;
+
+    for (guint busy = 0; busy < 2; busy++) {
+        fill_pair(&p, &c, 1000, busy ? 999 : 0, 1000000000);
+        g_assert_true(policy_metrics_from_counters(&p, &c, &m, NULL));
+        g_assert_true(m.have_io && m.have_cpu && m.have_exits);
+        for (guint i = 0; i < G_N_ELEMENTS(per_op); i++)
+            g_assert_cmpint(policy_metrics_rate(&m, per_op[i], &v), ==, busy);
+        /* The rates per second are there either way, 0 when idle. */
+        g_assert_true(policy_metrics_rate(&m, METRIC_RATE_IOPS, &v));
+        if (!busy)
+            g_assert_cmpfloat(v, ==, 0.0);
+        g_assert_true(policy_metrics_rate(&m, METRIC_RATE_CPU_PCT, &v));
+    }
+}
+
 int
 main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/policy/counters/table-matches-reference",
                     test_counters_table_matches_reference);
+    g_test_add_func("/policy/counters/idle-per-op-absent", test_counters_idle_per_op_absent);
     return g_test_run();
 }
