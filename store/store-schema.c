@@ -118,6 +118,24 @@ static const char *const migrations[] = {
      * was beside the iothreads' headroom; rows written before have none */
     "ALTER TABLE ticks ADD COLUMN cpu_busy_us INTEGER;"
     "ALTER TABLE ticks ADD COLUMN cpu_total_us INTEGER;",
+
+    /* 9: the adaptive policy's workload memory (policy/policy-memory.h,
+     * store/store-memory.c), one row per VM name, iothread and workload
+     * signature, so that what explorations found outlives a restart.
+     * Keyed by names, not targets' ids: a VM started again under the same
+     * name on another socket is the same VM to learn about. */
+    "CREATE TABLE policy_memory ("
+    "  vm TEXT NOT NULL, iothread TEXT NOT NULL, signature TEXT NOT NULL,"
+    "  have_winner INTEGER NOT NULL,"
+    "  winner_max_ns INTEGER, winner_grow INTEGER, winner_shrink INTEGER,"
+    "  winner_score REAL, winner_ticks INTEGER,"
+    "  anchor_max_ns INTEGER, anchor_grow INTEGER, anchor_shrink INTEGER,"
+    "  anchor_score REAL, noise REAL, last_probe_ticks INTEGER, last_probe_loss REAL,"
+    "  learned INTEGER, confirmed INTEGER, seen INTEGER,"
+    "  n_confirmed INTEGER, n_explorations INTEGER, n_default_wins INTEGER,"
+    "  gain_sum REAL, probe_ticks INTEGER, probe_loss_sum REAL,"
+    "  n_phases INTEGER, phase_ln_sum REAL, phase_ln_sumsq REAL,"
+    "  PRIMARY KEY (vm, iothread, signature)) WITHOUT ROWID;",
 };
 
 int

@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * policy-memory: what the adaptive policy learned about each workload of
+ * one iothread, and whether exploring a workload pays for itself.
+ *
+ * Contract:
+ *  - Pure, as all of policy/: no I/O, no clock; @now_ms comes in.
+ *  - A workload is known by its PolicySignature: bands of what the guest
+ *    asks for (queue depth, request size, read/write/flush mix, a coarse
+ *    IOPS band) that the polling triple in force hardly moves, and the
+ *    QEMU release and devices behind the iothread, so that an upgrade or
+ *    a new disk learns again.
+ *  - A PolicyMemory holds one iothread's entries, at most
+ *    POLICY_MEMORY_MAX_ENTRIES.  An entry keeps an exploration's winner and
+ *    anchor with their scores, the noise, when it was learned and last
+ *    confirmed, and how long this workload's phases last.  It decays: an
+ *    entry not confirmed for the memory's ttl is not returned by lookup, and
+ *    a measured surprise (the winner clearly below its remembered score)
+ *    clears its winner.
+ *  - The store keeps entries as PtMemoryRow (common/pt-memory-row.h).
+ *
+ * docs/POLICY.md, "Memory", explains the bands, the decay and the rule that
+ * an exploration must pay for itself.
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "common/pt-memory-row.h"
+#include "policy-metrics.h"
+
+/*
+ * A signature is computed from at least this many ticks with I/O: one tick
+ * swings +-50% (the simulator's noise, DESIGN.md), a mean of four has a
+ * standard deviation of about 14% and of eight about 10%, well inside the
+ * bands below (docs/POLICY.md, "Memory").
+ */
+#define POLICY_SIGNATURE_MIN_TICKS 4
+/*
+ * A device key longer than this is kept as "sha256:" and the first 32 hex
+ * digits of its hash: the key names the devices behind one iothread (at
+ * most POLICY_MAX_DEVICES), and 16 names of libvirt's "virtio-disk12"
+ * length fill 224 characters, which the store repeats in every row.
+ */
+#define POLICY_SIGNATURE_DEVICE_MAX 96
+
+/* The bands' ranges; values beyond them are clamped to the end bands. */
+#define POLICY_SIG_QD_MIN (-3)  /* in-flight of a guest at 1/8 of iodepth 1 */
+#define POLICY_SIG_QD_MAX 10    /* 1024: virtio-blk's largest queue */
+#define POLICY_SIG_SIZE_MIN 9   /* 512 bytes, a sector */
+#define POLICY_SIG_SIZE_MAX 22  /* 4 MiB, beyond Linux's largest request */
+#define POLICY_SIG_IOPS_MAX 11  /* [4M, 16M) operations per second */
+
+typedef struct {
+    /* In-flight requests (Little's law over the ticks) in
+     * (2^(qd - 3/4), 2^(qd + 1/4)]: the band of a guest at iodepth 2^qd. */
+    gint8 qd;
+    /* Bytes per read or write, log2 rounded; 0: no reads or writes. */
+    gint8 size;
+    /* Writes among reads, writes and flushes, in quarters (0 to 4). */
+    gint8 write_quarters;
+    /* Flushes are at least an eighth of the operations. */
+    gboolean flush;
+    /* IOPS in [4^iops, 4^(iops + 1)). */
+    gint8 iops;
+    guint16 qemu_major, qemu_minor;     /* 0.0: unknown */
+    char device[POLICY_SIGNATURE_DEVICE_MAX + 1];
+} PolicySignature;
+
+/*
+ * The signature of @n ticks of one iothread (oldest first; those without
+ * I/O are skipped), from their means weighted by tick length, never one
+ * tick's figures.  @qemu_version as PolicyIothreadInput's (0: unknown);
+ * @device_key: the caller's name for the devices behind the iothread (NULL:
+ * none), e.g. from policy_signature_device_key().  FALSE, @out untouched,
+ * when fewer than POLICY_SIGNATURE_MIN_TICKS ticks had I/O.
+ */
+gboolean policy_signature_compute(const PolicyMetrics *ticks, guint n, guint32 qemu_version,
+                                  const char *device_key, PolicySignature *out);
+/* @devices (NULL-terminated) sorted, without repeats, joined by ",". */
+char *policy_signature_device_key(const char *const *devices);
+gboolean policy_signature_equal(const PolicySignature *a, const PolicySignature *b);
+/* The same QEMU release and devices: what one device has taught applies. */
+gboolean policy_signature_same_device(const PolicySignature *a, const PolicySignature *b);
+/*
+ * "qd1/4k/r100/iops16k-64k/qemu7.2/dev=virtio-disk0": queue depth, request
+ * size, reads in percent ("+f": flush-heavy), the IOPS band, the QEMU
+ * release, and the device key to the end of the text (it may hold "/").
+ */
+char *policy_signature_to_string(const PolicySignature *sig);
+gboolean policy_signature_parse(const char *s, PolicySignature *out, GError **error);
+
+/*
+ * Entries per iothread.  A VM's iothread sees a handful of workloads (boot,
+ * its service's load levels, backups, nightly jobs), each a signature or
+ * two as it crosses a band edge; a QEMU upgrade or a disk swap starts a
+ * second set while the first ages out.  32 holds three such sets of ten;
+ * an entry is about 200 bytes here and in the store, so a host of 1000
+ * iothreads keeps 6 MB.  The least recently seen entry goes first.
+ */
+#define POLICY_MEMORY_MAX_ENTRIES 32
+/* An entry not confirmed for this long is explored again (7 days: a weekly
+ * job's workload is still remembered the next week). */
+#define POLICY_MEMORY_TTL_MS (7 * 24 * 3600 * G_GINT64_CONSTANT(1000))
+/* A winner scoring this far below its remembered score, and beyond two
+ * standard errors, is a surprise: 0.10, the IOPS share a polling core must
+ * buy under the balanced objective (docs/POLICY.md, "Objectives"). */
+#define POLICY_MEMORY_SURPRISE_MARGIN 0.10
+
+/* What one exploration found, as the adaptive policy hands it over. */
+typedef struct {
+    PolicyTriple winner;
+    double winner_score;        /* mean objective score of its ticks */
+    guint winner_ticks;
+    PolicyTriple anchor;        /* the baseline's measurement, or the start's */
+    double anchor_score;
+    double noise;               /* per-tick standard deviation of the score */
+    guint probe_ticks;          /* ticks measured under triples that lost */
+    double probe_loss;          /* their summed score below the winner's (>= 0) */
+} PolicyExploration;
+
+typedef struct {
+    PolicySignature sig;
+    gboolean have_winner;       /* FALSE: only phase statistics */
+    PolicyExploration last;     /* the last exploration's result */
+    gint64 learned_ms;          /* the last exploration */
+    gint64 confirmed_ms;        /* learned, or the winner last confirmed */
+    gint64 seen_ms;             /* confirmed, or a phase of it ended */
+    guint n_confirmed;          /* since learned */
+    guint n_explorations;
+    guint n_default_wins;       /* explorations in a row the anchor won */
+    double gain_sum;            /* winner over anchor, summed over explorations */
+    guint64 probe_ticks;        /* summed over explorations */
+    double probe_loss_sum;
+    guint n_phases;
+    double phase_ln_sum, phase_ln_sumsq;    /* ln(phase length in ms) */
+} PolicyMemoryEntry;
+
+typedef struct _PolicyMemory PolicyMemory;
+
+/* @ttl_ms <= 0: POLICY_MEMORY_TTL_MS. */
+PolicyMemory *policy_memory_new(gint64 ttl_ms);
+void policy_memory_free(PolicyMemory *mem);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PolicyMemory, policy_memory_free)
+
+guint policy_memory_size(const PolicyMemory *mem);
+gint64 policy_memory_ttl(const PolicyMemory *mem);
+/* The entry with a winner for @sig, confirmed within the ttl; else NULL.
+ * Valid until the memory next changes. */
+const PolicyMemoryEntry *policy_memory_lookup(const PolicyMemory *mem,
+                                              const PolicySignature *sig, gint64 now_ms);
+/* Any entry for @sig, expired or without a winner; NULL: none. */
+const PolicyMemoryEntry *policy_memory_peek(const PolicyMemory *mem, const PolicySignature *sig);
+/* Keeps @x as @sig's winner, learned and confirmed at @now_ms. */
+void policy_memory_learn(PolicyMemory *mem, const PolicySignature *sig,
+                         const PolicyExploration *x, gint64 now_ms);
+/*
+ * The remembered winner of @sig was written back and scored @score, the
+ * mean of @n_ticks ticks.  TRUE when that is a surprise: below the
+ * remembered score by more than max(2 standard errors,
+ * POLICY_MEMORY_SURPRISE_MARGIN); the winner is then forgotten.  Else the
+ * entry is confirmed at @now_ms.  FALSE without a winner to confirm.
+ */
+gboolean policy_memory_confirm(PolicyMemory *mem, const PolicySignature *sig, double score,
+                               guint n_ticks, gint64 now_ms);
+/* A phase of @sig lasted @length_ms (> 0). */
+void policy_memory_record_phase_end(PolicyMemory *mem, const PolicySignature *sig,
+                                    gint64 length_ms, gint64 now_ms);
+void policy_memory_forget(PolicyMemory *mem);
+
+/*
+ * The expected rest of a phase of @sig that has lasted @elapsed_ms: phase
+ * lengths taken as log-normal, fitted to @sig's phases, or while it has
+ * fewer than two to those of every signature of its device, each with a
+ * prior worth one phase of POLICY_MEMORY_PRIOR_PHASE_MS.
+ */
+double policy_memory_expected_remaining_ms(const PolicyMemory *mem, const PolicySignature *sig,
+                                           gint64 elapsed_ms);
+
+/*
+ * What this iothread learned of explorations on @sig's device, for the
+ * rule below.  The priors make an unknown device worth exploring, and
+ * decay as explorations find nothing:
+ *  - gain: POLICY_MEMORY_PRIOR_GAIN (3%, the value goals' threshold of a
+ *    gain worth having) worth POLICY_MEMORY_PRIOR_WEIGHT explorations;
+ *  - probe cost: POLICY_MEMORY_PRIOR_PROBE_TICKS ticks (two probes of up to
+ *    three ticks, docs/POLICY.md step 4) at POLICY_MEMORY_PRIOR_LOSS each
+ *    (the wrong side of polling at QD1 costs a third of the IOPS, seed
+ *    001; a probe that changes nothing costs nothing), worth as much.
+ */
+#define POLICY_MEMORY_PRIOR_GAIN 0.03
+#define POLICY_MEMORY_PRIOR_WEIGHT 2.0
+#define POLICY_MEMORY_PRIOR_PROBE_TICKS 6.0
+#define POLICY_MEMORY_PRIOR_LOSS 0.10
+/* A phase's prior length: revalidate_ms, which the policy already
+ * takes for how long a workload holds; its spread a factor of e^1.5. */
+#define POLICY_MEMORY_PRIOR_PHASE_MS 300000.0
+#define POLICY_MEMORY_PRIOR_PHASE_SD 1.5
+/* This many explorations in a row on one device that the anchor (the
+ * triple the VM would have anyway) won: the device gains nothing from
+ * polltune, and is explored again once per ttl only. */
+#define POLICY_MEMORY_DEFAULT_STREAK 3
+
+typedef struct {
+    double gain_per_tick;       /* expected winner's lead over the anchor */
+    double probe_ticks;         /* expected ticks under losing probes */
+    double loss_per_tick;       /* expected score they lose */
+    guint n_explorations;       /* on the device, behind the figures */
+    guint default_streak;       /* the device's last explorations the anchor won */
+    gint64 last_explored_ms;    /* on the device; G_MININT64: never */
+} PolicyMemoryStats;
+
+void policy_memory_stats(const PolicyMemory *mem, const PolicySignature *sig,
+                         PolicyMemoryStats *out);
+
+/*
+ * Whether an exploration pays for itself: the expected gain per tick over
+ * the rest of the phase (@remaining_ms at @tick_ms a tick) must exceed
+ * the probes' expected loss.  After POLICY_MEMORY_DEFAULT_STREAK default
+ * wins it pays only once @slow_ms have passed since the device's last
+ * exploration.  @reason (may be NULL) gets one sentence with the figures.
+ */
+gboolean policy_memory_exploration_pays(const PolicyMemoryStats *stats, double remaining_ms,
+                                        gint64 tick_ms, gint64 slow_ms, gint64 now_ms,
+                                        char **reason);
+
+/* Every entry as a row (PtMemoryRow *, freed with the array), for the store. */
+GPtrArray *policy_memory_to_rows(const PolicyMemory *mem);
+/*
+ * Replaces the memory's entries with @rows (a row that does not parse
+ * fails the whole load, naming it; the memory is then unchanged).  Beyond
+ * POLICY_MEMORY_MAX_ENTRIES the least recently seen are dropped.
+ */
+gboolean policy_memory_load_rows(PolicyMemory *mem, PtMemoryRow *const *rows, guint n,
+                                 GError **error);
