@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The history database taken from under a running polltuned, with real
- * QEMUs: its header overwritten.
+ * QEMUs: its WAL deleted, the whole file deleted, its header overwritten.
  * Whatever happens to the file, the originals of every VM it tuned must
  * outlive a kill -9: the next start, then a stop, puts them back, which
  * the test reads from QEMU itself (query-iothreads on its own monitor).
@@ -137,6 +137,66 @@ assert_incident(PtTestDaemon *d, const char *needle)
     g_assert_nonnull(strstr(line, needle));
 }
 
+/*
+ * Two QEMUs tuned, then (@whole FALSE) "<db>-wal" removed, or (@whole
+ * TRUE) "<db>*" (the database, its WAL and shm, the run marker), then a
+ * third QEMU attached, kill -9, a start and a stop.
+ */
+static void
+file_removed(gboolean whole)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(PtTestDaemon) d = NULL;
+    g_autofree char *conf = conf_static();
+    g_autofree char *wal = NULL;
+    const guint64 iot1[3] = { 1000, 2000, 3000 };
+    PtTestVm *vms[3] = { NULL, NULL, NULL };
+
+    if (pt_test_skip_without_qemu())
+        return;
+    vms[0] = vm_start("vm-a", iot1[0]);
+    vms[1] = vm_start("vm-b", iot1[1]);
+    d = pt_test_daemon_start(conf, &err);
+    g_assert_no_error(err);
+    wait_tuned(vms[0]);
+    wait_tuned(vms[1]);
+
+    wal = g_strconcat(d->db_path, "-wal", NULL);
+    g_assert_cmpint(g_unlink(wal), ==, 0);
+    if (whole) {
+        g_autofree char *shm = g_strconcat(d->db_path, "-shm", NULL);
+        g_autofree char *marker = g_strconcat(d->db_path, ".running", NULL);
+
+        g_assert_cmpint(g_unlink(d->db_path), ==, 0);
+        g_assert_cmpint(g_unlink(shm), ==, 0);
+        g_assert_cmpint(g_unlink(marker), ==, 0);
+        g_assert_true(pt_test_wait_log(d, "was deleted while open; reopened it", 1, 10000));
+    } else {
+        g_assert_true(pt_test_wait_log(d, "-wal was deleted while open", 1, 10000));
+    }
+    g_assert_true(pt_test_wait_log(d, "original values of 4 iothreads written into it again",
+                                   1, 10000));
+    assert_incident(d, whole ? "was deleted while open" : "-wal was deleted while open");
+
+    vms[2] = vm_start("vm-c", iot1[2]);
+    wait_tuned(vms[2]);
+    kill_restart_stop(d, vms, iot1, 3);
+    for (guint i = 0; i < 3; i++)
+        pt_test_vm_free(vms[i]);
+}
+
+static void
+test_wal_removed(void)
+{
+    file_removed(FALSE);
+}
+
+static void
+test_database_removed(void)
+{
+    file_removed(TRUE);
+}
+
 /* The header overwritten while the daemon runs: said in the log and in
  * status, rewritten, and the next start finds the whole history. */
 static void
@@ -180,6 +240,8 @@ main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     g_test_init(&argc, &argv, NULL);
     vm_dir = g_dir_make_tmp("pt-vms-XXXXXX", NULL);
+    g_test_add_func("/daemon/store/wal-removed", test_wal_removed);
+    g_test_add_func("/daemon/store/database-removed", test_database_removed);
     g_test_add_func("/daemon/store/header-corrupted", test_header_corrupted);
     rc = g_test_run();
     g_rmdir(vm_dir);
