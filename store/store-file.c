@@ -6,7 +6,6 @@
  * for status), and the path opened again or the file moved aside.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <glib/gstdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -123,23 +122,28 @@ store_db_recover_corrupt(StoreDb *db, gint64 now_ms, const char *cause, GError *
  * them only when it opens the file, so an overwritten header goes unseen
  * until the next start, which must then move the whole history aside.  A
  * file shorter than the header has had no checkpoint yet (its pages are
- * all in the WAL).
+ * all in the WAL).  Read through sqlite's own handle: a descriptor of ours
+ * on the file, once closed, would drop the POSIX locks sqlite holds on it
+ * for the whole process.
  */
 static gboolean
 header_is_intact(StoreDb *db)
 {
     static const char magic[16] = "SQLite format 3";
+    sqlite3_file *file = NULL;
     guint8 head[18];
     guint page_size;
-    ssize_t n;
-    int fd = open(db->path, O_RDONLY | O_CLOEXEC);
+    int rc;
 
-    if (fd < 0)
+    if (sqlite3_file_control(db->sql, "main", SQLITE_FCNTL_FILE_POINTER, &file) != SQLITE_OK ||
+        !file || !file->pMethods)
         return TRUE;
-    n = pread(fd, head, sizeof(head), 0);
-    close(fd);
-    if (n < (ssize_t)sizeof(head))
-        return n <= 0;
+    rc = file->pMethods->xRead(file, head, sizeof(head), 0);
+    if (rc == SQLITE_IOERR_SHORT_READ)
+        /* sqlite zero-fills what is missing: an empty file reads as zeros. */
+        return head[0] == 0;
+    if (rc != SQLITE_OK)
+        return TRUE;
     page_size = (guint)head[16] << 8 | head[17];
     if (page_size == 1)
         page_size = 65536;
