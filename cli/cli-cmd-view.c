@@ -171,9 +171,10 @@ override_text(CliContext *ctx, json_object *ov)
 }
 
 static void
-print_status_header(json_object *st)
+print_status_header(CliContext *ctx, json_object *st)
 {
     json_object *store = member(st, "store"), *host = member(st, "host");
+    json_object *incident = member(store, "incident");
     g_autofree char *ticks = int_text(st, "ticks");
     g_autofree char *interval = int_text(st, "interval_ms");
     g_autofree char *overruns = int_text(st, "overruns");
@@ -203,6 +204,12 @@ print_status_header(json_object *st)
            "\302\267 %s overruns\n", str(st, "mode"), up, ticks, interval, last, p99, overruns);
     printf("store   %s: %s \302\267 %s pending \302\267 %s dropped\n", str(store, "path"),
            str(store, "health"), pending, dropped);
+    /* What happened to the file last (deleted, its WAL gone, corrupt). */
+    if (incident) {
+        g_autofree char *age = age_text(ctx, incident, "at_ms");
+
+        printf("        %s: %s\n", age, str(incident, "what"));
+    }
     /* A budget of 0 means none is set (POLICY.md), not zero cores. */
     if (budget_cores > 0)
         printf("host    CPU busy %s \302\267 PSI cpu some %s \302\267 polling %s of %s cores "
@@ -230,7 +237,7 @@ cli_cmd_status(CliContext *ctx, char **args, guint n, GError **error)
         cli_print_json(st);
         return TRUE;
     }
-    print_status_header(st);
+    print_status_header(ctx, st);
     targets = member(st, "targets");
     t = cli_table_new("VM/IOTHREAD", "STATE", ">POLL-MAX-NS", ">GROW", ">SHRINK", "POLICY",
                       NULL);

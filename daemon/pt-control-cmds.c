@@ -411,6 +411,22 @@ pt_cmd_status(PtConn *conn, json_object *args, json_object **ret, GError **error
     json_object_object_add(store, "health", json_object_new_string(store_health_to_string(ss.health)));
     json_object_object_add(store, "pending", json_object_new_int(ss.pending_ticks));
     json_object_object_add(store, "dropped", json_object_new_int64(ss.ticks_dropped));
+    json_object_object_add(store, "reopens", json_object_new_int64(ss.reopens));
+    json_object_object_add(store, "corruptions", json_object_new_int64(ss.corruptions));
+    {
+        gint64 at_ms;
+        const char *what = store_db_last_incident(pt_daemon_get_store(d), &at_ms);
+
+        /* Health is the last write's; this stays, so that a file that
+         * went or was damaged, and what was done, is seen afterwards. */
+        if (what) {
+            json_object *inc = json_object_new_object();
+
+            json_object_object_add(inc, "at_ms", json_object_new_int64(at_ms));
+            json_object_object_add(inc, "what", json_object_new_string(what));
+            json_object_object_add(store, "incident", inc);
+        }
+    }
     json_object_object_add(*ret, "store", store);
     if (h->have_psi)
         pt_json_num(host, "psi_some_avg10", h->psi_some_avg10);

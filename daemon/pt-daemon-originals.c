@@ -186,3 +186,75 @@ pt_daemon_restore_target(PtDaemon *d, PtTarget *t, const char *why)
         n += pt_daemon_restore_changed(d, t, v, why);
     return n;
 }
+
+/*
+ * The store opened a new file (StoreStats.reopens): the database or its
+ * WAL was deleted or replaced, or the file was corrupt.  The originals
+ * saved before may be in the old file only, where the next start would
+ * not find them: every one held is written again, and each iothread's
+ * writes wait until its own is in (original_saved).  The run marker went
+ * too when "history.db*" was removed, and a crash must still be seen.
+ */
+static void
+pt_daemon_originals_resave(PtDaemon *d, guint64 reopens)
+{
+    GHashTableIter it;
+    gpointer v;
+    guint n = 0, failed = 0;
+    StoreStats st;
+
+    if (d->run_marker && !g_file_test(d->run_marker, G_FILE_TEST_EXISTS))
+        g_file_set_contents(d->run_marker, "", 0, NULL);
+    g_hash_table_iter_init(&it, d->targets);
+    while (g_hash_table_iter_next(&it, NULL, &v)) {
+        PtTarget *t = v;
+        GHashTableIter jt;
+        gpointer w;
+
+        /* A gone QEMU's originals were dropped on purpose. */
+        if (t->state == PT_TARGET_GONE)
+            continue;
+        g_hash_table_iter_init(&jt, t->iothreads);
+        while (g_hash_table_iter_next(&jt, NULL, &w)) {
+            PtIothread *io = w;
+
+            if (!io->have_original)
+                continue;
+            io->original_saved = FALSE;
+            pt_daemon_save_original(d, t, io);
+            n++;
+            failed += !io->original_saved;
+        }
+    }
+    /* A write above that found the file gone again leaves the count
+     * behind: the next check writes them all once more. */
+    store_db_get_stats(d->store, &st);
+    if (st.reopens == reopens)
+        d->originals_reopens = reopens;
+    if (n)
+        pt_info(NULL, NULL, "store: a new history database file: original values of %u "
+                "iothreads written into it again%s", n - failed,
+                failed ? "; the others are not tuned until theirs are saved" : "");
+}
+
+gboolean
+pt_daemon_originals_on_disk(PtDaemon *d)
+{
+    g_autoptr(GError) err = NULL;
+    StoreStats st;
+
+    if (!store_db_check(d->store, d->tick_now_ms, &err)) {
+        if (!d->store_check_failed)
+            pt_warn(NULL, NULL, "store: %s; no writes to VMs until the history database "
+                    "is open again", err->message);
+        d->store_check_failed = TRUE;
+        return FALSE;
+    }
+    d->store_check_failed = FALSE;
+    pt_daemon_store_notices(d);
+    store_db_get_stats(d->store, &st);
+    if (st.reopens == d->originals_reopens)
+        return TRUE;
+    pt_daemon_originals_resave(d, st.reopens);
+    return FALSE;
+}

@@ -81,6 +81,10 @@ struct PtDaemon {
     gboolean shutting_down;
     guint pending_restores;
     guint pending_applies;          /* policy writes in flight: a stop waits */
+    /* StoreStats.reopens when every original held was last written: the
+     * file they are in (pt_daemon_originals_on_disk()). */
+    guint64 originals_reopens;
+    gboolean store_check_failed;    /* said once in the log */
 };
 
 void pt_daemon_add_target(PtDaemon *d, PtTarget *t);
@@ -96,6 +100,8 @@ void pt_daemon_qmp_attached(PtDaemon *d, const char *path);
 /* The configured exit source, AUTO when it names none. */
 ProbeExitsMode pt_daemon_exits_mode(const PtConf *conf);
 gint pt_double_cmp(gconstpointer a, gconstpointer b);
+/* Logs what the store has queued for an operator to see. */
+void pt_daemon_store_notices(PtDaemon *d);
 
 /* pt-daemon-record.c */
 StoreTriple pt_store_triple(const PolicyTriple *t);
@@ -131,6 +137,12 @@ gboolean pt_daemon_restore_changed(PtDaemon *d, PtTarget *t, PtIothread *io, con
 gboolean pt_daemon_adopt_original(PtDaemon *d, PtTarget *t, PtIothread *io);
 /* Restore @t's originals; returns how many writes were started. */
 guint pt_daemon_restore_target(PtDaemon *d, PtTarget *t, const char *why);
+/* Checks the store's file (store_db_check()); TRUE when every original
+ * held is in the file open now.  When the store opened a new file, writes
+ * them all into it and returns FALSE: a write to a VM that asked waits a
+ * tick.  Asked once a tick before the policy and before each of its
+ * writes, so that no VM is changed while its original is nowhere. */
+gboolean pt_daemon_originals_on_disk(PtDaemon *d);
 
 /* pt-daemon-overrides.c */
 /* Read the active overrides from the store into the engine, at start. */

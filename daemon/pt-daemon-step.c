@@ -139,6 +139,10 @@ pt_daemon_handle_one(PtDaemon *d, PtTarget *t, PolicyDecision *dec, const char *
          * again on a later tick. */
         if (io && pt_daemon_write_held(io, g_get_monotonic_time()))
             return;
+        /* The file may have gone since the tick began: never a write
+         * while an original is nowhere on disk. */
+        if (!pt_daemon_originals_on_disk(d))
+            return;
         pt_daemon_apply(d, t, pt_decision_copy(dec), policy,
                         (gint64)d->conf->policy->max_poll_max_ns, FALSE);
     } else {

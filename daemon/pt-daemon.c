@@ -110,6 +110,13 @@ pt_daemon_new(PtConf *conf, const PtDaemonRoots *roots, GError **error)
         g_propagate_error(error, g_steal_pointer(&local));
         return NULL;
     }
+    {
+        StoreStats st;
+
+        /* A file moved aside at open held nothing of this run. */
+        store_db_get_stats(d->store, &st);
+        d->originals_reopens = st.reopens;
+    }
     d->engine = policy_engine_new(conf->policy, error);
     if (!d->engine)
         return NULL;
@@ -117,8 +124,7 @@ pt_daemon_new(PtConf *conf, const PtDaemonRoots *roots, GError **error)
     return g_steal_pointer(&d);
 }
 
-/* Logs what the store has queued for an operator to see. */
-static void
+void
 pt_daemon_store_notices(PtDaemon *d)
 {
     char *notice;
@@ -811,7 +817,9 @@ pt_daemon_tick_end(PtDaemon *d)
     probe_host_snap_free(d->host_prev);
     d->host_prev = g_steal_pointer(&d->tick_host);
 
-    pt_daemon_run_policy(d, sampled);
+    /* A new file without the originals in it: the policy waits a tick. */
+    if (pt_daemon_originals_on_disk(d))
+        pt_daemon_run_policy(d, sampled);
     pt_daemon_maintain(d);
     d->stats.ticks++;
     pt_daemon_record_tick_time(d, work_start_us);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * store-db: opening, the connection's settings, recovery from a corrupt,
- * deleted or replaced file, prepared statements, notices and meta.
+ * store-db: opening, the connection's settings, prepared statements,
+ * notices and meta.  What happens to the file under the connection is in
+ * store-file.c.
  */
 #include <errno.h>
 #include <glib/gstdio.h>
@@ -278,8 +279,8 @@ store_meta_set_int(StoreDb *db, const char *key, gint64 value, GError **error)
     return TRUE;
 }
 
-static void
-connection_close(StoreDb *db)
+void
+store_connection_close(StoreDb *db)
 {
     for (int i = 0; i < STMT_MAX; i++)
         g_clear_pointer(&db->stmt[i], sqlite3_finalize);
@@ -408,8 +409,8 @@ connection_check_writable(StoreDb *db, GError **error)
 
 /* Opens the connection and brings the schema up to date.  A corrupt file
  * is reported as STORE_ERROR_CORRUPT so the caller can move it aside. */
-static gboolean
-connection_open(StoreDb *db, GError **error)
+gboolean
+store_connection_open(StoreDb *db, GError **error)
 {
     g_autofree char *settings = NULL;
     int rc;
@@ -420,7 +421,7 @@ connection_open(StoreDb *db, GError **error)
                          SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc != SQLITE_OK) {
         store_set_error(db, error, rc, "open");
-        connection_close(db);
+        store_connection_close(db);
         return FALSE;
     }
     sqlite3_busy_timeout(db->sql, (int)db->opts.busy_timeout_ms);
@@ -431,24 +432,24 @@ connection_open(StoreDb *db, GError **error)
     rc = sqlite3_exec(db->sql, "PRAGMA auto_vacuum = INCREMENTAL", NULL, NULL, NULL);
     if (rc != SQLITE_OK) {
         store_set_error(db, error, rc, "read header");
-        connection_close(db);
+        store_connection_close(db);
         return FALSE;
     }
     if (!db->is_memory && !pragma_text_is(db->sql, "PRAGMA journal_mode = WAL", "wal", &rc)) {
         if (rc == SQLITE_OK)
             rc = SQLITE_ERROR;
         store_set_error(db, error, rc, "enable WAL");
-        connection_close(db);
+        store_connection_close(db);
         return FALSE;
     }
     if (!store_schema_migrate(db->sql, db->path, error)) {
-        connection_close(db);
+        store_connection_close(db);
         return FALSE;
     }
     if (db->opts.verify_at_open && !pragma_text_is(db->sql, "PRAGMA quick_check(1)", "ok", &rc)) {
         g_set_error(error, STORE_ERROR, STORE_ERROR_CORRUPT, "%s: quick_check failed",
                     db->path);
-        connection_close(db);
+        store_connection_close(db);
         return FALSE;
     }
     /* In WAL mode NORMAL loses nothing on a process crash, only possibly
@@ -460,59 +461,13 @@ connection_open(StoreDb *db, GError **error)
                                "PRAGMA temp_store = MEMORY;",
                                STORE_WAL_CHECKPOINT_FRAMES * (db->page_size + 24));
     if (!store_exec(db, settings, error)) {
-        connection_close(db);
+        store_connection_close(db);
         return FALSE;
     }
     sqlite3_wal_hook(db->sql, wal_hook, db);
-    if (!db->is_memory) {
-        struct stat st;
-
-        if (g_stat(db->path, &st) == 0) {
-            db->dev = st.st_dev;
-            db->ino = st.st_ino;
-        }
-    }
+    if (!db->is_memory)
+        store_file_remember(db);
     return TRUE;
-}
-
-static char *
-aside_name(const char *path, gint64 now_ms)
-{
-    g_autoptr(GDateTime) t = g_date_time_new_from_unix_utc(now_ms / 1000);
-    g_autofree char *stamp = g_date_time_format(t, "%Y%m%dT%H%M%SZ");
-    char *name = g_strdup_printf("%s.corrupt-%s", path, stamp);
-
-    /* Two corruptions within a second must not overwrite each other. */
-    for (int i = 1; g_file_test(name, G_FILE_TEST_EXISTS); i++) {
-        g_free(name);
-        name = g_strdup_printf("%s.corrupt-%s.%d", path, stamp, i);
-    }
-    return name;
-}
-
-gboolean
-store_db_recover_corrupt(StoreDb *db, gint64 now_ms, const char *cause, GError **error)
-{
-    g_autofree char *aside = aside_name(db->path, now_ms);
-    g_autofree char *wal = g_strconcat(db->path, "-wal", NULL);
-    g_autofree char *wal_aside = g_strconcat(aside, "-wal", NULL);
-    g_autofree char *shm = g_strconcat(db->path, "-shm", NULL);
-
-    connection_close(db);
-    if (g_rename(db->path, aside) != 0 && errno != ENOENT) {
-        int e = errno;
-
-        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(e),
-                    "%s: corrupt (%s) and cannot be moved aside to %s: %s", db->path,
-                    cause, aside, g_strerror(e));
-        return FALSE;
-    }
-    g_rename(wal, wal_aside);
-    g_unlink(shm);
-    store_notice(db, "history database %s was corrupt (%s); moved it aside to %s "
-                 "and started a fresh one", db->path, cause, aside);
-    db->stats.reopens++;
-    return connection_open(db, error);
 }
 
 StoreDb *
@@ -527,8 +482,10 @@ store_db_alloc(const char *path, const StoreOptions *opts, GError **error)
     db = g_new0(StoreDb, 1);
     db->path = g_strdup(path);
     db->is_memory = g_str_equal(path, ":memory:");
-    if (!db->is_memory)
+    if (!db->is_memory) {
         db->dir = g_path_get_dirname(path);
+        db->wal_path = g_strconcat(path, "-wal", NULL);
+    }
     if (opts)
         db->opts = *opts;
     else
@@ -550,7 +507,7 @@ store_db_open(const char *path, const StoreOptions *opts, GError **error)
 
     if (!db)
         return NULL;
-    if (connection_open(db, &local))
+    if (store_connection_open(db, &local))
         return g_steal_pointer(&db);
     if (db->is_memory || !g_error_matches(local, STORE_ERROR, STORE_ERROR_CORRUPT)) {
         g_propagate_error(error, g_steal_pointer(&local));
@@ -566,50 +523,15 @@ store_db_close(StoreDb *db)
 {
     if (!db)
         return;
-    connection_close(db);
+    store_connection_close(db);
     store_pending_free_all(db);
     g_queue_clear_full(&db->notices, g_free);
     g_clear_pointer(&db->targets, g_hash_table_unref);
+    g_free(db->incident);
+    g_free(db->wal_path);
     g_free(db->path);
     g_free(db->dir);
     g_free(db);
-}
-
-/*
- * Someone deleted or replaced the file under us (logrotate-style scripts,
- * an operator restoring a backup).  Writing on would go to an unlinked
- * inode and vanish, so reopen the path.
- */
-gboolean
-store_db_check_file(StoreDb *db, gint64 now_ms, GError **error)
-{
-    struct stat st;
-    const char *what;
-
-    /* Every write asks here first: a read-only handle neither writes nor
-     * reopens the path read-write. */
-    if (db->readonly) {
-        g_set_error(error, STORE_ERROR, STORE_ERROR_INVALID, "%s: opened read-only",
-                    db->path);
-        return FALSE;
-    }
-    if (db->is_memory || !db->sql)
-        return db->sql ? TRUE : connection_open(db, error);
-    if (g_stat(db->path, &st) != 0)
-        what = "deleted";
-    else if (st.st_dev != db->dev || st.st_ino != db->ino)
-        what = "replaced";
-    else
-        return TRUE;
-    /* sqlite keeps the WAL of a file that is no longer at its path; an
-     * emptied WAL cannot be replayed into whatever is there now. */
-    sqlite3_wal_checkpoint_v2(db->sql, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
-    connection_close(db);
-    db->stats.reopens++;
-    if (!connection_open(db, error))
-        return FALSE;
-    store_notice(db, "history database %s was %s while open; reopened it", db->path, what);
-    return TRUE;
 }
 
 void

@@ -85,6 +85,12 @@ struct StoreDb {
     gint64 page_size;           /* bytes; a WAL frame is this plus 24 */
     char *dir;                  /* where the WAL lives, for its free space */
     gboolean readonly;          /* store_db_open_readonly(): no write, no reopen */
+    char *wal_path;             /* "<path>-wal" */
+    gboolean wal_known;         /* wal_dev, wal_ino: the WAL the connection has open */
+    dev_t wal_dev;
+    ino_t wal_ino;
+    char *incident;             /* store_db_last_incident() */
+    gint64 incident_ms;
 };
 
 /* store-schema.c */
@@ -109,6 +115,15 @@ void store_set_error_sql(sqlite3 *sql, const char *path, GError **error, int rc,
                          const char *what);
 void store_notice(StoreDb *db, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 void store_cache_clear(StoreDb *db);
+/* Opens the connection at db->path and brings the schema up to date; a
+ * corrupt file fails with STORE_ERROR_CORRUPT. */
+gboolean store_connection_open(StoreDb *db, GError **error);
+/* Finalizes the statements and closes the connection; the handle stays. */
+void store_connection_close(StoreDb *db);
+
+/* store-file.c */
+/* Notes which file and which WAL the connection just opened has. */
+void store_file_remember(StoreDb *db);
 gboolean store_db_check_file(StoreDb *db, gint64 now_ms, GError **error);
 /* Checkpoints the whole WAL into the database and truncates it to zero
  * bytes, giving its space back.  STORE_ERROR_FULL when the database file

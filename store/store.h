@@ -144,7 +144,12 @@ typedef struct {
     guint pending_ticks;        /* kept in memory, not yet written */
     guint64 ticks_written;
     guint64 ticks_dropped;      /* pending queue overflowed */
-    guint64 reopens;            /* file deleted, replaced or corrupt */
+    /* A new file opened at the path: the database or its WAL was deleted
+     * or replaced, or the file was corrupt and moved aside.  Rows written
+     * before may be in the old file only: a caller that must keep some
+     * (the originals) writes them again when this changes. */
+    guint64 reopens;
+    guint64 corruptions;        /* corrupt file moved aside or header rewritten */
     gint64 last_write_us;       /* wall time of the last tick write */
     gint64 max_write_us;
     gint64 max_maintain_unit_us; /* longest single maintenance unit */
@@ -160,6 +165,24 @@ const char *store_health_to_string(StoreHealth health);
  * once when it ends, however many ticks it lasts.  Free with g_free().
  */
 char *store_db_take_notice(StoreDb *db);
+
+/*
+ * Checks that the file at the path is still the one open, that so is its
+ * WAL ("<path>-wal"), and that its header is intact, as every write does
+ * first; for a caller to run it between writes (once a tick).  A deleted
+ * or replaced file or WAL is reopened (a WAL that went is first copied
+ * into the database), a damaged header is rewritten from the connection
+ * or, failing that, the file moved aside; a notice says which, and
+ * StoreStats.reopens counts the reopens.  Fails only when no file could
+ * be opened again.
+ */
+gboolean store_db_check(StoreDb *db, gint64 now_ms, GError **error);
+/*
+ * The last thing that happened to the file (deleted, replaced, its WAL
+ * gone, corrupt), as the notice said it, and when (@at_ms, may be NULL);
+ * NULL when nothing has since the open.  Valid until the next call on @db.
+ */
+const char *store_db_last_incident(StoreDb *db, gint64 *at_ms);
 
 /* Bytes the database occupies (pages in use, WAL excluded). */
 gint64 store_db_used_bytes(StoreDb *db);

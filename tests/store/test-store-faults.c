@@ -2,7 +2,8 @@
 /*
  * Faults: a database locked by another process, a full disk (a real
  * small tmpfs), a corrupt file at open, SIGKILL in the middle of writing,
- * and the file deleted or replaced while open.
+ * the file or its WAL deleted or replaced while open, and its header
+ * overwritten while open.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -545,6 +546,137 @@ test_deleted_replaced(void)
     g_assert_cmpuint(stats.pending_ticks, ==, 0);
 }
 
+/* ---- the WAL deleted or replaced while open --------------------------- */
+
+static gboolean
+save_original(StoreDb *db, const char *iothread, gint64 poll_max_ns)
+{
+    StoreTriple tr = { poll_max_ns, 2, 0 };
+
+    return store_original_save(db, "vm0", iothread, &tr, "instance-1", T0, NULL);
+}
+
+/*
+ * In a child, which then dies without closing (as kill -9 leaves it): an
+ * original saved, the WAL that holds it deleted (or replaced, with
+ * @recreate) before the next write of the same tick, a second original
+ * and a tick.  Exits 0 when the store said so once and reopened once.
+ */
+static G_GNUC_NORETURN void
+wal_gone_child(const char *path, gboolean recreate)
+{
+    g_autofree char *wal = g_strconcat(path, "-wal", NULL);
+    StoreDb *db = store_db_open(path, NULL, NULL);
+    TestTick *t = test_tick_new(2);
+    StoreStats stats;
+    guint total;
+
+    if (!db)
+        _exit(2);
+    test_tick_fill(t, T0, 1);
+    if (!store_tick_write(db, &t->tick, NULL) || !save_original(db, "iothread0", 1000))
+        _exit(3);
+    if (g_unlink(wal) != 0 || (recreate && !g_file_set_contents(wal, "", 0, NULL)))
+        _exit(4);
+    test_tick_fill(t, T0 + 1000, 2);
+    if (!save_original(db, "iothread1", 2000) || !store_tick_write(db, &t->tick, NULL))
+        _exit(5);
+    store_db_get_stats(db, &stats);
+    if (stats.reopens != 1 || stats.pending_ticks != 0)
+        _exit(6);
+    if (notices_matching(db, recreate ? "-wal was replaced while open" :
+                         "-wal was deleted while open", &total) != 1 || total != 1)
+        _exit(7);
+    if (!store_db_last_incident(db, NULL) || !strstr(store_db_last_incident(db, NULL), "WAL"))
+        _exit(8);
+    _exit(0);
+}
+
+static void
+wal_gone(gboolean recreate)
+{
+    g_autofree char *dir = test_dir_new();
+    g_autofree char *path = g_build_filename(dir, "h.db", NULL);
+    int status;
+    pid_t pid = fork();
+
+    g_assert_cmpint(pid, >=, 0);
+    if (pid == 0)
+        wal_gone_child(path, recreate);
+    g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+    g_assert_true(WIFEXITED(status));
+    /* 2 to 5: a write failed; from 6 on, all were made but the store
+     * did not say what happened (checked after what was kept). */
+    g_assert_true(WEXITSTATUS(status) == 0 || WEXITSTATUS(status) >= 6);
+    /* Both originals and both ticks outlived the process: the first from
+     * the deleted WAL, copied into the database when the loss was seen. */
+    g_assert_cmpint(test_sql_int(path, "SELECT integrity_check = 'ok'"
+                                       " FROM pragma_integrity_check"), ==, 1);
+    g_assert_cmpint(test_sql_int(path, "SELECT poll_max_ns FROM originals o JOIN iothreads i"
+                                       " ON i.id = o.iothread_id WHERE i.name = 'iothread0'"),
+                    ==, 1000);
+    g_assert_cmpint(test_sql_int(path, "SELECT poll_max_ns FROM originals o JOIN iothreads i"
+                                       " ON i.id = o.iothread_id WHERE i.name = 'iothread1'"),
+                    ==, 2000);
+    g_assert_cmpint(test_sql_int(path, "SELECT count(*) FROM ticks"), ==, 2);
+    g_assert_cmpint(WEXITSTATUS(status), ==, 0);
+    test_dir_remove(dir);
+}
+
+static void
+test_wal_deleted_between_writes(void)
+{
+    wal_gone(FALSE);
+}
+
+static void
+test_wal_replaced_between_writes(void)
+{
+    wal_gone(TRUE);
+}
+
+/* ---- the header overwritten while open -------------------------------- */
+
+static void
+test_header_overwritten(void)
+{
+    g_auto(TestDb) fx = { 0 };
+    g_autoptr(TestTick) t = test_tick_new(2);
+    g_autofree char *junk = g_strnfill(100, 'x');
+    char head[16];
+    StoreStats stats;
+    guint total;
+    gint64 at = 0;
+    int fd;
+
+    test_db_setup(&fx, NULL);
+    write_tick(fx.db, t, T0);
+    /* A closed file has its pages, header included, in the file itself. */
+    test_db_reopen(&fx, NULL);
+    write_tick(fx.db, t, T0 + 1000);
+    fd = open(fx.path, O_WRONLY | O_CLOEXEC);
+    g_assert_cmpint(pwrite(fd, junk, 100, 0), ==, 100);
+    close(fd);
+
+    g_assert_true(store_db_check(fx.db, T0 + 1500, NULL));
+    write_tick(fx.db, t, T0 + 2000);
+    g_assert_cmpuint(notices_matching(fx.db, "had a corrupt header; rewrote it", &total), ==, 1);
+    g_assert_cmpuint(total, ==, 1);
+    g_assert_nonnull(strstr(store_db_last_incident(fx.db, &at), "corrupt header"));
+    g_assert_cmpint(at, ==, T0 + 1500);
+    store_db_get_stats(fx.db, &stats);
+    g_assert_cmpuint(stats.corruptions, ==, 1);
+    g_assert_cmpuint(stats.reopens, ==, 0);
+    fd = open(fx.path, O_RDONLY | O_CLOEXEC);
+    g_assert_cmpint(pread(fd, head, sizeof(head), 0), ==, sizeof(head));
+    close(fd);
+    g_assert_cmpmem(head, sizeof(head), "SQLite format 3", 16);
+    /* The history is whole: the next open reads it all, moving nothing aside. */
+    test_db_reopen(&fx, NULL);
+    g_assert_cmpuint(notices_matching(fx.db, "corrupt", &total), ==, 0);
+    g_assert_cmpint(test_sql_int(fx.path, "SELECT count(*) FROM ticks"), ==, 3);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -554,6 +686,9 @@ main(int argc, char **argv)
     g_test_add_func("/store/faults/corrupt-page", test_corrupt_page);
     g_test_add_func("/store/faults/sigkill", test_sigkill);
     g_test_add_func("/store/faults/deleted-replaced", test_deleted_replaced);
+    g_test_add_func("/store/faults/wal-deleted-between-writes", test_wal_deleted_between_writes);
+    g_test_add_func("/store/faults/wal-replaced-between-writes", test_wal_replaced_between_writes);
+    g_test_add_func("/store/faults/header-overwritten", test_header_overwritten);
     /* last: it leaves this process in a mount namespace of its own */
     g_test_add_func("/store/faults/disk-full", test_disk_full);
     g_test_add_func("/store/faults/disk-full-fast", test_disk_full_fast);
