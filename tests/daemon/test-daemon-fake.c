@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The real polltuned against scripted QEMUs (qmp-fake-monitor.h), for
+ * The real polltuned against scripted QEMUs (qmp-fake-qemu.h), for
  * what a real QEMU cannot be made to do here: a host with 4096 iothreads,
  * and a monitor whose error descriptions carry newlines and terminal
  * escapes.
@@ -10,7 +10,7 @@
  * answering while the test waits.
  */
 #include "pt-test-daemon.h"
-#include "qmp-fake-monitor.h"
+#include "qmp-fake-qemu.h"
 #include "qmp-json.h"
 
 #include <string.h>
@@ -85,7 +85,7 @@ typedef struct {
     char *dir;
     char *sock;
     FakeQemu q;
-    QmpFakeMonitor *fake;
+    QmpFakeQemu *fake;
     PtTestDaemon *d;
 } FakeCase;
 
@@ -102,9 +102,9 @@ fake_case_start(FakeCase *c, const char *name, guint n, const char *policy)
     c->q.max_ns = g_new(guint64, n);
     for (guint i = 0; i < n; i++)
         c->q.max_ns[i] = 32768;
-    c->fake = qmp_fake_monitor_new_listen(c->sock);
+    c->fake = qmp_fake_qemu_new_listen(c->sock);
     qmp_fake_handshake(c->fake);
-    qmp_fake_monitor_set_responder(c->fake, fake_respond, &c->q);
+    qmp_fake_qemu_set_responder(c->fake, fake_respond, &c->q);
     conf = g_strdup_printf("interval = 1s\nmetrics-listen =\n[targets]\nlibvirt = false\n"
                            "qmp-globs = %s/*.qmp\n[policy]\ndefault = %s\nmin-dwell = 0\n",
                            c->dir, policy);
@@ -116,7 +116,7 @@ static void
 fake_case_free(FakeCase *c)
 {
     g_clear_pointer(&c->d, pt_test_daemon_free);
-    g_clear_pointer(&c->fake, qmp_fake_monitor_free);
+    g_clear_pointer(&c->fake, qmp_fake_qemu_free);
     g_unlink(c->sock);
     g_rmdir(c->dir);
     g_free(c->sock);

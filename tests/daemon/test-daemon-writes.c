@@ -18,7 +18,7 @@
 #include <glib/gstdio.h>
 
 #include "pt-test-daemon.h"
-#include "qmp-fake-monitor.h"
+#include "qmp-fake-qemu.h"
 #include "qmp-json.h"
 
 /* How long the daemon runs against the peers: the backoff allows writes at
@@ -36,7 +36,7 @@ static const char *const peer_names[PEER_MAX] = { "refuses", "ignores", "churns"
 
 typedef struct {
     PeerKind kind;
-    QmpFakeMonitor *fake;
+    QmpFakeQemu *fake;
     gint qom_sets[2];           /* per iothread iot0, iot1 (atomic) */
     gint queries;               /* query-iothreads answered (atomic) */
 } Peer;
@@ -148,9 +148,9 @@ test_write_backoff(void)
         g_autofree char *sock = g_strdup_printf("%s/%s.qmp", dir, peer_names[k]);
 
         peers[k].kind = k;
-        peers[k].fake = qmp_fake_monitor_new_listen(sock);
+        peers[k].fake = qmp_fake_qemu_new_listen(sock);
         qmp_fake_handshake(peers[k].fake);
-        qmp_fake_monitor_set_responder(peers[k].fake, peer_respond, &peers[k]);
+        qmp_fake_qemu_set_responder(peers[k].fake, peer_respond, &peers[k]);
     }
     /* The fakes live on the default main context, which this test's own
      * calls to the daemon never touch. */
@@ -246,7 +246,7 @@ test_write_backoff(void)
     for (guint k = 0; k < PEER_MAX; k++) {
         g_autofree char *sock = g_strdup_printf("%s/%s.qmp", dir, peer_names[k]);
 
-        qmp_fake_monitor_free(peers[k].fake);
+        qmp_fake_qemu_free(peers[k].fake);
         g_unlink(sock);
     }
     g_rmdir(dir);
