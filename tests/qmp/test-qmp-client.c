@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The QMP client against a scripted fake monitor: every typed wrapper, error
+ * The QMP client against the scripted fake QEMU: every typed wrapper, error
  * replies, events, ids, and peers that misbehave in every way we can make
  * them.
  */
