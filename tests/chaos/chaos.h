@@ -21,7 +21,7 @@
 #include <glib.h>
 #include <sys/types.h>
 #include <json-c/json.h>
-#include "fault-peer.h"
+#include "qmp-fake-hostile.h"
 #include "pt-test-daemon.h"
 #include "pt-test-qemu.h"
 
@@ -51,7 +51,7 @@ typedef struct {
 } ChaosVm;
 
 typedef struct {
-    FaultPeer *peer;
+    QmpFakeQemu *peer;
     gint64 until;
 } ChaosPeer;
 

@@ -199,14 +199,14 @@ chaos_peer_start(Chaos *ch)
 {
     g_autofree char *path = NULL;
     ChaosPeer *p;
-    FaultPeerKind kind = g_rand_int_range(ch->rng, 0, FAULT_PEER_KIND_MAX);
+    QmpFakeHostile kind = g_rand_int_range(ch->rng, 0, QMP_FAKE_HOSTILE_MAX);
 
     if (ch->peers->len >= CHAOS_MAX_PEERS)
         return;
     path = g_strdup_printf("%s/hostile%u-%s.qmp", ch->dir, ch->next_peer++,
-                           fault_peer_kind_name(kind));
+                           qmp_fake_hostile_name(kind));
     p = g_new0(ChaosPeer, 1);
-    p->peer = fault_peer_start(path, kind);
+    p->peer = qmp_fake_qemu_new_hostile(path, kind);
     p->until = g_get_monotonic_time() +
                (gint64)g_rand_int_range(ch->rng, 5, 26) * G_USEC_PER_SEC;
     g_ptr_array_add(ch->peers, p);
@@ -219,7 +219,7 @@ chaos_peers_step(Chaos *ch, gboolean all)
         ChaosPeer *p = ch->peers->pdata[i];
 
         if (all || g_get_monotonic_time() >= p->until) {
-            fault_peer_free(p->peer);
+            qmp_fake_qemu_free(p->peer);
             g_free(p);
             g_ptr_array_remove_index_fast(ch->peers, i);
             continue;

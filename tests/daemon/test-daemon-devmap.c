@@ -22,7 +22,7 @@
 #include <glib/gstdio.h>
 
 #include "pt-daemon.h"
-#include "qmp-fake-monitor.h"
+#include "qmp-fake-qemu.h"
 
 #define VDC_IOPS 5000.0         /* the vq-mapped virtio-blk, on iot0 + iot1 */
 #define SD0_IOPS 3000.0         /* the scsi-hd, on its controller's iot2 */
@@ -38,6 +38,7 @@ typedef struct {
     PolicyTriple triple[3];     /* iot0, iot1, iot2 as qom-set left them */
     GPtrArray *writes;          /* "iot0 poll-max-ns=0", in order */
     gboolean restarted;         /* started again with vdc on iot1 alone */
+    QmpFakeQemu *fake;          /* serving it now */
 } FakeQemu;
 
 static const char *const fake_iothreads[] = { "iot0", "iot1", "iot2" };
@@ -187,9 +188,13 @@ fake_respond(const char *command, json_object *args, gpointer data)
         {
             g_autofree char *chain = fake_backing_chain(CHAIN_DEPTH);
 
+            g_autofree char *reply = NULL;
+
             /* vdc's entry ends in "}}": the chain goes inside the outer one. */
             vdc[strlen(vdc) - 1] = 0;
-            return g_strdup_printf("{\"return\": [%s%s}, %s]}", vdc, chain, sd0);
+            reply = g_strdup_printf("{\"return\": [%s%s}, %s]}", vdc, chain, sd0);
+            /* The members of QEMU 10's BlockDeviceStats this test leaves at 0. */
+            return qmp_fake_qemu_fill(q->fake, "query-blockstats", reply);
         }
     }
     if (g_str_equal(command, "query-kvm"))
@@ -292,7 +297,7 @@ test_vq_mapping_and_scsi(void)
     g_autofree char *sock = g_build_filename(dir, "vm10.qmp", NULL);
     g_autofree char *proc = g_build_filename(dir, "proc", NULL);
     g_autofree char *conf_text = NULL;
-    g_autoptr(QmpFakeMonitor) fake = NULL;
+    g_autoptr(QmpFakeQemu) fake = NULL;
     g_autoptr(PtDaemon) d = NULL;
     PtConf *conf;
     PtTarget *t;
@@ -306,9 +311,10 @@ test_vq_mapping_and_scsi(void)
         q.triple[i] = POLICY_TRIPLE_QEMU_DEFAULT;
     /* No /proc of the fake QEMU: CPU figures are absent, I/O is what counts. */
     g_assert_cmpint(g_mkdir(proc, 0700), ==, 0);
-    fake = qmp_fake_monitor_new_listen(sock);
+    fake = qmp_fake_qemu_new_listen(sock);
     qmp_fake_handshake_version(fake, 10, 0, 0);
-    qmp_fake_monitor_set_responder(fake, fake_respond, &q);
+    qmp_fake_qemu_set_responder(fake, fake_respond, &q);
+    q.fake = fake;
 
     conf_text = g_strdup_printf("[daemon]\ndatabase = %s/db.sqlite\ninterval = 100ms\n"
                                 "exits-source = auto\nmetrics-listen =\n"
@@ -335,7 +341,7 @@ test_vq_mapping_and_scsi(void)
     /* The idle rule never took a busy iothread for an idle one. */
     g_assert_cmpuint(busy.idle_decisions, ==, 0);
     g_assert_true(busy_settled(&busy));
-    g_assert_true(qmp_fake_monitor_finish(fake, &err));
+    g_assert_true(qmp_fake_qemu_finish(fake, &err));
     g_assert_no_error(err);
 
     t = pt_daemon_resolve_target(d, "vm10", NULL);
@@ -420,12 +426,13 @@ test_vq_mapping_and_scsi(void)
     /* QEMU started again on the same socket, vdc now on iot1 alone: the
      * daemon asks again, and the group is gone. */
     qmp_fake_close(fake);
-    g_clear_pointer(&fake, qmp_fake_monitor_free);
+    g_clear_pointer(&fake, qmp_fake_qemu_free);
     g_unlink(sock);
     q.restarted = TRUE;
-    fake = qmp_fake_monitor_new_listen(sock);
+    fake = qmp_fake_qemu_new_listen(sock);
     qmp_fake_handshake_version(fake, 10, 0, 0);
-    qmp_fake_monitor_set_responder(fake, fake_respond, &q);
+    qmp_fake_qemu_set_responder(fake, fake_respond, &q);
+    q.fake = fake;
     deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
     while (!regrouped(d) && g_get_monotonic_time() < deadline)
         g_main_context_iteration(NULL, TRUE);

@@ -1,16 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The real polltuned against scripted QEMUs (qmp-fake-monitor.h), for
+ * The real polltuned against scripted QEMUs (qmp-fake-qemu.h), for
  * what a real QEMU cannot be made to do here: a host with 4096 iothreads,
  * and a monitor whose error descriptions carry newlines and terminal
  * escapes.
  *
- * The fake answers on this process's main loop; the daemon runs as a
- * child and is asked from a second thread, so that the fake keeps
- * answering while the test waits.
+ * The fake answers from a thread of its own (its iothread model), so that
+ * it keeps answering while the test waits on the daemon, a child.
  */
 #include "pt-test-daemon.h"
-#include "qmp-fake-monitor.h"
+#include "qmp-fake-qemu.h"
 #include "qmp-json.h"
 
 #include <string.h>
@@ -25,72 +24,17 @@
 #define OLD_OUT_MAX (4 * 1024 * 1024)
 
 typedef struct {
-    guint n;                    /* iothreads iot0..iotN-1 */
-    guint64 *max_ns;            /* poll-max-ns as qom-set left it */
-    const char *set_error;      /* qom-set fails with this description */
-    guint sets;
-} FakeQemu;
-
-static char *
-fake_respond(const char *command, json_object *args, gpointer data)
-{
-    FakeQemu *q = data;
-
-    if (g_str_equal(command, "query-iothreads")) {
-        GString *r = g_string_sized_new(q->n * 128);
-
-        g_string_append(r, "{\"return\": [");
-        for (guint i = 0; i < q->n; i++)
-            g_string_append_printf(r, "%s{\"id\": \"iot%u\", \"thread-id\": %u, "
-                                   "\"poll-max-ns\": %" G_GUINT64_FORMAT ", \"poll-grow\": 0, "
-                                   "\"poll-shrink\": 0, \"aio-max-batch\": 0}", i ? ", " : "",
-                                   i, 100000 + i, q->max_ns[i]);
-        g_string_append(r, "]}");
-        return g_string_free(r, FALSE);
-    }
-    if (g_str_equal(command, "qom-set")) {
-        const char *path = qmp_json_get_string(args, "path");
-        const char *prop = qmp_json_get_string(args, "property");
-        gint64 v = -1;
-        guint idx;
-
-        q->sets++;
-        if (q->set_error) {
-            g_autoptr(json_object) e = json_object_new_object();
-            g_autoptr(json_object) r = json_object_new_object();
-
-            json_object_object_add(e, "class", json_object_new_string("GenericError"));
-            json_object_object_add(e, "desc", json_object_new_string(q->set_error));
-            json_object_object_add(r, "error", json_object_get(e));
-            return g_strdup(json_object_to_json_string_ext(r, JSON_C_TO_STRING_PLAIN));
-        }
-        qmp_json_get_int(args, "value", &v);
-        if (path && g_str_has_prefix(path, "/objects/iot") &&
-            sscanf(path, "/objects/iot%u", &idx) == 1 && idx < q->n &&
-            g_strcmp0(prop, "poll-max-ns") == 0)
-            q->max_ns[idx] = (guint64)MAX(v, 0);
-        return g_strdup("{\"return\": {}}");
-    }
-    if (g_str_equal(command, "query-blockstats") || g_str_equal(command, "query-stats"))
-        return g_strdup("{\"return\": []}");
-    if (g_str_equal(command, "query-kvm"))
-        return g_strdup("{\"return\": {\"enabled\": false, \"present\": false}}");
-    if (g_str_equal(command, "qom-get"))
-        return g_strdup("{\"error\": {\"class\": \"DeviceNotFound\", \"desc\": \"no such device\"}}");
-    return g_strdup_printf("{\"error\": {\"class\": \"CommandNotFound\", \"desc\":"
-                           " \"The command %s has not been found\"}}", command);
-}
-
-typedef struct {
     char *dir;
     char *sock;
-    FakeQemu q;
-    QmpFakeMonitor *fake;
+    QmpFakeQemu *fake;
     PtTestDaemon *d;
 } FakeCase;
 
+/* @n iothreads iot0..iotN-1 whose qom-set takes, or fails with
+ * @set_error, on the fake's own thread: the test blocks on the daemon. */
 static void
-fake_case_start(FakeCase *c, const char *name, guint n, const char *policy)
+fake_case_start(FakeCase *c, const char *name, guint n, const char *set_error,
+                const char *policy)
 {
     g_autoptr(GError) err = NULL;
     g_autofree char *conf = NULL;
@@ -98,13 +42,13 @@ fake_case_start(FakeCase *c, const char *name, guint n, const char *policy)
     c->dir = g_dir_make_tmp("pt-fake-XXXXXX", &err);
     g_assert_no_error(err);
     c->sock = g_strdup_printf("%s/%s.qmp", c->dir, name);
-    c->q.n = n;
-    c->q.max_ns = g_new(guint64, n);
-    for (guint i = 0; i < n; i++)
-        c->q.max_ns[i] = 32768;
-    c->fake = qmp_fake_monitor_new_listen(c->sock);
+    c->fake = qmp_fake_qemu_new_listen(c->sock);
     qmp_fake_handshake(c->fake);
-    qmp_fake_monitor_set_responder(c->fake, fake_respond, &c->q);
+    qmp_fake_answer_idle(c->fake);
+    qmp_fake_qemu_add_iothreads(c->fake, "iot", n, 100000);
+    if (set_error)
+        qmp_fake_qemu_set_writes(c->fake, QMP_FAKE_WRITES_REFUSED, set_error);
+    qmp_fake_qemu_start_thread(c->fake);
     conf = g_strdup_printf("interval = 1s\nmetrics-listen =\n[targets]\nlibvirt = false\n"
                            "qmp-globs = %s/*.qmp\n[policy]\ndefault = %s\nmin-dwell = 0\n",
                            c->dir, policy);
@@ -116,41 +60,11 @@ static void
 fake_case_free(FakeCase *c)
 {
     g_clear_pointer(&c->d, pt_test_daemon_free);
-    g_clear_pointer(&c->fake, qmp_fake_monitor_free);
+    g_clear_pointer(&c->fake, qmp_fake_qemu_free);
     g_unlink(c->sock);
     g_rmdir(c->dir);
     g_free(c->sock);
     g_free(c->dir);
-    g_free(c->q.max_ns);
-}
-
-/* Run @fn(@data) on a thread while this one serves the fake. */
-typedef struct {
-    GThreadFunc fn;
-    gpointer data;
-    gint done;
-} Client;
-
-static gpointer
-client_main(gpointer data)
-{
-    Client *c = data;
-    gpointer ret = c->fn(c->data);
-
-    g_atomic_int_set(&c->done, 1);
-    g_main_context_wakeup(NULL);
-    return ret;
-}
-
-static void
-serve_while(GThreadFunc fn, gpointer data)
-{
-    Client c = { fn, data, 0 };
-    GThread *t = g_thread_new("client", client_main, &c);
-
-    while (!g_atomic_int_get(&c.done))
-        g_main_context_iteration(NULL, TRUE);
-    g_thread_join(t);
 }
 
 /* ---- status of a host with 4096 iothreads ------------------------------ */
@@ -162,11 +76,9 @@ last_decided(json_object *reply, const PtDaemonWait *w)
            pt_json_path(reply, "iothreads/0/metrics");
 }
 
-static gpointer
-big_client(gpointer data)
-{
-    FakeCase *c = data;
-    g_autofree char *last = g_strdup_printf("iot%u", BIG_IOTHREADS - 1);
+static void
+big_client(FakeCase *c)
+{    g_autofree char *last = g_strdup_printf("iot%u", BIG_IOTHREADS - 1);
     g_autofree char *show = g_strdup_printf("{\"target\": \"big\", \"iothread\": \"%s\", "
                                             "\"ticks\": 1}", last);
     g_autoptr(GError) err = NULL;
@@ -208,7 +120,6 @@ big_client(gpointer data)
     g_assert_cmpuint(largest, <=, STATUS_BYTES_PER_IOTHREAD);
     g_assert_cmpuint(pt_test_daemon_log_count(c->d, "does not read its replies"), ==, 0);
     g_assert_cmpint(pt_test_daemon_stop(c->d), ==, 0);
-    return NULL;
 }
 
 /* status of the largest host we size for: one reply of more than 4 MiB
@@ -219,25 +130,14 @@ test_status_big_host(void)
 {
     FakeCase c = { 0 };
 
-    fake_case_start(&c, "big", BIG_IOTHREADS, "adaptive");
-    serve_while(big_client, &c);
+    fake_case_start(&c, "big", BIG_IOTHREADS, NULL, "adaptive");
+    big_client(&c);
     fake_case_free(&c);
 }
 
 /* ---- a QMP error description that is not one line ---------------------- */
 
 #define FORGED "12:00:00.000 polltuned info: evil/iot0: restore applied -> 32768/0/0"
-
-static gpointer
-evil_client(gpointer data)
-{
-    FakeCase *c = data;
-
-    g_assert_cmpint(pt_test_wait_target(c->d, "evil", 1, TRUE, 30000), >=, 0);
-    g_assert_true(pt_test_wait_log(c->d, "owned", 1, 30000));
-    g_assert_cmpint(pt_test_daemon_stop(c->d), ==, 0);
-    return NULL;
-}
 
 /* A monitor's error text is logged on the failed write's line, its
  * newline and escapes written out: no line of its own for a forged
@@ -250,10 +150,12 @@ test_error_desc_escaped(void)
     g_auto(GStrv) lines = NULL;
     guint carrying = 0;
 
-    c.q.set_error = "Property not found\n" FORGED "\033]0;owned\007\033[2J\302\233";
-    fake_case_start(&c, "evil", 1, "static:50000/2/2");
-    serve_while(evil_client, &c);
-    g_assert_cmpuint(c.q.sets, >, 0);
+    fake_case_start(&c, "evil", 1, "Property not found\n" FORGED "\033]0;owned\007\033[2J\302\233",
+                    "static:50000/2/2");
+    g_assert_cmpint(pt_test_wait_target(c.d, "evil", 1, TRUE, 30000), >=, 0);
+    g_assert_true(pt_test_wait_log(c.d, "owned", 1, 30000));
+    g_assert_cmpint(pt_test_daemon_stop(c.d), ==, 0);
+    g_assert_cmpuint(qmp_fake_qemu_iothread_sets(c.fake, 0), >, 0);
     g_assert_true(g_file_get_contents(c.d->log_path, &log, NULL, NULL));
     g_assert_null(strchr(log, '\033'));
     g_assert_null(strchr(log, '\007'));

@@ -3,9 +3,9 @@
  * polltuned against three QMP peers that misbehave on the write path, which
  * no real QEMU can be made to do: one refuses every qom-set, one answers
  * every qom-set and keeps its old values, one reports new iothread ids at
- * every query.  Each is the scripted fake monitor of tests/qmp, served on
- * the default main context by a thread of this test while the real daemon
- * (a child process) finds the three sockets through its glob.
+ * every query.  Each is the fake QEMU of tests/qmp on a thread of its own
+ * (the first two its iothread model, the third a responder), while the
+ * real daemon (a child process) finds the three sockets through its glob.
  *
  * The daemon must read back what it wrote, back off on a write that failed
  * or did not take (pt-target.h: 2 s, doubling), say so once, and bound the
@@ -18,7 +18,7 @@
 #include <glib/gstdio.h>
 
 #include "pt-test-daemon.h"
-#include "qmp-fake-monitor.h"
+#include "qmp-fake-qemu.h"
 #include "qmp-json.h"
 
 /* How long the daemon runs against the peers: the backoff allows writes at
@@ -35,73 +35,26 @@ typedef enum {
 static const char *const peer_names[PEER_MAX] = { "refuses", "ignores", "churns" };
 
 typedef struct {
-    PeerKind kind;
-    QmpFakeMonitor *fake;
-    gint qom_sets[2];           /* per iothread iot0, iot1 (atomic) */
-    gint queries;               /* query-iothreads answered (atomic) */
+    QmpFakeQemu *fake;
+    gint queries;               /* query-iothreads answered (churns; atomic) */
 } Peer;
 
+/* New iothread ids at every query, at QEMU's defaults: the fake's
+ * iothread model answers the other two peers. */
 static char *
-peer_iothreads(Peer *p)
-{
-    GString *r = g_string_new("{\"return\": [");
-    guint n = (guint)g_atomic_int_add(&p->queries, 1);
-
-    for (guint i = 0; i < 2; i++) {
-        g_autofree char *id = p->kind == PEER_CHURNS ? g_strdup_printf("c%u", 2 * n + i) :
-                                                       g_strdup_printf("iot%u", i);
-
-        /* QEMU's defaults, whatever was written: no write ever takes. */
-        g_string_append_printf(r, "%s{\"id\": \"%s\", \"thread-id\": %d, \"poll-max-ns\": 32768,"
-                               " \"poll-grow\": 0, \"poll-shrink\": 0, \"aio-max-batch\": 0}",
-                               i ? ", " : "", id, (int)getpid());
-    }
-    g_string_append(r, "]}");
-    return g_string_free(r, FALSE);
-}
-
-static char *
-peer_respond(const char *command, json_object *args, gpointer data)
+churn_respond(const char *command, json_object *args, gpointer data)
 {
     Peer *p = data;
+    guint n;
 
-    if (g_str_equal(command, "query-name"))
-        return g_strdup("{\"return\": {}}");
-    if (g_str_equal(command, "query-kvm"))
-        return g_strdup("{\"return\": {\"enabled\": false, \"present\": false}}");
-    if (g_str_equal(command, "query-iothreads"))
-        return peer_iothreads(p);
-    if (g_str_equal(command, "query-blockstats") || g_str_equal(command, "query-stats"))
-        return g_strdup("{\"return\": []}");
-    if (g_str_equal(command, "qom-set")) {
-        json_object *path = NULL;
-        const char *s;
-
-        json_object_object_get_ex(args, "path", &path);
-        s = path ? json_object_get_string(path) : "";
-        if (g_str_equal(s, "/objects/iot0") || g_str_equal(s, "/objects/iot1"))
-            g_atomic_int_inc(&p->qom_sets[s[strlen(s) - 1] - '0']);
-        if (p->kind == PEER_REFUSES)
-            return g_strdup("{\"error\": {\"class\": \"GenericError\", \"desc\": \"Property "
-                            "is not writable\"}}");
-        return g_strdup("{\"return\": {}}");
-    }
-    return g_strdup_printf("{\"error\": {\"class\": \"CommandNotFound\", \"desc\":"
-                           " \"The command %s has not been found\"}}", command);
-}
-
-static gpointer
-loop_thread(gpointer data)
-{
-    g_main_loop_run(data);
-    return NULL;
-}
-
-static gboolean
-loop_quit(gpointer data)
-{
-    g_main_loop_quit(data);
-    return G_SOURCE_REMOVE;
+    if (!g_str_equal(command, "query-iothreads"))
+        return NULL;
+    n = (guint)g_atomic_int_add(&p->queries, 1);
+    return g_strdup_printf("{\"return\": [{\"id\": \"c%u\", \"thread-id\": %d, \"poll-max-ns\": "
+                           "32768, \"poll-grow\": 0, \"poll-shrink\": 0, \"aio-max-batch\": 0}, "
+                           "{\"id\": \"c%u\", \"thread-id\": %d, \"poll-max-ns\": 32768, "
+                           "\"poll-grow\": 0, \"poll-shrink\": 0, \"aio-max-batch\": 0}]}",
+                           2 * n, (int)getpid(), 2 * n + 1, (int)getpid());
 }
 
 /* Rows the store keeps for @target: iothreads, and originals. */
@@ -138,23 +91,26 @@ test_write_backoff(void)
     g_autofree char *dir = g_dir_make_tmp("pt-writes-XXXXXX", NULL);
     g_autofree char *conf = NULL;
     g_autoptr(PtTestDaemon) d = NULL;
-    g_autoptr(GMainLoop) loop = g_main_loop_new(NULL, FALSE);
     g_autofree char *churn_sock = g_strdup_printf("%s/churns.qmp", dir);
-    GThread *thread;
     Peer peers[PEER_MAX] = { 0 };
     gint64 rows[2], later[2];
 
     for (guint k = 0; k < PEER_MAX; k++) {
         g_autofree char *sock = g_strdup_printf("%s/%s.qmp", dir, peer_names[k]);
 
-        peers[k].kind = k;
-        peers[k].fake = qmp_fake_monitor_new_listen(sock);
+        peers[k].fake = qmp_fake_qemu_new_listen(sock);
         qmp_fake_handshake(peers[k].fake);
-        qmp_fake_monitor_set_responder(peers[k].fake, peer_respond, &peers[k]);
+        qmp_fake_answer_idle(peers[k].fake);
+        if (k == PEER_CHURNS) {
+            qmp_fake_qemu_set_responder(peers[k].fake, churn_respond, &peers[k]);
+        } else {
+            /* QEMU's defaults, whatever was written: no write ever takes. */
+            qmp_fake_qemu_add_iothreads(peers[k].fake, "iot", 2, (guint)getpid());
+            qmp_fake_qemu_set_writes(peers[k].fake, k == PEER_REFUSES ? QMP_FAKE_WRITES_REFUSED :
+                                     QMP_FAKE_WRITES_IGNORED, "Property is not writable");
+        }
+        qmp_fake_qemu_start_thread(peers[k].fake);
     }
-    /* The fakes live on the default main context, which this test's own
-     * calls to the daemon never touch. */
-    thread = g_thread_new("fake-peers", loop_thread, loop);
     conf = g_strdup_printf("interval = 100ms\nmetrics-listen =\nqmp-timeout = 2s\n"
                            "[targets]\nlibvirt = false\nqmp-globs = %s/*.qmp\n"
                            "[policy]\ndefault = static:40000/2/2\nmin-dwell = 0\n"
@@ -167,17 +123,17 @@ test_write_backoff(void)
 
     for (guint k = PEER_REFUSES; k <= PEER_IGNORES; k++)
         for (guint i = 0; i < 2; i++)
-            g_test_message("%s/iot%u: %d qom-sets in %d s", peer_names[k], i,
-                           g_atomic_int_get(&peers[k].qom_sets[i]), RUN_S);
+            g_test_message("%s/iot%u: %u qom-sets in %d s", peer_names[k], i,
+                           qmp_fake_qemu_iothread_sets(peers[k].fake, i), RUN_S);
     /* A refused write stops at its first qom-set: at most 5 attempts (0, 2,
      * 6, 14 s and a slow start), where every tick or two tried again. */
     for (guint i = 0; i < 2; i++) {
-        g_assert_cmpint(g_atomic_int_get(&peers[PEER_REFUSES].qom_sets[i]), >=, 1);
-        g_assert_cmpint(g_atomic_int_get(&peers[PEER_REFUSES].qom_sets[i]), <=, 5);
+        g_assert_cmpint(qmp_fake_qemu_iothread_sets(peers[PEER_REFUSES].fake, i), >=, 1);
+        g_assert_cmpint(qmp_fake_qemu_iothread_sets(peers[PEER_REFUSES].fake, i), <=, 5);
         /* A write answered but not taken is three qom-sets (grow, shrink,
          * poll-max-ns), read back the next tick, then backed off alike. */
-        g_assert_cmpint(g_atomic_int_get(&peers[PEER_IGNORES].qom_sets[i]), >=, 3);
-        g_assert_cmpint(g_atomic_int_get(&peers[PEER_IGNORES].qom_sets[i]), <=, 15);
+        g_assert_cmpint(qmp_fake_qemu_iothread_sets(peers[PEER_IGNORES].fake, i), >=, 3);
+        g_assert_cmpint(qmp_fake_qemu_iothread_sets(peers[PEER_IGNORES].fake, i), <=, 15);
     }
     /* One line per iothread when its writes start failing, and nothing for
      * each attempt after. */
@@ -241,14 +197,8 @@ test_write_backoff(void)
     g_assert_cmpint(later[1], ==, rows[1]);
 
     g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
-    g_idle_add(loop_quit, loop);
-    g_thread_join(thread);
-    for (guint k = 0; k < PEER_MAX; k++) {
-        g_autofree char *sock = g_strdup_printf("%s/%s.qmp", dir, peer_names[k]);
-
-        qmp_fake_monitor_free(peers[k].fake);
-        g_unlink(sock);
-    }
+    for (guint k = 0; k < PEER_MAX; k++)
+        qmp_fake_qemu_free(peers[k].fake);
     g_rmdir(dir);
 }
 

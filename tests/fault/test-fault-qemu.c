@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Faults on the QMP side: a QEMU killed while the daemon talks to it, a
- * QEMU stopped for 10 s and continued, and fake monitors that send garbage,
+ * QEMU stopped for 10 s and continued, and hostile fake QEMUs that send garbage,
  * a 100 MB line, a one-byte-per-second drip or valid JSON of the wrong
  * shape, and those peers backing off together.  Throughout, the healthy QEMU
  * next to them is sampled every tick.
  */
 #include "fault-common.h"
-#include "fault-peer.h"
+#include "qmp-fake-hostile.h"
 
 #include <signal.h>
 #include <unistd.h>
@@ -61,10 +61,10 @@ test_sigstop_10s(void)
 }
 
 static void
-run_peer(FaultPeerKind kind, guint seconds)
+run_peer(QmpFakeHostile kind, guint seconds)
 {
     g_autoptr(FaultCase) fc = fault_case_new();
-    g_autoptr(FaultPeer) peer = NULL;
+    g_autoptr(QmpFakeQemu) peer = NULL;
     g_autofree char *path = NULL;
     g_autofree char *state = NULL;
     gint n_iothreads;
@@ -72,12 +72,12 @@ run_peer(FaultPeerKind kind, guint seconds)
     if (!fc)
         return;
     path = g_strdup_printf("%s/bad.qmp", fc->dir);
-    peer = fault_peer_start(path, kind);
+    peer = qmp_fake_qemu_new_hostile(path, kind);
     fault_daemon_start(fc, NULL);
     fault_assert_healthy_for(fc, seconds);
-    g_assert_cmpuint(fault_peer_connections(peer), >=, 1);
+    g_assert_cmpuint(qmp_fake_qemu_n_connections(peer), >=, 1);
     state = fault_target_state(fc, "bad", &n_iothreads);
-    if (kind == FAULT_PEER_WRONG_SHAPE) {
+    if (kind == QMP_FAKE_HOSTILE_WRONG_SHAPE) {
         g_autofree char *log = NULL;
 
         /* Nothing it answered may be taken for an iothread, and a monitor
@@ -90,32 +90,32 @@ run_peer(FaultPeerKind kind, guint seconds)
         g_assert_cmpstr(state, !=, "attached");
     }
     /* Stop the peer first: a clean stop must not wait on it either. */
-    g_clear_pointer(&peer, fault_peer_free);
+    g_clear_pointer(&peer, qmp_fake_qemu_free);
     fault_case_finish(fc);
 }
 
 static void
 test_peer_garbage(void)
 {
-    run_peer(FAULT_PEER_GARBAGE, 5);
+    run_peer(QMP_FAKE_HOSTILE_GARBAGE, 5);
 }
 
 static void
 test_peer_huge_line(void)
 {
-    run_peer(FAULT_PEER_HUGE_LINE, 8);
+    run_peer(QMP_FAKE_HOSTILE_HUGE_LINE, 8);
 }
 
 static void
 test_peer_drip(void)
 {
-    run_peer(FAULT_PEER_DRIP, 6);
+    run_peer(QMP_FAKE_HOSTILE_DRIP, 6);
 }
 
 static void
 test_peer_wrong_shape(void)
 {
-    run_peer(FAULT_PEER_WRONG_SHAPE, 5);
+    run_peer(QMP_FAKE_HOSTILE_WRONG_SHAPE, 5);
 }
 
 /* Lines the daemon logged about target @name ("... polltuned LEVEL: NAME: ..."). */
@@ -179,11 +179,11 @@ watch_reasons(json_object *st, gpointer data)
 static void
 test_peer_backoff(void)
 {
-    static const FaultPeerKind kinds[BROKEN_PEERS] = {
-        FAULT_PEER_GARBAGE, FAULT_PEER_BAD_GREETING, FAULT_PEER_WRONG_SHAPE,
+    static const QmpFakeHostile kinds[BROKEN_PEERS] = {
+        QMP_FAKE_HOSTILE_GARBAGE, QMP_FAKE_HOSTILE_BAD_GREETING, QMP_FAKE_HOSTILE_WRONG_SHAPE,
     };
     g_autoptr(FaultCase) fc = fault_case_new();
-    FaultPeer *peers[BROKEN_PEERS] = { NULL };
+    QmpFakeQemu *peers[BROKEN_PEERS] = { NULL };
     ReasonWatch w = { { "garbage", "greeting", "shape" } };
 
     if (!fc)
@@ -191,12 +191,12 @@ test_peer_backoff(void)
     for (guint i = 0; i < BROKEN_PEERS; i++) {
         g_autofree char *path = g_strdup_printf("%s/%s.qmp", fc->dir, w.names[i]);
 
-        peers[i] = fault_peer_start(path, kinds[i]);
+        peers[i] = qmp_fake_qemu_new_hostile(path, kinds[i]);
     }
     fault_daemon_start(fc, NULL);
     fault_assert_healthy_watch(fc, 30, watch_reasons, &w);
     for (guint i = 0; i < BROKEN_PEERS; i++) {
-        guint conns = fault_peer_connections(peers[i]);
+        guint conns = qmp_fake_qemu_n_connections(peers[i]);
         guint lines = log_lines_about(fc->d->log_path, w.names[i]);
 
         g_test_message("%s: %u connections, %u log lines, %u polls with a reason",
@@ -211,7 +211,7 @@ test_peer_backoff(void)
         g_assert_cmpuint(w.polls_broken[i], >=, 80);
     }
     for (guint i = 0; i < BROKEN_PEERS; i++)
-        fault_peer_free(peers[i]);
+        qmp_fake_qemu_free(peers[i]);
     fault_case_finish(fc);
 }
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The QMP client against a real qemu-system-x86_64: what the fake monitor
+ * The QMP client against a real qemu-system-x86_64: what the fake QEMU
  * cannot prove is that we imagined QEMU's replies right.
  */
 #include "pt-test-qemu.h"
