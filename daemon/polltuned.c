@@ -9,6 +9,7 @@
 #include "pt-lock.h"
 #include "pt-log.h"
 #include "pt-metrics.h"
+#include "pt-stop.h"
 
 #include <errno.h>
 #include <locale.h>
@@ -316,8 +317,15 @@ main(int argc, char **argv)
     }
 
     m.loop = g_main_loop_new(NULL, FALSE);
-    g_unix_signal_add(SIGTERM, pt_on_term, &m);
-    g_unix_signal_add(SIGINT, pt_on_term, &m);
+    /* Not g_unix_signal_add(): a reload waiting for its file must see a
+     * stop request at once (pt-stop.h). */
+    if (!pt_stop_watch(pt_on_term, &m, &err)) {
+        pt_err(NULL, NULL, "%s", err->message);
+        pt_metrics_server_free(m.metrics);
+        pt_control_free(m.control);
+        pt_daemon_free(m.daemon);
+        return 1;
+    }
     g_unix_signal_add(SIGHUP, pt_on_hup, &m);
     if (sd_watchdog_enabled(0, &watchdog_us) > 0)
         g_timeout_add(watchdog_us / 2000, pt_on_watchdog, &m);

@@ -766,26 +766,6 @@ pt_conf_load_data(const char *data, gsize len, const char *name, GError **error)
     return g_steal_pointer(&c);
 }
 
-PtConf *
-pt_conf_load(const char *path, gboolean must_exist, GError **error)
-{
-    g_autofree char *data = NULL;
-    g_autoptr(GError) err = NULL;
-    gsize len;
-
-    if (!g_file_get_contents(path, &data, &len, &err)) {
-        if (!must_exist && g_error_matches(err, G_FILE_ERROR, G_FILE_ERROR_NOENT)) {
-            PtConf *c = pt_conf_new_default();
-
-            c->path = g_strdup(path);
-            return c;
-        }
-        g_propagate_prefixed_error(error, g_steal_pointer(&err), "%s: ", path);
-        return NULL;
-    }
-    return pt_conf_load_data(data, len, path, error);
-}
-
 /* ---- command line and reload ------------------------------------------ */
 
 void
@@ -899,7 +879,7 @@ pt_conf_check_reload(const PtConf *running, const PtConf *next, GError **error)
 
             /* The line, as load errors give it; absent when the key was
              * removed (back to its default). */
-            if (next->path && g_file_get_contents(next->path, &text, NULL, NULL)) {
+            if (next->path && pt_conf_read_file(next->path, &text, NULL, NULL)) {
                 PtConfReader r = { .data = text };
 
                 line = pt_conf_line_of(&r, pt_restart_keys[i].group, pt_restart_keys[i].key);

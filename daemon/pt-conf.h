@@ -53,6 +53,7 @@ typedef struct {
 
 typedef struct {
     char *path;                 /* the file this came from, or NULL */
+    gboolean from_file;         /* read from @path, not defaults for its absence */
     PtConfOverrides overrides;  /* what the command line put in front */
 
     guint interval_ms;
@@ -93,8 +94,30 @@ PtConf *pt_conf_new_default(void);
 void pt_conf_free(PtConf *conf);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(PtConf, pt_conf_free)
 
+/*
+ * The largest configuration file read.  The largest legitimate one holds
+ * the fixed groups (about 60 keys, under 8 KiB with the shipped example's
+ * comments) and a rule per iothread of the largest host: 1024 VMs of 8
+ * iothreads each is 8192 [rule] groups, at about 100 bytes each with a
+ * long VM name and a comment line, some 800 KiB.  4 MiB leaves five times
+ * that; a file at the limit (143k short rules) loads in about 0.7 s of
+ * CPU, so a reload at the limit holds the main loop about that long, far
+ * inside the watchdog's 30 s, and a stop not at all (pt_conf_load_until()).
+ */
+#define PT_CONF_MAX_BYTES (4u << 20)
+
+/* @path's text, NUL-terminated: opened without blocking (a FIFO at @path
+ * does not hold the caller), refused unless a regular file of at most
+ * PT_CONF_MAX_BYTES; the error names @path and the cause.  @len may be
+ * NULL. */
+gboolean pt_conf_read_file(const char *path, char **data, gsize *len, GError **error);
 /* Parse and validate @path.  A missing file is an error only if @must_exist. */
 PtConf *pt_conf_load(const char *path, gboolean must_exist, GError **error);
+/* The same in a thread of its own, waited for until it ends or @stop
+ * returns TRUE (asked every 10 ms); then it fails with
+ * G_IO_ERROR_CANCELLED at once, and the thread finishes alone. */
+PtConf *pt_conf_load_until(const char *path, gboolean must_exist, gboolean (*stop)(void),
+                           GError **error);
 /* The same from text, for tests and the fuzzer; @name labels errors. */
 PtConf *pt_conf_load_data(const char *data, gsize len, const char *name,
                           GError **error);

@@ -3,6 +3,7 @@
 #include "pt-daemon-private.h"
 #include "pt-history.h"
 #include "pt-log.h"
+#include "pt-stop.h"
 #include "probe-derive.h"
 
 #include <errno.h>
@@ -296,7 +297,11 @@ pt_daemon_reload_file(PtDaemon *d, GError **error)
                     "no configuration file to reload");
         return FALSE;
     }
-    conf = pt_conf_load(path, FALSE, &err);
+    /* A file the running configuration was read from must be there: a
+     * reload without it would run on the defaults.  The wait gives way to
+     * SIGTERM, so a stop is never held up by a reload. */
+    pt_info(NULL, NULL, "reloading the configuration from %s", path);
+    conf = pt_conf_load_until(path, d->conf->from_file, pt_stop_requested, &err);
     if (conf) {
         pt_conf_apply_overrides(conf, &d->conf->overrides);
         /* Takes @conf, and on success frees the running one. */

@@ -31,3 +31,21 @@
 
 /* A GSpawnChildSetupFunc (it runs in the child, before the exec). */
 void pt_test_child_setup(gpointer parent_pid);
+
+/* Whether @pid has exited: gone, or a zombie that whoever adopted it has
+ * not reaped yet (a detached daemon's parent is init). */
+gboolean pt_test_process_gone(GPid pid);
+
+/* For a test of what happens when a test is killed: a forked child that
+ * stands for the test starts its processes, sends what names them
+ * (@pids, then @dirs) to the parent through @fd and waits to be killed;
+ * exits 3 when the parent cannot be told. */
+/* Fork that child, with @report a pipe from it; the test fails when it
+ * cannot.  Returns 0 in the child, as fork() does. */
+pid_t pt_test_child_fork(int report[2]);
+G_GNUC_NORETURN void pt_test_child_report(int fd, const void *pids, gsize pids_len,
+                                          const void *dirs, gsize dirs_len);
+/* The parent's side: reads them, closing @fd; the test fails when it
+ * cannot. */
+void pt_test_child_read_report(int fd, void *pids, gsize pids_len, void *dirs,
+                               gsize dirs_len);

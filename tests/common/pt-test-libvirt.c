@@ -164,6 +164,20 @@ read_pid(PtTestLibvirtd *lvd, const char *daemon)
     return (GPid)pid;
 }
 
+/*
+ * The watchdog leaves the test's process group: meson ends a test that ran
+ * out of time by signalling its whole group (SIGTERM, then SIGKILL), and a
+ * watchdog killed with the test would leave the daemons, which detach
+ * into sessions of their own, and their QEMUs running.  In a session of
+ * its own it sees the pipe close when the test dies, however it dies.
+ */
+static void
+watchdog_setup(gpointer data)
+{
+    (void)data;
+    setsid();
+}
+
 static gboolean
 start_watchdog(PtTestLibvirtd *lvd, GError **error)
 {
@@ -171,7 +185,7 @@ start_watchdog(PtTestLibvirtd *lvd, GError **error)
 
     return g_spawn_async_with_pipes(NULL, (char **)argv, NULL,
                                     G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD,
-                                    NULL, NULL, &lvd->watchdog, &lvd->watchdog_fd,
+                                    watchdog_setup, NULL, &lvd->watchdog, &lvd->watchdog_fd,
                                     NULL, NULL, error);
 }
 
@@ -267,20 +281,6 @@ pt_test_libvirtd_start(GError **error)
     return g_steal_pointer(&lvd);
 }
 
-static gboolean
-process_gone(GPid pid)
-{
-    g_autofree char *path = g_strdup_printf("/proc/%d/stat", (int)pid);
-    g_autofree char *text = NULL;
-    const char *paren;
-
-    if (!g_file_get_contents(path, &text, NULL, NULL))
-        return TRUE;
-    /* A daemon's zombie waits for whoever adopted it: count it as gone. */
-    paren = strrchr(text, ')');
-    return paren && paren[1] == ' ' && paren[2] == 'Z';
-}
-
 gboolean
 pt_test_libvirtd_kill(PtTestLibvirtd *lvd, GError **error)
 {
@@ -293,7 +293,7 @@ pt_test_libvirtd_kill(PtTestLibvirtd *lvd, GError **error)
                     pid ? g_strerror(errno) : "no pid file");
         return FALSE;
     }
-    while (!process_gone(pid)) {
+    while (!pt_test_process_gone(pid)) {
         if (g_get_monotonic_time() > deadline) {
             g_set_error(error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT,
                         "libvirtd pid %d: still there %d s after SIGKILL", (int)pid,

@@ -9,6 +9,9 @@
 #include "pt-metrics.h"
 
 #include <string.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <glib/gstdio.h>
 
 static PtConf *
 conf_from(const char *text)
@@ -89,6 +92,59 @@ test_missing(void)
     g_assert_null(strict);
     g_assert_nonnull(err);
     g_assert_nonnull(strstr(err->message, "/nonexistent/polltuned.conf"));
+}
+
+/* Only a regular file of at most PT_CONF_MAX_BYTES is read; a FIFO is
+ * refused without waiting for a writer (the open() used to wait for
+ * good), and every refusal names the path and what it is. */
+static void
+test_not_regular(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("pt-conf-XXXXXX", NULL);
+    g_autofree char *fifo = g_build_filename(dir, "fifo.conf", NULL);
+    g_autofree char *big = g_build_filename(dir, "big.conf", NULL);
+    g_autofree char *text = g_strnfill(PT_CONF_MAX_BYTES, '#');
+    static const struct {
+        const char *path, *says;
+    } refused[] = {
+        { NULL, "is a FIFO, not a regular file: refused" },
+        { "/dev/null", "is a character device, not a regular file: refused" },
+        { "/", "is a directory, not a regular file: refused" },
+        { NULL, "above the limit of 4194304 bytes" },
+    };
+
+    g_assert_cmpint(mkfifo(fifo, 0600), ==, 0);
+    text[PT_CONF_MAX_BYTES - 1] = '\n';
+    g_assert_true(g_file_set_contents(big, text, PT_CONF_MAX_BYTES, NULL));
+    {
+        /* At the limit: read. */
+        g_autoptr(GError) err = NULL;
+        g_autoptr(PtConf) conf = pt_conf_load(big, TRUE, &err);
+
+        g_assert_no_error(err);
+        g_assert_true(conf->from_file);
+    }
+    /* A byte more: refused. */
+    {
+        FILE *f = fopen(big, "a");
+
+        g_assert_nonnull(f);
+        fputc('\n', f);
+        fclose(f);
+    }
+    for (gsize i = 0; i < G_N_ELEMENTS(refused); i++) {
+        g_autoptr(GError) err = NULL;
+        const char *path = refused[i].path ? refused[i].path : i == 0 ? fifo : big;
+        g_autoptr(PtConf) conf = pt_conf_load(path, FALSE, &err);
+
+        g_assert_null(conf);
+        g_assert_nonnull(err);
+        g_assert_true(g_str_has_prefix(err->message, path));
+        g_assert_nonnull(strstr(err->message, refused[i].says));
+    }
+    g_unlink(fifo);
+    g_unlink(big);
+    g_rmdir(dir);
 }
 
 /* --check-config prints every key; what it prints loads back to the
@@ -594,6 +650,7 @@ main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/conf/example", test_example);
     g_test_add_func("/conf/missing", test_missing);
+    g_test_add_func("/conf/not-regular", test_not_regular);
     g_test_add_func("/conf/values", test_values);
     g_test_add_func("/conf/format", test_format);
     g_test_add_func("/conf/format-units", test_format_units);

@@ -492,19 +492,11 @@ test_socket_path_not_a_socket(void)
     g_rmdir(dir);
 }
 
-/* Whether @pid has exited: gone, or a zombie its new parent has not
- * reaped yet. */
+/* Whether @pid has exited, for pt_test_wait(). */
 static gboolean
 process_dead(gpointer data)
 {
-    g_autofree char *path = g_strdup_printf("/proc/%d/stat", GPOINTER_TO_INT(data));
-    g_autofree char *text = NULL;
-    const char *paren;
-
-    if (!g_file_get_contents(path, &text, NULL, NULL))
-        return TRUE;
-    paren = strrchr(text, ')');
-    return paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+    return pt_test_process_gone(GPOINTER_TO_INT(data));
 }
 
 /*
@@ -523,9 +515,7 @@ test_dies_with_killed_test(void)
 
     if (pt_test_skip_without_qemu())
         return;
-    g_assert_cmpint(pipe2(report, O_CLOEXEC), ==, 0);
-    child = fork();
-    g_assert_cmpint(child, >=, 0);
+    child = pt_test_child_fork(report);
     if (child == 0) {
         /* The test: starts both the usual way, says which, and waits. */
         g_autoptr(GError) err = NULL;
@@ -539,16 +529,10 @@ test_dies_with_killed_test(void)
         pids[1] = q->pid;
         g_strlcpy(dirs[0], d->dir, sizeof(dirs[0]));
         g_strlcpy(dirs[1], q->dir, sizeof(dirs[1]));
-        if (write(report[1], pids, sizeof(pids)) != sizeof(pids) ||
-            write(report[1], dirs, sizeof(dirs)) != sizeof(dirs))
-            _exit(3);
-        for (;;)
-            pause();
+        pt_test_child_report(report[1], pids, sizeof(pids), dirs, sizeof(dirs));
     }
     close(report[1]);
-    g_assert_cmpint(read(report[0], pids, sizeof(pids)), ==, sizeof(pids));
-    g_assert_cmpint(read(report[0], dirs, sizeof(dirs)), ==, sizeof(dirs));
-    close(report[0]);
+    pt_test_child_read_report(report[0], pids, sizeof(pids), dirs, sizeof(dirs));
     g_assert_cmpint(pids[0], >, 0);
     g_assert_cmpint(pids[1], >, 0);
     g_assert_cmpint(kill(child, SIGKILL), ==, 0);

@@ -4,10 +4,17 @@
  * discovery, lifecycle events, stats, setting iothread parameters, errors,
  * a stuck libvirtd and a restarted one.
  */
+#include <fcntl.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <glib/gstdio.h>
 
 #include "pt-libvirt.h"
+#include "pt-test-child.h"
+#include "pt-test-daemon.h"
 #include "pt-test-libvirt.h"
 #include "pt-test-qemu.h"
 
@@ -445,6 +452,88 @@ test_no_libvirtd(void)
     g_free(f.disconnect_why);
 }
 
+/* The pid in @dir/@name, or 0. */
+static GPid
+pid_in(const char *dir, const char *name)
+{
+    g_autofree char *path = g_build_filename(dir, name, NULL);
+    g_autofree char *text = NULL;
+
+    return g_file_get_contents(path, &text, NULL, NULL) ? atoi(text) : 0;
+}
+
+static gboolean
+dir_gone(gpointer data)
+{
+    return !g_file_test(data, G_FILE_TEST_EXISTS);
+}
+
+/* Whether every pid in @data (0-terminated) has exited. */
+static gboolean
+all_gone(gpointer data)
+{
+    for (const GPid *p = data; *p; p++)
+        if (!pt_test_process_gone(*p))
+            return FALSE;
+    return TRUE;
+}
+
+/*
+ * A test that runs out of time is killed by meson with its whole process
+ * group (SIGTERM, then SIGKILL): its private virtlogd and libvirtd, which
+ * detach from it, and the QEMU of its domain go too.  The child here is
+ * such a test, in a group of its own as meson runs it.
+ */
+static void
+test_dies_with_killed_test(void)
+{
+    int report[2];
+    GPid pids[4] = { 0, 0, 0, 0 };      /* virtlogd, libvirtd, QEMU, 0 */
+    char dir[256] = "";
+    pid_t child;
+    gboolean gone;
+
+    if (skip_reason) {
+        g_test_skip(skip_reason);
+        return;
+    }
+    child = pt_test_child_fork(report);
+    if (child == 0) {
+        g_autoptr(GError) err = NULL;
+        PtTestLibvirtd *mine;
+        PtTestDomain *dom;
+        g_autofree char *qemu_pid = NULL;
+
+        setpgid(0, 0);
+        mine = pt_test_libvirtd_start(&err);
+        dom = mine ? pt_test_domain_start(mine, &err) : NULL;
+        if (!dom)
+            _exit(2);
+        qemu_pid = g_strdup_printf("%s.pid", dom->name);
+        pids[0] = pid_in(mine->dir, "virtlogd.pid");
+        pids[1] = pid_in(mine->dir, "libvirtd.pid");
+        pids[2] = pid_in(mine->pid_dir, qemu_pid);
+        g_strlcpy(dir, mine->dir, sizeof(dir));
+        pt_test_child_report(report[1], pids, sizeof(pids), dir, sizeof(dir));
+    }
+    close(report[1]);
+    pt_test_child_read_report(report[0], pids, sizeof(pids), dir, sizeof(dir));
+    for (guint i = 0; i < 3; i++)
+        g_assert_cmpint(pids[i], >, 0);
+    /* As meson's timeout does it. */
+    g_assert_cmpint(kill(-child, SIGTERM), ==, 0);
+    g_assert_cmpint(waitpid(child, NULL, 0), ==, child);
+    kill(-child, SIGKILL);
+    gone = pt_test_wait(all_gone, pids, 30000);
+    if (!gone) {
+        for (guint i = 0; i < 3; i++)
+            kill(pids[i], SIGKILL);
+    }
+    g_assert_true(gone);
+    /* The watchdog removes the directory last. */
+    g_assert_true(pt_test_wait(dir_gone, dir, 30000));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -469,6 +558,7 @@ main(int argc, char **argv)
                fixture_setup, test_stuck_libvirtd, fixture_teardown);
     g_test_add("/daemon/libvirt/reconnect", Fixture, NULL,
                fixture_setup, test_reconnect, fixture_teardown);
+    g_test_add_func("/daemon/libvirt/dies-with-killed-test", test_dies_with_killed_test);
     rc = g_test_run();
     pt_test_libvirtd_free(lvd);
     g_free(skip_reason);
