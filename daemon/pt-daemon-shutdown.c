@@ -40,6 +40,7 @@ pt_daemon_on_stop_read(PtTarget *t, ProbeTargetSnap *snap, const GError *error, 
             if (!ios->have_triple)
                 continue;
             io = pt_target_iothread(t, ios->id);
+            pt_daemon_note_read(d, t, io, &ios->triple, snap->mono_ns / 1000);
             io->triple = ios->triple;
             io->have_triple = TRUE;
             if (pt_daemon_adopt_original(d, t, io))
