@@ -18,8 +18,8 @@ G_DEFINE_QUARK(cli-error-quark, cli_error)
 
 /* Replies can be far larger than requests (show with an hour of history,
  * status with thousands of iothreads); the bound only stops a runaway peer.
- * The daemon never sends a larger one (PT_REPLY_MAX, daemon/pt-control.c). */
-#define CLIENT_MAX_MESSAGE (32 * 1024 * 1024)
+ * The daemon never sends a larger one. */
+#define CLIENT_MAX_MESSAGE QMP_CONTROL_MAX_REPLY
 #define CLIENT_MAX_DEPTH 64
 #define CLIENT_READ_CHUNK (64 * 1024)
 /* 20 pauses of 100 ms: two seconds of the daemon's rate window. */

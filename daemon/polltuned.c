@@ -82,7 +82,8 @@ pt_on_term(gpointer data)
     m->stopping = TRUE;
     pt_info(NULL, NULL, "stopping");
     sd_notify(0, "STOPPING=1\nSTATUS=restoring original values");
-    pt_daemon_shutdown(m->daemon, 5000, G_CALLBACK(pt_main_stopped), m);
+    pt_daemon_shutdown(m->daemon, pt_daemon_stop_timeout_ms(m->daemon),
+                       G_CALLBACK(pt_main_stopped), m);
     return G_SOURCE_CONTINUE;
 }
 

@@ -18,20 +18,6 @@
 #include <glib/gstdio.h>
 
 /*
- * The largest reply: status on the largest host we tune.  A status reply
- * carries about 2.9 KB per iothread (measured: an idle iothread under the
- * adaptive policy, with its decision, metrics and explanation) and at most
- * 6 KiB with all of explain's 6 candidates, long names and reasons.  The
- * largest host we size for has 4096 iothreads: 2048 small VMs with two
- * each on a 2-socket host of 768 hardware threads, or a few large VMs with
- * one iothread per vCPU queue (iothread-vq-mapping).  4096 x 6 KiB is
- * 24 MiB; 32 MiB, the most polltunectl reads in one message
- * (cli-client.c), holds it with room.  A reply beyond this is refused
- * with TooLarge (the connection stays); it never reaches a client that
- * could not read it.
- */
-#define PT_REPLY_MAX (32 * 1024 * 1024)
-/*
  * What a client may leave unread: replies it has not read yet, before the
  * next one.  A reply is always queued when nothing is (so one status of
  * any legitimate size goes out), and a client that asks again without
@@ -138,11 +124,11 @@ pt_conn_reply(PtConn *conn, json_object *id, json_object *ret)
     g_autofree char *line = qmp_message_build_return(ret, id);
     gsize len = strlen(line);
 
-    if (len > PT_REPLY_MAX) {
+    if (len > QMP_CONTROL_MAX_REPLY) {
         g_autoptr(GError) e = g_error_new(PT_CONTROL_ERROR, PT_CONTROL_ERROR_TOO_LARGE,
                                           "the reply would be %" G_GSIZE_FORMAT " MiB, more "
                                           "than the %d MiB a reply may be",
-                                          len >> 20, PT_REPLY_MAX >> 20);
+                                          len >> 20, QMP_CONTROL_MAX_REPLY >> 20);
 
         pt_warn(NULL, NULL, "control: uid %u: %s", (unsigned)conn->uid, e->message);
         pt_conn_reply_error(conn, id, e);

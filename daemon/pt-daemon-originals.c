@@ -133,14 +133,16 @@ pt_daemon_capture_original(PtDaemon *d, PtTarget *t, PtIothread *io)
 }
 
 /* Until the originals are in the store the policy does not write: after a
- * crash the next start could only take whatever it then finds for them. */
+ * crash the next start could only take whatever it then finds for them.
+ * What is in memory is the truth (captured, adopted, or an operator's
+ * write since), so it replaces what the store has for the instance. */
 void
 pt_daemon_save_original(PtDaemon *d, PtTarget *t, PtIothread *io)
 {
     g_autoptr(GError) err = NULL;
     StoreTriple st = pt_store_triple(&io->original);
 
-    if (store_original_save(d->store, t->name, io->id, &st, t->instance,
+    if (store_original_replace(d->store, t->name, io->id, &st, t->instance,
                             g_get_real_time() / 1000, &err)) {
         if (io->original_saved_failed)
             pt_info(t->name, io->id, "store: original values saved; tuning resumes");
@@ -151,6 +153,43 @@ pt_daemon_save_original(PtDaemon *d, PtTarget *t, PtIothread *io)
                 "saved", err->message);
         io->original_saved_failed = TRUE;
     }
+}
+
+/*
+ * A triple that changed without our writing it is someone else's choice:
+ * an operator's qom-set or virsh iothreadset, another tool.  It is what
+ * they want the iothread left with, so it replaces the original, in memory
+ * and in the store: observe, a detach, a stop and the start after a crash
+ * put it back, never the values it replaced.  This holds in every mode; in
+ * recommend and enforce the policy also holds it for a while
+ * (external-hold, policy_engine_tick()).
+ *
+ * A write of ours in flight, or one that ended after the sample began,
+ * makes the reading say nothing (it may be from before the write): it is
+ * not taken as the last one read either, so the next sample is judged
+ * against what was read before.  A failed write may have set some knobs
+ * and not others: the next reading is taken as it is.
+ */
+void
+pt_daemon_note_read(PtDaemon *d, PtTarget *t, PtIothread *io, const PolicyTriple *read,
+                    gint64 start_us)
+{
+    if (io->writes_in_flight || start_us <= io->write_done_us)
+        return;
+    if (io->have_read && io->have_original && !policy_triple_equal(read, &io->read) &&
+        !(io->have_written && policy_triple_equal(read, &io->written)) &&
+        !policy_triple_equal(read, &io->original)) {
+        g_autofree char *now = policy_triple_format(read);
+        g_autofree char *was = policy_triple_format(&io->original);
+
+        pt_info(t->name, io->id, "%s was written outside polltune: it is the original now "
+                "(was %s), which a stop or observe leaves in place", now, was);
+        io->original = *read;
+        io->original_saved = FALSE;
+        pt_daemon_save_original(d, t, io);
+    }
+    io->read = *read;
+    io->have_read = TRUE;
 }
 
 gboolean

@@ -128,6 +128,10 @@ gboolean pt_daemon_write_held(const PtIothread *io, gint64 now_us);
 /* pt-daemon-originals.c */
 void pt_daemon_capture_original(PtDaemon *d, PtTarget *t, PtIothread *io);
 void pt_daemon_save_original(PtDaemon *d, PtTarget *t, PtIothread *io);
+/* @read is @io's triple in a sample begun at @start_us (monotonic), before
+ * it becomes @io->triple: one we did not write becomes the original. */
+void pt_daemon_note_read(PtDaemon *d, PtTarget *t, PtIothread *io, const PolicyTriple *read,
+                         gint64 start_us);
 void pt_daemon_restore_io(PtDaemon *d, PtTarget *t, PtIothread *io, const char *why);
 /* Put @io's originals back if it is known to differ from them and no such
  * write is in flight; TRUE when a write was started. */

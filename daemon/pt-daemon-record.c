@@ -153,11 +153,18 @@ pt_daemon_applied(PtTarget *t, const GError *error, gpointer data)
     PtApplyCtx *ctx = data;
     PtDaemon *d = ctx->d;
 
-    if (ctx->restore) {
+    {
         PtIothread *io = g_hash_table_lookup(t->iothreads, ctx->dec->iothread);
 
-        if (io)
+        if (io && ctx->restore)
             io->restoring = FALSE;
+        if (io && io->writes_in_flight) {
+            io->writes_in_flight--;
+            io->write_done_us = g_get_monotonic_time();
+            /* Some knobs may have taken and others not. */
+            if (error)
+                io->have_read = FALSE;
+        }
     }
     if (error) {
         PtIothread *io = g_hash_table_lookup(t->iothreads, ctx->dec->iothread);
@@ -210,5 +217,10 @@ pt_daemon_apply(PtDaemon *d, PtTarget *t, PolicyDecision *dec, const char *polic
         d->pending_restores++;
     else
         d->pending_applies++;
+    if (io) {
+        io->writes_in_flight++;
+        io->written = dec->triple;
+        io->have_written = TRUE;
+    }
     pt_target_apply(t, dec->iothread, &dec->triple, bound, pt_daemon_applied, ctx);
 }

@@ -3,6 +3,7 @@
  * A stop: the originals are put back and in-flight writes are waited for,
  * within a deadline.
  */
+#include "pt-config.h"
 #include "pt-daemon-private.h"
 #include "pt-log.h"
 
@@ -14,6 +15,9 @@ typedef struct {
     GCallback done;
     gpointer user_data;
     gint64 deadline_us;
+    gint64 cap_us;              /* PT_STOP_MAX_S after the start */
+    guint last_pending;         /* restores pending when last polled */
+    gint64 progress_us;         /* when that count last went down */
 } PtShutdown;
 
 /* The iothreads of a target read at the stop: those whose originals are in
@@ -40,6 +44,7 @@ pt_daemon_on_stop_read(PtTarget *t, ProbeTargetSnap *snap, const GError *error, 
             if (!ios->have_triple)
                 continue;
             io = pt_target_iothread(t, ios->id);
+            pt_daemon_note_read(d, t, io, &ios->triple, snap->mono_ns / 1000);
             io->triple = ios->triple;
             io->have_triple = TRUE;
             if (pt_daemon_adopt_original(d, t, io))
@@ -92,12 +97,75 @@ pt_daemon_stop_reads(PtDaemon *d, gboolean start)
     return busy;
 }
 
+/*
+ * How long a stop may take.  Each knob that differs from its original is
+ * one qom-set, or one parameter of virDomainSetIOThreadParams, and QEMU
+ * runs a monitor's commands one at a time, whatever we send at once.  On
+ * a two-core host shared with other builds QEMU 7.2 answered 12,288
+ * qom-sets sent together in 38 s at a load average of 14 (3.1 ms each),
+ * and the daemon's stop made 3,072 writes in 7.0 s at a load of 28
+ * (2.3 ms each; docs/BENCHMARKS.md, "Restore at stop").  So a stop gets
+ * PT_STOP_BASE_MS (reads of targets not sampled yet, a libvirtd busy for a
+ * few seconds, the run's last store writes) plus PT_STOP_WRITE_US, three
+ * times the slowest measured, for each knob to write (an iothread not
+ * read yet counts its three), up to PT_STOP_MAX_S.  The largest host
+ * tuned, 4096 iothreads (PT_IOTHREADS_MAX in one QEMU, or many VMs), needs
+ * at most 12,288 writes: 5 s + 12,288 x 10 ms = 127.9 s, within the 130 s
+ * of PT_STOP_MAX_S, which the unit's TimeoutStopSec exceeds (meson.build).
+ *
+ * The load of a host varies more than that: one stop on the same host
+ * made 1,716 writes in 20.4 s (11.9 ms each).  So past its deadline a stop
+ * goes on while restores still complete, until none has for
+ * PT_STOP_STALL_MS (a QEMU or libvirtd that stopped answering), or until
+ * PT_STOP_MAX_S.
+ */
+#define PT_STOP_BASE_MS 5000
+#define PT_STOP_WRITE_US 10000
+#define PT_STOP_STALL_MS 2000
+
+G_STATIC_ASSERT(PT_STOP_BASE_MS + (guint64)PT_IOTHREADS_MAX * POLICY_KNOB_MAX *
+                PT_STOP_WRITE_US / 1000 <= PT_STOP_MAX_S * 1000);
+
+guint
+pt_daemon_stop_timeout_ms(PtDaemon *d)
+{
+    GHashTableIter it, iit;
+    gpointer v, iv;
+    guint64 writes = 0;
+
+    if (!d->conf->restore_on_exit)
+        return PT_STOP_BASE_MS;
+    g_hash_table_iter_init(&it, d->targets);
+    while (g_hash_table_iter_next(&it, NULL, &v)) {
+        g_hash_table_iter_init(&iit, ((PtTarget *)v)->iothreads);
+        while (g_hash_table_iter_next(&iit, NULL, &iv)) {
+            const PtIothread *io = iv;
+
+            for (PolicyKnob k = 0; k < POLICY_KNOB_MAX; k++)
+                writes += !io->have_original || !io->have_triple ||
+                          policy_triple_get(&io->original, k) !=
+                          policy_triple_get(&io->triple, k);
+        }
+    }
+    return (guint)MIN(PT_STOP_BASE_MS + writes * PT_STOP_WRITE_US / 1000,
+                      (guint64)PT_STOP_MAX_S * 1000);
+}
+
 static gboolean
 pt_daemon_shutdown_poll(gpointer data)
 {
     PtShutdown *s = data;
-    gboolean late = g_get_monotonic_time() >= s->deadline_us;
-    guint reading = s->d->conf->restore_on_exit ? pt_daemon_stop_reads(s->d, !late) : 0;
+    gint64 now = g_get_monotonic_time();
+    gboolean late;
+    guint reading;
+
+    if (s->d->pending_restores != s->last_pending) {
+        s->last_pending = s->d->pending_restores;
+        s->progress_us = now;
+    }
+    late = now >= s->deadline_us &&
+           (now >= s->cap_us || now - s->progress_us >= PT_STOP_STALL_MS * 1000);
+    reading = s->d->conf->restore_on_exit ? pt_daemon_stop_reads(s->d, !late) : 0;
 
     if ((reading || s->d->pending_restores || s->d->pending_applies) && !late)
         return G_SOURCE_CONTINUE;
@@ -131,6 +199,8 @@ pt_daemon_shutdown(PtDaemon *d, guint timeout_ms, GCallback done, gpointer user_
     s->done = done;
     s->user_data = user_data;
     s->deadline_us = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+    s->cap_us = g_get_monotonic_time() + (gint64)MAX(timeout_ms, PT_STOP_MAX_S * 1000) * 1000;
+    s->progress_us = g_get_monotonic_time();
     d->shutting_down = TRUE;
     g_clear_handle_id(&d->timer, g_source_remove);
     /*
@@ -144,6 +214,7 @@ pt_daemon_shutdown(PtDaemon *d, guint timeout_ms, GCallback done, gpointer user_
         if (pt_target_kinds[k]->stopping)
             pt_target_kinds[k]->stopping(d, timeout_ms);
     if (d->conf->restore_on_exit) {
+        pt_info(NULL, NULL, "stopping: restoring original values within %u ms", timeout_ms);
         g_hash_table_iter_init(&it, d->targets);
         while (g_hash_table_iter_next(&it, NULL, &v)) {
             PtTarget *t = v;

@@ -679,6 +679,7 @@ pt_daemon_absorb(PtDaemon *d, PtTarget *t, ProbeTargetSnap *snap, GArray *sample
 
         io->seen = TRUE;
         if (ios->have_triple) {
+            pt_daemon_note_read(d, t, io, &ios->triple, snap->mono_ns / 1000);
             io->triple = ios->triple;
             io->have_triple = TRUE;
             /* A sample begun after our last write completed reads it back. */

@@ -78,6 +78,8 @@ gboolean pt_daemon_start(PtDaemon *d, GError **error);
  * next start recovers instead (see on-restart).
  */
 void pt_daemon_shutdown(PtDaemon *d, guint timeout_ms, GCallback done, gpointer user_data);
+/* The time a stop gets now: sized from the writes it may have to make. */
+guint pt_daemon_stop_timeout_ms(PtDaemon *d);
 
 /* Replace the configuration with @conf (taken).  On error nothing
  * changes: a key read only at start that differs is refused, naming it. */

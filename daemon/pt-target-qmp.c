@@ -548,17 +548,18 @@ pt_qmp_sample(PtTarget *t, ProbeTargetSnap *snap)
 
 /* ---- applying ---------------------------------------------------------- */
 
+/*
+ * The knobs of one write go out together: QEMU's monitor runs commands in
+ * the order they arrive, so they need no round trip each, and a sample's
+ * query-iothreads, sent before or after on the same monitor, never sees
+ * half of the write.  A stop restoring thousands of iothreads so waits on
+ * QEMU alone, not on a round trip per knob.
+ */
 typedef struct {
-    PtQmpTarget *q;
-    char *iothread;
-    QmpIothreadProp props[POLICY_KNOB_MAX];
-    gint64 values[POLICY_KNOB_MAX];
-    guint n, next;
-    gint64 bound;
     gpointer job;
+    guint outstanding;
+    GError *error;              /* the first knob that failed */
 } PtQmpApply;
-
-static void pt_qmp_apply_next(PtQmpApply *a);
 
 static void
 pt_qmp_apply_done(GObject *obj, GAsyncResult *res, gpointer data)
@@ -567,41 +568,27 @@ pt_qmp_apply_done(GObject *obj, GAsyncResult *res, gpointer data)
     GError *err = NULL;
 
     if (!qmp_iothread_set_finish(QMP_CLIENT(obj), res, &err)) {
-        pt_target_apply_finish(a->job, err);
-        g_free(a->iothread);
-        g_free(a);
-        return;
+        if (!a->error)
+            a->error = err;
+        else
+            g_error_free(err);
     }
-    pt_qmp_apply_next(a);
-}
-
-static void
-pt_qmp_apply_next(PtQmpApply *a)
-{
-    QmpIothreadProp p;
-
-    if (a->next == a->n) {
-        pt_target_apply_finish(a->job, NULL);
-        g_free(a->iothread);
-        g_free(a);
+    if (--a->outstanding)
         return;
-    }
-    p = a->props[a->next];
-    qmp_iothread_set_async(a->q->client, a->iothread, p, a->values[a->next],
-                           p == QMP_IOTHREAD_POLL_MAX_NS ? a->bound : 1024,
-                           pt_qmp_apply_done, a);
-    a->next++;
+    pt_target_apply_finish(a->job, a->error);
+    g_free(a);
 }
 
 static void
 pt_qmp_apply(PtTarget *t, const char *iothread, const PolicyTriple *from,
              const PolicyTriple *to, gint64 bound, gpointer job)
 {
+    PtQmpTarget *q = (PtQmpTarget *)t;
     PtQmpApply *a = g_new0(PtQmpApply, 1);
+    QmpIothreadProp props[POLICY_KNOB_MAX];
+    gint64 values[POLICY_KNOB_MAX];
+    guint n = 0;
 
-    a->q = (PtQmpTarget *)t;
-    a->iothread = g_strdup(iothread);
-    a->bound = bound;
     a->job = job;
     /* Every write resets QEMU's learned window, so write only what
      * changes, in the knobs' order (grow and shrink first, so the new
@@ -611,11 +598,21 @@ pt_qmp_apply(PtTarget *t, const char *iothread, const PolicyTriple *from,
 
         if (policy_triple_get(from, k) == v)
             continue;
-        a->props[a->n] = qmp_iothread_prop_from_string(policy_knob_to_string(k));
-        g_assert(a->props[a->n] != QMP_IOTHREAD_PROP_INVALID);
-        a->values[a->n++] = (gint64)MIN(v, (guint64)G_MAXINT64);
+        props[n] = qmp_iothread_prop_from_string(policy_knob_to_string(k));
+        g_assert(props[n] != QMP_IOTHREAD_PROP_INVALID);
+        values[n++] = (gint64)MIN(v, (guint64)G_MAXINT64);
     }
-    pt_qmp_apply_next(a);
+    if (!n) {
+        pt_target_apply_finish(job, NULL);
+        g_free(a);
+        return;
+    }
+    /* Counted first: a knob refused by our own bounds completes at once. */
+    a->outstanding = n;
+    for (guint i = 0; i < n; i++)
+        qmp_iothread_set_async(q->client, iothread, props[i], values[i],
+                               props[i] == QMP_IOTHREAD_POLL_MAX_NS ? bound : 1024,
+                               pt_qmp_apply_done, a);
 }
 
 static void

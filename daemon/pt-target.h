@@ -105,9 +105,17 @@ typedef struct {
     gboolean write_verify;          /* a write waits for that sample */
     PolicyTriple write_expect;      /* what it wrote */
     PolicyTriple write_from;        /* what was there before it */
-    gint64 write_done_us;           /* monotonic, when it completed */
+    gint64 write_done_us;           /* monotonic, when it ended */
     guint write_failures;           /* failed or without effect, in a row */
     gint64 write_retry_at_us;       /* monotonic: no policy write before */
+    /* What tells a write of someone else's from ours (pt_daemon_note_read()):
+     * the triple last read, the last one we wrote, and our writes still
+     * in flight (write_done_us is when the last one ended, even failed). */
+    gboolean have_read;
+    PolicyTriple read;
+    gboolean have_written;
+    PolicyTriple written;
+    guint writes_in_flight;
 } PtIothread;
 
 /*

@@ -20,8 +20,9 @@ typedef struct {
     json_object *args;          /* owned, until the command goes out */
     QmpDecodeFunc decode;
     GTask *task;
-    GSource *timer;
     guint timeout_ms;
+    gint64 sent_us;             /* monotonic, when it went out */
+    GList link;                 /* in the client's order of commands sent */
 } QmpPending;
 
 typedef struct {
@@ -57,6 +58,9 @@ struct _QmpClient {
 
     gint64 next_id;
     GHashTable *in_flight;      /* gint64 id -> QmpPending */
+    GQueue sent;                /* the same, oldest first (QmpPending.link) */
+    GSource *timer;             /* the oldest command's deadline */
+    gint64 progress_us;         /* the last reply, or a send to an idle peer */
     GQueue queued;              /* QmpPending waiting for READY */
     GPtrArray *ready_waiters;   /* GTask */
 
@@ -84,10 +88,6 @@ qmp_pending_free(QmpPending *p)
 {
     if (!p)
         return;
-    if (p->timer) {
-        g_source_destroy(p->timer);
-        g_source_unref(p->timer);
-    }
     g_clear_object(&p->task);
     g_free(p->command);
     json_object_put(p->args);
@@ -166,6 +166,9 @@ qmp_client_close(QmpClient *c, const GError *reason)
 
     in_flight = g_steal_pointer(&c->in_flight);
     c->in_flight = g_hash_table_new(g_int64_hash, g_int64_equal);
+    g_queue_init(&c->sent);
+    if (c->timer)
+        g_source_set_ready_time(c->timer, -1);
     waiters = g_steal_pointer(&c->ready_waiters);
     c->ready_waiters = g_ptr_array_new();
 
@@ -209,19 +212,51 @@ qmp_client_fail(QmpClient *c, QmpErrorCode code, const char *fmt, ...)
 
 /* ---- command submission ------------------------------------------------ */
 
-static gboolean
-qmp_pending_timed_out(gpointer data)
+/*
+ * QEMU runs a monitor's commands one at a time, in the order they arrive,
+ * so a command waits for those sent before it, and hundreds may be sent
+ * at once (the writes of a stop, one per knob of every iothread).  Its
+ * timeout is therefore counted from its turn: from when it was sent or the
+ * reply before it came, whichever is later.  A peer that makes no progress
+ * for that long is hung or overloaded, however long the queue behind.
+ * One timer per client, on the oldest command, keeps the main loop's
+ * sources few whatever the number in flight.
+ */
+static void
+qmp_client_arm_timer(QmpClient *c)
 {
-    QmpPending *p = data;
-    QmpClient *c = p->client;
+    QmpPending *p = c->sent.head ? c->sent.head->data : NULL;
+
+    g_source_set_ready_time(c->timer, p ? MAX(p->sent_us, c->progress_us) +
+                            (gint64)p->timeout_ms * 1000 : -1);
+}
+
+/* @p was answered, or fails: it is no longer in flight. */
+static void
+qmp_client_take_pending(QmpClient *c, QmpPending *p)
+{
+    g_hash_table_steal(c->in_flight, &p->id);
+    g_queue_unlink(&c->sent, &p->link);
+    c->progress_us = g_get_monotonic_time();
+    qmp_client_arm_timer(c);
+}
+
+static gboolean
+qmp_client_timer_dispatch(GSource *source, GSourceFunc cb, gpointer data)
+{
+    QmpClient *c = data;
+    QmpPending *p = c->sent.head ? c->sent.head->data : NULL;
     g_autoptr(GError) reason = NULL;
 
+    g_source_set_ready_time(source, -1);
+    if (!p || c->state == QMP_CLIENT_CLOSED)
+        return G_SOURCE_CONTINUE;
     /* The reply may still come, but a monitor that misses a deadline is hung
      * or overloaded; later replies would be just as late.  Close, so every
      * other pending command is told at once rather than after its own
      * timeout. */
-    g_source_unref(g_steal_pointer(&p->timer));
     g_hash_table_steal(c->in_flight, &p->id);
+    g_queue_unlink(&c->sent, &p->link);
     reason = g_error_new(QMP_ERROR, QMP_ERROR_TIMEOUT,
                          "%s: %s: no reply within %u ms",
                          c->name, p->command, p->timeout_ms);
@@ -229,8 +264,12 @@ qmp_pending_timed_out(gpointer data)
     qmp_pending_fail(p, g_error_copy(reason));
     qmp_client_close(c, reason);
     g_object_unref(c);
-    return G_SOURCE_REMOVE;
+    return G_SOURCE_CONTINUE;
 }
+
+static GSourceFuncs qmp_client_timer_funcs = {
+    .dispatch = qmp_client_timer_dispatch,
+};
 
 /* Ids are given as commands go out, so they increase along the wire. */
 static void
@@ -243,9 +282,11 @@ qmp_client_dispatch_pending(QmpClient *c, QmpPending *p)
     id = json_object_new_int64(p->id);
     wire = qmp_message_build_command(p->command, p->args, id);
     g_clear_pointer(&p->args, qmp_json_unref);
-    p->timer = g_timeout_source_new(p->timeout_ms);
-    g_source_set_callback(p->timer, qmp_pending_timed_out, p, NULL);
-    g_source_attach(p->timer, c->context);
+    p->sent_us = g_get_monotonic_time();
+    p->link.data = p;
+    g_queue_push_tail_link(&c->sent, &p->link);
+    if (c->sent.length == 1)
+        qmp_client_arm_timer(c);
     g_hash_table_insert(c->in_flight, &p->id, p);
     qmp_client_send(c, wire);
 }
@@ -480,7 +521,7 @@ qmp_client_handle_reply(QmpClient *c, QmpMessage *m)
     p = g_hash_table_lookup(c->in_flight, &id);
     if (!p)
         return;
-    g_hash_table_steal(c->in_flight, &id);
+    qmp_client_take_pending(c, p);
 
     if (m->kind == QMP_MESSAGE_ERROR) {
         qmp_pending_fail(p, g_error_new(QMP_ERROR, QMP_ERROR_COMMAND,
@@ -779,6 +820,10 @@ qmp_client_new(GMainContext *context, const QmpClientOptions *opts)
     }
     c->stream = qmp_stream_new(c->max_message_size, c->max_depth,
                                qmp_client_on_message, c);
+    /* A dispatch never frees the client: the callback's data is weak. */
+    c->timer = g_source_new(&qmp_client_timer_funcs, sizeof(GSource));
+    g_source_set_callback(c->timer, NULL, c, NULL);
+    g_source_attach(c->timer, c->context);
     return c;
 }
 
@@ -792,6 +837,7 @@ qmp_client_init(QmpClient *c)
     c->timeout_ms = QMP_DEFAULT_TIMEOUT_MS;
     c->wbuf = g_string_new(NULL);
     c->in_flight = g_hash_table_new(g_int64_hash, g_int64_equal);
+    g_queue_init(&c->sent);
     g_queue_init(&c->queued);
     c->ready_waiters = g_ptr_array_new();
     c->subs = g_array_new(FALSE, FALSE, sizeof(QmpSubscription));
@@ -821,6 +867,10 @@ qmp_client_finalize(GObject *obj)
     g_array_unref(c->subs);
     g_ptr_array_unref(c->ready_waiters);
     g_hash_table_unref(c->in_flight);
+    if (c->timer) {
+        g_source_destroy(c->timer);
+        g_source_unref(c->timer);
+    }
     g_string_free(c->wbuf, TRUE);
     qmp_stream_free(c->stream);
     qmp_version_clear(&c->version);

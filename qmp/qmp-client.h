@@ -13,8 +13,10 @@
  * rejects every command before qmp_capabilities.  Every command carries a
  * numeric "id", replies are matched by it, and any number may be in flight.
  *
- * Each command has its own timeout (5 s by default); the greeting and the
- * negotiation share one.  A timeout, EOF, a read error or any input that
+ * Each command has its own timeout (5 s by default), counted from its
+ * turn: from when it was sent, or from the reply before it if that came
+ * later, since QEMU answers a monitor's commands in order, one at a time.
+ * The greeting and the negotiation share one.  A timeout, EOF, a read error or any input that
  * breaks the protocol (invalid JSON, a non-object, a message over the size
  * or depth limit) closes the client.  Closing completes every pending and
  * queued command with a GError that names the client and the cause, exactly

@@ -21,6 +21,24 @@
 
 #include <glib.h>
 
+/*
+ * The largest reply of polltune's control protocol, as sent: one line of
+ * compact JSON.  The daemon answers a larger one with TooLarge (the
+ * connection stays), and polltunectl reads up to this much, so a reply
+ * never reaches a client that could not read it.  The largest is status
+ * on the largest host tuned: about 2.9 KB per iothread (measured: an idle
+ * iothread under the adaptive policy, with its decision, metrics and
+ * explanation) and at most 6 KiB with all of explain's 6 candidates, long
+ * names and reasons.  That host has 4096 iothreads (PT_IOTHREADS_MAX):
+ * 2048 small VMs with two each on a 2-socket host of 768 hardware
+ * threads, or a few large VMs with one iothread per vCPU queue
+ * (iothread-vq-mapping).  4096 x 6 KiB is 24 MiB, which 32 MiB holds with
+ * room; 8192 iothreads fit at their usual size (about 24 MB) and are
+ * refused only when their entries are near the largest.  What
+ * `polltunectl --json` prints is indented, so larger than what was sent.
+ */
+#define QMP_CONTROL_MAX_REPLY (32 * 1024 * 1024)
+
 typedef struct QmpStream QmpStream;
 
 /*

@@ -337,10 +337,10 @@ store_policy_rule_list(StoreDb *db, GError **error)
     return g_steal_pointer(&rules);
 }
 
-gboolean
-store_original_save(StoreDb *db, const char *target, const char *iothread,
-                    const StoreTriple *triple, const char *instance, gint64 now_ms,
-                    GError **error)
+static gboolean
+store_original_put(StoreDb *db, const char *target, const char *iothread,
+                   const StoreTriple *triple, const char *instance, gint64 now_ms,
+                   gboolean same_instance, GError **error)
 {
     gint64 iothread_id;
     sqlite3_stmt *st;
@@ -357,13 +357,30 @@ store_original_save(StoreDb *db, const char *target, const char *iothread,
                              " poll_grow = excluded.poll_grow,"
                              " poll_shrink = excluded.poll_shrink,"
                              " instance = excluded.instance"
-                             " WHERE instance IS NOT excluded.instance", error)))
+                             " WHERE ?7 OR instance IS NOT excluded.instance", error)))
         return FALSE;
     sqlite3_bind_int64(st, 1, iothread_id);
     sqlite3_bind_int64(st, 2, now_ms);
     bind_triple(st, 3, triple);
     bind_text_or_null(st, 6, instance);
+    sqlite3_bind_int(st, 7, same_instance);
     return step_once(db, st, "save original", error);
+}
+
+gboolean
+store_original_save(StoreDb *db, const char *target, const char *iothread,
+                    const StoreTriple *triple, const char *instance, gint64 now_ms,
+                    GError **error)
+{
+    return store_original_put(db, target, iothread, triple, instance, now_ms, FALSE, error);
+}
+
+gboolean
+store_original_replace(StoreDb *db, const char *target, const char *iothread,
+                       const StoreTriple *triple, const char *instance, gint64 now_ms,
+                       GError **error)
+{
+    return store_original_put(db, target, iothread, triple, instance, now_ms, TRUE, error);
 }
 
 gboolean

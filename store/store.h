@@ -371,6 +371,11 @@ int store_runtime_mode_get(StoreDb *db);
 gboolean store_original_save(StoreDb *db, const char *target, const char *iothread,
                              const StoreTriple *triple, const char *instance,
                              gint64 now_ms, GError **error);
+/* The same, replacing a triple saved for the same instance too: a write
+ * made outside polltune is the instance's original from then on. */
+gboolean store_original_replace(StoreDb *db, const char *target, const char *iothread,
+                                const StoreTriple *triple, const char *instance, gint64 now_ms,
+                                GError **error);
 /* Forgets every original saved for @target's iothreads (its QEMU exited:
  * there is nothing left to restore); @dropped (optional) gets how many. */
 gboolean store_original_drop(StoreDb *db, const char *target, guint *dropped, GError **error);

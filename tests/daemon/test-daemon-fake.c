@@ -16,7 +16,7 @@
 #include <glib/gstdio.h>
 
 /* The largest host the control socket's reply limit is sized for
- * (PT_REPLY_MAX in daemon/pt-control.c), and the bound per iothread
+ * (QMP_CONTROL_MAX_REPLY in qmp/qmp-stream.h), and the bound per iothread
  * behind it. */
 #define BIG_IOTHREADS 4096
 #define STATUS_BYTES_PER_IOTHREAD (6 * 1024)

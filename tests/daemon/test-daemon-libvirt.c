@@ -160,12 +160,13 @@ test_libvirt(void)
     }
 
     /* An operator's virsh iothreadset is held, not reverted (it used to be
-     * within a second), and status says so. */
+     * within a second), and status says so; the stop leaves it (below). */
     {
         g_autofree char *set = pt_test_libvirtd_virsh(lvd, NULL, "iothreadset", before->name,
-                                                      "2", "--poll-max-ns", "12345", "--live",
-                                                      NULL);
-        PtDaemonWait hw = { d, "status", external_held, before->name, "iothread2", 12345 };
+                                                      "2", "--poll-max-ns", "5000",
+                                                      "--poll-grow", "4", "--poll-shrink", "4",
+                                                      "--live", NULL);
+        PtDaemonWait hw = { d, "status", external_held, before->name, "iothread2", 5000 };
         g_autoptr(json_object) st = NULL;
 
         g_assert_nonnull(set);
@@ -173,7 +174,7 @@ test_libvirt(void)
         /* Four ticks later libvirt still sees the operator's value. */
         st = pt_test_daemon_ok(d, "status", NULL);
         g_assert_true(pt_test_wait_ticks(d, pt_json_path_int(st, "ticks") + 4, 20000));
-        vw.needle = "iothread.2.poll-max-ns=12345";
+        vw.needle = "iothread.2.poll-max-ns=5000";
         g_assert_true(domstats_has(&vw));
     }
 
@@ -275,6 +276,14 @@ test_libvirt(void)
     g_assert_true(pt_test_wait(domstats_has, &vw, 3000));
     g_assert_cmpuint(pt_test_daemon_log_count(d, "restore applied -> 32768/0/0"), >=, 1);
     g_assert_cmpuint(pt_test_daemon_log_count(d, "restores did not complete in time"), ==, 0);
+    /* The operator's write was the original from then on: it stays. */
+    g_assert_cmpuint(pt_test_daemon_log_count(d, "5000/4/4 was written outside polltune"), ==, 1);
+    vw.needle = "iothread.2.poll-max-ns=5000";
+    g_assert_true(domstats_has(&vw));
+    vw.needle = "iothread.2.poll-grow=4";
+    g_assert_true(domstats_has(&vw));
+    vw.needle = "iothread.2.poll-shrink=4";
+    g_assert_true(domstats_has(&vw));
 }
 
 #define POLICY_NS "https://polltune.org/xmlns/policy/1"

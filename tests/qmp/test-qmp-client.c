@@ -9,6 +9,8 @@
 #include "qmp-json.h"
 
 #include <signal.h>
+#include <stdio.h>
+#include <sys/socket.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -587,6 +589,82 @@ test_never_answers(Fixture *fx, gconstpointer data)
     g_assert_cmpint(g_get_monotonic_time() - start, <, 2 * G_USEC_PER_SEC);
 }
 
+/* The id of the peer's next command, read from its end of the socket. */
+static gint64
+slow_peer_read_id(FILE *in)
+{
+    char line[4096];
+    g_autoptr(json_object) cmd = NULL;
+    gint64 id = -1;
+
+    g_assert_nonnull(fgets(line, sizeof(line), in));
+    cmd = json_tokener_parse(line);
+    g_assert_nonnull(cmd);
+    g_assert_true(qmp_json_get_int(cmd, "id", &id));
+    return id;
+}
+
+static void
+slow_peer_done(GObject *obj, GAsyncResult *res, gpointer data)
+{
+    guint *answered = data;
+    g_autoptr(GError) err = NULL;
+
+    g_assert_true(qmp_iothread_set_finish(QMP_CLIENT(obj), res, &err));
+    g_assert_no_error(err);
+    (*answered)++;
+}
+
+/*
+ * QEMU answers a monitor's commands one at a time: ten sent together to a
+ * peer that takes 100 ms for each are answered over a second, five times
+ * the 200 ms timeout, and none times out, since each is answered within
+ * 200 ms of the one before.  A timeout counted from the send failed the
+ * third and closed the client.
+ */
+static void
+test_queue_behind_slow_peer(void)
+{
+    static const char greeting[] = "{\"QMP\": {\"version\": {\"qemu\": {\"micro\": 0, "
+        "\"minor\": 2, \"major\": 7}, \"package\": \"\"}, \"capabilities\": []}}\n";
+    QmpClientOptions opts = { .name = "vm-test", .timeout_ms = 200 };
+    g_autoptr(QmpClient) c = qmp_client_new(NULL, &opts);
+    int sv[2];
+    FILE *in;
+    guint answered = 0;
+    gint64 start;
+
+    g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), ==, 0);
+    g_assert_true(qmp_client_adopt_fd(c, sv[0], NULL));
+    in = fdopen(sv[1], "r");
+    g_assert_nonnull(in);
+    g_assert_cmpint(write(sv[1], greeting, strlen(greeting)), ==, (gssize)strlen(greeting));
+    for (guint i = 0; i < 10; i++)
+        qmp_iothread_set_async(c, "iot0", QMP_IOTHREAD_POLL_MAX_NS, i, G_MAXINT64,
+                               slow_peer_done, &answered);
+    /* qmp_capabilities first: the client sends it once it has the greeting. */
+    while (qmp_client_get_state(c) == QMP_CLIENT_CONNECTING)
+        g_main_context_iteration(NULL, TRUE);
+    start = g_get_monotonic_time();
+    for (guint i = 0; i <= 10; i++) {
+        g_autofree char *reply = NULL;
+        gint64 id = slow_peer_read_id(in);
+
+        if (i)
+            g_usleep(100 * 1000);
+        reply = g_strdup_printf("{\"return\": {}, \"id\": %" G_GINT64_FORMAT "}\n", id);
+        g_assert_cmpint(write(sv[1], reply, strlen(reply)), ==, (gssize)strlen(reply));
+        while (g_main_context_iteration(NULL, FALSE))
+            ;
+        g_assert_cmpint(qmp_client_get_state(c), !=, QMP_CLIENT_CLOSED);
+    }
+    while (answered < 10 && qmp_client_get_state(c) != QMP_CLIENT_CLOSED)
+        g_main_context_iteration(NULL, TRUE);
+    g_assert_cmpuint(answered, ==, 10);
+    g_assert_cmpint(g_get_monotonic_time() - start, >, 5 * 200 * 1000);
+    fclose(in);
+}
+
 static void
 test_no_greeting(Fixture *fx, gconstpointer data)
 {
@@ -846,6 +924,7 @@ main(int argc, char **argv)
     ADD("bad/random-bytes", test_random_bytes, fixture_setup);
     ADD("bad/huge-line", test_huge_line, fixture_setup);
     ADD("bad/never-answers", test_never_answers, fixture_setup_short);
+    g_test_add_func("/qmp/client/queue-behind-slow-peer", test_queue_behind_slow_peer);
     ADD("bad/no-greeting", test_no_greeting, fixture_setup_short);
     ADD("bad/close-mid-reply", test_close_mid_reply, fixture_setup);
     ADD("bad/drip", test_drip, fixture_setup);

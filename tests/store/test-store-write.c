@@ -457,6 +457,16 @@ test_originals(Fixture *fx, gconstpointer data)
     g_assert_cmpint(got.poll_max_ns, ==, 20000);
     g_assert_cmpint(got.poll_grow, ==, 2);
 
+    /* A write made outside polltune replaces it within the instance. */
+    g_assert_true(store_original_replace(fx->db, "vm0", "iothread0", &later, "b/200/9", T0 + 3,
+                                         &error));
+    g_assert_true(store_original_get(fx->db, "vm0", "iothread0", &got, &inst, &error));
+    g_assert_cmpint(got.poll_max_ns, ==, 1000);
+    g_assert_cmpint(got.poll_grow, ==, 4);
+    g_assert_cmpint(got.poll_shrink, ==, 2);
+    g_assert_cmpstr(inst, ==, "b/200/9");
+    g_clear_pointer(&inst, g_free);
+
     /* Unknown instances count as one. */
     g_assert_true(store_original_save(fx->db, "vm0", "iothread1", &first, NULL, T0, &error));
     g_assert_true(store_original_save(fx->db, "vm0", "iothread1", &later, NULL, T0 + 1, &error));
