@@ -421,9 +421,6 @@ gboolean store_cursor_next_decision(StoreCursor *cur, const StoreDecisionRow **r
 StoreCursor *store_query_host(StoreDb *db, const StoreFilter *filter, GError **error);
 gboolean store_cursor_next_host(StoreCursor *cur, const StoreHostRow **row, GError **error);
 
-/* The newest raw sample of every iothread that has one, as a cursor. */
-StoreCursor *store_query_latest(StoreDb *db, GError **error);
-
 /*
  * A row as the `history` reply's row of docs/CONTROL.md (a new object):
  * ts_ms, target, iothread, then for raw rows every rate of the metric

@@ -203,14 +203,11 @@ count_rows(StoreDb *db, const StoreFilter *f)
 }
 
 static void
-test_range_and_latest(Fixture *fx, gconstpointer data)
+test_range(Fixture *fx, gconstpointer data)
 {
     g_autoptr(GError) error = NULL;
     g_autoptr(TestTick) t = test_tick_new(8);   /* vm0, vm1 x iothread0..3 */
-    g_autoptr(StoreCursor) cur = NULL;
-    const StoreRow *row;
     StoreFilter f;
-    guint n = 0;
 
     for (int i = 0; i < 10; i++) {
         test_tick_fill(t, T0 + i * 1000, i);
@@ -232,18 +229,6 @@ test_range_and_latest(Fixture *fx, gconstpointer data)
     g_assert_cmpuint(count_rows(fx->db, &f), ==, 16);
     f.target = "nosuch";
     g_assert_cmpuint(count_rows(fx->db, &f), ==, 0);
-
-    cur = store_query_latest(fx->db, &error);
-    g_assert_no_error(error);
-    while (store_cursor_next(cur, &row, &error) && row) {
-        if (g_str_equal(row->target, "vm1") && g_str_equal(row->iothread, "iothread3"))
-            g_assert_cmpint(row->ts_ms, ==, T0 + 4000);
-        else
-            g_assert_cmpint(row->ts_ms, ==, T0 + 9000);
-        n++;
-    }
-    g_assert_no_error(error);
-    g_assert_cmpuint(n, ==, 8);
 }
 
 static void
@@ -499,7 +484,7 @@ main(int argc, char **argv)
     ADD("/store/write/roundtrip", test_roundtrip);
     ADD("/store/write/invalid", test_invalid);
     ADD("/store/write/host", test_host);
-    ADD("/store/write/range-and-latest", test_range_and_latest);
+    ADD("/store/write/range", test_range);
     ADD("/store/write/decisions", test_decisions);
     ADD("/store/write/overrides", test_overrides);
     ADD("/store/write/originals", test_originals);
