@@ -3,7 +3,6 @@
  * metric-table: the declarations; see the header for what reads them.
  */
 #include <math.h>
-#include <string.h>
 
 #include "common/pt-enum-table.h"
 #include "metric-table.h"
@@ -167,24 +166,6 @@ const MetricRateDef *
 metric_rate_def(MetricRate rate)
 {
     return rate >= 0 && rate < METRIC_RATE_MAX ? &metric_rate_defs[rate] : NULL;
-}
-
-MetricId
-metric_from_name(const char *name)
-{
-    for (int i = 0; name && i < METRIC_MAX; i++)
-        if (metric_defs[i].name && strcmp(metric_defs[i].name, name) == 0)
-            return i;
-    return METRIC_INVALID;
-}
-
-MetricRate
-metric_rate_from_key(const char *key)
-{
-    for (int i = 0; key && i < METRIC_RATE_MAX; i++)
-        if (metric_rate_defs[i].json_key && strcmp(metric_rate_defs[i].json_key, key) == 0)
-            return i;
-    return METRIC_RATE_INVALID;
 }
 
 /* Sum of the terms, or FALSE if one is absent. */

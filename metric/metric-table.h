@@ -165,9 +165,6 @@ typedef struct {
 
 const MetricDef *metric_def(MetricId id);
 const MetricRateDef *metric_rate_def(MetricRate rate);
-/* By MetricDef.name / MetricRateDef.json_key; INVALID when unknown. */
-MetricId metric_from_name(const char *name);
-MetricRate metric_rate_from_key(const char *key);
 
 const char *metric_source_to_string(MetricSource s);
 const char *metric_reset_to_string(MetricReset r);

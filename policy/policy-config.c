@@ -46,13 +46,6 @@ policy_triple_get(const PolicyTriple *t, PolicyKnob knob)
     return G_STRUCT_MEMBER(guint64, t, knob_offset[knob]);
 }
 
-void
-policy_triple_set(PolicyTriple *t, PolicyKnob knob, guint64 value)
-{
-    g_return_if_fail(knob >= 0 && knob < POLICY_KNOB_MAX);
-    G_STRUCT_MEMBER(guint64, t, knob_offset[knob]) = value;
-}
-
 PT_ENUM_IMPL(policy_poll_model, PolicyPollModel, POLICY_POLL_MODEL_MAX,
              [POLICY_POLL_MODEL_UNKNOWN] = "unknown",
              [POLICY_POLL_MODEL_72] = "7.2",
@@ -448,12 +441,6 @@ policy_config_lookup_named(const PolicyConfig *config, const char *target, const
             return &r->spec;
     }
     return &config->default_spec;
-}
-
-const PolicySpec *
-policy_config_lookup(const PolicyConfig *config, const char *target, const char *iothread)
-{
-    return policy_config_lookup_named(config, target, NULL, iothread);
 }
 
 static gboolean

@@ -47,7 +47,6 @@ typedef enum {
 const char *policy_knob_to_string(PolicyKnob knob);
 PolicyKnob policy_knob_from_string(const char *s);
 guint64 policy_triple_get(const PolicyTriple *t, PolicyKnob knob);
-void policy_triple_set(PolicyTriple *t, PolicyKnob knob, guint64 value);
 
 /*
  * What the triple means on the QEMU that is tuned (docs/POLICY.md, "The

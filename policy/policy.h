@@ -208,12 +208,10 @@ gboolean policy_config_clear_rule(PolicyConfig *config, PolicyOrigin origin,
 gboolean policy_config_copy_rules(PolicyConfig *to, const PolicyConfig *from,
                                   PolicyOrigin origin, GError **error);
 gboolean policy_config_validate(const PolicyConfig *config, GError **error);
-/* The spec that applies to @target/@iothread (@iothread may be NULL). */
-const PolicySpec *policy_config_lookup(const PolicyConfig *config,
-                                       const char *target, const char *iothread);
-/* The same for a target that also goes by @name (NULL: none), such as a
- * QMP target, whose identity is its socket path and whose name is QEMU's
- * -name: a rule's glob may match either, the first rule that does wins. */
+/* The spec that applies to @target/@iothread (@iothread may be NULL), for
+ * a target that may also go by @name (NULL: none), such as a QMP target,
+ * whose identity is its socket path and whose name is QEMU's -name: a
+ * rule's glob may match either, the first rule that does wins. */
 const PolicySpec *policy_config_lookup_named(const PolicyConfig *config, const char *target,
                                              const char *name, const char *iothread);
 /* The objective's per-core weight and per-tick score under @config's judgements. */

@@ -73,19 +73,6 @@ probe_psi_reread(ProbeFile *f, ProbeBuf *buf, ProbePsi *out, GError **error)
            probe_psi_parse(buf->data, f->path, out, error);
 }
 
-gboolean
-probe_psi_read(const char *proc_root, ProbeBuf *buf, ProbePsi *out,
-               GError **error)
-{
-    ProbeFile f;
-    gboolean ok;
-
-    probe_file_init(&f, g_strdup_printf("%s/pressure/cpu", proc_root));
-    ok = probe_psi_reread(&f, buf, out, error);
-    probe_file_clear(&f);
-    return ok;
-}
-
 static gboolean
 sum_fields(const guint64 *f, const guint *idx, guint n, guint64 *sum)
 {
@@ -144,19 +131,6 @@ probe_cpu_stat_reread(ProbeFile *f, ProbeBuf *buf, ProbeCpuStat *out,
 {
     return probe_file_reread(f, buf, HOST_FILE_MAX, error) &&
            probe_cpu_stat_parse(buf->data, f->path, out, error);
-}
-
-gboolean
-probe_cpu_stat_read(const char *proc_root, ProbeBuf *buf, ProbeCpuStat *out,
-                    GError **error)
-{
-    ProbeFile f;
-    gboolean ok;
-
-    probe_file_init(&f, g_strdup_printf("%s/stat", proc_root));
-    ok = probe_cpu_stat_reread(&f, buf, out, error);
-    probe_file_clear(&f);
-    return ok;
 }
 
 /* A UUID is 36 bytes; the room beyond is for a newline and nothing else. */

@@ -31,8 +31,6 @@ typedef struct {
 
 gboolean probe_psi_parse(const char *text, const char *path, ProbePsi *out,
                          GError **error);
-gboolean probe_psi_read(const char *proc_root, ProbeBuf *buf, ProbePsi *out,
-                        GError **error);
 
 /* The same through a descriptor kept open (probe-read.h). */
 gboolean probe_psi_reread(ProbeFile *f, ProbeBuf *buf, ProbePsi *out,
@@ -40,8 +38,6 @@ gboolean probe_psi_reread(ProbeFile *f, ProbeBuf *buf, ProbePsi *out,
 
 gboolean probe_cpu_stat_parse(const char *text, const char *path,
                               ProbeCpuStat *out, GError **error);
-gboolean probe_cpu_stat_read(const char *proc_root, ProbeBuf *buf,
-                             ProbeCpuStat *out, GError **error);
 gboolean probe_cpu_stat_reread(ProbeFile *f, ProbeBuf *buf, ProbeCpuStat *out,
                                GError **error);
 

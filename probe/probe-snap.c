@@ -125,33 +125,6 @@ probe_iothread_snap_set_thread(ProbeIothreadSnap *io, int tid,
     io->have_thread = TRUE;
 }
 
-static void
-add_sat(guint64 *acc, guint64 v)
-{
-    if (!g_uint64_checked_add(acc, *acc, v))
-        *acc = G_MAXUINT64;
-}
-
-void
-probe_iothread_snap_block_totals(const ProbeIothreadSnap *io,
-                                 ProbeBlockCounters *sum)
-{
-    memset(sum, 0, sizeof(*sum));
-    for (guint i = 0; i < io->devices->len; i++) {
-        const ProbeBlockCounters *c =
-            &g_array_index(io->devices, ProbeDevice, i).c;
-
-        add_sat(&sum->rd_ops, c->rd_ops);
-        add_sat(&sum->wr_ops, c->wr_ops);
-        add_sat(&sum->flush_ops, c->flush_ops);
-        add_sat(&sum->rd_bytes, c->rd_bytes);
-        add_sat(&sum->wr_bytes, c->wr_bytes);
-        add_sat(&sum->rd_time_ns, c->rd_time_ns);
-        add_sat(&sum->wr_time_ns, c->wr_time_ns);
-        add_sat(&sum->flush_time_ns, c->flush_time_ns);
-    }
-}
-
 ProbeHostSnap *
 probe_host_snap_new(gint64 mono_ns, gint64 when_ms)
 {

@@ -86,9 +86,6 @@ void probe_iothread_snap_add_device(ProbeIothreadSnap *io, const char *name,
 void probe_iothread_snap_set_block_read(ProbeIothreadSnap *io);
 void probe_iothread_snap_set_thread(ProbeIothreadSnap *io, int tid,
                                     const ProbeThreadCounters *c);
-/* The sum over the iothread's devices (saturating), for display. */
-void probe_iothread_snap_block_totals(const ProbeIothreadSnap *io,
-                                      ProbeBlockCounters *sum);
 
 typedef struct {
     int pid;

@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <stdio.h>
-#include <sys/stat.h>
 
 /* Generous: status is about 1.5 KiB on current kernels. */
 #define THREAD_FILE_MAX (64 * 1024)
@@ -225,40 +224,6 @@ probe_process_read_state(const char *proc_root, int pid)
         state = paren[2];
     probe_buf_clear(&buf);
     return state;
-}
-
-gboolean
-probe_thread_read(const char *proc_root, int pid, int tid, ProbeBuf *buf,
-                  ProbeThreadCounters *out, GError **error)
-{
-    ProbeThreadFiles f;
-    gboolean ok;
-
-    probe_thread_files_init(&f, proc_root, pid, tid);
-    ok = probe_thread_files_read(&f, buf, out, error);
-    probe_thread_files_clear(&f);
-    return ok;
-}
-
-gboolean
-probe_thread_check(const char *proc_root, int pid, int tid, GError **error)
-{
-    char path[PATH_MAX];
-    struct stat st;
-
-    if (pid <= 0 || tid <= 0) {
-        g_set_error(error, PROBE_ERROR, PROBE_ERROR_MISSING,
-                    "thread %d of process %d: not a valid id", tid, pid);
-        return FALSE;
-    }
-    g_snprintf(path, sizeof(path), "%s/%d/task/%d", proc_root, pid, tid);
-    if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode)) {
-        g_set_error(error, PROBE_ERROR, PROBE_ERROR_MISSING,
-                    "thread %d is not a thread of process %d (%s)", tid, pid,
-                    path);
-        return FALSE;
-    }
-    return TRUE;
 }
 
 gboolean

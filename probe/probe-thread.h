@@ -88,15 +88,6 @@ gboolean probe_process_read_start(const char *proc_root, int pid,
  * one that exited and is not yet reaped...), or 0 when it cannot be read. */
 char probe_process_read_state(const char *proc_root, int pid);
 
-/* probe_thread_files_read() once, by path. */
-gboolean probe_thread_read(const char *proc_root, int pid, int tid,
-                           ProbeBuf *buf, ProbeThreadCounters *out,
-                           GError **error);
-
-/* TRUE if @tid is a thread of @pid; else PROBE_ERROR_MISSING. */
-gboolean probe_thread_check(const char *proc_root, int pid, int tid,
-                            GError **error);
-
 typedef struct {
     int tid;
     char comm[PROBE_COMM_MAX];

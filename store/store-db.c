@@ -100,7 +100,6 @@ target_entry_free(gpointer p)
     StoreTargetEntry *t = p;
 
     g_hash_table_unref(t->iothreads);
-    g_hash_table_unref(t->devices);
     g_free(t);
 }
 
@@ -131,7 +130,6 @@ static const char *const stmt_sql[STMT_MAX] = {
         "INSERT INTO ticks (ts, len_ns, psi_cpu_some_us, psi_io_some_us,"
         " psi_io_full_us, psi_mem_some_us, psi_mem_full_us, cpu_busy_us, cpu_total_us)"
         " VALUES (?,?,?,?,?,?,?,?,?)",
-    [STMT_DEVSAMPLE_INSERT] = "INSERT INTO device_samples VALUES (?,?,?,?,?,?,?,?,?,?)",
     [STMT_TARGET_UPSERT] =
         "INSERT INTO targets (kind, name, uuid, first_seen, last_seen) VALUES (?1,?2,?3,?4,?4)"
         " ON CONFLICT (name) DO UPDATE SET last_seen = excluded.last_seen,"
@@ -143,10 +141,6 @@ static const char *const stmt_sql[STMT_MAX] = {
         " ON CONFLICT (target_id, name) DO UPDATE SET last_seen = excluded.last_seen"
         " RETURNING id",
     [STMT_IOTHREAD_TOUCH] = "UPDATE iothreads SET last_seen = ?2 WHERE id = ?1",
-    [STMT_DEVICE_UPSERT] =
-        "INSERT INTO devices (target_id, name, iothread_id) VALUES (?1,?2,?3)"
-        " ON CONFLICT (target_id, name) DO UPDATE SET iothread_id = excluded.iothread_id"
-        " RETURNING id",
 };
 
 char *

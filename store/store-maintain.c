@@ -416,7 +416,6 @@ raw_delete_below(StoreDb *db, gint64 hi, GError **error)
     g_autofree char *sql = g_strdup_printf(
         "BEGIN IMMEDIATE;"
         "DELETE FROM samples WHERE key < %1$" G_GINT64_FORMAT " << " STORE_KEY_SHIFT_SQL ";"
-        "DELETE FROM device_samples WHERE tick_id < %1$" G_GINT64_FORMAT ";"
         "DELETE FROM ticks WHERE id < %1$" G_GINT64_FORMAT ";"
         "COMMIT;", hi);
 

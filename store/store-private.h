@@ -44,12 +44,10 @@ typedef enum {
     STMT_TICK_INSERT,
     STMT_SAMPLE_INSERT,
     STMT_SAMPLE_INSERT_BATCH,   /* STORE_SAMPLE_BATCH rows at once */
-    STMT_DEVSAMPLE_INSERT,
     STMT_TARGET_UPSERT,
     STMT_TARGET_TOUCH,
     STMT_IOTHREAD_UPSERT,
     STMT_IOTHREAD_TOUCH,
-    STMT_DEVICE_UPSERT,
     STMT_MAX,
 } StoreStmt;
 
@@ -57,13 +55,11 @@ typedef struct {
     gint64 id;
     gint64 touched_ms;          /* last_seen last written */
     GHashTable *iothreads;      /* name -> StoreIdEntry */
-    GHashTable *devices;        /* name -> StoreIdEntry */
 } StoreTargetEntry;
 
 typedef struct {
     gint64 id;
     gint64 touched_ms;
-    gint64 mapped;              /* devices: iothread id last written */
 } StoreIdEntry;
 
 struct StoreDb {

@@ -14,7 +14,6 @@ typedef enum {
     CURSOR_RAW,
     CURSOR_ROLLUP,
     CURSOR_DECISIONS,
-    CURSOR_LATEST,
     CURSOR_HOST,
 } CursorKind;
 
@@ -22,11 +21,6 @@ typedef struct {
     char *target;
     char *iothread;
 } IothreadName;
-
-typedef struct {
-    gint64 iothread_id;
-    gint64 min_tick_id;
-} LatestProbe;
 
 struct StoreCursor {
     StoreDb *db;
@@ -36,8 +30,6 @@ struct StoreCursor {
     StoreRow row;
     StoreDecisionRow drow;
     StoreHostRow hrow;
-    GArray *latest;             /* LatestProbe, for CURSOR_LATEST */
-    guint latest_pos;
 };
 
 /* Then the metric columns, from store_sample_columns_sql("s."). */
@@ -60,7 +52,6 @@ store_cursor_free(StoreCursor *cur)
         return;
     sqlite3_finalize(cur->st);
     g_clear_pointer(&cur->names, g_hash_table_unref);
-    g_clear_pointer(&cur->latest, g_array_unref);
     g_free(cur);
 }
 
@@ -232,48 +223,6 @@ store_query_host(StoreDb *db, const StoreFilter *f, GError **error)
     return g_steal_pointer(&cur);
 }
 
-StoreCursor *
-store_query_latest(StoreDb *db, GError **error)
-{
-    g_autoptr(StoreCursor) cur = cursor_new(db, CURSOR_LATEST, error);
-    g_autofree char *cols = store_sample_columns_sql("s.");
-    g_autofree char *sql = NULL;
-    sqlite3_stmt *st;
-    int rc;
-
-    if (!cur)
-        return NULL;
-    cur->row.resolution = STORE_RES_RAW;
-    cur->latest = g_array_new(FALSE, FALSE, sizeof(LatestProbe));
-    /* last_seen lags by at most a minute, so the newest sample of an
-     * iothread lies in the ticks from two minutes before it; this bounds
-     * the backwards scan for iothreads that went away long ago. */
-    st = store_prepare(db, "SELECT i.id, (SELECT min(id) FROM ticks WHERE ts >= i.last_seen"
-                       " - 120000) FROM iothreads i ORDER BY i.id", error);
-    if (!st)
-        return NULL;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        LatestProbe p = { sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1) };
-
-        if (sqlite3_column_type(st, 1) != SQLITE_NULL)
-            g_array_append_val(cur->latest, p);
-    }
-    sqlite3_finalize(st);
-    if (rc != SQLITE_DONE) {
-        store_set_error(db, error, rc, "latest samples");
-        return NULL;
-    }
-    sql = g_strconcat("SELECT " SAMPLE_COLUMNS, cols, " FROM samples s JOIN ticks t"
-                      " ON t.id = s.key >> " STORE_KEY_SHIFT_SQL
-                      " WHERE s.key & " STORE_KEY_MASK_SQL " = ?1"
-                      " AND s.key >= ?2 << " STORE_KEY_SHIFT_SQL
-                      " ORDER BY s.key DESC LIMIT 1", NULL);
-    cur->st = store_prepare(db, sql, error);
-    if (!cur->st)
-        return NULL;
-    return g_steal_pointer(&cur);
-}
-
 static const IothreadName *
 name_of(StoreCursor *cur, gint64 id)
 {
@@ -344,22 +293,6 @@ cursor_step(StoreCursor *cur, gboolean *have, GError **error)
     return TRUE;
 }
 
-static gboolean
-latest_next(StoreCursor *cur, gboolean *have, GError **error)
-{
-    *have = FALSE;
-    while (!*have && cur->latest_pos < cur->latest->len) {
-        LatestProbe *p = &g_array_index(cur->latest, LatestProbe, cur->latest_pos++);
-
-        sqlite3_reset(cur->st);
-        sqlite3_bind_int64(cur->st, 1, p->iothread_id);
-        sqlite3_bind_int64(cur->st, 2, p->min_tick_id);
-        if (!cursor_step(cur, have, error))
-            return FALSE;
-    }
-    return TRUE;
-}
-
 gboolean
 store_cursor_next(StoreCursor *cur, const StoreRow **row, GError **error)
 {
@@ -371,8 +304,7 @@ store_cursor_next(StoreCursor *cur, const StoreRow **row, GError **error)
                     "samples", cur->db->path, cur->kind == CURSOR_HOST ? "host" : "decision");
         return FALSE;
     }
-    if (!(cur->kind == CURSOR_LATEST ? latest_next(cur, &have, error)
-                                     : cursor_step(cur, &have, error)))
+    if (!cursor_step(cur, &have, error))
         return FALSE;
     if (!have)
         return TRUE;

@@ -136,6 +136,16 @@ static const char *const migrations[] = {
     "  gain_sum REAL, probe_ticks INTEGER, probe_loss_sum REAL,"
     "  n_phases INTEGER, phase_ln_sum REAL, phase_ln_sumsq REAL,"
     "  PRIMARY KEY (vm, iothread, signature)) WITHOUT ROWID;",
+
+    /* 10: no per-device rows.  The daemon never wrote device_samples nor
+     * devices: an iothread's row already sums its devices, the policy
+     * reads per-device rates live (PolicyMetrics), and the status reply
+     * names an iothread's devices; a per-device history would have cost
+     * a row per device per tick for no report or export that reads it.
+     * IF EXISTS: a file made at a later schema and set back to an earlier
+     * version to test a migration (test-store-memory.c) has neither. */
+    "DROP TABLE IF EXISTS device_samples;"
+    "DROP TABLE IF EXISTS devices;",
 };
 
 int

@@ -4,7 +4,7 @@
  * ticks the database could not take yet (locked, full, unwritable).
  *
  * Names are resolved to integer ids through an in-memory cache; rows for a
- * new target, iothread or device are created inside the tick's transaction.
+ * new target or iothread are created inside the tick's transaction.
  * When a transaction fails the cache is dropped, because ids it learnt may
  * have been rolled back.  last_seen is rewritten at most once a minute so a
  * tick costs one row per iothread and not two.
@@ -16,18 +16,8 @@
 typedef struct {
     StoreTick tick;
     StoreSample *samples;
-    StoreDeviceSample *devices;
     GStringChunk *strings;
 } StorePendingTick;
-
-void
-store_io_init(StoreIo *io)
-{
-    gint64 *v = (gint64 *)io;
-
-    for (gsize i = 0; i < sizeof(*io) / sizeof(gint64); i++)
-        v[i] = STORE_NULL;
-}
 
 void
 store_sample_init(StoreSample *s)
@@ -50,13 +40,6 @@ G_STATIC_ASSERT(G_STRUCT_OFFSET(StoreSample, halt_exits) ==
                 G_STRUCT_OFFSET(StoreSample, m[METRIC_HALT_EXITS]));
 
 void
-store_device_sample_init(StoreDeviceSample *d)
-{
-    *d = (StoreDeviceSample){ 0 };
-    store_io_init(&d->io);
-}
-
-void
 store_psi_init(StorePsi *psi)
 {
     *psi = (StorePsi){ STORE_NULL, STORE_NULL, STORE_NULL, STORE_NULL, STORE_NULL };
@@ -76,6 +59,29 @@ store_tick_init(StoreTick *tick)
     store_host_cpu_init(&tick->cpu);
 }
 
+/* Rewrites row @id's last_seen with @stmt once TOUCH_INTERVAL_MS has passed
+ * since *@touched_ms. */
+static gboolean
+row_touch(StoreDb *db, StoreStmt stmt, gint64 id, gint64 *touched_ms, gint64 now_ms,
+          const char *name, GError **error)
+{
+    sqlite3_stmt *st;
+    int rc;
+
+    if (now_ms - *touched_ms < TOUCH_INTERVAL_MS)
+        return TRUE;
+    if (!(st = store_stmt(db, stmt, error)))
+        return FALSE;
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_int64(st, 2, now_ms);
+    if ((rc = sqlite3_step(st)) != SQLITE_DONE) {
+        store_set_error(db, error, rc, name);
+        return FALSE;
+    }
+    *touched_ms = now_ms;
+    return TRUE;
+}
+
 static StoreTargetEntry *
 target_resolve(StoreDb *db, const char *name, gint64 now_ms, GError **error)
 {
@@ -83,20 +89,9 @@ target_resolve(StoreDb *db, const char *name, gint64 now_ms, GError **error)
     sqlite3_stmt *st;
     int rc;
 
-    if (t) {
-        if (now_ms - t->touched_ms >= TOUCH_INTERVAL_MS) {
-            if (!(st = store_stmt(db, STMT_TARGET_TOUCH, error)))
-                return NULL;
-            sqlite3_bind_int64(st, 1, t->id);
-            sqlite3_bind_int64(st, 2, now_ms);
-            if ((rc = sqlite3_step(st)) != SQLITE_DONE) {
-                store_set_error(db, error, rc, name);
-                return NULL;
-            }
-            t->touched_ms = now_ms;
-        }
-        return t;
-    }
+    if (t)
+        return row_touch(db, STMT_TARGET_TOUCH, t->id, &t->touched_ms, now_ms, name, error)
+               ? t : NULL;
     if (!(st = store_stmt(db, STMT_TARGET_UPSERT, error)))
         return NULL;
     sqlite3_bind_int(st, 1, STORE_TARGET_QMP);
@@ -112,7 +107,6 @@ target_resolve(StoreDb *db, const char *name, gint64 now_ms, GError **error)
     t->id = sqlite3_column_int64(st, 0);
     t->touched_ms = now_ms;
     t->iothreads = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-    t->devices = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     sqlite3_reset(st);
     g_hash_table_insert(db->targets, g_strdup(name), t);
     return t;
@@ -149,82 +143,38 @@ store_target_register(StoreDb *db, StoreTargetKind kind, const char *name, const
     return TRUE;
 }
 
-static StoreIdEntry *
-child_resolve(StoreDb *db, StoreTargetEntry *t, GHashTable *table, StoreStmt upsert,
-              StoreStmt touch, const char *name, gint64 now_ms, gint64 mapped,
-              GError **error)
-{
-    StoreIdEntry *e = g_hash_table_lookup(table, name);
-    sqlite3_stmt *st;
-    int rc;
-
-    if (e && upsert == STMT_DEVICE_UPSERT && e->mapped == mapped)
-        return e;
-    if (e && upsert == STMT_IOTHREAD_UPSERT) {
-        if (now_ms - e->touched_ms < TOUCH_INTERVAL_MS)
-            return e;
-        if (!(st = store_stmt(db, touch, error)))
-            return NULL;
-        sqlite3_bind_int64(st, 1, e->id);
-        sqlite3_bind_int64(st, 2, now_ms);
-        if ((rc = sqlite3_step(st)) != SQLITE_DONE) {
-            store_set_error(db, error, rc, name);
-            return NULL;
-        }
-        e->touched_ms = now_ms;
-        return e;
-    }
-    if (!(st = store_stmt(db, upsert, error)))
-        return NULL;
-    sqlite3_bind_int64(st, 1, t->id);
-    sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
-    if (upsert == STMT_DEVICE_UPSERT)
-        store_bind_i64(st, 3, mapped);
-    else
-        sqlite3_bind_int64(st, 3, now_ms);
-    if ((rc = sqlite3_step(st)) != SQLITE_ROW) {
-        store_set_error(db, error, rc, name);
-        return NULL;
-    }
-    if (!e) {
-        e = g_new0(StoreIdEntry, 1);
-        g_hash_table_insert(table, g_strdup(name), e);
-    }
-    e->id = sqlite3_column_int64(st, 0);
-    e->touched_ms = now_ms;
-    e->mapped = mapped;
-    sqlite3_reset(st);
-    return e;
-}
-
 gboolean
 store_resolve_iothread(StoreDb *db, const char *target, const char *iothread, gint64 now_ms,
                        gint64 *id_out, GError **error)
 {
     StoreTargetEntry *t = target_resolve(db, target, now_ms, error);
     StoreIdEntry *e;
+    sqlite3_stmt *st;
+    int rc;
 
     if (!t)
         return FALSE;
-    e = child_resolve(db, t, t->iothreads, STMT_IOTHREAD_UPSERT, STMT_IOTHREAD_TOUCH,
-                      iothread, now_ms, 0, error);
-    if (!e)
+    if ((e = g_hash_table_lookup(t->iothreads, iothread))) {
+        *id_out = e->id;
+        return row_touch(db, STMT_IOTHREAD_TOUCH, e->id, &e->touched_ms, now_ms, iothread,
+                         error);
+    }
+    if (!(st = store_stmt(db, STMT_IOTHREAD_UPSERT, error)))
         return FALSE;
+    sqlite3_bind_int64(st, 1, t->id);
+    sqlite3_bind_text(st, 2, iothread, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, now_ms);
+    if ((rc = sqlite3_step(st)) != SQLITE_ROW) {
+        store_set_error(db, error, rc, iothread);
+        return FALSE;
+    }
+    e = g_new0(StoreIdEntry, 1);
+    e->id = sqlite3_column_int64(st, 0);
+    e->touched_ms = now_ms;
+    sqlite3_reset(st);
+    g_hash_table_insert(t->iothreads, g_strdup(iothread), e);
     *id_out = e->id;
     return TRUE;
-}
-
-static void
-bind_io(sqlite3_stmt *st, int first, const StoreIo *io)
-{
-    store_bind_i64(st, first + 0, io->rd_ops);
-    store_bind_i64(st, first + 1, io->rd_bytes);
-    store_bind_i64(st, first + 2, io->rd_time_ns);
-    store_bind_i64(st, first + 3, io->wr_ops);
-    store_bind_i64(st, first + 4, io->wr_bytes);
-    store_bind_i64(st, first + 5, io->wr_time_ns);
-    store_bind_i64(st, first + 6, io->flush_ops);
-    store_bind_i64(st, first + 7, io->flush_time_ns);
 }
 
 static gboolean
@@ -282,49 +232,6 @@ write_samples(StoreDb *db, gint64 tick_id, const StoreTick *tick, GError **error
     return TRUE;
 }
 
-/* How many of the tick's devices share @d's iothread. */
-static guint
-devices_sharing(const StoreTick *tick, const StoreDeviceSample *d)
-{
-    guint n = 0;
-
-    if (!d->iothread)
-        return 0;
-    for (guint i = 0; i < tick->n_devices; i++)
-        if (tick->devices[i].iothread && g_str_equal(tick->devices[i].iothread, d->iothread) &&
-            g_str_equal(tick->devices[i].target, d->target))
-            n++;
-    return n;
-}
-
-static gboolean
-write_device(StoreDb *db, gint64 tick_id, const StoreTick *tick, const StoreDeviceSample *d,
-             GError **error)
-{
-    StoreTargetEntry *t;
-    StoreIdEntry *e;
-    gint64 mapped = STORE_NULL;
-    sqlite3_stmt *st;
-
-    if (d->iothread &&
-        !store_resolve_iothread(db, d->target, d->iothread, tick->ts_ms, &mapped, error))
-        return FALSE;
-    if (!(t = target_resolve(db, d->target, tick->ts_ms, error)))
-        return FALSE;
-    e = child_resolve(db, t, t->devices, STMT_DEVICE_UPSERT, STMT_DEVICE_UPSERT, d->device,
-                      tick->ts_ms, mapped, error);
-    if (!e)
-        return FALSE;
-    if (devices_sharing(tick, d) == 1)
-        return TRUE;
-    if (!(st = store_stmt(db, STMT_DEVSAMPLE_INSERT, error)))
-        return FALSE;
-    sqlite3_bind_int64(st, 1, tick_id);
-    sqlite3_bind_int64(st, 2, e->id);
-    bind_io(st, 3, &d->io);
-    return step_done(db, st, d->device, error);
-}
-
 static gboolean
 write_tick_sql(StoreDb *db, const StoreTick *tick, GError **error)
 {
@@ -349,9 +256,6 @@ write_tick_sql(StoreDb *db, const StoreTick *tick, GError **error)
     tick_id = sqlite3_last_insert_rowid(db->sql);
     if (!write_samples(db, tick_id, tick, error))
         goto fail;
-    for (guint i = 0; i < tick->n_devices; i++)
-        if (!write_device(db, tick_id, tick, &tick->devices[i], error))
-            goto fail;
     if (!(st = store_stmt(db, STMT_COMMIT, error)) || !step_done(db, st, "commit tick", error))
         goto fail;
     if (tick->n_samples > 0)
@@ -377,9 +281,6 @@ tick_valid(StoreDb *db, const StoreTick *tick, GError **error)
     for (guint i = 0; !bad && i < tick->n_samples; i++)
         if (!tick->samples[i].target || !tick->samples[i].iothread)
             bad = "sample without target or iothread name";
-    for (guint i = 0; !bad && i < tick->n_devices; i++)
-        if (!tick->devices[i].target || !tick->devices[i].device)
-            bad = "device sample without target or device name";
     if (bad) {
         g_set_error(error, STORE_ERROR, STORE_ERROR_INVALID, "%s: tick at %" G_GINT64_FORMAT
                     " ms: bad %s", db->path, tick->ts_ms, bad);
@@ -396,21 +297,11 @@ pending_copy(const StoreTick *tick)
     p->tick = *tick;
     p->strings = g_string_chunk_new(256);
     p->samples = g_memdup2(tick->samples, sizeof(StoreSample) * tick->n_samples);
-    p->devices = g_memdup2(tick->devices, sizeof(StoreDeviceSample) * tick->n_devices);
     for (guint i = 0; i < tick->n_samples; i++) {
         p->samples[i].target = g_string_chunk_insert_const(p->strings, tick->samples[i].target);
         p->samples[i].iothread = g_string_chunk_insert_const(p->strings, tick->samples[i].iothread);
     }
-    for (guint i = 0; i < tick->n_devices; i++) {
-        StoreDeviceSample *d = &p->devices[i];
-
-        d->target = g_string_chunk_insert_const(p->strings, d->target);
-        d->device = g_string_chunk_insert_const(p->strings, d->device);
-        if (d->iothread)
-            d->iothread = g_string_chunk_insert_const(p->strings, d->iothread);
-    }
     p->tick.samples = p->samples;
-    p->tick.devices = p->devices;
     return p;
 }
 
@@ -421,7 +312,6 @@ pending_free(gpointer data)
 
     g_string_chunk_free(p->strings);
     g_free(p->samples);
-    g_free(p->devices);
     g_free(p);
 }
 

@@ -2,7 +2,7 @@
 /*
  * store: polltune's history, an embedded sqlite database.
  *
- * The daemon writes one tick at a time: what every iothread (and device) did
+ * The daemon writes one tick at a time: what every iothread did
  * during the tick, as deltas of monotonic counters plus the tick's length,
  * from which every rate is derived exactly.  Decisions, operator overrides
  * and the polling values seen at first attach are kept next to the samples.
@@ -218,18 +218,6 @@ typedef struct {
     };
 } StoreSample;
 
-/*
- * One device's share.  Written only when its iothread serves more than one
- * device in the tick; with a single device the iothread's row already is the
- * device's, and storing it twice would only cost space.
- */
-typedef struct {
-    const char *target;
-    const char *device;         /* qdev id or node name */
-    const char *iothread;       /* the iothread it is mapped to, or NULL */
-    StoreIo io;
-} StoreDeviceSample;
-
 /* Host pressure stall information: stall time accumulated over the tick. */
 typedef struct {
     gint64 cpu_some_us;
@@ -252,13 +240,9 @@ typedef struct {
     StoreHostCpu cpu;
     const StoreSample *samples;
     guint n_samples;
-    const StoreDeviceSample *devices;
-    guint n_devices;
 } StoreTick;
 
-void store_io_init(StoreIo *io);
 void store_sample_init(StoreSample *s);
-void store_device_sample_init(StoreDeviceSample *d);
 void store_psi_init(StorePsi *psi);
 void store_host_cpu_init(StoreHostCpu *cpu);
 void store_tick_init(StoreTick *tick);
@@ -464,9 +448,6 @@ gboolean store_cursor_next_decision(StoreCursor *cur, const StoreDecisionRow **r
  * (names and resolution ignored: a tick is the host's). */
 StoreCursor *store_query_host(StoreDb *db, const StoreFilter *filter, GError **error);
 gboolean store_cursor_next_host(StoreCursor *cur, const StoreHostRow **row, GError **error);
-
-/* The newest raw sample of every iothread that has one, as a cursor. */
-StoreCursor *store_query_latest(StoreDb *db, GError **error);
 
 /*
  * A row as the `history` reply's row of docs/CONTROL.md (a new object):

@@ -364,12 +364,12 @@ test_values(void)
     g_assert_cmpfloat(c->policy->budget_cores, ==, 1.5);
     /* Rules keep file order; the first match wins. */
     g_assert_cmpuint(c->policy->rules->len, ==, 2);
-    s = policy_config_lookup(c->policy, "db-7", "iothread0");
+    s = policy_config_lookup_named(c->policy, "db-7", NULL, "iothread0");
     g_assert_cmpint(s->kind, ==, POLICY_KIND_ADAPTIVE);
     g_assert_cmpint(s->objective, ==, POLICY_OBJECTIVE_LATENCY);
-    s = policy_config_lookup(c->policy, "web-1", "iothread1");
+    s = policy_config_lookup_named(c->policy, "web-1", NULL, "iothread1");
     g_assert_cmpint(s->kind, ==, POLICY_KIND_OFF);
-    s = policy_config_lookup(c->policy, "web-1", "iothread0");
+    s = policy_config_lookup_named(c->policy, "web-1", NULL, "iothread0");
     g_assert_cmpint(s->kind, ==, POLICY_KIND_STATIC);
 }
 

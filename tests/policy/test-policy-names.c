@@ -115,7 +115,8 @@ test_rules_glob(void)
         g_assert_true(policy_config_add_rule(c, rules[i].glob, &spec, NULL));
     }
     for (guint i = 0; i < G_N_ELEMENTS(lookups); i++) {
-        const PolicySpec *spec = policy_config_lookup(c, lookups[i].target, lookups[i].iothread);
+        const PolicySpec *spec = policy_config_lookup_named(c, lookups[i].target, NULL,
+                                                            lookups[i].iothread);
         g_autofree char *s = policy_spec_format(spec);
 
         g_assert_cmpstr(s, ==, lookups[i].expect);
@@ -205,7 +206,7 @@ test_rules_origins(void)
     t1 = rules_text(c);
     g_assert_cmpstr(t1, ==, "db-1=off@policy-set vm-1=off@policy-set db-*=adaptive:balanced@config "
                             "*=off@config");
-    g_assert_cmpint(policy_config_lookup(c, "db-1", NULL)->kind, ==, POLICY_KIND_OFF);
+    g_assert_cmpint(policy_config_lookup_named(c, "db-1", NULL, NULL)->kind, ==, POLICY_KIND_OFF);
 
     /* Set again: replaced, and the newest of its origin. */
     g_assert_true(policy_config_set_rule(c, POLICY_ORIGIN_POLICY_SET, "vm-1", &adaptive,
@@ -437,20 +438,20 @@ test_host_counters(void)
 static void
 test_knobs(void)
 {
-    PolicyTriple t = { 0 };
+    PolicyTriple t = {
+        .poll_max_ns = 100 + POLICY_KNOB_POLL_MAX_NS,
+        .poll_grow = 100 + POLICY_KNOB_POLL_GROW,
+        .poll_shrink = 100 + POLICY_KNOB_POLL_SHRINK,
+    };
 
     for (PolicyKnob k = 0; k < POLICY_KNOB_MAX; k++) {
         const char *name = policy_knob_to_string(k);
 
         g_assert_nonnull(name);
         g_assert_cmpint(policy_knob_from_string(name), ==, k);
-        policy_triple_set(&t, k, 100 + k);
     }
     g_assert_cmpint(policy_knob_from_string("poll-weight"), ==, POLICY_KNOB_INVALID);
     g_assert_cmpstr(policy_knob_to_string(POLICY_KNOB_POLL_MAX_NS), ==, "poll-max-ns");
-    g_assert_cmpuint(t.poll_grow, ==, 100 + POLICY_KNOB_POLL_GROW);
-    g_assert_cmpuint(t.poll_shrink, ==, 100 + POLICY_KNOB_POLL_SHRINK);
-    g_assert_cmpuint(t.poll_max_ns, ==, 100 + POLICY_KNOB_POLL_MAX_NS);
     for (PolicyKnob k = 0; k < POLICY_KNOB_MAX; k++)
         g_assert_cmpuint(policy_triple_get(&t, k), ==, 100 + k);
 }

@@ -65,6 +65,20 @@ test_file_read_limits(void)
     probe_test_rmtree(dir);
 }
 
+/* The sampler's read of one thread (probe-sampler.c), once. */
+static gboolean
+thread_read(const char *proc_root, int pid, int tid, ProbeBuf *buf, ProbeThreadCounters *out,
+            GError **error)
+{
+    ProbeThreadFiles f;
+    gboolean ok;
+
+    probe_thread_files_init(&f, proc_root, pid, tid);
+    ok = probe_thread_files_read(&f, buf, out, error);
+    probe_thread_files_clear(&f);
+    return ok;
+}
+
 static void
 test_thread_good(void)
 {
@@ -73,7 +87,7 @@ test_thread_good(void)
     ProbeThreadCounters c;
     ProbeBuf buf = { 0 };
 
-    g_assert_true(probe_thread_read(proc, 100, 101, &buf, &c, &error));
+    g_assert_true(thread_read(proc, 100, 101, &buf, &c, &error));
     g_assert_no_error(error);
     g_assert_cmpstr(c.comm, ==, "IO iothread1");
     g_assert_cmpuint(c.utime_ticks, ==, 1234);
@@ -84,17 +98,16 @@ test_thread_good(void)
     g_assert_cmpuint(c.run_ns, ==, 18010000000);
     g_assert_cmpuint(c.wait_ns, ==, 25000000);
 
-    g_assert_true(probe_thread_check(proc, 100, 104, &error));
-    g_assert_false(probe_thread_check(proc, 100, 999, &error));
+    g_assert_true(thread_read(proc, 100, 104, &buf, &c, &error));
+    g_assert_false(thread_read(proc, 100, -1, &buf, &c, &error));
     g_assert_error(error, PROBE_ERROR, PROBE_ERROR_MISSING);
     g_clear_error(&error);
-    g_assert_false(probe_thread_check(proc, 100, -1, &error));
-    g_clear_error(&error);
     /* A thread of another process is not ours even if its tid exists. */
-    g_assert_false(probe_thread_check(proc, 999, 101, &error));
+    g_assert_false(thread_read(proc, 999, 101, &buf, &c, &error));
+    g_assert_error(error, PROBE_ERROR, PROBE_ERROR_MISSING);
     g_clear_error(&error);
 
-    g_assert_false(probe_thread_read(proc, 100, 999, &buf, &c, &error));
+    g_assert_false(thread_read(proc, 100, 999, &buf, &c, &error));
     g_assert_error(error, PROBE_ERROR, PROBE_ERROR_MISSING);
     probe_buf_clear(&buf);
 }
@@ -106,7 +119,7 @@ test_thread_old_kernel(void)
     ProbeThreadCounters c;
     ProbeBuf buf = { 0 };
 
-    g_assert_true(probe_thread_read(probe_test_fixture("proc-old"), 300, 301,
+    g_assert_true(thread_read(probe_test_fixture("proc-old"), 300, 301,
                                     &buf, &c, &error));
     g_assert_no_error(error);
     g_assert_false(c.have_schedstat);
@@ -126,7 +139,7 @@ test_thread_malformed(void)
     for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
         g_autofree char *tid = g_strdup_printf("/%d/", bad[i]);
 
-        g_assert_false(probe_thread_read(proc, 200, bad[i], &buf, &c, &error));
+        g_assert_false(thread_read(proc, 200, bad[i], &buf, &c, &error));
         g_assert_error(error, PROBE_ERROR, PROBE_ERROR_PARSE);
         /* The message names the file. */
         g_assert_nonnull(strstr(error->message, tid));
@@ -134,20 +147,20 @@ test_thread_malformed(void)
     }
 
     /* Bad or all-zero schedstat: CPU time from stat, no run delay. */
-    g_assert_true(probe_thread_read(proc, 200, 205, &buf, &c, &error));
+    g_assert_true(thread_read(proc, 200, 205, &buf, &c, &error));
     g_assert_false(c.have_schedstat);
     g_assert_cmpuint(c.utime_ticks, ==, 7);
-    g_assert_true(probe_thread_read(proc, 200, 206, &buf, &c, &error));
+    g_assert_true(thread_read(proc, 200, 206, &buf, &c, &error));
     g_assert_false(c.have_schedstat);
 
-    g_assert_true(probe_thread_read(proc, 200, 209, &buf, &c, &error));
+    g_assert_true(thread_read(proc, 200, 209, &buf, &c, &error));
     g_assert_no_error(error);
     g_assert_cmpstr(c.comm, ==, "IO a) (b");
     g_assert_cmpuint(c.utime_ticks, ==, 11);
     g_assert_cmpuint(c.stime_ticks, ==, 22);
 
     /* G_MAXUINT64 fits; one more does not. */
-    g_assert_false(probe_thread_read(proc, 200, 210, &buf, &c, &error));
+    g_assert_false(thread_read(proc, 200, 210, &buf, &c, &error));
     g_assert_error(error, PROBE_ERROR, PROBE_ERROR_PARSE);
     g_assert_nonnull(strstr(error->message, "nonvoluntary"));
     g_clear_error(&error);
@@ -202,6 +215,21 @@ test_tasks(void)
     g_assert_error(error, PROBE_ERROR, PROBE_ERROR_MISSING);
 }
 
+/* The host sampler's read (probe-sampler.c) of @proc_root's pressure/cpu
+ * into @psi, or of its stat into @stat. */
+static gboolean
+host_read(const char *proc_root, ProbeBuf *buf, ProbePsi *psi, ProbeCpuStat *stat,
+          GError **error)
+{
+    ProbeFile f;
+    gboolean ok;
+
+    probe_file_init(&f, g_strdup_printf(psi ? "%s/pressure/cpu" : "%s/stat", proc_root));
+    ok = psi ? probe_psi_reread(&f, buf, psi, error) : probe_cpu_stat_reread(&f, buf, stat, error);
+    probe_file_clear(&f);
+    return ok;
+}
+
 static void
 test_psi(void)
 {
@@ -209,21 +237,18 @@ test_psi(void)
     ProbePsi psi;
     ProbeBuf buf = { 0 };
 
-    g_assert_true(probe_psi_read(probe_test_fixture("proc-good"), &buf, &psi,
-                                 &error));
+    g_assert_true(host_read(probe_test_fixture("proc-good"), &buf, &psi, NULL, &error));
     g_assert_no_error(error);
     g_assert_cmpfloat_with_epsilon(psi.some_avg10, 12.5, 1e-9);
     g_assert_cmpuint(psi.some_total_us, ==, 17968768);
     g_assert_true(psi.have_full);
     g_assert_cmpuint(psi.full_total_us, ==, 0);
 
-    g_assert_true(probe_psi_read(probe_test_fixture("proc-old"), &buf, &psi,
-                                 &error));
+    g_assert_true(host_read(probe_test_fixture("proc-old"), &buf, &psi, NULL, &error));
     g_assert_false(psi.have_full);
     g_assert_cmpuint(psi.some_total_us, ==, 42);
 
-    g_assert_false(probe_psi_read(probe_test_fixture("proc-bad"), &buf, &psi,
-                                  &error));
+    g_assert_false(host_read(probe_test_fixture("proc-bad"), &buf, &psi, NULL, &error));
     g_assert_error(error, PROBE_ERROR, PROBE_ERROR_PARSE);
     g_clear_error(&error);
     g_assert_false(probe_psi_parse("", "p", &psi, &error));
@@ -231,7 +256,7 @@ test_psi(void)
     g_assert_false(probe_psi_parse("some avg10=1.00 avg60=1.00 avg300=1.00 total=",
                                    "p", &psi, &error));
     g_clear_error(&error);
-    g_assert_false(probe_psi_read("/nonexistent", &buf, &psi, &error));
+    g_assert_false(host_read("/nonexistent", &buf, &psi, NULL, &error));
     g_assert_error(error, PROBE_ERROR, PROBE_ERROR_MISSING);
     probe_buf_clear(&buf);
 }
@@ -243,19 +268,16 @@ test_cpu_stat(void)
     ProbeCpuStat st;
     ProbeBuf buf = { 0 };
 
-    g_assert_true(probe_cpu_stat_read(probe_test_fixture("proc-good"), &buf,
-                                      &st, &error));
+    g_assert_true(host_read(probe_test_fixture("proc-good"), &buf, NULL, &st, &error));
     g_assert_no_error(error);
     g_assert_cmpuint(st.n_cpus, ==, 2);
     g_assert_cmpuint(st.busy_ticks, ==, 7327 + 10 + 6791 + 3 + 214 + 5);
     g_assert_cmpuint(st.total_ticks, ==, st.busy_ticks + 43081 + 500);
 
-    g_assert_true(probe_cpu_stat_read(probe_test_fixture("proc-old"), &buf,
-                                      &st, &error));
+    g_assert_true(host_read(probe_test_fixture("proc-old"), &buf, NULL, &st, &error));
     g_assert_cmpuint(st.n_cpus, ==, 1);
 
-    g_assert_false(probe_cpu_stat_read(probe_test_fixture("proc-bad"), &buf,
-                                       &st, &error));
+    g_assert_false(host_read(probe_test_fixture("proc-bad"), &buf, NULL, &st, &error));
     g_assert_error(error, PROBE_ERROR, PROBE_ERROR_PARSE);
     g_clear_error(&error);
     g_assert_false(probe_cpu_stat_parse("cpu  1 2 3 4 5 6 7 8\nintr 1\n", "s",

@@ -16,10 +16,14 @@ test_fresh(void)
     g_assert_nonnull(fx.db);
     g_assert_cmpint(test_sql_int(fx.path, "PRAGMA user_version"), ==, store_schema_version());
     g_assert_cmpint(test_sql_int(fx.path, "SELECT count(*) FROM sqlite_schema WHERE type = 'table'"
-                                       " AND name IN ('targets','iothreads','devices','ticks',"
-                                       "'samples','device_samples','rollup_1m','rollup_1h',"
-                                       "'decisions','overrides','originals','policy_rules','meta')"),
-                    ==, 13);
+                                       " AND name IN ('targets','iothreads','ticks',"
+                                       "'samples','rollup_1m','rollup_1h','decisions',"
+                                       "'overrides','originals','policy_rules','policy_memory',"
+                                       "'meta')"),
+                    ==, 12);
+    /* Nothing wrote per-device rows; migration 10 dropped their tables. */
+    g_assert_cmpint(test_sql_int(fx.path, "SELECT count(*) FROM sqlite_schema"
+                                       " WHERE name IN ('devices','device_samples')"), ==, 0);
     g_assert_cmpint(test_sql_int(fx.path, "PRAGMA auto_vacuum"), ==, 2);
     g_clear_pointer(&fx.db, store_db_close);
     /* WAL is a property of the file and survives the connection. */
@@ -84,6 +88,9 @@ test_migrate_v1(void)
     g_assert_null(instance);
     g_assert_cmpint(test_sql_int(path, "SELECT count(*) FROM pragma_table_info('originals')"
                                        " WHERE name = 'instance'"), ==, 1);
+    /* The version-1 file's device mapping goes with its table. */
+    g_assert_cmpint(test_sql_int(path, "SELECT count(*) FROM sqlite_schema"
+                                       " WHERE name IN ('devices','device_samples')"), ==, 0);
 
     /* And the migrated file takes new ticks next to the old ones. */
     {

@@ -179,45 +179,6 @@ test_invalid(Fixture *fx, gconstpointer data)
     g_assert_cmpuint(stats.pending_ticks, ==, 0);
 }
 
-static void
-test_devices(Fixture *fx, gconstpointer data)
-{
-    g_autoptr(GError) error = NULL;
-    g_autoptr(TestTick) t = test_tick_new(2);
-    StoreDeviceSample d[3];
-
-    for (int i = 0; i < 3; i++) {
-        store_device_sample_init(&d[i]);
-        d[i].target = "vm0";
-        d[i].io.rd_ops = i + 1;
-    }
-    /* two disks on iothread0, one on iothread1 */
-    d[0].device = "disk0";
-    d[0].iothread = "iothread0";
-    d[1].device = "disk1";
-    d[1].iothread = "iothread0";
-    d[2].device = "disk2";
-    d[2].iothread = "iothread1";
-    test_tick_fill(t, T0 + 1000, 1);
-    t->tick.devices = d;
-    t->tick.n_devices = 3;
-    g_assert_true(store_tick_write(fx->db, &t->tick, &error));
-    g_assert_cmpint(test_sql_int(fx->path, "SELECT count(*) FROM devices"), ==, 3);
-    /* disk2 alone on its iothread: its row would repeat the iothread's */
-    g_assert_cmpint(test_sql_int(fx->path, "SELECT count(*) FROM device_samples"), ==, 2);
-    g_assert_cmpint(test_sql_int(fx->path, "SELECT count(*) FROM devices d JOIN iothreads i"
-                                           " ON i.id = d.iothread_id WHERE d.name = 'disk2'"
-                                           " AND i.name = 'iothread1'"), ==, 1);
-    /* remapping a device updates its mapping */
-    d[2].iothread = "iothread0";
-    test_tick_fill(t, T0 + 2000, 2);
-    g_assert_true(store_tick_write(fx->db, &t->tick, &error));
-    g_assert_cmpint(test_sql_int(fx->path, "SELECT count(*) FROM devices d JOIN iothreads i"
-                                           " ON i.id = d.iothread_id WHERE d.name = 'disk2'"
-                                           " AND i.name = 'iothread0'"), ==, 1);
-    g_assert_cmpint(test_sql_int(fx->path, "SELECT count(*) FROM device_samples"), ==, 5);
-}
-
 static guint
 count_rows(StoreDb *db, const StoreFilter *f)
 {
@@ -242,14 +203,11 @@ count_rows(StoreDb *db, const StoreFilter *f)
 }
 
 static void
-test_range_and_latest(Fixture *fx, gconstpointer data)
+test_range(Fixture *fx, gconstpointer data)
 {
     g_autoptr(GError) error = NULL;
     g_autoptr(TestTick) t = test_tick_new(8);   /* vm0, vm1 x iothread0..3 */
-    g_autoptr(StoreCursor) cur = NULL;
-    const StoreRow *row;
     StoreFilter f;
-    guint n = 0;
 
     for (int i = 0; i < 10; i++) {
         test_tick_fill(t, T0 + i * 1000, i);
@@ -271,18 +229,6 @@ test_range_and_latest(Fixture *fx, gconstpointer data)
     g_assert_cmpuint(count_rows(fx->db, &f), ==, 16);
     f.target = "nosuch";
     g_assert_cmpuint(count_rows(fx->db, &f), ==, 0);
-
-    cur = store_query_latest(fx->db, &error);
-    g_assert_no_error(error);
-    while (store_cursor_next(cur, &row, &error) && row) {
-        if (g_str_equal(row->target, "vm1") && g_str_equal(row->iothread, "iothread3"))
-            g_assert_cmpint(row->ts_ms, ==, T0 + 4000);
-        else
-            g_assert_cmpint(row->ts_ms, ==, T0 + 9000);
-        n++;
-    }
-    g_assert_no_error(error);
-    g_assert_cmpuint(n, ==, 8);
 }
 
 static void
@@ -548,8 +494,7 @@ main(int argc, char **argv)
     ADD("/store/write/roundtrip", test_roundtrip);
     ADD("/store/write/invalid", test_invalid);
     ADD("/store/write/host", test_host);
-    ADD("/store/write/devices", test_devices);
-    ADD("/store/write/range-and-latest", test_range_and_latest);
+    ADD("/store/write/range", test_range);
     ADD("/store/write/decisions", test_decisions);
     ADD("/store/write/overrides", test_overrides);
     ADD("/store/write/originals", test_originals);
