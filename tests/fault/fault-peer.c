@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "fault-peer.h"
+#include "pt-test-child.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -20,6 +21,7 @@ struct FaultPeer {
     char *path;
     FaultPeerKind kind;
     int listen_fd;
+    PtTestListener *listener;       /* the process a client's SO_PEERCRED names */
     GThread *thread;
     gint stop;
     guint connections;
@@ -246,7 +248,7 @@ fault_peer_start(const char *path, FaultPeerKind kind)
     g_strlcpy(sun.sun_path, path, sizeof(sun.sun_path));
     g_unlink(path);
     g_assert_cmpint(bind(p->listen_fd, (struct sockaddr *)&sun, sizeof(sun)), ==, 0);
-    g_assert_cmpint(listen(p->listen_fd, 8), ==, 0);
+    p->listener = pt_test_listener_new(p->listen_fd, 8);
     p->thread = g_thread_new("fault-peer", peer_thread, p);
     return p;
 }
@@ -271,6 +273,7 @@ fault_peer_free(FaultPeer *p)
     g_atomic_int_set(&p->stop, 1);
     g_thread_join(p->thread);
     close(p->listen_fd);
+    pt_test_listener_free(p->listener);
     g_unlink(p->path);
     g_free(p->path);
     g_free(p);

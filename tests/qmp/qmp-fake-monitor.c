@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "qmp-fake-monitor.h"
+#include "pt-test-child.h"
 #include "qmp-json.h"
 #include "qmp-stream.h"
 
@@ -32,6 +33,7 @@ typedef struct {
 struct QmpFakeMonitor {
     int fd;
     int listen_fd;
+    PtTestListener *listener;       /* the process a client's SO_PEERCRED names */
     guint listen_watch;
     QmpFakeResponder responder;
     gpointer responder_data;
@@ -369,7 +371,7 @@ qmp_fake_monitor_new_listen(const char *path)
     f->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     g_assert_cmpint(f->listen_fd, >=, 0);
     g_assert_cmpint(bind(f->listen_fd, (struct sockaddr *)&sa, sizeof(sa)), ==, 0);
-    g_assert_cmpint(listen(f->listen_fd, 1), ==, 0);
+    f->listener = pt_test_listener_new(f->listen_fd, 1);
     f->listen_watch = g_unix_fd_add(f->listen_fd, G_IO_IN, fake_on_connect, f);
     return f;
 }
@@ -390,6 +392,7 @@ qmp_fake_monitor_free(QmpFakeMonitor *f)
     g_clear_handle_id(&f->listen_watch, g_source_remove);
     if (f->listen_fd >= 0)
         close(f->listen_fd);
+    pt_test_listener_free(f->listener);
     g_queue_clear_full(&f->steps, (GDestroyNotify)step_free);
     if (f->drip_step)
         step_free(f->drip_step);
