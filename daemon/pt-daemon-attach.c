@@ -7,10 +7,9 @@
 #include "qmp-client.h"
 
 gboolean
-pt_daemon_attach_qmp(PtDaemon *d, const char *path, const char *name, char **name_out,
-                     GError **error)
+pt_daemon_attach_qmp(PtDaemon *d, const char *path, const char *name, const PtCred *reach,
+                     char **name_out, GError **error)
 {
-
     if (!path || path[0] != '/') {
         g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
                     "path '%s' is not absolute", path ? path : "");
@@ -20,7 +19,7 @@ pt_daemon_attach_qmp(PtDaemon *d, const char *path, const char *name, char **nam
      * "attach /etc/passwd" used to answer {"name": "passwd"}. */
     if (!qmp_socket_check(path, error))
         return FALSE;
-    if (!pt_daemon_attach_path(d, path, name, error))
+    if (!pt_daemon_attach_path(d, path, name, reach, error))
         return FALSE;
     pt_daemon_qmp_attached(d, path);
     /* The identity: the socket path (pt-target.h). */
