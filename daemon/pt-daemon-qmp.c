@@ -8,8 +8,9 @@
  * One QEMU is one target.  A path whose realpath is another target's
  * socket is refused before anything is sent; a path to another socket of a
  * QEMU already attached (a second monitor, a libvirt domain's) is refused
- * at its connect (pt_daemon_admit()).  A glob's match that was refused is
- * said once and passed over until a new file is at its path.
+ * at its connect (pt_daemon_admit()).  A glob's match that was refused, or
+ * the socket file a killed QEMU left behind, is said once and passed over
+ * until a new file is at its path.
  */
 #include "pt-daemon-private.h"
 #include "pt-log.h"
@@ -20,8 +21,8 @@
 
 struct PtDaemonQmp {
     GHashTable *detached;           /* QMP sockets detached by request */
-    /* path -> struct stat of the socket file that discovery passes over,
-     * one refused; bounded by the files there. */
+    /* path -> struct stat of the socket file that discovery passes over:
+     * one refused, or one a gone QEMU left; bounded by the files there. */
     GHashTable *passed;
 };
 
@@ -212,12 +213,14 @@ pt_daemon_qmp_stopping(PtDaemon *d, guint timeout_ms)
 
 /* A socket named in qmp-sockets waits for its QEMU, listed as gone; one
  * found by qmp-globs or attached by request is let go, and found again
- * (as a new target) when a QEMU makes the socket anew. */
+ * (as a new target) when a QEMU makes the socket anew: the file a killed
+ * QEMU left there is passed over. */
 static void
 pt_daemon_qmp_gone(PtDaemon *d, PtTarget *t)
 {
     if (g_strv_contains((const char *const *)d->conf->qmp_sockets, t->name))
         return;
+    pt_daemon_qmp_pass_over(d, t->name);
     pt_daemon_drop_target(d, t, NULL);
 }
 

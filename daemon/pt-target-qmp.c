@@ -16,7 +16,9 @@
  * groups.
  *
  * When the monitor goes away the target is lost; every tick it tries again
- * while the socket file exists, so a restarted QEMU is picked up.
+ * while the socket file exists, so a restarted QEMU is picked up.  A QEMU
+ * that exited (its process gone) is gone, whether or not it left its
+ * socket file behind; a new file on the path is a QEMU started again.
  *
  * Every connect, the first and each one after, is held to what the path
  * led to when the target was attached: the path must resolve (realpath) to
@@ -52,6 +54,7 @@ typedef struct {
     QmpClient *client;
     PtCred *reach;                  /* NULL: the daemon's own */
     char *canon;                    /* realpath of @path at the first connect */
+    gboolean conn_refused;          /* the last connect found nobody listening */
     struct stat sock_st;            /* the socket file of the last attempt */
     ProbeDevMap *devmap;            /* qdev -> iothread ids (none = main loop) */
     guint devmap_gen;               /* DEVICE_DELETED events seen */
@@ -292,9 +295,11 @@ pt_qmp_connect(PtQmpTarget *q)
         return;
     }
     if (!qmp_client_connect_path(q->client, q->path, &err)) {
+        q->conn_refused = errno == ECONNREFUSED;
         pt_target_set_state(t, PT_TARGET_LOST, err->message);
         return;
     }
+    q->conn_refused = FALSE;
     /* The process behind the socket, before a byte is exchanged: one QEMU
      * is one target (pt_target_admit()). */
     pt_target_set_pid(t, qmp_client_get_peer_pid(q->client), &q->roots);
@@ -336,6 +341,24 @@ pt_qmp_exited(PtQmpTarget *q)
     return state == 'Z' || state == 'X';
 }
 
+/*
+ * The socket file is still there but its QEMU is not: the process last
+ * reached exited (kill -9 leaves the file), or, when none was ever
+ * reached, nobody listened at two attempts a backoff apart.  One refusal
+ * alone is not enough there: a QEMU creates its socket file a moment
+ * before it listens on it.  A QEMU merely stopped (SIGSTOP) still
+ * listens and runs, so it is neither.
+ */
+static gboolean
+pt_qmp_left_socket(PtQmpTarget *q)
+{
+    PtTarget *t = &q->parent;
+
+    if (t->pid > 0)
+        return pt_qmp_exited(q);
+    return q->conn_refused && t->health.failures >= 2;
+}
+
 void
 pt_target_qmp_retry(PtTarget *t)
 {
@@ -346,18 +369,33 @@ pt_target_qmp_retry(PtTarget *t)
         t->refused)
         return;
     if (stat(q->path, &st) == 0) {
-        if (S_ISSOCK(st.st_mode) &&
-            (t->state == PT_TARGET_GONE || pt_target_retry_due(t, g_get_monotonic_time()) ||
-             pt_qmp_socket_is_new(q, &st)))
+        if (!S_ISSOCK(st.st_mode))
+            return;
+        /* A new socket file is a QEMU started again on the path: tried at
+         * once.  The file a gone QEMU left behind is not tried again. */
+        if (pt_qmp_socket_is_new(q, &st) ||
+            (t->state == PT_TARGET_LOST && !pt_qmp_left_socket(q) &&
+             pt_target_retry_due(t, g_get_monotonic_time()))) {
             pt_qmp_connect(q);
+            return;
+        }
+        if (t->state == PT_TARGET_LOST && pt_qmp_left_socket(q)) {
+            g_autofree char *why = t->pid > 0 ?
+                g_strdup_printf("its QEMU (pid %d) has exited, leaving its socket behind",
+                                t->pid) :
+                g_strdup_printf("nothing listens on its socket (%u attempts) and no QEMU "
+                                "was reached on it", t->health.failures);
+
+            pt_target_set_state(t, PT_TARGET_GONE, why);
+        }
         return;
     }
     /*
      * QEMU removes its socket when it exits cleanly (quit, a guest
-     * shutdown); a QEMU killed leaves it, and stays lost while retried.
-     * Gone takes both a missing socket and a QEMU no longer running: a
-     * socket moved away for a while (its directory renamed) from under a
-     * QEMU that runs on is neither.
+     * shutdown); a QEMU killed leaves it (pt_qmp_left_socket()).  Gone
+     * takes both a missing socket and a QEMU no longer running: a socket
+     * moved away for a while (its directory renamed) from under a QEMU
+     * that runs on is neither.
      */
     if (errno == ENOENT && t->state == PT_TARGET_LOST && pt_qmp_exited(q)) {
         g_autofree char *why = t->pid > 0 ?

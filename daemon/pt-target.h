@@ -28,11 +28,12 @@
 typedef enum {
     PT_TARGET_CONNECTING,
     PT_TARGET_ATTACHED,
-    /* The channel failed while the QEMU may still run (its socket is
+    /* The channel failed while the QEMU may still run (its process is
      * there, or libvirt has the domain): retried with backoff. */
     PT_TARGET_LOST,
-    /* Its QEMU exited: the socket is gone and so is the process.  Nothing
-     * is left to tune or restore (pt_daemon_target_gone()). */
+    /* Its QEMU exited: the process is gone, whether or not its socket
+     * file was left behind (kill -9 leaves it).  Nothing is left to tune
+     * or restore (pt_daemon_target_gone()). */
     PT_TARGET_GONE,
     PT_TARGET_STATE_MAX,
     PT_TARGET_STATE_INVALID = -1,

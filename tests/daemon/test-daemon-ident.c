@@ -4,7 +4,8 @@
  * already attached is refused (a symbolic link in the glob's folder, a
  * path spelt another way, another monitor of the same process); every
  * reconnect is held to what the path led to and to the reach of the user
- * who attached it.
+ * who attached it; a QEMU killed, whose socket file stays, is gone rather
+ * than lost for ever.
  */
 #include "pt-test-daemon.h"
 #include "pt-test-qemu.h"
@@ -275,11 +276,76 @@ test_reconnect_reach(void)
     g_rmdir(base);
 }
 
+/*
+ * kill -9 leaves a QEMU's socket file behind: its target stayed lost,
+ * retried for ever, and the lost-target alert fired for a QEMU that no
+ * longer ran.  It is gone now, found by a glob or not, and the file left
+ * behind is not attached again; a daemon started after the kill, which
+ * never reached that QEMU, lets the file go too once nothing listens on it
+ * twice.  A QEMU started again on the path is attached.
+ */
+static void
+test_killed_gone(void)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(PtTestVm) vm = NULL;
+    g_autoptr(PtTestVm) again = NULL;
+    g_autoptr(PtTestDaemon) d = NULL;
+    g_autofree char *dir = NULL;
+    g_autofree char *conf = NULL;
+    g_autofree char *line = NULL;
+    g_autofree char *attached = NULL;
+
+    if (pt_test_skip_without_qemu())
+        return;
+    dir = g_dir_make_tmp("pt-killed-XXXXXX", &err);
+    g_assert_no_error(err);
+    vm = pt_test_vm_start(dir, "vm-k", NULL);
+    conf = conf_for(dir, "static:60000/0/0", NULL);
+    d = pt_test_daemon_start(conf, &err);
+    g_assert_no_error(err);
+    pt_test_qmp_assert_poll_max(vm->qmp, "vm-k", "iot0", 60000, 5000);
+
+    pt_test_qemu_signal(vm->qemu, SIGKILL);
+    g_assert_true(g_file_test(vm->daemon_sock, G_FILE_TEST_EXISTS));
+    line = g_strdup_printf("%s: gone: its QEMU (pid %d) has exited, leaving its socket behind; "
+                           "2 stored original values dropped", vm->daemon_sock,
+                           (int)vm->qemu->pid);
+    g_assert_true(pt_test_wait_log(d, line, 1, 20000));
+    g_assert_cmpint(pt_test_wait_target(d, vm->daemon_sock, 0, FALSE, 5000), >=, 0);
+    g_assert_true(pt_test_wait_ticks(d, pt_test_daemon_ticks(d) + 15, 10000));
+    attached = g_strdup_printf("%s: attached (qmp)", vm->daemon_sock);
+    assert_log(d, attached, 1);
+    g_assert_cmpint(pt_test_daemon_targets_in_state(d, "lost"), ==, 0);
+    g_assert_cmpuint(targets_listed(d), ==, 0);
+
+    /* A daemon that never reached it. */
+    g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
+    g_assert_true(pt_test_daemon_restart(d, &err));
+    g_assert_no_error(err);
+    g_assert_true(pt_test_wait_log(d, "nothing listens on its socket (2 attempts) and no QEMU "
+                                   "was reached on it", 1, 20000));
+    g_assert_true(pt_test_wait_ticks(d, pt_test_daemon_ticks(d) + 15, 10000));
+    g_assert_cmpuint(targets_listed(d), ==, 0);
+    g_assert_cmpint(pt_test_daemon_targets_in_state(d, "lost"), ==, 0);
+    assert_log(d, "nothing listens on its socket", 1);
+
+    /* A QEMU started again on the path. */
+    again = pt_test_vm_start(dir, "vm-k", NULL);
+    pt_test_qmp_assert_poll_max(again->qmp, "vm-k", "iot0", 60000, 5000);
+    g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
+    g_assert_cmpuint(pt_test_qmp_poll_max(again->qmp, "iot0"), ==, 32768);
+    g_clear_pointer(&again, pt_test_vm_free);
+    g_clear_pointer(&vm, pt_test_vm_free);
+    g_rmdir(dir);
+}
+
 int
 main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/daemon/ident/two-paths", test_two_paths);
     g_test_add_func("/daemon/ident/reconnect-reach", test_reconnect_reach);
+    g_test_add_func("/daemon/ident/killed-gone", test_killed_gone);
     return g_test_run();
 }

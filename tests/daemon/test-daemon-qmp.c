@@ -494,7 +494,7 @@ test_former_name(void)
  * shut down on purpose).  Its originals are dropped from the store with
  * one line; a glob's target leaves the list, a configured socket stays as
  * gone and attaches again when a QEMU comes back on it.  A QEMU killed
- * leaves its socket, and stays lost.
+ * leaves its socket, and is gone too.
  */
 static void
 test_clean_exit_gone(void)
@@ -551,18 +551,16 @@ test_clean_exit_gone(void)
     g_assert_true(pt_test_daemon_wait(&w, 5000));
     g_assert_cmpint(pt_test_daemon_stored_originals(d, sock), ==, 0);
 
-    /* kill -9 leaves the socket: lost, as before, however long. */
+    /* kill -9 leaves the socket, and the QEMU is gone all the same
+     * (test-daemon-ident has the file left behind). */
     pt_test_qemu_signal(killed->qemu, SIGKILL);
-    g_assert_true(pt_test_wait_log(d, "vm-k9.qmp: lost: ", 1, 5000));
+    g_assert_true(pt_test_wait_log(d, "vm-k9.qmp: gone: its QEMU", 1, 5000));
     r = pt_test_daemon_ok(d, "status", NULL);
     g_assert_true(pt_test_wait_ticks(d, pt_json_path_int(r, "ticks") + 10, 10000));
     g_clear_pointer(&r, json_object_put);
-    w.target = "vm-k9";
-    w.iothread = "lost";
-    g_assert_true(pt_test_daemon_wait(&w, 1000));
-    g_assert_cmpint(pt_test_daemon_targets_in_state(d, "lost"), ==, 1);
+    g_assert_cmpint(pt_test_daemon_targets_in_state(d, "lost"), ==, 0);
     g_assert_cmpint(pt_test_daemon_targets_in_state(d, "gone"), ==, 1);
-    g_assert_cmpuint(pt_test_daemon_log_count(d, ": gone: "), ==, 2);
+    g_assert_cmpuint(pt_test_daemon_log_count(d, ": gone: "), ==, 3);
 
     /* A QEMU back on the configured socket is attached and tuned. */
     g_clear_pointer(&listed, pt_test_vm_free);
@@ -910,15 +908,16 @@ test_late_sample(void)
     g_assert_cmpuint(pt_test_daemon_log_count(d, "vm-l.qmp: lost"), ==, 0);
 
     /* Late again, then QEMU dies: the sample still out fails, the VM is
-     * lost, and its count of late ticks ends without a "back". */
+     * gone (its socket file left behind), and its count of late ticks ends
+     * without a "back". */
     ticks = pt_json_path_int(st, "ticks");
     pt_test_qemu_signal(vm->qemu, SIGSTOP);
     g_assert_true(pt_test_wait_ticks(d, ticks + 3, 10000));
     pt_test_qemu_signal(vm->qemu, SIGKILL);
-    g_assert_true(pt_test_wait_log(d, "vm-l.qmp: lost", 1, 5000));
+    g_assert_true(pt_test_wait_log(d, "vm-l.qmp: gone: its QEMU", 1, 5000));
     g_clear_pointer(&st, json_object_put);
     st = pt_test_daemon_ok(d, "status", NULL);
-    g_assert_cmpint(pt_json_path_int(pt_test_status_target(st, "vm-l"), "late_ticks"), ==, 0);
+    g_assert_null(pt_test_status_target(st, "vm-l"));
     g_assert_cmpuint(pt_test_daemon_log_count(d, "vm-l.qmp: sample back within its tick"), ==, 1);
     /* A clean exit, which a checker around the daemon (ASan, valgrind)
      * turns into a failure if the late path erred. */
