@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Attach and detach by request (the control socket's attach and detach).
+ * Attach and detach by request (the control socket's attach and detach),
+ * and which QEMU a target may attach: one QEMU is one target.
  */
 #include "pt-daemon-private.h"
 #include "pt-log.h"
@@ -47,4 +48,41 @@ pt_daemon_detach(PtDaemon *d, const char *name, GError **error)
     pt_info(t->name, NULL, "detached by request");
     g_hash_table_remove(d->targets, name);
     return TRUE;
+}
+
+PtTarget *
+pt_daemon_find_process(PtDaemon *d, const PtTarget *except, const char *process)
+{
+    GHashTableIter it;
+    gpointer v;
+
+    g_hash_table_iter_init(&it, d->targets);
+    while (process && g_hash_table_iter_next(&it, NULL, &v)) {
+        PtTarget *o = v;
+
+        if (o != except && !o->detached && !g_strcmp0(o->process, process))
+            return o;
+    }
+    return NULL;
+}
+
+/*
+ * One QEMU is one target: a second path to a QEMU already attached (a
+ * symbolic link to its socket, a path spelt another way, a second monitor
+ * of the same process, the monitor of a libvirt domain) is refused, naming
+ * both.  Two targets on one QEMU took turns on its single monitor, and the
+ * one that came second took the first one's writes for the originals.
+ */
+gboolean
+pt_daemon_admit(PtTarget *t, gpointer data, GError **error)
+{
+    PtDaemon *d = data;
+    PtTarget *o = pt_daemon_find_process(d, t, t->process);
+
+    if (!o)
+        return TRUE;
+    g_set_error(error, G_IO_ERROR, G_IO_ERROR_EXISTS,
+                "%s leads to the QEMU (pid %d) already attached as %s: one QEMU is one "
+                "target", t->name, t->pid, o->name);
+    return FALSE;
 }

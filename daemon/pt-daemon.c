@@ -432,43 +432,6 @@ pt_daemon_find_target(PtDaemon *d, const char *name)
 }
 
 PtTarget *
-pt_daemon_find_process(PtDaemon *d, const PtTarget *except, const char *process)
-{
-    GHashTableIter it;
-    gpointer v;
-
-    g_hash_table_iter_init(&it, d->targets);
-    while (process && g_hash_table_iter_next(&it, NULL, &v)) {
-        PtTarget *o = v;
-
-        if (o != except && !o->detached && !g_strcmp0(o->process, process))
-            return o;
-    }
-    return NULL;
-}
-
-/*
- * One QEMU is one target: a second path to a QEMU already attached (a
- * symbolic link to its socket, a path spelt another way, a second monitor
- * of the same process, the monitor of a libvirt domain) is refused, naming
- * both.  Two targets on one QEMU took turns on its single monitor, and the
- * one that came second took the first one's writes for the originals.
- */
-gboolean
-pt_daemon_admit(PtTarget *t, gpointer data, GError **error)
-{
-    PtDaemon *d = data;
-    PtTarget *o = pt_daemon_find_process(d, t, t->process);
-
-    if (!o)
-        return TRUE;
-    g_set_error(error, G_IO_ERROR, G_IO_ERROR_EXISTS,
-                "%s leads to the QEMU (pid %d) already attached as %s: one QEMU is one "
-                "target", t->name, t->pid, o->name);
-    return FALSE;
-}
-
-PtTarget *
 pt_daemon_resolve_target(PtDaemon *d, const char *name, GError **error)
 {
     PtTarget *t = pt_daemon_find_target(d, name);
