@@ -2,7 +2,10 @@
 /*
  * Whether a control client could reach a socket itself.
  *
- * `attach PATH` makes the daemon, which is root, connect to PATH.  A member
+ * `attach PATH` makes the daemon, which is root, connect to PATH, then
+ * again at every reconnect (pt-target-qmp.c keeps her credentials for
+ * that: a socket she swaps for a symbolic link to a root-only VM must not
+ * be followed).  A member
  * of the admin group must not get more from that than connecting herself:
  * neither a QEMU behind a directory she may not enter, nor the knowledge
  * of which files exist there.  So the path is walked as the kernel would
@@ -17,6 +20,7 @@
  * (root may still attach), never the other way round, because where an
  * ACL exists the group bits are its mask, the most any named entry gets.
  */
+#include "pt-access.h"
 #include "pt-control-private.h"
 
 #include <errno.h>
@@ -27,8 +31,35 @@
 /* Symbolic links followed in one walk, as the kernel's MAXSYMLINKS. */
 #define PT_ACCESS_MAX_LINKS 40
 
+PtCred *
+pt_cred_new(uid_t uid, gid_t gid, const gid_t *groups, int n_groups)
+{
+    PtCred *c = g_new0(PtCred, 1);
+
+    c->uid = uid;
+    c->gid = gid;
+    c->n_groups = MAX(n_groups, 0);
+    c->groups = c->n_groups ? g_memdup2(groups, sizeof(gid_t) * (gsize)c->n_groups) : NULL;
+    return c;
+}
+
+PtCred *
+pt_cred_copy(const PtCred *cred)
+{
+    return cred ? pt_cred_new(cred->uid, cred->gid, cred->groups, cred->n_groups) : NULL;
+}
+
+void
+pt_cred_free(PtCred *cred)
+{
+    if (!cred)
+        return;
+    g_free(cred->groups);
+    g_free(cred);
+}
+
 static gboolean
-pt_access_in_group(const PtConn *conn, gid_t gid)
+pt_access_in_group(const PtCred *conn, gid_t gid)
 {
     if (conn->gid == gid)
         return TRUE;
@@ -42,7 +73,7 @@ pt_access_in_group(const PtConn *conn, gid_t gid)
  * positions) on @st: the owner's bits for the owner, else the group's for
  * a member, else the others'; the first class that applies decides. */
 static gboolean
-pt_access_mode_allows(const PtConn *conn, const struct stat *st, mode_t bits)
+pt_access_mode_allows(const PtCred *conn, const struct stat *st, mode_t bits)
 {
     if (conn->uid == 0)
         return TRUE;
@@ -54,7 +85,7 @@ pt_access_mode_allows(const PtConn *conn, const struct stat *st, mode_t bits)
 }
 
 static gboolean
-pt_access_denied(const PtConn *conn, const char *path, GError **error)
+pt_access_denied(const PtCred *conn, const char *path, GError **error)
 {
     /* The same words whatever lies behind: nothing is disclosed. */
     g_set_error(error, PT_CONTROL_ERROR, PT_CONTROL_ERROR_PERMISSION_DENIED,
@@ -70,7 +101,7 @@ pt_access_errno(const char *path, int e, GError **error)
 }
 
 gboolean
-pt_conn_may_connect(const PtConn *conn, const char *path, GError **error)
+pt_cred_may_connect(const PtCred *conn, const char *path, GError **error)
 {
     /* Components still to walk, the next first; @dir is where we are. */
     GQueue todo = G_QUEUE_INIT;

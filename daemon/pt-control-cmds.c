@@ -966,11 +966,17 @@ pt_cmd_attach(PtConn *conn, json_object *args, json_object **ret, GError **error
         }
     } else if (!path) {
         return pt_arg_bad(error, "path", "path (a QMP socket) or domain is required");
-    } else if (!pt_conn_may_connect(conn, path, error) ||
-               !pt_daemon_attach_qmp(pt_conn_daemon(conn), path, name, &got, error)) {
+    } else {
+        /* Held to at every connect, not only at this one: what lies behind
+         * the path may change. */
+        PtCred reach = { conn->uid, conn->gid, conn->groups, conn->n_groups };
+
         /* The caller's own reach first: root's answers would tell her what
          * lies where she may not look. */
-        return FALSE;
+        if (!pt_cred_may_connect(&reach, path, error) ||
+            !pt_daemon_attach_qmp(pt_conn_daemon(conn), path, name,
+                                  conn->uid == 0 ? NULL : &reach, &got, error))
+            return FALSE;
     }
     *ret = json_object_new_object();
     json_object_object_add(*ret, "name", json_object_new_string(got));

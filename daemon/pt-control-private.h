@@ -97,10 +97,6 @@ gboolean pt_filter_from_args(json_object *args, StoreFilter *f, GError **error);
  * (borrowed from the target). */
 gboolean pt_target_known(PtDaemon *d, const char **name, GError **error);
 void pt_control_dispatch(PtConn *conn, QmpMessage *m);
-/* pt-control-access.c: TRUE when @conn's caller could connect to the
- * socket at @path herself (always for root); PermissionDenied, the same
- * whether or not the path exists, where she may not reach it. */
-gboolean pt_conn_may_connect(const PtConn *conn, const char *path, GError **error);
 /* pt-control-explain.c */
 json_object *pt_json_explain(PtDaemon *d, PtTarget *t, PtIothread *io);
 gboolean pt_cmd_explain(PtConn *conn, json_object *args, json_object **ret, GError **error);

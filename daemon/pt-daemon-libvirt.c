@@ -31,8 +31,36 @@ struct PtDaemonLibvirt {
     gboolean stopped;               /* freed by the last completion */
     GHashTable *detached;           /* uuid -> name: detached by request,
                                      * left out of listings until attached */
+    GHashTable *held;               /* uuid -> process: its QEMU is a QMP
+                                     * target's (pt_lv_held_elsewhere()) */
     guint64 connects;               /* connections made since the start */
 };
+
+/*
+ * One QEMU is one target: a domain whose QEMU a QMP target reached first
+ * (a glob matching its monitor socket, an extra -qmp on its command line)
+ * is left to that target, said once per start of the domain.  The QMP
+ * side refuses in turn a QEMU a domain target has (pt_daemon_admit()).
+ */
+static gboolean
+pt_lv_held_elsewhere(PtDaemonLibvirt *dl, const PtLibvirtDomain *dom)
+{
+    g_autofree char *process = pt_instance_for_pid(&dl->d->proot, dom->pid);
+    PtTarget *o = pt_daemon_find_process(dl->d, NULL, process);
+
+    if (!o) {
+        if (dom->uuid)
+            g_hash_table_remove(dl->held, dom->uuid);
+        return FALSE;
+    }
+    if (dom->uuid && !g_strcmp0(g_hash_table_lookup(dl->held, dom->uuid), process))
+        return TRUE;
+    pt_warn(dom->name, NULL, "not attached: its QEMU (pid %d) is already attached as %s: one "
+            "QEMU is one target", (int)dom->pid, o->name);
+    if (dom->uuid)
+        g_hash_table_replace(dl->held, g_strdup(dom->uuid), g_steal_pointer(&process));
+    return TRUE;
+}
 
 /* Calls still pending when the daemon stops complete later (with an
  * error); the last one frees what they refer to. */
@@ -330,6 +358,8 @@ pt_lv_listed(GObject *obj, GAsyncResult *res, gpointer data)
             pt_warn(dom->name, NULL, "libvirt domain has the name of a QMP target; skipped");
             continue;
         }
+        if (!t && pt_lv_held_elsewhere(dl, dom))
+            continue;
         pt_daemon_metadata_update(d, dom->name, dom->policy_xml, dom->policy_xml_error);
         if (!t) {
             PtLibvirtTarget *lt = (PtLibvirtTarget *)pt_target_alloc(sizeof(PtLibvirtTarget),
@@ -447,6 +477,7 @@ pt_daemon_libvirt_start(PtDaemon *d)
     dl->d = d;
     dl->waiting = g_ptr_array_new();
     dl->detached = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    dl->held = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     dl->lv = pt_libvirt_new(d->conf->libvirt_uri, NULL, &cb, dl);
     pt_libvirt_set_timeout(dl->lv, d->conf->qmp_timeout_ms);
     pt_libvirt_set_pid_dir(dl->lv, d->conf->libvirt_pid_dir);
@@ -475,6 +506,7 @@ pt_daemon_libvirt_stop(PtDaemon *d)
     d->libvirt = NULL;
     dl->stopped = TRUE;
     g_clear_pointer(&dl->detached, g_hash_table_unref);
+    g_clear_pointer(&dl->held, g_hash_table_unref);
     if (dl->pending == 0) {
         g_ptr_array_unref(dl->waiting);
         g_free(dl);

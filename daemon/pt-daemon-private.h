@@ -93,8 +93,16 @@ void pt_daemon_drop_target(PtDaemon *d, PtTarget *t, const char *why);
 /* Log once when @t's display name, new or changed, is another target's. */
 void pt_daemon_check_name(PtDaemon *d, PtTarget *t);
 void pt_daemon_remove_target(PtDaemon *d, PtTarget *t, const char *why);
+/* Attach the QMP socket at @path, held to @reach (NULL: the daemon's
+ * own) at every connect; refused when another target has its socket
+ * (the same realpath) or its QEMU (pt_daemon_admit()). */
 gboolean pt_daemon_attach_path(PtDaemon *d, const char *path, const char *name,
-                               GError **error);
+                               const PtCred *reach, GError **error);
+/* The target other than @except that has QEMU process @process
+ * (PtTarget.process), or NULL. */
+PtTarget *pt_daemon_find_process(PtDaemon *d, const PtTarget *except, const char *process);
+/* PtTargetAdmit of every target: refuses a QEMU another target has. */
+gboolean pt_daemon_admit(PtTarget *t, gpointer data, GError **error);
 /* @path, detached before, was attached again by request. */
 void pt_daemon_qmp_attached(PtDaemon *d, const char *path);
 /* The configured exit source, AUTO when it names none. */

@@ -4,22 +4,40 @@
  * sockets named in the configuration, those matching qmp-globs (looked for
  * every tick), and the sockets detached by request, which discovery leaves
  * alone until they are attached again.
+ *
+ * One QEMU is one target.  A path whose realpath is another target's
+ * socket is refused before anything is sent; a path to another socket of a
+ * QEMU already attached (a second monitor, a libvirt domain's) is refused
+ * at its connect (pt_daemon_admit()).  A glob's match that was refused, or
+ * the socket file a killed QEMU left behind, is said once and passed over
+ * until a new file is at its path.
  */
 #include "pt-daemon-private.h"
 #include "pt-log.h"
 
 #include <glob.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 
 struct PtDaemonQmp {
     GHashTable *detached;           /* QMP sockets detached by request */
+    /* path -> struct stat of the socket file that discovery passes over:
+     * one refused, or one a gone QEMU left; bounded by the files there. */
+    GHashTable *passed;
 };
 
 gboolean
-pt_daemon_attach_path(PtDaemon *d, const char *path, const char *name, GError **error)
+pt_daemon_attach_path(PtDaemon *d, const char *path, const char *name, const PtCred *reach,
+                      GError **error)
 {
     g_autofree char *base = NULL;
+    g_autofree char *canon = realpath(path, NULL);
     PtTarget *t = pt_daemon_find_target(d, path);
+    PtQmpTargetOptions opts = {
+        .timeout_ms = d->conf->qmp_timeout_ms, .roots = &d->proot,
+        .exits = pt_daemon_exits_mode(d->conf), .reach = reach,
+        .admit = pt_daemon_admit, .admit_data = d,
+    };
     GHashTableIter it;
     gpointer v;
 
@@ -29,19 +47,31 @@ pt_daemon_attach_path(PtDaemon *d, const char *path, const char *name, GError **
                     t->display ? " as " : "", t->display ? t->display : "");
         return FALSE;
     }
-    /* A name the operator gives must name this target alone. */
     g_hash_table_iter_init(&it, d->targets);
-    while (name && g_hash_table_iter_next(&it, NULL, &v)) {
+    while (g_hash_table_iter_next(&it, NULL, &v)) {
         PtTarget *o = v;
 
-        if (g_str_equal(o->name, name) || !g_strcmp0(o->display, name)) {
+        /* A name the operator gives must name this target alone. */
+        if (name && (g_str_equal(o->name, name) || !g_strcmp0(o->display, name))) {
             g_set_error(error, G_IO_ERROR, G_IO_ERROR_EXISTS,
                         "%s: already the name of %s; give %s another", name, o->name, path);
             return FALSE;
         }
+        /* Another spelling of a path attached, or a link to it. */
+        if (canon && o->kind == STORE_TARGET_QMP &&
+            !g_strcmp0(pt_target_qmp_canonical(o), canon)) {
+            g_set_error(error, G_IO_ERROR, G_IO_ERROR_EXISTS,
+                        "%s leads to %s, the socket of %s already attached: one QEMU is one "
+                        "target", path, canon, o->name);
+            return FALSE;
+        }
     }
-    t = pt_target_qmp_new(path, path, d->conf->qmp_timeout_ms, &d->proot,
-                          pt_daemon_exits_mode(d->conf));
+    t = pt_target_qmp_new(path, path, &opts);
+    if (t->refused) {
+        g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_EXISTS, t->refused);
+        pt_target_unref(t);
+        return FALSE;
+    }
     base = name ? NULL : pt_target_qmp_file_name(path);
     pt_target_set_display(t, name ? name : base);
     t->display_given = name != NULL;
@@ -52,21 +82,78 @@ pt_daemon_attach_path(PtDaemon *d, const char *path, const char *name, GError **
     return TRUE;
 }
 
+static gboolean
+pt_sock_same(const struct stat *a, const struct stat *b)
+{
+    return a->st_dev == b->st_dev && a->st_ino == b->st_ino &&
+           a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+/* Pass over @path while its socket file stays the one there now. */
+static void
+pt_daemon_qmp_pass_over(PtDaemon *d, const char *path)
+{
+    struct stat st;
+
+    if (d->qmp && stat(path, &st) == 0 && S_ISSOCK(st.st_mode))
+        g_hash_table_replace(d->qmp->passed, g_strdup(path), g_memdup2(&st, sizeof(st)));
+}
+
+/* Whether discovery passes over @path, whose file is @st now; forgets it
+ * once another file is there. */
+static gboolean
+pt_daemon_qmp_passed(PtDaemon *d, const char *path, const struct stat *st)
+{
+    const struct stat *was = g_hash_table_lookup(d->qmp->passed, path);
+
+    if (was && pt_sock_same(was, st))
+        return TRUE;
+    if (was)
+        g_hash_table_remove(d->qmp->passed, path);
+    return FALSE;
+}
+
+/* Files passed over that are there no more. */
+static void
+pt_daemon_qmp_prune_passed(PtDaemon *d)
+{
+    GHashTableIter it;
+    gpointer k, v;
+
+    g_hash_table_iter_init(&it, d->qmp->passed);
+    while (g_hash_table_iter_next(&it, &k, &v)) {
+        struct stat st;
+
+        if (stat(k, &st) < 0 || !pt_sock_same(v, &st))
+            g_hash_table_iter_remove(&it);
+    }
+}
+
 static void
 pt_daemon_qmp_discover(PtDaemon *d)
 {
+    if (!d->qmp)
+        return;
+    pt_daemon_qmp_prune_passed(d);
     for (guint i = 0; d->conf->qmp_globs[i]; i++) {
         glob_t g = { 0 };
 
-        if (glob(d->conf->qmp_globs[i], GLOB_NOSORT, NULL, &g) == 0) {
+        /* Sorted: which of two paths to one QEMU is attached is the same
+         * at every start, and so is the name its originals are under. */
+        if (glob(d->conf->qmp_globs[i], 0, NULL, &g) == 0) {
             for (size_t j = 0; j < g.gl_pathc; j++) {
+                g_autoptr(GError) err = NULL;
+                const char *path = g.gl_pathv[j];
                 struct stat st;
 
-                if (stat(g.gl_pathv[j], &st) < 0 || !S_ISSOCK(st.st_mode) ||
-                    (d->qmp && g_hash_table_contains(d->qmp->detached, g.gl_pathv[j])))
+                if (stat(path, &st) < 0 || !S_ISSOCK(st.st_mode) ||
+                    g_hash_table_contains(d->qmp->detached, path) ||
+                    pt_daemon_find_target(d, path) || pt_daemon_qmp_passed(d, path, &st))
                     continue;
-                if (!pt_daemon_find_target(d, g.gl_pathv[j]))
-                    pt_daemon_attach_path(d, g.gl_pathv[j], NULL, NULL);
+                if (!pt_daemon_attach_path(d, path, NULL, NULL, &err)) {
+                    pt_warn(path, NULL, "not attached: %s", err->message);
+                    pt_daemon_qmp_pass_over(d, path);
+                }
             }
         }
         globfree(&g);
@@ -78,8 +165,13 @@ pt_daemon_qmp_start(PtDaemon *d)
 {
     d->qmp = g_new0(PtDaemonQmp, 1);
     d->qmp->detached = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-    for (guint i = 0; d->conf->qmp_sockets[i]; i++)
-        pt_daemon_attach_path(d, d->conf->qmp_sockets[i], NULL, NULL);
+    d->qmp->passed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    for (guint i = 0; d->conf->qmp_sockets[i]; i++) {
+        g_autoptr(GError) err = NULL;
+
+        if (!pt_daemon_attach_path(d, d->conf->qmp_sockets[i], NULL, NULL, &err))
+            pt_warn(d->conf->qmp_sockets[i], NULL, "not attached: %s", err->message);
+    }
     pt_daemon_qmp_discover(d);
 }
 
@@ -89,6 +181,7 @@ pt_daemon_qmp_stop(PtDaemon *d)
     if (!d->qmp)
         return;
     g_hash_table_unref(d->qmp->detached);
+    g_hash_table_unref(d->qmp->passed);
     g_clear_pointer(&d->qmp, g_free);
 }
 
@@ -120,12 +213,14 @@ pt_daemon_qmp_stopping(PtDaemon *d, guint timeout_ms)
 
 /* A socket named in qmp-sockets waits for its QEMU, listed as gone; one
  * found by qmp-globs or attached by request is let go, and found again
- * (as a new target) when a QEMU makes the socket anew. */
+ * (as a new target) when a QEMU makes the socket anew: the file a killed
+ * QEMU left there is passed over. */
 static void
 pt_daemon_qmp_gone(PtDaemon *d, PtTarget *t)
 {
     if (g_strv_contains((const char *const *)d->conf->qmp_sockets, t->name))
         return;
+    pt_daemon_qmp_pass_over(d, t->name);
     pt_daemon_drop_target(d, t, NULL);
 }
 

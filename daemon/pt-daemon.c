@@ -628,6 +628,12 @@ pt_daemon_tick(gpointer data)
         PtSampleCtx *ctx;
 
         pt_target_retry(t);
+        if (t->refused) {
+            /* May free @t. */
+            pt_warn(t->name, NULL, "dropped: %s", t->refused);
+            pt_daemon_drop_target(d, t, NULL);
+            continue;
+        }
         if (t->gone_pending) {
             /* May free @t: nothing of it is used after. */
             t->gone_pending = FALSE;

@@ -137,8 +137,10 @@ PtMode pt_daemon_get_runtime_mode(PtDaemon *d);
 /* Attach again libvirt domain @domain (name or UUID) detached by request. */
 gboolean pt_daemon_attach_libvirt(PtDaemon *d, const char *domain, char **name_out,
                                   GError **error);
+/* Attach the QMP socket at @path for a caller with @reach (NULL: root):
+ * every connect to it, now and later, is held to what she could reach. */
 gboolean pt_daemon_attach_qmp(PtDaemon *d, const char *path, const char *name,
-                              char **name_out, GError **error);
+                              const PtCred *reach, char **name_out, GError **error);
 gboolean pt_daemon_detach(PtDaemon *d, const char *name, GError **error);
 /* Rules set at run time are stored and outlive reloads and restarts. */
 gboolean pt_daemon_policy_set(PtDaemon *d, const char *glob, const char *spec,

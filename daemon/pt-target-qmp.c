@@ -16,7 +16,20 @@
  * groups.
  *
  * When the monitor goes away the target is lost; every tick it tries again
- * while the socket file exists, so a restarted QEMU is picked up.
+ * while the socket file exists, so a restarted QEMU is picked up.  A QEMU
+ * that exited (its process gone) is gone, whether or not it left its
+ * socket file behind; a new file on the path is a QEMU started again.
+ *
+ * Every connect, the first and each one after, is held to what the path
+ * led to when the target was attached: the path must resolve (realpath) to
+ * the same socket file name as then, be one the user who attached it could
+ * still reach herself (PtQmpTargetOptions.reach), and lead to a QEMU no
+ * other target has (PtTarget.admit, asked with the peer's pid from
+ * SO_PEERCRED before a byte is exchanged).  A connect that fails one of
+ * these is refused and the daemon drops the target (PtTarget.refused):
+ * root reconnecting through a symbolic link swapped in by the user would
+ * otherwise hand her a VM she may not reach.  The path is resolved again
+ * once connected, so a swap between the checks and the connect is seen too.
  */
 #include "pt-target.h"
 #include "probe-devmap.h"
@@ -39,6 +52,9 @@ typedef struct {
     guint timeout_ms;
     ProbeRoots roots;
     QmpClient *client;
+    PtCred *reach;                  /* NULL: the daemon's own */
+    char *canon;                    /* realpath of @path at the first connect */
+    gboolean conn_refused;          /* the last connect found nobody listening */
     struct stat sock_st;            /* the socket file of the last attempt */
     ProbeDevMap *devmap;            /* qdev -> iothread ids (none = main loop) */
     guint devmap_gen;               /* DEVICE_DELETED events seen */
@@ -175,8 +191,6 @@ pt_qmp_on_ready(GObject *obj, GAsyncResult *res, gpointer data)
               (guint32)MIN(v->micro, 999)
             : 0;
         q->stats_known = q->stats_absent = FALSE;
-        pt_target_set_pid(t, qmp_client_get_peer_pid(q->client), &q->roots);
-        pt_target_set_instance(t, pt_instance_for_pid(&q->roots, t->pid));
         /* Its name first, then whether it has KVM; attached after both. */
         qmp_query_name_async(q->client, pt_qmp_got_name, pt_target_ref(t));
     }
@@ -204,6 +218,53 @@ pt_qmp_on_device_deleted(QmpClient *c, const char *event, json_object *data,
                         json_object_get_string(path) : NULL);
 }
 
+/*
+ * Whether @q's path still leads where it did when attached, reachable by
+ * whoever attached it; FALSE with t->refused set.  A socket that is not
+ * there (yet, or any more) is no refusal: the connect fails, and the
+ * target is lost or gone as for any missing socket.
+ */
+static gboolean
+pt_qmp_path_held(PtQmpTarget *q)
+{
+    PtTarget *t = &q->parent;
+    g_autoptr(GError) err = NULL;
+    g_autofree char *canon = NULL;
+
+    if (q->reach && !pt_cred_may_connect(q->reach, q->path, &err) &&
+        !g_error_matches(err, G_IO_ERROR, G_IO_ERROR_NOT_FOUND)) {
+        g_free(t->refused);
+        t->refused = g_strdup_printf("%s (uid %u attached it; its reach is checked at every "
+                                     "connect)", err->message, (unsigned)q->reach->uid);
+        return FALSE;
+    }
+    if (!(canon = realpath(q->path, NULL)))
+        return TRUE;
+    if (!q->canon) {
+        q->canon = g_steal_pointer(&canon);
+        return TRUE;
+    }
+    if (!g_str_equal(canon, q->canon)) {
+        g_free(t->refused);
+        t->refused = g_strdup_printf("%s now leads to %s, not to %s as when attached",
+                                     q->path, canon, q->canon);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* A connect refused (t->refused says why): nothing more is sent on it and
+ * no attempt follows; the daemon drops the target. */
+static void
+pt_qmp_refuse(PtQmpTarget *q)
+{
+    PtTarget *t = &q->parent;
+
+    qmp_client_set_closed_func(q->client, NULL, NULL, NULL);
+    qmp_client_close(q->client, NULL);
+    pt_target_set_state(t, PT_TARGET_LOST, t->refused);
+}
+
 static void
 pt_qmp_connect(PtQmpTarget *q)
 {
@@ -229,8 +290,22 @@ pt_qmp_connect(PtQmpTarget *q)
         memset(&q->sock_st, 0, sizeof(q->sock_st));
     /* Connecting first, so that a refused connect is a lost attempt. */
     pt_target_set_state(t, PT_TARGET_CONNECTING, NULL);
+    if (!pt_qmp_path_held(q)) {
+        pt_qmp_refuse(q);
+        return;
+    }
     if (!qmp_client_connect_path(q->client, q->path, &err)) {
+        q->conn_refused = errno == ECONNREFUSED;
         pt_target_set_state(t, PT_TARGET_LOST, err->message);
+        return;
+    }
+    q->conn_refused = FALSE;
+    /* The process behind the socket, before a byte is exchanged: one QEMU
+     * is one target (pt_target_admit()). */
+    pt_target_set_pid(t, qmp_client_get_peer_pid(q->client), &q->roots);
+    pt_target_set_instance(t, g_strdup(t->process));
+    if (!pt_qmp_path_held(q) || !pt_target_admit(t)) {
+        pt_qmp_refuse(q);
         return;
     }
     qmp_client_wait_ready_async(q->client, pt_qmp_on_ready, pt_target_ref(t));
@@ -266,27 +341,61 @@ pt_qmp_exited(PtQmpTarget *q)
     return state == 'Z' || state == 'X';
 }
 
+/*
+ * The socket file is still there but its QEMU is not: the process last
+ * reached exited (kill -9 leaves the file), or, when none was ever
+ * reached, nobody listened at two attempts a backoff apart.  One refusal
+ * alone is not enough there: a QEMU creates its socket file a moment
+ * before it listens on it.  A QEMU merely stopped (SIGSTOP) still
+ * listens and runs, so it is neither.
+ */
+static gboolean
+pt_qmp_left_socket(PtQmpTarget *q)
+{
+    PtTarget *t = &q->parent;
+
+    if (t->pid > 0)
+        return pt_qmp_exited(q);
+    return q->conn_refused && t->health.failures >= 2;
+}
+
 void
 pt_target_qmp_retry(PtTarget *t)
 {
     PtQmpTarget *q = (PtQmpTarget *)t;
     struct stat st;
 
-    if ((t->state != PT_TARGET_LOST && t->state != PT_TARGET_GONE) || t->detached)
+    if ((t->state != PT_TARGET_LOST && t->state != PT_TARGET_GONE) || t->detached ||
+        t->refused)
         return;
     if (stat(q->path, &st) == 0) {
-        if (S_ISSOCK(st.st_mode) &&
-            (t->state == PT_TARGET_GONE || pt_target_retry_due(t, g_get_monotonic_time()) ||
-             pt_qmp_socket_is_new(q, &st)))
+        if (!S_ISSOCK(st.st_mode))
+            return;
+        /* A new socket file is a QEMU started again on the path: tried at
+         * once.  The file a gone QEMU left behind is not tried again. */
+        if (pt_qmp_socket_is_new(q, &st) ||
+            (t->state == PT_TARGET_LOST && !pt_qmp_left_socket(q) &&
+             pt_target_retry_due(t, g_get_monotonic_time()))) {
             pt_qmp_connect(q);
+            return;
+        }
+        if (t->state == PT_TARGET_LOST && pt_qmp_left_socket(q)) {
+            g_autofree char *why = t->pid > 0 ?
+                g_strdup_printf("its QEMU (pid %d) has exited, leaving its socket behind",
+                                t->pid) :
+                g_strdup_printf("nothing listens on its socket (%u attempts) and no QEMU "
+                                "was reached on it", t->health.failures);
+
+            pt_target_set_state(t, PT_TARGET_GONE, why);
+        }
         return;
     }
     /*
      * QEMU removes its socket when it exits cleanly (quit, a guest
-     * shutdown); a QEMU killed leaves it, and stays lost while retried.
-     * Gone takes both a missing socket and a QEMU no longer running: a
-     * socket moved away for a while (its directory renamed) from under a
-     * QEMU that runs on is neither.
+     * shutdown); a QEMU killed leaves it (pt_qmp_left_socket()).  Gone
+     * takes both a missing socket and a QEMU no longer running: a socket
+     * moved away for a while (its directory renamed) from under a QEMU
+     * that runs on is neither.
      */
     if (errno == ENOENT && t->state == PT_TARGET_LOST && pt_qmp_exited(q)) {
         g_autofree char *why = t->pid > 0 ?
@@ -309,7 +418,7 @@ pt_qmp_reach_now(PtTarget *t)
     PtQmpTarget *q = (PtQmpTarget *)t;
     struct stat st;
 
-    if (t->detached)
+    if (t->detached || t->refused)
         return FALSE;
     if (t->state == PT_TARGET_CONNECTING)
         return TRUE;
@@ -334,6 +443,12 @@ const char *
 pt_target_qmp_path(PtTarget *t)
 {
     return ((PtQmpTarget *)t)->path;
+}
+
+const char *
+pt_target_qmp_canonical(PtTarget *t)
+{
+    return ((PtQmpTarget *)t)->canon;
 }
 
 /* ---- sampling ---------------------------------------------------------- */
@@ -637,6 +752,8 @@ pt_qmp_free(PtTarget *t)
     }
     g_clear_object(&q->client);
     probe_devmap_free(q->devmap);
+    pt_cred_free(q->reach);
+    g_free(q->canon);
     g_free(q->path);
 }
 
@@ -650,17 +767,19 @@ static const PtTargetOps pt_qmp_ops = {
 };
 
 PtTarget *
-pt_target_qmp_new(const char *name, const char *path, guint timeout_ms,
-                  const ProbeRoots *roots, ProbeExitsMode exits)
+pt_target_qmp_new(const char *name, const char *path, const PtQmpTargetOptions *opts)
 {
     PtQmpTarget *q = (PtQmpTarget *)pt_target_alloc(sizeof(PtQmpTarget), &pt_qmp_ops,
                                                     name, STORE_TARGET_QMP);
 
     q->path = g_strdup(path);
-    q->timeout_ms = timeout_ms;
-    if (roots)
-        q->roots = *roots;
-    q->parent.exits_mode = exits;
+    q->timeout_ms = opts->timeout_ms;
+    if (opts->roots)
+        q->roots = *opts->roots;
+    q->reach = pt_cred_copy(opts->reach);
+    q->parent.exits_mode = opts->exits;
+    q->parent.admit = opts->admit;
+    q->parent.admit_data = opts->admit_data;
     q->devmap = probe_devmap_new();
     pt_qmp_connect(q);
     return &q->parent;

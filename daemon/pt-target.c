@@ -80,6 +80,8 @@ pt_target_unref(PtTarget *t)
     g_free(t->exits_unreported);
     g_free(t->health.last_failure);
     g_free(t->instance);
+    g_free(t->process);
+    g_free(t->refused);
     g_free(t->uuid);
     g_free(t->display);
     g_free(t->name_clash);
@@ -251,12 +253,27 @@ pt_target_health_tick(PtTarget *t, gint64 now_us)
 void
 pt_target_set_pid(PtTarget *t, int pid, const ProbeRoots *roots)
 {
+    g_free(t->process);
+    /* Read again even for the same pid: a pid can be another process's. */
+    t->process = pt_instance_for_pid(roots, pid);
     if (t->pid == pid && t->probe)
         return;
     t->pid = pid;
     g_clear_pointer(&t->probe, probe_target_free);
     if (pid > 0)
         t->probe = probe_target_new(roots, pid);
+}
+
+gboolean
+pt_target_admit(PtTarget *t)
+{
+    g_autoptr(GError) err = NULL;
+
+    g_clear_pointer(&t->refused, g_free);
+    if (!t->admit || t->admit(t, t->admit_data, &err))
+        return TRUE;
+    t->refused = g_strdup(err->message);
+    return FALSE;
 }
 
 void

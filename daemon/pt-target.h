@@ -20,6 +20,7 @@
 #include <gio/gio.h>
 
 #include "policy.h"
+#include "pt-access.h"
 #include "probe-sampler.h"
 #include "store.h"
 #include "pt-enum.h"
@@ -27,11 +28,12 @@
 typedef enum {
     PT_TARGET_CONNECTING,
     PT_TARGET_ATTACHED,
-    /* The channel failed while the QEMU may still run (its socket is
+    /* The channel failed while the QEMU may still run (its process is
      * there, or libvirt has the domain): retried with backoff. */
     PT_TARGET_LOST,
-    /* Its QEMU exited: the socket is gone and so is the process.  Nothing
-     * is left to tune or restore (pt_daemon_target_gone()). */
+    /* Its QEMU exited: the process is gone, whether or not its socket
+     * file was left behind (kill -9 leaves it).  Nothing is left to tune
+     * or restore (pt_daemon_target_gone()). */
     PT_TARGET_GONE,
     PT_TARGET_STATE_MAX,
     PT_TARGET_STATE_INVALID = -1,
@@ -163,6 +165,11 @@ typedef struct {
 
 typedef struct PtTarget PtTarget;
 
+/* Asked by the backend at every connect, once the peer's process is known
+ * (t->pid, t->process) and before a byte is exchanged: may @t reach it?
+ * FALSE with @error when it may not (another target has that QEMU). */
+typedef gboolean (*PtTargetAdmit)(PtTarget *t, gpointer data, GError **error);
+
 typedef void (*PtSampleDone)(PtTarget *t, ProbeTargetSnap *snap, const GError *error,
                              gpointer user_data);
 typedef void (*PtApplyDone)(PtTarget *t, const GError *error, gpointer user_data);
@@ -221,6 +228,16 @@ struct PtTarget {
      * pt_instance_for_domain()); NULL while unknown.  Originals belong to
      * one instance. */
     char *instance;
+    /* The QEMU process itself, pt_instance_for_pid() of @pid, whatever the
+     * channel: one QEMU is one target, however many paths lead to it
+     * (pt_daemon_admit()).  NULL while unknown. */
+    char *process;
+    PtTargetAdmit admit;            /* NULL: every connect is admitted */
+    gpointer admit_data;
+    /* Why a connect was refused (another target has this QEMU, the path
+     * now leads elsewhere, or whoever attached it may no longer reach it):
+     * the daemon drops the target with this line.  NULL: not refused. */
+    char *refused;
     gboolean detached;              /* dropped by the daemon */
     gboolean gone_pending;          /* GONE, for the daemon to act on */
 
@@ -285,8 +302,12 @@ void pt_target_retry(PtTarget *t);
 gboolean pt_target_reach_now(PtTarget *t);
 /* Once a tick: the reminder of a target that stays broken. */
 void pt_target_health_tick(PtTarget *t, gint64 now_us);
-/* Learn (or change) the QEMU pid; a new pid starts a new ProbeTarget. */
+/* Learn (or change) the QEMU pid, and with it the process; a new pid
+ * starts a new ProbeTarget. */
 void pt_target_set_pid(PtTarget *t, int pid, const ProbeRoots *roots);
+/* For backends, at a connect: t->admit's answer (TRUE without one); on
+ * FALSE t->refused says why. */
+gboolean pt_target_admit(PtTarget *t);
 
 /* Learn which QEMU instance the target reaches now (@instance is taken,
  * may be NULL).  A different one forgets the originals held in memory:
@@ -356,9 +377,25 @@ char *pt_outcome_format(PtOutcome outcome, const char *failure);
 /* Append metrics to the iothread's bounded history. */
 void pt_iothread_push_metrics(PtIothread *io, const PolicyMetrics *m);
 
-/* Direct QMP backend: @path is the monitor socket. */
-PtTarget *pt_target_qmp_new(const char *name, const char *path, guint timeout_ms,
-                            const ProbeRoots *roots, ProbeExitsMode exits);
+typedef struct {
+    guint timeout_ms;
+    const ProbeRoots *roots;            /* NULL: the host's */
+    ProbeExitsMode exits;
+    /* Whose reach the path is held to at every connect (copied); NULL:
+     * the daemon's own (the configuration, a glob, root's attach). */
+    const PtCred *reach;
+    PtTargetAdmit admit;
+    gpointer admit_data;
+} PtQmpTargetOptions;
+
+/* Direct QMP backend: @path is the monitor socket.  It connects at once:
+ * t->refused set on return means the connect was refused. */
+PtTarget *pt_target_qmp_new(const char *name, const char *path,
+                            const PtQmpTargetOptions *opts);
+/* The socket's path with every symbolic link resolved (realpath) at the
+ * first connect that found it; NULL before.  A later connect that finds
+ * the path leading elsewhere is refused. */
+const char *pt_target_qmp_canonical(PtTarget *t);
 const char *pt_target_qmp_path(PtTarget *t);
 /* The name a QMP target goes by until QEMU tells its own: the socket's
  * file name without its extension, "vm-a" for /run/vm-a.qmp. */

@@ -789,8 +789,11 @@ qmp_client_connect_path(QmpClient *c, const char *path, GError **error)
         c->name = g_strdup(path);
     fd = qmp_unix_connect(path);
     if (fd < 0) {
+        int e = errno;
+
         g_set_error(error, QMP_ERROR, QMP_ERROR_CLOSED, "%s: connect %s: %s",
-                    c->name, path, g_strerror(errno));
+                    c->name, path, g_strerror(e));
+        errno = e;
         return FALSE;
     }
     if (!qmp_client_adopt_fd(c, fd, error)) {

@@ -111,6 +111,7 @@ QmpClient *qmp_client_new(GMainContext *context, const QmpClientOptions *opts);
  */
 gboolean qmp_socket_check(const char *path, GError **error);
 
+/* On failure errno is connect(2)'s (ECONNREFUSED: nobody listens). */
 gboolean qmp_client_connect_path(QmpClient *client, const char *path,
                                  GError **error);
 /* Take over a connected stream socket (for instance one end of a

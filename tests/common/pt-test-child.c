@@ -5,6 +5,8 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 
 void
 pt_test_child_setup(gpointer parent_pid)
@@ -57,4 +59,44 @@ pt_test_child_read_report(int fd, void *pids, gsize pids_len, void *dirs, gsize 
     g_assert_cmpint(read(fd, pids, pids_len), ==, (gssize)pids_len);
     g_assert_cmpint(read(fd, dirs, dirs_len), ==, (gssize)dirs_len);
     close(fd);
+}
+
+PtTestListener *
+pt_test_listener_new(int fd, int backlog)
+{
+    PtTestListener *l = g_new0(PtTestListener, 1);
+    int ready[2];
+    int parent = getpid();
+    char ok = 0;
+
+    g_assert_cmpint(pipe2(ready, O_CLOEXEC), ==, 0);
+    l->pid = fork();
+    g_assert_cmpint(l->pid, >=, 0);
+    if (l->pid == 0) {
+        /* Only what is safe after a fork of a process with threads. */
+        pt_test_child_setup(GINT_TO_POINTER(parent));
+        ok = listen(fd, backlog) == 0;
+        if (write(ready[1], &ok, 1) != 1)
+            _exit(1);
+        /* Holding no copy of the test's descriptors: a connection the test
+         * closes must close. */
+        close_range(0, ~0U, 0);
+        for (;;)
+            pause();
+    }
+    close(ready[1]);
+    g_assert_cmpint(read(ready[0], &ok, 1), ==, 1);
+    g_assert_true(ok);
+    close(ready[0]);
+    return l;
+}
+
+void
+pt_test_listener_free(PtTestListener *l)
+{
+    if (!l)
+        return;
+    kill(l->pid, SIGKILL);
+    waitpid(l->pid, NULL, 0);
+    g_free(l);
 }

@@ -49,3 +49,19 @@ G_GNUC_NORETURN void pt_test_child_report(int fd, const void *pids, gsize pids_l
  * cannot. */
 void pt_test_child_read_report(int fd, void *pids, gsize pids_len, void *dirs,
                                gsize dirs_len);
+
+/*
+ * The listen(2) of the bound unix socket @fd made by a child of its own,
+ * which then only waits: a client's SO_PEERCRED names that child, so each
+ * scripted peer of a test is a process of its own, as each QEMU is
+ * (polltuned takes two sockets of one process for two paths to one QEMU
+ * and refuses the second).  The child keeps none of the test's
+ * descriptors, and dies with the test, and with pt_test_listener_free();
+ * @fd stays the caller's, to accept on.
+ */
+typedef struct {
+    GPid pid;
+} PtTestListener;
+
+PtTestListener *pt_test_listener_new(int fd, int backlog);
+void pt_test_listener_free(PtTestListener *l);

@@ -2,6 +2,7 @@
 #include "pt-test-daemon.h"
 #include "pt-test-child.h"
 #include "qmp-json.h"     /* g_autoptr(json_object) */
+#include <sqlite3.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -604,4 +605,54 @@ pt_test_wait_log(PtTestDaemon *d, const char *needle, guint n, guint ms)
         g_usleep(50000);
     }
     return TRUE;
+}
+
+char *
+pt_test_daemon_class_as(PtTestDaemon *d, uid_t uid, gid_t gid, const char *command,
+                        const char *args_json)
+{
+    g_autoptr(json_object) reply = pt_test_daemon_call_as(d, uid, gid, command, args_json);
+
+    if (!reply)
+        return g_strdup("io");
+    return g_strdup(pt_json_path(reply, "return") ? "ok" :
+                    pt_json_path_str(reply, "error/class"));
+}
+
+gint64
+pt_test_daemon_stored_originals(PtTestDaemon *d, const char *target)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    gint64 n = -1;
+
+    g_assert_cmpint(sqlite3_open_v2(d->db_path, &db, SQLITE_OPEN_READONLY, NULL), ==, SQLITE_OK);
+    g_assert_cmpint(sqlite3_prepare_v2(db, "SELECT count(*) FROM originals o JOIN iothreads i"
+                                       " ON i.id = o.iothread_id JOIN targets t"
+                                       " ON t.id = i.target_id WHERE t.name = ?", -1, &st,
+                                       NULL), ==, SQLITE_OK);
+    sqlite3_bind_text(st, 1, target, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return n;
+}
+
+gint64
+pt_test_daemon_targets_in_state(PtTestDaemon *d, const char *state)
+{
+    g_autoptr(json_object) m = pt_test_daemon_ok(d, "metrics", NULL);
+    g_autofree char *key = g_strdup_printf("\npolltune_targets{state=\"%s\"} ", state);
+    const char *at = strstr(pt_json_path_str(m, "text"), key);
+
+    return at ? g_ascii_strtoll(at + strlen(key), NULL, 10) : -1;
+}
+
+gboolean
+pt_test_target_in_state(json_object *status, const PtDaemonWait *w)
+{
+    json_object *t = pt_test_status_target(status, w->target);
+
+    return t && g_strcmp0(pt_json_path_str(t, "state"), w->iothread) == 0;
 }

@@ -65,6 +65,13 @@ json_object *pt_test_daemon_call_as(PtTestDaemon *d, uid_t uid, gid_t gid,
                                     const char *command, const char *args_json);
 /* The same, asserting success; returns a new reference to "return". */
 json_object *pt_test_daemon_ok(PtTestDaemon *d, const char *command, const char *args_json);
+/* What @uid:@gid gets for @command: "ok", the error's class, or "io". */
+char *pt_test_daemon_class_as(PtTestDaemon *d, uid_t uid, gid_t gid, const char *command,
+                              const char *args_json);
+/* How many originals the daemon's database keeps for @target. */
+gint64 pt_test_daemon_stored_originals(PtTestDaemon *d, const char *target);
+/* polltune_targets{state=@state} in the daemon's exposition, or -1. */
+gint64 pt_test_daemon_targets_in_state(PtTestDaemon *d, const char *state);
 
 /*
  * The least time a wait on a state is given before the test fails.  A wait
@@ -111,6 +118,9 @@ struct PtDaemonWait {
 };
 /* Wait up to @ms; FALSE when @check never held. */
 gboolean pt_test_daemon_wait(PtDaemonWait *w, guint ms);
+/* A PtDaemonWait check: the target @w->target is listed in state
+ * @w->iothread (a state name). */
+gboolean pt_test_target_in_state(json_object *status, const PtDaemonWait *w);
 
 /*
  * Wait up to @ms until the daemon lists @target attached with

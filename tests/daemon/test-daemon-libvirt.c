@@ -9,9 +9,12 @@
  */
 #include "pt-test-daemon.h"
 #include "pt-test-libvirt.h"
+#include "pt-test-qemu.h"
 #include "qmp-json.h"
 
+#include <glob.h>
 #include <signal.h>
+#include <string.h>
 #include <stdio.h>
 #include <sys/wait.h>
 
@@ -92,6 +95,41 @@ metrics_have(gpointer data)
     return strstr(text, up) && strstr(text, n);
 }
 
+/*
+ * One QEMU is one target: the domain's own monitor socket, attached by
+ * request beside the domain, reaches the same QEMU process and is refused
+ * naming the domain (libvirt holds that monitor, so the connect waits in
+ * QEMU's backlog; the pid answers all the same).
+ */
+static void
+assert_monitor_refused(PtTestDaemon *d, const char *domain)
+{
+    g_autofree char *pattern = g_strdup_printf("/var/lib/libvirt/qemu/domain-*-%s/monitor.sock",
+                                               domain);
+    g_autofree char *args = NULL;
+    g_autoptr(json_object) r = NULL;
+    g_autoptr(GError) err = NULL;
+    glob_t g = { 0 };
+
+    if (glob(pattern, 0, NULL, &g) != 0 || g.gl_pathc != 1) {
+        globfree(&g);
+        /* libvirt 11 of the QEMU 10 run keeps its state in its root. */
+        if (pt_test_qemu_generation())
+            g_test_message("no monitor socket at %s: not checked", pattern);
+        else
+            g_error("no monitor socket at %s", pattern);
+        return;
+    }
+    args = g_strdup_printf("{\"path\": \"%s\"}", g.gl_pathv[0]);
+    r = pt_test_daemon_call(d, "attach", args, &err);
+    g_assert_no_error(err);
+    g_assert_null(pt_json_path(r, "return"));
+    g_assert_nonnull(strstr(pt_json_path_str(r, "error/desc"), g.gl_pathv[0]));
+    g_assert_nonnull(strstr(pt_json_path_str(r, "error/desc"), "already attached as"));
+    g_assert_nonnull(strstr(pt_json_path_str(r, "error/desc"), domain));
+    globfree(&g);
+}
+
 static void
 test_libvirt(void)
 {
@@ -152,6 +190,7 @@ test_libvirt(void)
         g_assert_cmpstr(pt_json_path_str(e, "error/class"), ==, "NotFound");
         g_assert_cmpstr(pt_json_path_str(e, "error/desc"), ==, want);
     }
+    assert_monitor_refused(d, before->name);
     /* Connected once: what tells a later loss from a host without libvirt. */
     {
         MetricWait mw = { d, 1, 1 };

@@ -147,7 +147,9 @@ test_exits_from_query_stats(void)
      * (a directory: EISDIR, as EPERM under lockdown). */
     probe_test_write(debugfs, exits_dir, "");
     lfd = listen_on(sock);
-    t = pt_target_qmp_new("vm", sock, 5000, &roots, PROBE_EXITS_AUTO);
+    t = pt_target_qmp_new("vm", sock, &(PtQmpTargetOptions){ .timeout_ms = 5000,
+                                                             .roots = &roots,
+                                                             .exits = PROBE_EXITS_AUTO });
     cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
     g_assert_cmpint(cfd, >=, 0);
     fake = qmp_fake_qemu_new_fd(cfd);

@@ -8,6 +8,7 @@
  */
 #pragma once
 
+#include "pt-test-child.h"
 #include "qmp-fake-qemu.h"
 #include "qmp-fake-hostile.h"
 #include "qmp-json.h"
@@ -62,6 +63,10 @@ struct QmpFakeQemu {
 
     int fd;
     int listen_fd;
+    /* listen(2) is made by a child of its own, so that a client's
+     * SO_PEERCRED names a process per fake, as it names one per QEMU:
+     * polltuned refuses a second socket of a process it has attached. */
+    PtTestListener *listener;
     char *listen_path;
     GSource *listen_src, *in_src, *out_src, *timer_src;
 

@@ -402,7 +402,7 @@ qmp_fake_qemu_new_listen(const char *path)
     f->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     g_assert_cmpint(f->listen_fd, >=, 0);
     g_assert_cmpint(bind(f->listen_fd, (struct sockaddr *)&sa, sizeof(sa)), ==, 0);
-    g_assert_cmpint(listen(f->listen_fd, 8), ==, 0);
+    f->listener = pt_test_listener_new(f->listen_fd, 8);
     f->listen_src = fake_watch(f, f->listen_fd, G_IO_IN, fake_on_connect);
     return f;
 }
@@ -453,6 +453,7 @@ qmp_fake_qemu_free(QmpFakeQemu *f)
         g_thread_join(f->thread);
     }
     f->listen_fd = f->listen_fd >= 0 ? (close(f->listen_fd), -1) : -1;
+    g_clear_pointer(&f->listener, pt_test_listener_free);
     fake_close_fd(f);
     fake_source_clear(&f->listen_src);
     if (f->listen_path)
