@@ -803,6 +803,37 @@ writes_fit(PolicyProposal *p, guint n, const char *what, gint64 now_ms)
     return FALSE;
 }
 
+static guint start_role(const PolicyConfig *cfg, const PolicyTriple *t);
+
+/* The writes of an exploration from @a with candidates @pending left. */
+static guint
+explore_writes(const PolicyConfig *cfg, guint pending, const PolicyTriple *a)
+{
+    PolicyTriple w = policy_adaptive_wide(cfg), n = policy_adaptive_narrow(cfg);
+    guint writes = 1;           /* the return */
+
+    if ((pending & POLICY_CAND_OFF) && a->poll_max_ns > 0)
+        writes++;
+    if ((pending & POLICY_CAND_WIDE) && !policy_triple_equal(&w, a))
+        writes++;
+    if ((pending & POLICY_CAND_NARROW) && n.poll_max_ns > 0 && !policy_triple_equal(&n, &w) &&
+        !policy_triple_equal(&n, a))
+        writes++;
+    return writes;
+}
+
+guint
+policy_adaptive_admission_writes(const PolicyConfig *cfg, const PolicyIothreadState *st,
+                                 const PolicyTriple *current)
+{
+    if (st && policy_adaptive_exploring(st)) {
+        if (st->n_done || st->phase == POLICY_ADAPTIVE_PROBE)
+            return 0;
+        return explore_writes(cfg, st->pending, &st->seg_a.triple);
+    }
+    return explore_writes(cfg, POLICY_CAND_ALL & ~start_role(cfg, current), current);
+}
+
 /*
  * Propose the next unmeasured candidate, or finish the exploration.  A
  * candidate leaves st->pending only when its probe is written (the engine
@@ -846,18 +877,20 @@ explore_next(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
                 continue;
         }
         /*
-         * The probe and the return after it must fit the write budget: the
-         * first probe waits, a later one is dropped and the exploration
-         * ends on what it measured.
+         * The write budget admits an exploration whole: its first probe
+         * waits until every probe and the return fit, so that no later
+         * probe is ever dropped.  Admitted a probe and its return at a
+         * time, an exploration the budget cut short ended on what it had
+         * measured, and a wide window that had beaten the start on one to
+         * three ticks stayed without off ever measured against it (the
+         * test guest's QD1: two phases on 262144, where an A/B of the same
+         * guest finds off ahead).  While it waits, the iothread stays on
+         * the triple it settled on.
          */
-        if (policy_guard_writes(st, 2, now_ms).holds) {
-            if (!st->n_done) {
-                (void)writes_fit(p, 2, "the first probe", now_ms);
-                return;
-            }
-            g_string_append(p->evidence, " write_budget=spent(probes dropped)");
-            break;
-        }
+        if (!st->n_done &&
+            !writes_fit(p, policy_adaptive_admission_writes(cfg, st, a),
+                        "the exploration's first probe", now_ms))
+            return;
         policy_proposal_set(p, &t, POLICY_CAUSE_PROBE, "adaptive: %s",
                             cand == POLICY_CAND_OFF ? "measuring polling off" :
                             cand == POLICY_CAND_WIDE ? "measuring a wide poll window" :
@@ -1260,7 +1293,8 @@ step_idle(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
         return;
     }
     if (!policy_triple_equal(cur, &st->baseline) && st->baseline.poll_max_ns > 0 &&
-        !policy_guard_writes(st, 1 + 3, now_ms).holds) {
+        !policy_guard_writes(st, 1 + policy_adaptive_admission_writes(cfg, st, &st->baseline),
+                             now_ms).holds) {
         g_autofree char *bt = policy_triple_format(&st->baseline);
 
         policy_proposal_set(p, &st->baseline, POLICY_CAUSE_ROLLBACK,

@@ -111,6 +111,8 @@ struct Case {
  * window catches its events but, at 63% of a core, still trails off.
  */
 #define GUEST_QD1_VAIN { 7000, 5500, 100000, 12, 63, 0, 0, 0, 2.0, 0, 4000, 60 }
+/* The same, with a default window that catches some events (0.4 blocks per operation). */
+#define GUEST_QD1_SOME { 7000, 5500, 100000, 12, 63, 0, 0, 0, 0.4, 0, 4000, 60 }
 
 static void
 hook_revalidate60(PolicyConfig *c, PolicyEngine *e, guint tick)
@@ -239,6 +241,23 @@ static const Case cases[] = {
       .expect = { { 1, 0, 1, 262144, POLICY_CAUSE_PROBE, "wide poll window", 1 },
                   { 3, 0, 1, 0, POLICY_CAUSE_PROBE, "polling off", 1 } },
       .check_final = TRUE, .final_poll = { 0 }, .max_writes = 2 },
+    /*
+     * From off, a workload that polling serves settles at QEMU's default
+     * after two writes; four seconds later one that off serves best
+     * follows, with room in the write budget for two more writes in 30 s,
+     * not for the three of a whole exploration.  The exploration waits
+     * for room, then measures all three candidates and ends at off.
+     * Before, it probed the wide window at once, the budget dropped the
+     * off probe after it, and the iothread stayed at 262144 on the wide
+     * window's two ticks against the start's one.
+     */
+    { .name = "write-budget-admits-whole-explorations", .spec = "adaptive", .n_ticks = 60,
+      .n_iot = 1, .start = { 0, 0, 0 }, .load = { FAST }, .load2 = { GUEST_QD1_SOME },
+      .phase2_tick = 8, .quiet_from = 40, .max_writes_30 = 4,
+      .expect = { { 1, 0, 1, 262144, POLICY_CAUSE_PROBE, "wide poll window", 1 },
+                  { 3, 0, 1, 32768, POLICY_CAUSE_PROBE, "default poll window", 1 },
+                  { 10, 0, 0, -1, POLICY_CAUSE_NONE, "waits for the write budget", -1 } },
+      .check_final = TRUE, .final_poll = { 0 } },
     { .name = "hysteresis-polling-hurts", .spec = "adaptive", .n_ticks = 8, .n_iot = 1,
       .start = { 0, 0, 0 }, .load = { HURTS }, .quiet_from = 4,
       .expect = { { 1, 0, 1, 262144, POLICY_CAUSE_PROBE, NULL, 1 },
@@ -268,18 +287,23 @@ static const Case cases[] = {
     { .name = "noise-does-not-thrash", .spec = "adaptive", .n_ticks = 120, .n_iot = 1,
       .start = { 32768, 0, 0 }, .load = { FAST }, .noise = 0.5, .max_writes = 3 },
     /*
-     * An operator sets 0/0/0 by hand at tick 4 (after adaptive settled on
-     * polling): it is held as an implicit override, with the reason, for
-     * the configured 5 s; only then does adaptive explore again.
+     * An operator sets 0/0/0 by hand at tick 4 (in the middle of adaptive's
+     * first exploration): it is held as an implicit override, with the
+     * reason, for the configured 5 s; only then does adaptive explore
+     * again.  Its two probes before the write still count in the write
+     * budget, so the new exploration's first probe waits until its three
+     * writes fit (the probe of tick 1 leaves the 30 s at tick 31).
      */
-    { .name = "external-write-is-held", .spec = "adaptive", .n_ticks = 12, .n_iot = 1,
+    { .name = "external-write-is-held", .spec = "adaptive", .n_ticks = 31, .n_iot = 1,
       .start = { 0, 0, 0 }, .load = { FAST }, .hook = hook_external_hold5,
       .external_tick = 4, .external = { 0, 0, 0 }, .quiet_from = 0,
       .expect = { { 1, 0, 1, 262144, POLICY_CAUSE_PROBE, NULL, 1 },
                   { 4, 0, 0, -1, POLICY_CAUSE_NONE, "external write: 0/0/0 was set outside", -1 },
                   { 8, 0, 0, -1, POLICY_CAUSE_NONE, "for another 1 s", -1 },
                   { 9, 0, 0, -1, POLICY_CAUSE_NONE, "first measurement", -1 },
-                  { 10, 0, 1, 262144, POLICY_CAUSE_PROBE, NULL, 1 } } },
+                  { 10, 0, 0, -1, POLICY_CAUSE_NONE, "waits for the write budget", -1 },
+                  { 30, 0, 0, -1, POLICY_CAUSE_NONE, "waits for the write budget", -1 },
+                  { 31, 0, 1, 262144, POLICY_CAUSE_PROBE, NULL, 1 } } },
     /* Only the wide window catches the slow device's gaps: it wins on latency. */
     { .name = "adaptive-latency-objective-polls-slow-device", .spec = "adaptive:latency",
       .n_ticks = 8, .n_iot = 1, .start = { 0, 0, 0 }, .load = { SLOW }, .quiet_from = 5,
