@@ -534,8 +534,10 @@ test_qemu10_per_handler_windows(void)
  * the 64 cells the grid had before the device class and the multi-disk
  * loads were dimensions (same coordinates, same seeds).  The share is set
  * between the evidence bar of one standard error (78.1% within 3% with
- * probes of up to six ticks, 76.6% with three) and the bar of two before
- * it (70.3%), so that going back fails; the worst cell
+ * probes of up to six ticks, 76.6% with three; 71.9% since off is probed
+ * from every start and the write budget admits explorations whole, whose
+ * measuring costs ticks in 30 s phases) and the bar of two before it
+ * (70.3%), so that going back fails, by one cell of 64; the worst cell
  * between the whole-VM objective's 87.8% and the 83.3% before it.  The
  * batching and the 2-3 disk cells are printed and counted, not held to a
  * floor: the whole grid's
@@ -543,7 +545,7 @@ test_qemu10_per_handler_windows(void)
  * reject the older policy, so a floor there would only freeze today's
  * numbers.
  */
-#define MATRIX_FLOOR_WITHIN 0.72        /* nvme cells within 3% of the oracle */
+#define MATRIX_FLOOR_WITHIN 0.71        /* nvme cells within 3% of the oracle */
 #define MATRIX_FLOOR_WORST 0.86         /* worst nvme cell, share of the oracle */
 #define MATRIX_CEIL_WRITES50 3          /* p95 writes per change at +-50% noise */
 /* Cells per start (default, boot, operator); every start has them all. */
