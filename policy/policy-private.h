@@ -279,3 +279,24 @@ void policy_proposal_set(PolicyProposal *p, const PolicyTriple *t, PolicyCause c
 const PolicyConfig *policy_engine_config(const PolicyEngine *engine);
 const PolicyIothreadState *policy_engine_state_peek(const PolicyEngine *engine,
                                                     const char *target, const char *iothread);
+
+/*
+ * The engine's workload memories (policy-engine-memory.c): a PolicyMemory
+ * per "target/iothread", and which of them changed since the caller last
+ * saved them.  The adaptive policy reaches an iothread's memory through
+ * policy_engine_memory_of() and marks it changed after learning.
+ */
+typedef struct {
+    GHashTable *by_key;         /* "target/iothread" -> PolicyMemory * */
+    GHashTable *changed;        /* set of keys of by_key */
+} PolicyEngineMemories;
+
+void policy_engine_memories_init(PolicyEngineMemories *m);
+void policy_engine_memories_clear(PolicyEngineMemories *m);
+PolicyEngineMemories *policy_engine_memories(PolicyEngine *engine);
+const PolicyEngineMemories *policy_engine_memories_const(const PolicyEngine *engine);
+/* @target/@iothread's memory, made empty on first use. */
+struct _PolicyMemory *policy_engine_memory_of(PolicyEngine *engine, const char *target,
+                                              const char *iothread);
+void policy_engine_memory_mark_changed(PolicyEngine *engine, const char *target,
+                                       const char *iothread);
