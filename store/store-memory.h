@@ -31,6 +31,8 @@ gboolean store_memory_save(StoreDb *db, const char *vm, const char *iothread,
  * ordered by signature; an empty array when none. */
 GPtrArray *store_memory_load(StoreDb *db, const char *vm, const char *iothread,
                              GError **error);
+/* The iothread ids @vm has rows for (char *, freed with the array), sorted. */
+GPtrArray *store_memory_iothreads(StoreDb *db, const char *vm, GError **error);
 /* Forgets the rows of @vm/@iothread, or of every iothread of @vm when
  * @iothread is NULL; @dropped (optional) gets how many. */
 gboolean store_memory_forget(StoreDb *db, const char *vm, const char *iothread,
