@@ -255,9 +255,15 @@ pt_daemon_memory_list(PtDaemon *d, PtTarget *t, const char *vm, const char *ioth
             l->rows = policy_engine_memory_rows(d->engine, t->name, id);
         else
             l->rows = store_memory_load(d->store, vm, id, error);
-        g_ptr_array_add(out, l);
-        if (!l->rows)
+        if (!l->rows) {
+            pt_memory_listing_free(l);
             return NULL;
+        }
+        /* Without @iothread, those with entries: one held may have none. */
+        if (!iothread && !l->rows->len)
+            pt_memory_listing_free(l);
+        else
+            g_ptr_array_add(out, l);
     }
     return g_steal_pointer(&out);
 }

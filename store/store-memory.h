@@ -38,4 +38,13 @@ GPtrArray *store_memory_iothreads(StoreDb *db, const char *vm, GError **error);
 gboolean store_memory_forget(StoreDb *db, const char *vm, const char *iothread,
                              gint64 now_ms, guint *dropped, GError **error);
 
+/*
+ * @row as an entry of the `memory` reply (docs/CONTROL.md, a new object),
+ * the one builder the daemon and polltunectl's offline form share:
+ * signature, winner and anchor triples with their scores (null without a
+ * winner), learned/confirmed/seen times, whether the winner has gone
+ * unconfirmed for @ttl_ms at @now_ms, and the counts.
+ */
+json_object *store_memory_row_to_json(const PtMemoryRow *row, gint64 ttl_ms, gint64 now_ms);
+
 G_END_DECLS

@@ -9,6 +9,7 @@
 #include "pt-test-daemon.h"
 #include "pt-test-qemu.h"
 #include "pt-test-qmp.h"
+#include "qmp-json.h"
 #include "store-memory.h"
 
 #include <glib/gstdio.h>
@@ -89,6 +90,56 @@ inject_rows(const char *path)
     store_db_close(db);
 }
 
+/* polltunectl @args... against @d (or offline, when @args says --db);
+ * asserts it succeeds and returns its stdout. */
+static char *
+ctl_run(PtTestDaemon *d, const char *const *args)
+{
+    const char *build = g_getenv("PT_BUILD_ROOT");
+    g_autofree char *ctl = g_build_filename(build ? build : ".", "cli", "polltunectl", NULL);
+    g_autoptr(GPtrArray) argv = g_ptr_array_new();
+    g_autofree char *err_out = NULL;
+    g_autoptr(GError) err = NULL;
+    char *out = NULL;
+    int status = -1;
+
+    g_ptr_array_add(argv, ctl);
+    g_ptr_array_add(argv, "-s");
+    g_ptr_array_add(argv, d->socket_path);
+    for (const char *const *a = args; *a; a++)
+        g_ptr_array_add(argv, (char *)*a);
+    g_ptr_array_add(argv, NULL);
+    g_assert_true(g_spawn_sync(NULL, (char **)argv->pdata, NULL, G_SPAWN_DEFAULT, NULL, NULL,
+                               &out, &err_out, &status, &err));
+    g_assert_no_error(err);
+    g_test_message("polltunectl %s:\n%s%s", args[0], out, err_out);
+    g_assert_cmpint(status, ==, 0);
+    return out;
+}
+
+/* The memory reply of @d for @vm's whole memory, checked as injected. */
+static void
+assert_memory_listed(PtTestDaemon *d)
+{
+    g_autoptr(json_object) m = pt_test_daemon_ok(d, "memory", "{\"target\": \"" VM "\"}");
+    json_object *e;
+
+    g_assert_cmpstr(pt_json_path_str(m, "vm"), ==, VM);
+    g_assert_cmpint(pt_json_path_int(m, "ttl_ms"), ==, 2 * 86400000LL);
+    g_assert_cmpint(json_object_array_length(pt_json_path(m, "iothreads")), ==, 2);
+    g_assert_cmpstr(pt_json_path_str(m, "iothreads/0/iothread"), ==, "iot0");
+    g_assert_cmpstr(pt_json_path_str(m, "iothreads/1/iothread"), ==, "iot1");
+    g_assert_cmpint(json_object_array_length(pt_json_path(m, "iothreads/1/entries")), ==, 2);
+    e = pt_json_path(m, "iothreads/1/entries/1");
+    g_assert_cmpstr(pt_json_path_str(e, "signature"), ==, SIG_QD16);
+    g_assert_cmpint(pt_json_path_int(e, "winner/poll-max-ns"), ==, 65536);
+    g_assert_cmpint(pt_json_path_int(e, "anchor/poll-max-ns"), ==, 32768);
+    g_assert_cmpfloat(json_object_get_double(pt_json_path(e, "score")), ==, 9.5);
+    g_assert_cmpint(pt_json_path_int(e, "n_confirmed"), ==, 3);
+    g_assert_cmpint(pt_json_path_int(e, "n_explorations"), ==, 2);
+    g_assert_false(json_object_get_boolean(pt_json_path(e, "expired")));
+}
+
 static char *
 conf_body(const char *db)
 {
@@ -121,6 +172,29 @@ test_memory_restart(void)
     /* Both iothreads' rows are read under the VM's name at their first step. */
     g_assert_true(pt_test_wait_log(d, "workload memory: 2 entries of " VM " read", 1, 10000));
     g_assert_true(pt_test_wait_log(d, "workload memory: 1 entry of " VM " read", 1, 10000));
+    assert_memory_listed(d);
+    {
+        /* The table, one row per entry, and --json the reply itself;
+         * VM/N is iothreadN as for every command, here iot1 by its id. */
+        g_autofree char *text = ctl_run(d, (const char *const[]){ "memory", VM, NULL });
+        g_autofree char *json = ctl_run(d, (const char *const[]){ "memory", "--json",
+                                                                 VM "/iot1", NULL });
+        g_autofree char *offline = NULL;
+        g_autoptr(json_object) j = json_tokener_parse(json);
+
+        g_assert_nonnull(strstr(text, VM ": 3 entries; a winner not confirmed for 2d0h is "
+                                "explored again\n"));
+        g_assert_nonnull(strstr(text, "IOTHREAD"));
+        g_assert_true(g_regex_match_simple("\niot1 +" SIG_QD16 " +65536/2/2 +9\\.500 "
+                                              "+32768/0/0 +9\\.250 ", text, 0, 0));
+        g_assert_nonnull(j);
+        g_assert_cmpstr(pt_json_path_str(j, "iothread"), ==, "iot1");
+        g_assert_cmpint(json_object_array_length(pt_json_path(j, "iothreads/0/entries")), ==,
+                        2);
+        /* The database read offline gives the same entries. */
+        offline = ctl_run(d, (const char *const[]){ "memory", "--db", db, VM "/iot1", NULL });
+        g_assert_nonnull(strstr(offline, VM ": 2 entries; a winner not confirmed for 7d0h"));
+    }
 
     pt_test_daemon_kill(d);
     g_assert_cmpuint(stored_rows(db, VM, "iot1"), ==, 2);
@@ -128,8 +202,33 @@ test_memory_restart(void)
     g_assert_true(pt_test_daemon_restart(d, &err));
     g_assert_no_error(err);
     g_assert_true(pt_test_wait_log(d, "workload memory: 2 entries of " VM " read", 2, 10000));
+    assert_memory_listed(d);
+
+    /* forget clears iot1 in the reply and in the store, and iot0 stays. */
+    {
+        g_autoptr(json_object) f = pt_test_daemon_ok(d, "forget", "{\"target\": \"" VM "\", "
+                                                     "\"iothread\": \"iot1\"}");
+        g_autoptr(json_object) m = NULL;
+        g_autofree char *text = NULL;
+
+        g_assert_cmpint(pt_json_path_int(f, "forgotten"), ==, 2);
+        g_assert_cmpuint(stored_rows(db, VM, "iot1"), ==, 0);
+        g_assert_cmpuint(stored_rows(db, VM, "iot0"), ==, 1);
+        m = pt_test_daemon_ok(d, "memory", "{\"target\": \"" VM "\", \"iothread\": \"iot1\"}");
+        g_assert_cmpint(json_object_array_length(pt_json_path(m, "iothreads/0/entries")), ==,
+                        0);
+        text = ctl_run(d, (const char *const[]){ "memory", VM "/iot1", NULL });
+        g_assert_cmpstr(text, ==, VM "/iot1: no workload memory\n");
+        g_free(text);
+        text = ctl_run(d, (const char *const[]){ "forget", VM, NULL });
+        g_assert_cmpstr(text, ==, VM ": 1 workload memory entry forgotten\n");
+        g_assert_cmpuint(stored_rows(db, VM, "iot0"), ==, 0);
+    }
+    /* Ticks later the engine's empty memory has not brought rows back. */
+    g_assert_true(pt_test_wait_ticks(d, pt_test_daemon_ticks(d) + 5, 10000));
     g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
-    g_assert_cmpuint(stored_rows(db, VM, "iot1"), ==, 2);
+    g_assert_cmpuint(stored_rows(db, VM, "iot1"), ==, 0);
+    g_assert_cmpuint(stored_rows(db, VM, "iot0"), ==, 0);
 }
 
 int
