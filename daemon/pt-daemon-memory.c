@@ -94,10 +94,19 @@ pt_daemon_memory_prepare(PtDaemon *d, PtTarget *t, const char *iothread)
     if (h && h->unsaved)
         pt_daemon_memory_save(d);
     rows = store_memory_load(d->store, vm, iothread, &err);
-    if (!rows || !policy_engine_memory_load(d->engine, t->name, iothread,
-                                            (PtMemoryRow *const *)rows->pdata, rows->len,
-                                            &err)) {
-        /* Tuned without it: what is learnt from now on replaces the rows. */
+    if (!rows) {
+        /* A locked or gone file: read again at the next step, and
+         * nothing written over the rows meanwhile. */
+        if (!d->memory_load_failed)
+            pt_warn(t->name, iothread, "store: workload memory of %s: %s; read again at each "
+                    "step until it can be", vm, err->message);
+        d->memory_load_failed = TRUE;
+        return;
+    }
+    d->memory_load_failed = FALSE;
+    if (!policy_engine_memory_load(d->engine, t->name, iothread,
+                                   (PtMemoryRow *const *)rows->pdata, rows->len, &err)) {
+        /* Rows no engine can read: what is learnt from now on replaces them. */
         pt_warn(t->name, iothread, "store: workload memory of %s: %s; learning afresh", vm,
                 err->message);
         policy_engine_memory_forget(d->engine, t->name, iothread);

@@ -88,6 +88,7 @@ struct PtDaemon {
     /* "target/iothread" -> the memory held for it (pt-daemon-memory.c). */
     GHashTable *memory;
     gboolean memory_save_failed;    /* said once in the log */
+    gboolean memory_load_failed;    /* said once in the log */
 };
 
 void pt_daemon_add_target(PtDaemon *d, PtTarget *t);
