@@ -116,6 +116,9 @@ gboolean cli_cmd_attach(CliContext *ctx, char **args, guint n, GError **error);
 gboolean cli_cmd_detach(CliContext *ctx, char **args, guint n, GError **error);
 gboolean cli_cmd_reload(CliContext *ctx, char **args, guint n, GError **error);
 
+gboolean cli_cmd_memory(CliContext *ctx, char **args, guint n, GError **error);
+gboolean cli_cmd_forget(CliContext *ctx, char **args, guint n, GError **error);
+
 gboolean cli_cmd_history(CliContext *ctx, char **args, guint n, GError **error);
 gboolean cli_cmd_export(CliContext *ctx, char **args, guint n, GError **error);
 gboolean cli_cmd_report(CliContext *ctx, char **args, guint n, GError **error);

@@ -134,7 +134,7 @@ cli_decision_from_row(const StoreDecisionRow *r, CliDecision *d)
 {
     *d = (CliDecision){
         .ts_ms = r->ts_ms, .target = r->target, .iothread = r->iothread,
-        .policy = r->policy, .reason = r->reason, .applied = r->applied,
+        .policy = r->policy, .reason = r->reason, .cause = r->cause, .applied = r->applied,
         .old_max_ns = have(r->old_triple.poll_max_ns) ? r->old_triple.poll_max_ns : -1,
         .new_max_ns = have(r->new_triple.poll_max_ns) ? r->new_triple.poll_max_ns : -1,
     };
@@ -156,6 +156,7 @@ cli_decision_from_json(json_object *line, CliDecision *d)
     d->iothread = qmp_json_get_string(line, "iothread");
     d->policy = qmp_json_get_string(line, "policy");
     d->reason = qmp_json_get_string(line, "reason");
+    d->cause = qmp_json_get_string(line, "cause");
     qmp_json_get_int(line, "old_poll_max_ns", &d->old_max_ns);
     qmp_json_get_int(line, "new_poll_max_ns", &d->new_max_ns);
     qmp_json_get_int(line, "applied", &applied);

@@ -51,6 +51,7 @@ gboolean cli_host_point_from_json(json_object *row, CliHostPoint *p);
 typedef struct {
     gint64 ts_ms;
     const char *target, *iothread, *policy, *reason;
+    const char *cause;                  /* policy_cause_to_string(); NULL: not recorded */
     gint64 old_max_ns, new_max_ns;      /* -1 when unknown */
     gboolean applied;
 } CliDecision;

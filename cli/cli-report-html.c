@@ -572,12 +572,15 @@ host_tables(GString *h, GPtrArray *by_cores, GPtrArray *vms)
         if (!isnan(vm->mean_cores))
             total += vm->mean_cores;
     }
-    g_string_append(h, "<h3 id=\"consumers\">Top consumers</h3><p class=\"meta\">iothread "
+    g_string_append_printf(h, "<h3 id=\"consumers\">Top consumers</h3><p class=\"meta\">iothread "
                     "CPU is everything the iothread's thread ran: I/O work and polling "
-                    "together.</p><table><tr><th>VM</th><th>iothreads</th><th>iothread CPU, "
+                    "together. An exploration is the adaptive policy's run of probes "
+                    "(decisions of cause probe less than %d minutes apart).</p><table><tr>"
+                    "<th>VM</th><th>iothreads</th><th>iothread CPU, "
                     "mean (cores)</th><th>iothread CPU, p95 (cores)</th><th>share of "
-                    "iothread CPU (%)</th><th>IOPS, mean (ops/s)</th><th>IOPS per iothread "
-                    "core (ops/s per core)</th><th>decisions</th></tr>");
+                    "iothread CPU (%%)</th><th>IOPS, mean (ops/s)</th><th>IOPS per iothread "
+                    "core (ops/s per core)</th><th>decisions</th><th>explorations per "
+                    "hour</th></tr>", REPORT_EXPLORATION_GAP_MS / 60000);
     for (guint i = 0; i < by_cores->len; i++) {
         ReportVm *vm = g_ptr_array_index(by_cores, i);
         double share = total > 0 && !isnan(vm->mean_cores) ? vm->mean_cores / total * 100 : NAN;
@@ -591,7 +594,9 @@ host_tables(GString *h, GPtrArray *by_cores, GPtrArray *vms)
         cell_num(h, share, FALSE, 1);
         cell_num(h, vm->mean_iops, TRUE, 0);
         cell_num(h, per_core[i], TRUE, 0);
-        g_string_append_printf(h, "<td>%u</td></tr>", vm->decisions);
+        g_string_append_printf(h, "<td>%u</td>", vm->decisions);
+        cell_num(h, vm->explorations_per_h, FALSE, 2);
+        g_string_append(h, "</tr>");
         bars[i] = (CliSvgBar){ vm->name, per_core[i], NULL };
     }
     g_string_append(h, "</table>");

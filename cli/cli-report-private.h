@@ -11,6 +11,19 @@
 /* Decisions kept per iothread for the markers and the table. */
 #define REPORT_MAX_DECISIONS 2000
 
+/*
+ * An exploration of the adaptive policy writes its probes (decisions of
+ * cause "probe") one after another, each measured for at most a few ticks
+ * (SEG_MAX, policy-adaptive.c) plus the dwell between writes: under a
+ * minute at the longest sensible interval of 10 s.  A probe starts an
+ * exploration unless the iothread's decision just before it was a probe
+ * made less than this long before; the gap stays under revalidate's
+ * default of 5 minutes, the soonest a settled iothread explores again, so
+ * two explorations are not taken for one even when the first ended
+ * without a write of its own (its last probe won).
+ */
+#define REPORT_EXPLORATION_GAP_MS (2 * 60 * 1000)
+
 /* QEMU's own poll-max-ns when nobody sets one (DESIGN.md). */
 #define REPORT_QEMU_DEFAULT_MAX_NS 32768
 
@@ -114,6 +127,8 @@ typedef struct {
     ReportBucket *b;            /* nb buckets */
     GArray *decisions;          /* ReportDecision, in arrival order */
     guint decisions_total;
+    guint explorations;         /* REPORT_EXPLORATION_GAP_MS */
+    gint64 last_probe_ms;       /* the last decision's time if a probe, else G_MININT64 */
     guint64 n_points;
 
     /* Estimated by cli-report-model.c. */
@@ -173,6 +188,8 @@ typedef struct {
     double mean_iops, mean_cores;
     double iops_p50, iops_p95, lat_p50, lat_p95, cores_p50, cores_p95;
     guint decisions;
+    guint explorations;
+    double explorations_per_h;  /* over the report's range */
 } ReportVm;
 
 struct CliReport {
@@ -194,6 +211,9 @@ struct CliReport {
     gboolean host_cut;          /* older host ticks than the newest CLI_REPORT_MAX_TICKS dropped */
     ReportHostSummary hs;       /* settled with the page */
 };
+
+/* @n events over the report's range, per hour; NAN for an empty range. */
+double report_per_hour(const CliReport *r, guint n);
 
 /* Per-bucket figures of one iothread; NAN when the bucket is empty. */
 double report_bucket_iops(const ReportBucket *b);

@@ -99,6 +99,7 @@ series_get(CliReport *r, const char *target, const char *iothread)
     s->points = g_array_new(FALSE, FALSE, sizeof(ReportPoint));
     s->decisions = g_array_new(FALSE, FALSE, sizeof(ReportDecision));
     g_array_set_clear_func(s->decisions, decision_clear);
+    s->last_probe_ms = G_MININT64;
     g_hash_table_insert(r->by_key, g_steal_pointer(&key), s);
     g_ptr_array_add(r->series, s);
     return s;
@@ -202,6 +203,14 @@ cli_report_add_decision(CliReport *r, const CliDecision *d)
     s = series_get(r, d->target, d->iothread);
     s->decisions_total++;
     r->n_decisions++;
+    {
+        gboolean probe = !g_strcmp0(d->cause, "probe");
+
+        if (probe && (s->last_probe_ms == G_MININT64 ||
+                      d->ts_ms - s->last_probe_ms > REPORT_EXPLORATION_GAP_MS))
+            s->explorations++;
+        s->last_probe_ms = probe ? d->ts_ms : G_MININT64;
+    }
     if (s->decisions->len >= REPORT_MAX_DECISIONS) {
         /* Keep the newest: drop the oldest. */
         g_array_remove_index(s->decisions, 0);
@@ -651,9 +660,13 @@ report_vms_build(CliReport *r)
         }
         g_ptr_array_add(vm->series, s);
         vm->decisions += s->decisions_total;
+        vm->explorations += s->explorations;
     }
-    for (guint i = 0; i < vms->len; i++)
-        vm_sum(g_ptr_array_index(vms, i), r->nb);
+    for (guint i = 0; i < vms->len; i++) {
+        vm = g_ptr_array_index(vms, i);
+        vm_sum(vm, r->nb);
+        vm->explorations_per_h = report_per_hour(r, vm->explorations);
+    }
     return vms;
 }
 
@@ -662,6 +675,12 @@ summary_double(json_object *o, const char *key, double v)
 {
     if (!isnan(v) && !isinf(v))
         json_object_object_add(o, key, json_object_new_double(v));
+}
+
+double
+report_per_hour(const CliReport *r, guint n)
+{
+    return r->to_ms > r->from_ms ? n * 3600000.0 / (double)(r->to_ms - r->from_ms) : NAN;
 }
 
 json_object *
@@ -687,6 +706,8 @@ cli_report_summary(CliReport *r)
             json_object_object_add(o, "poll_max_ns_last", json_object_new_int64(last_max));
         json_object_object_add(o, "onoff_pairs", json_object_new_int64(s->onoff.n_pairs));
         summary_double(o, "polling_cpu_pct", s->onoff.n_pairs ? s->onoff.d_cpu_pct : NAN);
+        json_object_object_add(o, "explorations", json_object_new_int64(s->explorations));
+        summary_double(o, "explorations_per_hour", report_per_hour(r, s->explorations));
         json_object_array_add(a, o);
     }
     return a;

@@ -29,7 +29,7 @@ static const GOptionEntry global_entries[] = {
       "PATH" },
     { "db", 0, 0, G_OPTION_ARG_FILENAME, &opt_db,
       "Read this history database, read-only, instead of asking the daemon "
-      "(history, export, report)", "FILE" },
+      "(history, export, report, memory)", "FILE" },
     { "json", 'j', 0, G_OPTION_ARG_NONE, &opt_json, "Machine-readable output", NULL },
     { "timeout", 0, 0, G_OPTION_ARG_INT, &opt_timeout_s,
       "Seconds to wait for the daemon (default 30); with report --prometheus, for the "
@@ -83,6 +83,11 @@ const CliCommand cli_commands[] = {
       FALSE, cli_cmd_attach },
     { "detach", NULL, "NAME", "Restore a target's values and detach it", NULL, 1, 1, FALSE,
       cli_cmd_detach },
+    { "memory", NULL, "VM[/IOTHREAD]",
+      "What the adaptive policy remembers of each workload: winners, scores, confirmations",
+      NULL, 1, 1, TRUE, cli_cmd_memory },
+    { "forget", NULL, "VM[/IOTHREAD]", "Clear a VM's workload memory: it is explored afresh",
+      NULL, 1, 1, FALSE, cli_cmd_forget },
     { "history", NULL, "VM[/IOTHREAD]", "A table with sparklines of IOPS, latency and CPU",
       cli_history_entries, 1, 1, TRUE, cli_cmd_history },
     { "export", NULL, "", "Stream history as CSV or JSON Lines", cli_export_entries, 0, 0,
@@ -375,7 +380,7 @@ command_run(CliContext *ctx, const CliCommand *cmd, int argc, char **argv, GErro
     ctx->timeout_given = opt_timeout_s > 0;
     if (opt_db && !cmd->offline) {
         g_set_error(error, CLI_ERROR, CLI_ERROR_USAGE, "%s: --db works only with history, "
-                    "export and report; this command needs polltuned", name);
+                    "export, report and memory; this command needs polltuned", name);
         return FALSE;
     }
     return cmd->run(ctx, argv + 1, n, error);

@@ -92,6 +92,7 @@ pt_conf_format(const PtConf *c)
     g_string_append_printf(s, "poll-shrink-max = %" G_GUINT64_FORMAT "\n", p->shrink_max);
     pt_conf_put_duration(s, c, "policy", "min-dwell", p->min_dwell_ms);
     pt_conf_put_duration(s, c, "policy", "revalidate", p->revalidate_ms);
+    pt_conf_put_duration(s, c, "policy", "memory-ttl", p->memory_ttl_ms);
     pt_conf_put_duration(s, c, "policy", "external-hold", p->external_hold_ms);
     g_string_append_printf(s, "idle-iops = %g\n", p->idle_iops);
     g_string_append_printf(s, "budget-cores = %g\n", p->budget_cores);

@@ -442,7 +442,7 @@ static const char *const pt_keys_retention[] = {
 static const char *const pt_keys_policy[] = {
     "default", "max-poll-max-ns", "poll-grow-min", "poll-grow-max",
     "poll-shrink-min", "poll-shrink-max", "min-dwell", "revalidate",
-    "idle-iops", "budget-cores", "psi-limit", "vcpu-delay-limit",
+    "memory-ttl", "idle-iops", "budget-cores", "psi-limit", "vcpu-delay-limit",
     "iothread-delay-limit", "external-hold", "balanced-cpu-weight", "efficiency-cpu-weight",
     "exit-cost-ns", NULL };
 static const char *const pt_keys_rule[] = { "policy", NULL };
@@ -590,6 +590,8 @@ pt_conf_read_policy(PtConfReader *r, PtConf *c, GError **error)
         !pt_conf_get_uint(r, "poll-shrink-max", 0, 1024, &p->shrink_max, error) ||
         !pt_conf_get_duration(r, "min-dwell", 0, 86400000, &p->min_dwell_ms, error) ||
         !pt_conf_get_duration(r, "revalidate", 0, 7 * 86400000LL, &p->revalidate_ms, error) ||
+        !pt_conf_get_duration(r, "memory-ttl", 60000, 365 * 86400000LL, &p->memory_ttl_ms,
+                              error) ||
         !pt_conf_get_duration(r, "external-hold", 0, 7 * 86400000LL, &p->external_hold_ms, error) ||
         !pt_conf_get_double(r, "idle-iops", 0, 1e9, &p->idle_iops, error) ||
         !pt_conf_get_double(r, "budget-cores", 0, 4096, &p->budget_cores, error) ||

@@ -101,5 +101,9 @@ void pt_control_dispatch(PtConn *conn, QmpMessage *m);
 json_object *pt_json_explain(PtDaemon *d, PtTarget *t, PtIothread *io);
 gboolean pt_cmd_explain(PtConn *conn, json_object *args, json_object **ret, GError **error);
 
+/* pt-control-memory.c */
+gboolean pt_cmd_memory(PtConn *conn, json_object *args, json_object **ret, GError **error);
+gboolean pt_cmd_forget(PtConn *conn, json_object *args, json_object **ret, GError **error);
+
 /* pt-control-export.c */
 void pt_control_export_start(PtConn *conn);

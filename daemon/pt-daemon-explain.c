@@ -19,7 +19,8 @@ pt_daemon_explain(PtDaemon *d, PtTarget *t, PtIothread *io)
         .host_polling_cores = pt_daemon_polling_cores(d),
         .next_tick_ms = MAX(next, now_ms),
     };
-    PolicyIothreadInput in = pt_daemon_policy_input(t, io);
+    g_autoptr(GPtrArray) strings = g_ptr_array_new_with_free_func(g_free);
+    PolicyIothreadInput in = pt_daemon_policy_input(t, io, strings);
     g_autoptr(GPtrArray) ids = g_ptr_array_new_with_free_func((GDestroyNotify)g_ptr_array_unref);
 
     /* An override on any member of the group pins it. */

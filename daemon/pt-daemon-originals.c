@@ -265,6 +265,8 @@ pt_daemon_originals_resave(PtDaemon *d, guint64 reopens)
             failed += !io->original_saved;
         }
     }
+    /* The workload memory goes in too, at the next policy step. */
+    pt_daemon_memory_resave(d);
     /* A write above that found the file gone again leaves the count
      * behind: the next check writes them all once more. */
     store_db_get_stats(d->store, &st);

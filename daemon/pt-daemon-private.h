@@ -85,6 +85,10 @@ struct PtDaemon {
      * file they are in (pt_daemon_originals_on_disk()). */
     guint64 originals_reopens;
     gboolean store_check_failed;    /* said once in the log */
+    /* "target/iothread" -> the memory held for it (pt-daemon-memory.c). */
+    GHashTable *memory;
+    gboolean memory_save_failed;    /* said once in the log */
+    gboolean memory_load_failed;    /* said once in the log */
 };
 
 void pt_daemon_add_target(PtDaemon *d, PtTarget *t);
@@ -164,12 +168,28 @@ void pt_daemon_overrides_carry(PtDaemon *d, PolicyEngine *to, gint64 now_ms);
 /* Drop the overrides expired at @now_ms, saying so in the log. */
 void pt_daemon_overrides_expire(PtDaemon *d, gint64 now_ms);
 
+/* pt-daemon-memory.c */
+/* Read @t/@iothread's memory from the store into the engine, unless held
+ * already under its VM's name; before each policy step. */
+void pt_daemon_memory_prepare(PtDaemon *d, PtTarget *t, const char *iothread);
+/* Write the memories that changed; after each policy step. */
+void pt_daemon_memory_save(PtDaemon *d);
+/* Every memory held is to be written again (a new database file). */
+void pt_daemon_memory_resave(PtDaemon *d);
+/* Put the memories held into @to, the engine a reload replaces it with. */
+void pt_daemon_memory_carry(PtDaemon *d, PolicyEngine *to);
+void pt_daemon_memory_free(PtDaemon *d);
+/* policy_signature_device_key() of the devices behind @io in the last
+ * sample (a group's, for one of a group); NULL: none known. */
+char *pt_daemon_device_key(PtTarget *t, PtIothread *io);
+
 /* pt-daemon-step.c */
 /* Decide for the iothreads of @targets, which were sampled this tick. */
 void pt_daemon_run_policy(PtDaemon *d, GPtrArray *targets);
 /* @io as the engine sees it: a group's first iothread names the group, with
- * @io's own history (the tick puts the group's history in). */
-PolicyIothreadInput pt_daemon_policy_input(PtTarget *t, PtIothread *io);
+ * @io's own history (the tick puts the group's history in); @keep (freeing
+ * with g_free) holds the strings made for it. */
+PolicyIothreadInput pt_daemon_policy_input(PtTarget *t, PtIothread *io, GPtrArray *keep);
 /* The ids of @io's group, NULL-terminated, for PolicyIothreadInput.members
  * (NULL when @io is in no group); @keep holds them until it is freed. */
 const char *const *pt_group_member_ids(PtTarget *t, PtIothread *io, GPtrArray *keep);

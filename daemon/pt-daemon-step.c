@@ -113,8 +113,12 @@ pt_group_history(GPtrArray *members)
 
 /* Apply or record @dec on one iothread; @dec->iothread names it. */
 PolicyIothreadInput
-pt_daemon_policy_input(PtTarget *t, PtIothread *io)
+pt_daemon_policy_input(PtTarget *t, PtIothread *io, GPtrArray *keep)
 {
+    char *device_key = pt_daemon_device_key(t, io);
+
+    if (device_key)
+        g_ptr_array_add(keep, device_key);
     return (PolicyIothreadInput){
         .target = t->name,
         .name = t->display,
@@ -125,6 +129,7 @@ pt_daemon_policy_input(PtTarget *t, PtIothread *io)
         .n_iothreads = 1,
         .qemu_version = t->qemu_version,
         .poll_model = policy_poll_model_for_version(t->qemu_version),
+        .device_key = device_key,
     };
 }
 
@@ -221,6 +226,7 @@ pt_daemon_run_policy(PtDaemon *d, GPtrArray *targets)
     /* The member ids of each group handed to the engine, kept while it runs. */
     g_autoptr(GPtrArray) group_ids = g_ptr_array_new_with_free_func(
         (GDestroyNotify)g_ptr_array_unref);
+    g_autoptr(GPtrArray) strings = g_ptr_array_new_with_free_func(g_free);
     g_autoptr(GPtrArray) decisions = NULL;
 
     if (d->mode == PT_MODE_OBSERVE || d->shutting_down)
@@ -240,7 +246,7 @@ pt_daemon_run_policy(PtDaemon *d, GPtrArray *targets)
             /* A group follows the rule that matches its first iothread. */
             const PolicySpec *spec = policy_config_lookup_named(d->conf->policy, t->name,
                                                                 t->display, key);
-            PolicyIothreadInput in = pt_daemon_policy_input(t, io);
+            PolicyIothreadInput in;
 
             /* Never write an iothread whose originals are not known yet: a
              * QEMU just restarted on the same socket still shows its
@@ -257,13 +263,15 @@ pt_daemon_run_policy(PtDaemon *d, GPtrArray *targets)
                 continue;
             }
             io->restored = FALSE;
+            /* The group goes in once, under its first iothread. */
+            if (io->group && !g_str_equal(io->group, io->id))
+                continue;
+            in = pt_daemon_policy_input(t, io, strings);
+            pt_daemon_memory_prepare(d, t, key);
             if (io->group) {
                 g_autoptr(GPtrArray) members = NULL;
                 GArray *h;
 
-                /* The group goes in once, under its first iothread. */
-                if (!g_str_equal(io->group, io->id))
-                    continue;
                 members = pt_group_members(t, io);
                 h = pt_group_history(members);
                 if (!h->len) {
@@ -285,6 +293,7 @@ pt_daemon_run_policy(PtDaemon *d, GPtrArray *targets)
     decisions = policy_engine_tick(d->engine, &d->host_metrics,
                                    (const PolicyIothreadInput *)inputs->data,
                                    inputs->len, d->tick_now_ms);
+    pt_daemon_memory_save(d);
     for (guint i = 0; i < decisions->len; i++)
         pt_daemon_handle_decision(d, owners->pdata[i], decisions->pdata[i]);
 }

@@ -189,6 +189,10 @@ pt_daemon_free(PtDaemon *d)
     probe_host_snap_free(d->host_prev);
     probe_host_snap_free(d->tick_host);
     probe_host_sampler_free(d->host);
+    /* What the last tick learnt, if the store could not take it then. */
+    if (d->engine && d->store)
+        pt_daemon_memory_save(d);
+    pt_daemon_memory_free(d);
     policy_engine_free(d->engine);
     pt_daemon_store_close(d);
     if (d->tick_ms)
@@ -270,6 +274,8 @@ pt_daemon_reload(PtDaemon *d, PtConf *conf, GError **error)
     /* A new engine starts learning afresh; the operator's overrides
      * stay in force. */
     pt_daemon_overrides_carry(d, engine, g_get_real_time() / 1000);
+    /* What the policy learnt of each workload is kept too. */
+    pt_daemon_memory_carry(d, engine);
     policy_engine_free(d->engine);
     d->engine = engine;
     if (conf->interval_ms != d->conf->interval_ms) {

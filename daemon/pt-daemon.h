@@ -170,6 +170,27 @@ gboolean pt_daemon_override_set(PtDaemon *d, const char *target, const char *iot
 guint pt_daemon_override_clear(PtDaemon *d, const char *target, const char *iothread,
                                gint64 id, GError **error);
 
+/*
+ * The workload memory (pt-daemon-memory.c) of @vm, the name the VM goes by
+ * (pt_daemon_vm_name()), one listing per iothread (@iothread NULL: every
+ * iothread with entries), read from the engine while it holds it, else
+ * from the store.  @t: the attached target of that name, or NULL for a VM
+ * the daemon does not reach now.
+ */
+typedef struct {
+    char *iothread;
+    GPtrArray *rows;            /* PtMemoryRow *, ordered by signature */
+} PtMemoryListing;
+void pt_memory_listing_free(PtMemoryListing *l);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PtMemoryListing, pt_memory_listing_free)
+GPtrArray *pt_daemon_memory_list(PtDaemon *d, PtTarget *t, const char *vm,
+                                 const char *iothread, GError **error);
+/* Forgets it, in the store and in the engine; @dropped: how many entries. */
+gboolean pt_daemon_memory_forget(PtDaemon *d, PtTarget *t, const char *vm,
+                                 const char *iothread, guint *dropped, GError **error);
+/* The name a VM's memory is kept under: the name status shows. */
+const char *pt_daemon_vm_name(const PtTarget *t);
+
 /* Render the exposition (pt-metrics.c): OpenMetrics 1.0, or the Prometheus
  * text format 0.0.4 when @openmetrics is FALSE. */
 char *pt_daemon_render_metrics(PtDaemon *d, gboolean openmetrics);

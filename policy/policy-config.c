@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/pt-enum-table.h"
+#include "policy-memory.h"
 #include "policy-private.h"
 
 G_DEFINE_QUARK(policy-error-quark, policy_error)
@@ -215,6 +216,7 @@ policy_config_new(void)
     c->shrink_max = 16;
     c->min_dwell_ms = 2000;
     c->revalidate_ms = 300000;
+    c->memory_ttl_ms = POLICY_MEMORY_TTL_MS;
     c->rollback_tolerance = 0.02;
     c->probe_margin = 0.01;
     c->change_ratio = 0.25;
@@ -398,7 +400,8 @@ policy_config_validate(const PolicyConfig *c, GError **error)
         why = "poll-grow range must satisfy 2 <= min <= max";
     else if (c->shrink_min < 2 || c->shrink_max < c->shrink_min)
         why = "poll-shrink range must satisfy 2 <= min <= max";
-    else if (c->min_dwell_ms < 0 || c->revalidate_ms < 0 || c->contention_holdoff_ms < 0 ||
+    else if (c->min_dwell_ms < 0 || c->revalidate_ms < 0 || c->memory_ttl_ms < 0 ||
+             c->contention_holdoff_ms < 0 ||
              c->external_hold_ms < 0)
         why = "durations must not be negative";
     else if (c->budget_cores < 0)

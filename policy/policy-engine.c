@@ -21,7 +21,20 @@ struct _PolicyEngine {
     const PolicyConfig *config;
     GHashTable *states;         /* key -> PolicyIothreadState */
     GPtrArray *overrides;       /* PolicyOverride * */
+    PolicyEngineMemories memories;
 };
+
+PolicyEngineMemories *
+policy_engine_memories(PolicyEngine *e)
+{
+    return &e->memories;
+}
+
+const PolicyEngineMemories *
+policy_engine_memories_const(const PolicyEngine *e)
+{
+    return &e->memories;
+}
 
 void
 policy_override_info_free(PolicyOverrideInfo *o)
@@ -123,6 +136,7 @@ policy_engine_new(const PolicyConfig *config, GError **error)
     e->config = config;
     e->states = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, state_free);
     e->overrides = g_ptr_array_new_with_free_func(override_free);
+    policy_engine_memories_init(&e->memories);
     return e;
 }
 
@@ -133,6 +147,7 @@ policy_engine_free(PolicyEngine *e)
         return;
     g_hash_table_unref(e->states);
     g_ptr_array_unref(e->overrides);
+    policy_engine_memories_clear(&e->memories);
     g_free(e);
 }
 

@@ -345,8 +345,9 @@ policy_engine_explain(const PolicyEngine *e, const PolicyExplainContext *ctx,
     }
 
     {
-        /* A probe and its return: what the next exploration needs. */
-        PolicyGuardCheck c = policy_guard_writes(st, 2, now_ms);
+        /* What the exploration under way, or the next one, needs to start. */
+        PolicyGuardCheck c = policy_guard_writes(
+            st, policy_adaptive_admission_writes(cfg, st, &in->current), now_ms);
 
         if (x->spec.kind != POLICY_KIND_ADAPTIVE)
             guard_set(&g[POLICY_GUARD_WRITE_BUDGET], TRUE, FALSE, c.value, c.limit, "writes",
@@ -356,7 +357,7 @@ policy_engine_explain(const PolicyEngine *e, const PolicyExplainContext *ctx,
             guard_set(&g[POLICY_GUARD_WRITE_BUDGET], TRUE, c.holds, c.value, c.limit, "writes",
                       c.until_ms,
                       c.holds ? "%.0f writes in the last %u s (at most %u, and %u in %u min): "
-                                "no probe until the budget allows one and its return"
+                                "no exploration until the budget allows its probes and return"
                               : "%.0f writes in the last %u s (at most %u, and %u in %u min)",
                       c.value, POLICY_WRITES_SHORT_MS / 1000, POLICY_WRITES_SHORT_MAX,
                       POLICY_WRITES_LONG_MAX, POLICY_WRITES_LONG_MS / 60000);

@@ -92,10 +92,10 @@ const char *policy_adaptive_phase_to_string(PolicyAdaptivePhase phase);
  * counted (probes, returns, idle): a host guard's cut is the host's
  * decision, neither counted nor held back, and an operator's override
  * is the operator's.  Every write resets QEMU's learned window, and a
- * policy that thrashes costs more than it finds.  A probe is written
- * only when it and the return after it fit (an exploration that cannot
- * fit its next probe ends on what it measured); an idle write waits until
- * it fits.  Four in 30 s is one exploration (two probes and the return)
+ * policy that thrashes costs more than it finds.  An exploration is
+ * admitted whole: its first probe is written only when all its probes and
+ * the return after them fit, so that none is dropped half way; an idle
+ * write waits until it fits.  Four in 30 s is one exploration (two probes and the return)
  * and an idle write; eight in ten minutes of one workload is an
  * exploration on each revalidation (every 300 s) and room to spare.
  */
@@ -259,6 +259,14 @@ PolicyGuardCheck policy_guard_budget_check(const PolicyConfig *cfg, double used,
  * (value: writes in the short window; until_ms: when @n more would fit).
  */
 PolicyGuardCheck policy_guard_writes(const PolicyIothreadState *st, guint n, gint64 now_ms);
+/*
+ * The writes the write budget must have room for before the exploration
+ * under way on @st (NULL: none) makes its first probe, or before the next
+ * one from @current does: its probes and the return.  0 once its first
+ * probe is written: an exploration is admitted whole.
+ */
+guint policy_adaptive_admission_writes(const PolicyConfig *cfg, const PolicyIothreadState *st,
+                                       const PolicyTriple *current);
 /* Note a write of the policy to @st at @now_ms. */
 void policy_writes_note(PolicyIothreadState *st, gint64 now_ms);
 
@@ -271,3 +279,24 @@ void policy_proposal_set(PolicyProposal *p, const PolicyTriple *t, PolicyCause c
 const PolicyConfig *policy_engine_config(const PolicyEngine *engine);
 const PolicyIothreadState *policy_engine_state_peek(const PolicyEngine *engine,
                                                     const char *target, const char *iothread);
+
+/*
+ * The engine's workload memories (policy-engine-memory.c): a PolicyMemory
+ * per "target/iothread", and which of them changed since the caller last
+ * saved them.  The adaptive policy reaches an iothread's memory through
+ * policy_engine_memory_of() and marks it changed after learning.
+ */
+typedef struct {
+    GHashTable *by_key;         /* "target/iothread" -> PolicyMemory * */
+    GHashTable *changed;        /* set of keys of by_key */
+} PolicyEngineMemories;
+
+void policy_engine_memories_init(PolicyEngineMemories *m);
+void policy_engine_memories_clear(PolicyEngineMemories *m);
+PolicyEngineMemories *policy_engine_memories(PolicyEngine *engine);
+const PolicyEngineMemories *policy_engine_memories_const(const PolicyEngine *engine);
+/* @target/@iothread's memory, made empty on first use. */
+struct _PolicyMemory *policy_engine_memory_of(PolicyEngine *engine, const char *target,
+                                              const char *iothread);
+void policy_engine_memory_mark_changed(PolicyEngine *engine, const char *target,
+                                       const char *iothread);

@@ -19,6 +19,7 @@
 
 #include <glib.h>
 
+#include "common/pt-memory-row.h"
 #include "policy-metrics.h"
 
 #define POLICY_ERROR (policy_error_quark())
@@ -149,6 +150,7 @@ typedef struct {
 
     gint64 min_dwell_ms;        /* minimum time between writes to one iothread */
     gint64 revalidate_ms;       /* adaptive re-probes a settled choice this often */
+    gint64 memory_ttl_ms;       /* a remembered winner not confirmed this long is explored again (0: 7 days) */
     double rollback_tolerance;  /* objective units (natural log of IOPS) */
     double probe_margin;        /* a probe that costs more CPU must win by this */
     double change_ratio;        /* relative IOPS change that means a new workload */
@@ -247,6 +249,10 @@ typedef struct {
     /* The name the target also goes by, which rules may match (a QMP
      * target's QEMU -name); NULL: none. */
     const char *name;
+    /* The devices behind the iothread, as policy_signature_device_key()
+     * writes them: part of every workload signature the memory keeps, so
+     * that a new disk is learnt anew.  NULL: none known. */
+    const char *device_key;
 } PolicyIothreadInput;
 
 typedef struct {
@@ -361,6 +367,35 @@ void policy_engine_note_write(PolicyEngine *engine, const char *target, const ch
 gboolean policy_engine_external_hold(const PolicyEngine *engine, const char *target,
                                      const char *iothread, gint64 now_ms, PolicyTriple *triple,
                                      gint64 *since_ms, gint64 *until_ms);
+
+/*
+ * The workload memory (policy/policy-memory.h) of each iothread, keyed as
+ * the engine's other per-iothread state is, by target and iothread.  The
+ * engine only holds it; the caller keeps it across restarts: it loads an
+ * iothread's rows (PtMemoryRow) before that iothread's first tick, and
+ * after each tick saves the rows of the iothreads that
+ * policy_engine_memory_take_changed() names.  policy_engine_forget() keeps
+ * the memory: a target that comes back finds what it had learnt.
+ */
+gboolean policy_engine_memory_load(PolicyEngine *engine, const char *target,
+                                   const char *iothread, PtMemoryRow *const *rows, guint n,
+                                   GError **error);
+/* PtMemoryRow * of @target/@iothread's memory; empty when it has none. */
+GPtrArray *policy_engine_memory_rows(const PolicyEngine *engine, const char *target,
+                                     const char *iothread);
+/* The iothreads whose memory changed since the last call, as
+ * PolicyIothreadKey *, and clears the mark. */
+typedef struct {
+    char *target;
+    char *iothread;
+} PolicyIothreadKey;
+void policy_iothread_key_free(PolicyIothreadKey *k);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PolicyIothreadKey, policy_iothread_key_free)
+GPtrArray *policy_engine_memory_take_changed(PolicyEngine *engine);
+/* Drops what @target/@iothread learnt (@iothread NULL: every iothread of
+ * @target); the next tick of each explores afresh. */
+void policy_engine_memory_forget(PolicyEngine *engine, const char *target,
+                                 const char *iothread);
 
 /* Returns PolicyDecision *, one per input, in input order. */
 GPtrArray *policy_engine_tick(PolicyEngine *engine, const PolicyHost *host,

@@ -304,7 +304,7 @@ static const Column decision_cols[] = {
     { "new_poll_max_ns", 0 }, { "new_poll_grow", 0 }, { "new_poll_shrink", 0 },
     { "applied", 0 },
 };
-static const char *const decision_texts[] = { "policy", "reason" };
+static const char *const decision_texts[] = { "policy", "reason", "cause" };
 
 static void
 raw_values(const StoreRow *r, gint64 *v)
@@ -382,7 +382,7 @@ export_decisions(StoreDb *db, const StoreFilter *f, Out *o, GError **error)
     out_header(o, decision_cols, G_N_ELEMENTS(decision_cols), decision_texts,
                G_N_ELEMENTS(decision_texts));
     while (!o->error) {
-        const char *texts[2];
+        const char *texts[G_N_ELEMENTS(decision_texts)];
         gint64 v[G_N_ELEMENTS(decision_cols)];
 
         if (!store_cursor_next_decision(cur, &d, error))
@@ -398,8 +398,9 @@ export_decisions(StoreDb *db, const StoreFilter *f, Out *o, GError **error)
         v[6] = d->applied;
         texts[0] = d->policy;
         texts[1] = d->reason;
+        texts[2] = d->cause;
         out_record(o, d->ts_ms, d->target, d->iothread, decision_cols, v,
-                   G_N_ELEMENTS(decision_cols), decision_texts, texts, 2);
+                   G_N_ELEMENTS(decision_cols), decision_texts, texts, G_N_ELEMENTS(texts));
     }
     return TRUE;
 }

@@ -7,6 +7,7 @@
  */
 #include <math.h>
 
+#include "store-memory.h"
 #include "store-private.h"
 
 /* Three decimals are more than any of these figures can claim, and json-c
@@ -112,5 +113,53 @@ store_row_to_json(const StoreRow *row)
                                    json_stat(st, metric_rate_def(r)->rollup_scale));
     }
     json_values(row, o, TRUE);
+    return o;
+}
+
+static json_object *
+json_triple(gint64 max_ns, gint64 grow, gint64 shrink)
+{
+    json_object *o = json_object_new_object();
+
+    json_object_object_add(o, "poll-max-ns", json_object_new_int64(MAX(max_ns, 0)));
+    json_object_object_add(o, "poll-grow", json_object_new_int64(MAX(grow, 0)));
+    json_object_object_add(o, "poll-shrink", json_object_new_int64(MAX(shrink, 0)));
+    return o;
+}
+
+static json_object *
+json_time(gint64 ms)
+{
+    return ms == STORE_NULL ? NULL : json_object_new_int64(ms);
+}
+
+json_object *
+store_memory_row_to_json(const PtMemoryRow *r, gint64 ttl_ms, gint64 now_ms)
+{
+    json_object *o = json_object_new_object();
+    gboolean winner = r->have_winner != 0;
+    /* A confirmation time far in the future must not wrap. */
+    gboolean expired = winner && r->confirmed_ms <= G_MAXINT64 - ttl_ms &&
+                       r->confirmed_ms + ttl_ms <= now_ms;
+
+    json_object_object_add(o, "signature", json_object_new_string(r->signature));
+    json_object_object_add(o, "winner", winner ? json_triple(r->winner_max_ns, r->winner_grow,
+                                                             r->winner_shrink) : NULL);
+    json_object_object_add(o, "score", NULL);
+    json_object_object_add(o, "anchor", winner ? json_triple(r->anchor_max_ns, r->anchor_grow,
+                                                             r->anchor_shrink) : NULL);
+    json_object_object_add(o, "anchor_score", NULL);
+    /* Replace the nulls in place, keeping the keys' order. */
+    if (winner) {
+        json_num(o, "score", r->winner_score);
+        json_num(o, "anchor_score", r->anchor_score);
+    }
+    json_object_object_add(o, "learned_ms", json_time(r->learned_ms));
+    json_object_object_add(o, "confirmed_ms", json_time(r->confirmed_ms));
+    json_object_object_add(o, "seen_ms", json_time(r->seen_ms));
+    json_object_object_add(o, "expired", json_object_new_boolean(expired));
+    json_object_object_add(o, "n_confirmed", json_object_new_int64(r->n_confirmed));
+    json_object_object_add(o, "n_explorations", json_object_new_int64(r->n_explorations));
+    json_object_object_add(o, "n_default_wins", json_object_new_int64(r->n_default_wins));
     return o;
 }

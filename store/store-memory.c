@@ -206,6 +206,28 @@ store_memory_load(StoreDb *db, const char *vm, const char *iothread, GError **er
     return g_steal_pointer(&rows);
 }
 
+GPtrArray *
+store_memory_iothreads(StoreDb *db, const char *vm, GError **error)
+{
+    g_autoptr(GPtrArray) ids = g_ptr_array_new_with_free_func(g_free);
+    sqlite3_stmt *st;
+    int rc;
+
+    if (!memory_names_ok(db, vm, NULL, FALSE, "list workload memory", error) ||
+        !(st = store_prepare(db, "SELECT DISTINCT iothread FROM policy_memory WHERE vm = ?"
+                             " ORDER BY iothread", error)))
+        return NULL;
+    sqlite3_bind_text(st, 1, vm, -1, SQLITE_TRANSIENT);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        g_ptr_array_add(ids, g_strdup((const char *)sqlite3_column_text(st, 0)));
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        store_set_error(db, error, rc, "list workload memory");
+        return NULL;
+    }
+    return g_steal_pointer(&ids);
+}
+
 gboolean
 store_memory_forget(StoreDb *db, const char *vm, const char *iothread, gint64 now_ms,
                     guint *dropped, GError **error)

@@ -31,9 +31,20 @@ gboolean store_memory_save(StoreDb *db, const char *vm, const char *iothread,
  * ordered by signature; an empty array when none. */
 GPtrArray *store_memory_load(StoreDb *db, const char *vm, const char *iothread,
                              GError **error);
+/* The iothread ids @vm has rows for (char *, freed with the array), sorted. */
+GPtrArray *store_memory_iothreads(StoreDb *db, const char *vm, GError **error);
 /* Forgets the rows of @vm/@iothread, or of every iothread of @vm when
  * @iothread is NULL; @dropped (optional) gets how many. */
 gboolean store_memory_forget(StoreDb *db, const char *vm, const char *iothread,
                              gint64 now_ms, guint *dropped, GError **error);
+
+/*
+ * @row as an entry of the `memory` reply (docs/CONTROL.md, a new object),
+ * the one builder the daemon and polltunectl's offline form share:
+ * signature, winner and anchor triples with their scores (null without a
+ * winner), learned/confirmed/seen times, whether the winner has gone
+ * unconfirmed for @ttl_ms at @now_ms, and the counts.
+ */
+json_object *store_memory_row_to_json(const PtMemoryRow *row, gint64 ttl_ms, gint64 now_ms);
 
 G_END_DECLS

@@ -355,6 +355,15 @@ sim_scenario_run_opts(const SimScenario *scn, const PolicySpec *spec,
         }
         if (opts && opts->operator_tick && t == opts->operator_tick)
             sim_vm_set_triple(sim, 0, &opts->operator_triple);
+        for (guint i = 0; opts && opts->schedule && t + 1 < n_ticks && i < n; i++) {
+            PolicyTriple cur = sim_vm_triple(sim, i);
+
+            if (!policy_triple_equal(&cur, &opts->schedule[t + 1])) {
+                sim_vm_set_triple(sim, i, &opts->schedule[t + 1]);
+                run->n_writes++;
+                ts->writes++;
+            }
+        }
         if ((t + 1) % tpp == 0 && t + 1 < n_ticks) {
             guint p = (t + 1) / tpp;
 

@@ -128,6 +128,13 @@ typedef struct {
     gboolean have_start;
     PolicyTriple start;
     guint warmup_ticks;
+    /*
+     * No policy: schedule[t] is the triple in force through tick t (one
+     * per tick of the run), written at the end of the tick before when it
+     * differs from the one in force (NULL: none).  The every-candidate
+     * bound's probes and commitment, run as any policy's writes are.
+     */
+    const PolicyTriple *schedule;
 } SimRunOpts;
 
 /* @w with no I/O: its disks, device and host kept, nothing submitted. */

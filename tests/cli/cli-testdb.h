@@ -83,10 +83,10 @@ char *cli_test_iso(gint64 ms);
     " JOIN targets g ON g.id = i.target_id WHERE t.ts >= ?1 AND t.ts < ?2"               \
     " ORDER BY t.id, s.iothread_id"
 
-/* The decision export's: 7 numbers, then policy and reason. */
+/* The decision export's: 7 numbers, then policy, reason and cause. */
 #define CLI_DECISIONS_QUERY                                                              \
     "SELECT d.ts, g.name, i.name, old_max_ns, old_grow, old_shrink, new_max_ns, new_grow," \
-    " new_shrink, applied, policy, reason FROM decisions d"                                \
+    " new_shrink, applied, policy, reason, cause FROM decisions d"                         \
     " JOIN iothreads i ON i.id = d.iothread_id JOIN targets g ON g.id = i.target_id"       \
     " WHERE ts >= ?1 AND ts < ?2 ORDER BY ts, d.id"
 

@@ -330,7 +330,7 @@ test_export_decisions(void)
     /* Since before the daemon started: the decisions that applied the
      * policy at attach are in it. */
     from = g_get_real_time() / 1000 - 600 * 1000;
-    want = cli_expected_csv(cli_live.d->db_path, CLI_DECISIONS_QUERY, from, to, dec, 7, 2);
+    want = cli_expected_csv(cli_live.d->db_path, CLI_DECISIONS_QUERY, from, to, dec, 7, 3);
     got = export_lines("csv", from, to, path, "--decisions");
     g_assert_cmpuint(want->len, >=, 2);
     n = g_strv_length(got);

@@ -157,7 +157,7 @@ test_export_rollup_and_decisions(void)
         " WHERE bucket >= ?1 AND bucket < ?2 ORDER BY bucket, r.iothread_id",
         from, to, rollup_dec, 16, 0);
     g_autoptr(GPtrArray) dwant = cli_expected_csv(db_path, CLI_DECISIONS_QUERY, from, to,
-                                                  decision_dec, 7, 2);
+                                                  decision_dec, 7, 3);
     g_auto(GStrv) got = run_export("csv", from, to, "--resolution=1m", out);
     g_auto(GStrv) dgot = run_export("csv", from, to, "--decisions", dout);
 

@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 
 #include "cli-testdb.h"
+#include "qmp-json.h"
 #include "store-testutil.h"
 
 static char *tmp_dir;
@@ -566,6 +567,90 @@ test_report_beyond_total(void)
     g_assert_nonnull(strstr(total, "|beyond the measured range|"));
 }
 
+/*
+ * Explorations per hour: a run of probe decisions is one exploration, ended
+ * by any other decision or by REPORT_EXPLORATION_GAP_MS without one.  An
+ * hour of db-1/iothread0 holds three (one ended by accept, one by its
+ * last probe winning, one by rollback) among decisions of other causes.
+ */
+static void
+test_report_explorations(void)
+{
+    g_autofree char *path = g_build_filename(tmp_dir, "explore.db", NULL);
+    g_autofree char *json_out = g_build_filename(tmp_dir, "explore.html", NULL);
+    CliTestDbSpec spec = { .start_ms = t0_ms, .n_ticks = 3600, .tick_ms = 1000 };
+    g_autofree char *since = cli_test_iso(t0_ms);
+    g_autofree char *until = cli_test_iso(t0_ms + 3600 * 1000);
+    static const struct {
+        gint64 at_s;
+        const char *cause;
+    } decisions[] = {
+        { 100, "probe" }, { 110, "probe" }, { 125, "accept" },
+        { 500, "probe" }, { 505, "probe" },
+        { 1000, "probe" }, { 1010, "rollback" },
+        { 1500, "policy" }, { 1600, "idle" }, { 1700, NULL },
+    };
+    const char *argv[] = { "--db", path, "--json", "report", "--since", since, "--until",
+                           until, "-o", json_out, NULL };
+    g_autoptr(GError) err = NULL;
+    g_autoptr(json_object) j = NULL;
+    g_autofree char *html = NULL, *row = NULL, *cell = NULL;
+    json_object *series;
+    gboolean found = FALSE;
+    CliRun r = { 0 };
+    StoreOptions opts;
+    StoreDb *db;
+
+    cli_testdb_create(path, &spec);
+    store_options_init(&opts);
+    opts.now_ms = t0_ms;
+    opts.raw_retention_ms = G_MAXINT64 / 4;
+    db = store_db_open(path, &opts, &err);
+    g_assert_no_error(err);
+    for (guint i = 0; i < G_N_ELEMENTS(decisions); i++) {
+        StoreDecision d = {
+            .ts_ms = t0_ms + decisions[i].at_s * 1000, .target = "db-1",
+            .iothread = "iothread0", .policy = "adaptive:balanced", .reason = "test",
+            .cause = decisions[i].cause, .old_triple = { 0, 0, 0 },
+            .new_triple = { 32768, 0, 0 }, .applied = TRUE,
+        };
+
+        g_assert_true(store_decision_insert(db, &d, &err));
+        g_assert_no_error(err);
+    }
+    store_db_close(db);
+
+    cli_run(&r, argv);
+    g_assert_cmpstr(r.err, ==, "");
+    g_assert_cmpint(r.status, ==, 0);
+    j = json_tokener_parse(r.out);
+    g_assert_nonnull(j);
+    g_assert_true(json_object_object_get_ex(j, "series", &series));
+    for (gsize i = 0; i < json_object_array_length(series); i++) {
+        json_object *s = json_object_array_get_idx(series, i);
+        gint64 n = -1;
+
+        if (g_strcmp0(qmp_json_get_string(s, "target"), "db-1") ||
+            g_strcmp0(qmp_json_get_string(s, "iothread"), "iothread0"))
+            continue;
+        found = TRUE;
+        g_assert_true(qmp_json_get_int(s, "explorations", &n));
+        g_assert_cmpint(n, ==, 3);
+        g_assert_cmpfloat_with_epsilon(
+            json_object_get_double(json_object_object_get(s, "explorations_per_hour")), 3.0,
+            1e-9);
+    }
+    g_assert_true(found);
+    /* The VM's row of the top consumers: the last cell. */
+    g_assert_true(g_file_get_contents(json_out, &html, NULL, NULL));
+    g_assert_nonnull(strstr(html, "<th>explorations per hour</th>"));
+    row = section_row(html, "consumers", "db-1");
+    g_test_message("consumers: %s", row);
+    cell = row_cell(row, 8);
+    g_assert_cmpstr(cell, ==, "3.00");
+    cli_run_clear(&r);
+}
+
 /* The value-axis labels of every chart, in order; each chart's differ. */
 static void
 assert_axis_labels_distinct(const char *html)
@@ -710,6 +795,7 @@ main(int argc, char **argv)
     g_test_add_func("/cli/report/ab/labels", test_report_ab_labels);
     g_test_add_func("/cli/report/ab/layout", test_report_ab_layout);
     g_test_add_func("/cli/report/beyond-total", test_report_beyond_total);
+    g_test_add_func("/cli/report/explorations", test_report_explorations);
     rc = g_test_run();
     test_dir_remove(tmp_dir);
     g_free(db_path);

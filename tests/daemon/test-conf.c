@@ -69,6 +69,7 @@ test_example(void)
     g_assert_cmpuint(conf->policy->shrink_max, ==, def->policy->shrink_max);
     g_assert_cmpint(conf->policy->min_dwell_ms, ==, def->policy->min_dwell_ms);
     g_assert_cmpint(conf->policy->revalidate_ms, ==, def->policy->revalidate_ms);
+    g_assert_cmpint(conf->policy->memory_ttl_ms, ==, def->policy->memory_ttl_ms);
     g_assert_cmpfloat(conf->policy->idle_iops, ==, def->policy->idle_iops);
     g_assert_cmpfloat(conf->policy->budget_cores, ==, def->policy->budget_cores);
     g_assert_cmpfloat(conf->policy->psi_some_limit, ==, def->policy->psi_some_limit);
@@ -186,7 +187,7 @@ test_format(void)
     g_assert_nonnull(strstr(out, "\ninterval = 250ms\n"));
     g_assert_nonnull(strstr(out, "\nraw = 3d\n"));
     g_assert_nonnull(strstr(out, "\nmax-size = 1G\n"));
-    /* Every key: 13 daemon, 5 targets, 4 retention, 17 policy. */
+    /* Every key: 13 daemon, 5 targets, 4 retention, 18 policy. */
     g_assert_true(g_key_file_load_from_data(kf, out, -1, G_KEY_FILE_NONE, &err));
     for (guint i = 0; groups[i]; i++) {
         g_auto(GStrv) keys = g_key_file_get_keys(kf, groups[i], NULL, &err);
@@ -194,7 +195,7 @@ test_format(void)
         g_assert_no_error(err);
         nkeys += g_strv_length(keys);
     }
-    g_assert_cmpuint(nkeys, ==, 13 + 5 + 4 + 17);
+    g_assert_cmpuint(nkeys, ==, 13 + 5 + 4 + 18);
 }
 
 /* --check-config shows durations and sizes as written, and those not
@@ -249,6 +250,7 @@ test_format_units(void)
              "\ninterval = 1s\n", "\nqmp-timeout = 2s\n", "\nmetrics-idle-timeout = 10s\n",
              "\nraw = 48h\n", "\nrollup-1m = 30d\n", "\nrollup-1h = 730d\n",
              "\nmax-size = 2GiB\n", "\nmin-dwell = 2s\n", "\nrevalidate = 5m\n",
+             "\nmemory-ttl = 7d\n",
              "\nexternal-hold = 1h\n", NULL }; *l; l++)
         if (!strstr(out, *l))
             g_error("the example's --check-config lacks '%s'", *l + 1);

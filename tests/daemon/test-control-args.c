@@ -260,6 +260,52 @@ test_attach_as_caller(void)
     fixture_stop(&f);
 }
 
+/*
+ * memory and forget name a VM and an iothread as every command does; a
+ * name neither tuned nor kept in the store, an iothread the VM lacks, a
+ * path for an iothread, are refused; forget changes what the policy will
+ * do, so a reader may list the memory but not clear it.
+ */
+static void
+test_memory_args(void)
+{
+    Fixture f = { 0 };
+    g_autoptr(json_object) m = NULL;
+    g_autoptr(json_object) r = NULL;
+    g_autoptr(json_object) r2 = NULL;
+
+    if (pt_test_skip_without_nobody())
+        return;
+    if (!fixture_start(&f, "control-group = nogroup\n"))
+        return;
+    g_assert_cmpint(g_chmod(f.d->dir, 0755), ==, 0);
+    assert_refused(f.d, "memory", "{}", "InvalidParameter", "target: missing");
+    assert_refused(f.d, "memory", "{\"target\": \"vm-zz\"}", "NotFound",
+                   "vm-zz: no such target");
+    assert_refused(f.d, "memory", "{\"target\": \"vm-a\", \"iothread\": \"iot9\"}",
+                   "NotFound", "vm-a/iot9: no such iothread; vm-a has iot0, iot1");
+    assert_refused(f.d, "memory", "{\"target\": \"vm-a\", \"iothread\": \"a/b\"}",
+                   "InvalidParameter", "no iothread id");
+    assert_refused(f.d, "forget", "{\"target\": \"vm-zz\", \"iothread\": \"iot0\"}",
+                   "NotFound", "vm-zz: no such target");
+    assert_refused(f.d, "forget", "{\"target\": 3}", "InvalidParameter",
+                   "target: not a string");
+
+    /* A reader sees the (empty) memory, and may not forget it. */
+    r = pt_test_daemon_call_as(f.d, 65534, 65534, "memory", "{\"target\": \"vm-a\"}");
+    g_assert_null(pt_json_path(r, "error"));
+    g_assert_cmpstr(pt_json_path_str(r, "return/vm"), ==, "vm-a");
+    g_assert_cmpint(json_object_array_length(pt_json_path(r, "return/iothreads")), ==, 0);
+    r2 = pt_test_daemon_call_as(f.d, 65534, 65534, "forget", "{\"target\": \"vm-a\"}");
+    g_assert_cmpstr(pt_json_path_str(r2, "error/class"), ==, "PermissionDenied");
+    /* Root may; an iothread with nothing learnt lists empty. */
+    json_object_put(pt_test_daemon_ok(f.d, "forget", "{\"target\": \"vm-a\"}"));
+    m = pt_test_daemon_ok(f.d, "memory", "{\"target\": \"vm-a\", \"iothread\": \"iot1\"}");
+    g_assert_cmpstr(pt_json_path_str(m, "iothread"), ==, "iot1");
+    g_assert_cmpint(json_object_array_length(pt_json_path(m, "iothreads/0/entries")), ==, 0);
+    fixture_stop(&f);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -268,5 +314,6 @@ main(int argc, char **argv)
     g_test_add_func("/daemon/control-args/override-for-bound", test_override_for_bound);
     g_test_add_func("/daemon/control-args/embedded-nul", test_embedded_nul);
     g_test_add_func("/daemon/control-args/attach-as-caller", test_attach_as_caller);
+    g_test_add_func("/daemon/control-args/memory", test_memory_args);
     return g_test_run();
 }

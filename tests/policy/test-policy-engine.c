@@ -20,6 +20,13 @@ typedef struct {
     double exits_off, exits_poll;   /* KVM exits/s; 0: no exit counters */
     double blocks_off;          /* blocks per operation when not caught; 0: 2.0 */
     double cpu_wide;            /* caught by a window wider than 32768 ns; 0: cpu_poll */
+    /*
+     * Under a window too narrow to catch (polling in vain): IOPS (0:
+     * iops_off) and CPU (0: cpu_off + 5).  A window that spins for nothing
+     * can take from the I/O what off does not, where its core is one the
+     * guest needs.
+     */
+    double iops_vain, cpu_vain;
 } Load;
 
 typedef struct {
@@ -97,6 +104,15 @@ struct Case {
  * in batches), and there are no exit counters.
  */
 #define TCG_QD16 { 31400, 34300, 16000, 8, 8, 0, 0, 0, 0.06 }
+/*
+ * The test guest's QD1 on a loaded host, where an interleaved A/B finds
+ * off ahead (polling lost 7 of 8 pairs): a window that polls in vain spins
+ * on the core the guest needs and loses a third of off's IOPS; the wide
+ * window catches its events but, at 63% of a core, still trails off.
+ */
+#define GUEST_QD1_VAIN { 7000, 5500, 100000, 12, 63, 0, 0, 0, 2.0, 0, 4000, 60 }
+/* The same, with a default window that catches some events (0.4 blocks per operation). */
+#define GUEST_QD1_SOME { 7000, 5500, 100000, 12, 63, 0, 0, 0, 0.4, 0, 4000, 60 }
 
 static void
 hook_revalidate60(PolicyConfig *c, PolicyEngine *e, guint tick)
@@ -210,6 +226,38 @@ static const Case cases[] = {
                   { 3, 0, 1, 0, POLICY_CAUSE_PROBE, "polling off", 1 },
                   { 5, 0, 0, -1, POLICY_CAUSE_ACCEPT, "0/0/0 measured best", -1 } },
       .check_final = TRUE, .final_poll = { 0 } },
+    /*
+     * QEMU's default window polls in vain, and the wide window beats it by
+     * more than all of its CPU could be worth.  Off is probed all the same,
+     * and wins: a window that spins for nothing can cost the guest more
+     * than its own CPU.  Before, off was skipped on the ground that it
+     * could not beat the fruitless window at no CPU, and the iothread
+     * stayed at 262144 (the test guest: 89 of 89 QD1 ticks there, at 63%
+     * of a core).
+     */
+    { .name = "vain-start-still-probes-off", .spec = "adaptive", .no_warmup = TRUE,
+      .n_ticks = 12, .n_iot = 1, .start = { 32768, 0, 0 }, .load = { GUEST_QD1_VAIN },
+      .quiet_from = 6,
+      .expect = { { 1, 0, 1, 262144, POLICY_CAUSE_PROBE, "wide poll window", 1 },
+                  { 3, 0, 1, 0, POLICY_CAUSE_PROBE, "polling off", 1 } },
+      .check_final = TRUE, .final_poll = { 0 }, .max_writes = 2 },
+    /*
+     * From off, a workload that polling serves settles at QEMU's default
+     * after two writes; four seconds later one that off serves best
+     * follows, with room in the write budget for two more writes in 30 s,
+     * not for the three of a whole exploration.  The exploration waits
+     * for room, then measures all three candidates and ends at off.
+     * Before, it probed the wide window at once, the budget dropped the
+     * off probe after it, and the iothread stayed at 262144 on the wide
+     * window's two ticks against the start's one.
+     */
+    { .name = "write-budget-admits-whole-explorations", .spec = "adaptive", .n_ticks = 60,
+      .n_iot = 1, .start = { 0, 0, 0 }, .load = { FAST }, .load2 = { GUEST_QD1_SOME },
+      .phase2_tick = 8, .quiet_from = 40, .max_writes_30 = 4,
+      .expect = { { 1, 0, 1, 262144, POLICY_CAUSE_PROBE, "wide poll window", 1 },
+                  { 3, 0, 1, 32768, POLICY_CAUSE_PROBE, "default poll window", 1 },
+                  { 10, 0, 0, -1, POLICY_CAUSE_NONE, "waits for the write budget", -1 } },
+      .check_final = TRUE, .final_poll = { 0 } },
     { .name = "hysteresis-polling-hurts", .spec = "adaptive", .n_ticks = 8, .n_iot = 1,
       .start = { 0, 0, 0 }, .load = { HURTS }, .quiet_from = 4,
       .expect = { { 1, 0, 1, 262144, POLICY_CAUSE_PROBE, NULL, 1 },
@@ -239,18 +287,23 @@ static const Case cases[] = {
     { .name = "noise-does-not-thrash", .spec = "adaptive", .n_ticks = 120, .n_iot = 1,
       .start = { 32768, 0, 0 }, .load = { FAST }, .noise = 0.5, .max_writes = 3 },
     /*
-     * An operator sets 0/0/0 by hand at tick 4 (after adaptive settled on
-     * polling): it is held as an implicit override, with the reason, for
-     * the configured 5 s; only then does adaptive explore again.
+     * An operator sets 0/0/0 by hand at tick 4 (in the middle of adaptive's
+     * first exploration): it is held as an implicit override, with the
+     * reason, for the configured 5 s; only then does adaptive explore
+     * again.  Its two probes before the write still count in the write
+     * budget, so the new exploration's first probe waits until its three
+     * writes fit (the probe of tick 1 leaves the 30 s at tick 31).
      */
-    { .name = "external-write-is-held", .spec = "adaptive", .n_ticks = 12, .n_iot = 1,
+    { .name = "external-write-is-held", .spec = "adaptive", .n_ticks = 31, .n_iot = 1,
       .start = { 0, 0, 0 }, .load = { FAST }, .hook = hook_external_hold5,
       .external_tick = 4, .external = { 0, 0, 0 }, .quiet_from = 0,
       .expect = { { 1, 0, 1, 262144, POLICY_CAUSE_PROBE, NULL, 1 },
                   { 4, 0, 0, -1, POLICY_CAUSE_NONE, "external write: 0/0/0 was set outside", -1 },
                   { 8, 0, 0, -1, POLICY_CAUSE_NONE, "for another 1 s", -1 },
                   { 9, 0, 0, -1, POLICY_CAUSE_NONE, "first measurement", -1 },
-                  { 10, 0, 1, 262144, POLICY_CAUSE_PROBE, NULL, 1 } } },
+                  { 10, 0, 0, -1, POLICY_CAUSE_NONE, "waits for the write budget", -1 },
+                  { 30, 0, 0, -1, POLICY_CAUSE_NONE, "waits for the write budget", -1 },
+                  { 31, 0, 1, 262144, POLICY_CAUSE_PROBE, NULL, 1 } } },
     /* Only the wide window catches the slow device's gaps: it wins on latency. */
     { .name = "adaptive-latency-objective-polls-slow-device", .spec = "adaptive:latency",
       .n_ticks = 8, .n_iot = 1, .start = { 0, 0, 0 }, .load = { SLOW }, .quiet_from = 5,
@@ -580,7 +633,9 @@ measure(const Load *l, const PolicyTriple *t, guint tick, double noise, guint se
     PolicyMetrics m = { 0 };
     gboolean catches = t->poll_max_ns >= l->need_ns;
     double f = 1 + noise * (2 * noise_u(tick, seed) - 1);
-    double iops = (catches ? l->iops_poll : l->iops_off) * f;
+    gboolean vain = !catches && t->poll_max_ns > 0;
+    double iops = (catches ? l->iops_poll
+                   : vain && l->iops_vain > 0 ? l->iops_vain : l->iops_off) * f;
 
     m.when_ms = tick * 1000;
     m.interval_ns = 1000000000;
@@ -592,6 +647,8 @@ measure(const Load *l, const PolicyTriple *t, guint tick, double noise, guint se
     m.have_cpu = TRUE;
     /* A window too small to catch still burns a little while it cycles. */
     m.cpu_pct = catches ? l->cpu_poll : l->cpu_off + (t->poll_max_ns ? 5.0 : 0.0);
+    if (vain && l->cpu_vain > 0)
+        m.cpu_pct = l->cpu_vain;
     if (catches && l->cpu_wide > 0 && t->poll_max_ns > 32768)
         m.cpu_pct = l->cpu_wide;
     /* As in the simulator: the noise is in the operations counted. */

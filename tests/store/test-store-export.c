@@ -188,10 +188,10 @@ test_decisions(Fixture *fx, gconstpointer data)
     csv = export_to_string(fx->db, &f, STORE_EXPORT_DECISIONS, STORE_FORMAT_CSV);
     g_assert_true(g_str_has_prefix(csv, "time,target,iothread,old_poll_max_ns,old_poll_grow,"
                                         "old_poll_shrink,new_poll_max_ns,new_poll_grow,"
-                                        "new_poll_shrink,applied,policy,reason\r\n"));
+                                        "new_poll_shrink,applied,policy,reason,cause\r\n"));
     /* a line break inside a quoted field stays in the field */
     g_assert_nonnull(strstr(csv, "\r\n2025-12-01T12:00:00.500Z,vm0,iothread0,32768,0,0,0,0,0,1,"
-                                 "adaptive,\"idle, \"\"no\"\" I/O\nfor 5 min\"\r\n"));
+                                 "adaptive,\"idle, \"\"no\"\" I/O\nfor 5 min\",\r\n"));
     f.from_ms = T0 + 1000;
     jsonl = export_to_string(fx->db, &f, STORE_EXPORT_DECISIONS, STORE_FORMAT_JSONL);
     lines = g_strsplit(jsonl, "\n", -1);
@@ -202,6 +202,9 @@ test_decisions(Fixture *fx, gconstpointer data)
     g_assert_cmpint(json_object_get_int(v), ==, 0);
     g_assert_true(json_object_object_get_ex(o, "reason", &v));
     g_assert_cmpstr(json_object_get_string(v), ==, "plain");
+    /* A row without a recorded cause has it null. */
+    g_assert_true(json_object_object_get_ex(o, "cause", &v));
+    g_assert_null(v);
     json_object_put(o);
 }
 
