@@ -9,6 +9,7 @@
  *   pollsim --suite --scenario S4 --scale 0.25
  *   pollsim --matrix           the reduced scenario matrix (sim-matrix.h)
  *   pollsim --matrix=full      the full matrix
+ *   pollsim --lifetimes[=full] VM lifetimes and their goals (sim-lifetime.h)
  *   --qemu-model 7.2|10        the polling mechanism modelled (suite, matrix)
  * Exit status 1 when a calibration row or a goal fails, unless
  * PT_BENCH_SMOKE is set: a run at a tiny size that checks the program still
@@ -20,10 +21,11 @@
 
 #include "sim-calib.h"
 #include "sim-goals.h"
+#include "sim-lifetime.h"
 #include "sim-matrix.h"
 
-/* --matrix takes an optional value: "reduced" (the default) or "full". */
-static char *matrix_arg;
+/* --matrix and --lifetimes take an optional value: "reduced" (the default) or "full". */
+static char *matrix_arg, *lifetimes_arg;
 
 /* The exit status for goals that passed or not (see the top). */
 static int
@@ -39,16 +41,18 @@ goals_status(gboolean pass)
 }
 
 static gboolean
-matrix_option(const char *name G_GNUC_UNUSED, const char *value, gpointer data G_GNUC_UNUSED,
+matrix_option(const char *name, const char *value, gpointer data G_GNUC_UNUSED,
               GError **error)
 {
+    char **arg = g_str_equal(name, "--lifetimes") ? &lifetimes_arg : &matrix_arg;
+
     if (value && !g_str_equal(value, "full") && !g_str_equal(value, "reduced")) {
         g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
-                    "--matrix=%s: expected \"full\" or \"reduced\"", value);
+                    "%s=%s: expected \"full\" or \"reduced\"", name, value);
         return FALSE;
     }
-    g_free(matrix_arg);
-    matrix_arg = g_strdup(value ? value : "reduced");
+    g_free(*arg);
+    *arg = g_strdup(value ? value : "reduced");
     return TRUE;
 }
 
@@ -170,7 +174,10 @@ main(int argc, char **argv)
         { "seed", 0, 0, G_OPTION_ARG_INT64, &seed, "PRNG seed", "N" },
         { "matrix", 0, G_OPTION_FLAG_OPTIONAL_ARG, G_OPTION_ARG_CALLBACK, matrix_option,
           "Run the scenario matrix and its goals (reduced grid, or =full)", "full" },
-        { "threads", 0, 0, G_OPTION_ARG_INT, &threads, "Matrix cells run at once (0: one per CPU)", "N" },
+        { "lifetimes", 0, G_OPTION_FLAG_OPTIONAL_ARG, G_OPTION_ARG_CALLBACK, matrix_option,
+          "Run VM lifetimes and print their goals (reduced, or =full)", "full" },
+        { "threads", 0, 0, G_OPTION_ARG_INT, &threads,
+          "Matrix cells or lifetimes run at once (0: one per CPU)", "N" },
         { "qemu-model", 0, 0, G_OPTION_ARG_STRING, &model_s,
           "QEMU polling mechanism: 7.2 (one window) or 10 (per-handler windows)", "7.2|10" },
         { NULL },
@@ -190,13 +197,23 @@ main(int argc, char **argv)
         fprintf(stderr, "pollsim: --qemu-model %s: expected 7.2 or 10\n", model_s);
         return 2;
     }
+    if ((matrix_arg || lifetimes_arg) && threads < 0) {
+        fprintf(stderr, "pollsim: --threads must be >= 0\n");
+        return 2;
+    }
+    if (lifetimes_arg) {
+        /* The goals are printed, not held: the policy does not learn yet. */
+        SimLifetimeParams p = sim_lifetime_params(g_str_equal(lifetimes_arg, "full"), model,
+                                                  (guint64)seed, (guint)threads);
+        g_autoptr(SimLifetimeResult) r = sim_lifetime_run(&p);
+
+        sim_lifetime_print(r, stdout);
+        g_clear_pointer(&lifetimes_arg, g_free);
+        return 0;
+    }
     if (matrix_arg) {
         g_autoptr(SimMatrixResult) m = NULL;
 
-        if (threads < 0) {
-            fprintf(stderr, "pollsim: --threads must be >= 0\n");
-            return 2;
-        }
         m = sim_matrix_run(g_str_equal(matrix_arg, "full"), model, (guint64)seed, (guint)threads);
         if (!m->n_cells) {
             fprintf(stderr, "pollsim: POLLSIM_ONLY=\"%s\" matches no workload of the %s grid\n",

@@ -75,7 +75,7 @@ static const double noises[] = { 0, 0.10, 0.25, 0.50 };
  * dimension. */
 #define START_SEED_OFFSET 1000000ull
 
-static const PolicyTriple oracle_grid[] = {
+static const PolicyTriple oracle_grid[SIM_MATRIX_ORACLE_GRID_N] = {
     { 0, 0, 0 },      { 8192, 0, 0 },   { 16384, 0, 0 },   { 32768, 0, 0 },
     { 65536, 0, 0 },  { 131072, 0, 0 }, { 262144, 0, 0 },  { 500000, 0, 0 },
 };
@@ -148,6 +148,12 @@ workload_of(const SimMatrixWorkload *mw, guint qd, gboolean reverse)
     return w;
 }
 
+SimWorkload
+sim_matrix_workload_of(const SimMatrixWorkload *mw)
+{
+    return workload_of(mw, mw->qd, FALSE);
+}
+
 static void
 scenario_of(const SimMatrixWorkload *mw, SimScenario *scn)
 {
@@ -172,14 +178,12 @@ scenario_of(const SimMatrixWorkload *mw, SimScenario *scn)
 }
 
 /*
- * The balanced objective over ticks [from, to): ln(mean IOPS) - 0.10 x
- * whole-VM cores (iothread CPU plus the vCPU time of the exits), with the
- * policy's default judgements.  With several disks the IOPS term is the
- * policy's per-disk-fair one, the mean of ln(1 + mean disk IOPS), for the
- * oracle and the baselines as for adaptive.
+ * The balanced objective over ticks [from, to) (sim-matrix.h): whole-VM
+ * cores are the iothread's CPU plus the vCPU time of the exits, with the
+ * policy's default judgements.
  */
-static double
-run_score(const SimRun *r, guint from, guint to)
+double
+sim_matrix_span_score(const SimRun *r, guint from, guint to)
 {
     PolicyMetrics m = { .have_cpu = TRUE, .have_exits = TRUE };
     double iops = 0, cores = 0, exits = 0;
@@ -208,7 +212,7 @@ run_fill(SimMatrixCell *c, SimMatrixPolicy p, const SimRun *r)
 
     c->score[p] = 0;
     for (guint ph = 0; ph < c->n_phases; ph++) {
-        c->score[p] += run_score(r, ph * tpp, (ph + 1) * tpp) / c->n_phases;
+        c->score[p] += sim_matrix_span_score(r, ph * tpp, (ph + 1) * tpp) / c->n_phases;
         c->writes[p][ph] = 0;
         c->steady_writes[p][ph] = 0;
         for (guint t = ph * tpp; t < (ph + 1) * tpp; t++) {
@@ -257,7 +261,7 @@ G_LOCK_DEFINE_STATIC(oracle_dump);
 
 static void
 oracle_dump(const char *name, guint n_phases,
-            double scores[SIM_MAX_PHASES][G_N_ELEMENTS(oracle_grid)])
+            double scores[SIM_MAX_PHASES][SIM_MATRIX_ORACLE_GRID_N])
 {
     static FILE *f;
     const char *path = g_getenv("POLLSIM_ORACLE");
@@ -279,9 +283,9 @@ oracle_dump(const char *name, guint n_phases,
     G_UNLOCK(oracle_dump);
 }
 
-static void
-oracle_search(const SimScenario *scn, guint64 seed, PolicyTriple out[SIM_MAX_PHASES],
-              double scores[SIM_MAX_PHASES][G_N_ELEMENTS(oracle_grid)], FILE *trace)
+void
+sim_matrix_oracle_search(const SimScenario *scn, guint64 seed, PolicyTriple out[SIM_MAX_PHASES],
+              double scores[SIM_MAX_PHASES][SIM_MATRIX_ORACLE_GRID_N], FILE *trace)
 {
     for (guint p = 0; p < scn->n_phases; p++) {
         SimScenario one = *scn;
@@ -292,7 +296,7 @@ oracle_search(const SimScenario *scn, guint64 seed, PolicyTriple out[SIM_MAX_PHA
         one.groups[0].phase[0] = scn->groups[0].phase[p];
         for (guint k = 0; k < G_N_ELEMENTS(oracle_grid); k++) {
             g_autoptr(SimRun) r = sim_scenario_run(&one, NULL, &oracle_grid[k], 1.0, seed);
-            double s = run_score(r, 1, r->n_ticks);
+            double s = sim_matrix_span_score(r, 1, r->n_ticks);
 
             scores[p][k] = s;
 
@@ -374,7 +378,7 @@ bound_path(const SimScenario *scn, guint64 seed, const SimRunOpts *base, guint t
             o.have_start = TRUE;
             o.start = sched[0];
             r = sim_scenario_run_opts(&upto, NULL, NULL, 1.0, seed, &o);
-            sc = run_score(r, t0, t0 + tpp);
+            sc = sim_matrix_span_score(r, t0, t0 + tpp);
             if (sc > best) {
                 best = sc;
                 best_t = cand[c];
@@ -409,7 +413,7 @@ job_run(gpointer data, gpointer user_data G_GNUC_UNUSED)
     MatrixJob *job = data;
     SimScenario scn;
     PolicyTriple best[SIM_MAX_PHASES];
-    double scores[SIM_MAX_PHASES][G_N_ELEMENTS(oracle_grid)];
+    double scores[SIM_MAX_PHASES][SIM_MATRIX_ORACLE_GRID_N];
     PolicySpec spec = { .objective = POLICY_OBJECTIVE_BALANCED };
     g_autoptr(SimRun) off = NULL, never = NULL, oracle = NULL;
     const SimRunOpts base = cell_opts(&job->w);
@@ -430,7 +434,7 @@ job_run(gpointer data, gpointer user_data G_GNUC_UNUSED)
         trace_workload = bare && strstr(name, bare);
         if (trace_workload)
             fprintf(stderr, "== oracle search: %s\n", name);
-        oracle_search(&scn, job->seed, best, scores, trace_workload ? stderr : NULL);
+        sim_matrix_oracle_search(&scn, job->seed, best, scores, trace_workload ? stderr : NULL);
         oracle_dump(name, scn.n_phases, scores);
     }
     if (sim_matrix_oracle_only()) {

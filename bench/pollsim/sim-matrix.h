@@ -162,6 +162,8 @@ guint sim_matrix_phase_s(void);
 
 /* "qd=48 closed svc=79us dev=nvme host=dedicated steady start=boot noise=50% qemu=7.2" */
 char *sim_matrix_cell_format(const SimMatrixCell *c);
+/* The simulator's workload of @mw's first phase. */
+SimWorkload sim_matrix_workload_of(const SimMatrixWorkload *mw);
 /* exp(score - oracle's): 1.0 is the oracle, 0.97 is 3% below. */
 double sim_matrix_cell_ratio(const SimMatrixCell *c, SimMatrixPolicy p);
 
@@ -169,6 +171,26 @@ double sim_matrix_cell_ratio(const SimMatrixCell *c, SimMatrixPolicy p);
 gboolean sim_matrix_goals_pass(const SimMatrixResult *r);
 /* The tables, the goals and the closing "matrix: ..." line. */
 void sim_matrix_print(const SimMatrixResult *r, FILE *out);
+
+/*
+ * The balanced objective of @r's ticks [from, to) (tick 0, before any
+ * sample, is never scored): ln(mean IOPS) - 0.10 x whole-VM cores, with
+ * the mean of per-disk ln(1 + IOPS) for several disks.  What every
+ * policy's phase is scored by.
+ */
+double sim_matrix_span_score(const SimRun *r, guint from, guint to);
+
+/* The triples the oracle searches: 0 to 500000 ns, grow and shrink 0. */
+#define SIM_MATRIX_ORACLE_GRID_N 8
+/*
+ * The oracle's grid search: each phase of @scn run alone for a few seconds
+ * under each grid triple; @out the best per phase, @scores every triple's
+ * (grid order); each search printed to @trace unless NULL.
+ */
+void sim_matrix_oracle_search(const SimScenario *scn, guint64 seed,
+                              PolicyTriple out[SIM_MAX_PHASES],
+                              double scores[SIM_MAX_PHASES][SIM_MATRIX_ORACLE_GRID_N],
+                              FILE *trace);
 
 /*
  * POLLSIM_ORACLE=FILE is set: sim_matrix_run() writes each workload's

@@ -117,6 +117,8 @@ ticks_per_phase(const SimScenario *scn, double scale)
 }
 
 #define HISTORY 16
+/* The target every simulated iothread belongs to, as the engine sees it. */
+#define SIM_TARGET "vm"
 
 typedef struct {
     PolicyCounters prev;
@@ -312,7 +314,7 @@ sim_scenario_run_opts(const SimScenario *scn, const PolicySpec *spec,
             /* The scores above saw the truth; the policy sees the noisy figures. */
             if (opts && opts->noise > 0)
                 sim_metrics_add_noise(&loops[i].hist[loops[i].n_hist - 1], opts->noise, &noise_state);
-            inputs[i] = (PolicyIothreadInput){ "vm", loops[i].name, sim_vm_triple(sim, i),
+            inputs[i] = (PolicyIothreadInput){ SIM_TARGET, loops[i].name, sim_vm_triple(sim, i),
                                                loops[i].hist, loops[i].n_hist };
         }
         if (engine) {
@@ -340,6 +342,7 @@ sim_scenario_run_opts(const SimScenario *scn, const PolicySpec *spec,
                     sim_vm_set_triple(sim, i, &d->triple);
                     run->n_writes++;
                     ts->writes++;
+                    ts->probes += d->cause == POLICY_CAUSE_PROBE;
                     if (i == 0 && opts && opts->operator_tick && k >= warm &&
                         t > opts->operator_tick)
                         run->operator_overwrites++;
@@ -362,6 +365,22 @@ sim_scenario_run_opts(const SimScenario *scn, const PolicySpec *spec,
                 sim_vm_set_triple(sim, i, &opts->schedule[t + 1]);
                 run->n_writes++;
                 ts->writes++;
+            }
+        }
+        if (opts && opts->tick_hook) {
+            SimRunEvent ev = opts->tick_hook(sim, t, opts->hook_data);
+
+            if (ev != SIM_RUN_GO_ON && engine) {
+                if (ev == SIM_RUN_DAEMON_RESTART) {
+                    g_clear_pointer(&engine, policy_engine_free);
+                    engine = policy_engine_new(cfg, NULL);
+                    if (opts->restart_hook)
+                        opts->restart_hook(engine, opts->hook_data);
+                } else {
+                    policy_engine_forget(engine, SIM_TARGET);
+                }
+                for (guint i = 0; i < n; i++)
+                    loops[i].n_hist = 0;
             }
         }
         if ((t + 1) % tpp == 0 && t + 1 < n_ticks) {

@@ -74,6 +74,7 @@ typedef struct {
     double exits_per_s;
     guint n_polling;            /* VMs whose poll-max-ns > 0 at the end of the tick */
     guint writes;               /* triple writes the policy made at the end of the tick */
+    guint probes;               /* of those, explorations (POLICY_CAUSE_PROBE) */
     guint benef_polling;        /* of those, in the beneficiary group */
 } SimTickStats;
 
@@ -97,6 +98,23 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimRun, sim_run_free)
  */
 SimRun *sim_scenario_run(const SimScenario *scn, const PolicySpec *spec,
                          const PolicyTriple *phase_triples, double scale, guint64 seed);
+
+/* What a run's tick hook asks for at the end of a tick. */
+typedef enum {
+    SIM_RUN_GO_ON,
+    /*
+     * polltuned restarts: the engine and every iothread's metrics history
+     * are dropped and made anew, and SimRunOpts.restart_hook is called
+     * with the new engine.
+     */
+    SIM_RUN_DAEMON_RESTART,
+    /*
+     * The VMs' QEMU went away and came back (a restart on another QEMU):
+     * the daemon forgets their target (policy_engine_forget(), as on a
+     * detach) and their history.
+     */
+    SIM_RUN_VM_RESTART,
+} SimRunEvent;
 
 /*
  * What a run adds to the simulated host.  Noise is measurement noise: the
@@ -135,6 +153,16 @@ typedef struct {
      * bound's probes and commitment, run as any policy's writes are.
      */
     const PolicyTriple *schedule;
+    /*
+     * Called at the end of each run tick @t, after the policy's decisions
+     * and an operator's write: a caller that changes the workload, the
+     * device or the QEMU as the run goes (sim-lifetime.c).  What it
+     * returns happens there (SimRunEvent).
+     */
+    SimRunEvent (*tick_hook)(Sim *sim, guint t, gpointer data);
+    /* Where a restarted daemon would reload a persisted memory. */
+    void (*restart_hook)(PolicyEngine *engine, gpointer data);
+    gpointer hook_data;
 } SimRunOpts;
 
 /* @w with no I/O: its disks, device and host kept, nothing submitted. */
