@@ -30,20 +30,31 @@ n_windows_of(const SimLifetime *lt)
     return lt->len_s > WINDOW_S ? (lt->len_s - WINDOW_S) / WINDOW_STEP_S + 1 : 1;
 }
 
-/* The time-weighted objective of [from, to), each segment scored on its own part. */
+/*
+ * The time-weighted objective of the loaded segments' parts in [from,
+ * to), each scored on its own; 0 when none is loaded.  Idle spells are
+ * left out: ln(IOPS) means nothing at none, and the few completions of
+ * the load before that fall into the spell's first tick under one triple
+ * and not another would swing it by whole units (ln of a fraction of an
+ * operation per second against the objective's floor, ln 0.001).  What
+ * an idle spell costs is its polling CPU, which the CPU goal counts.
+ */
 static double
 span_score(const SimLifetime *lt, const SimRun *run, guint from, guint to)
 {
     double sum = 0;
+    guint loaded = 0;
 
     for (guint i = 0; i < lt->n_segments; i++) {
         const SimLifetimeSegment *s = &lt->segments[i];
         guint a = MAX(from, s->start_s), b = MIN(to, s->start_s + s->len_s);
 
-        if (a < b)
+        if (a < b && s->key != G_MAXUINT) {
             sum += (b - a) * sim_matrix_span_score(run, a, b);
+            loaded += b - a;
+        }
     }
-    return sum / (to - from);
+    return loaded ? sum / loaded : 0;
 }
 
 static guint
@@ -98,7 +109,6 @@ sim_lifetime_fill(SimLifetime *lt, SimLifetimeRun which, const SimRun *run,
                   const PolicyTriple *triples)
 {
     guint explore_s = lt->len_s >= 3 * EXPLORE_S ? EXPLORE_S : lt->len_s / 3;
-    double sum = 0;
 
     lt->have_run[which] = TRUE;
     lt->poll_core_s[which] = 0;
@@ -109,10 +119,9 @@ sim_lifetime_fill(SimLifetime *lt, SimLifetimeRun which, const SimRun *run,
         s->poll_core_s[which] = 0;
         for (guint t = s->start_s; t < s->start_s + s->len_s; t++)
             s->poll_core_s[which] += run->ticks[t].poll_cores;
-        sum += s->len_s * s->score[which];
         lt->poll_core_s[which] += s->poll_core_s[which];
     }
-    lt->score[which] = sum / lt->len_s;
+    lt->score[which] = span_score(lt, run, 0, lt->len_s);
     lt->n_windows = n_windows_of(lt);
     if (!lt->windows)
         lt->windows = g_new0(double, lt->n_windows * SIM_LT_N_RUNS);
