@@ -66,7 +66,10 @@ typedef struct {
  * each probe is written (the engine moves the phase to PROBE when it
  * applies one) and measured in PROBE; NEXT proposes the next candidate,
  * or ends the exploration: SETTLED on the start, or RETURN until the
- * winner is written back.  Too little I/O sends any phase to IDLE with
+ * winner is written back.  Before its first probe an exploration asks the
+ * workload memory (IDLE before its write back to the baseline): a
+ * remembered winner, or a workload not worth exploring, settles at once,
+ * SETTLED or RETURN, without a probe.  Too little I/O sends any phase to IDLE with
  * polling off; an override, an external write or a guard's cut sends it
  * back to NEW.  The names are external (polltunectl explain's "phase").
  */
