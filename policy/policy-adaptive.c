@@ -688,6 +688,8 @@ policy_adaptive_settle_cut(PolicyIothreadState *st, const PolicyTriple *t,
 
     segment_start(&g, t);
     settle_best(st, &g, current, cause, now_ms);
+    /* A remembered winner cut for the host's sake is not measured. */
+    st->recalled = FALSE;
 }
 
 static void
@@ -1327,7 +1329,9 @@ memory_confirm(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
     double score = segment_mean(&st->ref), remembered;
     g_autofree char *s = NULL;
 
-    if (!st->recalled || !p->mem || !st->have_sig || st->ref.n < MEMORY_CONFIRM_TICKS)
+    if (!st->recalled || !p->mem || !st->have_sig || st->ref.n < MEMORY_CONFIRM_TICKS ||
+        st->best_cause != POLICY_CAUSE_REMEMBERED ||
+        !policy_triple_equal(&st->ref.triple, &st->best))
         return FALSE;
     st->recalled = FALSE;
     e = policy_memory_peek(p->mem, &st->sig);

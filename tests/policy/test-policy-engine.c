@@ -94,6 +94,8 @@ struct Case {
     guint max_writes_30, max_writes_600;
     /* a substring of some decision's reason for iothread0 (NULL: do not check) */
     const char *expect_reason;
+    /* a substring no reason or evidence of iothread0's may have (NULL: do not check) */
+    const char *forbid_reason;
     /* iothread0's first probe after tick 10 (after a first exploration) is written, at
      * or after this tick (0: do not check) */
     guint expect_probe_after;
@@ -445,6 +447,18 @@ static const Case cases[] = {
                   { 46, 0, 1, 32768, POLICY_CAUSE_REMEMBERED,
                     "remembered: workload qd1/0/r100/iops16k-64k", 1 } },
       .check_final = TRUE, .final_poll = { 32768 } },
+    /*
+     * The same return on a contended host: the guard cuts the remembered
+     * winner to off in the tick it would be written.  Off's ticks do not measure
+     * the winner, so they are no surprise (they once were: the memory
+     * forgot the winner and explored).
+     */
+    { .name = "remembered-winner-cut-is-no-surprise", .spec = "adaptive", .n_ticks = 60,
+      .n_iot = 1, .start = { 0, 0, 0 }, .load = { FAST },
+      .load2 = { { 150000, 140000, 16000, 80, 100, 0, .qd = 16 } }, .phase2_tick = 20,
+      .phase2_ticks = 25, .host = { 50, 0, 46, 60 },
+      .expect = { { 46, 0, 0, -1, POLICY_CAUSE_INVALID, "host contention", -1 } },
+      .forbid_reason = "clearly below", .check_final = TRUE, .final_poll = { 0 } },
     /*
      * The remembered winner of a workload (QD1, its default window) is
      * measured far below its remembered score when the workload, in the
@@ -864,6 +878,10 @@ run_case_full(const Case *c, guint *writes_out, gint64 *final_out)
                 g_array_append_val(write_ticks, tick);
             if (i == 0 && c->expect_reason && strstr(d->reason, c->expect_reason))
                 seen_reason = TRUE;
+            if (i == 0 && c->forbid_reason) {
+                g_assert_null(strstr(d->reason, c->forbid_reason));
+                g_assert_null(strstr(d->evidence, c->forbid_reason));
+            }
             if (i == 0 && d->change && d->cause == POLICY_CAUSE_PROBE && tick > 10 &&
                 !late_probe_tick)
                 late_probe_tick = tick;
