@@ -664,6 +664,22 @@ policy_adaptive_fall_back_frugal(PolicyProposal *p, gint64 now_ms)
     return TRUE;
 }
 
+/* Settle on @g's triple, chosen for @cause without (more) probes; RETURN
+ * until it is in force. */
+static void
+settle_best(PolicyIothreadState *st, const PolicySegment *g, const PolicyTriple *current,
+            PolicyCause cause, gint64 now_ms)
+{
+    st->pending = 0;
+    st->n_done = 0;
+    st->seg_x.n = 0;
+    st->best = g->triple;
+    st->best_cause = cause;
+    settle(st, g, now_ms);
+    if (!policy_triple_equal(&g->triple, current))
+        st->phase = POLICY_ADAPTIVE_RETURN;
+}
+
 void
 policy_adaptive_settle_cut(PolicyIothreadState *st, const PolicyTriple *t,
                            const PolicyTriple *current, PolicyCause cause, gint64 now_ms)
@@ -671,14 +687,9 @@ policy_adaptive_settle_cut(PolicyIothreadState *st, const PolicyTriple *t,
     PolicySegment g;
 
     segment_start(&g, t);
-    st->pending = 0;
-    st->n_done = 0;
-    st->seg_x.n = 0;
-    st->best = *t;
-    st->best_cause = cause;
-    settle(st, &g, now_ms);
-    if (!policy_triple_equal(t, current))
-        st->phase = POLICY_ADAPTIVE_RETURN;
+    settle_best(st, &g, current, cause, now_ms);
+    /* A remembered winner cut for the host's sake is not measured. */
+    st->recalled = FALSE;
 }
 
 static void
@@ -701,6 +712,36 @@ explore_anchor(const PolicyIothreadState *st)
         if (policy_triple_equal(&st->done[i].triple, &st->baseline))
             return &st->done[i];
     return &st->seg_a;
+}
+
+/*
+ * What the exploration found, for the memory: the probes that lost cost
+ * their ticks' lead below the winner (the start's ticks are spent whether
+ * or not the iothread explores).
+ */
+static void
+explore_learn(PolicyProposal *p, const PolicySegment *win, const PolicySegment *anchor,
+              gint64 now_ms)
+{
+    PolicyIothreadState *st = p->st;
+    PolicyExploration x = {
+        .winner = win->triple,
+        .winner_score = segment_mean(win),
+        .winner_ticks = win->n,
+        .anchor = anchor->triple,
+        .anchor_score = segment_mean(anchor),
+        .noise = noise_sd(st),
+    };
+
+    for (guint i = 0; i < st->n_done; i++) {
+        const PolicySegment *g = &st->done[i];
+
+        if (g == win)
+            continue;
+        x.probe_ticks += g->n;
+        x.probe_loss += g->n * MAX(0.0, segment_mean(win) - segment_mean(g));
+    }
+    policy_adaptive_memory_learn(p, &x, now_ms);
 }
 
 /*
@@ -764,6 +805,7 @@ explore_finish(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
     noise_pool(st, &st->seg_a);
     for (guint i = 0; i < st->n_done; i++)
         noise_pool(st, &st->done[i]);
+    explore_learn(p, win, anchor, now_ms);
     st->best = win->triple;
     st->best_cause = POLICY_CAUSE_ROLLBACK;
     settle(st, win, now_ms);
@@ -936,6 +978,9 @@ static const char WHY_MOVED[] = "IOPS moved away from the settled reference";
 static const char WHY_GROSS[] = "IOPS moved by a factor of 3 or more";
 static const char WHY_SHAPE[] = "blocks per operation moved away from the settled reference";
 static const char WHY_LOAD[] = "I/O after an idle spell";
+static const char WHY_FIRST[] = "first measurement";
+static const char WHY_REVALIDATE[] = "periodic revalidation";
+static const char WHY_SURPRISE[] = "the remembered winner scored clearly below its remembered score";
 
 /*
  * Did the I/O change shape?  Under polling off a new workload can move
@@ -987,7 +1032,7 @@ workload_changed(const PolicyConfig *cfg, PolicyIothreadState *st, const PolicyM
     gboolean fired;
 
     if (st->phase == POLICY_ADAPTIVE_NEW) {
-        *why = "first measurement";
+        *why = WHY_FIRST;
         return TRUE;
     }
     /* Settled without a measurement (a guard's cut): this tick starts the reference. */
@@ -1026,7 +1071,7 @@ workload_changed(const PolicyConfig *cfg, PolicyIothreadState *st, const PolicyM
         return TRUE;
     }
     if (cfg->revalidate_ms > 0 && now_ms - st->ref_ms >= cfg->revalidate_ms) {
-        *why = "periodic revalidation";
+        *why = WHY_REVALIDATE;
         return TRUE;
     }
     return FALSE;
@@ -1134,6 +1179,231 @@ explore_begin(const PolicyConfig *cfg, PolicyProposal *p, const char *why, gint6
 }
 
 /*
+ * The workload memory's part in the phases (docs/POLICY.md, "Memory").
+ * At each exploration's trigger the memory is asked about the workload,
+ * by its signature from the phase's first POLICY_SIGNATURE_LOOKUP_TICKS
+ * ticks: a winner remembered and fresh is written at once (one write, no
+ * probes) and settled on, then confirmed by MEMORY_CONFIRM_TICKS settled
+ * ticks, or found a surprise and explored; with none, the exploration goes
+ * on only where it pays for itself, and otherwise the iothread is left on
+ * the triple it would have without polltune.
+ */
+/*
+ * Settled ticks that confirm a remembered winner: three, as many as a
+ * probe measures at most (SEG_MAX); the surprise's bar is two standard
+ * errors of them and of the remembered ticks, and at least 0.10.
+ */
+#define MEMORY_CONFIRM_TICKS 3
+
+typedef enum {
+    MEMORY_EXPLORE,             /* explore: nothing remembered, and it pays */
+    MEMORY_WAIT,                /* the proposal waits a tick (signature, write budget) */
+    MEMORY_DECIDED,             /* remembered, or not worth exploring: settled */
+} MemoryVerdict;
+
+static void explore_now(const PolicyConfig *cfg, PolicyProposal *p, const char *why,
+                        gint64 now_ms);
+
+/* START with the triple in force measured: its ticks are the workload's. */
+static gboolean
+start_in_force(const PolicyIothreadState *st, const PolicyTriple *cur)
+{
+    return st->phase == POLICY_ADAPTIVE_START && policy_triple_equal(&st->seg_a.triple, cur);
+}
+
+/* Settle on @t: on the start's ticks when they are @t's, else on none yet;
+ * RETURN until @t is in force. */
+static void
+memory_settle(PolicyProposal *p, const PolicyTriple *t, PolicyCause cause, gint64 now_ms)
+{
+    PolicyIothreadState *st = p->st;
+    const PolicyTriple *cur = &p->in->current;
+    PolicySegment g;
+
+    if (start_in_force(st, cur) && policy_triple_equal(t, cur))
+        g = st->seg_a;
+    else
+        segment_start(&g, t);
+    settle_best(st, &g, cur, cause, now_ms);
+    p->returns_to_best = !policy_triple_equal(t, cur);
+}
+
+/* A winner remembered for the workload: written, or kept when in force. */
+static MemoryVerdict
+memory_recall(const PolicyConfig *cfg, PolicyProposal *p, const PolicyMemoryEntry *e,
+              gint64 now_ms)
+{
+    PolicyIothreadState *st = p->st;
+    const PolicyTriple *cur = &p->in->current;
+    PolicyTriple w = e->last.winner;
+    g_autofree char *desc = policy_memory_entry_describe(e, now_ms);
+
+    policy_config_clamp_triple(cfg, &w);
+    if (!policy_triple_equal(&w, cur) && !writes_fit(p, 1, "the remembered winner", now_ms))
+        return MEMORY_WAIT;
+    st->mem_checked = TRUE;
+    policy_adaptive_memory_note(st, "%s", desc);
+    g_string_append(p->evidence, " memory=remembered");
+    memory_settle(p, &w, POLICY_CAUSE_REMEMBERED, now_ms);
+    st->recalled = TRUE;
+    if (policy_triple_equal(&w, cur))
+        policy_proposal_set(p, cur, POLICY_CAUSE_NONE, "adaptive: %s; in force already", desc);
+    else
+        policy_proposal_set(p, &w, POLICY_CAUSE_REMEMBERED, "adaptive: %s; writing it", desc);
+    return MEMORY_DECIDED;
+}
+
+/*
+ * Exploring does not pay: do no harm, leave (or put back) the triple the
+ * iothread would have without polltune.
+ */
+static void
+memory_stay(PolicyProposal *p, gint64 now_ms)
+{
+    PolicyIothreadState *st = p->st;
+    const PolicyTriple *cur = &p->in->current;
+    PolicyTriple base = st->baseline;
+    g_autofree char *bt = policy_triple_format(&base);
+
+    memory_settle(p, &base, POLICY_CAUSE_ROLLBACK, now_ms);
+    if (policy_triple_equal(&base, cur))
+        policy_proposal_set(p, cur, POLICY_CAUSE_NONE, "adaptive: %s; leaving %s as it is",
+                            st->mem_note, bt);
+    else
+        policy_proposal_set(p, &base, POLICY_CAUSE_ROLLBACK,
+                            "adaptive: %s; back to %s, the triple without polltune",
+                            st->mem_note, bt);
+}
+
+/* Ask the memory about the phase's workload, once per exploration's trigger. */
+static MemoryVerdict
+memory_gate(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
+{
+    PolicyIothreadState *st = p->st;
+    PolicySignature sig;
+    const PolicyMemoryEntry *e;
+
+    if (!p->mem || st->mem_checked)
+        return MEMORY_EXPLORE;
+    /*
+     * Nothing learnt yet: the rule's priors always pay (a phase is expected
+     * to last 300 s and more, the probes to cost 0.6), and no tick need
+     * wait for a signature.
+     */
+    if (!policy_memory_size(p->mem)) {
+        st->mem_checked = TRUE;
+        policy_adaptive_memory_note(st, "nothing remembered on this iothread yet: exploring");
+        return MEMORY_EXPLORE;
+    }
+    if (!policy_adaptive_memory_signature(p, POLICY_SIGNATURE_LOOKUP_TICKS, &sig)) {
+        if (st->phase_ticks >= POLICY_SIGNATURE_LOOKUP_TICKS) {
+            st->mem_checked = TRUE;     /* ticks without I/O figures: no signature */
+            return MEMORY_EXPLORE;
+        }
+        policy_proposal_set(p, &p->in->current, POLICY_CAUSE_NONE,
+                            "adaptive: a new workload, reading its signature (tick %u of %u)",
+                            st->phase_ticks, POLICY_SIGNATURE_LOOKUP_TICKS);
+        return MEMORY_WAIT;
+    }
+    st->sig = sig;
+    st->have_sig = TRUE;
+    e = policy_memory_lookup(p->mem, &sig, now_ms);
+    if (e)
+        return memory_recall(cfg, p, e, now_ms);
+    st->mem_checked = TRUE;
+    if (policy_adaptive_memory_pays(p, &sig, now_ms))
+        return MEMORY_EXPLORE;
+    memory_stay(p, now_ms);
+    return MEMORY_DECIDED;
+}
+
+/*
+ * SETTLED on a remembered winner: once MEMORY_CONFIRM_TICKS ticks are
+ * measured, confirm it, or explore on a surprise.  TRUE: explored.
+ */
+static gboolean
+memory_confirm(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
+{
+    PolicyIothreadState *st = p->st;
+    const PolicyMemoryEntry *e;
+    double score = segment_mean(&st->ref), remembered;
+    g_autofree char *s = NULL;
+
+    if (!st->recalled || !p->mem || !st->have_sig || st->ref.n < MEMORY_CONFIRM_TICKS ||
+        st->best_cause != POLICY_CAUSE_REMEMBERED ||
+        !policy_triple_equal(&st->ref.triple, &st->best))
+        return FALSE;
+    st->recalled = FALSE;
+    e = policy_memory_peek(p->mem, &st->sig);
+    if (!e || !e->have_winner)
+        return FALSE;
+    remembered = e->last.winner_score;
+    p->mem_changed = TRUE;
+    g_string_append_printf(p->evidence, " memory_score=%.4f remembered_score=%.4f", score,
+                           remembered);
+    if (!policy_memory_confirm(p->mem, &st->sig, score, st->ref.n, now_ms)) {
+        g_autofree char *desc = policy_memory_entry_describe(e, now_ms);
+
+        policy_adaptive_memory_note(st, "%s", desc);
+        return FALSE;
+    }
+    s = policy_signature_to_string(&st->sig);
+    policy_adaptive_memory_note(st, "workload %s: its remembered winner scored %.4f over %u "
+                                "ticks, clearly below %.4f: forgotten, exploring", s, score,
+                                st->ref.n, remembered);
+    st->mem_checked = TRUE;
+    explore_now(cfg, p, WHY_SURPRISE, now_ms);
+    return TRUE;
+}
+
+/*
+ * Revalidation where the memory holds the winner in force for the
+ * workload: the settled ticks confirm it instead of an exploration.  TRUE:
+ * confirmed, settled again; FALSE: explore (a surprise, or nothing to
+ * confirm).
+ */
+static gboolean
+memory_revalidate(PolicyProposal *p, gint64 now_ms)
+{
+    PolicyIothreadState *st = p->st;
+    PolicySignature sig;
+    const PolicyMemoryEntry *e;
+    PolicySegment ref = st->ref;
+    double remembered;
+    g_autofree char *desc = NULL;
+
+    st->mem_checked = FALSE;
+    if (!p->mem || st->ref.n < MEMORY_CONFIRM_TICKS ||
+        !policy_adaptive_memory_signature(p, POLICY_SIGNATURE_MIN_TICKS, &sig))
+        return FALSE;
+    e = policy_memory_lookup(p->mem, &sig, now_ms);
+    if (!e || !policy_triple_equal(&e->last.winner, &p->in->current))
+        return FALSE;
+    st->sig = sig;
+    st->have_sig = TRUE;
+    st->mem_checked = TRUE;
+    remembered = e->last.winner_score;
+    p->mem_changed = TRUE;
+    if (policy_memory_confirm(p->mem, &sig, segment_mean(&ref), ref.n, now_ms)) {
+        g_autofree char *s = policy_signature_to_string(&sig);
+
+        policy_adaptive_memory_note(st, "workload %s: its remembered winner scored %.4f, "
+                                    "clearly below %.4f: forgotten, exploring", s,
+                                    segment_mean(&ref), remembered);
+        return FALSE;
+    }
+    desc = policy_memory_entry_describe(e, now_ms);
+    policy_adaptive_memory_note(st, "%s", desc);
+    settle(st, &ref, now_ms);
+    g_string_append_printf(p->evidence, " memory=confirmed memory_score=%.4f "
+                           "remembered_score=%.4f", segment_mean(&ref), remembered);
+    policy_proposal_set(p, &p->in->current, POLICY_CAUSE_NONE,
+                        "adaptive: periodic revalidation: %s; the settled ticks confirm it",
+                        desc);
+    return TRUE;
+}
+
+/*
  * RETURN: the winner is written back until it is in force; that tick is
  * then SETTLED's (FALSE: not decided here).
  */
@@ -1151,6 +1421,9 @@ step_return(PolicyProposal *p)
     if (st->best_cause == POLICY_CAUSE_ROLLBACK)
         policy_proposal_set(p, &st->best, POLICY_CAUSE_ROLLBACK,
                             "adaptive: the objective was better at %s, returning to it", bt);
+    else if (st->best_cause == POLICY_CAUSE_REMEMBERED)
+        policy_proposal_set(p, &st->best, POLICY_CAUSE_REMEMBERED, "adaptive: %s; writing it",
+                            st->mem_note ? st->mem_note : "remembered");
     else
         policy_proposal_set(p, &st->best, st->best_cause,
                             "adaptive: the %s guard cut polling, writing %s",
@@ -1217,6 +1490,8 @@ step_start(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
 
     if (policy_triple_equal(&p->in->current, &st->seg_a.triple))
         segment_add(cfg, &st->seg_a, p->objective, p->m);
+    if (memory_gate(cfg, p, now_ms) != MEMORY_EXPLORE)
+        return;
     if (!start_measured(st)) {
         g_string_append_printf(p->evidence, " noise_sd=%.4f", noise_sd(st));
         policy_proposal_set(p, &p->in->current, POLICY_CAUSE_NONE,
@@ -1228,11 +1503,17 @@ step_start(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
     explore_next(cfg, p, now_ms);
 }
 
-/* The exploration that starts at this tick, from any phase at rest. */
+/*
+ * The exploration that starts at this tick, from any phase at rest, when
+ * the memory neither remembers the workload nor finds exploring it
+ * worthless.
+ */
 static void
 explore_now(const PolicyConfig *cfg, PolicyProposal *p, const char *why, gint64 now_ms)
 {
     explore_begin(cfg, p, why, now_ms);
+    if (memory_gate(cfg, p, now_ms) != MEMORY_EXPLORE)
+        return;
     if (!start_measured(p->st)) {
         policy_proposal_set(p, &p->in->current, POLICY_CAUSE_NONE,
                             "adaptive: %s, measuring the starting triple", why);
@@ -1253,6 +1534,9 @@ step_idle_rule(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
 
     if (policy_metrics_iops(p->m) >= cfg->idle_iops)
         return FALSE;
+    /* An idle spell ends the workload's phase. */
+    if (p->st->phase != POLICY_ADAPTIVE_IDLE)
+        policy_adaptive_memory_phase_end(p, now_ms - policy_adaptive_tick_ms(p));
     p->st->phase = POLICY_ADAPTIVE_IDLE;
     p->st->gross_sign = 0;
     if (!policy_triple_equal(&off, &p->in->current) &&
@@ -1292,6 +1576,15 @@ step_idle(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
                             "adaptive: I/O after an idle spell, measured from the next tick");
         return;
     }
+    /*
+     * The load's phase began a tick ago.  A workload remembered gets its
+     * winner now, in one write, instead of the write back to the baseline
+     * and an exploration; one not worth exploring, the baseline.
+     */
+    if (st->phase_start_ms == G_MININT64)
+        policy_adaptive_memory_phase_begin(st, now_ms - 2 * policy_adaptive_tick_ms(p), 2);
+    if (memory_gate(cfg, p, now_ms) != MEMORY_EXPLORE)
+        return;
     if (!policy_triple_equal(cur, &st->baseline) && st->baseline.poll_max_ns > 0 &&
         !policy_guard_writes(st, 1 + policy_adaptive_admission_writes(cfg, st, &st->baseline),
                              now_ms).holds) {
@@ -1318,12 +1611,30 @@ step_settled(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
     const PolicyTriple *cur = &p->in->current;
     const char *why = NULL;
 
+    gint64 tick_ms = policy_adaptive_tick_ms(p);
+
     if (!workload_changed(cfg, st, m, now_ms, &why, p->evidence)) {
         /* A tick that moved grossly waits for the next one, outside the reference. */
         if (!st->gross_sign)
             segment_add(cfg, &st->ref, p->objective, m);
+        if (memory_confirm(cfg, p, now_ms))
+            return;
         policy_proposal_set(p, cur, POLICY_CAUSE_NONE, "adaptive: steady");
         return;
+    }
+    /*
+     * The memory's phases: the first measurement begins one, revalidation
+     * goes on with it, a change ends it where the new one began, the two
+     * ticks that showed it (a gross move's; a CUSUM's last two).
+     */
+    if (why == WHY_FIRST) {
+        policy_adaptive_memory_phase_begin(st, now_ms - tick_ms, 1);
+    } else if (why == WHY_REVALIDATE) {
+        if (memory_revalidate(p, now_ms))
+            return;
+    } else {
+        policy_adaptive_memory_phase_end(p, now_ms - 2 * tick_ms);
+        policy_adaptive_memory_phase_begin(st, now_ms - 2 * tick_ms, 2);
     }
     explore_now(cfg, p, why, now_ms);
 }
@@ -1341,6 +1652,9 @@ policy_adaptive_step(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
     }
     policy_metrics_describe(p->evidence, "", m);
     g_string_append_printf(p->evidence, " score=%.4f", policy_config_score(cfg, p->objective, m));
+    /* The phase's ticks, for its signature. */
+    if (policy_metrics_iops(m) >= cfg->idle_iops && st->phase_ticks < G_MAXUINT)
+        st->phase_ticks++;
 
     /* A write landed inside this tick: its numbers describe neither triple. */
     if (!policy_triple_equal(&m->triple, cur) ||

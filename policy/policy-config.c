@@ -70,7 +70,8 @@ PT_ENUM_IMPL(policy_cause, PolicyCause, POLICY_CAUSE_MAX,
              [POLICY_CAUSE_ACCEPT] = "accept",
              [POLICY_CAUSE_ROLLBACK] = "rollback",
              [POLICY_CAUSE_CONTENTION] = "contention",
-             [POLICY_CAUSE_BUDGET] = "budget")
+             [POLICY_CAUSE_BUDGET] = "budget",
+             [POLICY_CAUSE_REMEMBERED] = "remembered")
 
 /* "config" and "policy-set" are what policy get has always called them. */
 PT_ENUM_IMPL(policy_origin, PolicyOrigin, POLICY_ORIGIN_MAX,

@@ -110,6 +110,7 @@ state_free(gpointer p)
     if (!st)
         return;
     g_free(st->key);
+    g_free(st->mem_note);
     g_free(st);
 }
 
@@ -351,6 +352,7 @@ state_get(PolicyEngine *e, const PolicyIothreadInput *in)
         for (guint i = 0; i < G_N_ELEMENTS(st->write_log); i++)
             st->write_log[i] = G_MININT64;
         st->write_epoch_ms = G_MININT64;
+        st->phase_start_ms = G_MININT64;
         g_hash_table_insert(e->states, st->key, st);
     }
     return st;
@@ -522,7 +524,10 @@ propose(PolicyEngine *e, PolicyProposal *p, gint64 now_ms)
     case POLICY_KIND_ADAPTIVE:
         p->adaptive = TRUE;
         p->objective = spec->objective;
+        p->mem = policy_engine_memory_of(e, in->target, in->iothread);
         policy_adaptive_step(cfg, p, now_ms);
+        if (p->mem_changed)
+            policy_engine_memory_mark_changed(e, in->target, in->iothread);
         if (policy_config_clamp_triple(cfg, &p->triple))
             g_string_append(p->reason, " (clamped into bounds)");
         if (expired)

@@ -35,6 +35,7 @@ policy_explain_free(PolicyExplain *x)
     for (guint i = 0; i < POLICY_GUARD_MAX; i++)
         g_free(x->guards[i].detail);
     g_free(x->next_look);
+    g_free(x->memory);
     g_free(x);
 }
 
@@ -239,6 +240,28 @@ explain_next_look(PolicyExplain *x, const PolicyConfig *cfg, const PolicyIothrea
     (void)now_ms;
 }
 
+/*
+ * The memory's part: the entry of the workload in force when it has a
+ * fresh winner (the decision came, or could have come, from memory), else
+ * what the memory said at the phase's last trigger.
+ */
+static void
+explain_memory(PolicyExplain *x, const PolicyEngine *e, const PolicyIothreadState *st,
+               gint64 now_ms)
+{
+    g_autofree char *key = g_strdup_printf("%s/%s", x->target, x->iothread);
+    const PolicyMemory *mem = g_hash_table_lookup(policy_engine_memories_const(e)->by_key, key);
+    const PolicyMemoryEntry *entry = NULL;
+
+    x->memory_entries = mem ? policy_memory_size(mem) : 0;
+    if (mem && st && st->have_sig)
+        entry = policy_memory_lookup(mem, &st->sig, now_ms);
+    if (entry)
+        x->memory = policy_memory_entry_describe(entry, now_ms);
+    else if (st && st->mem_note)
+        x->memory = g_strdup(st->mem_note);
+}
+
 PolicyExplain *
 policy_engine_explain(const PolicyEngine *e, const PolicyExplainContext *ctx,
                       const PolicyIothreadInput *in, gint64 now_ms)
@@ -392,5 +415,7 @@ policy_engine_explain(const PolicyEngine *e, const PolicyExplainContext *ctx,
     }
     x->phase = explain_phase(st, x);
     explain_next_look(x, cfg, st, ctx ? ctx->next_tick_ms : now_ms, now_ms);
+    if (x->spec.kind == POLICY_KIND_ADAPTIVE)
+        explain_memory(x, e, st, now_ms);
     return x;
 }

@@ -82,6 +82,15 @@ typedef struct {
 
     gint64 next_look_ms;    /* G_MININT64: not before something else changes */
     char *next_look;        /* why then */
+
+    /*
+     * The workload memory's part (adaptive only; NULL: none): what it
+     * remembers of the workload now, "remembered: workload W, best T,
+     * learned X ago, confirmed N times", or else what it last said, e.g.
+     * why exploring did or did not pay.
+     */
+    char *memory;
+    guint memory_entries;   /* workloads the iothread's memory holds */
 } PolicyExplain;
 
 void policy_explain_free(PolicyExplain *x);

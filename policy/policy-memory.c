@@ -82,6 +82,14 @@ gboolean
 policy_signature_compute(const PolicyMetrics *ticks, guint n, guint32 qemu_version,
                          const char *device_key, PolicySignature *out)
 {
+    return policy_signature_compute_min(ticks, n, POLICY_SIGNATURE_MIN_TICKS, qemu_version,
+                                        device_key, out);
+}
+
+gboolean
+policy_signature_compute_min(const PolicyMetrics *ticks, guint n, guint min_ticks,
+                             guint32 qemu_version, const char *device_key, PolicySignature *out)
+{
     double secs = 0, ops = 0, rw_ops = 0, bytes = 0, writes = 0, flushes = 0, busy = 0;
     guint used = 0;
     PolicySignature sig = { 0 };
@@ -101,7 +109,7 @@ policy_signature_compute(const PolicyMetrics *ticks, guint n, guint32 qemu_versi
         busy += tick_in_flight(m) * s;
         used++;
     }
-    if (used < POLICY_SIGNATURE_MIN_TICKS)
+    if (used < MAX(min_ticks, 1))
         return FALSE;
     sig.qd = band_clamp(ceil(log2(busy / secs) - 0.25), POLICY_SIG_QD_MIN, POLICY_SIG_QD_MAX);
     sig.size = rw_ops > 0 && bytes > 0 ?

@@ -37,6 +37,17 @@
  */
 #define POLICY_SIGNATURE_MIN_TICKS 4
 /*
+ * A lookup may use as few as this many ticks: a workload met before should
+ * get its winner by its second tick (docs/POLICY.md, "Memory"), and the
+ * change detectors and the idle rule see a new workload on its second
+ * tick at the earliest.  The mean of two ticks of +-50% noise has a
+ * standard deviation of about 20%, so a band edge is crossed more often
+ * than from eight ticks: a miss costs the exploration the memory would
+ * have saved, and a wrong match is a surprise once its winner is measured.
+ * What is learnt is keyed from every tick of the phase.
+ */
+#define POLICY_SIGNATURE_LOOKUP_TICKS 2
+/*
  * A device key longer than this is kept as "sha256:" and the first 32 hex
  * digits of its hash: the key names the devices behind one iothread (at
  * most POLICY_MAX_DEVICES), and 16 names of libvirt's "virtio-disk12"
@@ -77,6 +88,11 @@ typedef struct {
  */
 gboolean policy_signature_compute(const PolicyMetrics *ticks, guint n, guint32 qemu_version,
                                   const char *device_key, PolicySignature *out);
+/* The same from at least @min_ticks (>= 1) ticks with I/O: a lookup's
+ * (POLICY_SIGNATURE_LOOKUP_TICKS). */
+gboolean policy_signature_compute_min(const PolicyMetrics *ticks, guint n, guint min_ticks,
+                                      guint32 qemu_version, const char *device_key,
+                                      PolicySignature *out);
 /* @devices (NULL-terminated) sorted, without repeats, joined by ",". */
 char *policy_signature_device_key(const char *const *devices);
 gboolean policy_signature_equal(const PolicySignature *a, const PolicySignature *b);

@@ -5,6 +5,7 @@
  */
 #pragma once
 
+#include "policy-memory.h"
 #include "policy.h"
 
 /*
@@ -65,7 +66,10 @@ typedef struct {
  * each probe is written (the engine moves the phase to PROBE when it
  * applies one) and measured in PROBE; NEXT proposes the next candidate,
  * or ends the exploration: SETTLED on the start, or RETURN until the
- * winner is written back.  Too little I/O sends any phase to IDLE with
+ * winner is written back.  Before its first probe an exploration asks the
+ * workload memory (IDLE before its write back to the baseline): a
+ * remembered winner, or a workload not worth exploring, settles at once,
+ * SETTLED or RETURN, without a probe.  Too little I/O sends any phase to IDLE with
  * polling off; an override, an external write or a guard's cut sends it
  * back to NEW.  The names are external (polltunectl explain's "phase").
  */
@@ -162,6 +166,19 @@ typedef struct {
     gboolean have_frugal;
     PolicySegment frugal;
     gint64 holdoff_until_ms;    /* contention: no polling probes before */
+
+    /*
+     * The workload memory's part (docs/POLICY.md, "Memory").  A phase is
+     * one workload, from the change that began it to the next change or
+     * an idle spell; its signature is computed from its ticks.
+     */
+    gint64 phase_start_ms;      /* G_MININT64: no phase (new, idle) */
+    guint phase_ticks;          /* ticks with I/O in this phase */
+    gboolean have_sig;
+    PolicySignature sig;        /* the phase's, as last looked up or learnt */
+    gboolean mem_checked;       /* the memory was asked about this phase's exploration */
+    gboolean recalled;          /* settled on a remembered winner, not yet confirmed */
+    char *mem_note;             /* what the memory said last, for explain */
 } PolicyIothreadState;
 
 /* START, PROBE or NEXT: an exploration is measuring. */
@@ -178,6 +195,8 @@ typedef struct {
     gboolean returns_to_best;   /* ends a probe: not held back by dwell */
     guint trial_cand;           /* POLICY_CAND_* this proposal probes, or 0 */
     gboolean guard_cut;         /* contention/budget forced polling off */
+    struct _PolicyMemory *mem;  /* adaptive: the iothread's workload memory */
+    gboolean mem_changed;       /* the memory learnt something this tick */
     double probe_value;         /* budget: a probe's ceiling gain per core it needs */
     PolicyTriple triple;        /* proposed */
     PolicyCause cause;
@@ -194,6 +213,26 @@ const PolicyOverrideInfo *policy_engine_override_in_force(const PolicyEngine *e,
                                                           gint64 now_ms);
 
 void policy_adaptive_step(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms);
+
+/* The adaptive policy and the workload memory (policy-adaptive-memory.c). */
+void policy_adaptive_memory_note(PolicyIothreadState *st, const char *fmt, ...)
+    G_GNUC_PRINTF(2, 3);
+gint64 policy_adaptive_tick_ms(const PolicyProposal *p);
+/* The signature of the phase's ticks in @p's history, from >= @min_ticks. */
+gboolean policy_adaptive_memory_signature(const PolicyProposal *p, guint min_ticks,
+                                          PolicySignature *out);
+/* A workload's phase began at @start_ms, @ticks ticks ago. */
+void policy_adaptive_memory_phase_begin(PolicyIothreadState *st, gint64 start_ms, guint ticks);
+/* The phase ended at @end_ms: its length goes to the memory. */
+void policy_adaptive_memory_phase_end(PolicyProposal *p, gint64 end_ms);
+/* "remembered: workload W, best T, learned X ago, confirmed N times" */
+char *policy_memory_entry_describe(const PolicyMemoryEntry *e, gint64 now_ms);
+/* Whether exploring @sig, remembered without a winner, pays (the note and
+ * the evidence say why). */
+gboolean policy_adaptive_memory_pays(PolicyProposal *p, const PolicySignature *sig,
+                                     gint64 now_ms);
+/* What the exploration ending now found, keyed by the phase's signature. */
+void policy_adaptive_memory_learn(PolicyProposal *p, const PolicyExploration *x, gint64 now_ms);
 void policy_adaptive_reset(PolicyIothreadState *st);
 /*
  * A guard cut polling to @t (off) for the host's sake: the iothread

@@ -65,6 +65,7 @@ typedef enum {
     POLICY_CAUSE_ROLLBACK,      /* hysteresis: objective got worse */
     POLICY_CAUSE_CONTENTION,    /* host contention guard */
     POLICY_CAUSE_BUDGET,        /* host polling CPU budget */
+    POLICY_CAUSE_REMEMBERED,    /* adaptive: the winner remembered for this workload */
     POLICY_CAUSE_MAX,
     POLICY_CAUSE_INVALID = -1,
 } PolicyCause;

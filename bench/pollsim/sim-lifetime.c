@@ -310,13 +310,23 @@ lifetime_tick(Sim *sim, guint t, gpointer data)
 }
 
 /*
- * A restarted daemon starts with an empty memory: here is where one
- * persisted (in the store) would be reloaded into the new engine.
- * Nothing survives a restart today.
+ * A restarted daemon loads the memory it kept in its store: the rows the
+ * stopped engine would have saved, through the same text the store keeps.
+ * POLLSIM_NO_MEMORY_RELOAD=1 starts it empty instead, as before the
+ * store kept the memory.
  */
 static void
-lifetime_memory_reload(PolicyEngine *engine G_GNUC_UNUSED, gpointer data G_GNUC_UNUSED)
+lifetime_memory_reload(const PolicyEngine *old, PolicyEngine *fresh,
+                       gpointer data G_GNUC_UNUSED)
 {
+    g_autoptr(GPtrArray) rows = policy_engine_memory_rows(old, SIM_TARGET, "iothread0");
+    g_autoptr(GError) error = NULL;
+
+    if (g_strcmp0(g_getenv("POLLSIM_NO_MEMORY_RELOAD"), "1") == 0)
+        return;
+    if (!policy_engine_memory_load(fresh, SIM_TARGET, "iothread0",
+                                   (PtMemoryRow *const *)rows->pdata, rows->len, &error))
+        g_error("lifetime: the memory's rows do not load again: %s", error->message);
 }
 
 static void

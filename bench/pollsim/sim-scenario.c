@@ -117,8 +117,6 @@ ticks_per_phase(const SimScenario *scn, double scale)
 }
 
 #define HISTORY 16
-/* The target every simulated iothread belongs to, as the engine sees it. */
-#define SIM_TARGET "vm"
 
 typedef struct {
     PolicyCounters prev;
@@ -126,6 +124,7 @@ typedef struct {
     guint n_hist;
     SimTruth truth0;
     char name[32];
+    char devices[64];           /* the device key: "vda", "vda,vdb", ... */
 } VmLoop;
 
 static void
@@ -270,6 +269,10 @@ sim_scenario_run_opts(const SimScenario *scn, const PolicySpec *spec,
             w0 = sim_workload_idle(&w0);
         sim_add_vm(sim, &w0, &start);
         g_snprintf(loops[i].name, sizeof(loops[i].name), "iothread%u", i);
+        for (guint d = 0; d < MAX(w0.n_devices, 1) && d < SIM_MAX_DEVICES; d++)
+            g_snprintf(loops[i].devices + strlen(loops[i].devices),
+                       sizeof(loops[i].devices) - strlen(loops[i].devices), "%svd%c",
+                       d ? "," : "", 'a' + d);
         sim_vm_counters(sim, i, &loops[i].prev);
     }
     sim_host_counters(sim, &hprev);
@@ -316,6 +319,10 @@ sim_scenario_run_opts(const SimScenario *scn, const PolicySpec *spec,
                 sim_metrics_add_noise(&loops[i].hist[loops[i].n_hist - 1], opts->noise, &noise_state);
             inputs[i] = (PolicyIothreadInput){ SIM_TARGET, loops[i].name, sim_vm_triple(sim, i),
                                                loops[i].hist, loops[i].n_hist };
+            /* What the daemon reads from QEMU and libvirt: the release the
+             * memory's signatures carry, and the disks behind the iothread. */
+            inputs[i].qemu_version = sim_qemu_model(sim) == SIM_QEMU_10 ? 10000000 : 7002000;
+            inputs[i].device_key = loops[i].devices;
         }
         if (engine) {
             ds = policy_engine_tick(engine, &host, inputs, n, (gint64)(k + 1) * 1000);
@@ -372,10 +379,12 @@ sim_scenario_run_opts(const SimScenario *scn, const PolicySpec *spec,
 
             if (ev != SIM_RUN_GO_ON && engine) {
                 if (ev == SIM_RUN_DAEMON_RESTART) {
-                    g_clear_pointer(&engine, policy_engine_free);
+                    PolicyEngine *old = engine;
+
                     engine = policy_engine_new(cfg, NULL);
                     if (opts->restart_hook)
-                        opts->restart_hook(engine, opts->hook_data);
+                        opts->restart_hook(old, engine, opts->hook_data);
+                    policy_engine_free(old);
                 } else {
                     policy_engine_forget(engine, SIM_TARGET);
                 }

@@ -16,6 +16,9 @@
 #include "sim.h"
 
 #define SIM_MAX_PHASES 5
+/* The target every simulated iothread belongs to, as the engine sees it;
+ * its iothreads are "iothread0", "iothread1", ... */
+#define SIM_TARGET "vm"
 #define SIM_MAX_GROUPS 3
 
 typedef struct {
@@ -160,8 +163,13 @@ typedef struct {
      * returns happens there (SimRunEvent).
      */
     SimRunEvent (*tick_hook)(Sim *sim, guint t, gpointer data);
-    /* Where a restarted daemon would reload a persisted memory. */
-    void (*restart_hook)(PolicyEngine *engine, gpointer data);
+    /*
+     * A daemon restart: @fresh is the new engine, @old the one stopped,
+     * still holding what the daemon kept in its store (it saves the
+     * memory's changed rows every tick, so at a restart the store holds
+     * them all).
+     */
+    void (*restart_hook)(const PolicyEngine *old, PolicyEngine *fresh, gpointer data);
     gpointer hook_data;
 } SimRunOpts;
 

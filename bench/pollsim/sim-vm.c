@@ -801,6 +801,12 @@ sim_set_qemu_model(Sim *sim, SimQemuModel model)
     sim->qemu_model = model;
 }
 
+SimQemuModel
+sim_qemu_model(const Sim *sim)
+{
+    return sim->qemu_model;
+}
+
 gboolean
 sim_qemu_model_parse(const char *s, SimQemuModel *out)
 {

@@ -141,6 +141,7 @@ typedef enum {
 } SimQemuModel;
 
 void sim_set_qemu_model(Sim *sim, SimQemuModel model);
+SimQemuModel sim_qemu_model(const Sim *sim);
 /* "7.2" / "10"; FALSE for anything else. */
 gboolean sim_qemu_model_parse(const char *s, SimQemuModel *out);
 const char *sim_qemu_model_to_string(SimQemuModel model);

@@ -6,6 +6,8 @@
  */
 #include <string.h>
 
+#include "policy-explain.h"
+#include "policy-memory.h"
 #include "policy.h"
 
 #define MAX_IOT 3
@@ -27,6 +29,12 @@ typedef struct {
      * guest needs.
      */
     double iops_vain, cpu_vain;
+    /*
+     * Requests in flight (0: 1.0, a QD1 guest).  With the IOPS, what the
+     * workload memory tells workloads apart by: a second load meant as a
+     * new workload differs in it or in its IOPS band (factors of 4).
+     */
+    double qd;
 } Load;
 
 typedef struct {
@@ -84,6 +92,13 @@ struct Case {
     guint alternate;
     /* the most writes to one iothread in any 30 ticks, and in any 600 (0: do not check) */
     guint max_writes_30, max_writes_600;
+    /* a substring of some decision's reason for iothread0 (NULL: do not check) */
+    const char *expect_reason;
+    /* a substring no reason or evidence of iothread0's may have (NULL: do not check) */
+    const char *forbid_reason;
+    /* iothread0's first probe after tick 10 (after a first exploration) is written, at
+     * or after this tick (0: do not check) */
+    guint expect_probe_after;
 };
 
 #define FAST { 25000, 37000, 18000, 20, 100, 0 }
@@ -118,6 +133,41 @@ static void
 hook_revalidate60(PolicyConfig *c, PolicyEngine *e, guint tick)
 {
     c->revalidate_ms = 60000;
+}
+
+/*
+ * The memory of an iothread on whose device QEMU's default won three
+ * explorations in a row, at three other depths, learnt at time 0; its ttl
+ * (the slow schedule) 20 s, revalidation every 30 s.
+ */
+static void
+hook_default_wins(PolicyConfig *c, PolicyEngine *e, guint tick)
+{
+    static const char *const sigs[] = { "qd4/0/r100/iops16k-64k/qemu0.0/dev=",
+                                        "qd8/0/r100/iops16k-64k/qemu0.0/dev=",
+                                        "qd16/0/r100/iops64k-256k/qemu0.0/dev=" };
+    g_autoptr(PolicyMemory) mem = NULL;
+    g_autoptr(GPtrArray) rows = NULL;
+    PolicyExploration x = { .winner = POLICY_TRIPLE_QEMU_DEFAULT, .winner_score = 10,
+                            .winner_ticks = 3, .anchor = POLICY_TRIPLE_QEMU_DEFAULT,
+                            .anchor_score = 10, .noise = 0.01, .probe_ticks = 4,
+                            .probe_loss = 0.2 };
+
+    if (tick)
+        return;
+    c->memory_ttl_ms = 20000;
+    c->revalidate_ms = 30000;
+    mem = policy_memory_new(c->memory_ttl_ms);
+    for (guint i = 0; i < G_N_ELEMENTS(sigs); i++) {
+        PolicySignature sig;
+
+        g_assert_true(policy_signature_parse(sigs[i], &sig, NULL));
+        policy_memory_learn(mem, &sig, &x, 0);
+    }
+    rows = policy_memory_to_rows(mem);
+    g_assert_true(policy_engine_memory_load(e, "vm", "iothread0",
+                                            (PtMemoryRow *const *)rows->pdata, rows->len,
+                                            NULL));
 }
 
 static void
@@ -356,11 +406,13 @@ static const Case cases[] = {
      * CUSUM must find it.  Its ticks are the new workload's, not noise of
      * the old one.  With the reference's spread taken about its mean,
      * every step tick raised the limit more than the sum (0.223 to 0.668
-     * over ten ticks): the change was never seen.
+     * over ten ticks): the change was never seen.  The guest also goes
+     * twice as deep: a workload the memory has not met, so it is explored.
      */
     { .name = "step-is-not-noise", .spec = "adaptive", .n_ticks = 46,
       .n_iot = 1, .start = { 0, 0, 0 }, .load = { FAST },
-      .load2 = { { 35000, 47000, 18000, 20, 100, 0 } }, .phase2_tick = 34, .quiet_from = 40,
+      .load2 = { { 35000, 47000, 18000, 20, 100, 0, .qd = 2 } }, .phase2_tick = 34,
+      .quiet_from = 40,
       .expect = { { 1, 0, 1, 262144, POLICY_CAUSE_PROBE, NULL, 1 },
                   { 5, 0, 0, -1, POLICY_CAUSE_ACCEPT, "32768/0/0 measured best", -1 },
                   { 34, 0, 0, -1, POLICY_CAUSE_NONE, "steady", -1 },
@@ -368,6 +420,69 @@ static const Case cases[] = {
                   { 38, 0, 1, 0, POLICY_CAUSE_PROBE, "polling off", 1 },
                   { 39, 0, 1, 32768, POLICY_CAUSE_ROLLBACK, NULL, 1 } },
       .check_final = TRUE, .final_poll = { 32768 } },
+    /*
+     * The same step at the same depth: the change detector sees it on the
+     * same tick, but the memory knows the workload (its IOPS stay in their
+     * band) and its winner is in force: no write, and three settled ticks
+     * confirm it.
+     */
+    { .name = "step-of-a-remembered-workload", .spec = "adaptive", .n_ticks = 46,
+      .n_iot = 1, .start = { 0, 0, 0 }, .load = { FAST },
+      .load2 = { { 35000, 47000, 18000, 20, 100, 0 } }, .phase2_tick = 34, .quiet_from = 6,
+      .expect = { { 1, 0, 1, 262144, POLICY_CAUSE_PROBE, NULL, 1 },
+                  { 5, 0, 0, -1, POLICY_CAUSE_ACCEPT, "32768/0/0 measured best", -1 },
+                  { 35, 0, 0, -1, POLICY_CAUSE_NONE, "remembered: workload qd1/", -1 } },
+      .check_final = TRUE, .final_poll = { 32768 } },
+    /*
+     * A workload met before comes back (QD1, polling wins, learnt first;
+     * then a QD16 load where off wins; then QD1 again): the memory writes
+     * its winner on the second tick of its return, one write, no probe.
+     */
+    { .name = "remembered-workload-returns", .spec = "adaptive", .n_ticks = 60,
+      .n_iot = 1, .start = { 0, 0, 0 }, .load = { FAST },
+      .load2 = { { 150000, 140000, 16000, 80, 100, 0, .qd = 16 } }, .phase2_tick = 20,
+      .phase2_ticks = 25, .quiet_from = 47,
+      .expect = { { 1, 0, 1, 262144, POLICY_CAUSE_PROBE, NULL, 1 },
+                  { 45, 0, 0, -1, POLICY_CAUSE_NONE, NULL, -1 },
+                  { 46, 0, 1, 32768, POLICY_CAUSE_REMEMBERED,
+                    "remembered: workload qd1/0/r100/iops16k-64k", 1 } },
+      .check_final = TRUE, .final_poll = { 32768 } },
+    /*
+     * The same return on a contended host: the guard cuts the remembered
+     * winner to off in the tick it would be written.  Off's ticks do not measure
+     * the winner, so they are no surprise (they once were: the memory
+     * forgot the winner and explored).
+     */
+    { .name = "remembered-winner-cut-is-no-surprise", .spec = "adaptive", .n_ticks = 60,
+      .n_iot = 1, .start = { 0, 0, 0 }, .load = { FAST },
+      .load2 = { { 150000, 140000, 16000, 80, 100, 0, .qd = 16 } }, .phase2_tick = 20,
+      .phase2_ticks = 25, .host = { 50, 0, 46, 60 },
+      .expect = { { 46, 0, 0, -1, POLICY_CAUSE_INVALID, "host contention", -1 } },
+      .forbid_reason = "clearly below", .check_final = TRUE, .final_poll = { 0 } },
+    /*
+     * The remembered winner of a workload (QD1, its default window) is
+     * measured far below its remembered score when the workload, in the
+     * same band, comes back on a device where polling now hurts: a
+     * surprise, so it is forgotten and the workload explored: off wins.
+     */
+    { .name = "remembered-winner-surprise-explores", .spec = "adaptive", .n_ticks = 60,
+      .n_iot = 1, .start = { 0, 0, 0 }, .load = { FAST },
+      .load2 = { { 40000, 18000, 18000, 20, 100, 0 } }, .phase2_tick = 30,
+      .expect = { { 1, 0, 1, 262144, POLICY_CAUSE_PROBE, NULL, 1 },
+                  { 5, 0, 0, -1, POLICY_CAUSE_ACCEPT, "32768/0/0 measured best", -1 } },
+      .expect_reason = "clearly below", .expect_probe_after = 30,
+      .check_final = TRUE, .final_poll = { 0 } },
+    /*
+     * On a device where the VM's own triple won the last three
+     * explorations (the memory, loaded at tick 0, says so), a new workload
+     * is left alone: no probe, until the slow schedule (the memory's ttl,
+     * 20 s here) comes round at the next revalidation (30 s).
+     */
+    { .name = "default-wins-stops-probing", .spec = "adaptive", .n_ticks = 40,
+      .n_iot = 1, .start = { 32768, 0, 0 }, .load = { FAST }, .hook = hook_default_wins,
+      .expect = { { 1, 0, 0, -1, POLICY_CAUSE_NONE, "the anchor won the device's last 3", -1 },
+                  { 20, 0, 0, -1, POLICY_CAUSE_NONE, "steady", -1 } },
+      .expect_probe_after = 31 },
     /*
      * Under polling off, an open load at half the device's rate becomes
      * QD1: IOPS move by 15%, less than a change_ratio step, and a CUSUM
@@ -379,7 +494,7 @@ static const Case cases[] = {
      */
     { .name = "shape-change-is-a-change", .spec = "adaptive", .n_ticks = 44,
       .n_iot = 1, .start = { 0, 0, 0 },
-      .load = { { 25000, 25000, 18000, 20, 100, 0, 0, 0, 1.35 } },
+      .load = { { 25000, 25000, 18000, 20, 100, 0, 0, 0, 1.35, .qd = 0.5 } },
       .load2 = { { 28750, 42000, 18000, 20, 100, 0, 0, 0, 2.0 } }, .phase2_tick = 32,
       .quiet_from = 36,
       .expect = { { 1, 0, 1, 262144, POLICY_CAUSE_PROBE, NULL, 1 },
@@ -643,7 +758,7 @@ measure(const Load *l, const PolicyTriple *t, guint tick, double noise, guint se
     m.have_io = TRUE;
     m.rd_iops = iops;
     m.lat_mean_ns = 1e9 / iops;
-    m.queue_depth = 1.0;
+    m.queue_depth = l->qd > 0 ? l->qd : 1.0;
     m.have_cpu = TRUE;
     /* A window too small to catch still burns a little while it cycles. */
     m.cpu_pct = catches ? l->cpu_poll : l->cpu_off + (t->poll_max_ns ? 5.0 : 0.0);
@@ -675,7 +790,8 @@ run_case_full(const Case *c, guint *writes_out, gint64 *final_out)
     GArray *hist[MAX_IOT];
     const char *names[MAX_IOT] = { "iothread0", "iothread1", "iothread2" };
     guint writes[MAX_IOT] = { 0 };
-    guint poll_probe_tick = 0;
+    guint poll_probe_tick = 0, late_probe_tick = 0;
+    gboolean seen_reason = FALSE;
     g_autoptr(GArray) write_ticks = g_array_new(FALSE, FALSE, sizeof(guint));
 
     g_assert_true(policy_spec_parse(c->spec, &cfg->default_spec, NULL));
@@ -760,6 +876,15 @@ run_case_full(const Case *c, guint *writes_out, gint64 *final_out)
             }
             if (i == 0 && d->change && d->apply)
                 g_array_append_val(write_ticks, tick);
+            if (i == 0 && c->expect_reason && strstr(d->reason, c->expect_reason))
+                seen_reason = TRUE;
+            if (i == 0 && c->forbid_reason) {
+                g_assert_null(strstr(d->reason, c->forbid_reason));
+                g_assert_null(strstr(d->evidence, c->forbid_reason));
+            }
+            if (i == 0 && d->change && d->cause == POLICY_CAUSE_PROBE && tick > 10 &&
+                !late_probe_tick)
+                late_probe_tick = tick;
             if (i == 0 && d->change && d->apply && d->triple.poll_max_ns > 0 &&
                 cur[0].poll_max_ns == 0 && !poll_probe_tick)
                 poll_probe_tick = tick;
@@ -788,6 +913,13 @@ run_case_full(const Case *c, guint *writes_out, gint64 *final_out)
             g_assert_cmpuint(most30, <=, c->max_writes_30);
         if (c->max_writes_600)
             g_assert_cmpuint(most600, <=, c->max_writes_600);
+    }
+    if (c->expect_reason)
+        g_assert_true(seen_reason);
+    if (c->expect_probe_after) {
+        g_test_message("%s: first probe after tick 10 at tick %u, due from %u", c->name,
+                       late_probe_tick, c->expect_probe_after);
+        g_assert_cmpuint(late_probe_tick, >=, c->expect_probe_after);
     }
     if (c->poll_probe_by) {
         g_test_message("%s: first polling window after off written at tick %u, due by %u",
@@ -883,6 +1015,117 @@ test_lucky_tick(void)
 
     run_case_final(&c, &final);
     g_assert_cmpint(final, ==, 0);
+}
+
+/*
+ * Ticks [@from, @to) of @l on iothread0 of @e from @cur, writes applied;
+ * returns the writes, @probes the probes among them, @first the tick of
+ * the first write (0: none) and @last_reason the last decision's reason.
+ */
+static guint
+run_ticks(PolicyEngine *e, const Load *l, PolicyTriple *cur, GArray *hist, guint from,
+          guint to, guint *probes, guint *first, char **last_reason)
+{
+    guint writes = 0;
+
+    *probes = *first = 0;
+    for (guint tick = from; tick < to; tick++) {
+        PolicyMetrics m = measure(l, cur, tick, 0, 0);
+        PolicyHost host = { .when_ms = tick * 1000, .n_cpus = 4 };
+        PolicyIothreadInput in;
+        g_autoptr(GPtrArray) ds = NULL;
+        const PolicyDecision *d;
+
+        g_array_append_val(hist, m);
+        in = (PolicyIothreadInput){ "vm", "iothread0", *cur, (PolicyMetrics *)hist->data,
+                                    hist->len };
+        ds = policy_engine_tick(e, &host, &in, 1, tick * 1000);
+        d = g_ptr_array_index(ds, 0);
+        g_test_message("t=%u change=%d %" G_GUINT64_FORMAT " %s: %s", tick, d->change,
+                       d->triple.poll_max_ns, policy_cause_to_string(d->cause), d->reason);
+        g_free(*last_reason);
+        *last_reason = g_strdup(d->reason);
+        if (!d->change)
+            continue;
+        writes++;
+        *probes += d->cause == POLICY_CAUSE_PROBE;
+        if (!*first)
+            *first = tick;
+        *cur = d->triple;
+    }
+    return writes;
+}
+
+/*
+ * A daemon restart: a new engine loaded with the old one's rows, as the
+ * store keeps them, behaves as the old engine would have.  The workload
+ * it had learnt goes on: with the winner still in force, nothing is
+ * written; with the original triple put back at the stop, the winner is
+ * written once, on the second tick, without a probe, where an engine
+ * without the memory explores again.
+ */
+static void
+test_memory_restart(void)
+{
+    static const Load fast = FAST;
+    g_autoptr(PolicyConfig) cfg = policy_config_new();
+    g_autoptr(PolicyEngine) old = policy_engine_new(cfg, NULL);
+    g_autoptr(GPtrArray) rows = NULL;
+    g_autofree char *reason = NULL;
+    PolicyTriple cur = { 0, 0, 0 }, kept;
+    guint probes, first, writes;
+
+    {
+        g_autoptr(GArray) hist = g_array_new(FALSE, FALSE, sizeof(PolicyMetrics));
+
+        run_ticks(old, &fast, &cur, hist, 0, 20, &probes, &first, &reason);
+        g_assert_cmpuint(cur.poll_max_ns, ==, 32768);
+    }
+    rows = policy_engine_memory_rows(old, "vm", "iothread0");
+    g_assert_cmpuint(rows->len, >=, 1);
+    kept = cur;
+    for (guint variant = 0; variant < 3; variant++) {
+        g_autoptr(PolicyEngine) e = policy_engine_new(cfg, NULL);
+        g_autoptr(GArray) hist = g_array_new(FALSE, FALSE, sizeof(PolicyMetrics));
+
+        /* 0: winner in force; 1: originals put back; 2: the same, no memory */
+        cur = variant ? (PolicyTriple){ 0, 0, 0 } : kept;
+        if (variant < 2)
+            g_assert_true(policy_engine_memory_load(e, "vm", "iothread0",
+                                                    (PtMemoryRow *const *)rows->pdata,
+                                                    rows->len, NULL));
+        writes = run_ticks(e, &fast, &cur, hist, 20, 40, &probes, &first, &reason);
+        g_test_message("restart variant %u: %u writes, %u probes, first at %u", variant,
+                       writes, probes, first);
+        g_assert_cmpuint(cur.poll_max_ns, ==, 32768);
+        if (variant == 0) {
+            g_assert_cmpuint(writes, ==, 0);
+        } else if (variant == 1) {
+            PolicyIothreadInput in = { "vm", "iothread0", cur, (PolicyMetrics *)hist->data,
+                                       hist->len };
+            g_autoptr(PolicyExplain) x = policy_engine_explain(e, NULL, &in, 40000);
+
+            g_assert_cmpuint(writes, ==, 1);
+            g_assert_cmpuint(probes, ==, 0);
+            g_assert_cmpuint(first, <=, 21);
+            /* explain says where the triple came from, confirmed since */
+            g_test_message("explain: memory: %s", x->memory);
+            g_assert_nonnull(x->memory);
+            g_assert_nonnull(strstr(x->memory, "remembered: workload qd1/0/r100/iops16k-64k"));
+            g_assert_nonnull(strstr(x->memory, "best 32768/0/0, learned 35 s ago, confirmed 1 time"));
+            g_assert_cmpuint(x->memory_entries, ==, 1);
+        } else {
+            g_assert_cmpuint(probes, >=, 1);
+        }
+    }
+    /* The old engine, not restarted, writes nothing either. */
+    {
+        g_autoptr(GArray) hist = g_array_new(FALSE, FALSE, sizeof(PolicyMetrics));
+
+        cur = kept;
+        writes = run_ticks(old, &fast, &cur, hist, 20, 40, &probes, &first, &reason);
+        g_assert_cmpuint(writes, ==, 0);
+    }
 }
 
 static void
@@ -1132,6 +1375,7 @@ main(int argc, char **argv)
     }
     g_test_add_func("/policy/engine/noise-false-alarms", test_noise_false_alarms);
     g_test_add_func("/policy/engine/lucky-tick", test_lucky_tick);
+    g_test_add_func("/policy/engine/memory-restart", test_memory_restart);
     g_test_add_func("/policy/engine/override-rejected", test_override_rejected);
     g_test_add_func("/policy/engine/override-list", test_override_list);
     g_test_add_func("/policy/engine/override-precedence", test_override_precedence);

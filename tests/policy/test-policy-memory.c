@@ -175,6 +175,20 @@ test_signature_needs_ticks(void)
         ticks[i] = load_tick(&l, 1, T0 + 1000 * i);
     g_assert_false(policy_signature_compute(ticks, POLICY_SIGNATURE_MIN_TICKS - 1, QEMU_72,
                                             NULL, &sig));
+    /* A lookup's signature, from two ticks, is the one four give here. */
+    {
+        PolicySignature four, two;
+
+        g_assert_false(policy_signature_compute_min(ticks, POLICY_SIGNATURE_LOOKUP_TICKS - 1,
+                                                    POLICY_SIGNATURE_LOOKUP_TICKS, QEMU_72,
+                                                    NULL, &two));
+        g_assert_true(policy_signature_compute_min(ticks, POLICY_SIGNATURE_LOOKUP_TICKS,
+                                                   POLICY_SIGNATURE_LOOKUP_TICKS, QEMU_72,
+                                                   NULL, &two));
+        g_assert_true(policy_signature_compute(ticks, POLICY_SIGNATURE_MIN_TICKS, QEMU_72, NULL,
+                                               &four));
+        g_assert_true(policy_signature_equal(&two, &four));
+    }
     /* Ticks without I/O do not count. */
     for (guint i = 0; i < TICKS; i += 2)
         ticks[i].have_io = FALSE;
