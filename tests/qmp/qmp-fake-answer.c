@@ -43,6 +43,13 @@ fake_checked_reply(QmpFakeQemu *f, const char *command, json_object *args, const
     return g_steal_pointer(&obj);
 }
 
+/* Check a scripted reply when it is scripted, not when it is sent. */
+static void
+fake_check_scripted(QmpFakeQemu *f, const char *command, json_object *args, const char *reply)
+{
+    json_object_put(fake_checked_reply(f, command, args, reply));
+}
+
 static void
 fake_write_message(QmpFakeQemu *f, json_object *msg)
 {
@@ -225,8 +232,8 @@ void
 qmp_fake_answer(QmpFakeQemu *f, const char *command, const char *args_json, const char *reply)
 {
     g_autoptr(json_object) args = step_args(command, args_json);
-    g_autoptr(json_object) checked = fake_checked_reply(f, command, args, reply);
 
+    fake_check_scripted(f, command, args, reply);
     g_assert_null(f->thread);
     g_ptr_array_add(f->standing, step_new(STEP_EXPECT, command, args_json, reply));
 }
@@ -248,8 +255,8 @@ void
 qmp_fake_expect(QmpFakeQemu *f, const char *command, const char *args_json, const char *reply)
 {
     g_autoptr(json_object) args = step_args(command, args_json);
-    g_autoptr(json_object) checked = fake_checked_reply(f, command, args, reply);
 
+    fake_check_scripted(f, command, args, reply);
     fake_push(f, step_new(STEP_EXPECT, command, args_json, reply));
 }
 
@@ -334,9 +341,9 @@ qmp_fake_event(QmpFakeQemu *f, const char *name, const char *data_json, gint64 t
 void
 qmp_fake_send_reply(QmpFakeQemu *f, const char *command, const char *reply_json)
 {
-    g_autoptr(json_object) checked = fake_checked_reply(f, command, NULL, reply_json);
     g_autofree char *wire = g_strconcat(reply_json, "\r\n", NULL);
 
+    fake_check_scripted(f, command, NULL, reply_json);
     fake_push(f, step_new(STEP_SEND, NULL, NULL, wire));
 }
 
