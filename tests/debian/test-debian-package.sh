@@ -82,7 +82,11 @@ else
     else
         (cd "$src" && tar --exclude='./build*' --exclude='./obj-*' -cf - .) | tar -C "$work/src/polltune" -xf -
     fi
-    (cd "$work/src/polltune" && dpkg-buildpackage -us -uc -b >"$work/build.log" 2>&1) ||
+    # nocheck: the tests debian/rules would run at build time run in the
+    # suite's own builds; without them the package builds only its
+    # programs, in half the time.
+    (cd "$work/src/polltune" && DEB_BUILD_OPTIONS="nocheck ${DEB_BUILD_OPTIONS:-}" \
+        dpkg-buildpackage -us -uc -b >"$work/build.log" 2>&1) ||
         { tail -40 "$work/build.log"; fail "dpkg-buildpackage failed"; }
 fi
 deb=$(ls "$work"/src/polltune_*.deb 2>/dev/null | head -1)
