@@ -18,6 +18,9 @@
 # build (qmp, probe, daemon, fault, libvirt, test-e2e-qmp, test-e2e-libvirt,
 # test-e2e-qemu10) and build-san (chaos, one seed), through the meson test setup "qemu10", whose
 # results are DIR/meson-logs/testlog-qemu10.json.
+# In each build the tests declared is_parallel: false (a real QEMU,
+# libvirtd, the package's container, a timed chaos run) run one after
+# another beside the rest, which meson runs two at a time (run_tests).
 # The last line printed is "N passed, N failed, N skipped", summed over all
 # runs from meson's testlog files; each failure is named with its build and
 # the QEMU it ran on.
@@ -41,9 +44,57 @@ build_broken() {
     status=1
 }
 
+# run_tests DIR [SETUP_ARG ...] -- TEST ...: the tests named, in two
+# streams side by side.  Meson runs a test declared is_parallel: false
+# alone: it first waits for every running test, so one behind a
+# four-minute matrix left a core idle for those four minutes.  Here those
+# tests (a real QEMU, libvirtd, a container, a timed chaos run) run one
+# after another in a stream of their own, beside the others, which meson
+# runs two at a time.  Each stream has its own log: testlog[-SETUP].json
+# and testlog-alone[-SETUP].json.
+run_tests() {
+    local dir=$1; shift
+    local setup=() names=() alone=() others=()
+    while [ $# -gt 0 ] && [ "$1" != "--" ]; do setup+=("$1"); shift; done
+    [ $# -gt 0 ] && shift
+    names=("$@")
+    [ ${#names[@]} -gt 0 ] || return
+    mapfile -t alone < <(meson introspect --tests "$dir" | python3 -c '
+import json, sys
+want = set(sys.argv[1:])
+for t in json.load(sys.stdin):
+    if t["name"] in want and not t["is_parallel"]:
+        print(t["name"])' "${names[@]}")
+    mapfile -t others < <(printf '%s\n' "${names[@]}" | grep -vxF -f <(printf '%s\n' "${alone[@]}" ""))
+    local pid=
+    if [ ${#alone[@]} -gt 0 ]; then
+        meson test -C "$dir" --no-rebuild --print-errorlogs --logbase testlog-alone \
+            "${setup[@]}" "${alone[@]}" >"$dir.alone.log" 2>&1 &
+        pid=$!
+    fi
+    if [ ${#others[@]} -gt 0 ]; then
+        meson test -C "$dir" --no-rebuild --print-errorlogs "${setup[@]}" "${others[@]}" || status=1
+    fi
+    if [ -n "$pid" ]; then
+        wait "$pid" || status=1
+        echo "=== $dir: the tests that run alone: ${alone[*]}"
+        cat "$dir.alone.log"
+    fi
+    local suffix=
+    [ ${#setup[@]} -gt 0 ] && suffix=-${setup[-1]}
+    [ ${#others[@]} -gt 0 ] && logs+=("$dir/meson-logs/testlog$suffix.json")
+    [ ${#alone[@]} -gt 0 ] && logs+=("$dir/meson-logs/testlog-alone$suffix.json")
+}
+
+# The names of the tests `meson test ARGS` would run in built DIR.
+test_names() {
+    local dir=$1; shift
+    meson test -C "$dir" --no-rebuild --list "$@" 2>/dev/null | sed -n 's|^.* / ||p'
+}
+
 run_build() {
     local dir=$1; shift
-    local setup_args=() test_args=()
+    local setup_args=() test_args=() names=()
     while [ $# -gt 0 ] && [ "$1" != "--" ]; do setup_args+=("$1"); shift; done
     [ $# -gt 0 ] && shift
     test_args=("$@")
@@ -57,8 +108,8 @@ run_build() {
         build_broken "$dir" "meson compile" "$dir.compile.log"; return
     fi
     echo "=== $dir: meson test ${test_args[*]}"
-    meson test -C "$dir" --print-errorlogs "${test_args[@]}" || status=1
-    logs+=("$dir/meson-logs/testlog.json")
+    mapfile -t names < <(test_names "$dir" "${test_args[@]}")
+    run_tests "$dir" -- "${names[@]}"
 }
 
 # The chaos suite replays its kept seeds and PT_CHAOS_RUNS (default 3) more
@@ -115,14 +166,12 @@ run_qemu10() {
     while [ $# -gt 0 ] && [ "$1" != "--" ]; do select+=("$1"); shift; done
     [ $# -gt 0 ] && shift
     names=("$@")
-    [ -f "$dir/build.ninja" ] && [ -f "$dir/meson-logs/testlog.json" ] || return
+    [ -f "$dir/build.ninja" ] && compgen -G "$dir/meson-logs/testlog*.json" >/dev/null || return
     if [ ${#select[@]} -gt 0 ]; then
-        mapfile -t -O ${#names[@]} names < <(meson test -C "$dir" --list "${select[@]}" 2>/dev/null |
-                                             sed -n 's|^.* / ||p')
+        mapfile -t -O ${#names[@]} names < <(test_names "$dir" "${select[@]}")
     fi
     echo "=== $dir: meson test --setup qemu10 (${qemu10_label}): ${names[*]}"
-    meson test -C "$dir" --setup qemu10 --print-errorlogs "${names[@]}" || status=1
-    logs+=("$dir/meson-logs/testlog-qemu10.json")
+    run_tests "$dir" --setup qemu10 -- "${names[@]}"
 }
 
 if qemu10_root; then
@@ -146,7 +195,7 @@ failures = [l.rstrip("\n") for l in open(sys.argv[1]) if l.strip()]
 # Results are labelled with the QEMU generation they ran on: a testlog of
 # the qemu10 setup ran on the Debian 13 root, the others on the host's.
 labels = {"": os.environ.get("PT_HOST_LABEL", ""), "qemu10": os.environ.get("PT_QEMU10_LABEL", "")}
-per_run = []
+per_run = {}     # run -> [passed, failed, skipped], both streams of a run together
 if os.environ.get("PT_QEMU10_SKIPPED") == "1":
     skipped += 1
 first_error = re.compile(r"Bail out!|ERROR|FAIL|not ok|error:|Error|Traceback|AssertionError")
@@ -161,10 +210,10 @@ def first_line(r):
 
 for path in sys.argv[2:]:
     build = path.split("/meson-logs/")[0]
-    setup = re.sub(r"^testlog-?|\.json$", "", os.path.basename(path))
+    setup = re.sub(r"^testlog(-alone)?-?|\.json$", "", os.path.basename(path))
     # The fuzz build starts no QEMU: its name alone says what it is.
     run = build if build == "build-fuzz" else f"{build} on {labels.get(setup) or setup}"
-    counts = [0, 0, 0]
+    counts = per_run.setdefault(run, [0, 0, 0])
     try:
         with open(path) as f:
             for line in f:
@@ -181,10 +230,9 @@ for path in sys.argv[2:]:
                     failures.append(f"{run}: {r.get('name')}: {res}: {first_line(r)}")
     except OSError as e:
         failures.append(f"{path}: {e.strerror}")
-    per_run.append(f"  {run}: {counts[0]} passed, {counts[1]} failed, {counts[2]} skipped")
 print("Per run:")
-for l in per_run:
-    print(l)
+for run, counts in per_run.items():
+    print(f"  {run}: {counts[0]} passed, {counts[1]} failed, {counts[2]} skipped")
 if failures:
     print("Failed:")
     for f in failures:
