@@ -1,12 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "pt-conf.h"
-#include "store.h"
-
-#include <errno.h>
-#include <gio/gio.h>
-
-#define PT_DEFAULT_DATABASE PT_STATE_DIR "/history.db"
-#define PT_DEFAULT_SOCKET PT_RUNTIME_DIR "/control.sock"
+#include "pt-conf-keys.h"
+#include "common/pt-conf-key-names.h"
 
 PT_ENUM_IMPL(pt_mode, PtMode, PT_MODE_MAX,
              [PT_MODE_OBSERVE] = "observe",
@@ -17,158 +12,16 @@ PT_ENUM_IMPL(pt_restart, PtRestart, PT_RESTART_MAX,
              [PT_RESTART_RESTORE] = "restore",
              [PT_RESTART_RESUME] = "resume")
 
-/* ---- units ------------------------------------------------------------- */
-
-static gboolean
-pt_parse_scaled(const char *text, const char *what, const char *const *units,
-                const gint64 *scale, gint64 *out, GError **error)
-{
-    const char *end = NULL;
-    guint64 n;
-
-    if (!text || !g_ascii_isdigit(*text)) {
-        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
-                    "'%s' is not a %s", text ? text : "", what);
-        return FALSE;
-    }
-    errno = 0;
-    n = g_ascii_strtoull(text, (char **)&end, 10);
-    while (*end == ' ')
-        end++;
-    for (int i = 0; units[i]; i++) {
-        if (g_ascii_strcasecmp(end, units[i]) == 0) {
-            if (errno || n > (guint64)(G_MAXINT64 / scale[i])) {
-                g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
-                            "'%s' is too large a %s", text, what);
-                return FALSE;
-            }
-            *out = (gint64)n * scale[i];
-            return TRUE;
-        }
-    }
-    g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
-                "'%s' has an unknown unit for a %s", text, what);
-    return FALSE;
-}
-
-/* The store's grammar, shared with the CLI and the time bounds. */
-gboolean
-pt_parse_duration(const char *text, gint64 *ms, GError **error)
-{
-    return store_duration_parse(text, ms, error);
-}
-
-gboolean
-pt_parse_size(const char *text, gint64 *bytes, GError **error)
-{
-    static const char *const units[] = { "", "B", "K", "KiB", "M", "MiB", "G", "GiB",
-                                         "T", "TiB", NULL };
-    static const gint64 scale[] = { 1, 1, 1 << 10, 1 << 10, 1 << 20, 1 << 20,
-                                    1 << 30, 1 << 30, G_GINT64_CONSTANT(1) << 40,
-                                    G_GINT64_CONSTANT(1) << 40 };
-
-    return pt_parse_scaled(text, "size", units, scale, bytes, error);
-}
-
-/* The largest of @units (ascending) that divides @v exactly. */
-static char *
-pt_format_scaled(gint64 v, const char *const *units, const gint64 *scale, gsize n)
-{
-    for (gsize i = n; i-- > 1;)
-        if (v != 0 && v % scale[i] == 0)
-            return g_strdup_printf("%" G_GINT64_FORMAT "%s", v / scale[i], units[i]);
-    return g_strdup_printf("%" G_GINT64_FORMAT "%s", v, units[0]);
-}
-
-char *
-pt_format_duration(gint64 ms)
-{
-    static const char *const units[] = { "ms", "s", "m", "h", "d", "w" };
-    static const gint64 scale[] = { 1, 1000, 60000, 3600000, 86400000,
-                                    7 * G_GINT64_CONSTANT(86400000) };
-
-    return pt_format_scaled(ms, units, scale, G_N_ELEMENTS(units));
-}
-
-char *
-pt_format_size(gint64 bytes)
-{
-    static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-    static const gint64 scale[] = { 1, 1 << 10, 1 << 20, 1 << 30, G_GINT64_CONSTANT(1) << 40 };
-
-    return pt_format_scaled(bytes, units, scale, G_N_ELEMENTS(units));
-}
-
-gboolean
-pt_parse_listen(const char *text, char **host, guint16 *port, GError **error)
-{
-    const char *colon = text ? strrchr(text, ':') : NULL;
-    g_autofree char *h = NULL;
-    g_autoptr(GInetAddress) addr = NULL;
-    guint64 n;
-
-    if (!colon || colon == text) {
-        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
-                    "'%s' is not HOST:PORT", text ? text : "");
-        return FALSE;
-    }
-    /* Port 0 would bind a port chosen at random, which no scraper knows. */
-    if (!g_ascii_string_to_unsigned(colon + 1, 10, 1, 65535, &n, NULL)) {
-        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
-                    "'%s': the port '%s' is not a whole number in 1..65535", text, colon + 1);
-        return FALSE;
-    }
-    h = g_strndup(text, colon - text);
-    if (h[0] == '[' && colon[-1] == ']') {
-        char *inner = g_strndup(h + 1, strlen(h) - 2);
-
-        g_free(h);
-        h = inner;
-    }
-    addr = g_inet_address_new_from_string(h);
-    if (!addr) {
-        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
-                    "'%s': '%s' is not an IP address (IPv6 goes in brackets: [::1]:9563)",
-                    text, h);
-        return FALSE;
-    }
-    *host = g_steal_pointer(&h);
-    *port = (guint16)n;
-    return TRUE;
-}
-
 /* ---- defaults ---------------------------------------------------------- */
 
+/* The defaults are the key table's (common/pt-conf-keys.def). */
 PtConf *
 pt_conf_new_default(void)
 {
     PtConf *c = g_new0(PtConf, 1);
 
-    c->interval_ms = 1000;
-    c->mode = PT_MODE_ENFORCE;
-    c->restore_on_exit = TRUE;
-    c->on_restart = PT_RESTART_RESTORE;
-    c->qmp_timeout_ms = 2000;
-    c->exits_source = g_strdup("auto");
-    c->libvirt = TRUE;
-    c->libvirt_uri = g_strdup("qemu:///system");
-    c->libvirt_pid_dir = g_strdup("/run/libvirt/qemu");
-    c->qmp_sockets = g_new0(char *, 1);
-    c->qmp_globs = g_new0(char *, 1);
-    c->database = g_strdup(PT_DEFAULT_DATABASE);
-    c->raw_retention_ms = 48 * G_GINT64_CONSTANT(3600000);
-    c->rollup_1m_retention_ms = 30 * G_GINT64_CONSTANT(86400000);
-    c->rollup_1h_retention_ms = 730 * G_GINT64_CONSTANT(86400000);
-    c->max_size_bytes = G_GINT64_CONSTANT(2) << 30;
-    c->control_socket = g_strdup(PT_DEFAULT_SOCKET);
-    c->control_group = g_strdup("polltune");
-    c->metrics_listen = g_strdup("127.0.0.1:9563");
-    /* A Prometheus server or two and the odd curl: 16 is room to spare.
-     * A scrape takes milliseconds, so 10 s is far above any legitimate
-     * request and bounds how long an idle client keeps a slot. */
-    c->metrics_max_conns = 16;
-    c->metrics_idle_ms = 10000;
     c->policy = policy_config_new();
+    pt_conf_keys_set_defaults(c);
     c->overrides.mode = PT_MODE_INVALID;
     c->written = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     return c;
@@ -429,40 +282,38 @@ pt_conf_get_spec(const PtConfReader *r, const char *key, PolicySpec *out, GError
     return TRUE;
 }
 
-/* Keys we know, per group: anything else is a typo worth stopping for. */
-static const char *const pt_keys_daemon[] = {
-    "interval", "mode", "restore-on-exit", "on-restart", "qmp-timeout",
-    "exits-source", "database", "control-socket", "control-group",
-    "admin-group", "metrics-listen", "metrics-max-connections", "metrics-idle-timeout",
-    NULL };
-static const char *const pt_keys_targets[] = {
-    "libvirt", "libvirt-uri", "libvirt-pid-dir", "qmp-sockets", "qmp-globs", NULL };
-static const char *const pt_keys_retention[] = {
-    "raw", "rollup-1m", "rollup-1h", "max-size", NULL };
-static const char *const pt_keys_policy[] = {
-    "default", "max-poll-max-ns", "poll-grow-min", "poll-grow-max",
-    "poll-shrink-min", "poll-shrink-max", "min-dwell", "revalidate",
-    "memory-ttl", "idle-iops", "budget-cores", "psi-limit", "vcpu-delay-limit",
-    "iothread-delay-limit", "external-hold", "balanced-cpu-weight", "efficiency-cpu-weight",
-    "exit-cost-ns", NULL };
+/* The keys of [rule GLOB]: the one group the table does not hold. */
 static const char *const pt_keys_rule[] = { "policy", NULL };
 
+/* Keys we know, per group, from the key table: anything else is a typo
+ * worth stopping for.  Built once, in whichever thread loads first. */
 const char *const *
 pt_conf_known_keys(const char *group)
 {
-    static const struct {
-        const char *group;
-        const char *const *keys;
-    } tables[] = {
-        { "daemon", pt_keys_daemon }, { "targets", pt_keys_targets },
-        { "retention", pt_keys_retention }, { "policy", pt_keys_policy },
-        { "rule", pt_keys_rule },
-    };
+    static GHashTable *by_group;
 
-    for (gsize i = 0; i < G_N_ELEMENTS(tables); i++)
-        if (g_str_equal(group, tables[i].group))
-            return tables[i].keys;
-    return NULL;
+    if (g_once_init_enter(&by_group)) {
+        GHashTable *t = g_hash_table_new_full(g_str_hash, g_str_equal, NULL,
+                                              (GDestroyNotify)g_ptr_array_unref);
+
+        for (const char *const *g = pt_conf_groups; *g; g++) {
+            GPtrArray *keys = g_ptr_array_new();
+
+            for (gsize i = 0; i < pt_conf_n_keys; i++)
+                if (g_str_equal(pt_conf_keys[i].group, *g))
+                    g_ptr_array_add(keys, (gpointer)pt_conf_keys[i].key);
+            g_ptr_array_add(keys, NULL);
+            g_hash_table_insert(t, (gpointer)*g, keys);
+        }
+        g_once_init_leave(&by_group, t);
+    }
+    if (g_str_equal(group, "rule"))
+        return pt_keys_rule;
+    {
+        GPtrArray *keys = g_hash_table_lookup(by_group, group);
+
+        return keys ? (const char *const *)keys->pdata : NULL;
+    }
 }
 
 static gboolean
@@ -476,132 +327,147 @@ pt_conf_check_keys(PtConfReader *r, const char *const *known, GError **error)
     return TRUE;
 }
 
+/* A text key's value (absent: kept) and its type's own check. */
 static gboolean
-pt_conf_read_daemon(PtConfReader *r, PtConf *c, GError **error)
+pt_conf_read_text(PtConfReader *r, const PtConfKey *k, char **out, GError **error)
 {
-    gint64 ms = c->interval_ms;
-    gint64 tmo = c->qmp_timeout_ms;
-    gint64 idle = c->metrics_idle_ms;
-    guint64 max_conns = c->metrics_max_conns;
-    g_autofree char *mode = NULL, *restart = NULL;
-
-    r->group = "daemon";
-    if (!pt_conf_check_keys(r, pt_keys_daemon, error) ||
-        !pt_conf_get_duration(r, "interval", 100, 3600000, &ms, error) ||
-        !pt_conf_get_duration(r, "qmp-timeout", 100, 60000, &tmo, error) ||
-        !pt_conf_get_bool(r, "restore-on-exit", &c->restore_on_exit, error) ||
-        !pt_conf_get_str(r, "exits-source", &c->exits_source, FALSE, error) ||
-        !pt_conf_get_str(r, "database", &c->database, FALSE, error) ||
-        !pt_conf_get_str(r, "control-socket", &c->control_socket, FALSE, error) ||
-        !pt_conf_get_str(r, "control-group", &c->control_group, FALSE, error) ||
-        !pt_conf_get_str(r, "admin-group", &c->admin_group, TRUE, error) ||
-        !pt_conf_get_str(r, "metrics-listen", &c->metrics_listen, TRUE, error) ||
-        !pt_conf_get_uint(r, "metrics-max-connections", 1, 1024, &max_conns, error) ||
-        !pt_conf_get_duration(r, "metrics-idle-timeout", 1000, 600000, &idle, error))
+    if (!pt_conf_get_str(r, k->key, out, k->type == PT_CONF_TYPE_STRING_EMPTY ||
+                                         k->type == PT_CONF_TYPE_LISTEN, error))
         return FALSE;
-    c->interval_ms = ms;
-    c->qmp_timeout_ms = tmo;
-    c->metrics_max_conns = max_conns;
-    c->metrics_idle_ms = idle;
-    if ((mode = pt_conf_string(r, "mode"))) {
-        g_strstrip(mode);
-        if ((c->mode = pt_mode_from_string(mode)) == PT_MODE_INVALID)
-            return pt_conf_fail(r, "mode", error,
-                                "'%s' is not observe, recommend or enforce", mode);
-    }
-    if ((restart = pt_conf_string(r, "on-restart"))) {
-        g_strstrip(restart);
-        if ((c->on_restart = pt_restart_from_string(restart)) == PT_RESTART_INVALID)
-            return pt_conf_fail(r, "on-restart", error, "'%s' is not restore or resume",
-                                restart);
-    }
-    if (!g_strv_contains((const char *const[]){ "auto", "debugfs", "perf", "off", NULL },
-                         c->exits_source))
-        return pt_conf_fail(r, "exits-source", error,
-                            "'%s' is not auto, debugfs, perf or off", c->exits_source);
-    if (c->database[0] != '/' && !g_str_equal(c->database, ":memory:"))
-        return pt_conf_fail(r, "database", error, "'%s' is not an absolute path",
-                            c->database);
-    if (c->control_socket[0] != '/')
-        return pt_conf_fail(r, "control-socket", error, "'%s' is not an absolute path",
-                            c->control_socket);
-    if (c->metrics_listen) {
-        g_autoptr(GError) err = NULL;
-        g_autofree char *host = NULL;
-        guint16 port;
+    switch (k->type) {
+    case PT_CONF_TYPE_EXITS:
+        if (!g_strv_contains((const char *const[]){ "auto", "debugfs", "perf", "off", NULL },
+                             *out))
+            return pt_conf_fail(r, k->key, error, "'%s' is not auto, debugfs, perf or off",
+                                *out);
+        break;
+    case PT_CONF_TYPE_DATABASE:
+        if ((*out)[0] != '/' && !g_str_equal(*out, ":memory:"))
+            return pt_conf_fail(r, k->key, error, "'%s' is not an absolute path", *out);
+        break;
+    case PT_CONF_TYPE_PATH:
+        if ((*out)[0] != '/')
+            return pt_conf_fail(r, k->key, error, "'%s' is not an absolute path", *out);
+        break;
+    case PT_CONF_TYPE_LISTEN:
+        if (*out) {
+            g_autoptr(GError) err = NULL;
+            g_autofree char *host = NULL;
+            guint16 port;
 
-        if (!pt_parse_listen(c->metrics_listen, &host, &port, &err))
-            return pt_conf_fail(r, "metrics-listen", error, "%s", err->message);
+            if (!pt_parse_listen(*out, &host, &port, &err))
+                return pt_conf_fail(r, k->key, error, "%s", err->message);
+        }
+        break;
+    default:
+        break;
     }
     return TRUE;
 }
 
 static gboolean
-pt_conf_read_targets(PtConfReader *r, PtConf *c, GError **error)
+pt_conf_read_size(PtConfReader *r, const PtConfKey *k, gint64 *out, GError **error)
 {
-    r->group = "targets";
-    return pt_conf_check_keys(r, pt_keys_targets, error) &&
-           pt_conf_get_bool(r, "libvirt", &c->libvirt, error) &&
-           pt_conf_get_str(r, "libvirt-uri", &c->libvirt_uri, FALSE, error) &&
-           pt_conf_get_str(r, "libvirt-pid-dir", &c->libvirt_pid_dir, FALSE, error) &&
-           pt_conf_get_list(r, "qmp-sockets", &c->qmp_sockets, error) &&
-           pt_conf_get_list(r, "qmp-globs", &c->qmp_globs, error);
+    g_autofree char *size = pt_conf_string(r, k->key);
+    g_autoptr(GError) err = NULL;
+
+    if (!size)
+        return TRUE;
+    g_strstrip(size);
+    if (!pt_parse_size(size, out, &err))
+        return pt_conf_fail(r, k->key, error, "%s", err->message);
+    if (*out < (gint64)k->min) {
+        g_autofree char *lo = pt_format_size((gint64)k->min);
+
+        return pt_conf_fail(r, k->key, error, "%s is below the minimum of %s", size, lo);
+    }
+    pt_conf_keep_written(r, k->key, size);
+    return TRUE;
 }
 
+/* @k's value from [@k->group], where the file sets it, into @c. */
 static gboolean
-pt_conf_read_retention(PtConfReader *r, PtConf *c, GError **error)
+pt_conf_read_key(PtConfReader *r, const PtConfKey *k, PtConf *c, GError **error)
 {
-    const gint64 hour = 3600000, year = 366 * 24 * hour;
-    g_autofree char *size = NULL;
+    gpointer f = pt_conf_key_field(k, c);
+    g_autofree char *v = NULL;
+    gint64 n = 0;
+    guint64 u = 0;
 
-    r->group = "retention";
-    if (!pt_conf_check_keys(r, pt_keys_retention, error) ||
-        !pt_conf_get_duration(r, "raw", hour, 10 * year, &c->raw_retention_ms, error) ||
-        !pt_conf_get_duration(r, "rollup-1m", hour, 10 * year, &c->rollup_1m_retention_ms, error) ||
-        !pt_conf_get_duration(r, "rollup-1h", hour, 20 * year, &c->rollup_1h_retention_ms, error))
-        return FALSE;
-    if ((size = pt_conf_string(r, "max-size"))) {
-        g_autoptr(GError) err = NULL;
+    if (pt_conf_key_is_string(k))
+        return pt_conf_read_text(r, k, f, error);
+    switch (k->type) {
+    case PT_CONF_TYPE_BOOL:
+        return pt_conf_get_bool(r, k->key, f, error);
+    case PT_CONF_TYPE_MODE:
+        if (!(v = pt_conf_string(r, k->key)))
+            return TRUE;
+        g_strstrip(v);
+        if ((*(PtMode *)f = pt_mode_from_string(v)) == PT_MODE_INVALID)
+            return pt_conf_fail(r, k->key, error,
+                                "'%s' is not observe, recommend or enforce", v);
+        return TRUE;
+    case PT_CONF_TYPE_RESTART:
+        if (!(v = pt_conf_string(r, k->key)))
+            return TRUE;
+        g_strstrip(v);
+        if ((*(PtRestart *)f = pt_restart_from_string(v)) == PT_RESTART_INVALID)
+            return pt_conf_fail(r, k->key, error, "'%s' is not restore or resume", v);
+        return TRUE;
+    case PT_CONF_TYPE_DURATION:
+        n = pt_conf_key_get_int(k, c);
+        if (!pt_conf_get_duration(r, k->key, (gint64)k->min, (gint64)k->max, &n, error))
+            return FALSE;
+        pt_conf_key_set_int(k, c, n);
+        return TRUE;
+    case PT_CONF_TYPE_SIZE:
+        n = pt_conf_key_get_int(k, c);
+        if (!pt_conf_read_size(r, k, &n, error))
+            return FALSE;
+        pt_conf_key_set_int(k, c, n);
+        return TRUE;
+    case PT_CONF_TYPE_UINT:
+        u = (guint64)pt_conf_key_get_int(k, c);
+        if (!pt_conf_get_uint(r, k->key, (guint64)k->min, (guint64)k->max, &u, error))
+            return FALSE;
+        pt_conf_key_set_int(k, c, (gint64)u);
+        return TRUE;
+    case PT_CONF_TYPE_DOUBLE:
+        return pt_conf_get_double(r, k->key, k->min, k->max, f, error);
+    case PT_CONF_TYPE_SPEC:
+        return pt_conf_get_spec(r, k->key, f, error);
+    case PT_CONF_TYPE_PATHS:
+        return pt_conf_get_list(r, k->key, f, error);
+    default:
+        break;
+    }
+    g_assert_not_reached();
+}
 
-        g_strstrip(size);
-        if (!pt_parse_size(size, &c->max_size_bytes, &err))
-            return pt_conf_fail(r, "max-size", error, "%s", err->message);
-        if (c->max_size_bytes < (16 << 20))
-            return pt_conf_fail(r, "max-size", error, "%s is below the minimum of 16MiB", size);
-        pt_conf_keep_written(r, "max-size", size);
+/* The fixed groups, each checked for unknown keys before its keys are
+ * read, in the table's order. */
+static gboolean
+pt_conf_read_keys(PtConfReader *r, PtConf *c, GError **error)
+{
+    for (const char *const *g = pt_conf_groups; *g; g++) {
+        r->group = *g;
+        if (!pt_conf_check_keys(r, pt_conf_known_keys(*g), error))
+            return FALSE;
+        for (gsize i = 0; i < pt_conf_n_keys; i++)
+            if (g_str_equal(pt_conf_keys[i].group, *g) &&
+                !pt_conf_read_key(r, &pt_conf_keys[i], c, error))
+                return FALSE;
     }
     return TRUE;
 }
 
+/* The [rule GLOB] groups, then the policy's own check of the whole. */
 static gboolean
-pt_conf_read_policy(PtConfReader *r, PtConf *c, GError **error)
+pt_conf_read_rules(PtConfReader *r, PtConf *c, GError **error)
 {
     PolicyConfig *p = c->policy;
     g_autoptr(GError) err = NULL;
     g_auto(GStrv) groups = g_key_file_get_groups(r->kf, NULL);
-
-    r->group = "policy";
-    if (!pt_conf_check_keys(r, pt_keys_policy, error) ||
-        !pt_conf_get_spec(r, "default", &p->default_spec, error) ||
-        !pt_conf_get_uint(r, "max-poll-max-ns", 0, 100000000, &p->max_poll_max_ns, error) ||
-        !pt_conf_get_uint(r, "poll-grow-min", 0, 1024, &p->grow_min, error) ||
-        !pt_conf_get_uint(r, "poll-grow-max", 0, 1024, &p->grow_max, error) ||
-        !pt_conf_get_uint(r, "poll-shrink-min", 0, 1024, &p->shrink_min, error) ||
-        !pt_conf_get_uint(r, "poll-shrink-max", 0, 1024, &p->shrink_max, error) ||
-        !pt_conf_get_duration(r, "min-dwell", 0, 86400000, &p->min_dwell_ms, error) ||
-        !pt_conf_get_duration(r, "revalidate", 0, 7 * 86400000LL, &p->revalidate_ms, error) ||
-        !pt_conf_get_duration(r, "memory-ttl", 60000, 365 * 86400000LL, &p->memory_ttl_ms,
-                              error) ||
-        !pt_conf_get_duration(r, "external-hold", 0, 7 * 86400000LL, &p->external_hold_ms, error) ||
-        !pt_conf_get_double(r, "idle-iops", 0, 1e9, &p->idle_iops, error) ||
-        !pt_conf_get_double(r, "budget-cores", 0, 4096, &p->budget_cores, error) ||
-        !pt_conf_get_double(r, "psi-limit", 0, 100, &p->psi_some_limit, error) ||
-        !pt_conf_get_double(r, "vcpu-delay-limit", 0, 100, &p->vcpu_delay_limit, error) ||
-        !pt_conf_get_double(r, "iothread-delay-limit", 0, 100, &p->iothread_delay_limit, error) ||
-        !pt_conf_get_double(r, "balanced-cpu-weight", 0, 100, &p->balanced_cpu_weight, error) ||
-        !pt_conf_get_double(r, "efficiency-cpu-weight", 0, 100, &p->efficiency_cpu_weight, error) ||
-        !pt_conf_get_double(r, "exit-cost-ns", 0, 1e6, &p->exit_cost_ns, error))
-        return FALSE;
 
     for (guint i = 0; groups[i]; i++) {
         const char *glob;
@@ -621,12 +487,16 @@ pt_conf_read_policy(PtConfReader *r, PtConf *c, GError **error)
             !policy_config_add_rule(p, glob, &spec, &err))
             return pt_conf_fail(r, "policy", error, "%s", err->message);
     }
+    /* The bounds and the default are checked together: the default
+     * takes the blame. */
     r->group = "policy";
     if (!policy_config_validate(p, &err))
-        return pt_conf_fail(r, "default", error, "%s", err->message);
+        return pt_conf_fail(r, pt_conf_key_name(PT_CONF_KEY_default_spec), error, "%s",
+                            err->message);
     if (p->default_spec.kind == POLICY_KIND_STATIC &&
         !policy_config_check_triple(p, &p->default_spec.triple, &err))
-        return pt_conf_fail(r, "default", error, "%s", err->message);
+        return pt_conf_fail(r, pt_conf_key_name(PT_CONF_KEY_default_spec), error, "%s",
+                            err->message);
     return TRUE;
 }
 
@@ -704,8 +574,6 @@ pt_conf_check_repeats(const char *text, const char *name, GError **error)
     return TRUE;
 }
 
-static const char *const pt_groups[] = { "daemon", "targets", "retention", "policy", NULL };
-
 PtConf *
 pt_conf_load_data(const char *data, gsize len, const char *name, GError **error)
 {
@@ -744,7 +612,7 @@ pt_conf_load_data(const char *data, gsize len, const char *name, GError **error)
     }
     groups = g_key_file_get_groups(kf, NULL);
     for (guint i = 0; groups[i]; i++) {
-        if (!g_strv_contains(pt_groups, groups[i]) && !g_str_has_prefix(groups[i], "rule ")) {
+        if (!g_strv_contains(pt_conf_groups, groups[i]) && !g_str_has_prefix(groups[i], "rule ")) {
             guint line = 0;
             g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
             g_autofree char *hdr = g_strdup_printf("[%s]", groups[i]);
@@ -759,10 +627,7 @@ pt_conf_load_data(const char *data, gsize len, const char *name, GError **error)
     }
     if (!pt_conf_check_repeats(text, name, error))
         return NULL;
-    if (!pt_conf_read_daemon(&r, c, error) ||
-        !pt_conf_read_targets(&r, c, error) ||
-        !pt_conf_read_retention(&r, c, error) ||
-        !pt_conf_read_policy(&r, c, error))
+    if (!pt_conf_read_keys(&r, c, error) || !pt_conf_read_rules(&r, c, error))
         return NULL;
     c->path = g_strdup(name);
     return g_steal_pointer(&c);
@@ -797,82 +662,29 @@ pt_conf_apply_overrides(PtConf *conf, const PtConfOverrides *ov)
         conf->interval_ms = ov->interval_ms;
 }
 
+/* @k's value for a reload's message: text quoted, or "(empty)". */
 static char *
-pt_conf_show_str(const char *s)
+pt_conf_show(const PtConfKey *k, const PtConf *c)
 {
-    return s ? g_strdup_printf("'%s'", s) : g_strdup("(empty)");
+    g_autofree char *v = pt_conf_key_format(k, c);
+
+    if (!pt_conf_key_is_text(k))
+        return g_steal_pointer(&v);
+    return v && *v ? g_strdup_printf("'%s'", v) : g_strdup("(empty)");
 }
-
-static char *
-pt_conf_show_strv(char **v)
-{
-    g_autofree char *j = g_strjoinv(";", v);
-
-    return *j ? g_strdup_printf("'%s'", j) : g_strdup("(empty)");
-}
-
-/* Keys read only at start, as docs/CONFIG.md marks them "restart".  Each
- * entry renders the key's value for comparison and for the message. */
-typedef char *(*PtConfShow)(const PtConf *c);
-
-#define PT_SHOW_STR(fn, field) \
-    static char *fn(const PtConf *c) { return pt_conf_show_str(c->field); }
-#define PT_SHOW_FMT(fn, fmt, expr) \
-    static char *fn(const PtConf *c) { return g_strdup_printf(fmt, expr); }
-
-PT_SHOW_STR(show_database, database)
-PT_SHOW_STR(show_control_socket, control_socket)
-PT_SHOW_STR(show_control_group, control_group)
-PT_SHOW_STR(show_admin_group, admin_group)
-PT_SHOW_STR(show_metrics_listen, metrics_listen)
-PT_SHOW_STR(show_libvirt_uri, libvirt_uri)
-PT_SHOW_STR(show_libvirt_pid_dir, libvirt_pid_dir)
-PT_SHOW_FMT(show_metrics_max_conns, "%u", c->metrics_max_conns)
-PT_SHOW_FMT(show_libvirt, "%s", c->libvirt ? "true" : "false")
-
-#define PT_SHOW_SCALED(fn, format, field) \
-    static char *fn(const PtConf *c) { return format(c->field); }
-
-PT_SHOW_SCALED(show_metrics_idle, pt_format_duration, metrics_idle_ms)
-PT_SHOW_SCALED(show_raw, pt_format_duration, raw_retention_ms)
-PT_SHOW_SCALED(show_rollup_1m, pt_format_duration, rollup_1m_retention_ms)
-PT_SHOW_SCALED(show_rollup_1h, pt_format_duration, rollup_1h_retention_ms)
-PT_SHOW_SCALED(show_max_size, pt_format_size, max_size_bytes)
-
-static char *
-show_qmp_sockets(const PtConf *c)
-{
-    return pt_conf_show_strv(c->qmp_sockets);
-}
-
-static const struct {
-    const char *group;
-    const char *key;
-    PtConfShow show;
-} pt_restart_keys[] = {
-    { "daemon", "database", show_database },
-    { "daemon", "control-socket", show_control_socket },
-    { "daemon", "control-group", show_control_group },
-    { "daemon", "admin-group", show_admin_group },
-    { "daemon", "metrics-listen", show_metrics_listen },
-    { "daemon", "metrics-max-connections", show_metrics_max_conns },
-    { "daemon", "metrics-idle-timeout", show_metrics_idle },
-    { "targets", "libvirt", show_libvirt },
-    { "targets", "libvirt-uri", show_libvirt_uri },
-    { "targets", "libvirt-pid-dir", show_libvirt_pid_dir },
-    { "targets", "qmp-sockets", show_qmp_sockets },
-    { "retention", "raw", show_raw },
-    { "retention", "rollup-1m", show_rollup_1m },
-    { "retention", "rollup-1h", show_rollup_1h },
-    { "retention", "max-size", show_max_size },
-};
 
 gboolean
 pt_conf_check_reload(const PtConf *running, const PtConf *next, GError **error)
 {
-    for (gsize i = 0; i < G_N_ELEMENTS(pt_restart_keys); i++) {
-        g_autofree char *was = pt_restart_keys[i].show(running);
-        g_autofree char *now = pt_restart_keys[i].show(next);
+    for (gsize i = 0; i < pt_conf_n_keys; i++) {
+        const PtConfKey *k = &pt_conf_keys[i];
+        g_autofree char *was = NULL;
+        g_autofree char *now = NULL;
+
+        if (!k->restart)
+            continue;
+        was = pt_conf_show(k, running);
+        now = pt_conf_show(k, next);
 
         if (!g_str_equal(was, now)) {
             g_autofree char *text = NULL;
@@ -884,14 +696,14 @@ pt_conf_check_reload(const PtConf *running, const PtConf *next, GError **error)
             if (next->path && pt_conf_read_file(next->path, &text, NULL, NULL)) {
                 PtConfReader r = { .data = text };
 
-                line = pt_conf_line_of(&r, pt_restart_keys[i].group, pt_restart_keys[i].key);
+                line = pt_conf_line_of(&r, k->group, k->key);
             }
             where = line ? g_strdup_printf("%s:%u", next->path, line) :
                            g_strdup(next->path ? next->path : "configuration");
             g_set_error(error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
                         "%s: [%s] %s: %s differs from the running %s; this key is "
                         "read only at start: restart polltuned to change it",
-                        where, pt_restart_keys[i].group, pt_restart_keys[i].key, now, was);
+                        where, k->group, k->key, now, was);
             return FALSE;
         }
     }

@@ -9,6 +9,9 @@
  *
  * Policy settings are turned straight into a PolicyConfig, so the policy
  * library validates its own bounds; rule groups are "[rule NAME-GLOB]".
+ * Every key of the fixed groups is one row of common/pt-conf-keys.def
+ * (pt-conf-keys.h): its name, type, field, default, range and whether a
+ * reload may change it.
  */
 #pragma once
 

@@ -208,31 +208,23 @@ policy_config_new(void)
     PolicyConfig *c = g_new0(PolicyConfig, 1);
 
     c->mode = POLICY_MODE_ENFORCE;
-    c->default_spec = (PolicySpec){ POLICY_KIND_ADAPTIVE, POLICY_OBJECTIVE_BALANCED, { 0, 0, 0 } };
     c->rules = g_ptr_array_new_with_free_func(policy_rule_free);
-    c->max_poll_max_ns = 500000;
-    c->grow_min = 2;
-    c->grow_max = 16;
-    c->shrink_min = 2;
-    c->shrink_max = 16;
-    c->min_dwell_ms = 2000;
-    c->revalidate_ms = 300000;
-    c->memory_ttl_ms = POLICY_MEMORY_TTL_MS;
+    /* What the configuration file sets has its default in the key table,
+     * so that the daemon, the simulator and the tests start alike. */
+#define PT_CONF_DEFAULT_PtConf(field, d)
+#define PT_CONF_DEFAULT_PolicyConfig(field, d) c->field = (d);
+#define PT_CONF_KEY(g, k, type, Struct, field, def, ...) PT_CONF_DEFAULT_##Struct(field, def)
+#include "common/pt-conf-keys.def"
+#undef PT_CONF_KEY
+#undef PT_CONF_DEFAULT_PolicyConfig
+#undef PT_CONF_DEFAULT_PtConf
+    /* The rest no file sets. */
     c->rollback_tolerance = 0.02;
     c->probe_margin = 0.01;
     c->change_ratio = 0.25;
-    c->idle_iops = 100.0;
     c->probe_poll_max_ns = 262144;
     c->saving_per_block_ns = 8000;
-    c->balanced_cpu_weight = POLICY_DEFAULT_BALANCED_CPU_WEIGHT;
-    c->efficiency_cpu_weight = POLICY_DEFAULT_EFFICIENCY_CPU_WEIGHT;
-    c->exit_cost_ns = POLICY_DEFAULT_EXIT_COST_NS;
-    c->psi_some_limit = 20.0;
-    c->vcpu_delay_limit = 10.0;
-    c->iothread_delay_limit = 10.0;
     c->contention_holdoff_ms = 60000;
-    c->external_hold_ms = 3600000;
-    c->budget_cores = 0.0;
     return c;
 }
 

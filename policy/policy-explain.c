@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdarg.h>
 
+#include "common/pt-conf-key-names.h"
 #include "common/pt-enum-table.h"
 #include "policy-explain.h"
 #include "policy-private.h"
@@ -328,14 +329,15 @@ policy_engine_explain(const PolicyEngine *e, const PolicyExplainContext *ctx,
     }
 
     guard_threshold(&g[POLICY_GUARD_PSI], host && host->have_psi,
-                    host ? host->psi_some_pct : 0, cfg->psi_some_limit, "psi-limit",
-                    "host CPU pressure (PSI some)");
+                    host ? host->psi_some_pct : 0, cfg->psi_some_limit,
+                    pt_conf_key_name(PT_CONF_KEY_psi_some_limit), "host CPU pressure (PSI some)");
     guard_threshold(&g[POLICY_GUARD_VCPU_DELAY], host && host->have_vcpu_delay,
                     host ? host->vcpu_run_delay_pct : 0, cfg->vcpu_delay_limit,
-                    "vcpu-delay-limit", "vCPU run-queue wait");
+                    pt_conf_key_name(PT_CONF_KEY_vcpu_delay_limit), "vCPU run-queue wait");
     guard_threshold(&g[POLICY_GUARD_IOTHREAD_DELAY], m && m->have_cpu,
                     m ? m->run_delay_pct : 0, cfg->iothread_delay_limit,
-                    "iothread-delay-limit", "iothread run-queue wait");
+                    pt_conf_key_name(PT_CONF_KEY_iothread_delay_limit),
+                    "iothread run-queue wait");
 
     {
         PolicyGuardCheck c = policy_guard_holdoff(cfg, st, now_ms);
@@ -351,7 +353,7 @@ policy_engine_explain(const PolicyEngine *e, const PolicyExplainContext *ctx,
     if (cfg->budget_cores <= 0) {
         guard_set(&g[POLICY_GUARD_BUDGET], ctx != NULL, FALSE,
                   ctx ? ctx->host_polling_cores : 0, 0, "cores", G_MININT64,
-                  "no budget (budget-cores = 0)");
+                  "no budget (%s = 0)", pt_conf_key_name(PT_CONF_KEY_budget_cores));
     } else {
         double cost = policy_guard_polling_cost(st, in->n_iothreads, m, 0);
         /* An iothread that polls now is inside the host's figure already. */
