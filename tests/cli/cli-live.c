@@ -8,6 +8,7 @@
 #include <glib/gstdio.h>
 
 #include "cli-live.h"
+#include "pt-test-fixture.h"
 
 CliLive cli_live;
 
@@ -92,15 +93,6 @@ cli_skip_without_qemu(void)
     return TRUE;
 }
 
-char *
-cli_conf_for(const char *extra)
-{
-    return g_strdup_printf("interval = 200ms\nmetrics-listen =\n%s"
-                           "[targets]\nlibvirt = false\nqmp-globs = %s/*.qmp\n"
-                           "[policy]\ndefault = static:70000/2/2\nmin-dwell = 0\n",
-                           extra ? extra : "", cli_live.vm_dir);
-}
-
 /*
  * polltuned without G_DEBUG=fatal-warnings: a GLib warning or critical in
  * the daemon would otherwise abort it and fail every later test with an
@@ -108,17 +100,15 @@ cli_conf_for(const char *extra)
  * (cli_daemon_log_check()).
  */
 PtTestDaemon *
-cli_daemon_start(const char *conf)
+cli_daemon_up(const char *base, const char *own)
 {
-    g_autoptr(GError) err = NULL;
     g_autofree char *gdebug = g_strdup(g_getenv("G_DEBUG"));
     PtTestDaemon *d;
 
     g_unsetenv("G_DEBUG");
-    d = pt_test_daemon_start(conf, &err);
+    d = pt_test_daemon_up_args(NULL, base, own);
     if (gdebug)
         g_setenv("G_DEBUG", gdebug, TRUE);
-    g_assert_no_error(err);
     return d;
 }
 
@@ -150,16 +140,17 @@ cli_daemon_log_check(PtTestDaemon *d)
 gboolean
 cli_live_setup(void)
 {
-    g_autofree char *conf = NULL;
+    g_autofree char *own = NULL;
 
     if (cli_skip_without_qemu())
         return FALSE;
     if (cli_live.d)
         return TRUE;
     cli_live.vm = pt_test_vm_start(cli_live.vm_dir, "vm-a", NULL);
-    conf = cli_conf_for(NULL);
+    own = g_strdup_printf("[targets]\nqmp-globs = %s/*.qmp\n[policy]\ndefault = static:70000/2/2\n",
+                          cli_live.vm_dir);
     cli_live.started_us = g_get_monotonic_time();
-    cli_live.d = cli_daemon_start(conf);
+    cli_live.d = cli_daemon_up(PT_TEST_CONF_BASE, own);
     g_assert_cmpint(pt_test_wait_target(cli_live.d, "vm-a", 2, TRUE, 5000), >=, 0);
     /* A second of ticks (200 ms each), for show's history. */
     g_assert_true(pt_test_wait_ticks(cli_live.d, 6, 2000));

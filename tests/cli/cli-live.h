@@ -40,8 +40,9 @@ void cli_wait_ticks_pass(guint n);
 /* Starts QEMU and polltuned unless done; FALSE (test skipped) without QEMU. */
 gboolean cli_live_setup(void);
 gboolean cli_skip_without_qemu(void);
-char *cli_conf_for(const char *extra);
-PtTestDaemon *cli_daemon_start(const char *conf);
+/* pt_test_daemon_up_args(NULL, @base, @own) (pt-test-fixture.h), without
+ * G_DEBUG=fatal-warnings. */
+PtTestDaemon *cli_daemon_up(const char *base, const char *own);
 void cli_daemon_log_check(PtTestDaemon *d);
 
 /* polltunectl -s SOCKET ARGS... against @d (NULL: the shared daemon). */

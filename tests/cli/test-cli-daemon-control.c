@@ -472,7 +472,6 @@ static void
 test_permission(void)
 {
     g_autoptr(PtTestDaemon) d = NULL;
-    g_autofree char *conf = NULL;
     g_autofree char *log = NULL;
     CliRun r = { 0 };
 
@@ -480,9 +479,8 @@ test_permission(void)
         return;
     if (!cli_live_setup())
         return;
-    conf = g_strdup_printf("control-group = nogroup\nmetrics-listen =\n"
-                           "[targets]\nlibvirt = false\n[policy]\ndefault = observe\n");
-    d = cli_daemon_start(conf);
+    d = cli_daemon_up(NULL, "control-group = nogroup\nmetrics-listen =\n"
+                      "[targets]\nlibvirt = false\n[policy]\ndefault = observe\n");
     g_assert_cmpint(g_chmod(d->dir, 0711), ==, 0);
 
     run_as_nobody(&r, d, (const char *const[]){ "status", NULL });

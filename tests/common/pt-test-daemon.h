@@ -22,6 +22,7 @@ typedef struct {
     char *log_path;
     char *binary;
     char **args;            /* extra command-line arguments, or NULL */
+    gboolean stop_at_free;  /* pt_test_daemon_free() stops it first (pt-test-fixture.h) */
 } PtTestDaemon;
 
 /* Write @conf_body to DIR/polltuned.conf, after a [daemon] group with the
@@ -48,6 +49,8 @@ int pt_test_daemon_stop(PtTestDaemon *d);
 int pt_test_daemon_reap(PtTestDaemon *d);
 /* SIGKILL and reap. */
 void pt_test_daemon_kill(PtTestDaemon *d);
+/* Kills a daemon still running; with d->stop_at_free, SIGTERM first, and
+ * SIGKILL only when it has not exited in time. */
 void pt_test_daemon_free(PtTestDaemon *d);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(PtTestDaemon, pt_test_daemon_free)
 

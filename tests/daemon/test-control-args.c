@@ -7,6 +7,7 @@
  * daemon lives on, tuning as before.
  */
 #include "pt-test-daemon.h"
+#include "pt-test-fixture.h"
 #include "pt-test-qemu.h"
 #include "pt-test-qmp.h"
 #include "qmp-json.h"
@@ -28,19 +29,15 @@ static gboolean
 fixture_start(Fixture *f, const char *extra)
 {
     g_autoptr(GError) err = NULL;
-    g_autofree char *conf = NULL;
 
     if (pt_test_skip_without_qemu())
         return FALSE;
     f->vm_dir = g_dir_make_tmp("pt-args-XXXXXX", &err);
     g_assert_no_error(err);
     f->vm = pt_test_vm_start(f->vm_dir, "vm-a", NULL);
-    conf = g_strdup_printf("interval = 200ms\nmetrics-listen =\n%s"
-                           "[targets]\nlibvirt = false\nqmp-globs = %s/*.qmp\n"
-                           "[policy]\ndefault = static:50000/2/2\nmin-dwell = 0\n",
-                           extra ? extra : "", f->vm_dir);
-    f->d = pt_test_daemon_start(conf, &err);
-    g_assert_no_error(err);
+    f->d = pt_test_daemon_up(PT_TEST_CONF_BASE, "%s[targets]\nqmp-globs = %s/*.qmp\n"
+                             "[policy]\ndefault = static:50000/2/2\n", extra ? extra : "",
+                             f->vm_dir);
     g_assert_cmpint(pt_test_wait_target(f->d, "vm-a", 2, TRUE, 5000), >=, 0);
     pt_test_qmp_assert_poll_max(f->vm->qmp, "vm-a", "iot0", 50000, 3000);
     return TRUE;
@@ -58,32 +55,36 @@ fixture_stop(Fixture *f)
     g_clear_pointer(&f->vm_dir, g_free);
 }
 
-/* @command with @args (JSON text) is refused with @klass, and the
- * description holds @needle. */
-static void
-assert_refused(PtTestDaemon *d, const char *command, const char *args, const char *klass,
-               const char *needle)
-{
-    g_autoptr(GError) err = NULL;
-    g_autoptr(json_object) reply = pt_test_daemon_call(d, command, args, &err);
-
-    g_assert_no_error(err);
-    g_assert_nonnull(reply);
-    if (!pt_json_path(reply, "error"))
-        g_error("%s %s: not refused: %s", command, args,
-                json_object_to_json_string(reply));
-    g_test_message("%s %s -> %s", command, args, json_object_to_json_string(reply));
-    g_assert_cmpstr(pt_json_path_str(reply, "error/class"), ==, klass);
-    if (!strstr(pt_json_path_str(reply, "error/desc"), needle))
-        g_error("%s %s: '%s' lacks '%s'", command, args,
-                pt_json_path_str(reply, "error/desc"), needle);
-}
-
 /* override-clear with an id of -1 called g_str_equal(o->target, NULL)
  * and took the daemon down, leaving the VM at the override's value. */
 static void
 test_override_clear_bad_id(void)
 {
+    static const PtTestCall refused[] = {
+        { "override-clear", "{\"id\": -1}", "InvalidParameter",
+                       "id: must be a positive integer" },
+        { "override-clear", "{\"id\": 0}", "InvalidParameter", "id: " },
+        { "override-clear", "{\"id\": -9223372036854775808}",
+                       "InvalidParameter", "id: " },
+        { "override-clear", "{\"id\": \"1\"}", "InvalidParameter",
+                       "id: not an integer" },
+        { "override-clear", "{\"id\": 1.5}", "InvalidParameter",
+                       "id: not an integer" },
+        { "override-clear", "{}", "InvalidParameter", "target: missing" },
+        { "override-clear", "{\"target\": 7}", "InvalidParameter",
+                       "target: not a string" },
+        { "override-clear", "{\"id\": 987654321}", "NotFound", "no active" },
+        /* The other integers of the protocol are checked the same way. */
+        { "override-set", "{\"target\": \"vm-a\", \"poll-max-ns\": 1000, "
+                       "\"poll-grow\": -1}", "InvalidParameter",
+          "poll-grow: must not be negative" },
+        { "override-set", "{\"target\": \"vm-a\", \"poll-max-ns\": -5}",
+                       "InvalidParameter", "poll-max-ns: must not be negative" },
+        { "show", "{\"target\": \"vm-a\", \"ticks\": -3}", "InvalidParameter",
+                       "ticks: " },
+        { "export", "{\"decisions\": \"false\"}", "InvalidParameter",
+                       "decisions: not a boolean" },
+    };
     Fixture f = { 0 };
     g_autoptr(json_object) set = NULL;
     g_autoptr(json_object) st = NULL;
@@ -96,28 +97,7 @@ test_override_clear_bad_id(void)
                             "\"poll-max-ns\": 12000}");
     pt_test_qmp_assert_poll_max(f.vm->qmp, "vm-a", "iot1", 12000, 3000);
 
-    assert_refused(f.d, "override-clear", "{\"id\": -1}", "InvalidParameter",
-                   "id: must be a positive integer");
-    assert_refused(f.d, "override-clear", "{\"id\": 0}", "InvalidParameter", "id: ");
-    assert_refused(f.d, "override-clear", "{\"id\": -9223372036854775808}",
-                   "InvalidParameter", "id: ");
-    assert_refused(f.d, "override-clear", "{\"id\": \"1\"}", "InvalidParameter",
-                   "id: not an integer");
-    assert_refused(f.d, "override-clear", "{\"id\": 1.5}", "InvalidParameter",
-                   "id: not an integer");
-    assert_refused(f.d, "override-clear", "{}", "InvalidParameter", "target: missing");
-    assert_refused(f.d, "override-clear", "{\"target\": 7}", "InvalidParameter",
-                   "target: not a string");
-    assert_refused(f.d, "override-clear", "{\"id\": 987654321}", "NotFound", "no active");
-    /* The other integers of the protocol are checked the same way. */
-    assert_refused(f.d, "override-set", "{\"target\": \"vm-a\", \"poll-max-ns\": 1000, "
-                   "\"poll-grow\": -1}", "InvalidParameter", "poll-grow: must not be negative");
-    assert_refused(f.d, "override-set", "{\"target\": \"vm-a\", \"poll-max-ns\": -5}",
-                   "InvalidParameter", "poll-max-ns: must not be negative");
-    assert_refused(f.d, "show", "{\"target\": \"vm-a\", \"ticks\": -3}", "InvalidParameter",
-                   "ticks: ");
-    assert_refused(f.d, "export", "{\"decisions\": \"false\"}", "InvalidParameter",
-                   "decisions: not a boolean");
+    pt_test_daemon_calls(f.d, refused, G_N_ELEMENTS(refused));
 
     /* Alive, still holding the override, and it clears by its id. */
     st = pt_test_daemon_ok(f.d, "status", NULL);
@@ -134,6 +114,15 @@ test_override_clear_bad_id(void)
 static void
 test_override_for_bound(void)
 {
+    static const PtTestCall refused[] = {
+        { "override-set", "{\"target\": \"vm-a\", \"poll-max-ns\": 12000, "
+                       "\"for\": \"106751991d\"}", "InvalidParameter",
+                       "for: '106751991d' is longer than 366d" },
+        { "override-set", "{\"target\": \"vm-a\", \"poll-max-ns\": 12000, "
+                       "\"for\": \"367d\"}", "InvalidParameter", "366d" },
+        { "override-set", "{\"target\": \"vm-a\", \"poll-max-ns\": 12000, "
+                       "\"for\": \"99999999999999999999w\"}", "InvalidParameter", "for: " },
+    };
     Fixture f = { 0 };
     g_autoptr(json_object) ok = NULL;
     g_autoptr(json_object) st = NULL;
@@ -141,13 +130,7 @@ test_override_for_bound(void)
 
     if (!fixture_start(&f, NULL))
         return;
-    assert_refused(f.d, "override-set", "{\"target\": \"vm-a\", \"poll-max-ns\": 12000, "
-                   "\"for\": \"106751991d\"}", "InvalidParameter",
-                   "for: '106751991d' is longer than 366d");
-    assert_refused(f.d, "override-set", "{\"target\": \"vm-a\", \"poll-max-ns\": 12000, "
-                   "\"for\": \"367d\"}", "InvalidParameter", "366d");
-    assert_refused(f.d, "override-set", "{\"target\": \"vm-a\", \"poll-max-ns\": 12000, "
-                   "\"for\": \"99999999999999999999w\"}", "InvalidParameter", "for: ");
+    pt_test_daemon_calls(f.d, refused, G_N_ELEMENTS(refused));
     st = pt_test_daemon_ok(f.d, "status", NULL);
     g_assert_null(pt_json_path(pt_test_status_iothread(st, "vm-a", "iot0"), "override"));
 
@@ -165,25 +148,28 @@ test_override_for_bound(void)
 static void
 test_embedded_nul(void)
 {
+    static const PtTestCall refused[] = {
+        { "policy-set", "{\"target\": \"vm-*\", \"policy\": "
+                       "\"off\\u0000static:1\"}", "InvalidParameter",
+                       "policy: contains a NUL character" },
+        { "policy-set", "{\"target\": \"vm-a\\u0000x\", \"policy\": \"off\"}",
+                       "InvalidParameter", "target: contains a NUL character" },
+        { "show", "{\"target\": \"vm-a\\u0000\"}", "InvalidParameter",
+                       "target: contains a NUL character" },
+        { "override-set", "{\"target\": \"vm-a\", \"poll-max-ns\": 1, "
+                       "\"reason\": \"a\\u0000b\"}", "InvalidParameter", "reason: " },
+        /* Nor other control characters, which would reach logs and terminals. */
+        { "policy-set", "{\"target\": \"vm-\\u001b[2J\", \"policy\": \"off\"}",
+                       "InvalidParameter", "target: contains a control character" },
+        /* A command name cut short at a NUL is no command. */
+        { "status\\u0000x", NULL, "InvalidParameter", "execute" },
+    };
     Fixture f = { 0 };
     g_autoptr(json_object) pg = NULL;
 
     if (!fixture_start(&f, NULL))
         return;
-    assert_refused(f.d, "policy-set", "{\"target\": \"vm-*\", \"policy\": "
-                   "\"off\\u0000static:1\"}", "InvalidParameter",
-                   "policy: contains a NUL character");
-    assert_refused(f.d, "policy-set", "{\"target\": \"vm-a\\u0000x\", \"policy\": \"off\"}",
-                   "InvalidParameter", "target: contains a NUL character");
-    assert_refused(f.d, "show", "{\"target\": \"vm-a\\u0000\"}", "InvalidParameter",
-                   "target: contains a NUL character");
-    assert_refused(f.d, "override-set", "{\"target\": \"vm-a\", \"poll-max-ns\": 1, "
-                   "\"reason\": \"a\\u0000b\"}", "InvalidParameter", "reason: ");
-    /* Nor other control characters, which would reach logs and terminals. */
-    assert_refused(f.d, "policy-set", "{\"target\": \"vm-\\u001b[2J\", \"policy\": \"off\"}",
-                   "InvalidParameter", "target: contains a control character");
-    /* A command name cut short at a NUL is no command. */
-    assert_refused(f.d, "status\\u0000x", NULL, "InvalidParameter", "execute");
+    pt_test_daemon_calls(f.d, refused, G_N_ELEMENTS(refused));
     pg = pt_test_daemon_ok(f.d, "policy-get", NULL);
     g_assert_cmpuint(json_object_array_length(pt_json_path(pg, "rules")), ==, 0);
     /* Nothing was set: QEMU stays under the configured policy. */
@@ -269,6 +255,19 @@ test_attach_as_caller(void)
 static void
 test_memory_args(void)
 {
+    static const PtTestCall refused[] = {
+        { "memory", "{}", "InvalidParameter", "target: missing" },
+        { "memory", "{\"target\": \"vm-zz\"}", "NotFound",
+                       "vm-zz: no such target" },
+        { "memory", "{\"target\": \"vm-a\", \"iothread\": \"iot9\"}",
+                       "NotFound", "vm-a/iot9: no such iothread; vm-a has iot0, iot1" },
+        { "memory", "{\"target\": \"vm-a\", \"iothread\": \"a/b\"}",
+                       "InvalidParameter", "no iothread id" },
+        { "forget", "{\"target\": \"vm-zz\", \"iothread\": \"iot0\"}",
+                       "NotFound", "vm-zz: no such target" },
+        { "forget", "{\"target\": 3}", "InvalidParameter",
+                       "target: not a string" },
+    };
     Fixture f = { 0 };
     g_autoptr(json_object) m = NULL;
     g_autoptr(json_object) r = NULL;
@@ -279,17 +278,7 @@ test_memory_args(void)
     if (!fixture_start(&f, "control-group = nogroup\n"))
         return;
     g_assert_cmpint(g_chmod(f.d->dir, 0755), ==, 0);
-    assert_refused(f.d, "memory", "{}", "InvalidParameter", "target: missing");
-    assert_refused(f.d, "memory", "{\"target\": \"vm-zz\"}", "NotFound",
-                   "vm-zz: no such target");
-    assert_refused(f.d, "memory", "{\"target\": \"vm-a\", \"iothread\": \"iot9\"}",
-                   "NotFound", "vm-a/iot9: no such iothread; vm-a has iot0, iot1");
-    assert_refused(f.d, "memory", "{\"target\": \"vm-a\", \"iothread\": \"a/b\"}",
-                   "InvalidParameter", "no iothread id");
-    assert_refused(f.d, "forget", "{\"target\": \"vm-zz\", \"iothread\": \"iot0\"}",
-                   "NotFound", "vm-zz: no such target");
-    assert_refused(f.d, "forget", "{\"target\": 3}", "InvalidParameter",
-                   "target: not a string");
+    pt_test_daemon_calls(f.d, refused, G_N_ELEMENTS(refused));
 
     /* A reader sees the (empty) memory, and may not forget it. */
     r = pt_test_daemon_call_as(f.d, 65534, 65534, "memory", "{\"target\": \"vm-a\"}");

@@ -9,6 +9,7 @@
  * it keeps answering while the test waits on the daemon, a child.
  */
 #include "pt-test-daemon.h"
+#include "pt-test-fixture.h"
 #include "qmp-fake-qemu.h"
 #include "qmp-json.h"
 
@@ -37,7 +38,6 @@ fake_case_start(FakeCase *c, const char *name, guint n, const char *set_error,
                 const char *policy)
 {
     g_autoptr(GError) err = NULL;
-    g_autofree char *conf = NULL;
 
     c->dir = g_dir_make_tmp("pt-fake-XXXXXX", &err);
     g_assert_no_error(err);
@@ -49,11 +49,8 @@ fake_case_start(FakeCase *c, const char *name, guint n, const char *set_error,
     if (set_error)
         qmp_fake_qemu_set_writes(c->fake, QMP_FAKE_WRITES_REFUSED, set_error);
     qmp_fake_qemu_start_thread(c->fake);
-    conf = g_strdup_printf("interval = 1s\nmetrics-listen =\n[targets]\nlibvirt = false\n"
-                           "qmp-globs = %s/*.qmp\n[policy]\ndefault = %s\nmin-dwell = 0\n",
-                           c->dir, policy);
-    c->d = pt_test_daemon_start(conf, &err);
-    g_assert_no_error(err);
+    c->d = pt_test_daemon_up(PT_TEST_CONF_BASE, "interval = 1s\n[targets]\nqmp-globs = %s/*.qmp\n"
+                             "[policy]\ndefault = %s\n", c->dir, policy);
 }
 
 static void

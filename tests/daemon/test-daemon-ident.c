@@ -8,6 +8,7 @@
  * than lost for ever.
  */
 #include "pt-test-daemon.h"
+#include "pt-test-fixture.h"
 #include "pt-test-qemu.h"
 #include "pt-test-qmp.h"
 #include "pt-test-qmp-sync.h"
@@ -19,18 +20,6 @@
 #include <glib/gstdio.h>
 
 #define NOBODY 65534
-
-/* A configuration ticking every 200 ms, with @extra in [daemon], the
- * sockets of @dir/\*.qmp (none: NULL) and @policy for every iothread. */
-static char *
-conf_for(const char *dir, const char *policy, const char *extra)
-{
-    return g_strdup_printf("interval = 200ms\nmetrics-listen =\n%s"
-                           "[targets]\nlibvirt = false\n%s%s%s"
-                           "[policy]\ndefault = %s\nmin-dwell = 0\n",
-                           extra ? extra : "", dir ? "qmp-globs = " : "", dir ? dir : "",
-                           dir ? "/*.qmp\n" : "", policy);
-}
 
 /* The number of targets the daemon lists. */
 static guint
@@ -87,7 +76,6 @@ test_two_paths(void)
     g_autoptr(PtTestVm) vm = NULL;
     g_autoptr(PtTestDaemon) d = NULL;
     g_autofree char *dir = NULL;
-    g_autofree char *conf = NULL;
     g_autofree char *link = NULL;
     g_autofree char *sub = NULL;
     g_autofree char *spelt = NULL;
@@ -102,9 +90,9 @@ test_two_paths(void)
     vm = pt_test_vm_start(dir, "vm-a", NULL);
     link = g_build_filename(dir, "vm-b.qmp", NULL);
     g_assert_cmpint(symlink("vm-a.qmp", link), ==, 0);
-    conf = conf_for(dir, "static:40000/0/0", "qmp-timeout = 300ms\n");
-    d = pt_test_daemon_start(conf, &err);
-    g_assert_no_error(err);
+    d = pt_test_daemon_up(PT_TEST_CONF_BASE, "qmp-timeout = 300ms\n"
+                          "[targets]\nqmp-globs = %s/*.qmp\n"
+                          "[policy]\ndefault = static:40000/0/0\n", dir);
     pt_test_qmp_assert_poll_max(vm->qmp, "vm-a", "iot0", 40000, 5000);
     pt_test_qmp_assert_poll_max(vm->qmp, "vm-a", "iot1", 40000, 5000);
 
@@ -188,7 +176,6 @@ test_reconnect_reach(void)
     g_autofree char *base = NULL;
     g_autofree char *pub = NULL;
     g_autofree char *priv = NULL;
-    g_autofree char *conf = NULL;
     g_autofree char *args = NULL;
     g_autofree char *ovr = NULL;
     g_autofree char *got = NULL;
@@ -208,10 +195,8 @@ test_reconnect_reach(void)
     mine = pt_test_vm_start(pub, "n", NULL);
     give_nobody(mine->daemon_sock, 0700);
 
-    conf = conf_for(NULL, "static:50000/0/0",
-                    "control-group = nogroup\nadmin-group = nogroup\nqmp-timeout = 300ms\n");
-    d = pt_test_daemon_start(conf, &err);
-    g_assert_no_error(err);
+    d = pt_test_daemon_up(PT_TEST_CONF_BASE, "control-group = nogroup\nadmin-group = nogroup\n"
+                          "qmp-timeout = 300ms\n[policy]\ndefault = static:50000/0/0\n");
     /* The private directory must let nobody reach the control socket. */
     g_assert_cmpint(chmod(d->dir, 0755), ==, 0);
 
@@ -292,7 +277,6 @@ test_killed_gone(void)
     g_autoptr(PtTestVm) again = NULL;
     g_autoptr(PtTestDaemon) d = NULL;
     g_autofree char *dir = NULL;
-    g_autofree char *conf = NULL;
     g_autofree char *line = NULL;
     g_autofree char *attached = NULL;
 
@@ -301,9 +285,8 @@ test_killed_gone(void)
     dir = g_dir_make_tmp("pt-killed-XXXXXX", &err);
     g_assert_no_error(err);
     vm = pt_test_vm_start(dir, "vm-k", NULL);
-    conf = conf_for(dir, "static:60000/0/0", NULL);
-    d = pt_test_daemon_start(conf, &err);
-    g_assert_no_error(err);
+    d = pt_test_daemon_up(PT_TEST_CONF_BASE, "[targets]\nqmp-globs = %s/*.qmp\n"
+                          "[policy]\ndefault = static:60000/0/0\n", dir);
     pt_test_qmp_assert_poll_max(vm->qmp, "vm-k", "iot0", 60000, 5000);
 
     pt_test_qemu_signal(vm->qemu, SIGKILL);
@@ -321,8 +304,7 @@ test_killed_gone(void)
 
     /* A daemon that never reached it. */
     g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
-    g_assert_true(pt_test_daemon_restart(d, &err));
-    g_assert_no_error(err);
+    pt_test_daemon_up_again(d);
     g_assert_true(pt_test_wait_log(d, "nothing listens on its socket (2 attempts) and no QEMU "
                                    "was reached on it", 1, 20000));
     g_assert_true(pt_test_wait_ticks(d, pt_test_daemon_ticks(d) + 15, 10000));

@@ -8,6 +8,7 @@
  * started again.
  */
 #include "pt-test-daemon.h"
+#include "pt-test-fixture.h"
 #include "pt-test-libvirt.h"
 #include "pt-test-qemu.h"
 #include "qmp-json.h"
@@ -20,6 +21,15 @@
 
 /* The QEMU release libvirt reports, and no exit figures for a TCG
  * (type='qemu') domain, with the reason. */
+/* A daemon ticking every 500 ms on @lvd's domains, with @own lines. */
+static PtTestDaemon *
+daemon_up(PtTestLibvirtd *lvd, const char *own)
+{
+    return pt_test_daemon_up(PT_TEST_CONF_BASE, "interval = 500ms\n[targets]\nlibvirt = true\n"
+                             "libvirt-uri = %s\nlibvirt-pid-dir = %s\n%s", lvd->uri,
+                             lvd->pid_dir, own);
+}
+
 static void
 assert_qemu_facts(PtTestDaemon *d, const char *name)
 {
@@ -138,7 +148,6 @@ test_libvirt(void)
     g_autoptr(PtTestDomain) before = NULL;
     g_autoptr(PtTestDomain) after = NULL;
     g_autoptr(PtTestDaemon) d = NULL;
-    g_autofree char *conf = NULL;
     g_autofree char *after_name = NULL;
     VirshWait vw;
 
@@ -149,12 +158,7 @@ test_libvirt(void)
     before = pt_test_domain_start(lvd, &err);
     g_assert_no_error(err);
 
-    conf = g_strdup_printf("interval = 500ms\nmetrics-listen =\n"
-                           "[targets]\nlibvirt = true\nlibvirt-uri = %s\nlibvirt-pid-dir = %s\n"
-                           "[policy]\ndefault = static:60000/2/2\nmin-dwell = 0\n",
-                           lvd->uri, lvd->pid_dir);
-    d = pt_test_daemon_start(conf, &err);
-    g_assert_no_error(err);
+    d = daemon_up(lvd, "[policy]\ndefault = static:60000/2/2\n");
 
     /* A domain running at start is found, with its pid and iothreads. */
     g_assert_cmpint(pt_test_wait_target(d, before->name, 2, TRUE, 5000), >=, 0);
@@ -381,7 +385,6 @@ test_policy_metadata(void)
     g_autoptr(PtTestDomain) dom = NULL;
     g_autoptr(PtTestDaemon) d = NULL;
     g_autoptr(json_object) r = NULL;
-    g_autofree char *conf = NULL;
     g_autofree char *set_args = NULL;
     g_autofree char *clear_args = NULL;
     g_autofree char *refused = NULL;
@@ -397,13 +400,8 @@ test_policy_metadata(void)
     /* Set before the daemon starts: found at discovery. */
     metadata_set(lvd, dom->name, "static:70000/0/0");
 
-    conf = g_strdup_printf("interval = 500ms\nmetrics-listen =\n"
-                           "[targets]\nlibvirt = true\nlibvirt-uri = %s\nlibvirt-pid-dir = %s\n"
-                           "[policy]\ndefault = static:60000/0/0\nmin-dwell = 0\n"
-                           "[rule *]\npolicy = static:50000/0/0\n",
-                           lvd->uri, lvd->pid_dir);
-    d = pt_test_daemon_start(conf, &err);
-    g_assert_no_error(err);
+    d = daemon_up(lvd, "[policy]\ndefault = static:60000/0/0\n"
+                  "[rule *]\npolicy = static:50000/0/0\n");
     sw = (SourceWait){ d, dom->name, "static:70000/0/0", "libvirt-metadata" };
     g_assert_true(pt_test_wait(policy_from, &sw, 15000));
     vw = (VirshWait){ lvd, dom->name, "iothread.1.poll-max-ns=70000" };

@@ -7,6 +7,7 @@
  * database.
  */
 #include "pt-test-daemon.h"
+#include "pt-test-fixture.h"
 #include "pt-test-qemu.h"
 #include "pt-test-qmp.h"
 #include "qmp-json.h"
@@ -140,21 +141,11 @@ assert_memory_listed(PtTestDaemon *d)
     g_assert_false(json_object_get_boolean(pt_json_path(e, "expired")));
 }
 
-static char *
-conf_body(const char *db)
-{
-    return g_strdup_printf("interval = 200ms\nmetrics-listen =\nmode = recommend\n"
-                           "database = %s\n"
-                           "[targets]\nlibvirt = false\nqmp-globs = %s/*.qmp\n"
-                           "[policy]\ndefault = adaptive:balanced\nmemory-ttl = 2d\n",
-                           db, vm_dir);
-}
-
 static void
 test_memory_restart(void)
 {
     g_autoptr(GError) err = NULL;
-    g_autofree char *db = NULL, *body = NULL;
+    g_autofree char *db = NULL;
     g_autoptr(PtTestVm) vm = NULL;
     g_autoptr(PtTestDaemon) d = NULL;
 
@@ -165,9 +156,9 @@ test_memory_restart(void)
     db = g_build_filename(vm_dir, "history.db", NULL);
     inject_rows(db);
     vm = pt_test_vm_start(vm_dir, VM, NULL);
-    body = conf_body(db);
-    d = pt_test_daemon_start(body, &err);
-    g_assert_no_error(err);
+    d = pt_test_daemon_up(NULL, "interval = 200ms\nmetrics-listen =\nmode = recommend\n"
+                          "database = %s\n[targets]\nlibvirt = false\nqmp-globs = %s/*.qmp\n"
+                          "[policy]\ndefault = adaptive:balanced\nmemory-ttl = 2d\n", db, vm_dir);
     g_assert_cmpint(pt_test_wait_target(d, VM, 2, TRUE, 10000), >=, 0);
     /* Both iothreads' rows are read under the VM's name at their first step. */
     g_assert_true(pt_test_wait_log(d, "workload memory: 2 entries of " VM " read", 1, 10000));
@@ -199,8 +190,7 @@ test_memory_restart(void)
     pt_test_daemon_kill(d);
     g_assert_cmpuint(stored_rows(db, VM, "iot1"), ==, 2);
     g_assert_cmpuint(stored_rows(db, VM, "iot0"), ==, 1);
-    g_assert_true(pt_test_daemon_restart(d, &err));
-    g_assert_no_error(err);
+    pt_test_daemon_up_again(d);
     g_assert_true(pt_test_wait_log(d, "workload memory: 2 entries of " VM " read", 2, 10000));
     assert_memory_listed(d);
 

@@ -8,6 +8,7 @@
  * QEMU; the daemon has the other one (PtTestVm).
  */
 #include "pt-test-daemon.h"
+#include "pt-test-fixture.h"
 #include "pt-test-qmp.h"
 #include "pt-test-qmp-sync.h"
 #include "qmp-json.h"
@@ -22,13 +23,14 @@ static char *vm_dir;
 #define OP_MAX_NS 5000
 #define OP_FACTOR 4
 
-static char *
-conf_mode(const char *mode, const char *policy_extra)
+/* A daemon in @mode tuning the QEMUs of vm_dir, with @policy_extra in
+ * [policy]. */
+static PtTestDaemon *
+daemon_up(const char *mode, const char *policy_extra)
 {
-    return g_strdup_printf("interval = 200ms\nmetrics-listen =\nmode = %s\n"
-                           "[targets]\nlibvirt = false\nqmp-globs = %s/*.qmp\n"
-                           "[policy]\ndefault = static:60000/0/0\nmin-dwell = 0\n%s",
-                           mode, vm_dir, policy_extra ? policy_extra : "");
+    return pt_test_daemon_up(PT_TEST_CONF_BASE, "mode = %s\n[targets]\nqmp-globs = %s/*.qmp\n"
+                             "[policy]\ndefault = static:60000/0/0\n%s", mode, vm_dir,
+                             policy_extra ? policy_extra : "");
 }
 
 static void
@@ -98,17 +100,14 @@ wait_original_is_operators(PtTestDaemon *d, const char *target, const char *ioth
 static void
 stop_keeps_operator_write(const char *mode, const char *name)
 {
-    g_autoptr(GError) err = NULL;
     g_autoptr(PtTestVm) vm = NULL;
     g_autoptr(PtTestDaemon) d = NULL;
-    g_autofree char *conf = conf_mode(mode, NULL);
     gboolean enforce = g_str_equal(mode, "enforce");
 
     if (pt_test_skip_without_qemu())
         return;
     vm = pt_test_vm_start(vm_dir, name, NULL);
-    d = pt_test_daemon_start(conf, &err);
-    g_assert_no_error(err);
+    d = daemon_up(mode, NULL);
     g_assert_cmpint(pt_test_wait_target(d, name, 2, TRUE, 10000), >=, 0);
     /* Enforcing, the policy has written both before the operator comes. */
     if (enforce) {
@@ -151,18 +150,15 @@ test_stop_enforce(void)
 static void
 test_kill_restores_operator_write(void)
 {
-    g_autoptr(GError) err = NULL;
     g_autoptr(PtTestVm) vm = NULL;
     g_autoptr(PtTestDaemon) d = NULL;
-    g_autofree char *conf = conf_mode("enforce", "external-hold = 1s\n");
     g_autofree char *restored = g_strdup_printf("restore applied -> %u/%u/%u", OP_MAX_NS,
                                                 OP_FACTOR, OP_FACTOR);
 
     if (pt_test_skip_without_qemu())
         return;
     vm = pt_test_vm_start(vm_dir, "vm-k", NULL);
-    d = pt_test_daemon_start(conf, &err);
-    g_assert_no_error(err);
+    d = daemon_up("enforce", "external-hold = 1s\n");
     pt_test_qmp_assert_poll_max(vm->qmp, "vm-k", "iot0", 60000, 10000);
     operator_write(vm, "iot0");
     wait_original_is_operators(d, "vm-k", "iot0");
@@ -170,8 +166,7 @@ test_kill_restores_operator_write(void)
     pt_test_qmp_assert_poll_max(vm->qmp, "vm-k", "iot0", 60000, 20000);
 
     pt_test_daemon_kill(d);
-    g_assert_true(pt_test_daemon_restart(d, &err));
-    g_assert_no_error(err);
+    pt_test_daemon_up_again(d);
     g_assert_true(pt_test_wait_log(d, restored, 1, 20000));
     g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
     assert_operator_triple(vm, "iot0");

@@ -8,6 +8,7 @@
  */
 #include "pt-conf.h"
 #include "pt-test-daemon.h"
+#include "pt-test-fixture.h"
 #include "qmp-json.h"
 
 #include <poll.h>
@@ -77,13 +78,8 @@ assert_mode(PtTestDaemon *d, const char *mode)
 static PtTestDaemon *
 start_recommend(const char *more)
 {
-    g_autoptr(GError) err = NULL;
-    g_autofree char *conf = g_strconcat("mode = recommend\nmetrics-listen =\n", more,
-                                        "[targets]\nlibvirt = false\n", NULL);
-    PtTestDaemon *d = pt_test_daemon_start(conf, &err);
-
-    g_assert_no_error(err);
-    return d;
+    return pt_test_daemon_up(NULL, "mode = recommend\nmetrics-listen =\n%s"
+                             "[targets]\nlibvirt = false\n", more);
 }
 
 /* A refusal as the log and the reply say it, naming the file and @cause. */

@@ -8,6 +8,7 @@
  */
 #include "pt-test-child.h"
 #include "pt-test-daemon.h"
+#include "pt-test-fixture.h"
 #include "pt-test-qemu.h"
 #include "qmp-json.h"
 
@@ -99,13 +100,11 @@ test_dies_with_test(void)
 static void
 test_second_instance(void)
 {
-    g_autoptr(GError) err = NULL;
-    g_autoptr(PtTestDaemon) d = pt_test_daemon_start("", &err);
+    g_autoptr(PtTestDaemon) d = pt_test_daemon_up_args(NULL, NULL, "");
     g_autofree char *pid = NULL;
     g_autofree char *sock2 = NULL, *db2 = NULL;
     json_object *r;
 
-    g_assert_no_error(err);
     pid = g_strdup_printf("pid %d", (int)d->pid);
     sock2 = g_build_filename(d->dir, "other.sock", NULL);
     db2 = g_build_filename(d->dir, "other.db", NULL);
@@ -144,11 +143,9 @@ test_second_instance(void)
 static void
 test_no_mkdir(void)
 {
-    g_autoptr(GError) err = NULL;
-    g_autoptr(PtTestDaemon) d = pt_test_daemon_start("", &err);
+    g_autoptr(PtTestDaemon) d = pt_test_daemon_up_args(NULL, NULL, "");
     g_autofree char *missing = NULL, *sock = NULL, *db2 = NULL, *out = NULL;
 
-    g_assert_no_error(err);
     pt_test_daemon_stop(d);
     missing = g_build_filename(d->dir, "nodir", NULL);
     sock = g_build_filename(missing, "control.sock", NULL);
@@ -269,14 +266,12 @@ never_connected(gpointer data)
 static void
 test_libvirt_absent(void)
 {
-    g_autoptr(GError) err = NULL;
     g_autofree char *dir = g_dir_make_tmp("pt-nolv-XXXXXX", NULL);
-    g_autofree char *conf = g_strdup_printf("interval = 200ms\nmetrics-listen =\n[targets]\n"
-                                            "libvirt = true\nlibvirt-uri = "
-                                            "qemu+unix:///system?socket=%s/none.sock\n", dir);
-    g_autoptr(PtTestDaemon) d = pt_test_daemon_start(conf, &err);
+    g_autoptr(PtTestDaemon) d = pt_test_daemon_up(NULL, "interval = 200ms\nmetrics-listen =\n"
+                                                  "[targets]\nlibvirt = true\nlibvirt-uri = "
+                                                  "qemu+unix:///system?socket=%s/none.sock\n",
+                                                  dir);
 
-    g_assert_no_error(err);
     g_assert_true(pt_test_wait_ticks(d, 3, 10000));
     g_assert_true(pt_test_wait(never_connected, d, 5000));
     g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
@@ -288,12 +283,10 @@ test_libvirt_absent(void)
 static void
 test_mode_survives_reload(void)
 {
-    g_autoptr(GError) err = NULL;
-    g_autoptr(PtTestDaemon) d = pt_test_daemon_start("mode = enforce\n[targets]\nlibvirt = false\n",
-                                                     &err);
+    g_autoptr(PtTestDaemon) d = pt_test_daemon_up(NULL, "mode = enforce\n[targets]\n"
+                                                  "libvirt = false\n");
     json_object *r;
 
-    g_assert_no_error(err);
     r = pt_test_daemon_ok(d, "reload", NULL);
     g_assert_cmpstr(pt_json_path_str(r, "mode_from"), ==, "configuration");
     json_object_put(r);
@@ -308,8 +301,7 @@ test_mode_survives_reload(void)
 
     /* And across a restart, like the rules polltunectl sets. */
     g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
-    g_assert_true(pt_test_daemon_restart(d, &err));
-    g_assert_no_error(err);
+    pt_test_daemon_up_again(d);
     r = pt_test_daemon_ok(d, "status", NULL);
     g_assert_cmpstr(pt_json_path_str(r, "mode"), ==, "recommend");
     json_object_put(r);
@@ -324,8 +316,7 @@ test_mode_survives_reload(void)
     g_assert_cmpstr(pt_json_path_str(r, "mode_from"), ==, "configuration");
     json_object_put(r);
     g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
-    g_assert_true(pt_test_daemon_restart(d, &err));
-    g_assert_no_error(err);
+    pt_test_daemon_up_again(d);
     r = pt_test_daemon_ok(d, "status", NULL);
     g_assert_cmpstr(pt_json_path_str(r, "mode"), ==, "enforce");
     json_object_put(r);
@@ -349,13 +340,11 @@ process_gone(gpointer data)
 static void
 test_detach_pidfile(void)
 {
-    g_autoptr(GError) err = NULL;
-    g_autoptr(PtTestDaemon) d = pt_test_daemon_start("", &err);
+    g_autoptr(PtTestDaemon) d = pt_test_daemon_up_args(NULL, NULL, "");
     g_autofree char *pidfile = NULL, *text = NULL, *exe = NULL, *out = NULL;
     g_autofree char *proc_exe = NULL;
     int pid;
 
-    g_assert_no_error(err);
     pt_test_daemon_stop(d);
     pidfile = g_build_filename(d->dir, "polltuned.pid", NULL);
     {

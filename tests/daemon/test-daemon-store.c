@@ -7,6 +7,7 @@
  * the test reads from QEMU itself (query-iothreads on its own monitor).
  */
 #include "pt-test-daemon.h"
+#include "pt-test-fixture.h"
 #include "pt-test-qemu.h"
 #include "pt-test-qmp.h"
 #include "pt-test-qmp-sync.h"
@@ -22,13 +23,12 @@
 
 static char *vm_dir;
 
-static char *
-conf_static(void)
+/* A daemon tuning the QEMUs of vm_dir with the static policy. */
+static PtTestDaemon *
+daemon_up(void)
 {
-    return g_strdup_printf("interval = 200ms\nmetrics-listen =\n"
-                           "[targets]\nlibvirt = false\nqmp-globs = %s/*.qmp\n"
-                           "[policy]\ndefault = static:%d/0/0\nmin-dwell = 0\n",
-                           vm_dir, TUNED);
+    return pt_test_daemon_up(PT_TEST_CONF_BASE, "[targets]\nqmp-globs = %s/*.qmp\n"
+                             "[policy]\ndefault = static:%d/0/0\n", vm_dir, TUNED);
 }
 
 static gboolean
@@ -66,13 +66,10 @@ wait_tuned(PtTestVm *vm)
 static void
 kill_restart_stop(PtTestDaemon *d, PtTestVm **vms, const guint64 *iot1, guint n)
 {
-    g_autoptr(GError) err = NULL;
-
     pt_test_daemon_kill(d);
     for (guint i = 0; i < n; i++)
         g_assert_cmpuint(pt_test_qmp_poll_max(vms[i]->qmp, "iot1"), ==, TUNED);
-    g_assert_true(pt_test_daemon_restart(d, &err));
-    g_assert_no_error(err);
+    pt_test_daemon_up_again(d);
     /* The restart restores every iothread (nothing was restored before),
      * then the policy writes again: wait for both, so that the stop below
      * has something to put back, and finds the daemon running. */
@@ -145,9 +142,7 @@ assert_incident(PtTestDaemon *d, const char *needle)
 static void
 file_removed(gboolean whole)
 {
-    g_autoptr(GError) err = NULL;
     g_autoptr(PtTestDaemon) d = NULL;
-    g_autofree char *conf = conf_static();
     g_autofree char *wal = NULL;
     const guint64 iot1[3] = { 1000, 2000, 3000 };
     PtTestVm *vms[3] = { NULL, NULL, NULL };
@@ -156,8 +151,7 @@ file_removed(gboolean whole)
         return;
     vms[0] = vm_start("vm-a", iot1[0]);
     vms[1] = vm_start("vm-b", iot1[1]);
-    d = pt_test_daemon_start(conf, &err);
-    g_assert_no_error(err);
+    d = daemon_up();
     wait_tuned(vms[0]);
     wait_tuned(vms[1]);
 
@@ -206,10 +200,8 @@ test_database_removed(void)
 static void
 test_header_corrupted(void)
 {
-    g_autoptr(GError) err = NULL;
     g_autoptr(PtTestDaemon) d = NULL;
     g_autoptr(json_object) st = NULL;
-    g_autofree char *conf = conf_static();
     g_autofree char *junk = g_strnfill(100, 'x');
     const guint64 iot1[1] = { 1500 };
     PtTestVm *vms[1] = { NULL };
@@ -218,8 +210,7 @@ test_header_corrupted(void)
     if (pt_test_skip_without_qemu())
         return;
     vms[0] = vm_start("vm-h", iot1[0]);
-    d = pt_test_daemon_start(conf, &err);
-    g_assert_no_error(err);
+    d = daemon_up();
     wait_tuned(vms[0]);
 
     fd = open(d->db_path, O_WRONLY | O_CLOEXEC);

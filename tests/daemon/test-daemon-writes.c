@@ -18,6 +18,7 @@
 #include <glib/gstdio.h>
 
 #include "pt-test-daemon.h"
+#include "pt-test-fixture.h"
 #include "qmp-fake-qemu.h"
 #include "qmp-json.h"
 
@@ -87,9 +88,7 @@ store_rows(PtTestDaemon *d, const char *target, gint64 *iothreads, gint64 *origi
 static void
 test_write_backoff(void)
 {
-    g_autoptr(GError) err = NULL;
     g_autofree char *dir = g_dir_make_tmp("pt-writes-XXXXXX", NULL);
-    g_autofree char *conf = NULL;
     g_autoptr(PtTestDaemon) d = NULL;
     g_autofree char *churn_sock = g_strdup_printf("%s/churns.qmp", dir);
     Peer peers[PEER_MAX] = { 0 };
@@ -111,12 +110,9 @@ test_write_backoff(void)
         }
         qmp_fake_qemu_start_thread(peers[k].fake);
     }
-    conf = g_strdup_printf("interval = 100ms\nmetrics-listen =\nqmp-timeout = 2s\n"
-                           "[targets]\nlibvirt = false\nqmp-globs = %s/*.qmp\n"
-                           "[policy]\ndefault = static:40000/2/2\nmin-dwell = 0\n"
-                           "[rule churns]\npolicy = observe\n", dir);
-    d = pt_test_daemon_start(conf, &err);
-    g_assert_no_error(err);
+    d = pt_test_daemon_up(PT_TEST_CONF_BASE, "interval = 100ms\nqmp-timeout = 2s\n"
+                          "[targets]\nqmp-globs = %s/*.qmp\n[policy]\ndefault = static:40000/2/2\n"
+                          "[rule churns]\npolicy = observe\n", dir);
     g_assert_cmpint(pt_test_wait_target(d, "refuses", 2, TRUE, 10000), >=, 0);
     g_assert_cmpint(pt_test_wait_target(d, "ignores", 2, TRUE, 10000), >=, 0);
     g_usleep(RUN_S * G_USEC_PER_SEC);
