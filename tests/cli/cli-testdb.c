@@ -348,3 +348,68 @@ cli_testdb_create_ab(const char *path, gint64 start_ms)
         g_assert_no_error(error);
     }
 }
+
+/* The text of the table row whose first cell is @first, tags removed. */
+char *
+cli_test_row_text(const char *html, const char *first)
+{
+    g_autofree char *cell = g_strdup_printf("><td>%s</td>", first);
+    const char *p = strstr(html, cell), *end;
+    g_autoptr(GString) out = g_string_new(NULL);
+    gboolean tag = FALSE;
+
+    g_assert_nonnull(p);
+    end = strstr(p, "</tr>");
+    g_assert_nonnull(end);
+    for (; p < end; p++) {
+        if (*p == '<')
+            tag = TRUE;
+        else if (*p == '>') {
+            tag = FALSE;
+            g_string_append_c(out, '|');
+        } else if (!tag)
+            g_string_append_c(out, *p);
+    }
+    return g_string_free(g_steal_pointer(&out), FALSE);
+}
+
+/* A figure as the page writes it: "36.6k", "1.2M", "0.003", "-164". */
+double
+cli_test_si_number(const char *text)
+{
+    char *end = NULL;
+    double v = g_ascii_strtod(text, &end);
+
+    if (end && *end == 'k')
+        v *= 1e3;
+    else if (end && *end == 'M')
+        v *= 1e6;
+    return v;
+}
+
+/* The text of cell @col (0: the name) of a row from row_text(). */
+char *
+cli_test_row_cell(const char *row, guint col)
+{
+    g_auto(GStrv) cells = g_strsplit(row, "|", -1);
+    guint k = 0;
+
+    for (char **c = cells; *c; c++) {
+        if (!**c)
+            continue;
+        if (k++ == col)
+            return g_strdup(*c);
+    }
+    g_assert_not_reached();
+}
+
+/* From @section's heading on, the first row for @first. */
+char *
+cli_test_section_row(const char *html, const char *section_id, const char *first)
+{
+    g_autofree char *id = g_strdup_printf("id=\"%s\"", section_id);
+    const char *p = strstr(html, id);
+
+    g_assert_nonnull(p);
+    return cli_test_row_text(p, first);
+}

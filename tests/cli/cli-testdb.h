@@ -99,3 +99,12 @@ extern const char *const cli_raw_names[CLI_N_RAW];
  */
 GPtrArray *cli_expected_csv(const char *db_path, const char *query, gint64 from, gint64 to,
                             const int *decimals, int n_num, int n_text);
+
+/* Reading the report's HTML: the text of the table row whose first cell
+ * is @first, tags turned into "|"; cell @col (0: the name) of such a row;
+ * a figure as the page writes it ("36.6k", "1.2M", "0.003"). */
+char *cli_test_row_text(const char *html, const char *first);
+/* The same, from the element with id @section_id on. */
+char *cli_test_section_row(const char *html, const char *section_id, const char *first);
+char *cli_test_row_cell(const char *row, guint col);
+double cli_test_si_number(const char *text);
