@@ -780,6 +780,7 @@ report_online(CliContext *ctx, CliReport *rep, const CliRange *r, GError **error
                 continue;
             vm_listed = TRUE;
             g_hash_table_add(read, g_strdup(name));
+            cli_report_set_name(rep, name, qmp_json_get_string(t, "display_name"));
             for (gsize k = 0; k < json_object_array_length(its); k++) {
                 const char *id = json_object_get_string(json_object_array_get_idx(its, k));
 
@@ -902,6 +903,7 @@ report_prometheus(CliContext *ctx, const CliRange *r, GError **error)
                                             opt_selector)
                           : g_strdup_printf("Prometheus at %s", opt_prometheus);
     rep = cli_report_new(r->from_ms, r->to_ms, source, STORE_RES_RAW);
+    cli_report_set_fleet(rep, TRUE);
     cli_report_fit_range(rep, !opt_since);
     if (!cli_prometheus_read(&o, rep, r->from_ms, r->to_ms, &n, error))
         return FALSE;
@@ -965,6 +967,10 @@ cli_cmd_report(CliContext *ctx, char **args, guint n, GError **error)
 
         g_clear_pointer(&rep, cli_report_free);
         rep = cli_report_new(r.from_ms, r.to_ms, source, r.resolution);
+        /* The daemon runs on this machine (its control socket is local);
+         * a database is named by its file, its machine unknown. */
+        if (!db)
+            cli_report_set_host(rep, g_get_host_name());
         cli_report_fit_range(rep, !opt_since);
         if (!(db ? report_offline(cli_db_store(db), rep, &r, error) : report_online(ctx, rep, &r, error)))
             return FALSE;

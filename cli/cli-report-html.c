@@ -98,7 +98,7 @@ age_text(gint64 now_ms, gint64 ts_ms)
 static char *
 series_name(const ReportSeries *s)
 {
-    return g_strdup_printf("%s/%s", s->target, s->iothread);
+    return g_strdup_printf("%s/%s", s->name, s->iothread);
 }
 
 static char *
@@ -660,13 +660,19 @@ series_decisions(GString *h, ReportSeries *s)
 }
 
 /* "Fleet" when the VMs are HOST/DOMAIN (report --prometheus), else "Host". */
-static const char *
-report_scope(GPtrArray *vms)
+/* "Fleet", or the one host the page is of, by the machine's name. */
+static void
+report_scope(GString *h, CliReport *r)
 {
-    for (guint i = 0; i < vms->len; i++)
-        if (strchr(((ReportVm *)g_ptr_array_index(vms, i))->name, '/'))
-            return "Fleet";
-    return "Host";
+    g_string_append(h, "<h2 id=\"scope\">");
+    if (r->fleet)
+        g_string_append(h, "Fleet");
+    else if (r->host_name) {
+        g_string_append(h, "Host ");
+        esc(h, r->host_name);
+    } else
+        g_string_append(h, "Host");
+    g_string_append(h, "</h2>");
 }
 
 gboolean
@@ -684,11 +690,12 @@ cli_report_write(CliReport *r, GOutputStream *out, gint64 now_ms, GError **error
 
     g_ptr_array_sort(by_cores, cmp_vm_cores);
     write_header(h, r, now_ms, vms->len);
-    g_string_append_printf(h, "<h2>%s</h2>", report_scope(vms));
+    report_scope(h, r);
     if (vms->len == 0)
         g_string_append(h, "<p class=\"note\">No samples in this range.</p>");
     else {
-        fleet_hosts(h, vms);
+        if (r->fleet)
+            fleet_hosts(h, vms);
         host_polling(h, r, by_cores, now_ms);
         host_vs_default(h, r, now_ms);
         report_html_projection(h, r);

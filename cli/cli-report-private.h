@@ -128,6 +128,10 @@ typedef struct {
 
 typedef struct {
     char *target, *iothread;
+    /* The name the VM goes by (cli_report_set_name()), or the target's
+     * identity where it has none or shares it with another; settled with
+     * the page, borrowed. */
+    const char *name;
     GArray *points;             /* ReportPoint, sorted by time once the page is made */
     /* Per-tick rows fed beside rollups, for what needs the setting of each
      * tick (pairs, time polling); NULL when the points are those rows. */
@@ -222,6 +226,9 @@ struct CliReport {
     GArray *host;               /* ReportHost, sorted by time once the page is made */
     gboolean host_cut;          /* older host ticks than the newest CLI_REPORT_MAX_TICKS dropped */
     ReportHostSummary hs;       /* settled with the page */
+    GHashTable *names;          /* target -> the name it goes by */
+    gboolean fleet;             /* VMs are HOST/DOMAIN, from Prometheus */
+    char *host_name;            /* a single host's, or NULL */
 };
 
 /* @n events over the report's range, per hour; NAN for an empty range. */
