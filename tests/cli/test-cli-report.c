@@ -261,56 +261,24 @@ assert_ticks_in_range(const char *dom, gint64 from_ms, gint64 to_ms)
     g_assert_cmpuint(n, >, 0);
 }
 
-static char *
-chromium_find(void)
-{
-    char *c = g_find_program_in_path("chromium");
-
-    return c ? c : g_find_program_in_path("chromium-browser");
-}
-
 /* Loads the report in headless Chromium as a reader would: the DOM has the
  * range, the sections with their units, no NaN, no empty chart; a
  * screenshot is taken (docs/report.png is one). */
 static void
 test_report_chromium(void)
 {
-    g_autofree char *chromium = chromium_find();
     g_autofree char *out = g_build_filename(tmp_dir, "short.html", NULL);
     g_autofree char *png = g_build_filename(tmp_dir, "report-c.png", NULL);
     g_autofree char *profile = g_build_filename(tmp_dir, "chromium-profile", NULL);
-    g_autofree char *url = NULL, *shot = NULL, *user = NULL;
     g_autofree char *dom = NULL, *err = NULL, *data = NULL, *html = NULL;
     g_autofree char *row = NULL;
     gsize len = 0;
-    int status = 0;
     const char *p;
     gint64 from, to;
 
-    if (!chromium) {
-        g_test_skip("chromium is not installed (Debian package chromium)");
-        return;
-    }
     html = report_run(short_db_path, "short.html", NULL);
-    url = g_strconcat("file://", out, NULL);
-    shot = g_strconcat("--screenshot=", png, NULL);
-    user = g_strconcat("--user-data-dir=", profile, NULL);
-    {
-        const char *dump[] = { chromium, "--headless=new", "--no-sandbox", "--disable-gpu",
-                               user, "--enable-logging=stderr", "--v=0", "--dump-dom", url,
-                               NULL };
-        const char *snap[] = { chromium, "--headless=new", "--no-sandbox", "--disable-gpu",
-                               user, "--hide-scrollbars", "--window-size=1240,2400", shot, url,
-                               NULL };
-
-        g_assert_true(g_spawn_sync(NULL, (char **)dump, NULL, G_SPAWN_DEFAULT, NULL, NULL,
-                                   &dom, &err, &status, NULL));
-        g_assert_true(g_spawn_check_wait_status(status, NULL));
-        g_assert_true(g_spawn_sync(NULL, (char **)snap, NULL, G_SPAWN_STDOUT_TO_DEV_NULL |
-                                   G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, NULL, NULL,
-                                   &status, NULL));
-        g_assert_true(g_spawn_check_wait_status(status, NULL));
-    }
+    if (!(dom = cli_test_chromium_dom(out, png, profile, &err)))
+        return;
     /* Nothing failed to load (there is nothing to load). */
     g_assert_null(strstr(err, "net::ERR_"));
     g_assert_null(strstr(err, "Uncaught"));
@@ -654,7 +622,7 @@ test_report_ab_labels(void)
 static void
 test_report_ab_layout(void)
 {
-    g_autofree char *chromium = chromium_find();
+    g_autofree char *chromium = cli_test_chromium_find();
     g_autofree char *html = NULL, *dom = NULL;
     g_autofree char *page = g_build_filename(tmp_dir, "ab-layout.html", NULL);
     g_autofree char *profile = g_build_filename(tmp_dir, "chromium-layout", NULL);
