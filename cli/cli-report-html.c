@@ -46,6 +46,9 @@ static const char style[] =
     "vertical-align:top}th{background:#f3f5f8}"
     "th:first-child,td:first-child{text-align:left}td{white-space:nowrap}"
     "td.text{max-width:640px;white-space:normal}"
+    /* Words where a projection has no figure: they may wrap, so the
+     * table stays within the page. */
+    "td.beyond{white-space:normal;min-width:6em;color:#5b6573;font-size:12px}"
     "table.log th,table.log td{text-align:left}"
     ".key{font-size:12px;color:#5b6573}.key b.applied{color:#c0392b}"
     ".key b.recommended{color:#8e44ad}"
