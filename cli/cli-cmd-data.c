@@ -614,6 +614,7 @@ report_offline(StoreDb *db, CliReport *rep, const CliRange *r, GError **error)
 typedef struct {
     CliReport *rep;
     GString *line;
+    GHashTable *targets;        /* the decisions' targets (owned strings), or NULL */
 } DecisionLines;
 
 static gboolean
@@ -636,6 +637,8 @@ decision_chunk(const char *chunk, gsize len, gpointer user_data, GError **error)
             return FALSE;
         }
         cli_report_add_decision(dl->rep, &d);
+        if (dl->targets && d.target)
+            g_hash_table_add(dl->targets, g_strdup(d.target));
         g_string_truncate(dl->line, 0);
     }
     return TRUE;
@@ -753,9 +756,13 @@ report_online(CliContext *ctx, CliReport *rep, const CliRange *r, GError **error
     g_autoptr(json_object) req = json_object_new_object();
     g_autoptr(json_object) done = NULL;
     g_autoptr(GString) line = g_string_new(NULL);
-    DecisionLines dl = { rep, line };
+    g_autoptr(GHashTable) read = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    g_autoptr(GHashTable) decided = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    DecisionLines dl = { rep, line, decided };
     json_object *targets;
     gboolean vm_listed = FALSE;
+    GHashTableIter it;
+    gpointer gone;
 
     if (!list)
         return FALSE;
@@ -772,6 +779,8 @@ report_online(CliContext *ctx, CliReport *rep, const CliRange *r, GError **error
                 !json_object_is_type(its, json_type_array))
                 continue;
             vm_listed = TRUE;
+            g_hash_table_add(read, g_strdup(name));
+            cli_report_set_name(rep, name, qmp_json_get_string(t, "display_name"));
             for (gsize k = 0; k < json_object_array_length(its); k++) {
                 const char *id = json_object_get_string(json_object_array_get_idx(its, k));
 
@@ -782,8 +791,11 @@ report_online(CliContext *ctx, CliReport *rep, const CliRange *r, GError **error
     }
     /* A VM not tuned now is read from the store, all its iothreads at
      * once; the daemon answers NotFound for a name it never recorded. */
-    if (opt_vm && !vm_listed && !report_online_series(ctx, rep, r, opt_vm, NULL, error))
-        return FALSE;
+    if (opt_vm && !vm_listed) {
+        if (!report_online_series(ctx, rep, r, opt_vm, NULL, error))
+            return FALSE;
+        g_hash_table_add(read, g_strdup(opt_vm));
+    }
     if (!report_online_host(ctx, rep, r, error))
         return FALSE;
     json_object_object_add(req, "format", json_object_new_string("jsonl"));
@@ -792,8 +804,18 @@ report_online(CliContext *ctx, CliReport *rep, const CliRange *r, GError **error
     json_object_object_add(req, "decisions", json_object_new_boolean(TRUE));
     if (opt_vm)
         json_object_object_add(req, "target", json_object_new_string(opt_vm));
-    done = cli_client_call(ctx->client, "export", req, decision_chunk, &dl, error);
-    return done != NULL;
+    if (!(done = cli_client_call(ctx->client, "export", req, decision_chunk, &dl, error)))
+        return FALSE;
+    /* A VM that decided in the range but is no longer listed (its QEMU
+     * exited, as the demo's does before its report) is read from the
+     * store like a --vm not tuned now: the history is the range's, not
+     * only what runs at this moment. */
+    g_hash_table_iter_init(&it, decided);
+    while (g_hash_table_iter_next(&it, &gone, NULL))
+        if (!g_hash_table_contains(read, gone) &&
+            !report_online_series(ctx, rep, r, gone, NULL, error))
+            return FALSE;
+    return TRUE;
 }
 
 /* Writes the page; with -o FILE, says so (--json: with each series'
@@ -881,6 +903,7 @@ report_prometheus(CliContext *ctx, const CliRange *r, GError **error)
                                             opt_selector)
                           : g_strdup_printf("Prometheus at %s", opt_prometheus);
     rep = cli_report_new(r->from_ms, r->to_ms, source, STORE_RES_RAW);
+    cli_report_set_fleet(rep, TRUE);
     cli_report_fit_range(rep, !opt_since);
     if (!cli_prometheus_read(&o, rep, r->from_ms, r->to_ms, &n, error))
         return FALSE;
@@ -944,6 +967,10 @@ cli_cmd_report(CliContext *ctx, char **args, guint n, GError **error)
 
         g_clear_pointer(&rep, cli_report_free);
         rep = cli_report_new(r.from_ms, r.to_ms, source, r.resolution);
+        /* The daemon runs on this machine (its control socket is local);
+         * a database is named by its file, its machine unknown. */
+        if (!db)
+            cli_report_set_host(rep, g_get_host_name());
         cli_report_fit_range(rep, !opt_since);
         if (!(db ? report_offline(cli_db_store(db), rep, &r, error) : report_online(ctx, rep, &r, error)))
             return FALSE;

@@ -46,6 +46,9 @@ static const char style[] =
     "vertical-align:top}th{background:#f3f5f8}"
     "th:first-child,td:first-child{text-align:left}td{white-space:nowrap}"
     "td.text{max-width:640px;white-space:normal}"
+    /* Words where a projection has no figure: they may wrap, so the
+     * table stays within the page. */
+    "td.beyond{white-space:normal;min-width:6em;color:#5b6573;font-size:12px}"
     "table.log th,table.log td{text-align:left}"
     ".key{font-size:12px;color:#5b6573}.key b.applied{color:#c0392b}"
     ".key b.recommended{color:#8e44ad}"
@@ -70,9 +73,8 @@ flush(GString *buf, GOutputStream *out, GError **error)
     return ok;
 }
 
-/* A figure, "-" when unknown; its unit is in the column's header. */
-static void
-cell_num(GString *out, double v, gboolean si, int decimals)
+void
+report_cell_num(GString *out, double v, gboolean si, int decimals)
 {
     g_autofree char *t = si ? cli_format_si(v) : cli_format_fixed(v, decimals);
 
@@ -99,7 +101,7 @@ age_text(gint64 now_ms, gint64 ts_ms)
 static char *
 series_name(const ReportSeries *s)
 {
-    return g_strdup_printf("%s/%s", s->target, s->iothread);
+    return g_strdup_printf("%s/%s", s->name, s->iothread);
 }
 
 static char *
@@ -210,8 +212,8 @@ host_stacked_chart(GString *h, CliReport *r, GPtrArray *by_cores, const char *ti
         .height = 220 });
 }
 
-static void
-row_start(GString *h, const ReportSeries *s)
+void
+report_row_start(GString *h, const ReportSeries *s)
 {
     g_autofree char *name = series_name(s);
 
@@ -283,8 +285,8 @@ host_polling(GString *h, CliReport *r, GPtrArray *by_cores, gint64 now_ms)
         const ReportCompare *c = &s->onoff;
         g_autofree char *age = age_text(now_ms, c->newest_ms);
 
-        row_start(h, s);
-        cell_num(h, s->on_share * 100, FALSE, 1);
+        report_row_start(h, s);
+        report_cell_num(h, s->on_share * 100, FALSE, 1);
         g_string_append_printf(h, "<td>%u</td><td>%u + %u</td>", c->n_pairs, c->n_ticks_a,
                                c->n_ticks_b);
         cell_text(h, age);
@@ -305,12 +307,12 @@ host_polling(GString *h, CliReport *r, GPtrArray *by_cores, gint64 now_ms)
         } else {
             g_string_append(h, "<td>no pair</td><td>none</td><td>-</td><td>-</td>");
         }
-        cell_num(h, s->mean_poll_cores, FALSE, 3);
+        report_cell_num(h, s->mean_poll_cores, FALSE, 3);
         g_string_append(h, "</tr>");
     }
     g_string_append_printf(h, "<tr class=\"total\"><td>host</td><td></td><td></td><td></td>"
                            "<td></td><td></td><td></td><td></td><td></td>");
-    cell_num(h, with_pairs ? total : NAN, FALSE, 3);
+    report_cell_num(h, with_pairs ? total : NAN, FALSE, 3);
     g_string_append(h, "</tr></table>");
     unlike_note(h, r, "polling-unlike", FALSE);
     if (with_pairs)
@@ -334,29 +336,32 @@ host_vs_default(GString *h, CliReport *r, gint64 now_ms)
                     "<p class=\"meta\">Each pair is a run at QEMU's default next to a run at "
                     "another setting.  ");
     pair_rule(h, TRUE);
-    g_string_append(h, "  Each tick with load at a setting measured so is charged that "
-                    "setting's measured CPU and IOPS difference; ticks at the default count "
-                    "zero; idle ticks at another setting, and ticks at a setting never measured "
-                    "next to the default, are unmeasured and count nothing.  Positive cores are "
-                    "saved, negative ones are what polltune spent for the IOPS it gained.</p>"
-                    "<table id=\"default-table\"><tr><th>iothread</th><th>at the default (% of "
-                    "time)</th><th>at measured settings (% of time)</th><th>unmeasured (% of "
+    g_string_append_printf(h, "  Each tick with load at another setting is charged the CPU "
+                    "and IOPS difference of that setting's pairs on the tick's own workload "
+                    "(IOPS and queue depth within %.1f&#215; of the pair's): a gain at queue "
+                    "depth 1 says nothing of queue depth 16.  Ticks at the default count zero; "
+                    "idle ticks at another setting, and ticks whose workload no pair measured, "
+                    "are unmeasured and count nothing.  Positive cores are saved, negative "
+                    "ones are what polltune spent for the IOPS it gained.</p>"
+                    "<table id=\"default-table\"><tr><th>iothread</th><th>at the default (%% of "
+                    "time)</th><th>at measured settings (%% of time)</th><th>unmeasured (%% of "
                     "time)</th><th>pairs with the default</th><th>newest pair (ago)</th><th>"
-                    "cores saved, mean (cores)</th><th>IOPS gained, mean (ops/s)</th></tr>");
+                    "cores saved, mean (cores)</th><th>IOPS gained, mean (ops/s)</th></tr>",
+                    REPORT_PAIR_BAND);
     for (guint i = 0; i < r->series->len; i++) {
         ReportSeries *s = g_ptr_array_index(r->series, i);
         g_autofree char *age = age_text(now_ms, s->vs_default_newest_ms);
         gboolean known = !isnan(s->on_share);
 
-        row_start(h, s);
-        cell_num(h, known ? s->default_share * 100 : NAN, FALSE, 1);
-        cell_num(h, known ? s->measured_share * 100 : NAN, FALSE, 1);
-        cell_num(h, known ? s->unmeasured_share * 100 : NAN, FALSE, 1);
+        report_row_start(h, s);
+        report_cell_num(h, known ? s->default_share * 100 : NAN, FALSE, 1);
+        report_cell_num(h, known ? s->measured_share * 100 : NAN, FALSE, 1);
+        report_cell_num(h, known ? s->unmeasured_share * 100 : NAN, FALSE, 1);
         g_string_append_printf(h, "<td>%u</td>", s->vs_default_pairs);
         cell_text(h, age);
         if (s->vs_default_pairs || !isnan(s->saved_cores)) {
-            cell_num(h, s->saved_cores, FALSE, 3);
-            cell_num(h, s->gained_iops, TRUE, 0);
+            report_cell_num(h, s->saved_cores, FALSE, 3);
+            report_cell_num(h, s->gained_iops, TRUE, 0);
         } else {
             g_string_append(h, "<td>no pair</td><td>no pair</td>");
         }
@@ -369,194 +374,10 @@ host_vs_default(GString *h, CliReport *r, gint64 now_ms)
     }
     g_string_append(h, "<tr class=\"total\"><td>host</td><td></td><td></td><td></td><td></td>"
                     "<td></td>");
-    cell_num(h, measured ? saved : NAN, FALSE, 3);
-    cell_num(h, measured ? gained : NAN, TRUE, 0);
+    report_cell_num(h, measured ? saved : NAN, FALSE, 3);
+    report_cell_num(h, measured ? gained : NAN, TRUE, 0);
     g_string_append(h, "</tr></table>");
     unlike_note(h, r, "default-unlike", TRUE);
-}
-
-/* The loads projected: twice the busy p95 and twice the peak (of the time
- * buckets with load), never the mean, which idle time dilutes. */
-typedef enum {
-    LOAD_P95,
-    LOAD_PEAK,
-    LOAD_N,
-} LoadBasis;
-
-static const char *const load_names[LOAD_N] = { "2&#215; busy p95", "2&#215; peak" };
-#define LOAD_FACTOR 2.0
-
-static double
-load_iops(const ReportSeries *s, LoadBasis k)
-{
-    return LOAD_FACTOR * (k == LOAD_P95 ? s->busy_p95_iops : s->peak_iops);
-}
-
-/* Polling at load @k: the measured on-minus-off at that IOPS when both
- * lines exist, else the pairs' figure; never more than the idle time the
- * iothread has left, since polling only fills idle time. */
-static double
-projected_polling(const ReportSeries *s, double iops)
-{
-    double off = report_fit_at(&s->fit_off, iops), on = report_fit_at(&s->fit_on, iops);
-    double poll = !isnan(off) && !isnan(on) ? on - off
-                  : s->onoff.n_pairs ? s->onoff.d_cpu_pct : NAN;
-    double busy = !isnan(off) ? off : report_fit_at(&s->fit_all, iops);
-
-    if (isnan(poll) || report_fit_beyond(&s->fit_all, iops))
-        return NAN;
-    return CLAMP(poll, 0.0, MAX(0.0, 100.0 - (isnan(busy) ? 0 : busy)));
-}
-
-/* A projected figure, or the words for one the line may not give. */
-static void
-cell_projected(GString *h, const ReportFit *f, double iops, double v, int decimals)
-{
-    if (report_fit_beyond(f, iops))
-        g_string_append(h, "<td class=\"beyond\">beyond the measured range</td>");
-    else
-        cell_num(h, v, FALSE, decimals);
-}
-
-/* The host's CPU and pressure, which bound every iothread at once. */
-static void
-host_load(GString *h, CliReport *r)
-{
-    const ReportHostSummary *hs = &r->hs;
-    g_autofree char *since = NULL;
-    g_autofree char *busy_mean = NULL, *busy_p95 = NULL, *busy_max = NULL;
-    g_autofree char *psi_mean = NULL, *psi_p95 = NULL;
-
-    g_string_append(h, "<h4 id=\"host-load\">The host</h4>");
-    if (!hs->n) {
-        g_string_append(h, "<p class=\"meta\" id=\"no-host\">No host figures in this range: "
-                        "the daemon records the host's CPU from history schema 8 on and its "
-                        "CPU pressure where the kernel has PSI; a fleet report from Prometheus "
-                        "has neither.  The headroom below is per iothread and says nothing of "
-                        "the host.</p>");
-        return;
-    }
-    since = cli_format_time_ms(hs->first_ms, FALSE);
-    busy_mean = cli_format_fixed(hs->busy_mean, 1);
-    busy_p95 = cli_format_fixed(hs->busy_p95, 1);
-    busy_max = cli_format_fixed(hs->busy_max, 1);
-    psi_mean = cli_format_fixed(hs->psi_mean, 1);
-    psi_p95 = cli_format_fixed(hs->psi_p95, 1);
-    g_string_append_printf(h, "<p class=\"meta\">Every CPU of the host, from %u ticks from "
-                           "%s UTC on: how busy they were (/proc/stat) and how much of the "
-                           "time some task waited for one (PSI cpu &#8220;some&#8221;).  A tick "
-                           "is saturated with its CPUs %.0f %% busy or more, or a task waiting "
-                           "%.0f %% of it or more.</p><table id=\"host-table\"><tr><th>host</th>"
-                           "<th>CPUs</th><th>CPU busy, mean / p95 / peak (%% of all CPUs)</th>"
-                           "<th>CPU pressure, mean / p95 (%% of time)</th><th>saturated (%% of "
-                           "ticks)</th></tr><tr><td>host</td>", hs->n, since,
-                           REPORT_HOST_BUSY_FULL, REPORT_HOST_PSI_FULL);
-    cell_num(h, hs->cpus, FALSE, 0);
-    if (isnan(hs->busy_mean))
-        g_string_append(h, "<td>-</td>");
-    else
-        g_string_append_printf(h, "<td>%s / %s / %s</td>", busy_mean, busy_p95, busy_max);
-    if (isnan(hs->psi_mean))
-        g_string_append(h, "<td>-</td>");
-    else
-        g_string_append_printf(h, "<td>%s / %s</td>", psi_mean, psi_p95);
-    cell_num(h, hs->saturated_share * 100, FALSE, 1);
-    g_string_append(h, "</tr></table>");
-    if (hs->saturated_share >= REPORT_HOST_SATURATED_WARN)
-        g_string_append_printf(h, "<p class=\"note\" id=\"host-saturated\">The host was "
-                               "saturated in %.0f %% of its ticks.  The headroom below is per "
-                               "iothread, one core each, and assumes the host has a core to "
-                               "give; it had none to spare, so more load would have waited for "
-                               "a CPU, not found headroom.</p>", hs->saturated_share * 100);
-    {
-        const CliSvgSeries two[] = { { "CPU busy (% of all CPUs)", "#b03a2e", hs->busy },
-                                     { "CPU pressure (% of time)", "#7d3c98", hs->psi } };
-
-        cli_svg_chart(h, &(CliSvgChart){
-            .title = "Host CPU and CPU pressure", .unit = "%", .from_ms = r->from_ms,
-            .to_ms = r->to_ms, .n = r->nb, .series = two, .n_series = 2, .width = 760,
-            .height = 180, .ymax = 100 });
-    }
-}
-
-static void
-host_projection(GString *h, CliReport *r)
-{
-    double now_total = 0, at_total[LOAD_N] = { 0 };
-    gboolean any = FALSE, beyond[LOAD_N] = { FALSE };
-
-    g_string_append(h, "<h3 id=\"projection\">Headroom and projection</h3>");
-    host_load(h, r);
-    g_string_append_printf(h, "<h4>Per iothread</h4><ul class=\"assume\"><li>Load is the "
-                           "iothread's busy load: the 95th percentile and the peak of its IOPS "
-                           "over the time buckets with load (%.0f ops/s or more), so idle time "
-                           "does not dilute it; 2&#215; scales it with the same mix of reads, "
-                           "writes and sizes.</li><li>The iothread's CPU is the straight line "
-                           "through its measured (IOPS, CPU) points, used up to %.0f&#215; the "
-                           "highest IOPS measured; beyond that the page says &#8220;beyond the "
-                           "measured range&#8221;.  One iothread is one thread: it saturates at "
-                           "100 %% of one core, and only while the host has a core to "
-                           "give.</li><li>Polling CPU at a load is the line measured with "
-                           "polling on minus the line with it off (or the off/on pairs' "
-                           "figure), and never more than the idle time left: polling only fills "
-                           "idle time.</li><li>Latency is taken as unchanged below saturation; "
-                           "queueing near saturation is not modelled.</li></ul>"
-                           "<table id=\"projection-table\"><tr><th>iothread</th><th>busy IOPS "
-                           "p95 / peak (ops/s)</th><th>iothread CPU, busy p95 (%% of one "
-                           "core)</th>", REPORT_LOAD_MIN_IOPS, REPORT_MAX_EXTRAPOLATION);
-    for (int k = 0; k < LOAD_N; k++)
-        g_string_append_printf(h, "<th>at %s: IOPS (ops/s)</th><th>iothread CPU (%% of one "
-                               "core)</th><th>of it polling (%% of one core)</th>",
-                               load_names[k]);
-    g_string_append_printf(h, "<th>iothread headroom at %s (%% of one core)</th><th>saturates "
-                           "at (ops/s)</th></tr>", load_names[LOAD_PEAK]);
-    for (guint i = 0; i < r->series->len; i++) {
-        ReportSeries *s = g_ptr_array_index(r->series, i);
-        g_autofree char *pi = cli_format_si(s->busy_p95_iops);
-        g_autofree char *mi = cli_format_si(s->peak_iops);
-        const ReportFit *f = &s->fit_all;
-        double head = NAN, sat = f->ok && f->b > 0 ? (100.0 - f->a) / f->b : NAN;
-
-        row_start(h, s);
-        g_string_append_printf(h, "<td>%s / %s</td>", pi, mi);
-        cell_num(h, s->busy_p95_cpu_pct, FALSE, 1);
-        if (!isnan(s->busy_p95_cpu_pct))
-            now_total += s->busy_p95_cpu_pct / 100.0;
-        for (int k = 0; k < LOAD_N; k++) {
-            double iops = load_iops(s, k);
-            double cpu = report_fit_at(f, iops);
-
-            if (!isnan(cpu))
-                cpu = CLAMP(cpu, 0.0, 100.0);
-            cell_num(h, iops, TRUE, 0);
-            cell_projected(h, f, iops, cpu, 1);
-            cell_projected(h, f, iops, projected_polling(s, iops), 1);
-            if (!isnan(cpu)) {
-                at_total[k] += cpu / 100.0;
-                any = TRUE;
-            }
-            beyond[k] = beyond[k] || report_fit_beyond(f, iops);
-            head = isnan(cpu) ? NAN : 100.0 - cpu;
-        }
-        cell_projected(h, f, load_iops(s, LOAD_PEAK), head, 1);
-        if (sat > 0 && report_fit_beyond(f, sat))
-            g_string_append(h, "<td class=\"beyond\">beyond the measured range</td>");
-        else
-            cell_num(h, sat > 0 ? sat : NAN, TRUE, 0);
-        g_string_append(h, "</tr>");
-    }
-    g_string_append(h, "<tr class=\"total\"><td>host, iothread cores</td><td></td>");
-    cell_num(h, now_total, FALSE, 3);
-    for (int k = 0; k < LOAD_N; k++) {
-        g_string_append(h, "<td></td>");
-        /* A sum without the iothreads beyond their range would be short. */
-        if (beyond[k])
-            g_string_append(h, "<td class=\"beyond\">beyond the measured range</td>");
-        else
-            cell_num(h, any ? at_total[k] : NAN, FALSE, 3);
-        g_string_append(h, "<td></td>");
-    }
-    g_string_append(h, "<td></td><td></td></tr></table>");
 }
 
 static void
@@ -589,13 +410,13 @@ host_tables(GString *h, GPtrArray *by_cores, GPtrArray *vms)
         g_string_append(h, "<tr><td>");
         esc(h, vm->name);
         g_string_append_printf(h, "</td><td>%u</td>", vm->series->len);
-        cell_num(h, vm->mean_cores, FALSE, 3);
-        cell_num(h, vm->cores_p95, FALSE, 3);
-        cell_num(h, share, FALSE, 1);
-        cell_num(h, vm->mean_iops, TRUE, 0);
-        cell_num(h, per_core[i], TRUE, 0);
+        report_cell_num(h, vm->mean_cores, FALSE, 3);
+        report_cell_num(h, vm->cores_p95, FALSE, 3);
+        report_cell_num(h, share, FALSE, 1);
+        report_cell_num(h, vm->mean_iops, TRUE, 0);
+        report_cell_num(h, per_core[i], TRUE, 0);
         g_string_append_printf(h, "<td>%u</td>", vm->decisions);
-        cell_num(h, vm->explorations_per_h, FALSE, 2);
+        report_cell_num(h, vm->explorations_per_h, FALSE, 2);
         g_string_append(h, "</tr>");
         bars[i] = (CliSvgBar){ vm->name, per_core[i], NULL };
     }
@@ -617,12 +438,12 @@ host_tables(GString *h, GPtrArray *by_cores, GPtrArray *vms)
         g_string_append(h, "<tr><td>");
         esc(h, vm->name);
         g_string_append(h, "</td>");
-        cell_num(h, vm->iops_p50, TRUE, 0);
-        cell_num(h, vm->iops_p95, TRUE, 0);
-        cell_num(h, vm->lat_p50, FALSE, 1);
-        cell_num(h, vm->lat_p95, FALSE, 1);
-        cell_num(h, vm->cores_p50, FALSE, 3);
-        cell_num(h, vm->cores_p95, FALSE, 3);
+        report_cell_num(h, vm->iops_p50, TRUE, 0);
+        report_cell_num(h, vm->iops_p95, TRUE, 0);
+        report_cell_num(h, vm->lat_p50, FALSE, 1);
+        report_cell_num(h, vm->lat_p95, FALSE, 1);
+        report_cell_num(h, vm->cores_p50, FALSE, 3);
+        report_cell_num(h, vm->cores_p95, FALSE, 3);
         g_string_append(h, "</tr>");
     }
     g_string_append(h, "</table>");
@@ -691,9 +512,9 @@ fleet_hosts(GString *h, GPtrArray *vms)
         g_string_append(h, "<tr>");
         cell_text(h, row->host);
         g_string_append_printf(h, "<td>%u</td><td>%u</td>", row->vms, row->iothreads);
-        cell_num(h, row->cores, FALSE, 3);
-        cell_num(h, row->any_poll ? row->poll_cores : NAN, FALSE, 3);
-        cell_num(h, row->iops, TRUE, 0);
+        report_cell_num(h, row->cores, FALSE, 3);
+        report_cell_num(h, row->any_poll ? row->poll_cores : NAN, FALSE, 3);
+        report_cell_num(h, row->iops, TRUE, 0);
         g_string_append(h, "</tr>");
     }
     g_string_append(h, "</table>");
@@ -842,13 +663,19 @@ series_decisions(GString *h, ReportSeries *s)
 }
 
 /* "Fleet" when the VMs are HOST/DOMAIN (report --prometheus), else "Host". */
-static const char *
-report_scope(GPtrArray *vms)
+/* "Fleet", or the one host the page is of, by the machine's name. */
+static void
+report_scope(GString *h, CliReport *r)
 {
-    for (guint i = 0; i < vms->len; i++)
-        if (strchr(((ReportVm *)g_ptr_array_index(vms, i))->name, '/'))
-            return "Fleet";
-    return "Host";
+    g_string_append(h, "<h2 id=\"scope\">");
+    if (r->fleet)
+        g_string_append(h, "Fleet");
+    else if (r->host_name) {
+        g_string_append(h, "Host ");
+        esc(h, r->host_name);
+    } else
+        g_string_append(h, "Host");
+    g_string_append(h, "</h2>");
 }
 
 gboolean
@@ -866,14 +693,15 @@ cli_report_write(CliReport *r, GOutputStream *out, gint64 now_ms, GError **error
 
     g_ptr_array_sort(by_cores, cmp_vm_cores);
     write_header(h, r, now_ms, vms->len);
-    g_string_append_printf(h, "<h2>%s</h2>", report_scope(vms));
+    report_scope(h, r);
     if (vms->len == 0)
         g_string_append(h, "<p class=\"note\">No samples in this range.</p>");
     else {
-        fleet_hosts(h, vms);
+        if (r->fleet)
+            fleet_hosts(h, vms);
         host_polling(h, r, by_cores, now_ms);
         host_vs_default(h, r, now_ms);
-        host_projection(h, r);
+        report_html_projection(h, r);
         host_stacked_chart(h, r, by_cores, "iothread CPU, host total",
                            "cores, stacked by VM; I/O work and polling together",
                            G_STRUCT_OFFSET(ReportVm, cores));

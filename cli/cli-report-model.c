@@ -281,33 +281,108 @@ compare_confidence(const ReportCompare *c)
     return REPORT_CONFIDENCE_LOW;
 }
 
+/* One pair against QEMU's default, as it is charged: the workload it
+ * measured (the setting's side) and what the setting did there. */
+typedef struct {
+    double iops, qd;                    /* the setting's run */
+    double d_cpu_pct;                   /* setting minus default */
+    double iops_ratio;                  /* default's IOPS over the setting's */
+    double w;                           /* the shorter run, as compare_pairs() */
+} DefaultPair;
+
 typedef struct {
     gint32 max_ns;
-    gboolean measured;
+    GArray *pairs;                      /* DefaultPair */
+} SettingPairs;
+
+static void
+setting_pairs_clear(gpointer p)
+{
+    g_clear_pointer(&((SettingPairs *)p)->pairs, g_array_unref);
+}
+
+/* The pairs that measured setting @sp->max_ns against the default, with
+ * load on both sides; the counts go to the series. */
+static void
+setting_pairs_fill(ReportSeries *s, SettingPairs *sp)
+{
     ReportCompare c;
-} SettingDelta;
+
+    compare_pairs(s->pairs, orient_default, &sp->max_ns, TRUE, &c);
+    if (c.n_pairs) {
+        s->vs_default_pairs += c.n_pairs;
+        s->vs_default_newest_ms = MAX(s->vs_default_newest_ms, c.newest_ms);
+    }
+    s->vs_default_unlike += c.n_unlike;
+    sp->pairs = g_array_new(FALSE, TRUE, sizeof(DefaultPair));
+    for (guint i = 0; i < s->pairs->len; i++) {
+        const ReportPair *p = &g_array_index(s->pairs, ReportPair, i);
+        const ReportSegment *a, *b;
+        DefaultPair d;
+
+        if (!pair_measures(p, orient_default, &sp->max_ns, TRUE, &a, &b))
+            continue;
+        d = (DefaultPair){ b->iops, b->qd, b->cpu - a->cpu,
+                           b->iops > 0 ? a->iops / b->iops : NAN, MIN(a->n, b->n) };
+        g_array_append_val(sp->pairs, d);
+    }
+}
+
+/* The pairs of @sp whose workload is @p's (REPORT_PAIR_BAND in IOPS and,
+ * where both are known, in queue depth), averaged as compare_pairs()
+ * does; FALSE when none is. */
+static gboolean
+setting_pairs_at(const SettingPairs *sp, const ReportPoint *p, double *d_cpu_pct,
+                 double *iops_ratio)
+{
+    double qd = isnan(p->lat_us) ? NAN : p->iops * p->lat_us / 1e6;
+    double w = 0, wd = 0, wr = 0, wr_n = 0;
+
+    for (guint i = 0; i < sp->pairs->len; i++) {
+        const DefaultPair *d = &g_array_index(sp->pairs, DefaultPair, i);
+
+        if (isnan(d->iops) || !within_band(p->iops, d->iops))
+            continue;
+        if (!isnan(qd) && !isnan(d->qd) && !(qd > 0 && d->qd > 0 && within_band(qd, d->qd)))
+            continue;
+        w += d->w;
+        wd += d->w * d->d_cpu_pct;
+        if (!isnan(d->iops_ratio)) {
+            wr += d->w * d->iops_ratio;
+            wr_n += d->w;
+        }
+    }
+    if (w <= 0)
+        return FALSE;
+    *d_cpu_pct = wd / w;
+    *iops_ratio = wr_n > 0 ? wr / wr_n : NAN;
+    return TRUE;
+}
 
 /*
- * Against QEMU's default: each tick with load at a setting that was
- * measured next to the default under load gets that setting's measured CPU
- * and IOPS difference; ticks at the default count zero; idle ticks at
- * another setting, and ticks at a setting never measured next to the
- * default, are counted apart (unmeasured), not guessed: a difference
- * measured under load says nothing of idle time.
+ * Against QEMU's default: each tick with load at another setting is
+ * charged what the pairs of that setting against the default measured on
+ * the same workload as the tick's (its IOPS and queue depth within
+ * REPORT_PAIR_BAND of the pair's): a difference measured at queue depth 1
+ * says nothing of queue depth 16.  Ticks at the default count zero; idle
+ * ticks at another setting and ticks no pair measured the workload of are
+ * counted apart (unmeasured), not guessed.
  */
 static void
 series_vs_default(ReportSeries *s, GArray *ticks)
 {
-    g_autoptr(GArray) settings = g_array_new(FALSE, TRUE, sizeof(SettingDelta));
+    g_autoptr(GArray) settings = g_array_new(FALSE, TRUE, sizeof(SettingPairs));
     double saved = 0, gained = 0;
     guint known = 0, at_default = 0, measured = 0;
 
+    g_array_set_clear_func(settings, setting_pairs_clear);
     s->saved_cores = s->gained_iops = NAN;
     s->vs_default_pairs = s->vs_default_unlike = 0;
     s->vs_default_newest_ms = 0;
     for (guint i = 0; i < ticks->len; i++) {
         const ReportPoint *p = &g_array_index(ticks, ReportPoint, i);
-        SettingDelta *sd = NULL;
+        SettingPairs *sp = NULL;
+        double d_cpu, ratio;
 
         if (p->max_ns < 0)
             continue;
@@ -316,28 +391,23 @@ series_vs_default(ReportSeries *s, GArray *ticks)
             at_default++;
             continue;
         }
-        for (guint k = 0; k < settings->len && !sd; k++)
-            if (g_array_index(settings, SettingDelta, k).max_ns == p->max_ns)
-                sd = &g_array_index(settings, SettingDelta, k);
-        if (!sd) {
-            SettingDelta n = { .max_ns = p->max_ns };
+        for (guint k = 0; k < settings->len && !sp; k++)
+            if (g_array_index(settings, SettingPairs, k).max_ns == p->max_ns)
+                sp = &g_array_index(settings, SettingPairs, k);
+        if (!sp) {
+            SettingPairs n = { .max_ns = p->max_ns };
 
-            compare_pairs(s->pairs, orient_default, &n.max_ns, TRUE, &n.c);
-            n.measured = n.c.n_pairs > 0;
-            if (n.measured) {
-                s->vs_default_pairs += n.c.n_pairs;
-                s->vs_default_newest_ms = MAX(s->vs_default_newest_ms, n.c.newest_ms);
-            }
-            s->vs_default_unlike += n.c.n_unlike;
             g_array_append_val(settings, n);
-            sd = &g_array_index(settings, SettingDelta, settings->len - 1);
+            sp = &g_array_index(settings, SettingPairs, settings->len - 1);
+            setting_pairs_fill(s, sp);
         }
-        if (!sd->measured || isnan(p->iops) || p->iops < REPORT_LOAD_MIN_IOPS)
+        if (isnan(p->iops) || p->iops < REPORT_LOAD_MIN_IOPS ||
+            !setting_pairs_at(sp, p, &d_cpu, &ratio))
             continue;
         measured++;
-        saved -= sd->c.d_cpu_pct / 100.0;
-        if (!isnan(p->iops) && sd->c.iops_b > 0)
-            gained += p->iops * (1.0 - sd->c.iops_a / sd->c.iops_b);
+        saved -= d_cpu / 100.0;
+        if (!isnan(ratio))
+            gained += p->iops * (1.0 - ratio);
     }
     if (known == 0)
         return;
@@ -365,52 +435,90 @@ fit_add(FitAcc *f, double x, double y)
     f->sxy += x * y;
 }
 
+/* The line, credible or not (REPORT_FIT_MIN_POINTS). */
 static void
 fit_close(const FitAcc *f, ReportFit *out)
 {
     double den = f->n * f->sxx - f->sx * f->sx;
+    double mean = f->n ? f->sx / f->n : 0;
+    double var = f->n > 1 ? MAX(0.0, (f->sxx - f->sx * mean) / (f->n - 1)) : 0;
 
     *out = (ReportFit){ .n = (guint)f->n, .x_max = f->x_max };
-    /* Three points and some spread in IOPS, else the slope is noise. */
-    if (f->n < 3 || den <= 1e-9 * f->n * f->sxx)
+    if (f->n < REPORT_FIT_MIN_POINTS || mean <= 0 ||
+        sqrt(var) < REPORT_FIT_MIN_SPREAD * mean || den <= 0)
         return;
     out->b = (f->n * f->sxy - f->sx * f->sy) / den;
     out->a = (f->sy - out->b * f->sx) / f->n;
-    out->ok = TRUE;
+    out->ok = out->b > 0;
 }
 
 gboolean
-report_fit_beyond(const ReportFit *fit, double iops)
+report_project_beyond(const ReportSeries *s, double iops)
 {
-    return fit->ok && !isnan(iops) && iops > REPORT_MAX_EXTRAPOLATION * fit->x_max;
+    return !isnan(iops) && iops > s->fit.x_max;
 }
 
 double
-report_fit_at(const ReportFit *fit, double iops)
+report_project_cpu(const ReportSeries *s, double iops)
 {
-    return fit->ok && !isnan(iops) && !report_fit_beyond(fit, iops) ? fit->a + fit->b * iops
-                                                                     : NAN;
+    const ReportFit *f = &s->fit;
+
+    if (!f->ok || isnan(iops) || isnan(s->busy_p95_cpu_pct) || isnan(s->busy_p95_iops) ||
+        iops < s->busy_p95_iops || report_project_beyond(s, iops))
+        return NAN;
+    /* Anchored on what was measured today, the slope says what more
+     * load adds; b > 0, so more load never costs less. */
+    return CLAMP(s->busy_p95_cpu_pct + f->b * (iops - s->busy_p95_iops), 0.0, 100.0);
 }
 
+/* Per polling state, over the ticks with load: idle ticks are another
+ * regime (QEMU's window shrinks to nothing) and would tilt the line. */
 static void
 series_fits(ReportSeries *s, GArray *ticks)
 {
-    FitAcc all = { 0 }, off = { 0 }, on = { 0 };
+    FitAcc off = { 0 }, on = { 0 };
 
     for (guint i = 0; i < ticks->len; i++) {
         const ReportPoint *p = &g_array_index(ticks, ReportPoint, i);
 
-        if (isnan(p->iops) || isnan(p->cpu_pct))
+        if (isnan(p->iops) || isnan(p->cpu_pct) || p->iops < REPORT_LOAD_MIN_IOPS)
             continue;
-        fit_add(&all, p->iops, p->cpu_pct);
         if (p->max_ns == 0)
             fit_add(&off, p->iops, p->cpu_pct);
         else if (p->max_ns > 0)
             fit_add(&on, p->iops, p->cpu_pct);
     }
-    fit_close(&all, &s->fit_all);
     fit_close(&off, &s->fit_off);
     fit_close(&on, &s->fit_on);
+    s->fit = on.n >= off.n ? s->fit_on : s->fit_off;
+}
+
+/* The busy load and the peak, from the points and ticks themselves. */
+static void
+series_busy(ReportSeries *s)
+{
+    g_autofree double *iops = g_new(double, s->points->len);
+    g_autofree double *cpu = g_new(double, s->points->len);
+    GArray *sets[2] = { s->points, s->ticks };
+
+    for (guint i = 0; i < s->points->len; i++) {
+        const ReportPoint *p = &g_array_index(s->points, ReportPoint, i);
+        gboolean busy = !isnan(p->iops) && p->iops >= REPORT_LOAD_MIN_IOPS;
+
+        iops[i] = busy ? p->iops : NAN;
+        cpu[i] = busy ? p->cpu_pct : NAN;
+    }
+    s->busy_p95_iops = report_percentile(iops, s->points->len, 95);
+    s->busy_p95_cpu_pct = report_percentile(cpu, s->points->len, 95);
+    s->peak_iops = NAN;
+    for (guint k = 0; k < G_N_ELEMENTS(sets); k++)
+        for (guint i = 0; sets[k] && i < sets[k]->len; i++) {
+            const ReportPoint *p = &g_array_index(sets[k], ReportPoint, i);
+
+            if (!isnan(p->iops) && p->iops >= REPORT_LOAD_MIN_IOPS &&
+                (isnan(s->peak_iops) || p->iops > s->peak_iops))
+                s->peak_iops = p->iops;
+        }
 }
 
 void
@@ -422,8 +530,6 @@ report_model_series(CliReport *r, ReportSeries *s)
     g_autoptr(GArray) segs = series_segments(r, ticks);
     g_autofree double *iops = g_new(double, r->nb);
     g_autofree double *cpu = g_new(double, r->nb);
-    g_autofree double *busy_iops = g_new(double, r->nb);
-    g_autofree double *busy_cpu = g_new(double, r->nb);
     double poll_pct;
     guint known = 0, on = 0;
 
@@ -445,11 +551,7 @@ report_model_series(CliReport *r, ReportSeries *s)
         on += b->on_n;
         iops[i] = report_bucket_iops(b);
         cpu[i] = report_bucket_cpu(b);
-        /* The load to plan for is the load when there is some: idle time
-         * only dilutes it. */
-        busy_iops[i] = iops[i] >= REPORT_LOAD_MIN_IOPS ? iops[i] : NAN;
-        busy_cpu[i] = isnan(busy_iops[i]) ? NAN : cpu[i];
-        s->busy_buckets += !isnan(busy_iops[i]);
+        s->busy_buckets += iops[i] >= REPORT_LOAD_MIN_IOPS;
         /* Only the share of the bucket that polled is charged. */
         s->poll_cpu[i] = b->known_n && !isnan(poll_pct) ?
             MIN(poll_pct, isnan(cpu[i]) ? poll_pct : cpu[i]) * b->on_n / b->known_n : NAN;
@@ -458,9 +560,9 @@ report_model_series(CliReport *r, ReportSeries *s)
     s->mean_poll_cores = report_mean(s->poll_cpu, r->nb) / 100.0;
     s->mean_iops = report_mean(iops, r->nb);
     s->p95_iops = report_percentile(iops, r->nb, 95);
-    s->busy_p95_iops = report_percentile(busy_iops, r->nb, 95);
-    s->peak_iops = report_percentile(busy_iops, r->nb, 100);
-    s->busy_p95_cpu_pct = report_percentile(busy_cpu, r->nb, 95);
+    /* The load to plan for is the load when there is some: idle time
+     * only dilutes it. */
+    series_busy(s);
     s->mean_cpu_pct = report_mean(cpu, r->nb);
     series_vs_default(s, ticks);
     series_fits(s, ticks);

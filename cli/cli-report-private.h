@@ -66,10 +66,18 @@ typedef struct {
 #define REPORT_LOAD_MIN_IOPS 10.0
 #define REPORT_PAIR_BAND 1.5
 
-/* Straight lines through (IOPS, CPU) points are used up to this many times
- * the highest IOPS measured; beyond it the report says "beyond the
- * measured range" rather than a figure nobody measured. */
-#define REPORT_MAX_EXTRAPOLATION 2.0
+/*
+ * A straight line through (IOPS, CPU) points is credible when it rests on
+ * REPORT_FIT_MIN_POINTS ticks or more whose IOPS spread (standard
+ * deviation over mean) is REPORT_FIT_MIN_SPREAD or more, and it rises:
+ * twenty 1 s ticks is the least a load phase of the demo holds at one
+ * setting, and IOPS within 10 % of each other are one load, whose slope
+ * is noise.  A
+ * line that falls says more load costs less CPU, which no iothread does:
+ * it mixes workloads, and is no evidence.
+ */
+#define REPORT_FIT_MIN_POINTS 20
+#define REPORT_FIT_MIN_SPREAD 0.10
 
 /* A run of ticks at one poll-max-ns, its first tick left out (a write
  * resets QEMU's window, so that tick describes neither setting). */
@@ -109,9 +117,10 @@ typedef enum {
     REPORT_CONFIDENCE_INVALID = -1,
 } ReportConfidence;
 
-/* The iothread's CPU as a line in its IOPS: cpu_pct = a + b * iops. */
+/* The iothread's CPU as a line in its IOPS: cpu_pct = a + b * iops, over
+ * the ticks with load at one polling state. */
 typedef struct {
-    gboolean ok;
+    gboolean ok;                        /* credible (REPORT_FIT_MIN_POINTS) */
     double a, b;
     guint n;
     double x_max;                       /* the highest IOPS among its points */
@@ -119,6 +128,10 @@ typedef struct {
 
 typedef struct {
     char *target, *iothread;
+    /* The name the VM goes by (cli_report_set_name()), or the target's
+     * identity where it has none or shares it with another; settled with
+     * the page, borrowed. */
+    const char *name;
     GArray *points;             /* ReportPoint, sorted by time once the page is made */
     /* Per-tick rows fed beside rollups, for what needs the setting of each
      * tick (pairs, time polling); NULL when the points are those rows. */
@@ -144,13 +157,16 @@ typedef struct {
     gint64 vs_default_newest_ms;
     double saved_cores, gained_iops;    /* mean over the range; NAN when unmeasured */
     double default_share, measured_share, unmeasured_share;
-    ReportFit fit_all, fit_off, fit_on;
+    /* Per polling state; fit is the state the loaded ticks spent most
+     * time in, the one the projection follows. */
+    ReportFit fit_off, fit_on, fit;
     double mean_iops, p95_iops, mean_cpu_pct;
-    /* Over the buckets with load (at least REPORT_LOAD_MIN_IOPS): the
-     * 95th percentile and the highest of IOPS, the 95th of CPU; the load
-     * the projection scales. */
-    double busy_p95_iops, peak_iops, busy_p95_cpu_pct;
     guint busy_buckets;
+    /* Over the points with load (at least REPORT_LOAD_MIN_IOPS), never the
+     * buckets, so that the bucket size does not move them: the 95th
+     * percentile of IOPS and of CPU; the peak is the highest IOPS of any
+     * point or tick. */
+    double busy_p95_iops, peak_iops, busy_p95_cpu_pct;
 } ReportSeries;
 
 /* One tick of the host, as kept until the page is written. */
@@ -210,6 +226,9 @@ struct CliReport {
     GArray *host;               /* ReportHost, sorted by time once the page is made */
     gboolean host_cut;          /* older host ticks than the newest CLI_REPORT_MAX_TICKS dropped */
     ReportHostSummary hs;       /* settled with the page */
+    GHashTable *names;          /* target -> the name it goes by */
+    gboolean fleet;             /* VMs are HOST/DOMAIN, from Prometheus */
+    char *host_name;            /* a single host's, or NULL */
 };
 
 /* @n events over the report's range, per hour; NAN for an empty range. */
@@ -230,12 +249,25 @@ double report_mean(const double *values, guint n);
 void report_settle(CliReport *r);
 /* The estimates of each series (cli-report-model.c). */
 void report_model_series(CliReport *r, ReportSeries *s);
-/* cpu_pct at @iops by @fit, NAN when it has none or @iops lies beyond
- * REPORT_MAX_EXTRAPOLATION times the IOPS it was measured at. */
-double report_fit_at(const ReportFit *fit, double iops);
-/* Whether @fit has a line and @iops lies beyond what it may say. */
-gboolean report_fit_beyond(const ReportFit *fit, double iops);
+/*
+ * The iothread's CPU (% of one core) at @iops: today's busy CPU
+ * (busy_p95_cpu_pct at busy_p95_iops) followed along the credible line's
+ * slope, so that it never falls as load rises.  NAN below today's load,
+ * without a credible line ("not enough evidence") and past the highest
+ * load the line was measured at (report_project_beyond()).
+ */
+double report_project_cpu(const ReportSeries *s, double iops);
+/* Whether @iops lies past the highest IOPS the line was measured at. */
+gboolean report_project_beyond(const ReportSeries *s, double iops);
 const char *report_confidence_to_string(ReportConfidence c);
+
+/* The page's pieces shared between its files (cli-report-html.c). */
+/* A figure, "-" when unknown; its unit is in the column's header. */
+void report_cell_num(GString *out, double v, gboolean si, int decimals);
+/* A table row's start and its first cell, the iothread's name. */
+void report_row_start(GString *h, const ReportSeries *s);
+/* The headroom and projection section (cli-report-projection.c). */
+void report_html_projection(GString *h, CliReport *r);
 
 /* VMs with their per-bucket sums, sorted by name; free with the array. */
 GPtrArray *report_vms_build(CliReport *r);

@@ -61,7 +61,54 @@ cli_report_new(gint64 from_ms, gint64 to_ms, const char *source, StoreResolution
     r->series = g_ptr_array_new_with_free_func(series_free);
     r->notes = g_ptr_array_new_with_free_func(g_free);
     r->host = g_array_new(FALSE, FALSE, sizeof(ReportHost));
+    r->names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     return r;
+}
+
+void
+cli_report_set_name(CliReport *r, const char *target, const char *name)
+{
+    if (target && name && *name)
+        g_hash_table_replace(r->names, g_strdup(target), g_strdup(name));
+}
+
+void
+cli_report_set_fleet(CliReport *r, gboolean fleet)
+{
+    r->fleet = fleet;
+}
+
+void
+cli_report_set_host(CliReport *r, const char *host_name)
+{
+    g_free(r->host_name);
+    r->host_name = g_strdup(host_name);
+}
+
+/* Each series' name: the one its target goes by, unless another target
+ * goes by it too (then both are named by their identities). */
+static void
+report_settle_names(CliReport *r)
+{
+    g_autoptr(GHashTable) owner = g_hash_table_new(g_str_hash, g_str_equal);
+    g_autoptr(GHashTable) shared = g_hash_table_new(g_str_hash, g_str_equal);
+
+    for (guint i = 0; i < r->series->len; i++) {
+        ReportSeries *s = g_ptr_array_index(r->series, i);
+        const char *name = g_hash_table_lookup(r->names, s->target);
+        const char *had = name ? g_hash_table_lookup(owner, name) : NULL;
+
+        if (had && !g_str_equal(had, s->target))
+            g_hash_table_add(shared, (gpointer)name);
+        else if (name)
+            g_hash_table_insert(owner, (gpointer)name, s->target);
+    }
+    for (guint i = 0; i < r->series->len; i++) {
+        ReportSeries *s = g_ptr_array_index(r->series, i);
+        const char *name = g_hash_table_lookup(r->names, s->target);
+
+        s->name = name && !g_hash_table_contains(shared, name) ? name : s->target;
+    }
 }
 
 void
@@ -79,6 +126,8 @@ cli_report_free(CliReport *r)
     g_ptr_array_unref(r->series);
     g_ptr_array_unref(r->notes);
     g_array_unref(r->host);
+    g_hash_table_unref(r->names);
+    g_free(r->host_name);
     g_free(r->hs.busy);
     g_free(r->hs.psi);
     g_free(r->source);
@@ -422,6 +471,7 @@ report_settle(CliReport *r)
 {
     gint64 first = 0, last = 0, span;
 
+    report_settle_names(r);
     r->interval_ms = r->tick_ms = 0;
     for (guint i = 0; i < r->series->len; i++) {
         ReportSeries *s = g_ptr_array_index(r->series, i);
@@ -633,8 +683,10 @@ static int
 cmp_series(gconstpointer a, gconstpointer b)
 {
     const ReportSeries *x = *(ReportSeries *const *)a, *y = *(ReportSeries *const *)b;
-    int c = g_strcmp0(x->target, y->target);
+    int c = g_strcmp0(x->name, y->name);
 
+    if (!c)
+        c = g_strcmp0(x->target, y->target);
     return c ? c : g_strcmp0(x->iothread, y->iothread);
 }
 
@@ -648,9 +700,10 @@ report_vms_build(CliReport *r)
     for (guint i = 0; i < r->series->len; i++) {
         ReportSeries *s = g_ptr_array_index(r->series, i);
 
-        if (!vm || !g_str_equal(vm->name, s->target)) {
+        if (!vm || !g_str_equal(((ReportSeries *)g_ptr_array_index(vm->series, 0))->target,
+                                s->target)) {
             vm = g_new0(ReportVm, 1);
-            vm->name = s->target;
+            vm->name = s->name;
             vm->series = g_ptr_array_new();
             vm->iops = g_new(double, r->nb);
             vm->cores = g_new(double, r->nb);
@@ -697,6 +750,7 @@ cli_report_summary(CliReport *r)
         for (guint k = ticks->len; k-- > 0 && last_max < 0;)
             last_max = g_array_index(ticks, ReportPoint, k).max_ns;
         json_object_object_add(o, "target", json_object_new_string(s->target));
+        json_object_object_add(o, "name", json_object_new_string(s->name ? s->name : s->target));
         json_object_object_add(o, "iothread", json_object_new_string(s->iothread));
         json_object_object_add(o, "points", json_object_new_int64((gint64)s->n_points));
         summary_double(o, "iops_mean", s->mean_iops);

@@ -38,6 +38,15 @@ void cli_report_free(CliReport *r);
 void cli_report_fit_range(CliReport *r, gboolean fit);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(CliReport, cli_report_free)
 
+/* @target (the store's and the daemon's identity, a QMP target's socket
+ * path) goes by @name on the page (QEMU's -name, the libvirt domain); a
+ * name two targets share is not used, their identities are. */
+void cli_report_set_name(CliReport *r, const char *target, const char *name);
+/* A fleet's report: each VM is HOST/DOMAIN, grouped by host.  Otherwise
+ * the page is of one host, @host_name (the machine's name) when known. */
+void cli_report_set_fleet(CliReport *r, gboolean fleet);
+void cli_report_set_host(CliReport *r, const char *host_name);
+
 /* Points outside [from, to) are ignored.  Strings are copied. */
 void cli_report_add_point(CliReport *r, const CliPoint *p);
 void cli_report_add_decision(CliReport *r, const CliDecision *d);
@@ -65,7 +74,7 @@ gboolean cli_report_write(CliReport *r, GOutputStream *out, gint64 now_ms,
                           GError **error);
 
 /* After cli_report_write: per iothread, its figures over the page's range
- * ({"target", "iothread", "points", "iops_mean", "cpu_pct_mean",
+ * ({"target", "name", "iothread", "points", "iops_mean", "cpu_pct_mean",
  * "polling_share", "poll_max_ns_last", "onoff_pairs", "polling_cpu_pct"}),
  * for scripts and tests that compare two reports. */
 json_object *cli_report_summary(CliReport *r);

@@ -8,6 +8,7 @@
  *                                     inserted with SQL (for export at scale)
  *   cli-make-testdb PATH --ab         the A/B on a saturated host of
  *                                     cli-testdb.h, ending now
+ *   cli-make-testdb PATH --demo       scripts/demo.sh's 90 s history, ending now
  */
 #include <glib/gstdio.h>
 #include <sqlite3.h>
@@ -61,7 +62,7 @@ main(int argc, char **argv)
                            .decision_every = MAX(n / 24, 1), .rollups = !bulk };
 
     if (argc < 2) {
-        g_printerr("usage: cli-make-testdb PATH [DAYS | --rows N | --ab]\n");
+        g_printerr("usage: cli-make-testdb PATH [DAYS | --rows N | --ab | --demo]\n");
         return 2;
     }
     g_unlink(argv[1]);
@@ -69,6 +70,12 @@ main(int argc, char **argv)
         cli_testdb_create_ab(argv[1], g_get_real_time() / 1000000 * 1000 -
                                       CLI_AB_TICKS * 1000);
         printf("%s: the A/B history, %u ticks of 1 s\n", argv[1], CLI_AB_TICKS);
+        return 0;
+    }
+    if (argc > 2 && g_str_equal(argv[2], "--demo")) {
+        cli_testdb_create_demo(argv[1], g_get_real_time() / 1000000 * 1000 -
+                                        CLI_DEMO_TICKS * 1000);
+        printf("%s: the demo's history, %u ticks of 1 s\n", argv[1], CLI_DEMO_TICKS);
         return 0;
     }
     cli_testdb_create(argv[1], &spec);

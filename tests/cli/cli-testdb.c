@@ -293,58 +293,235 @@ cli_ab_effect(gint64 max_ns, gboolean busy, double *iops_factor, double *lat_us,
                                                          : (busy ? 2.5 : 0.3);
 }
 
-void
-cli_testdb_create_ab(const char *path, gint64 start_ms)
+/* One tick of a one-iothread schedule: the setting in force, what the
+ * iothread did, the host's CPUs busy (share) and CPU pressure (share). */
+typedef struct {
+    gint64 max_ns;
+    double iops, lat_us, cpu_pct, host_busy, host_psi;
+} ScheduleTick;
+
+typedef void (*ScheduleFn)(guint i, ScheduleTick *t);
+
+/* @n 1 s ticks of demo-vm/iot0 from @fn, with an adaptive decision at
+ * each change of setting, written through store/ as the daemon writes. */
+static void
+schedule_write(const char *path, gint64 start_ms, guint n, ScheduleFn fn)
 {
     g_autoptr(GError) error = NULL;
     StoreOptions opts;
     g_autoptr(StoreDb) db = NULL;
-    gint64 len_ns = 1000000000;
+    gint64 len_ns = 1000000000, prev_ns = -1;
 
     store_options_init(&opts);
-    opts.now_ms = start_ms + CLI_AB_TICKS * 1000;
+    opts.now_ms = start_ms + (gint64)n * 1000;
     opts.raw_retention_ms = G_MAXINT64 / 4;
     db = store_db_open(path, &opts, &error);
     g_assert_no_error(error);
     g_assert_true(store_target_register(db, STORE_TARGET_QMP, "demo-vm", NULL, start_ms,
                                         &error));
     g_assert_no_error(error);
-    for (guint i = 0; i < CLI_AB_TICKS; i++) {
-        gint64 ts = start_ms + (gint64)(i + 1) * 1000, max_ns = cli_ab_setting(i);
-        double factor, lat, poll, iops;
+    for (guint i = 0; i < n; i++) {
+        gint64 ts = start_ms + (gint64)(i + 1) * 1000;
+        ScheduleTick t;
         StoreSample s;
         StoreTick tick;
 
-        if (i > 0 && max_ns != cli_ab_setting(i - 1)) {
+        fn(i, &t);
+        if (prev_ns >= 0 && t.max_ns != prev_ns) {
             g_autofree char *reason = g_strdup_printf(
                 "probe: compare with the current setting [triple=%" G_GINT64_FORMAT
                 "/0/0 iops=%.0f lat_us=42.0 cpu_pct=4.1 qd=1.3 z=2.4 start=%"
                 G_GINT64_FORMAT "/0/0:n=30:score=0.2140 trigger=\"workload changed\"]",
-                max_ns, cli_ab_load(i), cli_ab_setting(i - 1));
+                t.max_ns, t.iops, prev_ns);
             StoreDecision d = {
                 .ts_ms = ts - 1000, .target = "demo-vm", .iothread = "iot0",
                 .policy = "adaptive:balanced",
-                .old_triple = { cli_ab_setting(i - 1), 0, 0 },
-                .new_triple = { max_ns, 0, 0 }, .reason = reason, .applied = TRUE,
+                .old_triple = { prev_ns, 0, 0 },
+                .new_triple = { t.max_ns, 0, 0 }, .reason = reason, .applied = TRUE,
             };
 
             g_assert_true(store_decision_insert(db, &d, &error));
             g_assert_no_error(error);
         }
-        cli_ab_effect(max_ns, ab_busy(i), &factor, &lat, &poll);
-        iops = cli_ab_load(i) * factor;
-        sample_fill(&s, "demo-vm", "iot0", iops, lat,
-                    (0.3 + iops / 12000 + poll) / 100, max_ns, len_ns, TRUE);
+        prev_ns = t.max_ns;
+        sample_fill(&s, "demo-vm", "iot0", t.iops, t.lat_us, t.cpu_pct / 100, t.max_ns,
+                    len_ns, TRUE);
         store_tick_init(&tick);
         tick.ts_ms = ts;
         tick.len_ns = len_ns;
-        /* The host is saturated throughout: something else keeps its CPUs
-         * busy, and runnable tasks wait for a CPU 99 % of the time. */
-        tick.psi.cpu_some_us = len_ns / 1000 * 99 / 100;
-        tick.cpu.busy_us = tick.cpu.total_us = CLI_AB_HOST_CPUS * len_ns / 1000;
+        tick.psi.cpu_some_us = (gint64)(len_ns / 1000 * t.host_psi);
+        tick.cpu.total_us = CLI_AB_HOST_CPUS * len_ns / 1000;
+        tick.cpu.busy_us = (gint64)(tick.cpu.total_us * t.host_busy);
         tick.samples = &s;
         tick.n_samples = 1;
         g_assert_true(store_tick_write(db, &tick, &error));
         g_assert_no_error(error);
     }
+}
+
+static void
+ab_tick(guint i, ScheduleTick *t)
+{
+    double factor, lat, poll;
+
+    t->max_ns = cli_ab_setting(i);
+    cli_ab_effect(t->max_ns, ab_busy(i), &factor, &lat, &poll);
+    t->iops = cli_ab_load(i) * factor;
+    t->lat_us = lat;
+    t->cpu_pct = 0.3 + t->iops / 12000 + poll;
+    /* The host is saturated throughout: something else keeps its CPUs
+     * busy, and runnable tasks wait for a CPU 99 % of the time. */
+    t->host_busy = 1.0;
+    t->host_psi = 0.99;
+}
+
+void
+cli_testdb_create_ab(const char *path, gint64 start_ms)
+{
+    schedule_write(path, start_ms, CLI_AB_TICKS, ab_tick);
+}
+
+/* The demo's schedule (scripts/demo.sh's phases idle:10,qd1:35,qd16:35,
+ * idle:10) as the adaptive policy meets it: on each change of load it
+ * probes polling off and another setting for five ticks each, then
+ * settles.  Polling buys queue depth 1 half its IOPS for a third of a
+ * core; at queue depth 16 it buys little and costs little. */
+static void
+demo_tick(guint i, ScheduleTick *t)
+{
+    gboolean qd1 = i >= 10 && i < 45, qd16 = i >= 45 && i < 80;
+    guint k = qd1 ? i - 10 : qd16 ? i - 45 : 0;
+    gboolean off = (qd1 || qd16) && k >= 5 && k < 10;
+    double wobble = 1 + 0.04 * sin(i * 1.7);
+
+    t->max_ns = off ? 0 : qd1 ? (k >= 10 && k < 15 ? 16384 : k >= 15 ? 65536 : 32768)
+                : qd16 ? (k >= 10 && k < 15 ? 65536 : 32768) : 32768;
+    if (qd1) {
+        t->iops = (off ? 8000 : t->max_ns == 16384 ? 9000 : 12000) * wobble;
+        t->cpu_pct = (off ? 10 : 40) * wobble;
+    } else if (qd16) {
+        t->iops = (off ? 45000 : 48000) * wobble;
+        t->cpu_pct = (off ? 52 : 58) * wobble;
+    } else {
+        t->iops = 0;
+        t->cpu_pct = 0.2;
+    }
+    t->lat_us = t->iops > 0 ? (qd16 ? 16 : 1) / t->iops * 1e6 : 0;
+    t->host_busy = 0.15 + t->cpu_pct / 200;
+    t->host_psi = 0.01;
+}
+
+void
+cli_testdb_create_demo(const char *path, gint64 start_ms)
+{
+    schedule_write(path, start_ms, CLI_DEMO_TICKS, demo_tick);
+}
+
+/* The text of the table row whose first cell is @first, tags removed. */
+char *
+cli_test_row_text(const char *html, const char *first)
+{
+    g_autofree char *cell = g_strdup_printf("><td>%s</td>", first);
+    const char *p = strstr(html, cell), *end;
+    g_autoptr(GString) out = g_string_new(NULL);
+    gboolean tag = FALSE;
+
+    g_assert_nonnull(p);
+    end = strstr(p, "</tr>");
+    g_assert_nonnull(end);
+    for (; p < end; p++) {
+        if (*p == '<')
+            tag = TRUE;
+        else if (*p == '>') {
+            tag = FALSE;
+            g_string_append_c(out, '|');
+        } else if (!tag)
+            g_string_append_c(out, *p);
+    }
+    return g_string_free(g_steal_pointer(&out), FALSE);
+}
+
+/* A figure as the page writes it: "36.6k", "1.2M", "0.003", "-164". */
+double
+cli_test_si_number(const char *text)
+{
+    char *end = NULL;
+    double v = g_ascii_strtod(text, &end);
+
+    if (end && *end == 'k')
+        v *= 1e3;
+    else if (end && *end == 'M')
+        v *= 1e6;
+    return v;
+}
+
+/* The text of cell @col (0: the name) of a row from row_text(). */
+char *
+cli_test_row_cell(const char *row, guint col)
+{
+    g_auto(GStrv) cells = g_strsplit(row, "|", -1);
+    guint k = 0;
+
+    for (char **c = cells; *c; c++) {
+        if (!**c)
+            continue;
+        if (k++ == col)
+            return g_strdup(*c);
+    }
+    g_assert_not_reached();
+}
+
+/* From @section's heading on, the first row for @first. */
+char *
+cli_test_section_row(const char *html, const char *section_id, const char *first)
+{
+    g_autofree char *id = g_strdup_printf("id=\"%s\"", section_id);
+    const char *p = strstr(html, id);
+
+    g_assert_nonnull(p);
+    return cli_test_row_text(p, first);
+}
+
+char *
+cli_test_chromium_find(void)
+{
+    char *c = g_find_program_in_path("chromium");
+
+    return c ? c : g_find_program_in_path("chromium-browser");
+}
+
+char *
+cli_test_chromium_dom(const char *html_path, const char *png, const char *profile_dir,
+                      char **err)
+{
+    g_autofree char *chromium = cli_test_chromium_find();
+    g_autofree char *url = g_strconcat("file://", html_path, NULL);
+    g_autofree char *user = g_strconcat("--user-data-dir=", profile_dir, NULL);
+    g_autofree char *shot = png ? g_strconcat("--screenshot=", png, NULL) : NULL;
+    char *dom = NULL;
+    int status = 0;
+
+    if (!chromium) {
+        g_test_skip("chromium is not installed (Debian package chromium)");
+        return NULL;
+    }
+    {
+        const char *dump[] = { chromium, "--headless=new", "--no-sandbox", "--disable-gpu",
+                               user, "--enable-logging=stderr", "--v=0", "--dump-dom", url,
+                               NULL };
+        const char *snap[] = { chromium, "--headless=new", "--no-sandbox", "--disable-gpu",
+                               user, "--hide-scrollbars", "--window-size=1240,2400", shot, url,
+                               NULL };
+
+        g_assert_true(g_spawn_sync(NULL, (char **)dump, NULL, G_SPAWN_DEFAULT, NULL, NULL,
+                                   &dom, err, &status, NULL));
+        g_assert_true(g_spawn_check_wait_status(status, NULL));
+        if (shot) {
+            g_assert_true(g_spawn_sync(NULL, (char **)snap, NULL, G_SPAWN_STDOUT_TO_DEV_NULL |
+                                       G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, NULL, NULL,
+                                       &status, NULL));
+            g_assert_true(g_spawn_check_wait_status(status, NULL));
+        }
+    }
+    return dom;
 }

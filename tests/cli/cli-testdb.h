@@ -55,6 +55,13 @@ double cli_ab_load(guint i);
 void cli_ab_effect(gint64 max_ns, gboolean busy, double *iops_factor, double *lat_us,
                    double *cpu_poll_pct);
 
+/* The history of scripts/demo.sh, in the same shape: demo-vm/iot0 idle
+ * for 10 s, 35 s at queue depth 1, 35 s at queue depth 16, idle for 10 s,
+ * with the adaptive policy's probes (polling off, another setting) at
+ * each change of load. */
+#define CLI_DEMO_TICKS 90
+void cli_testdb_create_demo(const char *path, gint64 start_ms);
+
 /* Runs a program and collects its output and exit status (0..255, or -1
  * when it died of a signal). */
 typedef struct {
@@ -99,3 +106,20 @@ extern const char *const cli_raw_names[CLI_N_RAW];
  */
 GPtrArray *cli_expected_csv(const char *db_path, const char *query, gint64 from, gint64 to,
                             const int *decimals, int n_num, int n_text);
+
+/* Reading the report's HTML: the text of the table row whose first cell
+ * is @first, tags turned into "|"; cell @col (0: the name) of such a row;
+ * a figure as the page writes it ("36.6k", "1.2M", "0.003"). */
+char *cli_test_row_text(const char *html, const char *first);
+/* The same, from the element with id @section_id on. */
+char *cli_test_section_row(const char *html, const char *section_id, const char *first);
+char *cli_test_row_cell(const char *row, guint col);
+double cli_test_si_number(const char *text);
+
+/* Headless Chromium: its path, or NULL; the DOM it builds from the page
+ * at @html_path (with its log in *@err), and a screenshot 1240 pixels
+ * wide into @png unless NULL, with a profile in @profile_dir.  Without
+ * Chromium the test is skipped, saying why, and NULL returned. */
+char *cli_test_chromium_find(void);
+char *cli_test_chromium_dom(const char *html_path, const char *png, const char *profile_dir,
+                            char **err);

@@ -334,7 +334,7 @@ test_matrix(void)
     /* 0.02 s of I/O per second over 100 ops/s: 200 µs each. */
     g_assert_nonnull(strstr(html, "<td>200.0</td>"));
     g_assert_nonnull(strstr(html, "<td>10.0.0.1:9563</td>"));
-    g_assert_nonnull(strstr(html, "<h2>Fleet</h2>"));
+    g_assert_nonnull(strstr(html, "<h2 id=\"scope\">Fleet</h2>"));
     /* The selector is in every query, the rates have windows. */
     g_mutex_lock(&lock);
     g_assert_cmpuint(queries->len, >=, 6);
