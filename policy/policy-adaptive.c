@@ -228,12 +228,40 @@ policy_adaptive_off(const PolicyTriple *current)
 }
 
 void
-policy_adaptive_reset(PolicyIothreadState *st)
+policy_adaptive_enter(PolicyIothreadState *st, PolicyAdaptivePhase phase)
 {
-    st->phase = POLICY_ADAPTIVE_NEW;
-    st->pending = 0;
-    st->n_done = 0;
-    st->seg_x.n = 0;
+    st->phase = phase;
+    switch (phase) {
+    case POLICY_ADAPTIVE_NEW:
+        st->pending = 0;
+        st->n_done = 0;
+        st->seg_x.n = 0;
+        break;
+    case POLICY_ADAPTIVE_IDLE:
+        st->gross = POLICY_GROSS_NONE;
+        break;
+    default:
+        break;
+    }
+}
+
+/*
+ * Whether the tick's write, moving the phase from @from to @to, is exempt
+ * from the dwell: it writes a settled winner back (RETURN), ends a probe
+ * (whatever follows it: the next probe, the winner, the idle rule), or
+ * ends an exploration the load left (to IDLE).  A probe that goes on, or
+ * never landed (back to NEW), writes nothing of its own.
+ */
+static gboolean
+dwell_exempt(PolicyAdaptivePhase from, PolicyAdaptivePhase to)
+{
+    if (to == POLICY_ADAPTIVE_RETURN)
+        return TRUE;
+    if (from == POLICY_ADAPTIVE_PROBE)
+        return to != POLICY_ADAPTIVE_PROBE && to != POLICY_ADAPTIVE_NEW;
+    return to == POLICY_ADAPTIVE_IDLE &&
+           (from == POLICY_ADAPTIVE_START || from == POLICY_ADAPTIVE_NEXT ||
+            from == POLICY_ADAPTIVE_RETURN);
 }
 
 PolicyTriple
@@ -605,7 +633,7 @@ record_benefit(PolicyIothreadState *st)
      * Frugal: costs no more whole-VM CPU than off (CPU is measured without
      * the IOPS' noise) and is not confidently worse than off.
      */
-    st->have_frugal = FALSE;
+    st->polling.have_frugal = FALSE;
     for (guint i = 0; off && off->n_exits == off->n && i < G_N_ELEMENTS(all); i++) {
         const PolicySegment *g = all[i];
         double se;
@@ -616,30 +644,33 @@ record_benefit(PolicyIothreadState *st)
         se = diff_se(st, g, off);
         if (segment_mean(g) - segment_mean(off) < -evidence_bar(st) * se)
             continue;
-        if (!st->have_frugal || segment_mean(g) > segment_mean(&st->frugal)) {
-            st->have_frugal = TRUE;
-            st->frugal = *g;
+        if (!st->polling.have_frugal || segment_mean(g) > segment_mean(&st->polling.frugal)) {
+            st->polling.have_frugal = TRUE;
+            st->polling.frugal = *g;
         }
     }
     if (off && poll) {
-        st->have_benefit = TRUE;
-        st->gain = segment_mean(poll) - segment_mean(off);
-        st->poll_cores = MAX((segment_cpu(poll) - segment_cpu(off)) / 100.0, 0.01);
-        st->have_net = off->n_exits == off->n && poll->n_exits == poll->n;
-        st->net_cores = poll->vm_cores_sum / poll->n - off->vm_cores_sum / off->n;
+        st->polling.measured = TRUE;
+        st->polling.gain = segment_mean(poll) - segment_mean(off);
+        st->polling.cores = MAX((segment_cpu(poll) - segment_cpu(off)) / 100.0, 0.01);
+        st->polling.net_measured = off->n_exits == off->n && poll->n_exits == poll->n;
+        st->polling.net_cores = poll->vm_cores_sum / poll->n - off->vm_cores_sum / off->n;
     }
 }
 
-/* SETTLED on @g: its ticks are the reference the change detectors watch. */
+/*
+ * Settled on @g: its ticks are the reference the change detectors watch.
+ * SETTLED when @g's triple is @in_force, else RETURN until it is.
+ */
 static void
-settle(PolicyIothreadState *st, const PolicySegment *g, gint64 now_ms)
+settle(PolicyIothreadState *st, const PolicySegment *g, gboolean in_force, gint64 now_ms)
 {
-    st->phase = POLICY_ADAPTIVE_SETTLED;
+    policy_adaptive_enter(st, in_force ? POLICY_ADAPTIVE_SETTLED : POLICY_ADAPTIVE_RETURN);
     st->ref = *g;
     st->ref_ms = now_ms;
     st->cusum_hi = st->cusum_lo = 0;
     st->shape_hi = st->shape_lo = 0;
-    st->gross_sign = 0;
+    st->gross = POLICY_GROSS_NONE;
 }
 
 gboolean
@@ -648,17 +679,15 @@ policy_adaptive_fall_back_frugal(PolicyProposal *p, gint64 now_ms)
     PolicyIothreadState *st = p->st;
     g_autofree char *t = NULL;
 
-    if (!st->have_frugal || policy_adaptive_exploring(st) ||
+    if (!st->polling.have_frugal || policy_adaptive_exploring(st) ||
         policy_guard_writes(st, 1, now_ms).holds)
         return FALSE;
-    t = policy_triple_format(&st->frugal.triple);
-    st->best = st->frugal.triple;
+    t = policy_triple_format(&st->polling.frugal.triple);
+    st->best = st->polling.frugal.triple;
     st->best_cause = POLICY_CAUSE_CONTENTION;
-    settle(st, &st->frugal, now_ms);
-    if (!policy_triple_equal(&st->best, &p->in->current))
-        st->phase = POLICY_ADAPTIVE_RETURN;
-    p->returns_to_best = TRUE;
-    policy_proposal_set(p, &st->frugal.triple, POLICY_CAUSE_CONTENTION,
+    settle(st, &st->polling.frugal, policy_triple_equal(&st->best, &p->in->current), now_ms);
+    p->dwell_exempt = TRUE;
+    policy_proposal_set(p, &st->polling.frugal.triple, POLICY_CAUSE_CONTENTION,
                         "adaptive: host contention, polling at %s, measured to beat off at no "
                         "more whole-VM CPU (it saves the vCPUs more exits than it burns)", t);
     return TRUE;
@@ -675,9 +704,7 @@ settle_best(PolicyIothreadState *st, const PolicySegment *g, const PolicyTriple 
     st->seg_x.n = 0;
     st->best = g->triple;
     st->best_cause = cause;
-    settle(st, g, now_ms);
-    if (!policy_triple_equal(&g->triple, current))
-        st->phase = POLICY_ADAPTIVE_RETURN;
+    settle(st, g, policy_triple_equal(&g->triple, current), now_ms);
 }
 
 void
@@ -840,11 +867,9 @@ explore_finish(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
     explore_learn(p, win, anchor, now_ms);
     st->best = win->triple;
     st->best_cause = POLICY_CAUSE_ROLLBACK;
-    settle(st, win, now_ms);
+    settle(st, win, policy_triple_equal(&win->triple, cur), now_ms);
     bt = policy_triple_format(&win->triple);
     if (!policy_triple_equal(&win->triple, cur)) {
-        st->phase = POLICY_ADAPTIVE_RETURN;
-        p->returns_to_best = TRUE;
         policy_proposal_set(p, &win->triple, POLICY_CAUSE_ROLLBACK,
                             win == anchor ? "adaptive: nothing beat %s with confidence, "
                                             "returning to it"
@@ -1076,18 +1101,18 @@ workload_changed(const PolicyConfig *cfg, PolicyIothreadState *st, const PolicyM
      * same way: that is a new workload.
      */
     if (fabs(x) > GROSS_CHANGE_LN) {
-        int sign = x > 0 ? 1 : -1;
+        PolicyGrossMove move = x > 0 ? POLICY_GROSS_UP : POLICY_GROSS_DOWN;
 
-        if (st->gross_sign == sign) {
-            st->gross_sign = 0;
+        if (st->gross == move) {
+            st->gross = POLICY_GROSS_NONE;
             *why = WHY_GROSS;
             return TRUE;
         }
-        st->gross_sign = sign;
+        st->gross = move;
         g_string_append(evidence, " gross_move=1/2");
         return FALSE;
     }
-    st->gross_sign = 0;
+    st->gross = POLICY_GROSS_NONE;
     /* The reference's mean and spread are learned from its first ticks. */
     if (st->ref.n < REF_MIN_TICKS)
         return FALSE;
@@ -1155,7 +1180,7 @@ explore_begin(const PolicyConfig *cfg, PolicyProposal *p, const char *why, gint6
     PolicyTriple w = policy_adaptive_wide(cfg), n = policy_adaptive_narrow(cfg);
     gboolean had_ref = has_ref(st);
 
-    st->phase = POLICY_ADAPTIVE_START;
+    policy_adaptive_enter(st, POLICY_ADAPTIVE_START);
     st->n_done = 0;
     /*
      * A workload that is certainly new (the first, one after an idle
@@ -1257,7 +1282,6 @@ memory_settle(PolicyProposal *p, const PolicyTriple *t, PolicyCause cause, gint6
     else
         segment_start(&g, t);
     settle_best(st, &g, cur, cause, now_ms);
-    p->returns_to_best = !policy_triple_equal(t, cur);
 }
 
 /* A winner remembered for the workload: written, or kept when in force. */
@@ -1426,7 +1450,7 @@ memory_revalidate(PolicyProposal *p, gint64 now_ms)
     }
     desc = policy_memory_entry_describe(e, now_ms);
     policy_adaptive_memory_note(st, "%s", desc);
-    settle(st, &ref, now_ms);
+    settle(st, &ref, TRUE, now_ms);
     g_string_append_printf(p->evidence, " memory=confirmed memory_score=%.4f "
                            "remembered_score=%.4f", segment_mean(&ref), remembered);
     policy_proposal_set(p, &p->in->current, POLICY_CAUSE_NONE,
@@ -1446,7 +1470,7 @@ step_return(PolicyProposal *p)
     g_autofree char *bt = NULL;
 
     if (policy_triple_equal(&st->best, &p->in->current)) {
-        st->phase = POLICY_ADAPTIVE_SETTLED;
+        policy_adaptive_enter(st, POLICY_ADAPTIVE_SETTLED);
         return FALSE;
     }
     bt = policy_triple_format(&st->best);
@@ -1460,7 +1484,6 @@ step_return(PolicyProposal *p)
         policy_proposal_set(p, &st->best, st->best_cause,
                             "adaptive: the %s guard cut polling, writing %s",
                             policy_cause_to_string(st->best_cause), bt);
-    p->returns_to_best = TRUE;
     return TRUE;
 }
 
@@ -1472,9 +1495,9 @@ step_probe(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
     const PolicyTriple *cur = &p->in->current;
     double z;
 
-    if (!policy_triple_equal(cur, &st->expected)) {
+    if (!policy_triple_equal(cur, &st->own_write.triple)) {
         /* The probe never landed (the write failed): nothing was measured. */
-        policy_adaptive_reset(st);
+        policy_adaptive_enter(st, POLICY_ADAPTIVE_NEW);
         policy_proposal_set(p, cur, POLICY_CAUSE_NONE,
                             "adaptive: the probe was not applied, exploring again next tick");
         return;
@@ -1502,15 +1525,15 @@ step_probe(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
                             t, st->seg_x.n, SEG_MAX);
         return;
     }
-    st->phase = POLICY_ADAPTIVE_NEXT;
-    st->done[st->n_done++] = st->seg_x;
-    st->seg_x.n = 0;
     /*
      * The probe is over: whatever is written next (the next probe or
      * the winner) ends a deliberate measurement and is not held back
-     * by the dwell, which would only prolong a probe that lost.
+     * by the dwell, which would only prolong a probe that lost
+     * (dwell_exempt()).
      */
-    p->returns_to_best = TRUE;
+    policy_adaptive_enter(st, POLICY_ADAPTIVE_NEXT);
+    st->done[st->n_done++] = st->seg_x;
+    st->seg_x.n = 0;
     explore_next(cfg, p, now_ms);
 }
 
@@ -1531,7 +1554,7 @@ step_start(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
                             st->seg_a.n, SEG_A_MAX);
         return;
     }
-    st->phase = POLICY_ADAPTIVE_NEXT;
+    policy_adaptive_enter(st, POLICY_ADAPTIVE_NEXT);
     explore_next(cfg, p, now_ms);
 }
 
@@ -1551,7 +1574,7 @@ explore_now(const PolicyConfig *cfg, PolicyProposal *p, const char *why, gint64 
                             "adaptive: %s, measuring the starting triple", why);
         return;
     }
-    p->st->phase = POLICY_ADAPTIVE_NEXT;
+    policy_adaptive_enter(p->st, POLICY_ADAPTIVE_NEXT);
     explore_next(cfg, p, now_ms);
 }
 
@@ -1569,8 +1592,7 @@ step_idle_rule(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
     /* An idle spell ends the workload's phase. */
     if (p->st->phase != POLICY_ADAPTIVE_IDLE)
         policy_adaptive_memory_phase_end(p, now_ms - policy_adaptive_tick_ms(p));
-    p->st->phase = POLICY_ADAPTIVE_IDLE;
-    p->st->gross_sign = 0;
+    policy_adaptive_enter(p->st, POLICY_ADAPTIVE_IDLE);
     if (!policy_triple_equal(&off, &p->in->current) &&
         !writes_fit(p, 1, "the idle rule's polling off", now_ms))
         return TRUE;
@@ -1601,8 +1623,9 @@ step_idle(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
     PolicyIothreadState *st = p->st;
     const PolicyTriple *cur = &p->in->current;
 
-    if (st->gross_sign != 1) {
-        st->gross_sign = 1;
+    /* The load is a move up from nothing: it counts on its second tick. */
+    if (st->gross != POLICY_GROSS_UP) {
+        st->gross = POLICY_GROSS_UP;
         g_string_append(p->evidence, " load_after_idle=1/2");
         policy_proposal_set(p, cur, POLICY_CAUSE_NONE,
                             "adaptive: I/O after an idle spell, measured from the next tick");
@@ -1627,7 +1650,7 @@ step_idle(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
                             "polltune, before measuring", bt);
         return;
     }
-    st->gross_sign = 0;
+    st->gross = POLICY_GROSS_NONE;
     explore_now(cfg, p, WHY_LOAD, now_ms);
 }
 
@@ -1647,7 +1670,7 @@ step_settled(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
 
     if (!workload_changed(cfg, st, m, now_ms, &why, p->evidence)) {
         /* A tick that moved grossly waits for the next one, outside the reference. */
-        if (!st->gross_sign)
+        if (st->gross == POLICY_GROSS_NONE)
             segment_add(cfg, &st->ref, p->objective, m);
         if (memory_confirm(cfg, p, now_ms))
             return;
@@ -1671,43 +1694,11 @@ step_settled(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
     explore_now(cfg, p, why, now_ms);
 }
 
-void
-policy_adaptive_step(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
+/* The tick of the phase @p's iothread is in. */
+static void
+step_phase(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
 {
-    PolicyIothreadState *st = p->st;
-    const PolicyMetrics *m = p->m;
-    const PolicyTriple *cur = &p->in->current;
-
-    if (!m || !m->have_io) {
-        policy_proposal_set(p, cur, POLICY_CAUSE_NONE, "adaptive: no I/O measurements yet");
-        return;
-    }
-    policy_metrics_describe(p->evidence, "", m);
-    g_string_append_printf(p->evidence, " score=%.4f", policy_config_score(cfg, p->objective, m));
-    /* The phase's ticks, for its signature. */
-    if (policy_metrics_iops(m) >= cfg->idle_iops && st->phase_ticks < G_MAXUINT)
-        st->phase_ticks++;
-
-    /* A write landed inside this tick: its numbers describe neither triple. */
-    if (!policy_triple_equal(&m->triple, cur) ||
-        (st->last_write_ms != G_MININT64 &&
-         m->when_ms - m->interval_ns / 1000000 < st->last_write_ms)) {
-        policy_proposal_set(p, cur, POLICY_CAUSE_NONE,
-                            "adaptive: settling, this tick straddles a write");
-        return;
-    }
-    /*
-     * The workload went idle under an exploration: its probes would be
-     * measured at no I/O (a wide window polling for nothing, then the
-     * rollback), so it ends here and the idle rule turns polling off.
-     */
-    if (policy_metrics_iops(m) < cfg->idle_iops &&
-        (policy_adaptive_exploring(st) || st->phase == POLICY_ADAPTIVE_RETURN)) {
-        policy_adaptive_reset(st);
-        /* Ending a deliberate measurement is not held back by the dwell. */
-        p->returns_to_best = TRUE;
-    }
-    switch (st->phase) {
+    switch (p->st->phase) {
     case POLICY_ADAPTIVE_RETURN:
         if (step_return(p) || step_idle_rule(cfg, p, now_ms))
             return;
@@ -1734,4 +1725,42 @@ policy_adaptive_step(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
             step_settled(cfg, p, now_ms);
         return;
     }
+}
+
+void
+policy_adaptive_step(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
+{
+    PolicyIothreadState *st = p->st;
+    const PolicyMetrics *m = p->m;
+    const PolicyTriple *cur = &p->in->current;
+    PolicyAdaptivePhase from = st->phase;
+
+    if (!m || !m->have_io) {
+        policy_proposal_set(p, cur, POLICY_CAUSE_NONE, "adaptive: no I/O measurements yet");
+        return;
+    }
+    policy_metrics_describe(p->evidence, "", m);
+    g_string_append_printf(p->evidence, " score=%.4f", policy_config_score(cfg, p->objective, m));
+    /* The phase's ticks, for its signature. */
+    if (policy_metrics_iops(m) >= cfg->idle_iops && st->phase_ticks < G_MAXUINT)
+        st->phase_ticks++;
+
+    /* A write landed inside this tick: its numbers describe neither triple. */
+    if (!policy_triple_equal(&m->triple, cur) ||
+        (st->last_write_ms != G_MININT64 &&
+         m->when_ms - m->interval_ns / 1000000 < st->last_write_ms)) {
+        policy_proposal_set(p, cur, POLICY_CAUSE_NONE,
+                            "adaptive: settling, this tick straddles a write");
+        return;
+    }
+    /*
+     * The workload went idle under an exploration: its probes would be
+     * measured at no I/O (a wide window polling for nothing, then the
+     * rollback), so it ends here and the idle rule turns polling off.
+     */
+    if (policy_metrics_iops(m) < cfg->idle_iops &&
+        (policy_adaptive_exploring(st) || st->phase == POLICY_ADAPTIVE_RETURN))
+        policy_adaptive_enter(st, POLICY_ADAPTIVE_NEW);
+    step_phase(cfg, p, now_ms);
+    p->dwell_exempt = dwell_exempt(from, st->phase);
 }
