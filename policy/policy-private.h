@@ -53,7 +53,7 @@ typedef struct {
 
 /*
  * The adaptive policy's phase on one iothread.  Each tick runs the
- * handler of its phase (policy-adaptive.c), which may move it to another:
+ * handler of its phase (policy-adaptive-private.h), which may move it to another:
  *
  *   NEW -----------------------.      (nothing measured yet)
  *   IDLE ----------------------+--> START --> PROBE --> NEXT --> PROBE ...
