@@ -714,6 +714,20 @@ print_explain_candidates(json_object *x)
     }
 }
 
+/* "memory        remembered: workload W, ...; 3 workloads remembered" */
+static void
+print_explain_memory(json_object *x)
+{
+    gint64 n = 0;
+
+    qmp_json_get_int(x, "memory_entries", &n);
+    if (!member(x, "memory") && n <= 0)
+        return;
+    printf("  memory        %s%s%" G_GINT64_FORMAT " workload%s remembered\n",
+           member(x, "memory") ? str(x, "memory") : "", member(x, "memory") ? "; " : "",
+           n, n == 1 ? "" : "s");
+}
+
 static void
 print_explain_guards(json_object *x)
 {
@@ -762,6 +776,7 @@ print_explain(CliContext *ctx, json_object *x)
     }
     print_explain_metrics(ctx, x);
     print_explain_candidates(x);
+    print_explain_memory(x);
     if (array_len(holding)) {
         GString *h = g_string_new(NULL);
 

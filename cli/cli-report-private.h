@@ -14,7 +14,7 @@
 /*
  * An exploration of the adaptive policy writes its probes (decisions of
  * cause "probe") one after another, each measured for at most a few ticks
- * (SEG_MAX, policy-adaptive.c) plus the dwell between writes: under a
+ * (SEG_MAX, policy-adaptive-explore.c) plus the dwell between writes: under a
  * minute at the longest sensible interval of 10 s.  A probe starts an
  * exploration unless the iothread's decision just before it was a probe
  * made less than this long before; the gap stays under revalidate's

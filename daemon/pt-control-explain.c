@@ -99,6 +99,9 @@ pt_json_explain(PtDaemon *d, PtTarget *t, PtIothread *io)
     } else {
         json_object_object_add(o, "benefit", NULL);
     }
+    /* The workload memory's sentence (adaptive only) and the workloads it holds. */
+    json_object_object_add(o, "memory", x->memory ? json_object_new_string(x->memory) : NULL);
+    json_object_object_add(o, "memory_entries", json_object_new_int64(x->memory_entries));
     for (int g = 0; g < POLICY_GUARD_MAX; g++) {
         json_object_array_add(guards, pt_json_guard(g, &x->guards[g]));
         if (x->guards[g].holds)

@@ -3,13 +3,13 @@
  * policy-adaptive-memory: what the adaptive policy asks of and tells the
  * iothread's workload memory (policy-memory.h): the phase a workload lasts
  * and its signature, what a remembered entry says, whether an exploration
- * pays, and what an exploration found.  The phases' transitions that follow
- * from the answers are policy-adaptive.c's; docs/POLICY.md, "Memory", says
- * why.
+ * pays, and what an exploration found; and the answers' part in the
+ * phases: a remembered winner settled on and confirmed, a workload not
+ * worth exploring left as it is.  docs/POLICY.md, "Memory", says why.
  */
 #include <stdarg.h>
 
-#include "policy-private.h"
+#include "policy-adaptive-private.h"
 
 void
 policy_adaptive_memory_note(PolicyIothreadState *st, const char *fmt, ...)
@@ -140,4 +140,220 @@ policy_adaptive_memory_learn(PolicyProposal *p, const PolicyExploration *x, gint
     s = policy_signature_to_string(&sig);
     policy_adaptive_memory_note(st, "learnt: workload %s", s);
     g_string_append_printf(p->evidence, " learnt=%s", s);
+}
+
+/*
+ * The workload memory's part in the phases (docs/POLICY.md, "Memory").
+ * At each exploration's trigger the memory is asked about the workload,
+ * by its signature from the phase's first POLICY_SIGNATURE_LOOKUP_TICKS
+ * ticks: a winner remembered and fresh is written at once (one write, no
+ * probes) and settled on, then confirmed by MEMORY_CONFIRM_TICKS settled
+ * ticks, or found a surprise and explored; with none, the exploration goes
+ * on only where it pays for itself, and otherwise the iothread is left on
+ * the triple it would have without polltune.
+ */
+/*
+ * Settled ticks that confirm a remembered winner: three, as many as a
+ * probe measures at most (SEG_MAX); the surprise's bar is two standard
+ * errors of them and of the remembered ticks, and at least 0.10.
+ */
+#define MEMORY_CONFIRM_TICKS 3
+
+/* START with the triple in force measured: its ticks are the workload's. */
+static gboolean
+start_in_force(const PolicyIothreadState *st, const PolicyTriple *cur)
+{
+    return st->phase == POLICY_ADAPTIVE_START && policy_triple_equal(&st->seg_a.triple, cur);
+}
+
+/* Settle on @t: on the start's ticks when they are @t's, else on none yet;
+ * RETURN until @t is in force. */
+static void
+memory_settle(PolicyProposal *p, const PolicyTriple *t, PolicyCause cause, gint64 now_ms)
+{
+    PolicyIothreadState *st = p->st;
+    const PolicyTriple *cur = &p->in->current;
+    PolicySegment g;
+
+    if (start_in_force(st, cur) && policy_triple_equal(t, cur))
+        g = st->seg_a;
+    else
+        policy_segment_start(&g, t);
+    policy_adaptive_settle_best(st, &g, cur, cause, now_ms);
+}
+
+/* A winner remembered for the workload: written, or kept when in force. */
+static PolicyMemoryVerdict
+memory_recall(const PolicyConfig *cfg, PolicyProposal *p, const PolicyMemoryEntry *e,
+              gint64 now_ms)
+{
+    PolicyIothreadState *st = p->st;
+    const PolicyTriple *cur = &p->in->current;
+    PolicyTriple w = e->last.winner;
+    g_autofree char *desc = policy_memory_entry_describe(e, now_ms);
+
+    policy_config_clamp_triple(cfg, &w);
+    if (!policy_triple_equal(&w, cur) &&
+        !policy_adaptive_writes_fit(p, 1, "the remembered winner", now_ms))
+        return POLICY_MEMORY_WAIT;
+    st->mem_checked = TRUE;
+    policy_adaptive_memory_note(st, "%s", desc);
+    g_string_append(p->evidence, " memory=remembered");
+    memory_settle(p, &w, POLICY_CAUSE_REMEMBERED, now_ms);
+    st->recalled = TRUE;
+    if (policy_triple_equal(&w, cur))
+        policy_proposal_set(p, cur, POLICY_CAUSE_NONE, "adaptive: %s; in force already", desc);
+    else
+        policy_proposal_set(p, &w, POLICY_CAUSE_REMEMBERED, "adaptive: %s; writing it", desc);
+    return POLICY_MEMORY_DECIDED;
+}
+
+/*
+ * Exploring does not pay: do no harm, leave (or put back) the triple the
+ * iothread would have without polltune.
+ */
+static void
+memory_stay(PolicyProposal *p, gint64 now_ms)
+{
+    PolicyIothreadState *st = p->st;
+    const PolicyTriple *cur = &p->in->current;
+    PolicyTriple base = st->baseline;
+    g_autofree char *bt = policy_triple_format(&base);
+
+    memory_settle(p, &base, POLICY_CAUSE_ROLLBACK, now_ms);
+    if (policy_triple_equal(&base, cur))
+        policy_proposal_set(p, cur, POLICY_CAUSE_NONE, "adaptive: %s; leaving %s as it is",
+                            st->mem_note, bt);
+    else
+        policy_proposal_set(p, &base, POLICY_CAUSE_ROLLBACK,
+                            "adaptive: %s; back to %s, the triple without polltune",
+                            st->mem_note, bt);
+}
+
+/* Ask the memory about the phase's workload, once per exploration's trigger. */
+PolicyMemoryVerdict
+policy_adaptive_memory_gate(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
+{
+    PolicyIothreadState *st = p->st;
+    PolicySignature sig;
+    const PolicyMemoryEntry *e;
+
+    if (!p->mem || st->mem_checked)
+        return POLICY_MEMORY_EXPLORE;
+    /*
+     * Nothing learnt yet: the rule's priors always pay (a phase is expected
+     * to last 300 s and more, the probes to cost 0.6), and no tick need
+     * wait for a signature.
+     */
+    if (!policy_memory_size(p->mem)) {
+        st->mem_checked = TRUE;
+        policy_adaptive_memory_note(st, "nothing remembered on this iothread yet: exploring");
+        return POLICY_MEMORY_EXPLORE;
+    }
+    if (!policy_adaptive_memory_signature(p, POLICY_SIGNATURE_LOOKUP_TICKS, &sig)) {
+        if (st->phase_ticks >= POLICY_SIGNATURE_LOOKUP_TICKS) {
+            st->mem_checked = TRUE;     /* ticks without I/O figures: no signature */
+            return POLICY_MEMORY_EXPLORE;
+        }
+        policy_proposal_set(p, &p->in->current, POLICY_CAUSE_NONE,
+                            "adaptive: a new workload, reading its signature (tick %u of %u)",
+                            st->phase_ticks, POLICY_SIGNATURE_LOOKUP_TICKS);
+        return POLICY_MEMORY_WAIT;
+    }
+    st->sig = sig;
+    st->have_sig = TRUE;
+    e = policy_memory_lookup(p->mem, &sig, now_ms);
+    if (e)
+        return memory_recall(cfg, p, e, now_ms);
+    st->mem_checked = TRUE;
+    if (policy_adaptive_memory_pays(p, &sig, now_ms))
+        return POLICY_MEMORY_EXPLORE;
+    memory_stay(p, now_ms);
+    return POLICY_MEMORY_DECIDED;
+}
+
+/*
+ * SETTLED on a remembered winner: once MEMORY_CONFIRM_TICKS ticks are
+ * measured, confirm it, or explore on a surprise.  TRUE: explored.
+ */
+gboolean
+policy_adaptive_memory_confirm(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
+{
+    PolicyIothreadState *st = p->st;
+    const PolicyMemoryEntry *e;
+    double score = policy_segment_mean(&st->ref), remembered;
+    g_autofree char *s = NULL;
+
+    if (!st->recalled || !p->mem || !st->have_sig || st->ref.n < MEMORY_CONFIRM_TICKS ||
+        st->best_cause != POLICY_CAUSE_REMEMBERED ||
+        !policy_triple_equal(&st->ref.triple, &st->best))
+        return FALSE;
+    st->recalled = FALSE;
+    e = policy_memory_peek(p->mem, &st->sig);
+    if (!e || !e->have_winner)
+        return FALSE;
+    remembered = e->last.winner_score;
+    p->mem_changed = TRUE;
+    g_string_append_printf(p->evidence, " memory_score=%.4f remembered_score=%.4f", score,
+                           remembered);
+    if (!policy_memory_confirm(p->mem, &st->sig, score, st->ref.n, now_ms)) {
+        g_autofree char *desc = policy_memory_entry_describe(e, now_ms);
+
+        policy_adaptive_memory_note(st, "%s", desc);
+        return FALSE;
+    }
+    s = policy_signature_to_string(&st->sig);
+    policy_adaptive_memory_note(st, "workload %s: its remembered winner scored %.4f over %u "
+                                "ticks, clearly below %.4f: forgotten, exploring", s, score,
+                                st->ref.n, remembered);
+    st->mem_checked = TRUE;
+    policy_adaptive_explore_now(cfg, p, policy_adaptive_why_surprise, now_ms);
+    return TRUE;
+}
+
+/*
+ * Revalidation where the memory holds the winner in force for the
+ * workload: the settled ticks confirm it instead of an exploration.  TRUE:
+ * confirmed, settled again; FALSE: explore (a surprise, or nothing to
+ * confirm).
+ */
+gboolean
+policy_adaptive_memory_revalidate(PolicyProposal *p, gint64 now_ms)
+{
+    PolicyIothreadState *st = p->st;
+    PolicySignature sig;
+    const PolicyMemoryEntry *e;
+    PolicySegment ref = st->ref;
+    double remembered;
+    g_autofree char *desc = NULL;
+
+    st->mem_checked = FALSE;
+    if (!p->mem || st->ref.n < MEMORY_CONFIRM_TICKS ||
+        !policy_adaptive_memory_signature(p, POLICY_SIGNATURE_MIN_TICKS, &sig))
+        return FALSE;
+    e = policy_memory_lookup(p->mem, &sig, now_ms);
+    if (!e || !policy_triple_equal(&e->last.winner, &p->in->current))
+        return FALSE;
+    st->sig = sig;
+    st->have_sig = TRUE;
+    st->mem_checked = TRUE;
+    remembered = e->last.winner_score;
+    p->mem_changed = TRUE;
+    if (policy_memory_confirm(p->mem, &sig, policy_segment_mean(&ref), ref.n, now_ms)) {
+        g_autofree char *s = policy_signature_to_string(&sig);
+
+        policy_adaptive_memory_note(st, "workload %s: its remembered winner scored %.4f, "
+                                    "clearly below %.4f: forgotten, exploring", s,
+                                    policy_segment_mean(&ref), remembered);
+        return FALSE;
+    }
+    desc = policy_memory_entry_describe(e, now_ms);
+    policy_adaptive_memory_note(st, "%s", desc);
+    policy_adaptive_settle(st, &ref, TRUE, now_ms);
+    g_string_append_printf(p->evidence, " memory=confirmed memory_score=%.4f "
+                           "remembered_score=%.4f", policy_segment_mean(&ref), remembered);
+    policy_proposal_set(p, &p->in->current, POLICY_CAUSE_NONE,
+                        "adaptive: periodic revalidation: %s; the settled ticks confirm it",
+                        desc);
+    return TRUE;
 }

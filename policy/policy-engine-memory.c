@@ -4,7 +4,7 @@
  * iothread, and its exchange with the caller, which keeps it in the store.
  *
  * The engine only holds the memories; what is learnt and when is the
- * adaptive policy's (policy-adaptive.c).  Memories are keyed as the
+ * adaptive policy's (policy-adaptive-memory.c).  Memories are keyed as the
  * engine's states are, "target/iothread", but outlive those states:
  * policy_engine_forget() drops a target's state when it goes away, and a
  * target that comes back must find what it had learnt.

@@ -382,8 +382,8 @@ policy_engine_note_write(PolicyEngine *e, const char *target, const char *iothre
     PolicyIothreadInput in = { .target = target, .iothread = iothread };
     PolicyIothreadState *st = state_get(e, &in);
 
-    st->wrote = TRUE;
-    st->expected = *t;
+    st->own_write.made = TRUE;
+    st->own_write.triple = *t;
 }
 
 gboolean
@@ -421,12 +421,13 @@ observe_current(PolicyEngine *e, PolicyIothreadState *st, const PolicyIothreadIn
     if (!st->seen)
         st->baseline = in->current;
     if (st->seen && !policy_triple_equal(&st->last_current, &in->current)) {
-        gboolean ours = st->wrote && policy_triple_equal(&st->expected, &in->current);
+        gboolean ours = st->own_write.made &&
+                        policy_triple_equal(&st->own_write.triple, &in->current);
 
         if (!ours) {
             st->baseline = in->current;
             st->last_write_ms = now_ms;
-            policy_adaptive_reset(st);
+            policy_adaptive_enter(st, POLICY_ADAPTIVE_NEW);
             if (cfg->external_hold_ms > 0) {
                 PolicyOverrideInfo o = {
                     .target = (char *)in->target,
@@ -507,7 +508,7 @@ propose(PolicyEngine *e, PolicyProposal *p, gint64 now_ms)
         return;
     }
     if (expired)
-        policy_adaptive_reset(p->st);
+        policy_adaptive_enter(p->st, POLICY_ADAPTIVE_NEW);
     if (external_holds(e, p, now_ms))
         return;
     spec = policy_config_lookup_named(cfg, in->target, in->name, in->iothread);
@@ -566,7 +567,7 @@ finish(PolicyEngine *e, PolicyProposal *p, gint64 now_ms)
      * The dwell holds back new decisions; it does not hold back the end of
      * a probe, which is a deliberate one-tick measurement.
      */
-    if (differs && !p->is_override && !p->returns_to_best &&
+    if (differs && !p->is_override && !p->dwell_exempt &&
         policy_guard_dwell(cfg, st, now_ms).holds) {
         g_autofree char *t = policy_triple_format(&p->triple);
 
@@ -583,18 +584,18 @@ finish(PolicyEngine *e, PolicyProposal *p, gint64 now_ms)
         d->reason = g_strdup(p->reason->str);
         if (d->apply) {
             /* In recommend mode nothing changes, so the probe stays pending. */
-            st->wrote = TRUE;
-            st->expected = p->triple;
+            st->own_write.made = TRUE;
+            st->own_write.triple = p->triple;
             st->last_write_ms = now_ms;
             /* The host guards' cuts are the host's, not the policy's. */
             if (p->adaptive && !p->is_override && !p->guard_cut)
                 policy_writes_note(st, now_ms);
             if (p->trial_cand) {
                 st->pending &= ~p->trial_cand;
-                st->phase = POLICY_ADAPTIVE_PROBE;
+                policy_adaptive_enter(st, POLICY_ADAPTIVE_PROBE);
             }
             if (p->is_override)
-                policy_adaptive_reset(st);
+                policy_adaptive_enter(st, POLICY_ADAPTIVE_NEW);
         }
     } else {
         d->cause = p->cause == POLICY_CAUSE_ACCEPT ? POLICY_CAUSE_ACCEPT : POLICY_CAUSE_NONE;

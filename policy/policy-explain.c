@@ -409,9 +409,9 @@ policy_engine_explain(const PolicyEngine *e, const PolicyExplainContext *ctx,
     }
 
     if (st) {
-        x->have_benefit = st->have_benefit;
-        x->gain = st->gain;
-        x->poll_cores = st->poll_cores;
+        x->have_benefit = st->polling.measured;
+        x->gain = st->polling.gain;
+        x->poll_cores = st->polling.cores;
         if (x->spec.kind == POLICY_KIND_ADAPTIVE)
             explain_candidates(x, cfg, st);
     }

@@ -153,9 +153,9 @@ proposes_polling(const PolicyProposal *p)
 static double
 value_per_core(const PolicyProposal *p)
 {
-    if (!p->st->have_benefit)
+    if (!p->st->polling.measured)
         return 0.0;
-    return p->st->gain / MAX(p->st->poll_cores, 0.01);
+    return p->st->polling.gain / MAX(p->st->polling.cores, 0.01);
 }
 
 static int
@@ -207,7 +207,7 @@ cut_polling(PolicyProposal *p, PolicyCause cause, gint64 holdoff_until_ms,
     if (cause == POLICY_CAUSE_CONTENTION)
         policy_adaptive_settle_cut(p->st, &off, &p->in->current, cause, now_ms);
     else
-        policy_adaptive_reset(p->st);
+        policy_adaptive_enter(p->st, POLICY_ADAPTIVE_NEW);
 }
 
 /*
@@ -227,28 +227,29 @@ polling_pays_for_itself(const PolicyProposal *p, GString *why)
         return FALSE;
     }
     if ((p->trial_cand & POLICY_CAND_POLLING) ||
-        (policy_adaptive_exploring(st) && !st->have_benefit)) {
+        (policy_adaptive_exploring(st) && !st->polling.measured)) {
         g_string_append(why, " exits_per_op_now=");
         g_string_append_printf(why, "%.2f(measuring whole-VM CPU)", p->m->exits_per_op);
         return TRUE;
     }
-    if (st->have_benefit && st->have_net) {
+    if (st->polling.measured && st->polling.net_measured) {
         g_string_append_printf(why, " polling_net_cores=%.3f polling_gain=%.4f",
-                               st->net_cores, st->gain);
+                               st->polling.net_cores, st->polling.gain);
         /*
          * Polling that gains and saves whole-VM CPU eases the contention;
          * polling that gains far more than the net CPU it costs is kept
          * too: cutting it relieves the host of less than it takes from the
          * VM's I/O.
          */
-        if (st->gain > MAX(0.0, GUARD_KEEP_GAIN_PER_CORE * st->net_cores)) {
-            if (st->net_cores > 0)
+        if (st->polling.gain > MAX(0.0, GUARD_KEEP_GAIN_PER_CORE * st->polling.net_cores)) {
+            if (st->polling.net_cores > 0)
                 g_string_append_printf(why, " polling_gain_per_net_core=%.1f",
-                                       st->gain / st->net_cores);
+                                       st->polling.gain / st->polling.net_cores);
             return TRUE;
         }
         /* The chosen window costs more, a narrower one measured does not. */
-        return st->have_frugal && policy_triple_equal(&p->triple, &st->frugal.triple);
+        return st->polling.have_frugal &&
+               policy_triple_equal(&p->triple, &st->polling.frugal.triple);
     }
     g_string_append(why, " polling_net_cores=unknown");
     return FALSE;
@@ -346,8 +347,8 @@ policy_guard_polling_cost(const PolicyIothreadState *st, guint n_iothreads,
 {
     double n = MAX(n_iothreads, 1);
 
-    if (st && st->have_benefit && !probe)
-        return st->poll_cores;
+    if (st && st->polling.measured && !probe)
+        return st->polling.cores;
     /*
      * A probe still being measured from a start that did not poll costs
      * what it burns beyond the start's measured CPU: counted whole, a
@@ -381,8 +382,8 @@ cmp_budget_priority(const void *a, const void *b)
     const PolicyProposal *pa = *(PolicyProposal *const *)a;
     const PolicyProposal *pb = *(PolicyProposal *const *)b;
     /* Measured value first, then settled pollers, then probes. */
-    int ka = pa->trial_cand ? 2 : pa->st->have_benefit ? 0 : 1;
-    int kb = pb->trial_cand ? 2 : pb->st->have_benefit ? 0 : 1;
+    int ka = pa->trial_cand ? 2 : pa->st->polling.measured ? 0 : 1;
+    int kb = pb->trial_cand ? 2 : pb->st->polling.measured ? 0 : 1;
     double va, vb;
 
     if (ka != kb)

@@ -53,7 +53,7 @@ typedef struct {
 
 /*
  * The adaptive policy's phase on one iothread.  Each tick runs the
- * handler of its phase (policy-adaptive.c), which may move it to another:
+ * handler of its phase (policy-adaptive-private.h), which may move it to another:
  *
  *   NEW -----------------------.      (nothing measured yet)
  *   IDLE ----------------------+--> START --> PROBE --> NEXT --> PROBE ...
@@ -72,6 +72,7 @@ typedef struct {
  * SETTLED or RETURN, without a probe.  Too little I/O sends any phase to IDLE with
  * polling off; an override, an external write or a guard's cut sends it
  * back to NEW.  The names are external (polltunectl explain's "phase").
+ * The phase changes only in policy_adaptive_enter().
  */
 typedef enum {
     POLICY_ADAPTIVE_NEW,
@@ -86,6 +87,38 @@ typedef enum {
 } PolicyAdaptivePhase;
 
 const char *policy_adaptive_phase_to_string(PolicyAdaptivePhase phase);
+
+/*
+ * A tick that moved IOPS by a gross factor, waiting for a second tick the
+ * same way to count as a new workload; in IDLE, the first tick of load.
+ */
+typedef enum {
+    POLICY_GROSS_NONE,
+    POLICY_GROSS_UP,
+    POLICY_GROSS_DOWN,
+} PolicyGrossMove;
+
+/*
+ * Polling's measured value on one iothread, for the contention and budget
+ * guards: the best polling triple against off at the last exploration
+ * that measured both.
+ */
+typedef struct {
+    gboolean measured;          /* FALSE: nothing below is known */
+    double gain;                /* objective gain of polling over off */
+    double cores;               /* extra iothread CPU that buys it */
+    gboolean net_measured;      /* exits counted under both: net_cores is known */
+    double net_cores;           /* extra whole-VM CPU (< 0: polling saves vCPU time) */
+    /* the best measured polling triple that beat off at no more whole-VM CPU */
+    gboolean have_frugal;
+    PolicySegment frugal;
+} PolicyPollingValue;
+
+/* The triple polltune last asked QEMU for, to tell its writes from others'. */
+typedef struct {
+    gboolean made;              /* FALSE: none yet */
+    PolicyTriple triple;
+} PolicyOwnWrite;
 
 /*
  * The adaptive policy's write budget on one iothread: at most
@@ -113,8 +146,7 @@ typedef struct {
     char *key;                  /* "target/iothread" */
     gboolean seen;
     PolicyTriple last_current;  /* as last reported */
-    gboolean wrote;             /* we asked for expected at last_write_ms */
-    PolicyTriple expected;
+    PolicyOwnWrite own_write;
     gint64 last_write_ms;       /* G_MININT64: never */
     /* the adaptive policy's last writes, a ring, for the write budget */
     gint64 write_log[POLICY_WRITES_LONG_MAX];
@@ -141,8 +173,7 @@ typedef struct {
     gint64 ref_ms;
     double cusum_hi, cusum_lo;
     double shape_hi, shape_lo;  /* the same for the I/O's shape (blocks per op) */
-    /* The sign of the last tick that moved by a gross factor, or 0. */
-    int gross_sign;
+    PolicyGrossMove gross;
 
     /* START .. RETURN: the exploration */
     guint pending;              /* POLICY_CAND_* not measured yet */
@@ -156,15 +187,7 @@ typedef struct {
     /* per-tick noise of the score: within-segment squares of past explorations */
     double noise_ss, noise_df;
 
-    /* polling's measured value, for the contention and budget guards */
-    gboolean have_benefit;
-    double gain;                /* objective gain of polling over off */
-    double poll_cores;          /* extra iothread CPU that buys it */
-    gboolean have_net;          /* exits counted under both: net_cores is known */
-    double net_cores;           /* extra whole-VM CPU (< 0: polling saves vCPU time) */
-    /* the best measured polling triple that beat off at no more whole-VM CPU */
-    gboolean have_frugal;
-    PolicySegment frugal;
+    PolicyPollingValue polling;
     gint64 holdoff_until_ms;    /* contention: no polling probes before */
 
     /*
@@ -183,6 +206,13 @@ typedef struct {
 
 /* START, PROBE or NEXT: an exploration is measuring. */
 gboolean policy_adaptive_exploring(const PolicyIothreadState *st);
+/*
+ * Move @st to @phase: the only place the phase changes.  NEW forgets the
+ * exploration under way (an override, an external write, a guard's cut,
+ * a probe that never landed); IDLE a gross move waiting for its second
+ * tick.
+ */
+void policy_adaptive_enter(PolicyIothreadState *st, PolicyAdaptivePhase phase);
 
 /* A decision in the making. */
 typedef struct {
@@ -192,7 +222,13 @@ typedef struct {
     gboolean adaptive;
     PolicyObjective objective;
     gboolean is_override;
-    gboolean returns_to_best;   /* ends a probe: not held back by dwell */
+    /*
+     * Not held back by the dwell: a write that ends a deliberate
+     * measurement or writes a settled winner back: policy_adaptive_step()
+     * sets it from the tick's change of phase, the contention guard when
+     * it falls back to the frugal triple.
+     */
+    gboolean dwell_exempt;
     guint trial_cand;           /* POLICY_CAND_* this proposal probes, or 0 */
     gboolean guard_cut;         /* contention/budget forced polling off */
     struct _PolicyMemory *mem;  /* adaptive: the iothread's workload memory */
@@ -233,7 +269,6 @@ gboolean policy_adaptive_memory_pays(PolicyProposal *p, const PolicySignature *s
                                      gint64 now_ms);
 /* What the exploration ending now found, keyed by the phase's signature. */
 void policy_adaptive_memory_learn(PolicyProposal *p, const PolicyExploration *x, gint64 now_ms);
-void policy_adaptive_reset(PolicyIothreadState *st);
 /*
  * A guard cut polling to @t (off) for the host's sake: the iothread
  * settles there, writing it back (RETURN, @cause) until it is in force,

@@ -257,6 +257,19 @@ test_status(void)
     cli_run_clear(&r);
 }
 
+/* Runs `explain vm-9` against a peer that answers with @reply; it succeeds. */
+static void
+run_explain(const char *reply, CliRun *r)
+{
+    const char *replies[] = { reply, NULL };
+    PeerStep steps[] = { { "explain", replies } };
+    PeerScript x = { .steps = steps, .n_steps = 1 };
+
+    run_against(&x, r, (const char *[]){ "explain", "vm-9", NULL });
+    g_assert_cmpint(r->status, ==, 0);
+    script_clear(&x);
+}
+
 /*
  * What a peer wrote is printed with its control characters written out:
  * a QMP error description relayed by the daemon (an override's failure,
@@ -316,16 +329,41 @@ test_peer_text_escaped(void)
 
     /* The name a QMP target goes by is QEMU's -name, a peer's text too. */
     for (guint i = 0; i < G_N_ELEMENTS(explain_replies); i++) {
-        const char *reply[] = { explain_replies[i], NULL };
-        PeerStep xsteps[] = { { "explain", reply } };
-        PeerScript x = { .steps = xsteps, .n_steps = 1 };
-
-        run_against(&x, &r, (const char *[]){ "explain", "vm-9", NULL });
-        g_assert_cmpint(r.status, ==, 0);
+        run_explain(explain_replies[i], &r);
         g_assert_null(strchr(r.out, '\033'));
         g_assert_null(strchr(r.out, '\007'));
         g_assert_true(g_str_has_prefix(r.out, "vm\\x1b]0;x\\x07-9"));
-        script_clear(&x);
+    }
+    cli_run_clear(&r);
+}
+
+/*
+ * explain prints what the workload memory says and how many workloads it
+ * holds (the reply's "memory" and "memory_entries"), escaped as any
+ * peer's text; a policy without a memory prints no such line.
+ */
+static void
+test_explain_memory(void)
+{
+    static const char reply_mem[] =
+        "{\"return\": {\"target\": \"vm-9\", \"iothreads\": [{\"target\": \"vm-9\", "
+        "\"iothread\": \"iot0\", \"policy\": \"adaptive:balanced\", \"mode\": \"enforce\", "
+        "\"memory\": \"remembered: workload q\\u001b1, best 0/0/0\", \"memory_entries\": 2}]}, "
+        "\"id\": @ID@}\n";
+    static const char reply_none[] =
+        "{\"return\": {\"target\": \"vm-9\", \"iothreads\": [{\"target\": \"vm-9\", "
+        "\"iothread\": \"iot0\", \"policy\": \"off\", \"mode\": \"enforce\", "
+        "\"memory\": null, \"memory_entries\": 0}]}, \"id\": @ID@}\n";
+    const char *const replies[] = { reply_mem, reply_none };
+    CliRun r = { 0 };
+
+    for (guint i = 0; i < G_N_ELEMENTS(replies); i++) {
+        run_explain(replies[i], &r);
+        if (i == 0)
+            g_assert_nonnull(strstr(r.out, "\n  memory        remembered: workload q\\x1b1, "
+                                           "best 0/0/0; 2 workloads remembered\n"));
+        else
+            g_assert_null(strstr(r.out, "  memory  "));
     }
     cli_run_clear(&r);
 }
@@ -814,6 +852,7 @@ main(int argc, char **argv)
     g_test_add_func("/cli/peer/status", test_status);
     g_test_add_func("/cli/peer/status-no-budget", test_status_no_budget);
     g_test_add_func("/cli/peer/peer-text-escaped", test_peer_text_escaped);
+    g_test_add_func("/cli/peer/explain-memory", test_explain_memory);
     g_test_add_func("/cli/peer/export-stream", test_export_stream);
     g_test_add_func("/cli/peer/export-cut-short", test_export_cut_short);
     g_test_add_func("/cli/peer/failures", test_failures);

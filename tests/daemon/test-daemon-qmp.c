@@ -1501,6 +1501,17 @@ test_explain_guards(void)
     g_assert_cmpfloat(json_num(g, "value"), >, 0.01);
     g_assert_cmpstr(pt_json_path_str(g, "unit"), ==, "cores");
     g_assert_cmpstr(pt_json_path_str(x, "policy"), ==, "adaptive:balanced");
+    /* Adaptive's explain carries the workload memory's sentence (null
+     * until the memory has said something) and the workloads it holds. */
+    {
+        json_object *mem = NULL, *n = NULL;
+
+        g_assert_true(json_object_object_get_ex(x, "memory", &mem));
+        g_assert_true(!mem || json_object_is_type(mem, json_type_string));
+        g_assert_true(json_object_object_get_ex(x, "memory_entries", &n));
+        g_assert_true(json_object_is_type(n, json_type_int));
+        g_assert_cmpint(json_object_get_int64(n), ==, 0);
+    }
     /* Nothing measures vCPUs without a machine: shown as not measured. */
     g = explain_guard(x, "vcpu-run-delay");
     g_assert_false(json_object_get_boolean(pt_json_path(g, "holds")));
