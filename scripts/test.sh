@@ -30,11 +30,14 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 
 "$top/scripts/install-deps.sh" || { echo "install-deps failed"; echo "0 passed, 1 failed"; exit 1; }
+t_deps=$SECONDS
 
 logs=()
 status=0
 broken_log=$(mktemp)    # one line per build that failed before any test ran
-trap 'rm -f "$broken_log"' EXIT
+times_log=$(mktemp)     # wall time of each step, printed with the summary
+trap 'rm -f "$broken_log" "$times_log"' EXIT
+
 
 # "DIR: STEP failed: the first error line" for the summary.
 build_broken() {
@@ -104,12 +107,15 @@ run_build() {
     if ! meson setup "$dir" "${setup_args[@]}" >"$dir.setup.log" 2>&1; then
         cat "$dir.setup.log"; build_broken "$dir" "meson setup" "$dir.setup.log"; return
     fi
+    local t0=$SECONDS
     if ! meson compile -C "$dir" 2>&1 | tee "$dir.compile.log"; then
         build_broken "$dir" "meson compile" "$dir.compile.log"; return
     fi
+    local t1=$SECONDS
     echo "=== $dir: meson test ${test_args[*]}"
     mapfile -t names < <(test_names "$dir" "${test_args[@]}")
     run_tests "$dir" -- "${names[@]}"
+    echo "$dir: compile $((t1 - t0)) s, tests $((SECONDS - t1)) s" >>"$times_log"
 }
 
 # The chaos suite replays its kept seeds and PT_CHAOS_RUNS (default 3) more
@@ -171,7 +177,9 @@ run_qemu10() {
         mapfile -t -O ${#names[@]} names < <(test_names "$dir" "${select[@]}")
     fi
     echo "=== $dir: meson test --setup qemu10 (${qemu10_label}): ${names[*]}"
+    local t0=$SECONDS
     run_tests "$dir" --setup qemu10 -- "${names[@]}"
+    echo "$dir on QEMU 10: tests $((SECONDS - t0)) s" >>"$times_log"
 }
 
 if qemu10_root; then
@@ -187,7 +195,8 @@ host_label="QEMU $(qemu-system-x86_64 --version 2>/dev/null | sed -n 's/^QEMU em
 # The closing lines: every failed test by name with its first error line,
 # then "N passed, N failed, N skipped", summed over the builds from meson's
 # testlog.json files; a build that did not compile counts as one failure.
-PT_HOST_LABEL=$host_label PT_QEMU10_LABEL=$qemu10_label PT_QEMU10_SKIPPED=$qemu10_skipped \
+echo "dependencies $t_deps s; whole run $SECONDS s" >>"$times_log"
+PT_TIMES=$times_log PT_HOST_LABEL=$host_label PT_QEMU10_LABEL=$qemu10_label PT_QEMU10_SKIPPED=$qemu10_skipped \
 python3 - "$broken_log" "${logs[@]}" <<'PY'
 import json, os, re, sys
 passed = skipped = 0
@@ -196,6 +205,8 @@ failures = [l.rstrip("\n") for l in open(sys.argv[1]) if l.strip()]
 # the qemu10 setup ran on the Debian 13 root, the others on the host's.
 labels = {"": os.environ.get("PT_HOST_LABEL", ""), "qemu10": os.environ.get("PT_QEMU10_LABEL", "")}
 per_run = {}     # run -> [passed, failed, skipped], both streams of a run together
+per_suite = {}   # run -> suite -> test seconds
+slowest = []
 if os.environ.get("PT_QEMU10_SKIPPED") == "1":
     skipped += 1
 first_error = re.compile(r"Bail out!|ERROR|FAIL|not ok|error:|Error|Traceback|AssertionError")
@@ -219,6 +230,13 @@ for path in sys.argv[2:]:
             for line in f:
                 r = json.loads(line)
                 res = r.get("result")
+                # Where the time goes: test seconds per suite (the first
+                # one a test names, e.g. "daemon") and the slowest tests.
+                suite = (r.get("name", "").split(" / ")[0].split(":")[-1].split("+")[0]) or "?"
+                secs = r.get("duration") or 0.0
+                per_suite.setdefault(run, {}).setdefault(suite, 0.0)
+                per_suite[run][suite] += secs
+                slowest.append((secs, f"{run}: {r.get('name', '?').split(' / ')[-1]}"))
                 if res in ("OK", "EXPECTEDFAIL"):
                     passed += 1
                     counts[0] += 1
@@ -230,6 +248,12 @@ for path in sys.argv[2:]:
                     failures.append(f"{run}: {r.get('name')}: {res}: {first_line(r)}")
     except OSError as e:
         failures.append(f"{path}: {e.strerror}")
+print("Test seconds per suite (the streams of a run overlap, so these add to more than its wall time):")
+for run, suites in per_suite.items():
+    print(f"  {run}: " + ", ".join(f"{k} {v:.0f}" for k, v in sorted(suites.items(), key=lambda kv: -kv[1])))
+print("Slowest tests: " + ", ".join(f"{n} {t:.0f}s" for t, n in sorted(slowest, reverse=True)[:8]))
+if os.environ.get("PT_TIMES"):
+    print("Wall time: " + "; ".join(l.strip() for l in open(os.environ["PT_TIMES"]) if l.strip()))
 print("Per run:")
 for run, counts in per_run.items():
     print(f"  {run}: {counts[0]} passed, {counts[1]} failed, {counts[2]} skipped")
