@@ -231,15 +231,21 @@ pt_daemon_restore_target(PtDaemon *d, PtTarget *t, const char *why)
  * WAL was deleted or replaced, or the file was corrupt.  The originals
  * saved before may be in the old file only, where the next start would
  * not find them: every one held is written again, and each iothread's
- * writes wait until its own is in (original_saved).  The run marker went
- * too when "history.db*" was removed, and a crash must still be seen.
+ * writes wait until its own is in (original_saved).  So are the settings
+ * the next start reads back from the store: the operators' overrides
+ * (after the originals, which put their targets in the file), the rules
+ * set with policy-set and the mode set with polltunectl; one that fails
+ * leaves the count behind, and the next check writes them all again
+ * (every one of these writes is idempotent).  The run marker went too
+ * when "history.db*" was removed, and a crash must still be seen.
  */
 static void
 pt_daemon_originals_resave(PtDaemon *d, guint64 reopens)
 {
     GHashTableIter it;
     gpointer v;
-    guint n = 0, failed = 0;
+    guint n = 0, failed = 0, overrides = 0, rules = 0;
+    gboolean settled;
     StoreStats st;
 
     if (d->run_marker && !g_file_test(d->run_marker, G_FILE_TEST_EXISTS))
@@ -265,17 +271,25 @@ pt_daemon_originals_resave(PtDaemon *d, guint64 reopens)
             failed += !io->original_saved;
         }
     }
+    settled = pt_daemon_overrides_rewrite(d, g_get_real_time() / 1000, &overrides);
+    settled = pt_daemon_rules_rewrite(d, &rules) && settled;
+    settled = pt_daemon_mode_rewrite(d) && settled;
     /* The workload memory goes in too, at the next policy step. */
     pt_daemon_memory_resave(d);
     /* A write above that found the file gone again leaves the count
      * behind: the next check writes them all once more. */
     store_db_get_stats(d->store, &st);
-    if (st.reopens == reopens)
+    if (st.reopens == reopens && settled)
         d->originals_reopens = reopens;
     if (n)
         pt_info(NULL, NULL, "store: a new history database file: original values of %u "
                 "iothreads written into it again%s", n - failed,
                 failed ? "; the others are not tuned until theirs are saved" : "");
+    if (overrides || rules || d->runtime_mode != PT_MODE_INVALID)
+        pt_info(NULL, NULL, "store: a new history database file: %u overrides, %u policy-set "
+                "rules%s written into it again%s", overrides, rules,
+                d->runtime_mode != PT_MODE_INVALID ? " and the mode set at run time" : "",
+                settled ? "" : "; what failed is tried again");
 }
 
 gboolean
