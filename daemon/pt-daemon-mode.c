@@ -39,15 +39,16 @@ pt_daemon_set_runtime_mode(PtDaemon *d, PtMode mode, GError **error)
 }
 
 gboolean
-pt_daemon_mode_rewrite(PtDaemon *d)
+pt_daemon_mode_rewrite(PtDaemon *d, gboolean say)
 {
     g_autoptr(GError) err = NULL;
 
     if (d->runtime_mode == PT_MODE_INVALID ||
         store_runtime_mode_set(d->store, d->runtime_mode, &err))
         return TRUE;
-    pt_warn(NULL, NULL, "store: mode %s set with polltunectl: %s",
-            pt_mode_to_string(d->runtime_mode), err->message);
+    if (say)
+        pt_warn(NULL, NULL, "store: mode %s set with polltunectl: %s",
+                pt_mode_to_string(d->runtime_mode), err->message);
     return FALSE;
 }
 

@@ -93,7 +93,7 @@ pt_daemon_overrides_carry(PtDaemon *d, PolicyEngine *to, gint64 now_ms)
 }
 
 gboolean
-pt_daemon_overrides_rewrite(PtDaemon *d, gint64 now_ms, guint *n)
+pt_daemon_overrides_rewrite(PtDaemon *d, gint64 now_ms, gboolean say, guint *n)
 {
     g_autoptr(GPtrArray) list = policy_engine_list_overrides(d->engine, now_ms);
     gboolean ok = TRUE;
@@ -118,8 +118,9 @@ pt_daemon_overrides_rewrite(PtDaemon *d, gint64 now_ms, guint *n)
         if (o->origin != POLICY_ORIGIN_OVERRIDE)
             continue;
         if (!store_override_rewrite(d->store, &ov, &err)) {
-            pt_warn(o->target, o->iothread, "store: override %" G_GINT64_FORMAT ": %s",
-                    o->id, err->message);
+            if (say)
+                pt_warn(o->target, o->iothread, "store: override %" G_GINT64_FORMAT ": %s",
+                        o->id, err->message);
             ok = FALSE;
             continue;
         }

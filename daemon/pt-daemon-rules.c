@@ -127,7 +127,7 @@ pt_daemon_policy_clear(PtDaemon *d, const char *glob, GError **error)
 }
 
 gboolean
-pt_daemon_rules_rewrite(PtDaemon *d, guint *n)
+pt_daemon_rules_rewrite(PtDaemon *d, gboolean say, guint *n)
 {
     gboolean ok = TRUE;
 
@@ -141,7 +141,8 @@ pt_daemon_rules_rewrite(PtDaemon *d, guint *n)
         spec = policy_spec_format(&r->spec);
         if (!store_policy_rule_set(d->store, r->glob, spec, r->who ? r->who : "?", r->set_ms,
                                    &err)) {
-            pt_warn(NULL, NULL, "store: policy rule for %s: %s", r->glob, err->message);
+            if (say)
+                pt_warn(NULL, NULL, "store: policy rule for %s: %s", r->glob, err->message);
             ok = FALSE;
             continue;
         }

@@ -161,11 +161,14 @@ override_prepare(StoreDb *db, const StoreOverride *ov, gboolean with_id, gint64 
     }
     if (!store_db_check_file(db, ov->created_ms, error))
         return FALSE;
-    /* Resolving an iothread also resolves (creates) its target; for a
-     * whole-target override use a lookup of the target alone. */
-    return !ov->iothread ||
-           store_resolve_iothread(db, ov->target, ov->iothread, ov->created_ms, iothread_id,
-                                  error);
+    /* Resolving an iothread also resolves (creates) its target; a new
+     * whole-target override looks the target up (override_insert()), and
+     * one written again creates it: a file opened anew lacks a target
+     * whose QEMU is gone, and its override must outlive a restart. */
+    if (ov->iothread)
+        return store_resolve_iothread(db, ov->target, ov->iothread, ov->created_ms,
+                                      iothread_id, error);
+    return !with_id || store_resolve_target(db, ov->target, ov->created_ms, error);
 }
 
 gboolean

@@ -380,7 +380,7 @@ test_overrides(Fixture *fx, gconstpointer data)
 
 /* An override written again into a new file keeps its id, leaves one
  * already there as it is, and ends nothing; a new one is numbered after
- * it.  A whole target's needs its target in the file. */
+ * it.  A whole target's brings its target into the file. */
 static void
 test_override_rewrite(Fixture *fx, gconstpointer data)
 {
@@ -411,12 +411,18 @@ test_override_rewrite(Fixture *fx, gconstpointer data)
     g_assert_true(store_override_set(fx->db, &ov, &id, &error));
     g_assert_cmpint(id, >, 42);
 
+    /* A whole target the file does not know yet (its QEMU gone). */
     ov.id = 99;
-    ov.target = "vm-unknown";
+    ov.target = "vm-gone";
     ov.iothread = NULL;
-    g_assert_false(store_override_rewrite(fx->db, &ov, &error));
-    g_assert_error(error, STORE_ERROR, STORE_ERROR_NOT_FOUND);
-    g_clear_error(&error);
+    g_assert_true(store_override_rewrite(fx->db, &ov, &error));
+    g_assert_no_error(error);
+    g_clear_pointer(&active, g_ptr_array_unref);
+    active = store_override_list_active(fx->db, T0 + 1000, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(active->len, ==, 3);
+    g_assert_cmpint(((StoreOverrideRow *)active->pdata[2])->ov.id, ==, 99);
+    g_assert_null(((StoreOverrideRow *)active->pdata[2])->ov.iothread);
     ov.id = 0;
     g_assert_false(store_override_rewrite(fx->db, &ov, &error));
     g_assert_error(error, STORE_ERROR, STORE_ERROR_INVALID);
