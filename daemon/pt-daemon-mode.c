@@ -29,12 +29,27 @@ pt_daemon_set_runtime_mode(PtDaemon *d, PtMode mode, GError **error)
         g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT, "invalid mode");
         return FALSE;
     }
+    pt_daemon_originals_on_disk(d);
     if (keep != d->runtime_mode && !store_runtime_mode_set(d->store, keep, error))
         return FALSE;
     if (!pt_daemon_set_mode(d, mode, error))
         return FALSE;
     d->runtime_mode = keep;
     return TRUE;
+}
+
+gboolean
+pt_daemon_mode_rewrite(PtDaemon *d, gboolean say)
+{
+    g_autoptr(GError) err = NULL;
+
+    if (d->runtime_mode == PT_MODE_INVALID ||
+        store_runtime_mode_set(d->store, d->runtime_mode, &err))
+        return TRUE;
+    if (say)
+        pt_warn(NULL, NULL, "store: mode %s set with polltunectl: %s",
+                pt_mode_to_string(d->runtime_mode), err->message);
+    return FALSE;
 }
 
 PtMode

@@ -226,13 +226,37 @@ pt_daemon_restore_target(PtDaemon *d, PtTarget *t, const char *why)
     return n;
 }
 
+/* The overrides, policy-set rules and runtime mode into a new file (after
+ * the originals, which put their targets in it).  Every one of these
+ * writes can be made twice: one that fails is tried again, with the
+ * rest, at every check until they all are in, said once. */
+static void
+pt_daemon_settings_rewrite(PtDaemon *d)
+{
+    gboolean say = !d->settings_rewrite_failed, settled;
+    guint overrides = 0, rules = 0;
+
+    settled = pt_daemon_overrides_rewrite(d, g_get_real_time() / 1000, say, &overrides);
+    settled = pt_daemon_rules_rewrite(d, say, &rules) && settled;
+    settled = pt_daemon_mode_rewrite(d, say) && settled;
+    if ((overrides || rules || d->runtime_mode != PT_MODE_INVALID) && (say || settled))
+        pt_info(NULL, NULL, "store: a new history database file: %u overrides, %u policy-set "
+                "rules%s written into it again%s", overrides, rules,
+                d->runtime_mode != PT_MODE_INVALID ? " and the mode set at run time" : "",
+                settled ? "" : "; what failed is tried again at every tick");
+    d->settings_rewrite_failed = !settled;
+}
+
 /*
  * The store opened a new file (StoreStats.reopens): the database or its
  * WAL was deleted or replaced, or the file was corrupt.  The originals
  * saved before may be in the old file only, where the next start would
  * not find them: every one held is written again, and each iothread's
- * writes wait until its own is in (original_saved).  The run marker went
- * too when "history.db*" was removed, and a crash must still be seen.
+ * writes wait until its own is in (original_saved).  So are the settings
+ * the next start reads back from the store: the operators' overrides,
+ * the rules set with policy-set and the mode set with polltunectl
+ * (pt_daemon_settings_rewrite()).  The run marker went too when
+ * "history.db*" was removed, and a crash must still be seen.
  */
 static void
 pt_daemon_originals_resave(PtDaemon *d, guint64 reopens)
@@ -265,6 +289,7 @@ pt_daemon_originals_resave(PtDaemon *d, guint64 reopens)
             failed += !io->original_saved;
         }
     }
+    pt_daemon_settings_rewrite(d);
     /* The workload memory goes in too, at the next policy step. */
     pt_daemon_memory_resave(d);
     /* A write above that found the file gone again leaves the count
@@ -294,8 +319,11 @@ pt_daemon_originals_on_disk(PtDaemon *d)
     d->store_check_failed = FALSE;
     pt_daemon_store_notices(d);
     store_db_get_stats(d->store, &st);
-    if (st.reopens == d->originals_reopens)
+    if (st.reopens == d->originals_reopens) {
+        if (d->settings_rewrite_failed)
+            pt_daemon_settings_rewrite(d);
         return TRUE;
+    }
     pt_daemon_originals_resave(d, st.reopens);
     return FALSE;
 }

@@ -92,6 +92,43 @@ pt_daemon_overrides_carry(PtDaemon *d, PolicyEngine *to, gint64 now_ms)
     }
 }
 
+gboolean
+pt_daemon_overrides_rewrite(PtDaemon *d, gint64 now_ms, gboolean say, guint *n)
+{
+    g_autoptr(GPtrArray) list = policy_engine_list_overrides(d->engine, now_ms);
+    gboolean ok = TRUE;
+
+    for (guint i = 0; i < list->len; i++) {
+        const PolicyOverrideInfo *o = list->pdata[i];
+        g_autoptr(GError) err = NULL;
+        /* What override-set stored for it: a member kept live is NULL. */
+        StoreOverride ov = {
+            .id = o->id,
+            .created_ms = o->set_ms,
+            .expires_ms = o->expires_ms ? o->expires_ms : STORE_NULL,
+            .who = o->who ? o->who : "?",
+            .target = o->target,
+            .iothread = o->iothread,
+            .triple = { (gint64)o->triple.poll_max_ns,
+                        o->keep_grow ? STORE_NULL : (gint64)o->triple.poll_grow,
+                        o->keep_shrink ? STORE_NULL : (gint64)o->triple.poll_shrink },
+            .reason = o->reason,
+        };
+
+        if (o->origin != POLICY_ORIGIN_OVERRIDE)
+            continue;
+        if (!store_override_rewrite(d->store, &ov, &err)) {
+            if (say)
+                pt_warn(o->target, o->iothread, "store: override %" G_GINT64_FORMAT ": %s",
+                        o->id, err->message);
+            ok = FALSE;
+            continue;
+        }
+        (*n)++;
+    }
+    return ok;
+}
+
 void
 pt_daemon_overrides_expire(PtDaemon *d, gint64 now_ms)
 {
@@ -155,6 +192,9 @@ pt_daemon_override_set(PtDaemon *d, const char *target, const char *iothread,
     ov.triple = (StoreTriple){ poll_max_ns, poll_grow < 0 ? STORE_NULL : poll_grow,
                                poll_shrink < 0 ? STORE_NULL : poll_shrink };
     ov.reason = reason;
+    /* Into a new file only once the others are in again: its ids would
+     * otherwise be theirs. */
+    pt_daemon_originals_on_disk(d);
     if (!store_override_set(d->store, &ov, &id, error))
         return FALSE;
     ov.id = id;
@@ -195,6 +235,7 @@ pt_daemon_override_clear(PtDaemon *d, const char *target, const char *iothread,
                     "override-clear: neither an id nor a target");
         return 0;
     }
+    pt_daemon_originals_on_disk(d);
     list = policy_engine_list_overrides(d->engine, now_ms);
     for (guint i = 0; i < list->len; i++) {
         const PolicyOverrideInfo *o = list->pdata[i];

@@ -85,6 +85,9 @@ struct PtDaemon {
      * file they are in (pt_daemon_originals_on_disk()). */
     guint64 originals_reopens;
     gboolean store_check_failed;    /* said once in the log */
+    /* Writing the overrides, rules or mode into a new file failed: said
+     * once, tried again at every check until it works. */
+    gboolean settings_rewrite_failed;
     /* "target/iothread" -> the memory held for it (pt-daemon-memory.c). */
     GHashTable *memory;
     gboolean memory_save_failed;    /* said once in the log */
@@ -155,9 +158,12 @@ gboolean pt_daemon_adopt_original(PtDaemon *d, PtTarget *t, PtIothread *io);
 guint pt_daemon_restore_target(PtDaemon *d, PtTarget *t, const char *why);
 /* Checks the store's file (store_db_check()); TRUE when every original
  * held is in the file open now.  When the store opened a new file, writes
- * them all into it and returns FALSE: a write to a VM that asked waits a
- * tick.  Asked once a tick before the policy and before each of its
- * writes, so that no VM is changed while its original is nowhere. */
+ * them all into it, and with them the overrides, the policy-set rules and
+ * the mode set at run time, and returns FALSE: a write to a VM that asked
+ * waits a tick.  Asked once a tick before the policy and before each of
+ * its writes, so that no VM is changed while its original is nowhere, and
+ * before each write of those settings, so that one made into a new file
+ * finds the others there. */
 gboolean pt_daemon_originals_on_disk(PtDaemon *d);
 
 /* pt-daemon-overrides.c */
@@ -165,6 +171,9 @@ gboolean pt_daemon_originals_on_disk(PtDaemon *d);
 gboolean pt_daemon_overrides_load(PtDaemon *d, gint64 now_ms, GError **error);
 /* Put the engine's overrides into @to, the engine a reload replaces it with. */
 void pt_daemon_overrides_carry(PtDaemon *d, PolicyEngine *to, gint64 now_ms);
+/* Write the engine's overrides into a database file opened anew, under
+ * their ids; counts them in @n.  FALSE when one failed (logged if @say). */
+gboolean pt_daemon_overrides_rewrite(PtDaemon *d, gint64 now_ms, gboolean say, guint *n);
 /* Drop the overrides expired at @now_ms, saying so in the log. */
 void pt_daemon_overrides_expire(PtDaemon *d, gint64 now_ms);
 
@@ -197,11 +206,17 @@ const char *const *pt_group_member_ids(PtTarget *t, PtIothread *io, GPtrArray *k
 /* pt-daemon-mode.c */
 /* Tell the policy configuration in force the mode d->mode. */
 void pt_daemon_mode_to_policy(PtDaemon *d);
+/* Write the mode set with polltunectl, if any, into a database file opened
+ * anew.  FALSE when that failed (logged if @say). */
+gboolean pt_daemon_mode_rewrite(PtDaemon *d, gboolean say);
 
 /* pt-daemon-rules.c */
 /* Reads the policy-set rules from the store and puts them in front of the
  * configured ones; a rule that no longer fits is logged and left out. */
 gboolean pt_daemon_load_rules(PtDaemon *d, GError **error);
+/* Write the policy-set rules in force into a database file opened anew;
+ * counts them in @n.  FALSE when one failed (logged if @say). */
+gboolean pt_daemon_rules_rewrite(PtDaemon *d, gboolean say, guint *n);
 /* Puts the policy-set rules of @from (a reload's old configuration) in
  * front of @policy's, in their order.  Fails naming the first rule @policy
  * cannot take, and leaves @policy unchanged. */

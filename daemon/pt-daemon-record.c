@@ -187,10 +187,6 @@ pt_daemon_applied(PtTarget *t, const GError *error, gpointer data)
             io->write_done_us = g_get_monotonic_time();
         }
         pt_daemon_record(d, t, ctx->dec, &ctx->old, ctx->policy, PT_OUTCOME_APPLIED, NULL);
-        /* A write that was in flight when the stop restored the originals
-         * (or found nothing to restore) would outlive us: undo it. */
-        if (!ctx->restore && d->shutting_down && d->conf->restore_on_exit && io)
-            pt_daemon_restore_changed(d, t, io, "polltuned is stopping");
     }
     if (ctx->restore && d->pending_restores)
         d->pending_restores--;

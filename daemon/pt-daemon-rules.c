@@ -95,6 +95,7 @@ pt_daemon_policy_set(PtDaemon *d, const char *glob, const char *spec_text, const
     rule->set_ms = g_get_real_time() / 1000;
     rule->who = g_strdup(who ? who : "?");
     /* Stored first: a rule that would not outlive a restart is refused. */
+    pt_daemon_originals_on_disk(d);
     if (!store_policy_rule_set(d->store, rule->glob, rule->policy, rule->who, rule->set_ms,
                                error))
         return FALSE;
@@ -117,9 +118,35 @@ pt_daemon_policy_clear(PtDaemon *d, const char *glob, GError **error)
                         "for this glob", glob);
         return FALSE;
     }
+    pt_daemon_originals_on_disk(d);
     if (!store_policy_rule_clear(d->store, glob, error))
         return FALSE;
     policy_config_clear_rule(d->conf->policy, POLICY_ORIGIN_POLICY_SET, glob);
     pt_info(NULL, NULL, "policy rule for %s cleared", glob);
     return TRUE;
+}
+
+gboolean
+pt_daemon_rules_rewrite(PtDaemon *d, gboolean say, guint *n)
+{
+    gboolean ok = TRUE;
+
+    for (guint i = 0; i < d->conf->policy->rules->len; i++) {
+        const PolicyRule *r = d->conf->policy->rules->pdata[i];
+        g_autoptr(GError) err = NULL;
+        g_autofree char *spec = NULL;
+
+        if (r->origin != POLICY_ORIGIN_POLICY_SET)
+            continue;
+        spec = policy_spec_format(&r->spec);
+        if (!store_policy_rule_set(d->store, r->glob, spec, r->who ? r->who : "?", r->set_ms,
+                                   &err)) {
+            if (say)
+                pt_warn(NULL, NULL, "store: policy rule for %s: %s", r->glob, err->message);
+            ok = FALSE;
+            continue;
+        }
+        (*n)++;
+    }
+    return ok;
 }

@@ -20,9 +20,16 @@ typedef struct {
     gint64 progress_us;         /* when that count last went down */
 } PtShutdown;
 
-/* The iothreads of a target read at the stop: those whose originals are in
+/*
+ * The iothreads of a target read at the stop: those whose originals are in
  * the store for this QEMU instance, and that differ from them, get them
- * back. */
+ * back.  The reading goes through pt_daemon_note_read() first, so a triple
+ * someone else wrote since the last tick (an operator's virsh iothreadset
+ * just before the stop) is taken as the original and stays.  A read that
+ * failed leaves what the run last knew of each iothread to restore: a
+ * write lost to an operator's then is better than a VM left as the
+ * policy set it.
+ */
 static void
 pt_daemon_on_stop_read(PtTarget *t, ProbeTargetSnap *snap, const GError *error, gpointer data)
 {
@@ -34,8 +41,10 @@ pt_daemon_on_stop_read(PtTarget *t, ProbeTargetSnap *snap, const GError *error, 
         return;
     }
     if (error) {
-        pt_warn(t->name, NULL, "cannot read its iothreads at the stop: %s; any original "
-                "values this run has not seen are not restored", error->message);
+        pt_warn(t->name, NULL, "cannot read its iothreads at the stop: %s; the values it "
+                "was last seen with are restored, any this run has not seen are not",
+                error->message);
+        pt_daemon_restore_target(d, t, "polltuned is stopping");
     } else {
         for (guint i = 0; i < snap->iothreads->len; i++) {
             ProbeIothreadSnap *ios = snap->iothreads->pdata[i];
@@ -54,17 +63,59 @@ pt_daemon_on_stop_read(PtTarget *t, ProbeTargetSnap *snap, const GError *error, 
     probe_target_snap_free(snap);
 }
 
+/* Something of @t's may be left changed: an iothread whose triple, as
+ * last read or written, is not its original; or one of our writes still
+ * in flight. */
+static gboolean
+pt_target_changed(PtTarget *t)
+{
+    GHashTableIter it;
+    gpointer v;
+
+    g_hash_table_iter_init(&it, t->iothreads);
+    while (g_hash_table_iter_next(&it, NULL, &v)) {
+        const PtIothread *io = v;
+
+        if (io->writes_in_flight || !io->have_original || !io->have_triple ||
+            !policy_triple_equal(&io->original, &io->triple))
+            return TRUE;
+    }
+    return FALSE;
+}
+
+static gboolean
+pt_target_writing(PtTarget *t)
+{
+    GHashTableIter it;
+    gpointer v;
+
+    g_hash_table_iter_init(&it, t->iothreads);
+    while (g_hash_table_iter_next(&it, NULL, &v))
+        if (((const PtIothread *)v)->writes_in_flight)
+            return TRUE;
+    return FALSE;
+}
+
 /*
- * A target attached but not yet sampled (a stop right after a start, or
- * after a restart that followed a crash) has iothreads whose values this
- * run has not read: a policy write of an earlier run may still be in
- * QEMU.  So has a target that was lost when the stop began and that the
- * stop reached again (its QEMU was stopped for a while and its reconnect
- * waited out a backoff): what it holds now is not known.  Each is read
- * once, after the tick's own sample if one is in flight (whose result
- * restores them as it is taken in).  Returns how many of these samples,
- * the tick's or the stop's, are still running, and how many of the
- * targets reached again are still connecting.
+ * A stop restores nothing from memory alone: what the last tick read may
+ * be stale by the time the stop comes (an operator's write just before
+ * the SIGTERM, docs/SERVICE.md), so every attached target that may hold
+ * a value of ours is read once, and restored from that reading
+ * (pt_daemon_on_stop_read()).  One read per target, all in flight at
+ * once: for QMP one query-iothreads answers for every iothread of a QEMU.
+ * The read waits for the tick's own sample if one is in flight (it may
+ * have read QEMU before the operator wrote) and for our writes in flight
+ * to the target (a reading taken while one is may be from before it, and
+ * says nothing of whose a value is).
+ *
+ * So is read a target attached but not yet sampled (a stop right after a
+ * start, or after a restart that followed a crash), whose values this run
+ * has not read: a policy write of an earlier run may still be in QEMU.  So
+ * is a target that was lost when the stop began and that the stop reached
+ * again (its QEMU was stopped for a while and its reconnect waited out a
+ * backoff): what it holds now is not known.  Returns how many of these
+ * reads, or samples and writes they wait for, are still running, and how
+ * many of the targets reached again are still connecting.
  */
 static guint
 pt_daemon_stop_reads(PtDaemon *d, gboolean start)
@@ -81,13 +132,17 @@ pt_daemon_stop_reads(PtDaemon *d, gboolean start)
             busy += t->stop_reconnect && start && pt_target_reach_now(t);
             continue;
         }
-        if (t->prev && !t->stop_reconnect)
+        if (t->stop_read) {
+            busy += t->sampling;
             continue;
-        if (t->sampling) {
+        }
+        if (t->prev && !t->stop_reconnect && !pt_target_changed(t))
+            continue;
+        if (t->sampling || pt_target_writing(t)) {
             busy++;
             continue;
         }
-        if (t->stop_read || !start)
+        if (!start)
             continue;
         t->stop_read = TRUE;
         busy++;
@@ -172,8 +227,9 @@ pt_daemon_shutdown_poll(gpointer data)
     if (s->d->pending_restores)
         pt_warn(NULL, NULL, "%u restores did not complete in time", s->d->pending_restores);
     if (reading)
-        pt_warn(NULL, NULL, "%u targets not sampled yet, or lost and not answering, could "
-                "not be read in time; what was written to them stays", reading);
+        pt_warn(NULL, NULL, "%u targets could not be read in time (a sample or a write "
+                "still running, or lost and not answering); what was written to them stays",
+                reading);
     /* Left behind, the marker makes the next start take this clean stop
      * for a crash, and on-restart then acts on it: say so. */
     if (s->d->run_marker && g_unlink(s->d->run_marker) != 0 && errno != ENOENT) {
@@ -219,10 +275,9 @@ pt_daemon_shutdown(PtDaemon *d, guint timeout_ms, GCallback done, gpointer user_
         while (g_hash_table_iter_next(&it, NULL, &v)) {
             PtTarget *t = v;
 
-            if (t->state == PT_TARGET_ATTACHED) {
-                pt_daemon_restore_target(d, t, "polltuned is stopping");
+            /* Read first (pt_daemon_stop_reads()). */
+            if (t->state == PT_TARGET_ATTACHED)
                 continue;
-            }
             /* A lost target waits out its reconnect backoff, which grows
              * to a minute while its QEMU does not answer (SIGSTOPped, or
              * a host too busy to run it): its QEMU may answer again long

@@ -701,9 +701,6 @@ pt_daemon_absorb(PtDaemon *d, PtTarget *t, ProbeTargetSnap *snap, GArray *sample
                 pt_daemon_capture_original(d, t, io);
             else if (!io->original_saved)
                 pt_daemon_save_original(d, t, io);
-            /* A sample that was running when the stop began. */
-            if (d->shutting_down && d->conf->restore_on_exit)
-                pt_daemon_restore_changed(d, t, io, "polltuned is stopping");
         }
         if (g_strcmp0(io->group, ios->group) != 0) {
             if (ios->group)

@@ -33,8 +33,12 @@
  * 2048 small VMs with two each on a 2-socket host of 768 hardware
  * threads, or a few large VMs with one iothread per vCPU queue
  * (iothread-vq-mapping).  4096 x 6 KiB is 24 MiB, which 32 MiB holds with
- * room; 8192 iothreads fit at their usual size (about 24 MB) and are
- * refused only when their entries are near the largest.  What
+ * room.  8192 iothreads (two such hosts' worth) fit at their usual size:
+ * bench/scale/status-bench measured 23.9 MB for 2 QEMUs x 4096 under the
+ * adaptive policy, 2,950 bytes an entry at most, and `polltunectl status`
+ * and `--json status` both succeeded (docs/BENCHMARKS.md, "Status of
+ * 8,192 iothreads"); they are refused, with TooLarge naming this limit,
+ * only when their entries average above 4 KiB (32 MiB / 8192).  What
  * `polltunectl --json` prints is indented, so larger than what was sent.
  */
 #define QMP_CONTROL_MAX_REPLY (32 * 1024 * 1024)

@@ -151,6 +151,8 @@ store_column_i64(sqlite3_stmt *st, int col)
 }
 
 /* store-write.c */
+/* The target's row, created if missing. */
+gboolean store_resolve_target(StoreDb *db, const char *target, gint64 now_ms, GError **error);
 /* The id of target/iothread, creating either row if missing. */
 gboolean store_resolve_iothread(StoreDb *db, const char *target, const char *iothread,
                                 gint64 now_ms, gint64 *id_out, GError **error);

@@ -94,17 +94,34 @@ override_end_replaced(StoreDb *db, const StoreOverride *ov, gint64 iothread_id, 
 }
 
 static gboolean
-override_insert(StoreDb *db, const StoreOverride *ov, gint64 iothread_id, gint64 *id_out,
-                GError **error)
+override_exists(StoreDb *db, gint64 id)
 {
-    sqlite3_stmt *st = store_prepare(db, "INSERT INTO overrides (created, expires, who,"
-                                     " target_id, iothread_id, poll_max_ns, poll_grow,"
-                                     " poll_shrink, reason, policy)"
-                                     " SELECT ?1, ?2, ?3, t.id, ?4, ?5, ?6, ?7, ?8, ?9"
+    sqlite3_stmt *st = store_prepare(db, "SELECT 1 FROM overrides WHERE id = ?", NULL);
+    int rc;
+
+    if (!st)
+        return FALSE;
+    sqlite3_bind_int64(st, 1, id);
+    rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW;
+}
+
+/* Inserts @ov under a new id, or under ov->id when @keep_id (a row with
+ * that id already there is left as it is: ignored). */
+static gboolean
+override_insert(StoreDb *db, const StoreOverride *ov, gint64 iothread_id, gboolean keep_id,
+                gint64 *id_out, GError **error)
+{
+    sqlite3_stmt *st = store_prepare(db, "INSERT OR IGNORE INTO overrides (id, created,"
+                                     " expires, who, target_id, iothread_id, poll_max_ns,"
+                                     " poll_grow, poll_shrink, reason, policy)"
+                                     " SELECT ?11, ?1, ?2, ?3, t.id, ?4, ?5, ?6, ?7, ?8, ?9"
                                      " FROM targets t WHERE t.name = ?10 RETURNING id", error);
 
     if (!st)
         return FALSE;
+    store_bind_i64(st, 11, keep_id ? ov->id : STORE_NULL);
     sqlite3_bind_int64(st, 1, ov->created_ms);
     store_bind_i64(st, 2, ov->expires_ms);
     sqlite3_bind_text(st, 3, ov->who, -1, SQLITE_TRANSIENT);
@@ -116,6 +133,8 @@ override_insert(StoreDb *db, const StoreOverride *ov, gint64 iothread_id, gint64
     if (sqlite3_step(st) != SQLITE_ROW) {
         int rc = sqlite3_finalize(st);
 
+        if (rc == SQLITE_OK && keep_id && override_exists(db, ov->id))
+            return TRUE;    /* there already */
         if (rc == SQLITE_OK)
             g_set_error(error, STORE_ERROR, STORE_ERROR_NOT_FOUND, "%s: override: unknown "
                         "target %s", db->path, ov->target);
@@ -128,30 +147,43 @@ override_insert(StoreDb *db, const StoreOverride *ov, gint64 iothread_id, gint64
     return step_once(db, st, "insert override", error);
 }
 
-gboolean
-store_override_set(StoreDb *db, const StoreOverride *ov, gint64 *id_out, GError **error)
+/* Checks @ov and the file, and resolves @ov's iothread into @iothread_id
+ * (STORE_NULL for the whole target). */
+static gboolean
+override_prepare(StoreDb *db, const StoreOverride *ov, gboolean with_id, gint64 *iothread_id,
+                 GError **error)
 {
-    gint64 iothread_id = STORE_NULL;
-    gboolean ok;
-
-    if (!ov->target || !ov->who) {
-        g_set_error(error, STORE_ERROR, STORE_ERROR_INVALID, "%s: override: target and who "
-                    "are required", db->path);
+    *iothread_id = STORE_NULL;
+    if (!ov->target || !ov->who || (with_id && ov->id <= 0)) {
+        g_set_error(error, STORE_ERROR, STORE_ERROR_INVALID, "%s: override: %starget and who "
+                    "are required", db->path, with_id ? "id, " : "");
         return FALSE;
     }
     if (!store_db_check_file(db, ov->created_ms, error))
         return FALSE;
-    /* Resolving an iothread also resolves (creates) its target; for a
-     * whole-target override use a lookup of the target alone. */
-    if (ov->iothread &&
-        !store_resolve_iothread(db, ov->target, ov->iothread, ov->created_ms, &iothread_id,
-                                error))
+    /* Resolving an iothread also resolves (creates) its target; a new
+     * whole-target override looks the target up (override_insert()), and
+     * one written again creates it: a file opened anew lacks a target
+     * whose QEMU is gone, and its override must outlive a restart. */
+    if (ov->iothread)
+        return store_resolve_iothread(db, ov->target, ov->iothread, ov->created_ms,
+                                      iothread_id, error);
+    return !with_id || store_resolve_target(db, ov->target, ov->created_ms, error);
+}
+
+gboolean
+store_override_set(StoreDb *db, const StoreOverride *ov, gint64 *id_out, GError **error)
+{
+    gint64 iothread_id;
+    gboolean ok;
+
+    if (!override_prepare(db, ov, FALSE, &iothread_id, error))
         return FALSE;
     /* The replaced rows end and the new one starts together, or neither. */
     if (!store_exec(db, "SAVEPOINT override_set", error))
         return FALSE;
     ok = override_end_replaced(db, ov, iothread_id, error) &&
-         override_insert(db, ov, iothread_id, id_out, error);
+         override_insert(db, ov, iothread_id, FALSE, id_out, error);
     if (ok && store_exec(db, "RELEASE override_set", error))
         return TRUE;
     if (ok)
@@ -159,6 +191,15 @@ store_override_set(StoreDb *db, const StoreOverride *ov, gint64 *id_out, GError 
     else
         store_exec(db, "ROLLBACK TO override_set; RELEASE override_set", NULL);
     return FALSE;
+}
+
+gboolean
+store_override_rewrite(StoreDb *db, const StoreOverride *ov, GError **error)
+{
+    gint64 iothread_id;
+
+    return override_prepare(db, ov, TRUE, &iothread_id, error) &&
+           override_insert(db, ov, iothread_id, TRUE, NULL, error);
 }
 
 gboolean

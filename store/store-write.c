@@ -144,6 +144,12 @@ store_target_register(StoreDb *db, StoreTargetKind kind, const char *name, const
 }
 
 gboolean
+store_resolve_target(StoreDb *db, const char *target, gint64 now_ms, GError **error)
+{
+    return target_resolve(db, target, now_ms, error) != NULL;
+}
+
+gboolean
 store_resolve_iothread(StoreDb *db, const char *target, const char *iothread, gint64 now_ms,
                        gint64 *id_out, GError **error)
 {

@@ -308,6 +308,11 @@ typedef struct {
  * transaction. */
 gboolean store_override_set(StoreDb *db, const StoreOverride *ov, gint64 *id_out,
                             GError **error);
+/* Writes active override @ov again under its id (ov->id), into a database
+ * file opened anew (StoreStats.reopens) that may lack it, with its target
+ * and iothread; a row with that id already there is kept as it is.  Ends
+ * nothing. */
+gboolean store_override_rewrite(StoreDb *db, const StoreOverride *ov, GError **error);
 /* Ends override @id at @now_ms; STORE_ERROR_NOT_FOUND if none is active. */
 gboolean store_override_clear(StoreDb *db, gint64 id, gint64 now_ms, GError **error);
 

@@ -17,10 +17,10 @@
  * Usage: restore-bench [--vms 1] [--iothreads 4096] [--interval 1s]
  */
 #include "pt-test-daemon.h"
-#include "pt-test-qemu.h"
 #include "pt-test-qmp.h"
 #include "pt-test-qmp-sync.h"
 #include "qmp-commands.h"
+#include "scale-vms.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -30,33 +30,10 @@
 
 #define POLICY_MAX_NS 60000
 
-typedef struct {
-    PtTestQemu *qemu;
-    QmpClient *qmp;             /* the bench's own monitor */
-} Vm;
-
-static PtTestQemu *
-vm_start(const char *dir, guint index, guint n_iothreads, GError **error)
-{
-    g_autoptr(GPtrArray) args = g_ptr_array_new_with_free_func(g_free);
-    g_autofree char *sock = g_strdup_printf("%s/vm-%03u.qmp", dir, index);
-
-    g_ptr_array_add(args, g_strdup("-name"));
-    g_ptr_array_add(args, g_strdup_printf("vm-%03u", index));
-    for (guint i = 0; i < n_iothreads; i++) {
-        g_ptr_array_add(args, g_strdup("-object"));
-        g_ptr_array_add(args, g_strdup_printf("iothread,id=iot%u", i));
-    }
-    g_ptr_array_add(args, g_strdup("-qmp"));
-    g_ptr_array_add(args, g_strdup_printf("unix:%s,server=on,wait=off", sock));
-    g_ptr_array_add(args, NULL);
-    return pt_test_qemu_start((const char *const *)args->pdata, error);
-}
-
 /* How many iothreads of @vm have poll-max-ns @max_ns, and how many are
  * at QEMU's defaults 32768/0/0. */
 static void
-vm_count(Vm *vm, guint *at_policy, guint *at_default)
+vm_count(ScaleVm *vm, guint *at_policy, guint *at_default)
 {
     g_autoptr(GError) err = NULL;
     g_autoptr(GPtrArray) ios = qmp_query_iothreads_sync(vm->qmp, &err);
@@ -77,7 +54,7 @@ vms_count(GArray *vms, guint *at_policy, guint *at_default)
 {
     *at_policy = *at_default = 0;
     for (guint i = 0; i < vms->len; i++)
-        vm_count(&g_array_index(vms, Vm, i), at_policy, at_default);
+        vm_count(&g_array_index(vms, ScaleVm, i), at_policy, at_default);
 }
 
 /* The deadline the daemon gave its stop, from its log ("... in N ms"). */
@@ -107,11 +84,9 @@ main(int argc, char **argv)
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new("- restore at stop, at scale");
     g_autoptr(GError) err = NULL;
-    g_autoptr(GArray) vms = g_array_new(FALSE, TRUE, sizeof(Vm));
+    GArray *vms;
     g_autoptr(PtTestDaemon) d = NULL;
-    g_autofree char *self_dir = g_path_get_dirname(argv[0]);
     g_autofree char *dir = NULL;
-    g_autofree char *why = NULL;
     g_autofree char *conf = NULL;
     guint total, at_policy = 0, at_default = 0, late;
     gint64 t0, deadline;
@@ -123,28 +98,14 @@ main(int argc, char **argv)
         g_printerr("%s\n", err ? err->message : "--vms and --iothreads are at least 1");
         return 2;
     }
-    if (!pt_test_have_qemu(&why)) {
-        g_printerr("restore-bench: %s\n", why);
+    if (!scale_bench_ready("restore-bench", argv[0]))
         return 77;
-    }
-    if (!g_getenv("PT_BUILD_ROOT")) {
-        g_autofree char *root = g_build_filename(self_dir, "..", "..", NULL);
-
-        g_setenv("PT_BUILD_ROOT", root, TRUE);
-    }
     total = (guint)vms_opt * (guint)iothreads_opt;
     dir = g_dir_make_tmp("pt-restore-XXXXXX", &err);
     g_assert_no_error(err);
 
     t0 = g_get_monotonic_time();
-    for (guint i = 0; i < (guint)vms_opt; i++) {
-        Vm vm = { 0 };
-
-        if (!(vm.qemu = vm_start(dir, i, (guint)iothreads_opt, &err)))
-            g_error("QEMU %u: %s", i, err->message);
-        vm.qmp = pt_test_qmp_connect(vm.qemu->qmp_path, "bench");
-        g_array_append_val(vms, vm);
-    }
+    vms = scale_vms_start(dir, (guint)vms_opt, (guint)iothreads_opt);
     start_s = (g_get_monotonic_time() - t0) / 1e6;
     g_print("%d QEMU x %d iothreads started in %.1f s\n", vms_opt, iothreads_opt, start_s);
 
@@ -189,17 +150,7 @@ main(int argc, char **argv)
     g_print("after the stop: %u of %u restored, %u left changed; %u lines of restores "
             "late\n", at_default, total, total - at_default, late);
 
-    for (guint i = 0; i < vms->len; i++) {
-        Vm *vm = &g_array_index(vms, Vm, i);
-
-        g_clear_object(&vm->qmp);
-        pt_test_qemu_free(vm->qemu);
-    }
-    for (guint i = 0; i < vms->len; i++) {
-        g_autofree char *sock = g_strdup_printf("%s/vm-%03u.qmp", dir, i);
-
-        g_unlink(sock);
-    }
+    scale_vms_free(vms, dir);
     g_rmdir(dir);
     return at_default == total && !late && rc == 0 ? 0 : 1;
 }

@@ -14,6 +14,7 @@
 #include "qmp-json.h"
 
 #include <signal.h>
+#include <string.h>
 #include <glib/gstdio.h>
 
 static char *vm_dir;
@@ -144,6 +145,61 @@ test_stop_enforce(void)
     stop_keeps_operator_write("enforce", "vm-e");
 }
 
+/* Where @needle first is in the daemon's log; -1: nowhere. */
+static gssize
+log_offset(PtTestDaemon *d, const char *needle)
+{
+    g_autofree char *text = NULL;
+    const char *at;
+
+    g_assert_true(g_file_get_contents(d->log_path, &text, NULL, NULL));
+    at = strstr(text, needle);
+    return at ? at - text : -1;
+}
+
+/* The operator writes iot0 after the daemon's last tick and the SIGTERM
+ * follows at once, before another tick could see the write: the stop reads
+ * the triples again before it restores, takes the operator's as the
+ * original and leaves it in QEMU.  A stop that restored from what the last
+ * tick read put the policy's originals back over it. */
+static void
+test_stop_right_after_operator_write(void)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(PtTestVm) vm = NULL;
+    g_autoptr(PtTestDaemon) d = NULL;
+    g_autofree char *conf = conf_mode("enforce", NULL);
+    g_autofree char *text = NULL;
+    g_autoptr(GString) slow = NULL;
+    gssize stopping, seen;
+
+    if (pt_test_skip_without_qemu())
+        return;
+    vm = pt_test_vm_start(vm_dir, "vm-s", NULL);
+    d = pt_test_daemon_start(conf, &err);
+    g_assert_no_error(err);
+    pt_test_qmp_assert_poll_max(vm->qmp, "vm-s", "iot0", 60000, 10000);
+    pt_test_qmp_assert_poll_max(vm->qmp, "vm-s", "iot1", 60000, 10000);
+    /* No tick comes again before the stop: the interval becomes an hour,
+     * and the reload's reply comes after any tick already in flight. */
+    slow = g_string_new(conf);
+    g_string_replace(slow, "interval = 200ms", "interval = 1h", 1);
+    text = pt_test_daemon_conf_text(d, slow->str);
+    g_assert_true(g_file_set_contents(d->conf_path, text, -1, NULL));
+    json_object_put(pt_test_daemon_ok(d, "reload", NULL));
+
+    operator_write(vm, "iot0");
+    g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
+    assert_operator_triple(vm, "iot0");
+    /* What only the policy changed still goes back. */
+    g_assert_cmpuint(pt_test_qmp_poll_max(vm->qmp, "iot1"), ==, 32768);
+    /* The stop's own reading found the write, not a tick before it. */
+    stopping = log_offset(d, "stopping: restoring original values");
+    seen = log_offset(d, "was written outside polltune");
+    g_assert_cmpint(stopping, >=, 0);
+    g_assert_cmpint(seen, >, stopping);
+}
+
 /* The operator's write is stored as the original: after the policy took
  * over again (its hold over) and a kill -9, the next start puts the
  * operator's triple back, not the one from before it. */
@@ -184,6 +240,8 @@ main(int argc, char **argv)
     g_test_add_func("/daemon/operator/stop-observe", test_stop_observe);
     g_test_add_func("/daemon/operator/stop-recommend", test_stop_recommend);
     g_test_add_func("/daemon/operator/stop-enforce", test_stop_enforce);
+    g_test_add_func("/daemon/operator/stop-right-after-write",
+                    test_stop_right_after_operator_write);
     g_test_add_func("/daemon/operator/kill-restores-operator-write",
                     test_kill_restores_operator_write);
     rc = g_test_run();

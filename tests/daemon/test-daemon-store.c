@@ -195,6 +195,90 @@ test_database_removed(void)
     file_removed(TRUE);
 }
 
+/* The policy-get rule for @glob: its policy, set with policy-set. */
+static const char *
+rule_policy(json_object *pg, const char *glob)
+{
+    json_object *rules = pt_json_path(pg, "rules");
+
+    for (size_t i = 0; rules && i < json_object_array_length(rules); i++) {
+        json_object *r = json_object_array_get_idx(rules, i);
+
+        if (g_strcmp0(pt_json_path_str(r, "glob"), glob) == 0 &&
+            g_strcmp0(pt_json_path_str(r, "source"), "policy-set") == 0)
+            return pt_json_path_str(r, "policy");
+    }
+    return NULL;
+}
+
+/*
+ * What polltunectl set at run time is kept in the store like the
+ * originals: an override with an expiry, a policy-set rule and the mode.
+ * The database deleted under the daemon (rm "<db>*"), then a kill -9: the
+ * next start has them all, the override under the id it was given.
+ */
+static void
+test_database_removed_settings(void)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(PtTestDaemon) d = NULL;
+    g_autoptr(PtTestVm) vm = NULL;
+    g_autoptr(json_object) set = NULL;
+    g_autoptr(json_object) st = NULL;
+    g_autoptr(json_object) pg = NULL;
+    g_autofree char *conf = conf_static();
+    g_autofree char *shm = NULL, *wal = NULL, *marker = NULL;
+    json_object *io;
+    gint64 id, expires;
+
+    if (pt_test_skip_without_qemu())
+        return;
+    vm = vm_start("vm-s", 1000);
+    d = pt_test_daemon_start(conf, &err);
+    g_assert_no_error(err);
+    wait_tuned(vm);
+    set = pt_test_daemon_ok(d, "override-set", "{\"target\": \"vm-s\", \"iothread\": "
+                            "\"iot0\", \"poll-max-ns\": 7000, \"for\": \"1h\"}");
+    id = pt_json_path_int(set, "id");
+    expires = pt_json_path_int(set, "expires_ms");
+    g_assert_cmpint(id, >, 0);
+    g_assert_cmpint(expires, >, 0);
+    g_assert_true(wait_poll(vm, "iot0", 7000));
+    json_object_put(pt_test_daemon_ok(d, "policy-set", "{\"target\": \"vm-z*\", "
+                                      "\"policy\": \"static:9000/2/2\"}"));
+    json_object_put(pt_test_daemon_ok(d, "mode-set", "{\"mode\": \"recommend\"}"));
+
+    shm = g_strconcat(d->db_path, "-shm", NULL);
+    wal = g_strconcat(d->db_path, "-wal", NULL);
+    marker = g_strconcat(d->db_path, ".running", NULL);
+    g_assert_cmpint(g_unlink(marker), ==, 0);
+    g_assert_cmpint(g_unlink(d->db_path), ==, 0);
+    g_unlink(shm);
+    g_unlink(wal);
+    g_assert_true(pt_test_wait_log(d, "was deleted while open; reopened it", 1, 10000));
+    g_assert_true(pt_test_wait_log(d, "original values of 2 iothreads written into it again",
+                                   1, 10000));
+
+    pt_test_daemon_kill(d);
+    g_assert_true(pt_test_daemon_restart(d, &err));
+    g_assert_no_error(err);
+    g_assert_cmpint(pt_test_wait_target(d, "vm-s", 2, TRUE, 10000), >=, 0);
+    st = pt_test_daemon_ok(d, "status", NULL);
+    g_assert_cmpstr(pt_json_path_str(st, "mode"), ==, "recommend");
+    io = pt_test_status_iothread(st, "vm-s", "iot0");
+    g_assert_nonnull(io);
+    g_assert_nonnull(pt_json_path(io, "override"));
+    g_assert_cmpint(pt_json_path_int(io, "override/id"), ==, id);
+    g_assert_cmpint(pt_json_path_int(io, "override/expires_ms"), ==, expires);
+    g_assert_cmpint(pt_json_path_int(io, "override/poll-max-ns"), ==, 7000);
+    pg = pt_test_daemon_ok(d, "policy-get", NULL);
+    g_assert_cmpstr(rule_policy(pg, "vm-z*"), ==, "static:9000/2/2");
+    /* The override is cleared by its id, in the store too. */
+    json_object_put(pt_test_daemon_ok(d, "override-clear", "{\"target\": \"vm-s\", "
+                                      "\"iothread\": \"iot0\"}"));
+    g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
+}
+
 /* The header overwritten while the daemon runs: said in the log and in
  * status, rewritten, and the next start finds the whole history. */
 static void
@@ -237,6 +321,8 @@ main(int argc, char **argv)
     vm_dir = g_dir_make_tmp("pt-vms-XXXXXX", NULL);
     g_test_add_func("/daemon/store/wal-removed", test_wal_removed);
     g_test_add_func("/daemon/store/database-removed", test_database_removed);
+    g_test_add_func("/daemon/store/database-removed-settings",
+                    test_database_removed_settings);
     g_test_add_func("/daemon/store/header-corrupted", test_header_corrupted);
     rc = g_test_run();
     g_rmdir(vm_dir);

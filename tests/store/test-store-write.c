@@ -378,6 +378,56 @@ test_overrides(Fixture *fx, gconstpointer data)
     g_assert_error(error, STORE_ERROR, STORE_ERROR_NOT_FOUND);
 }
 
+/* An override written again into a new file keeps its id, leaves one
+ * already there as it is, and ends nothing; a new one is numbered after
+ * it.  A whole target's brings its target into the file. */
+static void
+test_override_rewrite(Fixture *fx, gconstpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) active = NULL;
+    gint64 id = 0;
+    StoreOverride ov = {
+        .id = 42, .created_ms = T0, .expires_ms = T0 + 3600000, .who = "uid 0",
+        .target = "vm0", .iothread = "iothread0", .triple = { 7000, STORE_NULL, 2 },
+    };
+
+    g_assert_true(store_override_rewrite(fx->db, &ov, &error));
+    g_assert_no_error(error);
+    g_assert_true(store_override_rewrite(fx->db, &ov, &error));
+    g_assert_no_error(error);
+    g_assert_cmpint(test_sql_int(fx->path, "SELECT count(*) FROM overrides"), ==, 1);
+    active = store_override_list_active(fx->db, T0 + 1000, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(active->len, ==, 1);
+    g_assert_cmpint(((StoreOverrideRow *)active->pdata[0])->ov.id, ==, 42);
+    g_assert_cmpint(((StoreOverrideRow *)active->pdata[0])->ov.expires_ms, ==, T0 + 3600000);
+    g_assert_cmpint(((StoreOverrideRow *)active->pdata[0])->ov.triple.poll_grow, ==,
+                    STORE_NULL);
+
+    ov.id = 0;
+    ov.created_ms = T0 + 10;
+    ov.iothread = "iothread1";
+    g_assert_true(store_override_set(fx->db, &ov, &id, &error));
+    g_assert_cmpint(id, >, 42);
+
+    /* A whole target the file does not know yet (its QEMU gone). */
+    ov.id = 99;
+    ov.target = "vm-gone";
+    ov.iothread = NULL;
+    g_assert_true(store_override_rewrite(fx->db, &ov, &error));
+    g_assert_no_error(error);
+    g_clear_pointer(&active, g_ptr_array_unref);
+    active = store_override_list_active(fx->db, T0 + 1000, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(active->len, ==, 3);
+    g_assert_cmpint(((StoreOverrideRow *)active->pdata[2])->ov.id, ==, 99);
+    g_assert_null(((StoreOverrideRow *)active->pdata[2])->ov.iothread);
+    ov.id = 0;
+    g_assert_false(store_override_rewrite(fx->db, &ov, &error));
+    g_assert_error(error, STORE_ERROR, STORE_ERROR_INVALID);
+}
+
 static void
 test_originals(Fixture *fx, gconstpointer data)
 {
@@ -497,6 +547,7 @@ main(int argc, char **argv)
     ADD("/store/write/range", test_range);
     ADD("/store/write/decisions", test_decisions);
     ADD("/store/write/overrides", test_overrides);
+    ADD("/store/write/override-rewrite", test_override_rewrite);
     ADD("/store/write/originals", test_originals);
     ADD("/store/write/policy-rules", test_policy_rules);
     ADD("/store/write/tick-time", test_tick_write_time);
