@@ -127,22 +127,13 @@ cli_store_filter(StoreFilter *f, const CliRange *r, const char *target, const ch
 
 /* ---- history ---------------------------------------------------------- */
 
-/* The daemon's rule (NotFound, exit 1) for a name never recorded. */
+/* The daemon's rule (NotFound, exit 1) for a name never recorded; a VM is
+ * named by its identity or the name it goes by.  *@target: the identity. */
 static gboolean
-cli_db_target_check(CliContext *ctx, CliDb *db, const char *target, GError **error)
+cli_db_target_check(CliContext *ctx, CliDb *db, const char *vm, char **target, GError **error)
 {
-    gboolean known;
-
-    if (!target)
-        return TRUE;
-    if (!store_target_known(cli_db_store(db), target, &known, error))
-        return FALSE;
-    if (!known) {
-        g_set_error(error, CLI_ERROR, CLI_ERROR_FAILED, "%s: no such target in %s", target,
-                    ctx->db_path);
-        return FALSE;
-    }
-    return TRUE;
+    *target = NULL;
+    return !vm || (*target = cli_db_target_resolve(db, ctx->db_path, vm, error));
 }
 
 static json_object *
@@ -152,6 +143,8 @@ history_offline(CliContext *ctx, const CliRange *r, const char *target, const ch
     g_autoptr(CliDb) db = cli_context_db_open(ctx, error);
     g_autoptr(StoreCursor) cur = NULL;
     g_autoptr(json_object) reply = json_object_new_object();
+    g_autoptr(GHashTable) names = NULL;
+    g_autofree char *id = NULL;
     json_object *rows = json_object_new_array();
     StoreFilter f;
     const StoreRow *row;
@@ -159,17 +152,25 @@ history_offline(CliContext *ctx, const CliRange *r, const char *target, const ch
     json_object_object_add(reply, "resolution",
                            json_object_new_string(store_resolution_to_string(r->resolution)));
     json_object_object_add(reply, "rows", rows);
-    if (!db || !cli_db_target_check(ctx, db, target, error))
+    if (!db || !cli_db_target_check(ctx, db, target, &id, error) ||
+        !(names = cli_db_target_names(db, error)))
         return NULL;
-    cli_store_filter(&f, r, target, iothread);
+    cli_store_filter(&f, r, id, iothread);
     if (!(cur = store_query_range(cli_db_store(db), &f, error)))
         return NULL;
     for (;;) {
+        json_object *o;
+        const char *name;
+
         if (!store_cursor_next(cur, &row, error))
             return NULL;
         if (!row)
             break;
-        json_object_array_add(rows, cli_row_to_json(row));
+        /* The name the VM goes by beside its identity, as report's series. */
+        o = cli_row_to_json(row);
+        if ((name = g_hash_table_lookup(names, row->target)))
+            json_object_object_add(o, "name", json_object_new_string(name));
+        json_object_array_add(rows, o);
     }
     return g_steal_pointer(&reply);
 }
@@ -270,8 +271,11 @@ history_print_group(json_object *rows, GArray *idx, gboolean rollup)
         g_autofree char *s2 = cli_sparkline_summary("lat \302\265s", 7, lat, n, 60);
         g_autofree char *s3 = cli_sparkline_summary("CPU %", 7, cpu, n, 60);
 
+        json_object *row = json_object_array_get_idx(rows, g_array_index(idx, guint, 0));
+
         printf("%s/%s \302\267 %s \342\206\222 %s UTC \302\267 %zu rows\n  %s\n  %s\n  %s\n\n",
-               cli_text(first.target), cli_text(first.iothread), from, to, n, s1, s2, s3);
+               cli_text(qmp_json_get_string(row, "name") ?: first.target),
+               cli_text(first.iothread), from, to, n, s1, s2, s3);
     }
     table = cli_table_render(t);
     fputs(table, stdout);
@@ -466,15 +470,16 @@ export_offline(CliContext *ctx, const CliRange *r, StoreFormat format, GOutputSt
                guint64 *rows, GError **error)
 {
     g_autoptr(CliDb) db = cli_context_db_open(ctx, error);
+    g_autofree char *target = NULL;
     StoreFilter f;
     CliRange raw = *r;
 
-    if (!db || !cli_db_target_check(ctx, db, opt_vm, error))
+    if (!db || !cli_db_target_check(ctx, db, opt_vm, &target, error))
         return FALSE;
     /* Without --resolution an export is of what was recorded: raw rows. */
     if (!r->resolution_given)
         raw.resolution = STORE_RES_RAW;
-    cli_store_filter(&f, &raw, opt_vm, opt_iothread);
+    cli_store_filter(&f, &raw, target, opt_iothread);
     if (!store_export(cli_db_store(db), &f, opt_decisions ? STORE_EXPORT_DECISIONS : STORE_EXPORT_SAMPLES,
                       format, out, NULL, error))
         return FALSE;
@@ -554,7 +559,8 @@ report_offline_host(StoreDb *db, CliReport *rep, const StoreFilter *f, GError **
 }
 
 static gboolean
-report_offline(StoreDb *db, CliReport *rep, const CliRange *r, GError **error)
+report_offline(StoreDb *db, CliReport *rep, const CliRange *r, const char *target,
+               GError **error)
 {
     g_autoptr(StoreCursor) cur = NULL;
     g_autoptr(StoreCursor) dcur = NULL;
@@ -563,7 +569,7 @@ report_offline(StoreDb *db, CliReport *rep, const CliRange *r, GError **error)
     gint64 first = 0, last = 0;
     StoreFilter f, hf;
 
-    cli_store_filter(&f, r, opt_vm, NULL);
+    cli_store_filter(&f, r, target, NULL);
     for (gboolean ticks = FALSE;; ticks = TRUE) {
         g_clear_pointer(&cur, store_cursor_free);
         if (!(cur = store_query_range(db, &f, error)))
@@ -928,6 +934,8 @@ cli_cmd_report(CliContext *ctx, char **args, guint n, GError **error)
 {
     g_autoptr(CliDb) db = NULL;
     g_autoptr(CliReport) rep = NULL;
+    g_autoptr(GHashTable) names = NULL;
+    g_autofree char *target = NULL;
     g_autofree char *source = NULL;
     g_autofree char *since_iso = NULL;
     g_autofree char *until_iso = NULL;
@@ -950,7 +958,8 @@ cli_cmd_report(CliContext *ctx, char **args, guint n, GError **error)
     }
     if (ctx->db_path) {
         if (!(db = cli_context_db_open(ctx, error)) ||
-            !cli_db_target_check(ctx, db, opt_vm, error))
+            !cli_db_target_check(ctx, db, opt_vm, &target, error) ||
+            !(names = cli_db_target_names(db, error)))
             return FALSE;
         source = g_strdup_printf("database %s", ctx->db_path);
     } else {
@@ -971,8 +980,11 @@ cli_cmd_report(CliContext *ctx, char **args, guint n, GError **error)
          * a database is named by its file, its machine unknown. */
         if (!db)
             cli_report_set_host(rep, g_get_host_name());
+        else
+            cli_report_set_names(rep, names);
         cli_report_fit_range(rep, !opt_since);
-        if (!(db ? report_offline(cli_db_store(db), rep, &r, error) : report_online(ctx, rep, &r, error)))
+        if (!(db ? report_offline(cli_db_store(db), rep, &r, target, error)
+                 : report_online(ctx, rep, &r, error)))
             return FALSE;
         if (cli_report_n_points(rep) == 0) {
             if (r.resolution_given || r.resolution == STORE_RES_RAW)

@@ -27,6 +27,68 @@ cli_db_store(CliDb *db)
     return db->store;
 }
 
+char *
+cli_db_target_resolve(CliDb *db, const char *db_path, const char *vm, GError **error)
+{
+    g_autoptr(GPtrArray) all = store_target_names(db->store, error);
+    g_autoptr(GPtrArray) named = g_ptr_array_new();
+
+    if (!all)
+        return NULL;
+    for (guint i = 0; i < all->len; i++) {
+        const StoreTargetName *n = all->pdata[i];
+
+        if (g_str_equal(n->target, vm))
+            return g_strdup(n->target);
+        if (!g_strcmp0(n->name, vm))
+            g_ptr_array_add(named, n->target);
+    }
+    if (named->len == 1)
+        return g_strdup(named->pdata[0]);
+    if (named->len == 0) {
+        g_set_error(error, CLI_ERROR, CLI_ERROR_FAILED, "%s: no such target in %s", vm, db_path);
+    } else {
+        g_autofree char *list = NULL;
+
+        g_ptr_array_add(named, NULL);
+        list = g_strjoinv(", ", (char **)named->pdata);
+        g_set_error(error, CLI_ERROR, CLI_ERROR_FAILED, "%s: the name of %u targets in %s: %s;"
+                    " name one by its identity", vm, named->len - 1, db_path, list);
+    }
+    return NULL;
+}
+
+GHashTable *
+cli_db_target_names(CliDb *db, GError **error)
+{
+    g_autoptr(GPtrArray) all = store_target_names(db->store, error);
+    g_autoptr(GHashTable) uses = g_hash_table_new(g_str_hash, g_str_equal);
+    GHashTable *shown;
+
+    if (!all)
+        return NULL;
+    /* A name is shared when two targets go by it, or one goes by another's
+     * identity: either way it names no one target. */
+    for (guint i = 0; i < all->len; i++) {
+        const StoreTargetName *n = all->pdata[i];
+        const char *keys[] = { n->target, n->name };
+
+        for (guint k = 0; k < G_N_ELEMENTS(keys); k++)
+            if (keys[k] && (k == 0 || g_strcmp0(n->name, n->target)))
+                g_hash_table_insert(uses, (char *)keys[k],
+                                    GUINT_TO_POINTER(GPOINTER_TO_UINT(
+                                        g_hash_table_lookup(uses, keys[k])) + 1));
+    }
+    shown = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    for (guint i = 0; i < all->len; i++) {
+        const StoreTargetName *n = all->pdata[i];
+        gboolean own = n->name && GPOINTER_TO_UINT(g_hash_table_lookup(uses, n->name)) == 1;
+
+        g_hash_table_insert(shown, g_strdup(n->target), g_strdup(own ? n->name : n->target));
+    }
+    return shown;
+}
+
 CliDb *
 cli_db_open(const char *path, GError **error)
 {

@@ -64,6 +64,21 @@ StoreDb *cli_db_store(CliDb *db);
 void cli_db_close(CliDb *db);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(CliDb, cli_db_close)
 
+/*
+ * Resolves @vm to the identity @db keys its target by: the identity itself,
+ * else the name one target goes by (libvirt domain, QEMU -name).  A name
+ * no target has is "no such target"; a name several targets go by is an
+ * error that lists their identities.  @db_path names the file in errors.
+ */
+char *cli_db_target_resolve(CliDb *db, const char *db_path, const char *vm, GError **error);
+
+/*
+ * Each recorded target's name for people (identity -> name, both owned):
+ * the name it goes by, or its identity when that is unknown or another
+ * target goes by the same name, as `status` does.
+ */
+GHashTable *cli_db_target_names(CliDb *db, GError **error);
+
 /* A store row as the daemon's `history` row (a new object). */
 json_object *cli_row_to_json(const StoreRow *row);
 

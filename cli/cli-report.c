@@ -73,6 +73,17 @@ cli_report_set_name(CliReport *r, const char *target, const char *name)
 }
 
 void
+cli_report_set_names(CliReport *r, GHashTable *names)
+{
+    GHashTableIter it;
+    gpointer k, v;
+
+    g_hash_table_iter_init(&it, names);
+    while (g_hash_table_iter_next(&it, &k, &v))
+        cli_report_set_name(r, k, v);
+}
+
+void
 cli_report_set_fleet(CliReport *r, gboolean fleet)
 {
     r->fleet = fleet;

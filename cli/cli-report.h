@@ -42,6 +42,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(CliReport, cli_report_free)
  * path) goes by @name on the page (QEMU's -name, the libvirt domain); a
  * name two targets share is not used, their identities are. */
 void cli_report_set_name(CliReport *r, const char *target, const char *name);
+/* cli_report_set_name() for each entry of @names (identity -> name). */
+void cli_report_set_names(CliReport *r, GHashTable *names);
 /* A fleet's report: each VM is HOST/DOMAIN, grouped by host.  Otherwise
  * the page is of one host, @host_name (the machine's name) when known. */
 void cli_report_set_fleet(CliReport *r, gboolean fleet);

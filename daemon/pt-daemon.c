@@ -716,6 +716,7 @@ pt_daemon_absorb(PtDaemon *d, PtTarget *t, ProbeTargetSnap *snap, GArray *sample
         pt_iothread_push_metrics(io, &m);
         if (pt_history_sample(t->prev, snap, ios->id, &s)) {
             s.target = t->name;
+            s.target_name = pt_target_display(t);
             s.iothread = io->id;
             g_array_append_val(samples, s);
             pt_iothread_totals_add(&io->totals, &s);

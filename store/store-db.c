@@ -100,6 +100,7 @@ target_entry_free(gpointer p)
     StoreTargetEntry *t = p;
 
     g_hash_table_unref(t->iothreads);
+    g_free(t->display_name);
     g_free(t);
 }
 
@@ -141,6 +142,7 @@ static const char *const stmt_sql[STMT_MAX] = {
         " ON CONFLICT (target_id, name) DO UPDATE SET last_seen = excluded.last_seen"
         " RETURNING id",
     [STMT_IOTHREAD_TOUCH] = "UPDATE iothreads SET last_seen = ?2 WHERE id = ?1",
+    [STMT_TARGET_NAME] = "UPDATE targets SET display_name = ?2 WHERE id = ?1",
 };
 
 char *

@@ -48,12 +48,14 @@ typedef enum {
     STMT_TARGET_TOUCH,
     STMT_IOTHREAD_UPSERT,
     STMT_IOTHREAD_TOUCH,
+    STMT_TARGET_NAME,
     STMT_MAX,
 } StoreStmt;
 
 typedef struct {
     gint64 id;
     gint64 touched_ms;          /* last_seen last written */
+    char *display_name;         /* display_name last written by this process */
     GHashTable *iothreads;      /* name -> StoreIdEntry */
 } StoreTargetEntry;
 

@@ -146,6 +146,14 @@ static const char *const migrations[] = {
      * version to test a migration (test-store-memory.c) has neither. */
     "DROP TABLE IF EXISTS device_samples;"
     "DROP TABLE IF EXISTS devices;",
+
+    /* 11: the name a target goes by (a libvirt domain's name, a QEMU's
+     * -name or its socket's file name), beside its identity, so that
+     * the history can be asked for by the name status shows.  A libvirt
+     * target's identity is its domain's name; a QMP target's is filled
+     * by the daemon at its next tick. */
+    "ALTER TABLE targets ADD COLUMN display_name TEXT;"
+    "UPDATE targets SET display_name = name WHERE kind = 0;",
 };
 
 int

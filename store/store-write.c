@@ -195,6 +195,37 @@ step_done(StoreDb *db, sqlite3_stmt *st, const char *what, GError **error)
     return TRUE;
 }
 
+/*
+ * Records the name @target goes by, in the tick's transaction, when it is
+ * not the one this process last wrote: once per target after an open, and
+ * again when the daemon learns another (QEMU answered with its -name).
+ * The row keeps the last name known, also after the target is gone, so
+ * that the history can be asked for by it.
+ */
+static gboolean
+target_name_write(StoreDb *db, const char *target, const char *name, GError **error)
+{
+    StoreTargetEntry *t = g_hash_table_lookup(db->targets, target);
+    sqlite3_stmt *st;
+    int rc;
+
+    if (!name || !t || !g_strcmp0(t->display_name, name))
+        return TRUE;
+    if (!(st = store_stmt(db, STMT_TARGET_NAME, error)))
+        return FALSE;
+    sqlite3_bind_int64(st, 1, t->id);
+    sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+    rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) {
+        store_set_error(db, error, rc, target);
+        return FALSE;
+    }
+    g_free(t->display_name);
+    t->display_name = g_strdup(name);
+    return TRUE;
+}
+
 /* Binds sample @s as the row whose first parameter is @base + 1. */
 static gboolean
 bind_sample(StoreDb *db, sqlite3_stmt *st, int base, gint64 tick_id, const StoreSample *s,
@@ -202,7 +233,8 @@ bind_sample(StoreDb *db, sqlite3_stmt *st, int base, gint64 tick_id, const Store
 {
     gint64 iothread_id;
 
-    if (!store_resolve_iothread(db, s->target, s->iothread, now_ms, &iothread_id, error))
+    if (!store_resolve_iothread(db, s->target, s->iothread, now_ms, &iothread_id, error) ||
+        !target_name_write(db, s->target, s->target_name, error))
         return FALSE;
     if (iothread_id >> STORE_KEY_SHIFT) {
         g_set_error(error, STORE_ERROR, STORE_ERROR_FAILED, "%s: %s/%s: iothread id %"
@@ -306,6 +338,9 @@ pending_copy(const StoreTick *tick)
     for (guint i = 0; i < tick->n_samples; i++) {
         p->samples[i].target = g_string_chunk_insert_const(p->strings, tick->samples[i].target);
         p->samples[i].iothread = g_string_chunk_insert_const(p->strings, tick->samples[i].iothread);
+        if (tick->samples[i].target_name)
+            p->samples[i].target_name = g_string_chunk_insert_const(p->strings,
+                                                                   tick->samples[i].target_name);
     }
     p->tick.samples = p->samples;
     return p;

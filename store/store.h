@@ -216,6 +216,9 @@ typedef struct {
             gint64 kvm_exits, io_exits, mmio_exits, halt_exits;
         };
     };
+    /* The name the target goes by (libvirt domain, QEMU -name); NULL:
+     * unknown.  Written to targets.display_name when it changes. */
+    const char *target_name;
 } StoreSample;
 
 /* Host pressure stall information: stall time accumulated over the tick. */
@@ -260,6 +263,19 @@ gboolean store_target_register(StoreDb *db, StoreTargetKind kind, const char *na
  * (registered, or met in a tick or a decision).
  */
 gboolean store_target_known(StoreDb *db, const char *name, gboolean *known, GError **error);
+
+/* A recorded target: its identity and the name it goes by (NULL: not
+ * known, e.g. a QMP target last seen before schema 11). */
+typedef struct {
+    char *target;
+    char *name;
+} StoreTargetName;
+
+/*
+ * Every target the store has recorded, by identity, as StoreTargetName
+ * (the array frees them).  NULL on error.
+ */
+GPtrArray *store_target_names(StoreDb *db, GError **error);
 
 /*
  * Writes @tick in one transaction, after any ticks still pending.  Returns

@@ -4,7 +4,9 @@
  * polltuned attached to real QEMU (see cli-live.h): each effect is read
  * back from QEMU itself.  Policies, overrides (with --for, cleared by
  * target and by id, expired), mode, attach and detach; no daemon, a caller
- * who may read but not change, an unknown VM, bad override values.
+ * who may read but not change, an unknown VM, bad override values.  The
+ * offline commands on the history the daemon writes ask for vm-a by its
+ * name.
  */
 #include <grp.h>
 #include <string.h>
@@ -13,6 +15,7 @@
 #include <glib/gstdio.h>
 
 #include "cli-live.h"
+#include "store-testutil.h"
 
 /* ---- policies, overrides, mode ---------------------------------------- */
 
@@ -572,11 +575,110 @@ test_completion(void)
     g_assert_true(strv_has(pol, "--poll-max-ns"));
 }
 
+/* ---- the daemon's history, offline, by the VM's name ------------------ */
+
+/* polltunectl --db @db ARGS..., which must exit with @status. */
+static char *
+offline_run(const char *db, int status, const char *const *args)
+{
+    g_autoptr(GPtrArray) argv = g_ptr_array_new();
+    CliRun r = { 0 };
+    char *out;
+
+    g_ptr_array_add(argv, (char *)"--db");
+    g_ptr_array_add(argv, (char *)db);
+    for (guint i = 0; args[i]; i++)
+        g_ptr_array_add(argv, (char *)args[i]);
+    g_ptr_array_add(argv, NULL);
+    cli_run(&r, (const char *const *)argv->pdata);
+    if (r.status != status)
+        g_error("polltunectl --db %s %s: exit %d, not %d: %s", db, args[0], r.status, status,
+                r.err);
+    out = g_strconcat(r.out, r.err, NULL);
+    cli_run_clear(&r);
+    return out;
+}
+#define OFFLINE(db, status, ...) offline_run(db, status, (const char *const[]){ __VA_ARGS__, NULL })
+
+/* The history polltuned writes names vm-a as status does: history, export
+ * and report --db take that name, not only the socket's path, and the
+ * output names the VM by it; a name two targets went by is refused with
+ * both paths. */
+static void
+test_offline_by_name(void)
+{
+    const char *db = cli_live.d->db_path;
+    const char *sock = cli_live.vm->daemon_sock;
+    g_autofree char *copy = NULL;
+    g_autofree char *sql = NULL;
+    g_autofree char *report = NULL;
+    g_autofree char *html = NULL;
+    g_autofree char *out = NULL;
+    g_autofree char *text = NULL;
+    g_autoptr(json_object) h = NULL;
+    g_auto(GStrv) lines = NULL;
+    gint64 deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+    guint n = 0;
+
+    if (!cli_live_setup())
+        return;
+    /* The name is written with the first tick the daemon stores. */
+    while (test_sql_int(db, "SELECT count(*) FROM targets WHERE display_name = 'vm-a'") != 1) {
+        if (g_get_monotonic_time() > deadline)
+            g_error("no target named vm-a in %s", db);
+        g_usleep(50 * 1000);
+    }
+    g_clear_pointer(&h, json_object_put);
+    out = OFFLINE(db, 0, "--json", "history", "vm-a", "--since", "1h");
+    h = json_tokener_parse(out);
+    g_assert_cmpstr(pt_json_path_str(h, "rows/0/target"), ==, sock);
+    g_assert_cmpstr(pt_json_path_str(h, "rows/0/name"), ==, "vm-a");
+    text = OFFLINE(db, 0, "history", "vm-a/iot1", "--since", "1h");
+    g_assert_nonnull(strstr(text, "vm-a/iot1 \302\267 "));
+    g_assert_null(strstr(text, sock));
+
+    g_free(out);
+    out = OFFLINE(db, 0, "export", "--vm", "vm-a", "--since", "1h");
+    lines = g_strsplit(out, "\r\n", -1);
+    for (guint i = 1; lines[i] && *lines[i]; i++, n++)
+        g_assert_true(g_str_has_prefix(strchr(lines[i], ',') + 1, sock));
+    g_assert_cmpuint(n, >, 0);
+
+    report = g_build_filename(cli_live.tmp_dir, "offline-by-name.html", NULL);
+    g_free(OFFLINE(db, 0, "report", "--vm", "vm-a", "-o", report));
+    g_assert_true(g_file_get_contents(report, &html, NULL, NULL));
+    g_assert_nonnull(strstr(html, "<tr><td>vm-a/iot1</td>"));
+    g_assert_null(strstr(html, sock));
+    g_unlink(report);
+
+    /* A copy where another socket's QEMU went by vm-a too. */
+    copy = g_build_filename(cli_live.tmp_dir, "two-vm-a.db", NULL);
+    sql = g_strdup_printf("VACUUM INTO '%s'", copy);
+    test_sql_int(db, sql);
+    test_sql_int(copy, "INSERT INTO targets (kind, name, first_seen, last_seen, display_name)"
+                       " VALUES (1, '/elsewhere/vm-a.qmp', 0, 0, 'vm-a')");
+    g_free(out);
+    out = OFFLINE(copy, 1, "history", "vm-a");
+    g_assert_nonnull(strstr(out, sock));
+    g_assert_nonnull(strstr(out, "/elsewhere/vm-a.qmp"));
+    g_free(out);
+    out = OFFLINE(copy, 1, "export", "--vm", "vm-a");
+    g_assert_nonnull(strstr(out, "/elsewhere/vm-a.qmp"));
+    g_free(out);
+    out = OFFLINE(copy, 0, "--json", "history", sock, "--since", "1h");
+    g_clear_pointer(&h, json_object_put);
+    h = json_tokener_parse(out);
+    /* Named by its path, the name no longer being its own. */
+    g_assert_cmpstr(pt_json_path_str(h, "rows/0/name"), ==, sock);
+    g_unlink(copy);
+}
+
 int
 main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     cli_live_add("/cli/daemon/errors", test_errors);
+    cli_live_add("/cli/daemon/offline-by-name", test_offline_by_name);
     cli_live_add("/cli/daemon/policy", test_policy);
     cli_live_add("/cli/daemon/override", test_override);
     cli_live_add("/cli/daemon/override-expires", test_override_expires);

@@ -220,7 +220,8 @@ test_migrate_from_8(void)
     g_assert_true(store_override_set(fx.db, &ov, NULL, &error));
     g_assert_no_error(error);
     g_clear_pointer(&fx.db, store_db_close);
-    sql_exec(fx.path, "DROP TABLE policy_memory; PRAGMA user_version = 8;");
+    sql_exec(fx.path, "DROP TABLE policy_memory; ALTER TABLE targets DROP COLUMN display_name;"
+                      " PRAGMA user_version = 8;");
     g_assert_cmpint(test_sql_int(fx.path, "SELECT count(*) FROM sqlite_schema"
                                           " WHERE name = 'policy_memory'"), ==, 0);
 

@@ -105,6 +105,75 @@ test_migrate_v1(void)
     test_dir_remove(dir);
 }
 
+/* The name of target @target goes by in @path's targets table, as an
+ * integer test_sql_int() can read: 1 when it is @name, 0 when another,
+ * -1 when NULL. */
+static gint64
+display_is(const char *path, const char *target, const char *name)
+{
+    g_autofree char *sql = g_strdup_printf("SELECT CASE WHEN display_name IS NULL THEN -1"
+                                           " ELSE display_name = '%s' END FROM targets"
+                                           " WHERE name = '%s'", name, target);
+
+    return test_sql_int(path, sql);
+}
+
+/*
+ * A file of schema 10, the last without targets' names: today's file
+ * without the column migration 11 adds.  The migration names a libvirt
+ * target by its domain (its identity); a QMP target's name is unknown
+ * until a tick brings it, and a tick that brings another replaces it.
+ */
+static void
+test_migrate_names(void)
+{
+    g_auto(TestDb) fx = { 0 };
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) names = NULL;
+    g_autoptr(TestTick) t = test_tick_new(8);
+
+    test_db_setup(&fx, NULL);
+    g_assert_true(store_target_register(fx.db, STORE_TARGET_LIBVIRT, "dom-a", NULL,
+                                        1764590400000, &error));
+    test_tick_fill(t, 1764590401000, 1);
+    g_assert_true(store_tick_write(fx.db, &t->tick, &error));
+    g_assert_no_error(error);
+    g_clear_pointer(&fx.db, store_db_close);
+    test_sql_int(fx.path, "ALTER TABLE targets DROP COLUMN display_name");
+    test_sql_int(fx.path, "PRAGMA user_version = 10");
+    g_assert_cmpint(test_sql_int(fx.path, "SELECT count(*) FROM pragma_table_info('targets')"
+                                          " WHERE name = 'display_name'"), ==, 0);
+
+    test_db_reopen(&fx, NULL);
+    g_assert_cmpint(test_sql_int(fx.path, "PRAGMA user_version"), ==, store_schema_version());
+    g_assert_cmpint(display_is(fx.path, "dom-a", "dom-a"), ==, 1);
+    g_assert_cmpint(display_is(fx.path, "vm0", "x"), ==, -1);
+    g_assert_cmpint(display_is(fx.path, "vm1", "x"), ==, -1);
+
+    /* The next tick names vm0 (QEMU's -name), in its own transaction. */
+    test_tick_fill(t, 1764590402000, 2);
+    for (guint i = 0; i < 4; i++)
+        t->samples[i].target_name = "web";
+    g_assert_true(store_tick_write(fx.db, &t->tick, &error));
+    g_assert_no_error(error);
+    g_assert_cmpint(display_is(fx.path, "vm0", "web"), ==, 1);
+    g_assert_cmpint(display_is(fx.path, "vm1", "x"), ==, -1);
+    /* QEMU restarted on the socket under another -name. */
+    test_tick_fill(t, 1764590403000, 3);
+    for (guint i = 0; i < 4; i++)
+        t->samples[i].target_name = "web-2";
+    g_assert_true(store_tick_write(fx.db, &t->tick, &error));
+    g_assert_cmpint(display_is(fx.path, "vm0", "web-2"), ==, 1);
+
+    names = store_target_names(fx.db, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(names->len, ==, 3);
+    g_assert_cmpstr(((StoreTargetName *)names->pdata[0])->target, ==, "dom-a");
+    g_assert_cmpstr(((StoreTargetName *)names->pdata[0])->name, ==, "dom-a");
+    g_assert_cmpstr(((StoreTargetName *)names->pdata[1])->name, ==, "web-2");
+    g_assert_null(((StoreTargetName *)names->pdata[2])->name);
+}
+
 static void
 test_newer_refused(void)
 {
@@ -147,6 +216,7 @@ main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/store/schema/fresh", test_fresh);
     g_test_add_func("/store/schema/migrate-v1", test_migrate_v1);
+    g_test_add_func("/store/schema/migrate-names", test_migrate_names);
     g_test_add_func("/store/schema/newer-refused", test_newer_refused);
     g_test_add_func("/store/schema/enum-strings", test_enum_strings);
     return g_test_run();
