@@ -165,27 +165,21 @@ log_offset(PtTestDaemon *d, const char *needle)
 static void
 test_stop_right_after_operator_write(void)
 {
-    g_autoptr(GError) err = NULL;
     g_autoptr(PtTestVm) vm = NULL;
     g_autoptr(PtTestDaemon) d = NULL;
-    g_autofree char *conf = conf_mode("enforce", NULL);
-    g_autofree char *text = NULL;
-    g_autoptr(GString) slow = NULL;
     gssize stopping, seen;
 
     if (pt_test_skip_without_qemu())
         return;
     vm = pt_test_vm_start(vm_dir, "vm-s", NULL);
-    d = pt_test_daemon_start(conf, &err);
-    g_assert_no_error(err);
+    d = daemon_up("enforce", NULL);
     pt_test_qmp_assert_poll_max(vm->qmp, "vm-s", "iot0", 60000, 10000);
     pt_test_qmp_assert_poll_max(vm->qmp, "vm-s", "iot1", 60000, 10000);
     /* No tick comes again before the stop: the interval becomes an hour,
      * and the reload's reply comes after any tick already in flight. */
-    slow = g_string_new(conf);
-    g_string_replace(slow, "interval = 200ms", "interval = 1h", 1);
-    text = pt_test_daemon_conf_text(d, slow->str);
-    g_assert_true(g_file_set_contents(d->conf_path, text, -1, NULL));
+    pt_test_daemon_reconf(d, PT_TEST_CONF_BASE, "interval = 1h\nmode = enforce\n[targets]\n"
+                          "qmp-globs = %s/*.qmp\n[policy]\ndefault = static:60000/0/0\n",
+                          vm_dir);
     json_object_put(pt_test_daemon_ok(d, "reload", NULL));
 
     operator_write(vm, "iot0");

@@ -220,13 +220,11 @@ rule_policy(json_object *pg, const char *glob)
 static void
 test_database_removed_settings(void)
 {
-    g_autoptr(GError) err = NULL;
     g_autoptr(PtTestDaemon) d = NULL;
     g_autoptr(PtTestVm) vm = NULL;
     g_autoptr(json_object) set = NULL;
     g_autoptr(json_object) st = NULL;
     g_autoptr(json_object) pg = NULL;
-    g_autofree char *conf = conf_static();
     g_autofree char *shm = NULL, *wal = NULL, *marker = NULL;
     json_object *io;
     gint64 id, expires;
@@ -234,8 +232,7 @@ test_database_removed_settings(void)
     if (pt_test_skip_without_qemu())
         return;
     vm = vm_start("vm-s", 1000);
-    d = pt_test_daemon_start(conf, &err);
-    g_assert_no_error(err);
+    d = daemon_up();
     wait_tuned(vm);
     set = pt_test_daemon_ok(d, "override-set", "{\"target\": \"vm-s\", \"iothread\": "
                             "\"iot0\", \"poll-max-ns\": 7000, \"for\": \"1h\"}");
@@ -260,8 +257,7 @@ test_database_removed_settings(void)
                                    1, 10000));
 
     pt_test_daemon_kill(d);
-    g_assert_true(pt_test_daemon_restart(d, &err));
-    g_assert_no_error(err);
+    pt_test_daemon_up_again(d);
     g_assert_cmpint(pt_test_wait_target(d, "vm-s", 2, TRUE, 10000), >=, 0);
     st = pt_test_daemon_ok(d, "status", NULL);
     g_assert_cmpstr(pt_json_path_str(st, "mode"), ==, "recommend");
