@@ -79,19 +79,6 @@ t_975(guint df)
     return df >= 1 && df <= G_N_ELEMENTS(t) ? t[df - 1] : 1.96;
 }
 
-static guint
-env_seconds(const char *name, guint dflt, guint min, guint max)
-{
-    const char *v = g_getenv(name);
-    guint64 n;
-
-    if (!v || !*v)
-        return dflt;
-    if (!g_ascii_string_to_unsigned(v, 10, min, max, &n, NULL))
-        g_error("%s=%s: not a whole number of seconds from %u to %u", name, v, min, max);
-    return (guint)n;
-}
-
 static gint64
 now_ms(void)
 {
@@ -406,8 +393,8 @@ static void
 test_realguest(void)
 {
     g_autofree char *why = NULL;
-    guint phase_s = env_seconds("PT_REALGUEST_PHASE_S", RG_DEFAULT_PHASE_S, 40, 3600);
-    guint period_s = env_seconds("PT_REALGUEST_PERIOD_S", RG_DEFAULT_PERIOD_S, 4, 600);
+    guint phase_s = e2e_env_seconds("PT_REALGUEST_PHASE_S", RG_DEFAULT_PHASE_S, 40, 3600);
+    guint period_s = e2e_env_seconds("PT_REALGUEST_PERIOD_S", RG_DEFAULT_PERIOD_S, 4, 600);
     RgPhase ph[RG_N_LOADS] = { 0 };
     guint agree = 0, probed = 0;
     g_autoptr(GString) miss = g_string_new(NULL);

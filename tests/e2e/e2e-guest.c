@@ -433,6 +433,19 @@ guest_build(char **why)
     return TRUE;
 }
 
+guint
+e2e_env_seconds(const char *name, guint dflt, guint min, guint max)
+{
+    const char *v = g_getenv(name);
+    guint64 n;
+
+    if (!v || !*v)
+        return dflt;
+    if (!g_ascii_string_to_unsigned(v, 10, min, max, &n, NULL))
+        g_error("%s=%s: not a whole number of seconds from %u to %u", name, v, min, max);
+    return (guint)n;
+}
+
 char *
 e2e_ctl(const char *first, ...)
 {

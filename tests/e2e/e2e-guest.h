@@ -96,6 +96,11 @@ char *guest_field(const char *line, const char *key);
 /* Build the guest (cached); FALSE with *why when it cannot be built. */
 gboolean guest_build(char **why);
 
+/* The environment variable @name as a whole number of seconds from @min to
+ * @max (a benchmark's phase length), @dflt when unset or empty; anything
+ * else fails the run with the range. */
+guint e2e_env_seconds(const char *name, guint dflt, guint min, guint max);
+
 /*
  * Run build/cli/polltunectl with @args (NULL-terminated) and return its
  * stdout; a non-zero exit fails the test with its stderr.
