@@ -5,6 +5,7 @@
  * detach, stop and after a crash.
  */
 #include "pt-daemon-private.h"
+#include "pt-daemon-tick.h"
 #include "pt-log.h"
 
 void
@@ -309,7 +310,7 @@ pt_daemon_originals_on_disk(PtDaemon *d)
     g_autoptr(GError) err = NULL;
     StoreStats st;
 
-    if (!store_db_check(d->store, d->tick_now_ms, &err)) {
+    if (!store_db_check(d->store, pt_daemon_tick_now_ms(d), &err)) {
         if (!d->store_check_failed)
             pt_warn(NULL, NULL, "store: %s; no writes to VMs until the history database "
                     "is open again", err->message);

@@ -55,26 +55,12 @@ struct PtDaemon {
     StoreDb *store;
     PolicyEngine *engine;
 
-    ProbeHostSampler *host;
-    ProbeHostSnap *host_prev;
-    PolicyHost host_metrics;
     GHashTable *targets;            /* name -> PtTarget */
     PtDaemonQmp *qmp;
     PtDaemonLibvirt *libvirt;       /* NULL unless conf->libvirt */
 
-    guint timer;
-    gboolean tick_running;
-    guint64 tick_id;
-    guint tick_pending;
-    guint tick_deadline;
-    gint64 tick_start_us;
-    gint64 tick_mono_ns;
-    gint64 tick_now_ms;
-    ProbeHostSnap *tick_host;
-    GPtrArray *tick_results;
-
+    struct PtTick *tick;            /* pt-daemon-tick.c's own */
     PtDaemonStats stats;
-    GArray *tick_ms;                /* recent tick durations */
 
     char *run_marker;               /* exists while we run: detects kill -9 */
     gboolean unclean_start;
@@ -100,6 +86,8 @@ void pt_daemon_drop_target(PtDaemon *d, PtTarget *t, const char *why);
 /* Log once when @t's display name, new or changed, is another target's. */
 void pt_daemon_check_name(PtDaemon *d, PtTarget *t);
 void pt_daemon_remove_target(PtDaemon *d, PtTarget *t, const char *why);
+/* @t's QEMU exited: drop its stored originals and hand it to its kind. */
+void pt_daemon_target_gone(PtDaemon *d, PtTarget *t);
 /* Attach the QMP socket at @path, held to @reach (NULL: the daemon's
  * own) at every connect; refused when another target has its socket
  * (the same realpath) or its QEMU (pt_daemon_admit()). */
@@ -114,7 +102,6 @@ gboolean pt_daemon_admit(PtTarget *t, gpointer data, GError **error);
 void pt_daemon_qmp_attached(PtDaemon *d, const char *path);
 /* The configured exit source, AUTO when it names none. */
 ProbeExitsMode pt_daemon_exits_mode(const PtConf *conf);
-gint pt_double_cmp(gconstpointer a, gconstpointer b);
 /* Logs what the store has queued for an operator to see. */
 void pt_daemon_store_notices(PtDaemon *d);
 
