@@ -12,6 +12,10 @@
 typedef struct PtDaemonLibvirt PtDaemonLibvirt;
 /* The daemon's side of direct QMP sockets (pt-daemon-qmp.c). */
 typedef struct PtDaemonQmp PtDaemonQmp;
+/* The workload memories the daemon holds (pt-daemon-memory.c). */
+typedef struct PtDaemonMemory PtDaemonMemory;
+/* Which store file holds the originals (pt-daemon-originals.c). */
+typedef struct PtDaemonFile PtDaemonFile;
 
 /*
  * How the daemon finds and lets go of the targets of one kind; each kind's
@@ -67,17 +71,8 @@ struct PtDaemon {
     gboolean shutting_down;
     guint pending_restores;
     guint pending_applies;          /* policy writes in flight: a stop waits */
-    /* StoreStats.reopens when every original held was last written: the
-     * file they are in (pt_daemon_originals_on_disk()). */
-    guint64 originals_reopens;
-    gboolean store_check_failed;    /* said once in the log */
-    /* Writing the overrides, rules or mode into a new file failed: said
-     * once, tried again at every check until it works. */
-    gboolean settings_rewrite_failed;
-    /* "target/iothread" -> the memory held for it (pt-daemon-memory.c). */
-    GHashTable *memory;
-    gboolean memory_save_failed;    /* said once in the log */
-    gboolean memory_load_failed;    /* said once in the log */
+    PtDaemonFile *file;             /* pt-daemon-originals.c's own */
+    PtDaemonMemory *memory;         /* pt-daemon-memory.c's own; NULL until used */
 };
 
 void pt_daemon_add_target(PtDaemon *d, PtTarget *t);
@@ -128,6 +123,9 @@ void pt_daemon_verify_write(PtDaemon *d, PtTarget *t, PtIothread *io);
 gboolean pt_daemon_write_held(const PtIothread *io, gint64 now_us);
 
 /* pt-daemon-originals.c */
+/* Every original held (none yet) is in the file @store has open now. */
+PtDaemonFile *pt_daemon_file_new(StoreDb *store);
+void pt_daemon_file_free(PtDaemonFile *f);
 void pt_daemon_capture_original(PtDaemon *d, PtTarget *t, PtIothread *io);
 void pt_daemon_save_original(PtDaemon *d, PtTarget *t, PtIothread *io);
 /* @read is @io's triple in a sample begun at @start_us (monotonic), before

@@ -102,13 +102,7 @@ pt_daemon_new(PtConf *conf, const PtDaemonRoots *roots, GError **error)
         g_propagate_error(error, g_steal_pointer(&local));
         return NULL;
     }
-    {
-        StoreStats st;
-
-        /* A file moved aside at open held nothing of this run. */
-        store_db_get_stats(d->store, &st);
-        d->originals_reopens = st.reopens;
-    }
+    d->file = pt_daemon_file_new(d->store);
     d->engine = policy_engine_new(conf->policy, error);
     if (!d->engine)
         return NULL;
@@ -181,6 +175,7 @@ pt_daemon_free(PtDaemon *d)
     pt_daemon_memory_free(d);
     policy_engine_free(d->engine);
     pt_daemon_store_close(d);
+    pt_daemon_file_free(d->file);
     pt_conf_free(d->conf);
     g_free(d->run_marker);
     g_free(d->proc_root);
