@@ -231,8 +231,6 @@ pt_control_export_start(PtConn *conn)
     g_thread_unref(g_thread_new("pt-export", pt_export_thread, job));
 }
 
-gboolean pt_cmd_export(PtConn *conn, json_object *args, json_object **ret, GError **error);
-
 gboolean
 pt_cmd_export(PtConn *conn, json_object *args, json_object **ret, GError **error)
 {

@@ -73,21 +73,58 @@ void pt_conn_reply_error(PtConn *conn, json_object *id, const GError *err);
 gboolean pt_conn_may(PtConn *conn, gboolean mutating);
 void pt_conn_resume(PtConn *conn);
 
-/* pt-control-cmds.c */
-json_object *pt_json_triple(const PolicyTriple *t);
-json_object *pt_json_metrics(const PolicyMetrics *m);
-/* An operator's override: id, who, when, why, the values and the expiry. */
-json_object *pt_json_override(const PolicyOverrideInfo *ov);
-/* The target named by "target", and "iothread" when given; NotFound else. */
-PtTarget *pt_find(PtConn *conn, json_object *args, const char **iothread, GError **error);
-void pt_json_num(json_object *o, const char *key, double v);
+/* The daemon @conn's control socket belongs to. */
+static inline PtDaemon *
+pt_conn_daemon(PtConn *conn)
+{
+    return conn->ctl->d;
+}
+
+/* Every control command: fills *@ret with the reply (or answers by itself,
+ * leaving it NULL), or fails with a PT_CONTROL_ERROR for the client. */
+typedef gboolean (*PtCmdFunc)(PtConn *conn, json_object *args, json_object **ret,
+                              GError **error);
+
+/* pt-control-cmds.c: the table of commands, and their arguments */
+void pt_control_dispatch(PtConn *conn, QmpMessage *m);
+/* FALSE with InvalidParameter naming @key and @why. */
+gboolean pt_arg_bad(GError **error, const char *key, const char *why);
 /* A string argument (NULL when absent and optional): UTF-8 without NUL or
  * other control characters, at most 4096 bytes; InvalidParameter naming
  * @key else. */
 gboolean pt_arg_str(json_object *args, const char *key, gboolean required,
                     const char **out, GError **error);
+/* An integer argument; *@present says whether it was given. */
+gboolean pt_arg_int(json_object *args, const char *key, gint64 *out, gboolean *present,
+                    GError **error);
+/* The same, refusing a negative one. */
+gboolean pt_arg_uint(json_object *args, const char *key, gint64 *out, gboolean *present,
+                     GError **error);
 /* A boolean argument, FALSE when absent; InvalidParameter for another type. */
 gboolean pt_arg_bool(json_object *args, const char *key, gboolean *out, GError **error);
+
+/* pt-control-status.c: status, list, show, and the JSON they answer with */
+json_object *pt_json_triple(const PolicyTriple *t);
+json_object *pt_json_metrics(const PolicyMetrics *m);
+/* An operator's override: id, who, when, why, the values and the expiry. */
+json_object *pt_json_override(const PolicyOverrideInfo *ov);
+void pt_json_num(json_object *o, const char *key, double v);
+/* The target named by "target", and "iothread" when given; NotFound else. */
+PtTarget *pt_find(PtConn *conn, json_object *args, const char **iothread, GError **error);
+/* FALSE with NotFound for @target, which the command cannot speak about. */
+gboolean pt_not_found(GError **error, const char *target);
+/* @t's iothreads (PtIothread *, borrowed) in the order of their ids. */
+GPtrArray *pt_sorted_iothreads(PtTarget *t);
+/* The names @t goes by, added to @o. */
+void pt_json_target_names(json_object *o, const PtTarget *t);
+gboolean pt_cmd_version(PtConn *conn, json_object *args, json_object **ret, GError **error);
+gboolean pt_cmd_capabilities(PtConn *conn, json_object *args, json_object **ret,
+                             GError **error);
+gboolean pt_cmd_status(PtConn *conn, json_object *args, json_object **ret, GError **error);
+gboolean pt_cmd_list(PtConn *conn, json_object *args, json_object **ret, GError **error);
+gboolean pt_cmd_show(PtConn *conn, json_object *args, json_object **ret, GError **error);
+
+/* pt-control-history.c */
 /* since/until/target/iothread/resolution of history and export. */
 gboolean pt_filter_from_args(json_object *args, StoreFilter *f, GError **error);
 /* FALSE with NotFound when *@name is neither tuned now nor in the store:
@@ -96,7 +133,23 @@ gboolean pt_filter_from_args(json_object *args, StoreFilter *f, GError **error);
  * *@name then becomes its identity, which the store keeps it under
  * (borrowed from the target). */
 gboolean pt_target_known(PtDaemon *d, const char **name, GError **error);
-void pt_control_dispatch(PtConn *conn, QmpMessage *m);
+gboolean pt_cmd_history(PtConn *conn, json_object *args, json_object **ret, GError **error);
+gboolean pt_cmd_host_history(PtConn *conn, json_object *args, json_object **ret,
+                             GError **error);
+
+/* pt-control-policy.c */
+gboolean pt_cmd_policy_get(PtConn *conn, json_object *args, json_object **ret,
+                           GError **error);
+gboolean pt_cmd_policy_set(PtConn *conn, json_object *args, json_object **ret,
+                           GError **error);
+gboolean pt_cmd_policy_clear(PtConn *conn, json_object *args, json_object **ret,
+                             GError **error);
+gboolean pt_cmd_override_set(PtConn *conn, json_object *args, json_object **ret,
+                             GError **error);
+gboolean pt_cmd_override_clear(PtConn *conn, json_object *args, json_object **ret,
+                               GError **error);
+gboolean pt_cmd_mode_set(PtConn *conn, json_object *args, json_object **ret, GError **error);
+
 /* pt-control-explain.c */
 json_object *pt_json_explain(PtDaemon *d, PtTarget *t, PtIothread *io);
 gboolean pt_cmd_explain(PtConn *conn, json_object *args, json_object **ret, GError **error);
@@ -107,3 +160,4 @@ gboolean pt_cmd_forget(PtConn *conn, json_object *args, json_object **ret, GErro
 
 /* pt-control-export.c */
 void pt_control_export_start(PtConn *conn);
+gboolean pt_cmd_export(PtConn *conn, json_object *args, json_object **ret, GError **error);

@@ -5,17 +5,18 @@
  * tick), and where the policy in force comes from.
  */
 #include "pt-daemon-private.h"
+#include "pt-daemon-tick.h"
 
 PolicyExplain *
 pt_daemon_explain(PtDaemon *d, PtTarget *t, PtIothread *io)
 {
     gint64 now_ms = g_get_real_time() / 1000;
+    gint64 tick_ms = pt_daemon_tick_now_ms(d);
     /* The last tick's start plus the interval; before the first tick, one
      * interval from now. */
-    gint64 next = d->tick_now_ms > 0 ? d->tick_now_ms + d->conf->interval_ms
-                                     : now_ms + d->conf->interval_ms;
+    gint64 next = tick_ms > 0 ? tick_ms + d->conf->interval_ms : now_ms + d->conf->interval_ms;
     PolicyExplainContext ctx = {
-        .host = &d->host_metrics,
+        .host = pt_daemon_get_host(d),
         .host_polling_cores = pt_daemon_polling_cores(d),
         .next_tick_ms = MAX(next, now_ms),
     };
@@ -25,7 +26,7 @@ pt_daemon_explain(PtDaemon *d, PtTarget *t, PtIothread *io)
 
     /* An override on any member of the group pins it. */
     in.members = pt_group_member_ids(t, io, ids);
-    if (!d->host_metrics.when_ms)
+    if (!pt_daemon_get_host(d)->when_ms)
         ctx.host = NULL;
     return policy_engine_explain(d->engine, &ctx, &in, now_ms);
 }

@@ -44,19 +44,37 @@ pt_memory_key(const char *target, const char *iothread)
     return g_strdup_printf("%s/%s", target, iothread);
 }
 
+/* The daemon's side of the memories: this file's alone. */
+struct PtDaemonMemory {
+    GHashTable *held;           /* "target/iothread" -> PtMemoryHeld */
+    gboolean save_failed;       /* said once in the log */
+    gboolean load_failed;       /* said once in the log */
+};
+
+static PtDaemonMemory *
+pt_memory_state(PtDaemon *d)
+{
+    if (!d->memory) {
+        d->memory = g_new0(PtDaemonMemory, 1);
+        d->memory->held = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                                (GDestroyNotify)pt_memory_held_free);
+    }
+    return d->memory;
+}
+
 static GHashTable *
 pt_memory_table(PtDaemon *d)
 {
-    if (!d->memory)
-        d->memory = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
-                                          (GDestroyNotify)pt_memory_held_free);
-    return d->memory;
+    return pt_memory_state(d)->held;
 }
 
 void
 pt_daemon_memory_free(PtDaemon *d)
 {
-    g_clear_pointer(&d->memory, g_hash_table_unref);
+    if (!d->memory)
+        return;
+    g_hash_table_unref(d->memory->held);
+    g_clear_pointer(&d->memory, g_free);
 }
 
 const char *
@@ -97,13 +115,13 @@ pt_daemon_memory_prepare(PtDaemon *d, PtTarget *t, const char *iothread)
     if (!rows) {
         /* A locked or gone file: read again at the next step, and
          * nothing written over the rows meanwhile. */
-        if (!d->memory_load_failed)
+        if (!pt_memory_state(d)->load_failed)
             pt_warn(t->name, iothread, "store: workload memory of %s: %s; read again at each "
                     "step until it can be", vm, err->message);
-        d->memory_load_failed = TRUE;
+        pt_memory_state(d)->load_failed = TRUE;
         return;
     }
-    d->memory_load_failed = FALSE;
+    pt_memory_state(d)->load_failed = FALSE;
     if (!policy_engine_memory_load(d->engine, t->name, iothread,
                                    (PtMemoryRow *const *)rows->pdata, rows->len, &err)) {
         /* Rows no engine can read: what is learnt from now on replaces them. */
@@ -118,7 +136,7 @@ pt_daemon_memory_prepare(PtDaemon *d, PtTarget *t, const char *iothread)
     h->target = g_strdup(t->name);
     h->iothread = g_strdup(iothread);
     h->vm = g_strdup(vm);
-    g_hash_table_replace(d->memory, g_steal_pointer(&key), h);
+    g_hash_table_replace(pt_memory_table(d), g_steal_pointer(&key), h);
 }
 
 /* The memories the engine changed since it was last asked. */
@@ -163,17 +181,17 @@ pt_daemon_memory_save(PtDaemon *d)
         rows = policy_engine_memory_rows(d->engine, h->target, h->iothread);
         if (!store_memory_save(d->store, h->vm, h->iothread, (PtMemoryRow *const *)rows->pdata,
                                rows->len, g_get_real_time() / 1000, &err)) {
-            if (!d->memory_save_failed)
+            if (!pt_memory_state(d)->save_failed)
                 pt_warn(h->target, h->iothread, "store: workload memory of %s: %s; "
                         "tried again each tick", h->vm, err->message);
-            d->memory_save_failed = TRUE;
+            pt_memory_state(d)->save_failed = TRUE;
             return;
         }
         h->unsaved = FALSE;
     }
-    if (d->memory_save_failed)
+    if (pt_memory_state(d)->save_failed)
         pt_info(NULL, NULL, "store: workload memory saved again");
-    d->memory_save_failed = FALSE;
+    pt_memory_state(d)->save_failed = FALSE;
 }
 
 void

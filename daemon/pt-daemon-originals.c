@@ -5,7 +5,37 @@
  * detach, stop and after a crash.
  */
 #include "pt-daemon-private.h"
+#include "pt-daemon-tick.h"
 #include "pt-log.h"
+
+/* What the originals know of the store's file: this file's alone. */
+struct PtDaemonFile {
+    /* StoreStats.reopens when every original held was last written: the
+     * file they are in (pt_daemon_originals_on_disk()). */
+    guint64 reopens;
+    gboolean check_failed;          /* said once in the log */
+    /* Writing the overrides, rules or mode into a new file failed: said
+     * once, tried again at every check until it works. */
+    gboolean settings_rewrite_failed;
+};
+
+PtDaemonFile *
+pt_daemon_file_new(StoreDb *store)
+{
+    PtDaemonFile *f = g_new0(PtDaemonFile, 1);
+    StoreStats st;
+
+    /* A file moved aside at open held nothing of this run. */
+    store_db_get_stats(store, &st);
+    f->reopens = st.reopens;
+    return f;
+}
+
+void
+pt_daemon_file_free(PtDaemonFile *f)
+{
+    g_free(f);
+}
 
 void
 pt_daemon_restore_io(PtDaemon *d, PtTarget *t, PtIothread *io, const char *why)
@@ -233,7 +263,7 @@ pt_daemon_restore_target(PtDaemon *d, PtTarget *t, const char *why)
 static void
 pt_daemon_settings_rewrite(PtDaemon *d)
 {
-    gboolean say = !d->settings_rewrite_failed, settled;
+    gboolean say = !d->file->settings_rewrite_failed, settled;
     guint overrides = 0, rules = 0;
 
     settled = pt_daemon_overrides_rewrite(d, g_get_real_time() / 1000, say, &overrides);
@@ -244,7 +274,7 @@ pt_daemon_settings_rewrite(PtDaemon *d)
                 "rules%s written into it again%s", overrides, rules,
                 d->runtime_mode != PT_MODE_INVALID ? " and the mode set at run time" : "",
                 settled ? "" : "; what failed is tried again at every tick");
-    d->settings_rewrite_failed = !settled;
+    d->file->settings_rewrite_failed = !settled;
 }
 
 /*
@@ -296,7 +326,7 @@ pt_daemon_originals_resave(PtDaemon *d, guint64 reopens)
      * behind: the next check writes them all once more. */
     store_db_get_stats(d->store, &st);
     if (st.reopens == reopens)
-        d->originals_reopens = reopens;
+        d->file->reopens = reopens;
     if (n)
         pt_info(NULL, NULL, "store: a new history database file: original values of %u "
                 "iothreads written into it again%s", n - failed,
@@ -309,18 +339,18 @@ pt_daemon_originals_on_disk(PtDaemon *d)
     g_autoptr(GError) err = NULL;
     StoreStats st;
 
-    if (!store_db_check(d->store, d->tick_now_ms, &err)) {
-        if (!d->store_check_failed)
+    if (!store_db_check(d->store, pt_daemon_tick_now_ms(d), &err)) {
+        if (!d->file->check_failed)
             pt_warn(NULL, NULL, "store: %s; no writes to VMs until the history database "
                     "is open again", err->message);
-        d->store_check_failed = TRUE;
+        d->file->check_failed = TRUE;
         return FALSE;
     }
-    d->store_check_failed = FALSE;
+    d->file->check_failed = FALSE;
     pt_daemon_store_notices(d);
     store_db_get_stats(d->store, &st);
-    if (st.reopens == d->originals_reopens) {
-        if (d->settings_rewrite_failed)
+    if (st.reopens == d->file->reopens) {
+        if (d->file->settings_rewrite_failed)
             pt_daemon_settings_rewrite(d);
         return TRUE;
     }

@@ -12,6 +12,10 @@
 typedef struct PtDaemonLibvirt PtDaemonLibvirt;
 /* The daemon's side of direct QMP sockets (pt-daemon-qmp.c). */
 typedef struct PtDaemonQmp PtDaemonQmp;
+/* The workload memories the daemon holds (pt-daemon-memory.c). */
+typedef struct PtDaemonMemory PtDaemonMemory;
+/* Which store file holds the originals (pt-daemon-originals.c). */
+typedef struct PtDaemonFile PtDaemonFile;
 
 /*
  * How the daemon finds and lets go of the targets of one kind; each kind's
@@ -55,43 +59,20 @@ struct PtDaemon {
     StoreDb *store;
     PolicyEngine *engine;
 
-    ProbeHostSampler *host;
-    ProbeHostSnap *host_prev;
-    PolicyHost host_metrics;
     GHashTable *targets;            /* name -> PtTarget */
     PtDaemonQmp *qmp;
     PtDaemonLibvirt *libvirt;       /* NULL unless conf->libvirt */
 
-    guint timer;
-    gboolean tick_running;
-    guint64 tick_id;
-    guint tick_pending;
-    guint tick_deadline;
-    gint64 tick_start_us;
-    gint64 tick_mono_ns;
-    gint64 tick_now_ms;
-    ProbeHostSnap *tick_host;
-    GPtrArray *tick_results;
-
+    struct PtTick *tick;            /* pt-daemon-tick.c's own */
     PtDaemonStats stats;
-    GArray *tick_ms;                /* recent tick durations */
 
     char *run_marker;               /* exists while we run: detects kill -9 */
     gboolean unclean_start;
     gboolean shutting_down;
     guint pending_restores;
     guint pending_applies;          /* policy writes in flight: a stop waits */
-    /* StoreStats.reopens when every original held was last written: the
-     * file they are in (pt_daemon_originals_on_disk()). */
-    guint64 originals_reopens;
-    gboolean store_check_failed;    /* said once in the log */
-    /* Writing the overrides, rules or mode into a new file failed: said
-     * once, tried again at every check until it works. */
-    gboolean settings_rewrite_failed;
-    /* "target/iothread" -> the memory held for it (pt-daemon-memory.c). */
-    GHashTable *memory;
-    gboolean memory_save_failed;    /* said once in the log */
-    gboolean memory_load_failed;    /* said once in the log */
+    PtDaemonFile *file;             /* pt-daemon-originals.c's own */
+    PtDaemonMemory *memory;         /* pt-daemon-memory.c's own; NULL until used */
 };
 
 void pt_daemon_add_target(PtDaemon *d, PtTarget *t);
@@ -100,6 +81,8 @@ void pt_daemon_drop_target(PtDaemon *d, PtTarget *t, const char *why);
 /* Log once when @t's display name, new or changed, is another target's. */
 void pt_daemon_check_name(PtDaemon *d, PtTarget *t);
 void pt_daemon_remove_target(PtDaemon *d, PtTarget *t, const char *why);
+/* @t's QEMU exited: drop its stored originals and hand it to its kind. */
+void pt_daemon_target_gone(PtDaemon *d, PtTarget *t);
 /* Attach the QMP socket at @path, held to @reach (NULL: the daemon's
  * own) at every connect; refused when another target has its socket
  * (the same realpath) or its QEMU (pt_daemon_admit()). */
@@ -114,7 +97,6 @@ gboolean pt_daemon_admit(PtTarget *t, gpointer data, GError **error);
 void pt_daemon_qmp_attached(PtDaemon *d, const char *path);
 /* The configured exit source, AUTO when it names none. */
 ProbeExitsMode pt_daemon_exits_mode(const PtConf *conf);
-gint pt_double_cmp(gconstpointer a, gconstpointer b);
 /* Logs what the store has queued for an operator to see. */
 void pt_daemon_store_notices(PtDaemon *d);
 
@@ -141,6 +123,9 @@ void pt_daemon_verify_write(PtDaemon *d, PtTarget *t, PtIothread *io);
 gboolean pt_daemon_write_held(const PtIothread *io, gint64 now_us);
 
 /* pt-daemon-originals.c */
+/* Every original held (none yet) is in the file @store has open now. */
+PtDaemonFile *pt_daemon_file_new(StoreDb *store);
+void pt_daemon_file_free(PtDaemonFile *f);
 void pt_daemon_capture_original(PtDaemon *d, PtTarget *t, PtIothread *io);
 void pt_daemon_save_original(PtDaemon *d, PtTarget *t, PtIothread *io);
 /* @read is @io's triple in a sample begun at @start_us (monotonic), before

@@ -5,6 +5,7 @@
  */
 #include "pt-config.h"
 #include "pt-daemon-private.h"
+#include "pt-daemon-tick.h"
 #include "pt-log.h"
 
 #include <errno.h>
@@ -258,7 +259,7 @@ pt_daemon_shutdown(PtDaemon *d, guint timeout_ms, GCallback done, gpointer user_
     s->cap_us = g_get_monotonic_time() + (gint64)MAX(timeout_ms, PT_STOP_MAX_S * 1000) * 1000;
     s->progress_us = g_get_monotonic_time();
     d->shutting_down = TRUE;
-    g_clear_handle_id(&d->timer, g_source_remove);
+    pt_daemon_tick_stop(d);
     /*
      * The restores are the last thing this run does for the VMs: each may
      * take the whole stop, not only qmp-timeout.  A libvirtd busy for a few

@@ -4,6 +4,7 @@
  * the engine, and each decision is applied or recorded by the mode.
  */
 #include "pt-daemon-private.h"
+#include "pt-daemon-tick.h"
 #include "pt-log.h"
 
 /* The members of @io's group in @t (just @io when alone), by id. */
@@ -231,7 +232,7 @@ pt_daemon_run_policy(PtDaemon *d, GPtrArray *targets)
 
     if (d->mode == PT_MODE_OBSERVE || d->shutting_down)
         return;
-    pt_daemon_overrides_expire(d, d->tick_now_ms);
+    pt_daemon_overrides_expire(d, pt_daemon_tick_now_ms(d));
     for (guint i = 0; i < targets->len; i++) {
         PtTarget *t = targets->pdata[i];
         GHashTableIter it;
@@ -290,9 +291,9 @@ pt_daemon_run_policy(PtDaemon *d, GPtrArray *targets)
     }
     if (!inputs->len)
         return;
-    decisions = policy_engine_tick(d->engine, &d->host_metrics,
+    decisions = policy_engine_tick(d->engine, pt_daemon_get_host(d),
                                    (const PolicyIothreadInput *)inputs->data,
-                                   inputs->len, d->tick_now_ms);
+                                   inputs->len, pt_daemon_tick_now_ms(d));
     pt_daemon_memory_save(d);
     for (guint i = 0; i < decisions->len; i++)
         pt_daemon_handle_decision(d, owners->pdata[i], decisions->pdata[i]);
