@@ -209,6 +209,7 @@ record_benefit(PolicyIothreadState *st)
     }
     if (off && poll) {
         st->polling.measured = TRUE;
+        st->polling.this_workload = TRUE;
         st->polling.gain = policy_segment_mean(poll) - policy_segment_mean(off);
         st->polling.cores = MAX((policy_segment_cpu(poll) - policy_segment_cpu(off)) / 100.0, 0.01);
         st->polling.net_measured = off->n_exits == off->n && poll->n_exits == poll->n;
@@ -550,6 +551,15 @@ explore_begin(const PolicyConfig *cfg, PolicyProposal *p, const char *why, gint6
         st->holdoff_until_ms = G_MININT64;
         g_string_append(p->evidence, " contention_holdoff=cleared(new workload)");
     }
+    /*
+     * So is what polling was worth: measured on the workload before, it
+     * must not cut this exploration's polling probe before that probe has
+     * measured it here (a shared core's QD16 load, where off had won,
+     * cut the next workload's wide probe after one tick, where polling
+     * gained half its IOPS).
+     */
+    if (why != policy_adaptive_why_revalidate)
+        st->polling.this_workload = FALSE;
     st->noise_ss *= NOISE_DECAY;
     st->noise_df *= NOISE_DECAY;
     /* The settled ticks are the freshest measure of the noise. */

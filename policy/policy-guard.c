@@ -227,7 +227,7 @@ polling_pays_for_itself(const PolicyProposal *p, GString *why)
         return FALSE;
     }
     if ((p->trial_cand & POLICY_CAND_POLLING) ||
-        (policy_adaptive_exploring(st) && !st->polling.measured)) {
+        (policy_adaptive_exploring(st) && !st->polling.this_workload)) {
         g_string_append(why, " exits_per_op_now=");
         g_string_append_printf(why, "%.2f(measuring whole-VM CPU)", p->m->exits_per_op);
         return TRUE;

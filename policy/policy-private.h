@@ -105,6 +105,7 @@ typedef enum {
  */
 typedef struct {
     gboolean measured;          /* FALSE: nothing below is known */
+    gboolean this_workload;     /* measured since the workload last changed */
     double gain;                /* objective gain of polling over off */
     double cores;               /* extra iothread CPU that buys it */
     gboolean net_measured;      /* exits counted under both: net_cores is known */

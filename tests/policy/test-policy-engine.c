@@ -642,6 +642,22 @@ static const Case cases[] = {
                   { 3, 0, 1, 32768, POLICY_CAUSE_PROBE, NULL, 1 } },
       .check_final = TRUE, .final_poll = { 32768 } },
     /*
+     * The same contended host, under +-50% noise.  The first workload is
+     * one where polling loses, and off settles; the next is one where
+     * polling saves the vCPUs more exits than it burns.  What polling was
+     * worth on the first must not judge the second's probes: the guard
+     * lets them measure it again.  Before, the first workload's loss cut
+     * the wide probe after its first tick (noise seed 0 and 3 of 8), and
+     * a simulated shared core kept polling off where it gained 50% of its
+     * IOPS, for a whole phase.
+     */
+    { .name = "contention-judges-a-new-workload-afresh", .spec = "adaptive", .n_ticks = 50,
+      .n_iot = 1, .start = { 32768, 0, 0 },
+      .load = { { 150000, 140000, 16000, 80, 100, 0, 300000, 280000 } },
+      .load2 = { { 25000, 37000, 18000, 20, 40, 0, 50000, 3700 } }, .phase2_tick = 20,
+      .host = { 50, 0, 0, 100 }, .noise = 0.5, .noise_seed = 0,
+      .forbid_reason = "polling off, host contention" },
+    /*
      * +-50% noise on a fresh iothread where polling buys nothing and costs
      * 0.8 of a core: the ticks of the probes count in the noise that judges
      * them, so the wide probe is not taken on a prior of 1%, and off (as
