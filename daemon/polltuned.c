@@ -272,6 +272,19 @@ main(int argc, char **argv)
         }
     }
     signal(SIGPIPE, SIG_IGN);
+    /*
+     * The stop and reload signals are caught before the control socket
+     * listens: a SIGTERM from then on (a client saw the socket, systemd
+     * stopped the unit during a long start) is acted on once the main
+     * loop runs, after the start, and never kills the daemon with its
+     * writes half done.  Not g_unix_signal_add() for the stop: a reload
+     * waiting for its file must see a stop request at once (pt-stop.h).
+     */
+    if (!pt_stop_watch(pt_on_term, &m, &err)) {
+        pt_err(NULL, NULL, "%s", err->message);
+        return 1;
+    }
+    g_unix_signal_add(SIGHUP, pt_on_hup, &m);
 
     m.daemon = pt_daemon_new(g_steal_pointer(&conf), NULL, &err);
     if (!m.daemon) {
@@ -318,16 +331,6 @@ main(int argc, char **argv)
     }
 
     m.loop = g_main_loop_new(NULL, FALSE);
-    /* Not g_unix_signal_add(): a reload waiting for its file must see a
-     * stop request at once (pt-stop.h). */
-    if (!pt_stop_watch(pt_on_term, &m, &err)) {
-        pt_err(NULL, NULL, "%s", err->message);
-        pt_metrics_server_free(m.metrics);
-        pt_control_free(m.control);
-        pt_daemon_free(m.daemon);
-        return 1;
-    }
-    g_unix_signal_add(SIGHUP, pt_on_hup, &m);
     if (sd_watchdog_enabled(0, &watchdog_us) > 0)
         g_timeout_add(watchdog_us / 2000, pt_on_watchdog, &m);
     pt_info(NULL, NULL, "polltuned %s running: mode %s, interval %u ms, database %s, socket %s",
