@@ -640,8 +640,12 @@ test_offline_by_name(void)
     g_free(out);
     out = OFFLINE(db, 0, "export", "--vm", "vm-a", "--since", "1h");
     lines = g_strsplit(out, "\r\n", -1);
-    for (guint i = 1; lines[i] && *lines[i]; i++, n++)
-        g_assert_true(g_str_has_prefix(strchr(lines[i], ',') + 1, sock));
+    g_assert_true(g_str_has_prefix(lines[0], "time,target,name,iothread,"));
+    for (guint i = 1; lines[i] && *lines[i]; i++, n++) {
+        g_autofree char *cells = g_strconcat(sock, ",vm-a,", NULL);
+
+        g_assert_true(g_str_has_prefix(strchr(lines[i], ',') + 1, cells));
+    }
     g_assert_cmpuint(n, >, 0);
 
     report = g_build_filename(cli_live.tmp_dir, "offline-by-name.html", NULL);
