@@ -704,6 +704,9 @@ test_history_exited(void)
     g_autoptr(PtTestVm) vm = NULL;
     g_autoptr(json_object) h = NULL;
     g_autofree char *sock = NULL;
+    g_autofree char *csv = NULL;
+    g_autofree char *row = NULL;
+    g_auto(GStrv) lines = NULL;
     PtDaemonWait gone = { .command = "list", .check = target_unlisted, .target = "vm-gone" };
 
     if (!cli_live_setup())
@@ -720,6 +723,12 @@ test_history_exited(void)
     g_assert_cmpuint(json_object_array_length(pt_json_path(h, "rows")), >, 0);
     g_assert_cmpstr(pt_json_path_str(h, "rows/0/target"), ==, sock);
     g_free(CTL_OK("history", "vm-gone/iot1", "--since", "1h"));
+    /* export --vm by the name too, each row naming it beside the path. */
+    csv = CTL_OK("export", "--vm", "vm-gone", "--since", "1h");
+    lines = g_strsplit(csv, "\r\n", -1);
+    row = g_strconcat(",", sock, ",vm-gone,", NULL);
+    g_assert_nonnull(lines[1]);
+    g_assert_nonnull(strstr(lines[1], row));
 
     /* Another socket's QEMU that went by vm-gone too. */
     test_sql_int(cli_live.d->db_path,
@@ -727,6 +736,7 @@ test_history_exited(void)
                  " VALUES (1, '/elsewhere/vm-gone.qmp', 0, 0, 'vm-gone')");
     CTL_FAILS(1, "/elsewhere/vm-gone.qmp", "history", "vm-gone");
     CTL_FAILS(1, sock, "history", "vm-gone");
+    CTL_FAILS(1, "/elsewhere/vm-gone.qmp", "export", "--vm", "vm-gone");
     /* Its identity still names it alone. */
     g_clear_pointer(&h, json_object_put);
     h = CTL_JSON("history", sock, "--since", "1h");
