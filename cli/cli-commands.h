@@ -69,6 +69,26 @@ gboolean cli_target_add(json_object *req, const char *text, GError **error);
 gboolean cli_time_check(const char *option, const char *text, gint64 now_ms,
                         gboolean absolute_ok, gint64 *ms_out, GError **error);
 
+/* --since, --until and --resolution as given, for every command with a
+ * range (CLI_RANGE_ENTRIES); cli_range_parse() reads them. */
+typedef struct {
+    char *since, *until, *resolution;
+} CliRangeOptions;
+extern CliRangeOptions cli_range_options;
+
+#define CLI_RANGE_ENTRIES(since_default, resolution_default)                              \
+    { "since", 0, 0, G_OPTION_ARG_STRING, &cli_range_options.since,                      \
+      "Start: a span back from now (30m, 12h, 7d) or ISO 8601 (default " since_default ")", \
+      "TIME" },                                                                         \
+    { "until", 0, 0, G_OPTION_ARG_STRING, &cli_range_options.until,                      \
+      "End, exclusive (default now)", "TIME" },                                         \
+    { "resolution", 0, 0, G_OPTION_ARG_STRING, &cli_range_options.resolution,            \
+      "raw, 1m or 1h (default: " resolution_default ")", "RES" }
+
+/* history and report pick the level by the range (cli_resolution_for_span());
+ * an export is of what was recorded. */
+#define CLI_RESOLUTION_BY_RANGE "by the length of the range"
+
 /* A time range from --since, --until and --resolution. */
 typedef struct {
     gint64 from_ms, to_ms;
@@ -83,6 +103,14 @@ void cli_store_filter(StoreFilter *f, const CliRange *r, const char *target,
                       const char *iothread);
 /* ISO 8601 UTC with microseconds, for the daemon. */
 char *cli_iso_time(gint64 ms);
+
+/* The daemon's rule (NotFound, exit 1) for a name never recorded; a VM is
+ * named by its identity or the name it goes by.  *@target: the identity. */
+gboolean cli_db_target_check(CliContext *ctx, CliDb *db, const char *vm, char **target,
+                             GError **error);
+/* The daemon's `history` over @r of @target (and @iothread, or NULL). */
+json_object *cli_history_online(CliContext *ctx, const CliRange *r, const char *target,
+                                const char *iothread, GError **error);
 
 /* stdout or a file written under a temporary name and renamed into place
  * only when cli_output_close() is told all went well. */

@@ -30,31 +30,21 @@ cli_db_store(CliDb *db)
 char *
 cli_db_target_resolve(CliDb *db, const char *db_path, const char *vm, GError **error)
 {
-    g_autoptr(GPtrArray) all = store_target_names(db->store, error);
-    g_autoptr(GPtrArray) named = g_ptr_array_new();
+    g_autoptr(GPtrArray) named = store_target_lookup(db->store, vm, error);
+    g_autofree char *list = NULL;
 
-    if (!all)
+    if (!named)
         return NULL;
-    for (guint i = 0; i < all->len; i++) {
-        const StoreTargetName *n = all->pdata[i];
-
-        if (g_str_equal(n->target, vm))
-            return g_strdup(n->target);
-        if (!g_strcmp0(n->name, vm))
-            g_ptr_array_add(named, n->target);
-    }
     if (named->len == 1)
         return g_strdup(named->pdata[0]);
     if (named->len == 0) {
         g_set_error(error, CLI_ERROR, CLI_ERROR_FAILED, "%s: no such target in %s", vm, db_path);
-    } else {
-        g_autofree char *list = NULL;
-
-        g_ptr_array_add(named, NULL);
-        list = g_strjoinv(", ", (char **)named->pdata);
-        g_set_error(error, CLI_ERROR, CLI_ERROR_FAILED, "%s: the name of %u targets in %s: %s;"
-                    " name one by its identity", vm, named->len - 1, db_path, list);
+        return NULL;
     }
+    g_ptr_array_add(named, NULL);
+    list = g_strjoinv(", ", (char **)named->pdata);
+    g_set_error(error, CLI_ERROR, CLI_ERROR_FAILED, "%s: the name of %u targets in %s: %s;"
+                " name one by its identity", vm, named->len - 1, db_path, list);
     return NULL;
 }
 

@@ -250,7 +250,8 @@ pt_cmd_export(PtConn *conn, json_object *args, json_object **ret, GError **error
         return FALSE;
     /* The store keeps a target under its identity: a name an attached
      * target goes by (QEMU's -name) asks for that. */
-    if (job->filter.target && !pt_target_known(conn->ctl->d, &job->filter.target, error))
+    if (job->filter.target &&
+        !(job->target = pt_target_identity(conn->ctl->d, job->filter.target, error)))
         return FALSE;
     job->format = format ? store_format_from_string(format) : STORE_FORMAT_CSV;
     if (job->format == STORE_FORMAT_INVALID) {
@@ -263,7 +264,6 @@ pt_cmd_export(PtConn *conn, json_object *args, json_object **ret, GError **error
     if (decisions)
         job->what = STORE_EXPORT_DECISIONS;
     /* The filter's strings must outlive the request. */
-    job->target = g_strdup(job->filter.target);
     job->iothread = g_strdup(job->filter.iothread);
     job->filter.target = job->target;
     job->filter.iothread = job->iothread;

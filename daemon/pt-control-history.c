@@ -42,25 +42,37 @@ pt_filter_from_args(json_object *args, StoreFilter *f, GError **error)
     return TRUE;
 }
 
-gboolean
-pt_target_known(PtDaemon *d, const char **name, GError **error)
+char *
+pt_target_identity(PtDaemon *d, const char *vm, GError **error)
 {
     g_autoptr(GError) err = NULL;
-    PtTarget *t = pt_daemon_resolve_target(d, *name, &err);
-    gboolean known;
+    g_autoptr(GPtrArray) named = NULL;
+    g_autofree char *list = NULL;
+    PtTarget *t = pt_daemon_resolve_target(d, vm, &err);
 
-    if (t) {
-        *name = t->name;
-        return TRUE;
-    }
+    if (t)
+        return g_strdup(t->name);
     /* A name two targets go by asks for a path. */
     if (!g_error_matches(err, G_IO_ERROR, G_IO_ERROR_NOT_FOUND)) {
         g_propagate_error(error, g_steal_pointer(&err));
-        return FALSE;
+        return NULL;
     }
-    if (!store_target_known(pt_daemon_get_store(d), *name, &known, error))
-        return FALSE;
-    return known || pt_not_found(error, *name);
+    /* A VM that has exited is no longer listed: the store knows the name
+     * it went by, as polltunectl --db does. */
+    if (!(named = store_target_lookup(pt_daemon_get_store(d), vm, error)))
+        return NULL;
+    if (named->len == 1)
+        return g_strdup(named->pdata[0]);
+    if (!named->len) {
+        pt_not_found(error, vm);
+        return NULL;
+    }
+    g_ptr_array_add(named, NULL);
+    list = g_strjoinv(", ", (char **)named->pdata);
+    g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                "%s: the name of %u recorded targets: %s; name one by its identity", vm,
+                named->len - 1, list);
+    return NULL;
 }
 
 gboolean
@@ -68,6 +80,7 @@ pt_cmd_history(PtConn *conn, json_object *args, json_object **ret, GError **erro
 {
     PtDaemon *d = pt_conn_daemon(conn);
     g_autoptr(StoreCursor) cur = NULL;
+    g_autofree char *target = NULL;
     StoreFilter f;
     const StoreRow *row;
     json_object *rows;
@@ -77,8 +90,9 @@ pt_cmd_history(PtConn *conn, json_object *args, json_object **ret, GError **erro
         return FALSE;
     if (!f.target)
         return pt_arg_bad(error, "target", "missing");
-    if (!pt_target_known(d, &f.target, error))
+    if (!(target = pt_target_identity(d, f.target, error)))
         return FALSE;
+    f.target = target;
     cur = store_query_range(pt_daemon_get_store(d), &f, error);
     if (!cur)
         return FALSE;

@@ -127,12 +127,13 @@ gboolean pt_cmd_show(PtConn *conn, json_object *args, json_object **ret, GError 
 /* pt-control-history.c */
 /* since/until/target/iothread/resolution of history and export. */
 gboolean pt_filter_from_args(json_object *args, StoreFilter *f, GError **error);
-/* FALSE with NotFound when *@name is neither tuned now nor in the store:
- * what the history commands say of a target they know nothing of.  A
- * target tuned now may be named by its identity or the name it goes by;
- * *@name then becomes its identity, which the store keeps it under
- * (borrowed from the target). */
-gboolean pt_target_known(PtDaemon *d, const char **name, GError **error);
+/* The identity the store keeps the VM @vm names under (a new string): a
+ * target tuned now by its identity or the name it goes by, else one the
+ * store recorded by its identity or the name it went by.  NULL with
+ * NotFound when none is: what the history commands say of a target they
+ * know nothing of; with InvalidParameter, listing them, when the name is
+ * several recorded targets'. */
+char *pt_target_identity(PtDaemon *d, const char *vm, GError **error);
 gboolean pt_cmd_history(PtConn *conn, json_object *args, json_object **ret, GError **error);
 gboolean pt_cmd_host_history(PtConn *conn, json_object *args, json_object **ret,
                              GError **error);

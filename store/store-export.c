@@ -7,7 +7,8 @@
  * formatted by hand: with tens of millions of rows, printf's generality is
  * most of the cost.  Rollup rates are written as decimals (IOPS with three
  * places, CPU as percent of one core with four), exact from the stored
- * scaled integers.
+ * scaled integers.  Each row names its target twice: its identity and
+ * the name it went by (targets.display_name), read once per export.
  */
 #include <string.h>
 
@@ -27,6 +28,9 @@ typedef struct {
     StoreFormat format;
     gint64 iso_second;          /* cache: the second last formatted */
     char iso[32];
+    GHashTable *names;          /* identity -> the name it went by */
+    const char *name_of;        /* cache: the identity last looked up */
+    const char *name;           /* ... and its name (NULL: unknown) */
 } Out;
 
 typedef struct {
@@ -201,7 +205,7 @@ out_header(Out *o, const Column *cols, guint n, const char *const *text_cols, gu
 {
     if (o->format != STORE_FORMAT_CSV)
         return;
-    out_s(o, "time,target,iothread");
+    out_s(o, "time,target,name,iothread");
     for (guint i = 0; i < n; i++) {
         out_c(o, ',');
         out_s(o, cols[i].name);
@@ -213,6 +217,22 @@ out_header(Out *o, const Column *cols, guint n, const char *const *text_cols, gu
     out_s(o, "\r\n");
 }
 
+/* The name @target went by.  Rows come grouped by target, so one lookup
+ * a group, not one a row. */
+static const char *
+out_name(Out *o, const char *target)
+{
+    if (!o->name_of || !g_str_equal(o->name_of, target)) {
+        gpointer key = NULL, name = NULL;
+
+        g_hash_table_lookup_extended(o->names, target, &key, &name);
+        /* The table's key outlives the cursor's row. */
+        o->name_of = key;
+        o->name = name;
+    }
+    return o->name;
+}
+
 /* One record: time, names, numbers (STORE_NULL empty/null), then texts. */
 static void
 out_record(Out *o, gint64 ts, const char *target, const char *iothread, const Column *cols,
@@ -220,12 +240,15 @@ out_record(Out *o, gint64 ts, const char *target, const char *iothread, const Co
            guint n_text)
 {
     gboolean csv = o->format == STORE_FORMAT_CSV;
+    const char *name = out_name(o, target);
 
     if (!csv)
         out_s(o, "{\"time\":");
     out_time(o, ts);
     out_s(o, csv ? "," : ",\"target\":");
     csv ? out_csv_text(o, target) : out_json_text(o, target);
+    out_s(o, csv ? "," : ",\"name\":");
+    csv ? out_csv_text(o, name) : out_json_text(o, name);
     out_s(o, csv ? "," : ",\"iothread\":");
     csv ? out_csv_text(o, iothread) : out_json_text(o, iothread);
     for (guint i = 0; i < n; i++) {
@@ -411,12 +434,23 @@ store_export(StoreDb *db, const StoreFilter *filter, StoreExportWhat what, Store
 {
     Out o = { .stream = out, .cancellable = cancellable, .format = format,
               .iso_second = G_MININT64 };
+    g_autoptr(GPtrArray) names = NULL;
+    g_autoptr(GHashTable) by_target = g_hash_table_new(g_str_hash, g_str_equal);
     gboolean ok;
 
     if (format < 0 || format >= STORE_FORMAT_MAX) {
         g_set_error(error, STORE_ERROR, STORE_ERROR_INVALID, "%s: export: bad format", db->path);
         return FALSE;
     }
+    /* One row a target ever recorded: a few hundred at most, read once. */
+    if (!(names = store_target_names(db, error)))
+        return FALSE;
+    for (guint i = 0; i < names->len; i++) {
+        const StoreTargetName *n = names->pdata[i];
+
+        g_hash_table_insert(by_target, n->target, n->name);
+    }
+    o.names = by_target;
     o.buf = g_malloc(OUT_BUF);
     ok = what == STORE_EXPORT_DECISIONS ? export_decisions(db, filter, &o, error)
                                         : export_samples(db, filter, &o, error);

@@ -39,3 +39,26 @@ store_target_names(StoreDb *db, GError **error)
     }
     return g_steal_pointer(&all);
 }
+
+GPtrArray *
+store_target_lookup(StoreDb *db, const char *vm, GError **error)
+{
+    g_autoptr(GPtrArray) all = store_target_names(db, error);
+    g_autoptr(GPtrArray) named = g_ptr_array_new_with_free_func(g_free);
+
+    if (!all)
+        return NULL;
+    for (guint i = 0; i < all->len; i++) {
+        const StoreTargetName *n = all->pdata[i];
+
+        /* An identity is one target's, whatever names others went by. */
+        if (g_str_equal(n->target, vm)) {
+            g_ptr_array_set_size(named, 0);
+            g_ptr_array_add(named, g_strdup(n->target));
+            break;
+        }
+        if (!g_strcmp0(n->name, vm))
+            g_ptr_array_add(named, g_strdup(n->target));
+    }
+    return g_steal_pointer(&named);
+}

@@ -278,6 +278,15 @@ typedef struct {
 GPtrArray *store_target_names(StoreDb *db, GError **error);
 
 /*
+ * The identities @vm names among the recorded targets, as strings the
+ * array frees: @vm alone when a target has that identity, else each
+ * target that went by the name @vm (none, one, or several, in identity
+ * order).  A reader asked for a VM by name refuses none as unknown and
+ * several as ambiguous.  NULL on error.
+ */
+GPtrArray *store_target_lookup(StoreDb *db, const char *vm, GError **error);
+
+/*
  * Writes @tick in one transaction, after any ticks still pending.  Returns
  * TRUE when the tick was written or queued (see the contract above); FALSE
  * only for an invalid tick, which is not kept.  Takes no ownership.

@@ -412,8 +412,8 @@ static char *
 export_select_new(void)
 {
     GString *q = g_string_new("SELECT strftime('%Y-%m-%dT%H:%M:%fZ', t.ts / 1000.0, 'unixepoch')"
-                              " AS time, g.name AS target, i.name AS iothread,"
-                              " t.len_ns AS tick_ns");
+                              " AS time, g.name AS target, g.display_name AS name,"
+                              " i.name AS iothread, t.len_ns AS tick_ns");
 
     for (int id = 0; id < METRIC_MAX; id++)
         g_string_append_printf(q, ", s.%s", metric_def(id)->name);

@@ -235,15 +235,16 @@ cli_expected_csv(const char *db_path, const char *query, gint64 from, gint64 to,
         GString *s = g_string_new(NULL);
         g_autofree char *t = cli_test_iso(sqlite3_column_int64(st, 0));
 
-        g_string_append_printf(s, "%s,%s,%s", t, sqlite3_column_text(st, 1),
-                               sqlite3_column_text(st, 2));
+        g_string_append_printf(s, "%s,%s,", t, sqlite3_column_text(st, 1));
+        append_csv_text(s, (const char *)sqlite3_column_text(st, 2));
+        g_string_append_printf(s, ",%s", sqlite3_column_text(st, 3));
         for (int i = 0; i < n_num; i++) {
             g_string_append_c(s, ',');
-            append_value(s, st, 3 + i, decimals[i]);
+            append_value(s, st, 4 + i, decimals[i]);
         }
         for (int i = 0; i < n_text; i++) {
             g_string_append_c(s, ',');
-            append_csv_text(s, (const char *)sqlite3_column_text(st, 3 + n_num + i));
+            append_csv_text(s, (const char *)sqlite3_column_text(st, 4 + n_num + i));
         }
         g_ptr_array_add(lines, g_string_free(s, FALSE));
     }

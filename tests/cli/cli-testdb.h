@@ -78,12 +78,12 @@ void cli_run(CliRun *r, const char *const *argv);
 char *cli_test_iso(gint64 ms);
 
 /* The raw export's query over [?1, ?2), built independently of store/'s
- * export code, and its numeric columns after time, target and iothread. */
+ * export code, and its numeric columns after time, target, name and iothread. */
 #define CLI_RAW_QUERY                                                                       \
-    "SELECT t.ts, g.name, i.name, t.len_ns, s.poll_max_ns, s.poll_grow, s.poll_shrink,"  \
-    " s.cpu_ns, s.ctx_vol, s.ctx_invol, s.runq_wait_ns, s.rd_ops, s.rd_bytes,"           \
-    " s.rd_time_ns, s.wr_ops, s.wr_bytes, s.wr_time_ns, s.flush_ops, s.flush_time_ns,"   \
-    " s.kvm_exits, s.io_exits, s.mmio_exits, s.halt_exits, s.aio_max_batch,"             \
+    "SELECT t.ts, g.name, g.display_name, i.name, t.len_ns, s.poll_max_ns, s.poll_grow,"  \
+    " s.poll_shrink, s.cpu_ns, s.ctx_vol, s.ctx_invol, s.runq_wait_ns, s.rd_ops,"        \
+    " s.rd_bytes, s.rd_time_ns, s.wr_ops, s.wr_bytes, s.wr_time_ns, s.flush_ops,"         \
+    " s.flush_time_ns, s.kvm_exits, s.io_exits, s.mmio_exits, s.halt_exits, s.aio_max_batch,"             \
     " CAST(round((s.rd_ops + s.wr_ops + s.flush_ops) * 1e9 / t.len_ns * 1000) AS INTEGER)" \
     " FROM ticks t"                                                                         \
     " JOIN samples_v s ON s.tick_id = t.id JOIN iothreads i ON i.id = s.iothread_id"       \
@@ -92,8 +92,8 @@ char *cli_test_iso(gint64 ms);
 
 /* The decision export's: 7 numbers, then policy, reason and cause. */
 #define CLI_DECISIONS_QUERY                                                              \
-    "SELECT d.ts, g.name, i.name, old_max_ns, old_grow, old_shrink, new_max_ns, new_grow," \
-    " new_shrink, applied, policy, reason, cause FROM decisions d"                         \
+    "SELECT d.ts, g.name, g.display_name, i.name, old_max_ns, old_grow, old_shrink,"     \
+    " new_max_ns, new_grow, new_shrink, applied, policy, reason, cause FROM decisions d" \
     " JOIN iothreads i ON i.id = d.iothread_id JOIN targets g ON g.id = i.target_id"       \
     " WHERE ts >= ?1 AND ts < ?2 ORDER BY ts, d.id"
 
@@ -101,8 +101,9 @@ char *cli_test_iso(gint64 ms);
 extern const char *const cli_raw_names[CLI_N_RAW];
 
 /*
- * The CSV lines database @db_path holds for @query (time, target, iothread,
- * then numbers with the given decimals, then texts) over [@from, @to).
+ * The CSV lines database @db_path holds for @query (time, target, the name
+ * it went by, iothread, then numbers with the given decimals, then texts)
+ * over [@from, @to).
  */
 GPtrArray *cli_expected_csv(const char *db_path, const char *query, gint64 from, gint64 to,
                             const int *decimals, int n_num, int n_text);

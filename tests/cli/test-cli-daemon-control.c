@@ -6,7 +6,7 @@
  * target and by id, expired), mode, attach and detach; no daemon, a caller
  * who may read but not change, an unknown VM, bad override values.  The
  * offline commands on the history the daemon writes ask for vm-a by its
- * name.
+ * name, and the daemon gives a VM's history by its name after it exited.
  */
 #include <grp.h>
 #include <string.h>
@@ -640,8 +640,12 @@ test_offline_by_name(void)
     g_free(out);
     out = OFFLINE(db, 0, "export", "--vm", "vm-a", "--since", "1h");
     lines = g_strsplit(out, "\r\n", -1);
-    for (guint i = 1; lines[i] && *lines[i]; i++, n++)
-        g_assert_true(g_str_has_prefix(strchr(lines[i], ',') + 1, sock));
+    g_assert_true(g_str_has_prefix(lines[0], "time,target,name,iothread,"));
+    for (guint i = 1; lines[i] && *lines[i]; i++, n++) {
+        g_autofree char *cells = g_strconcat(sock, ",vm-a,", NULL);
+
+        g_assert_true(g_str_has_prefix(strchr(lines[i], ',') + 1, cells));
+    }
     g_assert_cmpuint(n, >, 0);
 
     report = g_build_filename(cli_live.tmp_dir, "offline-by-name.html", NULL);
@@ -673,12 +677,79 @@ test_offline_by_name(void)
     g_unlink(copy);
 }
 
+/* ---- the history of a VM that has exited, by its name ---------------- */
+
+static gboolean
+target_unlisted(json_object *list, const PtDaemonWait *w)
+{
+    return !pt_test_status_target(list, w->target);
+}
+
+/* Rows of history vm-gone --json, or 0 while it has none. */
+static gboolean
+history_has_rows(gpointer data)
+{
+    g_autoptr(json_object) h = CTL_JSON("history", data, "--since", "1h");
+
+    return json_object_array_length(pt_json_path(h, "rows")) > 0;
+}
+
+/* Once its QEMU has exited a VM is no longer listed, but the daemon still
+ * gives its history by the name it went by, as --db does; a name two
+ * recorded targets went by is refused naming both.  The old daemon knew a
+ * name only while the VM was listed: NotFound. */
+static void
+test_history_exited(void)
+{
+    g_autoptr(PtTestVm) vm = NULL;
+    g_autoptr(json_object) h = NULL;
+    g_autofree char *sock = NULL;
+    g_autofree char *csv = NULL;
+    g_autofree char *row = NULL;
+    g_auto(GStrv) lines = NULL;
+    PtDaemonWait gone = { .command = "list", .check = target_unlisted, .target = "vm-gone" };
+
+    if (!cli_live_setup())
+        return;
+    vm = pt_test_vm_start(cli_live.vm_dir, "vm-gone", NULL);
+    sock = g_strdup(vm->daemon_sock);
+    g_assert_cmpint(pt_test_wait_target(cli_live.d, "vm-gone", 2, TRUE, 5000), >=, 0);
+    g_assert_true(pt_test_wait(history_has_rows, (gpointer) "vm-gone", 5000));
+    g_clear_pointer(&vm, pt_test_vm_free);
+    gone.d = cli_live.d;
+    g_assert_true(pt_test_daemon_wait(&gone, 10000));
+
+    h = CTL_JSON("history", "vm-gone", "--since", "1h");
+    g_assert_cmpuint(json_object_array_length(pt_json_path(h, "rows")), >, 0);
+    g_assert_cmpstr(pt_json_path_str(h, "rows/0/target"), ==, sock);
+    g_free(CTL_OK("history", "vm-gone/iot1", "--since", "1h"));
+    /* export --vm by the name too, each row naming it beside the path. */
+    csv = CTL_OK("export", "--vm", "vm-gone", "--since", "1h");
+    lines = g_strsplit(csv, "\r\n", -1);
+    row = g_strconcat(",", sock, ",vm-gone,", NULL);
+    g_assert_nonnull(lines[1]);
+    g_assert_nonnull(strstr(lines[1], row));
+
+    /* Another socket's QEMU that went by vm-gone too. */
+    test_sql_int(cli_live.d->db_path,
+                 "INSERT INTO targets (kind, name, first_seen, last_seen, display_name)"
+                 " VALUES (1, '/elsewhere/vm-gone.qmp', 0, 0, 'vm-gone')");
+    CTL_FAILS(1, "/elsewhere/vm-gone.qmp", "history", "vm-gone");
+    CTL_FAILS(1, sock, "history", "vm-gone");
+    CTL_FAILS(1, "/elsewhere/vm-gone.qmp", "export", "--vm", "vm-gone");
+    /* Its identity still names it alone. */
+    g_clear_pointer(&h, json_object_put);
+    h = CTL_JSON("history", sock, "--since", "1h");
+    g_assert_cmpstr(pt_json_path_str(h, "rows/0/target"), ==, sock);
+}
+
 int
 main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     cli_live_add("/cli/daemon/errors", test_errors);
     cli_live_add("/cli/daemon/offline-by-name", test_offline_by_name);
+    cli_live_add("/cli/daemon/history-exited", test_history_exited);
     cli_live_add("/cli/daemon/policy", test_policy);
     cli_live_add("/cli/daemon/override", test_override);
     cli_live_add("/cli/daemon/override-expires", test_override_expires);

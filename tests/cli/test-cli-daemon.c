@@ -198,11 +198,13 @@ db_rows(const char *target, const char *iothread, gint64 from, gint64 to)
     static const int dec[CLI_N_RAW] = { [CLI_N_RAW - 1] = 3 };     /* iops: 3 places */
     g_autoptr(GPtrArray) lines = cli_expected_csv(cli_live.d->db_path, CLI_RAW_QUERY, from, to,
                                                   dec, CLI_N_RAW, 0);
-    g_autofree char *key = g_strdup_printf(",%s,%s,", target, iothread);
     guint n = 0;
 
-    for (guint i = 0; i < lines->len; i++)
-        n += strstr(g_ptr_array_index(lines, i), key) != NULL;
+    for (guint i = 0; i < lines->len; i++) {
+        g_auto(GStrv) cells = g_strsplit(g_ptr_array_index(lines, i), ",", 5);
+
+        n += g_str_equal(cells[1], target) && g_str_equal(cells[3], iothread);
+    }
     return n;
 }
 
@@ -286,7 +288,7 @@ test_export(void)
     jsonl = export_lines("jsonl", from, to, jsonl_path, NULL);
 
     n = g_strv_length(csv);
-    g_assert_true(g_str_has_prefix(csv[0], "time,target,iothread,tick_ns,poll_max_ns,"));
+    g_assert_true(g_str_has_prefix(csv[0], "time,target,name,iothread,tick_ns,poll_max_ns,"));
     g_assert_cmpstr(csv[n - 1], ==, "");
     g_assert_cmpuint(n - 2, ==, want->len);
     for (guint i = 0; i < want->len; i++)
@@ -301,14 +303,17 @@ test_export(void)
         g_assert_nonnull(line);
         g_assert_cmpstr(pt_json_path_str(line, "time"), ==, cells[0]);
         g_assert_cmpstr(pt_json_path_str(line, "target"), ==, cells[1]);
-        g_assert_cmpstr(pt_json_path_str(line, "iothread"), ==, cells[2]);
+        /* The name status gives the VM, beside its identity. */
+        g_assert_cmpstr(pt_json_path_str(line, "name"), ==, "vm-a");
+        g_assert_cmpstr(cells[2], ==, "vm-a");
+        g_assert_cmpstr(pt_json_path_str(line, "iothread"), ==, cells[3]);
         for (guint c = 0; c < CLI_N_RAW; c++) {
             json_object *v = pt_json_path(line, cli_raw_names[c]);
 
-            if (!*cells[3 + c])
+            if (!*cells[4 + c])
                 g_assert_null(v);
             else
-                g_assert_cmpint(json_object_get_int64(v), ==, g_ascii_strtoll(cells[3 + c], NULL, 10));
+                g_assert_cmpint(json_object_get_int64(v), ==, g_ascii_strtoll(cells[4 + c], NULL, 10));
         }
     }
     g_assert_cmpstr(jsonl[want->len], ==, "");
@@ -334,7 +339,7 @@ test_export_decisions(void)
     got = export_lines("csv", from, to, path, "--decisions");
     g_assert_cmpuint(want->len, >=, 2);
     n = g_strv_length(got);
-    g_assert_true(g_str_has_prefix(got[0], "time,target,iothread,old_poll_max_ns,"));
+    g_assert_true(g_str_has_prefix(got[0], "time,target,name,iothread,old_poll_max_ns,"));
     g_assert_cmpstr(got[n - 1], ==, "");
     g_assert_cmpuint(n - 2, ==, want->len);
     for (guint i = 0; i < want->len; i++)

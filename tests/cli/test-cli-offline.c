@@ -82,7 +82,7 @@ test_export_csv_raw(void)
     gint64 from = t0_ms + 600 * 1000 + 500, to = t0_ms + 1500 * 1000;
     g_autoptr(GPtrArray) want = cli_expected_csv(db_path, CLI_RAW_QUERY, from, to, dec, CLI_N_RAW, 0);
     g_auto(GStrv) got = run_export("csv", from, to, NULL, out);
-    g_autoptr(GString) want_header = g_string_new("time,target,iothread");
+    g_autoptr(GString) want_header = g_string_new("time,target,name,iothread");
 
     /* 900 ticks (the lower bound falls inside a tick), 3 iothreads. */
     g_assert_cmpuint(want->len, ==, 899 * 3);
@@ -121,17 +121,19 @@ test_export_jsonl_raw(void)
         g_assert_cmpstr(json_object_get_string(v), ==, t);
         g_assert_true(json_object_object_get_ex(line, "target", &v));
         g_assert_cmpstr(json_object_get_string(v), ==, (const char *)sqlite3_column_text(st, 1));
-        g_assert_true(json_object_object_get_ex(line, "iothread", &v));
+        g_assert_true(json_object_object_get_ex(line, "name", &v));
         g_assert_cmpstr(json_object_get_string(v), ==, (const char *)sqlite3_column_text(st, 2));
+        g_assert_true(json_object_object_get_ex(line, "iothread", &v));
+        g_assert_cmpstr(json_object_get_string(v), ==, (const char *)sqlite3_column_text(st, 3));
         for (guint c = 0; c < CLI_N_RAW; c++) {
             g_assert_true(json_object_object_get_ex(line, cli_raw_names[c], &v));
-            if (sqlite3_column_type(st, 3 + c) == SQLITE_NULL)
+            if (sqlite3_column_type(st, 4 + c) == SQLITE_NULL)
                 g_assert_true(v == NULL);
             else if (g_str_equal(cli_raw_names[c], "iops"))     /* milli-ops/s in the query */
                 g_assert_cmpfloat_with_epsilon(json_object_get_double(v),
-                                               sqlite3_column_int64(st, 3 + c) / 1000.0, 1e-9);
+                                               sqlite3_column_int64(st, 4 + c) / 1000.0, 1e-9);
             else
-                g_assert_cmpint(json_object_get_int64(v), ==, sqlite3_column_int64(st, 3 + c));
+                g_assert_cmpint(json_object_get_int64(v), ==, sqlite3_column_int64(st, 4 + c));
         }
     }
     sqlite3_finalize(st);
@@ -150,7 +152,7 @@ test_export_rollup_and_decisions(void)
     g_autofree char *dout = g_build_filename(tmp_dir, "decisions.csv", NULL);
     gint64 from = t0_ms, to = t0_ms + N_TICKS * 1000;
     g_autoptr(GPtrArray) want = cli_expected_csv(db_path,
-        "SELECT r.bucket, g.name, i.name, n, span_ms, iops_min, iops_mean, iops_max, iops_p95,"
+        "SELECT r.bucket, g.name, g.display_name, i.name, n, span_ms, iops_min, iops_mean, iops_max, iops_p95,"
         " lat_min, lat_mean, lat_max, lat_p95, cpu_min, cpu_mean, cpu_max, poll_max_ns,"
         " poll_grow, poll_shrink FROM rollup_1m r"
         " JOIN iothreads i ON i.id = r.iothread_id JOIN targets g ON g.id = i.target_id"

@@ -61,7 +61,7 @@ test_iso_format(void)
 typedef TestDb Fixture;
 
 /* Three ticks of vm0 and 'we,ird "vm"' (one iothread each, NULLs in
- * every row) and two decisions. */
+ * every row), named vm-zero and 'we,ird', and two decisions. */
 static void
 fixture_setup(Fixture *fx, gconstpointer data)
 {
@@ -84,7 +84,9 @@ fixture_setup(Fixture *fx, gconstpointer data)
             s[i].io.rd_ops = k;
         }
         s[0].target = "vm0";
+        s[0].target_name = "vm-zero";
         s[1].target = "we,ird \"vm\"";
+        s[1].target_name = "we,ird";
         store_tick_init(&tick);
         tick.ts_ms = T0 + k * 1000;
         tick.len_ns = 1000000000;
@@ -132,15 +134,15 @@ test_csv(Fixture *fx, gconstpointer data)
     lines = g_strsplit(csv, "\r\n", -1);
     g_assert_cmpuint(g_strv_length(lines), ==, 1 + 6 + 1);
     g_assert_cmpstr(lines[0], ==,
-                    "time,target,iothread,tick_ns,poll_max_ns,poll_grow,poll_shrink,cpu_ns,"
+                    "time,target,name,iothread,tick_ns,poll_max_ns,poll_grow,poll_shrink,cpu_ns,"
                     "ctx_vol,ctx_invol,runq_wait_ns,rd_ops,rd_bytes,rd_time_ns,wr_ops,wr_bytes,"
                     "wr_time_ns,flush_ops,flush_time_ns,kvm_exits,io_exits,mmio_exits,halt_exits,"
                     "aio_max_batch,iops");
     /* rows in time order; NULL is an empty field; quotes doubled */
-    g_assert_cmpstr(lines[1], ==, "2025-12-01T12:00:00.000Z,vm0,iothread0,1000000000,32768,,,"
-                                  "1000,,,,0,,,,,,,,,,,,,");
-    g_assert_cmpstr(lines[2], ==, "2025-12-01T12:00:00.000Z,\"we,ird \"\"vm\"\"\",iothread0,"
-                                  "1000000000,32768,,,1000,,,,0,,,,,,,,,,,,,");
+    g_assert_cmpstr(lines[1], ==, "2025-12-01T12:00:00.000Z,vm0,vm-zero,iothread0,1000000000,"
+                                  "32768,,,1000,,,,0,,,,,,,,,,,,,");
+    g_assert_cmpstr(lines[2], ==, "2025-12-01T12:00:00.000Z,\"we,ird \"\"vm\"\"\",\"we,ird\","
+                                  "iothread0,1000000000,32768,,,1000,,,,0,,,,,,,,,,,,,");
     g_assert_true(g_str_has_prefix(lines[6], "2025-12-01T12:00:02.000Z,"));
     g_assert_cmpstr(lines[7], ==, "");
 }
@@ -164,6 +166,9 @@ test_jsonl(Fixture *fx, gconstpointer data)
         g_assert_nonnull(o);
         g_assert_true(json_object_object_get_ex(o, "target", &v));
         g_assert_cmpstr(json_object_get_string(v), ==, "we,ird \"vm\"");
+        /* The name it went by, beside its identity. */
+        g_assert_true(json_object_object_get_ex(o, "name", &v));
+        g_assert_cmpstr(json_object_get_string(v), ==, "we,ird");
         g_assert_true(json_object_object_get_ex(o, "time", &v));
         g_assert_cmpstr(json_object_get_string(v), ==,
                         i == 0 ? "2025-12-01T12:00:01.000Z" : "2025-12-01T12:00:02.000Z");
@@ -186,11 +191,11 @@ test_decisions(Fixture *fx, gconstpointer data)
 
     store_filter_init(&f);
     csv = export_to_string(fx->db, &f, STORE_EXPORT_DECISIONS, STORE_FORMAT_CSV);
-    g_assert_true(g_str_has_prefix(csv, "time,target,iothread,old_poll_max_ns,old_poll_grow,"
+    g_assert_true(g_str_has_prefix(csv, "time,target,name,iothread,old_poll_max_ns,old_poll_grow,"
                                         "old_poll_shrink,new_poll_max_ns,new_poll_grow,"
                                         "new_poll_shrink,applied,policy,reason,cause\r\n"));
     /* a line break inside a quoted field stays in the field */
-    g_assert_nonnull(strstr(csv, "\r\n2025-12-01T12:00:00.500Z,vm0,iothread0,32768,0,0,0,0,0,1,"
+    g_assert_nonnull(strstr(csv, "\r\n2025-12-01T12:00:00.500Z,vm0,vm-zero,iothread0,32768,0,0,0,0,0,1,"
                                  "adaptive,\"idle, \"\"no\"\" I/O\nfor 5 min\",\r\n"));
     f.from_ms = T0 + 1000;
     jsonl = export_to_string(fx->db, &f, STORE_EXPORT_DECISIONS, STORE_FORMAT_JSONL);
@@ -198,6 +203,8 @@ test_decisions(Fixture *fx, gconstpointer data)
     g_assert_cmpuint(g_strv_length(lines), ==, 2);
     o = json_tokener_parse(lines[0]);
     g_assert_nonnull(o);
+    g_assert_true(json_object_object_get_ex(o, "name", &v));
+    g_assert_cmpstr(json_object_get_string(v), ==, "vm-zero");
     g_assert_true(json_object_object_get_ex(o, "applied", &v));
     g_assert_cmpint(json_object_get_int(v), ==, 0);
     g_assert_true(json_object_object_get_ex(o, "reason", &v));
@@ -224,13 +231,13 @@ test_rollup_export(Fixture *fx, gconstpointer data)
     csv = export_to_string(fx->db, &f, STORE_EXPORT_SAMPLES, STORE_FORMAT_CSV);
     lines = g_strsplit(csv, "\r\n", -1);
     g_assert_cmpuint(g_strv_length(lines), ==, 3);
-    g_assert_cmpstr(lines[0], ==, "time,target,iothread,count,span_ms,iops_min,iops_mean,iops_max,"
+    g_assert_cmpstr(lines[0], ==, "time,target,name,iothread,count,span_ms,iops_min,iops_mean,iops_max,"
                                   "iops_p95,lat_min_ns,lat_mean_ns,lat_max_ns,lat_p95_ns,"
                                   "cpu_min_pct,cpu_mean_pct,cpu_max_pct,poll_max_ns,poll_grow,"
                                   "poll_shrink");
     /* 0, 1, 2 reads per second; CPU 1, 2, 3 us per second; the triple
      * in force (grow and shrink were never read) */
-    g_assert_cmpstr(lines[1], ==, "2025-12-01T12:00:00.000Z,vm0,iothread0,3,3000,0.000,1.000,"
+    g_assert_cmpstr(lines[1], ==, "2025-12-01T12:00:00.000Z,vm0,vm-zero,iothread0,3,3000,0.000,1.000,"
                                   "2.000,2.000,,,,,0.0001,0.0002,0.0003,32768,,");
 }
 
