@@ -7,26 +7,10 @@
 #include <sys/types.h>
 
 #include "pt-control.h"
+#include "pt-control-error.h"
 #include "qmp-error.h"
 #include "qmp-json.h"
 #include "qmp-stream.h"
-
-#define PT_CONTROL_ERROR (pt_control_error_quark())
-GQuark pt_control_error_quark(void);
-
-typedef enum {
-    PT_CONTROL_ERROR_GENERIC,
-    PT_CONTROL_ERROR_COMMAND_NOT_FOUND,
-    PT_CONTROL_ERROR_INVALID_PARAMETER,
-    PT_CONTROL_ERROR_NOT_FOUND,
-    PT_CONTROL_ERROR_PERMISSION_DENIED,
-    PT_CONTROL_ERROR_TOO_LARGE,
-    PT_CONTROL_ERROR_BUSY,
-    PT_CONTROL_ERROR_MAX,
-} PtControlErrorCode;
-
-/* The protocol's class name for any error we may reply with. */
-const char *pt_control_error_class(const GError *err);
 
 typedef struct PtExportJob PtExportJob;
 
