@@ -8,6 +8,7 @@
  */
 #include "pt-control-private.h"
 #include "pt-log.h"
+#include "pt-metrics.h"
 #include "common/pt-escape.h"
 
 #include <string.h>

@@ -14,7 +14,10 @@
  * true.  QEMU names libvirt's iothread N "iothreadN", and debug-threads=on
  * names its thread "IO iothreadN", which is how probe/ finds it.
  */
+#include "pt-daemon-libvirt.h"
 #include "pt-daemon-private.h"
+#include "pt-daemon-metadata.h"
+#include "pt-daemon-targets.h"
 #include "pt-libvirt.h"
 #include "pt-log.h"
 #include "probe-devmap.h"

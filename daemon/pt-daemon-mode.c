@@ -3,7 +3,9 @@
  * The daemon's mode (observe, recommend, enforce), from the configuration
  * or set at run time.
  */
+#include "pt-daemon-mode.h"
 #include "pt-daemon-private.h"
+#include "pt-daemon-originals.h"
 #include "pt-log.h"
 
 /* d->mode is the one owner of the mode; the policy only learns whether

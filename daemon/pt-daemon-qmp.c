@@ -12,7 +12,9 @@
  * the socket file a killed QEMU left behind, is said once and passed over
  * until a new file is at its path.
  */
+#include "pt-daemon-qmp.h"
 #include "pt-daemon-private.h"
+#include "pt-daemon-targets.h"
 #include "pt-log.h"
 
 #include <glob.h>

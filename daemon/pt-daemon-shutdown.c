@@ -4,7 +4,10 @@
  * within a deadline.
  */
 #include "pt-config.h"
+#include "pt-daemon-shutdown.h"
 #include "pt-daemon-private.h"
+#include "pt-daemon-attach.h"
+#include "pt-daemon-originals.h"
 #include "pt-daemon-tick.h"
 #include "pt-log.h"
 
