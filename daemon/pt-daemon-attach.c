@@ -51,7 +51,7 @@ pt_daemon_detach(PtDaemon *d, const char *name, GError **error)
     t->detached = TRUE;
     policy_engine_forget(d->engine, t->name);
     pt_info(t->name, NULL, "detached by request");
-    g_hash_table_remove(d->targets, name);
+    g_hash_table_remove(d->targets.by_name, name);
     return TRUE;
 }
 

@@ -76,7 +76,7 @@ pt_daemon_set_mode(PtDaemon *d, PtMode mode, GError **error)
     d->mode = mode;
     pt_daemon_mode_to_policy(d);
     if (mode == PT_MODE_OBSERVE) {
-        g_hash_table_iter_init(&it, d->targets);
+        g_hash_table_iter_init(&it, d->targets.by_name);
         while (g_hash_table_iter_next(&it, NULL, &v))
             pt_daemon_restore_target(d, v, "mode observe");
     }

@@ -307,7 +307,7 @@ pt_daemon_originals_resave(PtDaemon *d, guint64 reopens)
 
     if (d->run_marker && !g_file_test(d->run_marker, G_FILE_TEST_EXISTS))
         g_file_set_contents(d->run_marker, "", 0, NULL);
-    g_hash_table_iter_init(&it, d->targets);
+    g_hash_table_iter_init(&it, d->targets.by_name);
     while (g_hash_table_iter_next(&it, NULL, &v)) {
         PtTarget *t = v;
         GHashTableIter jt;

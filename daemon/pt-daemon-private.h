@@ -26,10 +26,13 @@ struct PtDaemon {
     StoreDb *store;
     PolicyEngine *engine;
 
-    GHashTable *targets;                /* name -> PtTarget */
-    struct PtDaemonQmp *qmp;            /* pt-daemon-qmp.c's own */
-    struct PtDaemonLibvirt *libvirt;    /* pt-daemon-libvirt.c's own; NULL unless
+    /* The targets and their connections, one kind's each. */
+    struct {
+        GHashTable *by_name;            /* name -> PtTarget */
+        struct PtDaemonQmp *qmp;        /* pt-daemon-qmp.c's own */
+        struct PtDaemonLibvirt *libvirt; /* pt-daemon-libvirt.c's own; NULL unless
                                          * conf->libvirt */
+    } targets;
 
     struct PtTick *tick;                /* the tick's own (pt-tick-private.h) */
     PtDaemonStats stats;

@@ -128,7 +128,7 @@ pt_daemon_stop_reads(PtDaemon *d, gboolean start)
     gpointer v;
     guint busy = 0;
 
-    g_hash_table_iter_init(&it, d->targets);
+    g_hash_table_iter_init(&it, d->targets.by_name);
     while (g_hash_table_iter_next(&it, NULL, &v)) {
         PtTarget *t = v;
 
@@ -194,7 +194,7 @@ pt_daemon_stop_timeout_ms(PtDaemon *d)
 
     if (!d->conf->restore_on_exit)
         return PT_STOP_BASE_MS;
-    g_hash_table_iter_init(&it, d->targets);
+    g_hash_table_iter_init(&it, d->targets.by_name);
     while (g_hash_table_iter_next(&it, NULL, &v)) {
         g_hash_table_iter_init(&iit, ((PtTarget *)v)->iothreads);
         while (g_hash_table_iter_next(&iit, NULL, &iv)) {
@@ -275,7 +275,7 @@ pt_daemon_shutdown(PtDaemon *d, guint timeout_ms, GCallback done, gpointer user_
             pt_target_kinds[k]->stopping(d, timeout_ms);
     if (d->conf->restore_on_exit) {
         pt_info(NULL, NULL, "stopping: restoring original values within %u ms", timeout_ms);
-        g_hash_table_iter_init(&it, d->targets);
+        g_hash_table_iter_init(&it, d->targets.by_name);
         while (g_hash_table_iter_next(&it, NULL, &v)) {
             PtTarget *t = v;
 

@@ -24,7 +24,7 @@ pt_daemon_add_target(PtDaemon *d, PtTarget *t)
     if (!store_target_register(d->store, t->kind, t->name, t->uuid,
                                g_get_real_time() / 1000, &err))
         pt_warn(t->name, NULL, "store: %s", err->message);
-    g_hash_table_replace(d->targets, g_strdup(t->name), t);
+    g_hash_table_replace(d->targets.by_name, g_strdup(t->name), t);
     if (t->display_given)
         pt_info(t->name, NULL, "attached (%s), named %s", store_target_kind_to_string(t->kind),
                 t->display);
@@ -49,7 +49,7 @@ pt_daemon_check_name(PtDaemon *d, PtTarget *t)
     if (!t->display_changed)
         return;
     t->display_changed = FALSE;
-    g_hash_table_iter_init(&it, d->targets);
+    g_hash_table_iter_init(&it, d->targets.by_name);
     while (t->display && g_hash_table_iter_next(&it, NULL, &v)) {
         PtTarget *o = v;
 
@@ -84,7 +84,7 @@ pt_daemon_drop_target(PtDaemon *d, PtTarget *t, const char *why)
     if (t->ops->close)
         t->ops->close(t);
     policy_engine_forget(d->engine, t->name);
-    g_hash_table_remove(d->targets, t->name);
+    g_hash_table_remove(d->targets.by_name, t->name);
 }
 
 static gint
@@ -100,7 +100,7 @@ pt_daemon_list_targets(PtDaemon *d)
     GHashTableIter it;
     gpointer v;
 
-    g_hash_table_iter_init(&it, d->targets);
+    g_hash_table_iter_init(&it, d->targets.by_name);
     while (g_hash_table_iter_next(&it, NULL, &v))
         g_ptr_array_add(out, v);
 
@@ -111,7 +111,7 @@ pt_daemon_list_targets(PtDaemon *d)
 PtTarget *
 pt_daemon_find_target(PtDaemon *d, const char *name)
 {
-    return name ? g_hash_table_lookup(d->targets, name) : NULL;
+    return name ? g_hash_table_lookup(d->targets.by_name, name) : NULL;
 }
 
 PtTarget *
@@ -153,7 +153,7 @@ pt_daemon_find_process(PtDaemon *d, const PtTarget *except, const char *process)
     GHashTableIter it;
     gpointer v;
 
-    g_hash_table_iter_init(&it, d->targets);
+    g_hash_table_iter_init(&it, d->targets.by_name);
     while (process && g_hash_table_iter_next(&it, NULL, &v)) {
         PtTarget *o = v;
 
@@ -191,7 +191,7 @@ pt_daemon_polling_cores(PtDaemon *d)
     gpointer v;
     double cores = 0;
 
-    g_hash_table_iter_init(&it, d->targets);
+    g_hash_table_iter_init(&it, d->targets.by_name);
     while (g_hash_table_iter_next(&it, NULL, &v)) {
         GHashTableIter jt;
         gpointer w;

@@ -93,7 +93,7 @@ pt_daemon_new(PtConf *conf, const PtDaemonRoots *roots, GError **error)
     d->proot.proc = d->root_copy.proc;
     d->proot.debugfs = d->root_copy.debugfs;
     d->proot.tracefs = d->root_copy.tracefs;
-    d->targets = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+    d->targets.by_name = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
                                        (GDestroyNotify)pt_target_unref);
     d->tick = pt_tick_new(&d->proot);
     d->stats.started_ms = now_ms;
@@ -166,11 +166,11 @@ pt_daemon_free(PtDaemon *d)
     pt_tick_halt(d->tick);
     for (guint k = 0; k < STORE_TARGET_KIND_MAX; k++)
         pt_target_kinds[k]->stop(d);
-    if (d->targets) {
+    if (d->targets.by_name) {
         GHashTableIter it;
         gpointer v;
 
-        g_hash_table_iter_init(&it, d->targets);
+        g_hash_table_iter_init(&it, d->targets.by_name);
         while (g_hash_table_iter_next(&it, NULL, &v)) {
             PtTarget *t = v;
 
@@ -178,7 +178,7 @@ pt_daemon_free(PtDaemon *d)
             if (t->ops->close)
                 t->ops->close(t);
         }
-        g_hash_table_unref(d->targets);
+        g_hash_table_unref(d->targets.by_name);
     }
     g_clear_pointer(&d->tick, pt_tick_free);
     /* What the last tick learnt, if the store could not take it then. */
