@@ -5,7 +5,7 @@
  * A QMP target attached by a member of the admin group is reached by the
  * daemon, which is root, on her behalf: at the attach and at every
  * reconnect after it, since what lies behind the path may change meanwhile
- * (pt_cred_may_connect(), pt-control-access.c).  PtCred keeps whose reach
+ * (pt_cred_may_connect(), pt-access.c).  PtCred keeps whose reach
  * that is: her uid, gid and supplementary groups from SO_PEERCRED and
  * SO_PEERGROUPS when she attached.
  */

@@ -8,7 +8,8 @@
  */
 #pragma once
 
-#include "pt-conf.h"
+#include "pt-conf-types.h"
+#include "pt-conf-units.h"
 
 /* A key's syntax: how it is parsed, validated and written back. */
 typedef enum {

@@ -3,7 +3,7 @@
  * The configuration's units: durations, sizes and listen addresses, read
  * and written back (pt-conf.h).
  */
-#include "pt-conf.h"
+#include "pt-conf-units.h"
 #include "store.h"
 
 #include <errno.h>

@@ -3,15 +3,6 @@
 #include "pt-conf-keys.h"
 #include "common/pt-conf-key-names.h"
 
-PT_ENUM_IMPL(pt_mode, PtMode, PT_MODE_MAX,
-             [PT_MODE_OBSERVE] = "observe",
-             [PT_MODE_RECOMMEND] = "recommend",
-             [PT_MODE_ENFORCE] = "enforce")
-
-PT_ENUM_IMPL(pt_restart, PtRestart, PT_RESTART_MAX,
-             [PT_RESTART_RESTORE] = "restore",
-             [PT_RESTART_RESUME] = "resume")
-
 /* ---- defaults ---------------------------------------------------------- */
 
 /* The defaults are the key table's (common/pt-conf-keys.def). */

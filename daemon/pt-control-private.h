@@ -6,27 +6,12 @@
 
 #include <sys/types.h>
 
-#include "pt-control.h"
+#include "pt-control-limits.h"
+#include "pt-daemon.h"
+#include "pt-control-error.h"
 #include "qmp-error.h"
 #include "qmp-json.h"
 #include "qmp-stream.h"
-
-#define PT_CONTROL_ERROR (pt_control_error_quark())
-GQuark pt_control_error_quark(void);
-
-typedef enum {
-    PT_CONTROL_ERROR_GENERIC,
-    PT_CONTROL_ERROR_COMMAND_NOT_FOUND,
-    PT_CONTROL_ERROR_INVALID_PARAMETER,
-    PT_CONTROL_ERROR_NOT_FOUND,
-    PT_CONTROL_ERROR_PERMISSION_DENIED,
-    PT_CONTROL_ERROR_TOO_LARGE,
-    PT_CONTROL_ERROR_BUSY,
-    PT_CONTROL_ERROR_MAX,
-} PtControlErrorCode;
-
-/* The protocol's class name for any error we may reply with. */
-const char *pt_control_error_class(const GError *err);
 
 typedef struct PtExportJob PtExportJob;
 
@@ -46,8 +31,18 @@ struct PtControl {
     ino_t sock_ino;
 };
 
+typedef struct PtConn PtConn;
+
+/* What a connection hands its work to: the table of commands and the
+ * export, which stand above the connections that call them. */
 typedef struct {
+    void (*dispatch)(PtConn *conn, QmpMessage *m);
+    void (*export_start)(PtConn *conn);
+} PtConnOps;
+
+struct PtConn {
     PtControl *ctl;                 /* NULL once closed */
+    const PtConnOps *ops;
     int fd;
     guint in_watch, out_watch, idle_timer;
     uid_t uid;
@@ -65,13 +60,22 @@ typedef struct {
     PtExportJob *pending_export;    /* waits for the output to drain */
     gboolean exporting;             /* a worker thread owns the socket */
     gboolean orphaned;              /* closed during an export */
-} PtConn;
+};
 
+/* pt-control-conn.c */
 void pt_conn_send(PtConn *conn, const char *line);
 void pt_conn_reply(PtConn *conn, json_object *id, json_object *ret);
 void pt_conn_reply_error(PtConn *conn, json_object *id, const GError *err);
 gboolean pt_conn_may(PtConn *conn, gboolean mutating);
 void pt_conn_resume(PtConn *conn);
+/* Restart the idle timeout. */
+void pt_conn_touch(PtConn *conn);
+/* The socket is closed at once; the connection is freed when nothing uses
+ * it any more. */
+void pt_conn_close(PtConn *conn);
+void pt_conn_free(PtConn *conn);
+/* QmpStream's handler of one request line. */
+gboolean pt_conn_on_message(const char *text, gsize len, gpointer data, GError **error);
 
 /* The daemon @conn's control socket belongs to. */
 static inline PtDaemon *
@@ -85,8 +89,10 @@ pt_conn_daemon(PtConn *conn)
 typedef gboolean (*PtCmdFunc)(PtConn *conn, json_object *args, json_object **ret,
                               GError **error);
 
-/* pt-control-cmds.c: the table of commands, and their arguments */
+/* pt-control-cmds.c: the table of commands */
 void pt_control_dispatch(PtConn *conn, QmpMessage *m);
+
+/* pt-control-args.c: the checks of their arguments */
 /* FALSE with InvalidParameter naming @key and @why. */
 gboolean pt_arg_bad(GError **error, const char *key, const char *why);
 /* A string argument (NULL when absent and optional): UTF-8 without NUL or
@@ -103,7 +109,7 @@ gboolean pt_arg_uint(json_object *args, const char *key, gint64 *out, gboolean *
 /* A boolean argument, FALSE when absent; InvalidParameter for another type. */
 gboolean pt_arg_bool(json_object *args, const char *key, gboolean *out, GError **error);
 
-/* pt-control-status.c: status, list, show, and the JSON they answer with */
+/* pt-control-json.c: the JSON several families answer with */
 json_object *pt_json_triple(const PolicyTriple *t);
 json_object *pt_json_metrics(const PolicyMetrics *m);
 /* An operator's override: id, who, when, why, the values and the expiry. */
@@ -117,6 +123,8 @@ gboolean pt_not_found(GError **error, const char *target);
 GPtrArray *pt_sorted_iothreads(PtTarget *t);
 /* The names @t goes by, added to @o. */
 void pt_json_target_names(json_object *o, const PtTarget *t);
+
+/* pt-control-status.c: status, list, show */
 gboolean pt_cmd_version(PtConn *conn, json_object *args, json_object **ret, GError **error);
 gboolean pt_cmd_capabilities(PtConn *conn, json_object *args, json_object **ret,
                              GError **error);

@@ -3,7 +3,12 @@
  * Attach and detach by request (the control socket's attach and detach),
  * and which QEMU a target may attach: one QEMU is one target.
  */
+#include "pt-daemon-attach.h"
 #include "pt-daemon-private.h"
+#include "pt-daemon-libvirt.h"
+#include "pt-daemon-originals.h"
+#include "pt-daemon-qmp.h"
+#include "pt-daemon-targets.h"
 #include "pt-log.h"
 #include "qmp-client.h"
 
@@ -46,43 +51,37 @@ pt_daemon_detach(PtDaemon *d, const char *name, GError **error)
     t->detached = TRUE;
     policy_engine_forget(d->engine, t->name);
     pt_info(t->name, NULL, "detached by request");
-    g_hash_table_remove(d->targets, name);
+    g_hash_table_remove(d->targets.by_name, name);
     return TRUE;
 }
 
-PtTarget *
-pt_daemon_find_process(PtDaemon *d, const PtTarget *except, const char *process)
-{
-    GHashTableIter it;
-    gpointer v;
-
-    g_hash_table_iter_init(&it, d->targets);
-    while (process && g_hash_table_iter_next(&it, NULL, &v)) {
-        PtTarget *o = v;
-
-        if (o != except && !o->detached && !g_strcmp0(o->process, process))
-            return o;
-    }
-    return NULL;
-}
+const PtTargetKindOps *const pt_target_kinds[STORE_TARGET_KIND_MAX] = {
+    [STORE_TARGET_LIBVIRT] = &pt_daemon_libvirt_kind,
+    [STORE_TARGET_QMP] = &pt_daemon_qmp_kind,
+};
 
 /*
- * One QEMU is one target: a second path to a QEMU already attached (a
- * symbolic link to its socket, a path spelt another way, a second monitor
- * of the same process, the monitor of a libvirt domain) is refused, naming
- * both.  Two targets on one QEMU took turns on its single monitor, and the
- * one that came second took the first one's writes for the originals.
+ * @t's QEMU exited (PT_TARGET_GONE): its originals went with it, and a QEMU
+ * started on its channel later has its own command line, so the stored
+ * originals are dropped rather than kept to match nothing; one line says
+ * so.  The kind keeps the target (a configured socket waits for its QEMU)
+ * or lets it go (one found by qmp-globs is found again as new); either way
+ * it is no longer lost, and no alert on lost targets fires for a VM shut
+ * down cleanly.
  */
-gboolean
-pt_daemon_admit(PtTarget *t, gpointer data, GError **error)
+void
+pt_daemon_target_gone(PtDaemon *d, PtTarget *t)
 {
-    PtDaemon *d = data;
-    PtTarget *o = pt_daemon_find_process(d, t, t->process);
+    g_autoptr(GError) err = NULL;
+    guint n = 0;
 
-    if (!o)
-        return TRUE;
-    g_set_error(error, G_IO_ERROR, G_IO_ERROR_EXISTS,
-                "%s leads to the QEMU (pid %d) already attached as %s: one QEMU is one "
-                "target", t->name, t->pid, o->name);
-    return FALSE;
+    if (!store_original_drop(d->store, t->name, &n, &err))
+        pt_warn(t->name, NULL, "store: dropping the original values: %s", err->message);
+    pt_info(t->name, NULL, "gone: %s; %u stored original values dropped", t->state_reason, n);
+    policy_engine_forget(d->engine, t->name);
+    g_hash_table_remove_all(t->iothreads);
+    g_clear_pointer(&t->prev, probe_target_snap_free);
+    /* The loss of its channel that came first is told by this line. */
+    g_ptr_array_set_size(t->news, 0);
+    pt_target_kinds[t->kind]->gone(d, t);
 }

@@ -4,8 +4,11 @@
  * figures only the daemon has (the host, the polling CPU in use, the next
  * tick), and where the policy in force comes from.
  */
+#include "pt-daemon-explain.h"
 #include "pt-daemon-private.h"
-#include "pt-daemon-tick.h"
+#include "pt-daemon-step.h"
+#include "pt-daemon-targets.h"
+#include "pt-tick.h"
 
 PolicyExplain *
 pt_daemon_explain(PtDaemon *d, PtTarget *t, PtIothread *io)

@@ -14,7 +14,10 @@
  * true.  QEMU names libvirt's iothread N "iothreadN", and debug-threads=on
  * names its thread "IO iothreadN", which is how probe/ finds it.
  */
+#include "pt-daemon-libvirt.h"
 #include "pt-daemon-private.h"
+#include "pt-daemon-metadata.h"
+#include "pt-daemon-targets.h"
 #include "pt-libvirt.h"
 #include "pt-log.h"
 #include "probe-devmap.h"
@@ -482,13 +485,13 @@ pt_daemon_libvirt_start(PtDaemon *d)
     pt_libvirt_set_timeout(dl->lv, d->conf->qmp_timeout_ms);
     pt_libvirt_set_pid_dir(dl->lv, d->conf->libvirt_pid_dir);
     pt_libvirt_start(dl->lv);
-    d->libvirt = dl;
+    d->targets.libvirt = dl;
 }
 
 static void
 pt_daemon_libvirt_stop(PtDaemon *d)
 {
-    PtDaemonLibvirt *dl = d->libvirt;
+    PtDaemonLibvirt *dl = d->targets.libvirt;
     GHashTableIter it;
     gpointer v;
 
@@ -496,14 +499,14 @@ pt_daemon_libvirt_stop(PtDaemon *d)
         return;
     g_clear_handle_id(&dl->relist_timer, g_source_remove);
     /* Targets outlive this (restore writes hold them): cut them loose. */
-    g_hash_table_iter_init(&it, d->targets);
+    g_hash_table_iter_init(&it, d->targets.by_name);
     while (g_hash_table_iter_next(&it, NULL, &v))
         if (((PtTarget *)v)->kind == STORE_TARGET_LIBVIRT)
             ((PtLibvirtTarget *)v)->dl = NULL;
     pt_libvirt_free(dl->lv);
     dl->lv = NULL;
     dl->d = NULL;
-    d->libvirt = NULL;
+    d->targets.libvirt = NULL;
     dl->stopped = TRUE;
     g_clear_pointer(&dl->detached, g_hash_table_unref);
     g_clear_pointer(&dl->held, g_hash_table_unref);
@@ -516,7 +519,7 @@ pt_daemon_libvirt_stop(PtDaemon *d)
 gboolean
 pt_daemon_libvirt_connected(PtDaemon *d, gboolean *enabled, guint64 *connects)
 {
-    PtDaemonLibvirt *dl = d->libvirt;
+    PtDaemonLibvirt *dl = d->targets.libvirt;
 
     *enabled = dl && dl->lv;
     *connects = *enabled ? dl->connects : 0;
@@ -526,7 +529,7 @@ pt_daemon_libvirt_connected(PtDaemon *d, gboolean *enabled, guint64 *connects)
 static void
 pt_daemon_libvirt_hold_detached(PtDaemon *d, const PtTarget *t)
 {
-    PtDaemonLibvirt *dl = d->libvirt;
+    PtDaemonLibvirt *dl = d->targets.libvirt;
 
     if (dl && dl->detached && t->uuid)
         g_hash_table_replace(dl->detached, g_strdup(t->uuid), g_strdup(t->name));
@@ -535,7 +538,7 @@ pt_daemon_libvirt_hold_detached(PtDaemon *d, const PtTarget *t)
 gboolean
 pt_daemon_attach_libvirt(PtDaemon *d, const char *domain, char **name_out, GError **error)
 {
-    PtDaemonLibvirt *dl = d->libvirt;
+    PtDaemonLibvirt *dl = d->targets.libvirt;
     PtTarget *t = pt_daemon_find_target(d, domain);
     GHashTableIter it;
     gpointer uuid, name;
@@ -568,8 +571,8 @@ pt_daemon_attach_libvirt(PtDaemon *d, const char *domain, char **name_out, GErro
 static void
 pt_daemon_libvirt_stopping(PtDaemon *d, guint timeout_ms)
 {
-    if (d->libvirt && d->libvirt->lv)
-        pt_libvirt_set_timeout(d->libvirt->lv, timeout_ms);
+    if (d->targets.libvirt && d->targets.libvirt->lv)
+        pt_libvirt_set_timeout(d->targets.libvirt->lv, timeout_ms);
 }
 
 const PtTargetKindOps pt_daemon_libvirt_kind = {

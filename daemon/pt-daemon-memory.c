@@ -13,6 +13,7 @@
  * tried again on the next tick, and a new database file gets every memory
  * held written into it, as the originals are.
  */
+#include "pt-daemon-memory.h"
 #include "pt-daemon-private.h"
 #include "pt-log.h"
 #include "policy-memory.h"

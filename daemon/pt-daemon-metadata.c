@@ -11,6 +11,7 @@
  * naming the domain and the cause, and whatever applied before keeps
  * applying.
  */
+#include "pt-daemon-metadata.h"
 #include "pt-daemon-private.h"
 #include "pt-libvirt-metadata.h"
 #include "pt-log.h"

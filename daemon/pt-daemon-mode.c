@@ -3,7 +3,9 @@
  * The daemon's mode (observe, recommend, enforce), from the configuration
  * or set at run time.
  */
+#include "pt-daemon-mode.h"
 #include "pt-daemon-private.h"
+#include "pt-daemon-originals.h"
 #include "pt-log.h"
 
 /* d->mode is the one owner of the mode; the policy only learns whether
@@ -74,7 +76,7 @@ pt_daemon_set_mode(PtDaemon *d, PtMode mode, GError **error)
     d->mode = mode;
     pt_daemon_mode_to_policy(d);
     if (mode == PT_MODE_OBSERVE) {
-        g_hash_table_iter_init(&it, d->targets);
+        g_hash_table_iter_init(&it, d->targets.by_name);
         while (g_hash_table_iter_next(&it, NULL, &v))
             pt_daemon_restore_target(d, v, "mode observe");
     }

@@ -4,9 +4,14 @@
  * first sight, kept in the store before any write, put back on observe,
  * detach, stop and after a crash.
  */
+#include "pt-daemon-originals.h"
+#include "pt-daemon-originals.h"
 #include "pt-daemon-private.h"
-#include "pt-daemon-tick.h"
+#include "pt-daemon-record.h"
+#include "pt-tick.h"
+#include "pt-daemon-record.h"
 #include "pt-log.h"
+#include "pt-tick.h"
 
 /* What the originals know of the store's file: this file's alone. */
 struct PtDaemonFile {
@@ -17,14 +22,16 @@ struct PtDaemonFile {
     /* Writing the overrides, rules or mode into a new file failed: said
      * once, tried again at every check until it works. */
     gboolean settings_rewrite_failed;
+    const PtDaemonFileResave *resave;
 };
 
 PtDaemonFile *
-pt_daemon_file_new(StoreDb *store)
+pt_daemon_file_new(StoreDb *store, const PtDaemonFileResave *resave)
 {
     PtDaemonFile *f = g_new0(PtDaemonFile, 1);
     StoreStats st;
 
+    f->resave = resave;
     /* A file moved aside at open held nothing of this run. */
     store_db_get_stats(store, &st);
     f->reopens = st.reopens;
@@ -35,6 +42,17 @@ void
 pt_daemon_file_free(PtDaemonFile *f)
 {
     g_free(f);
+}
+
+void
+pt_daemon_store_notices(PtDaemon *d)
+{
+    char *notice;
+
+    while ((notice = store_db_take_notice(d->store))) {
+        pt_warn(NULL, NULL, "store: %s", notice);
+        g_free(notice);
+    }
 }
 
 void
@@ -256,25 +274,16 @@ pt_daemon_restore_target(PtDaemon *d, PtTarget *t, const char *why)
     return n;
 }
 
-/* The overrides, policy-set rules and runtime mode into a new file (after
- * the originals, which put their targets in it).  Every one of these
- * writes can be made twice: one that fails is tried again, with the
+/* The settings that the files above keep in the store, into a new file
+ * (after the originals, which put their targets in it).  Every one of
+ * these writes can be made twice: one that fails is tried again, with the
  * rest, at every check until they all are in, said once. */
 static void
 pt_daemon_settings_rewrite(PtDaemon *d)
 {
-    gboolean say = !d->file->settings_rewrite_failed, settled;
-    guint overrides = 0, rules = 0;
+    gboolean say = !d->file->settings_rewrite_failed;
 
-    settled = pt_daemon_overrides_rewrite(d, g_get_real_time() / 1000, say, &overrides);
-    settled = pt_daemon_rules_rewrite(d, say, &rules) && settled;
-    settled = pt_daemon_mode_rewrite(d, say) && settled;
-    if ((overrides || rules || d->runtime_mode != PT_MODE_INVALID) && (say || settled))
-        pt_info(NULL, NULL, "store: a new history database file: %u overrides, %u policy-set "
-                "rules%s written into it again%s", overrides, rules,
-                d->runtime_mode != PT_MODE_INVALID ? " and the mode set at run time" : "",
-                settled ? "" : "; what failed is tried again at every tick");
-    d->file->settings_rewrite_failed = !settled;
+    d->file->settings_rewrite_failed = !d->file->resave->settings(d, say);
 }
 
 /*
@@ -298,7 +307,7 @@ pt_daemon_originals_resave(PtDaemon *d, guint64 reopens)
 
     if (d->run_marker && !g_file_test(d->run_marker, G_FILE_TEST_EXISTS))
         g_file_set_contents(d->run_marker, "", 0, NULL);
-    g_hash_table_iter_init(&it, d->targets);
+    g_hash_table_iter_init(&it, d->targets.by_name);
     while (g_hash_table_iter_next(&it, NULL, &v)) {
         PtTarget *t = v;
         GHashTableIter jt;
@@ -321,7 +330,7 @@ pt_daemon_originals_resave(PtDaemon *d, guint64 reopens)
     }
     pt_daemon_settings_rewrite(d);
     /* The workload memory goes in too, at the next policy step. */
-    pt_daemon_memory_resave(d);
+    d->file->resave->memory(d);
     /* A write above that found the file gone again leaves the count
      * behind: the next check writes them all once more. */
     store_db_get_stats(d->store, &st);

@@ -5,7 +5,10 @@
  * (policy_engine_add_override()); the store keeps it across restarts: every
  * change is written through, and the list is read back at start.
  */
+#include "pt-daemon-overrides.h"
 #include "pt-daemon-private.h"
+#include "pt-daemon-originals.h"
+#include "pt-daemon-targets.h"
 #include "pt-log.h"
 
 gboolean

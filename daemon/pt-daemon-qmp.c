@@ -12,7 +12,9 @@
  * the socket file a killed QEMU left behind, is said once and passed over
  * until a new file is at its path.
  */
+#include "pt-daemon-qmp.h"
 #include "pt-daemon-private.h"
+#include "pt-daemon-targets.h"
 #include "pt-log.h"
 
 #include <glob.h>
@@ -47,7 +49,7 @@ pt_daemon_attach_path(PtDaemon *d, const char *path, const char *name, const PtC
                     t->display ? " as " : "", t->display ? t->display : "");
         return FALSE;
     }
-    g_hash_table_iter_init(&it, d->targets);
+    g_hash_table_iter_init(&it, d->targets.by_name);
     while (g_hash_table_iter_next(&it, NULL, &v)) {
         PtTarget *o = v;
 
@@ -95,8 +97,8 @@ pt_daemon_qmp_pass_over(PtDaemon *d, const char *path)
 {
     struct stat st;
 
-    if (d->qmp && stat(path, &st) == 0 && S_ISSOCK(st.st_mode))
-        g_hash_table_replace(d->qmp->passed, g_strdup(path), g_memdup2(&st, sizeof(st)));
+    if (d->targets.qmp && stat(path, &st) == 0 && S_ISSOCK(st.st_mode))
+        g_hash_table_replace(d->targets.qmp->passed, g_strdup(path), g_memdup2(&st, sizeof(st)));
 }
 
 /* Whether discovery passes over @path, whose file is @st now; forgets it
@@ -104,12 +106,12 @@ pt_daemon_qmp_pass_over(PtDaemon *d, const char *path)
 static gboolean
 pt_daemon_qmp_passed(PtDaemon *d, const char *path, const struct stat *st)
 {
-    const struct stat *was = g_hash_table_lookup(d->qmp->passed, path);
+    const struct stat *was = g_hash_table_lookup(d->targets.qmp->passed, path);
 
     if (was && pt_sock_same(was, st))
         return TRUE;
     if (was)
-        g_hash_table_remove(d->qmp->passed, path);
+        g_hash_table_remove(d->targets.qmp->passed, path);
     return FALSE;
 }
 
@@ -120,7 +122,7 @@ pt_daemon_qmp_prune_passed(PtDaemon *d)
     GHashTableIter it;
     gpointer k, v;
 
-    g_hash_table_iter_init(&it, d->qmp->passed);
+    g_hash_table_iter_init(&it, d->targets.qmp->passed);
     while (g_hash_table_iter_next(&it, &k, &v)) {
         struct stat st;
 
@@ -132,7 +134,7 @@ pt_daemon_qmp_prune_passed(PtDaemon *d)
 static void
 pt_daemon_qmp_discover(PtDaemon *d)
 {
-    if (!d->qmp)
+    if (!d->targets.qmp)
         return;
     pt_daemon_qmp_prune_passed(d);
     for (guint i = 0; d->conf->qmp_globs[i]; i++) {
@@ -147,7 +149,7 @@ pt_daemon_qmp_discover(PtDaemon *d)
                 struct stat st;
 
                 if (stat(path, &st) < 0 || !S_ISSOCK(st.st_mode) ||
-                    g_hash_table_contains(d->qmp->detached, path) ||
+                    g_hash_table_contains(d->targets.qmp->detached, path) ||
                     pt_daemon_find_target(d, path) || pt_daemon_qmp_passed(d, path, &st))
                     continue;
                 if (!pt_daemon_attach_path(d, path, NULL, NULL, &err)) {
@@ -163,9 +165,9 @@ pt_daemon_qmp_discover(PtDaemon *d)
 static void
 pt_daemon_qmp_start(PtDaemon *d)
 {
-    d->qmp = g_new0(PtDaemonQmp, 1);
-    d->qmp->detached = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-    d->qmp->passed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    d->targets.qmp = g_new0(PtDaemonQmp, 1);
+    d->targets.qmp->detached = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    d->targets.qmp->passed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     for (guint i = 0; d->conf->qmp_sockets[i]; i++) {
         g_autoptr(GError) err = NULL;
 
@@ -178,25 +180,25 @@ pt_daemon_qmp_start(PtDaemon *d)
 static void
 pt_daemon_qmp_stop(PtDaemon *d)
 {
-    if (!d->qmp)
+    if (!d->targets.qmp)
         return;
-    g_hash_table_unref(d->qmp->detached);
-    g_hash_table_unref(d->qmp->passed);
-    g_clear_pointer(&d->qmp, g_free);
+    g_hash_table_unref(d->targets.qmp->detached);
+    g_hash_table_unref(d->targets.qmp->passed);
+    g_clear_pointer(&d->targets.qmp, g_free);
 }
 
 static void
 pt_daemon_qmp_hold_detached(PtDaemon *d, const PtTarget *t)
 {
-    if (d->qmp)
-        g_hash_table_add(d->qmp->detached, g_strdup(pt_target_qmp_path((PtTarget *)t)));
+    if (d->targets.qmp)
+        g_hash_table_add(d->targets.qmp->detached, g_strdup(pt_target_qmp_path((PtTarget *)t)));
 }
 
 void
 pt_daemon_qmp_attached(PtDaemon *d, const char *path)
 {
-    if (d->qmp)
-        g_hash_table_remove(d->qmp->detached, path);
+    if (d->targets.qmp)
+        g_hash_table_remove(d->targets.qmp->detached, path);
 }
 
 static void
@@ -205,7 +207,7 @@ pt_daemon_qmp_stopping(PtDaemon *d, guint timeout_ms)
     GHashTableIter it;
     gpointer v;
 
-    g_hash_table_iter_init(&it, d->targets);
+    g_hash_table_iter_init(&it, d->targets.by_name);
     while (g_hash_table_iter_next(&it, NULL, &v))
         if (((PtTarget *)v)->kind == STORE_TARGET_QMP)
             pt_target_qmp_set_timeout(v, timeout_ms);

@@ -4,6 +4,7 @@
  * then one row per decision with its outcome, and the iothread's memory of
  * its last decision.
  */
+#include "pt-daemon-record.h"
 #include "pt-daemon-private.h"
 #include "pt-log.h"
 

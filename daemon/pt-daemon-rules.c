@@ -3,7 +3,10 @@
  * The policy rules in force: which rule holds for an iothread, and the rules
  * set at run time with policy-set, kept in front of the file's.
  */
+#include "pt-daemon-rules.h"
 #include "pt-daemon-private.h"
+#include "pt-daemon-originals.h"
+#include "pt-daemon-targets.h"
 #include "pt-log.h"
 
 char *

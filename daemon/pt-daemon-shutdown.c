@@ -4,7 +4,10 @@
  * within a deadline.
  */
 #include "pt-config.h"
+#include "pt-daemon-shutdown.h"
 #include "pt-daemon-private.h"
+#include "pt-daemon-attach.h"
+#include "pt-daemon-originals.h"
 #include "pt-daemon-tick.h"
 #include "pt-log.h"
 
@@ -125,7 +128,7 @@ pt_daemon_stop_reads(PtDaemon *d, gboolean start)
     gpointer v;
     guint busy = 0;
 
-    g_hash_table_iter_init(&it, d->targets);
+    g_hash_table_iter_init(&it, d->targets.by_name);
     while (g_hash_table_iter_next(&it, NULL, &v)) {
         PtTarget *t = v;
 
@@ -191,7 +194,7 @@ pt_daemon_stop_timeout_ms(PtDaemon *d)
 
     if (!d->conf->restore_on_exit)
         return PT_STOP_BASE_MS;
-    g_hash_table_iter_init(&it, d->targets);
+    g_hash_table_iter_init(&it, d->targets.by_name);
     while (g_hash_table_iter_next(&it, NULL, &v)) {
         g_hash_table_iter_init(&iit, ((PtTarget *)v)->iothreads);
         while (g_hash_table_iter_next(&iit, NULL, &iv)) {
@@ -272,7 +275,7 @@ pt_daemon_shutdown(PtDaemon *d, guint timeout_ms, GCallback done, gpointer user_
             pt_target_kinds[k]->stopping(d, timeout_ms);
     if (d->conf->restore_on_exit) {
         pt_info(NULL, NULL, "stopping: restoring original values within %u ms", timeout_ms);
-        g_hash_table_iter_init(&it, d->targets);
+        g_hash_table_iter_init(&it, d->targets.by_name);
         while (g_hash_table_iter_next(&it, NULL, &v)) {
             PtTarget *t = v;
 

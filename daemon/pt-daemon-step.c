@@ -3,8 +3,14 @@
  * The policy step of a tick: the sampled iothreads (groups as one) go to
  * the engine, and each decision is applied or recorded by the mode.
  */
+#include "pt-daemon-step.h"
 #include "pt-daemon-private.h"
-#include "pt-daemon-tick.h"
+#include "pt-daemon-memory.h"
+#include "pt-daemon-originals.h"
+#include "pt-daemon-overrides.h"
+#include "pt-daemon-record.h"
+#include "pt-daemon-rules.h"
+#include "pt-tick.h"
 #include "pt-log.h"
 
 /* The members of @io's group in @t (just @io when alone), by id. */

@@ -1,71 +1,22 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * pt-daemon-tick: the tick that pt-daemon.h describes, and the state it
- * alone keeps: its timer, the samples it waits for, the host's snapshots.
+ * pt-daemon-tick: the tick that pt-daemon-tick.h describes.  The state it
+ * alone keeps, its timer, the samples it waits for and the host's
+ * snapshots, is PtTick (pt-tick-private.h).
  */
 #include "pt-daemon-tick.h"
+#include "pt-tick-private.h"
 #include "pt-daemon-private.h"
+#include "pt-daemon-attach.h"
+#include "pt-daemon-originals.h"
+#include "pt-daemon-record.h"
+#include "pt-daemon-step.h"
+#include "pt-daemon-targets.h"
 #include "pt-history.h"
 #include "pt-log.h"
 #include "probe-derive.h"
 
 #define PT_TICK_RING 600
-
-/* From 5 ms (a few VMs on an idle host) to 10 s (ten default intervals),
- * finer around 100 ms, the bound a tick over 100 VMs should stay under. */
-const double pt_tick_bucket_le[PT_TICK_BUCKETS] = {
-    0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.25, 0.5, 1, 2.5, 5, 10,
-};
-
-struct PtTick {
-    guint timer;
-    gboolean running;
-    guint64 id;
-    guint pending;              /* samples still out, +1 while they start */
-    guint deadline;
-    gint64 start_us;            /* the clocks, read once at the start */
-    gint64 mono_ns;
-    gint64 now_ms;
-    ProbeHostSampler *host;
-    ProbeHostSnap *host_now;    /* this tick's host sample */
-    ProbeHostSnap *host_prev;
-    PolicyHost host_metrics;
-    GPtrArray *results;         /* PtTickResult *, the samples back in time */
-    GArray *durations_ms;       /* recent tick durations */
-};
-
-PtTick *
-pt_tick_new(const ProbeRoots *roots)
-{
-    PtTick *tick = g_new0(PtTick, 1);
-
-    tick->host = probe_host_sampler_new(roots);
-    tick->durations_ms = g_array_new(FALSE, TRUE, sizeof(double));
-    return tick;
-}
-
-void
-pt_tick_halt(PtTick *tick)
-{
-    if (!tick)
-        return;
-    g_clear_handle_id(&tick->timer, g_source_remove);
-    g_clear_handle_id(&tick->deadline, g_source_remove);
-}
-
-void
-pt_tick_free(PtTick *tick)
-{
-    if (!tick)
-        return;
-    pt_tick_halt(tick);
-    g_clear_pointer(&tick->results, g_ptr_array_unref);
-    probe_host_snap_free(tick->host_prev);
-    probe_host_snap_free(tick->host_now);
-    probe_host_sampler_free(tick->host);
-    g_array_unref(tick->durations_ms);
-    g_free(tick);
-}
 
 static gboolean pt_daemon_tick(gpointer data);
 
@@ -80,18 +31,6 @@ void
 pt_daemon_tick_stop(PtDaemon *d)
 {
     g_clear_handle_id(&d->tick->timer, g_source_remove);
-}
-
-gint64
-pt_daemon_tick_now_ms(PtDaemon *d)
-{
-    return d->tick->now_ms;
-}
-
-const PolicyHost *
-pt_daemon_get_host(PtDaemon *d)
-{
-    return &d->tick->host_metrics;
 }
 
 typedef struct {

@@ -1,5 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * pt-daemon: the lifecycle.  It stands above every other file of the
+ * daemon's state and wires them: the hooks by which a file below calls
+ * back into the files that own what it cannot see (PtDaemonFileResave).
+ */
 #include "pt-daemon.h"
+#include "pt-daemon-metadata.h"
+#include "pt-daemon-originals.h"
 #include "pt-daemon-private.h"
 #include "pt-daemon-tick.h"
 #include "pt-log.h"
@@ -10,13 +17,29 @@
 
 /* ---- lifecycle --------------------------------------------------------- */
 
-ProbeExitsMode
-pt_daemon_exits_mode(const PtConf *conf)
+/* The overrides, policy-set rules and runtime mode into a new file: what
+ * pt_daemon_originals_on_disk() asks for (PtDaemonFileResave.settings). */
+static gboolean
+pt_daemon_settings_rewrite(PtDaemon *d, gboolean say)
 {
-    ProbeExitsMode m = probe_exits_mode_from_string(conf->exits_source);
+    gboolean settled;
+    guint overrides = 0, rules = 0;
 
-    return m == PROBE_EXITS_MODE_INVALID ? PROBE_EXITS_AUTO : m;
+    settled = pt_daemon_overrides_rewrite(d, g_get_real_time() / 1000, say, &overrides);
+    settled = pt_daemon_rules_rewrite(d, say, &rules) && settled;
+    settled = pt_daemon_mode_rewrite(d, say) && settled;
+    if ((overrides || rules || d->runtime_mode != PT_MODE_INVALID) && (say || settled))
+        pt_info(NULL, NULL, "store: a new history database file: %u overrides, %u policy-set "
+                "rules%s written into it again%s", overrides, rules,
+                d->runtime_mode != PT_MODE_INVALID ? " and the mode set at run time" : "",
+                settled ? "" : "; what failed is tried again at every tick");
+    return settled;
 }
+
+static const PtDaemonFileResave pt_daemon_resave = {
+    .settings = pt_daemon_settings_rewrite,
+    .memory = pt_daemon_memory_resave,
+};
 
 static void
 pt_store_options(const PtConf *conf, gint64 now_ms, StoreOptions *opts)
@@ -63,14 +86,14 @@ pt_daemon_new(PtConf *conf, const PtDaemonRoots *roots, GError **error)
     d->runtime_mode = PT_MODE_INVALID;
     pt_daemon_mode_to_policy(d);
     if (roots) {
-        d->proc_root = g_strdup(roots->proc_root);
-        d->debugfs_root = g_strdup(roots->debugfs_root);
-        d->tracefs_root = g_strdup(roots->tracefs_root);
+        d->root_copy.proc = g_strdup(roots->proc_root);
+        d->root_copy.debugfs = g_strdup(roots->debugfs_root);
+        d->root_copy.tracefs = g_strdup(roots->tracefs_root);
     }
-    d->proot.proc = d->proc_root;
-    d->proot.debugfs = d->debugfs_root;
-    d->proot.tracefs = d->tracefs_root;
-    d->targets = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+    d->proot.proc = d->root_copy.proc;
+    d->proot.debugfs = d->root_copy.debugfs;
+    d->proot.tracefs = d->root_copy.tracefs;
+    d->targets.by_name = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
                                        (GDestroyNotify)pt_target_unref);
     d->tick = pt_tick_new(&d->proot);
     d->stats.started_ms = now_ms;
@@ -102,22 +125,11 @@ pt_daemon_new(PtConf *conf, const PtDaemonRoots *roots, GError **error)
         g_propagate_error(error, g_steal_pointer(&local));
         return NULL;
     }
-    d->file = pt_daemon_file_new(d->store);
+    d->file = pt_daemon_file_new(d->store, &pt_daemon_resave);
     d->engine = policy_engine_new(conf->policy, error);
     if (!d->engine)
         return NULL;
     return g_steal_pointer(&d);
-}
-
-void
-pt_daemon_store_notices(PtDaemon *d)
-{
-    char *notice;
-
-    while ((notice = store_db_take_notice(d->store))) {
-        pt_warn(NULL, NULL, "store: %s", notice);
-        g_free(notice);
-    }
 }
 
 /*
@@ -154,11 +166,11 @@ pt_daemon_free(PtDaemon *d)
     pt_tick_halt(d->tick);
     for (guint k = 0; k < STORE_TARGET_KIND_MAX; k++)
         pt_target_kinds[k]->stop(d);
-    if (d->targets) {
+    if (d->targets.by_name) {
         GHashTableIter it;
         gpointer v;
 
-        g_hash_table_iter_init(&it, d->targets);
+        g_hash_table_iter_init(&it, d->targets.by_name);
         while (g_hash_table_iter_next(&it, NULL, &v)) {
             PtTarget *t = v;
 
@@ -166,7 +178,7 @@ pt_daemon_free(PtDaemon *d)
             if (t->ops->close)
                 t->ops->close(t);
         }
-        g_hash_table_unref(d->targets);
+        g_hash_table_unref(d->targets.by_name);
     }
     g_clear_pointer(&d->tick, pt_tick_free);
     /* What the last tick learnt, if the store could not take it then. */
@@ -178,16 +190,11 @@ pt_daemon_free(PtDaemon *d)
     pt_daemon_file_free(d->file);
     pt_conf_free(d->conf);
     g_free(d->run_marker);
-    g_free(d->proc_root);
-    g_free(d->debugfs_root);
-    g_free(d->tracefs_root);
+    g_free(d->root_copy.proc);
+    g_free(d->root_copy.debugfs);
+    g_free(d->root_copy.tracefs);
     g_free(d);
 }
-
-const PtTargetKindOps *const pt_target_kinds[STORE_TARGET_KIND_MAX] = {
-    [STORE_TARGET_LIBVIRT] = &pt_daemon_libvirt_kind,
-    [STORE_TARGET_QMP] = &pt_daemon_qmp_kind,
-};
 
 gboolean
 pt_daemon_start(PtDaemon *d, GError **error)
@@ -297,165 +304,6 @@ pt_daemon_reload_file(PtDaemon *d, GError **error)
     return FALSE;
 }
 
-/* ---- targets ----------------------------------------------------------- */
-
-void
-pt_daemon_add_target(PtDaemon *d, PtTarget *t)
-{
-    g_autoptr(GError) err = NULL;
-
-    if (!store_target_register(d->store, t->kind, t->name, t->uuid,
-                               g_get_real_time() / 1000, &err))
-        pt_warn(t->name, NULL, "store: %s", err->message);
-    g_hash_table_replace(d->targets, g_strdup(t->name), t);
-    if (t->display_given)
-        pt_info(t->name, NULL, "attached (%s), named %s", store_target_kind_to_string(t->kind),
-                t->display);
-    else
-        pt_info(t->name, NULL, "attached (%s)", store_target_kind_to_string(t->kind));
-    pt_daemon_check_name(d, t);
-}
-
-/*
- * @t's display name is settled (given to attach, or QEMU answered for its
- * own): another target of the same name makes the name ambiguous, so
- * commands refuse it and ask for the path.  Said once per name and pair,
- * as an error naming both paths, however often either reconnects; both
- * targets are tuned as before, each under its own identity.
- */
-void
-pt_daemon_check_name(PtDaemon *d, PtTarget *t)
-{
-    GHashTableIter it;
-    gpointer v;
-
-    if (!t->display_changed)
-        return;
-    t->display_changed = FALSE;
-    g_hash_table_iter_init(&it, d->targets);
-    while (t->display && g_hash_table_iter_next(&it, NULL, &v)) {
-        PtTarget *o = v;
-
-        if (o == t || (g_strcmp0(o->display, t->display) && !g_str_equal(o->name, t->display)))
-            continue;
-        if (!g_strcmp0(t->name_clash, t->display))
-            return;
-        pt_err(t->name, NULL, "its name %s is also the name of %s: commands must name "
-               "either by its path", t->display, o->name);
-        g_free(t->name_clash);
-        t->name_clash = g_strdup(t->display);
-        g_free(o->name_clash);
-        o->name_clash = g_strdup(t->display);
-        return;
-    }
-    g_clear_pointer(&t->name_clash, g_free);
-}
-
-void
-pt_daemon_remove_target(PtDaemon *d, PtTarget *t, const char *why)
-{
-    pt_info(t->name, NULL, "detached: %s", why);
-    pt_daemon_drop_target(d, t, NULL);
-}
-
-void
-pt_daemon_drop_target(PtDaemon *d, PtTarget *t, const char *why)
-{
-    if (why)
-        pt_info(t->name, NULL, "%s", why);
-    t->detached = TRUE;
-    if (t->ops->close)
-        t->ops->close(t);
-    policy_engine_forget(d->engine, t->name);
-    g_hash_table_remove(d->targets, t->name);
-}
-
-/*
- * @t's QEMU exited (PT_TARGET_GONE): its originals went with it, and a QEMU
- * started on its channel later has its own command line, so the stored
- * originals are dropped rather than kept to match nothing; one line says
- * so.  The kind keeps the target (a configured socket waits for its QEMU)
- * or lets it go (one found by qmp-globs is found again as new); either way
- * it is no longer lost, and no alert on lost targets fires for a VM shut
- * down cleanly.
- */
-void
-pt_daemon_target_gone(PtDaemon *d, PtTarget *t)
-{
-    g_autoptr(GError) err = NULL;
-    guint n = 0;
-
-    if (!store_original_drop(d->store, t->name, &n, &err))
-        pt_warn(t->name, NULL, "store: dropping the original values: %s", err->message);
-    pt_info(t->name, NULL, "gone: %s; %u stored original values dropped", t->state_reason, n);
-    policy_engine_forget(d->engine, t->name);
-    g_hash_table_remove_all(t->iothreads);
-    g_clear_pointer(&t->prev, probe_target_snap_free);
-    /* The loss of its channel that came first is told by this line. */
-    g_ptr_array_set_size(t->news, 0);
-    pt_target_kinds[t->kind]->gone(d, t);
-}
-
-static gint
-pt_target_cmp(gconstpointer a, gconstpointer b)
-{
-    return g_strcmp0((*(PtTarget *const *)a)->name, (*(PtTarget *const *)b)->name);
-}
-
-GPtrArray *
-pt_daemon_list_targets(PtDaemon *d)
-{
-    GPtrArray *out = g_ptr_array_new();
-    GHashTableIter it;
-    gpointer v;
-
-    g_hash_table_iter_init(&it, d->targets);
-    while (g_hash_table_iter_next(&it, NULL, &v))
-        g_ptr_array_add(out, v);
-
-    g_ptr_array_sort(out, pt_target_cmp);
-    return out;
-}
-
-PtTarget *
-pt_daemon_find_target(PtDaemon *d, const char *name)
-{
-    return name ? g_hash_table_lookup(d->targets, name) : NULL;
-}
-
-PtTarget *
-pt_daemon_resolve_target(PtDaemon *d, const char *name, GError **error)
-{
-    PtTarget *t = pt_daemon_find_target(d, name);
-    g_autoptr(GPtrArray) all = NULL;
-    g_autoptr(GPtrArray) named = g_ptr_array_new();
-
-    if (t)
-        return t;
-    all = pt_daemon_list_targets(d);
-    for (guint i = 0; name && i < all->len; i++)
-        if (!g_strcmp0(((PtTarget *)all->pdata[i])->display, name))
-            g_ptr_array_add(named, all->pdata[i]);
-    if (named->len == 1)
-        return named->pdata[0];
-    if (!named->len) {
-        g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND, "%s: no such target",
-                    name ? name : "");
-        return NULL;
-    }
-    {
-        g_autoptr(GString) paths = g_string_new(NULL);
-
-        for (guint i = 0; i < named->len; i++)
-            g_string_append_printf(paths, "%s%s", i ? ", " : "",
-                                   ((PtTarget *)named->pdata[i])->name);
-        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
-                    "%s names %u targets (%s): name one by its path", name, named->len,
-                    paths->str);
-    }
-    return NULL;
-}
-
 /* ---- accessors --------------------------------------------------------- */
 
 const PtConf *
@@ -480,31 +328,4 @@ void
 pt_daemon_get_stats(PtDaemon *d, PtDaemonStats *stats)
 {
     *stats = d->stats;
-}
-
-double
-pt_daemon_polling_cores(PtDaemon *d)
-{
-    GHashTableIter it;
-    gpointer v;
-    double cores = 0;
-
-    g_hash_table_iter_init(&it, d->targets);
-    while (g_hash_table_iter_next(&it, NULL, &v)) {
-        GHashTableIter jt;
-        gpointer w;
-
-        g_hash_table_iter_init(&jt, ((PtTarget *)v)->iothreads);
-        while (g_hash_table_iter_next(&jt, NULL, &w)) {
-            PtIothread *io = w;
-            const PolicyMetrics *m;
-
-            if (!io->history->len || !io->have_triple || io->triple.poll_max_ns == 0)
-                continue;
-            m = &g_array_index(io->history, PolicyMetrics, io->history->len - 1);
-            if (m->have_cpu)
-                cores += m->cpu_pct / 100.0;
-        }
-    }
-    return cores;
 }

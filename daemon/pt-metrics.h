@@ -10,6 +10,10 @@
 
 typedef struct PtMetricsServer PtMetricsServer;
 
+/* Render the exposition (pt-metrics.c): OpenMetrics 1.0, or the Prometheus
+ * text format 0.0.4 when @openmetrics is FALSE. */
+char *pt_daemon_render_metrics(PtDaemon *d, gboolean openmetrics);
+
 /* @listen is "HOST:PORT" (IPv6 as "[::1]:9563").  At most @max_conns
  * connections are open at once (a new one evicts the oldest), and each is
  * closed @idle_ms after it was accepted if the peer has not finished by

@@ -22,6 +22,7 @@
 #include <glib/gstdio.h>
 
 #include "pt-daemon.h"
+#include "pt-metrics.h"
 #include "qmp-fake-qemu.h"
 
 #define VDC_IOPS 5000.0         /* the vq-mapped virtio-blk, on iot0 + iot1 */

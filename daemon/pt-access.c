@@ -21,9 +21,10 @@
  * ACL exists the group bits are its mask, the most any named entry gets.
  */
 #include "pt-access.h"
-#include "pt-control-private.h"
+#include "pt-control-error.h"
 
 #include <errno.h>
+#include <gio/gio.h>
 #include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
