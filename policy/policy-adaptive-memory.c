@@ -49,6 +49,7 @@ policy_adaptive_memory_phase_begin(PolicyIothreadState *st, gint64 start_ms, gui
     st->have_sig = FALSE;
     st->mem_checked = FALSE;
     st->recalled = FALSE;
+    st->recalled_near = FALSE;
 }
 
 void
@@ -65,6 +66,7 @@ policy_adaptive_memory_phase_end(PolicyProposal *p, gint64 end_ms)
     st->phase_ticks = 0;
     st->have_sig = FALSE;
     st->recalled = FALSE;
+    st->recalled_near = FALSE;
 }
 
 /* "40 s", "12 min", "5 h", "3 d": how long ago, for operators. */
@@ -136,6 +138,7 @@ policy_adaptive_memory_learn(PolicyProposal *p, const PolicyExploration *x, gint
     st->sig = sig;
     st->have_sig = TRUE;
     st->recalled = FALSE;
+    st->recalled_near = FALSE;
     p->mem_changed = TRUE;
     s = policy_signature_to_string(&sig);
     policy_adaptive_memory_note(st, "learnt: workload %s", s);
@@ -185,7 +188,7 @@ memory_settle(PolicyProposal *p, const PolicyTriple *t, PolicyCause cause, gint6
 /* A winner remembered for the workload: written, or kept when in force. */
 static PolicyMemoryVerdict
 memory_recall(const PolicyConfig *cfg, PolicyProposal *p, const PolicyMemoryEntry *e,
-              gint64 now_ms)
+              gboolean near, gint64 now_ms)
 {
     PolicyIothreadState *st = p->st;
     const PolicyTriple *cur = &p->in->current;
@@ -201,6 +204,9 @@ memory_recall(const PolicyConfig *cfg, PolicyProposal *p, const PolicyMemoryEntr
     g_string_append(p->evidence, " memory=remembered");
     memory_settle(p, &w, POLICY_CAUSE_REMEMBERED, now_ms);
     st->recalled = TRUE;
+    st->recalled_near = near;
+    if (near)
+        g_string_append(p->evidence, " memory_near=1");
     if (policy_triple_equal(&w, cur))
         policy_proposal_set(p, cur, POLICY_CAUSE_NONE, "adaptive: %s; in force already", desc);
     else
@@ -262,9 +268,16 @@ policy_adaptive_memory_gate(const PolicyConfig *cfg, PolicyProposal *p, gint64 n
     }
     st->sig = sig;
     st->have_sig = TRUE;
-    e = policy_memory_lookup(p->mem, &sig, now_ms);
-    if (e)
-        return memory_recall(cfg, p, e, now_ms);
+    e = policy_memory_lookup_near(p->mem, &sig, now_ms);
+    if (e) {
+        /* A neighbour's winner is tried as this workload's; its ticks tell
+         * whether the two are one (memory_confirm_near()). */
+        gboolean near = !policy_signature_equal(&e->sig, &sig);
+
+        if (near)
+            st->sig = e->sig;
+        return memory_recall(cfg, p, e, near, now_ms);
+    }
     st->mem_checked = TRUE;
     if (policy_adaptive_memory_pays(p, &sig, now_ms))
         return POLICY_MEMORY_EXPLORE;
@@ -289,6 +302,7 @@ policy_adaptive_memory_confirm(const PolicyConfig *cfg, PolicyProposal *p, gint6
         !policy_triple_equal(&st->ref.triple, &st->best))
         return FALSE;
     st->recalled = FALSE;
+    st->recalled_near = FALSE;
     e = policy_memory_peek(p->mem, &st->sig);
     if (!e || !e->have_winner)
         return FALSE;
@@ -296,6 +310,18 @@ policy_adaptive_memory_confirm(const PolicyConfig *cfg, PolicyProposal *p, gint6
     p->mem_changed = TRUE;
     g_string_append_printf(p->evidence, " memory_score=%.4f remembered_score=%.4f", score,
                            remembered);
+    if (st->recalled_near && policy_memory_surprised(e, score, st->ref.n)) {
+        /* Not the neighbour's workload after all: its entry stays. */
+        s = policy_signature_to_string(&st->sig);
+        policy_adaptive_memory_note(st, "workload %s's winner, tried for a neighbouring "
+                                    "signature, scored %.4f over %u ticks, clearly below %.4f: "
+                                    "exploring", s, score, st->ref.n, remembered);
+        st->recalled_near = FALSE;
+        st->mem_checked = TRUE;
+        policy_adaptive_explore_now(cfg, p, policy_adaptive_why_surprise, now_ms);
+        return TRUE;
+    }
+    st->recalled_near = FALSE;
     if (!policy_memory_confirm(p->mem, &st->sig, score, st->ref.n, now_ms)) {
         g_autofree char *desc = policy_memory_entry_describe(e, now_ms);
 
@@ -331,9 +357,15 @@ policy_adaptive_memory_revalidate(PolicyProposal *p, gint64 now_ms)
     if (!p->mem || st->ref.n < MEMORY_CONFIRM_TICKS ||
         !policy_adaptive_memory_signature(p, POLICY_SIGNATURE_MIN_TICKS, &sig))
         return FALSE;
-    e = policy_memory_lookup(p->mem, &sig, now_ms);
+    e = policy_memory_lookup_near(p->mem, &sig, now_ms);
     if (!e || !policy_triple_equal(&e->last.winner, &p->in->current))
         return FALSE;
+    /* A neighbour's entry is confirmed by the ticks, never forgotten by them. */
+    if (!policy_signature_equal(&e->sig, &sig)) {
+        if (policy_memory_surprised(e, policy_segment_mean(&ref), ref.n))
+            return FALSE;
+        sig = e->sig;
+    }
     st->sig = sig;
     st->have_sig = TRUE;
     st->mem_checked = TRUE;

@@ -492,6 +492,7 @@ policy_adaptive_settle_cut(PolicyIothreadState *st, const PolicyTriple *t,
     policy_adaptive_settle_best(st, &g, current, cause, now_ms);
     /* A remembered winner cut for the host's sake is not measured. */
     st->recalled = FALSE;
+    st->recalled_near = FALSE;
 }
 
 /*

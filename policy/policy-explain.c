@@ -256,7 +256,7 @@ explain_memory(PolicyExplain *x, const PolicyEngine *e, const PolicyIothreadStat
 
     x->memory_entries = mem ? policy_memory_size(mem) : 0;
     if (mem && st && st->have_sig)
-        entry = policy_memory_lookup(mem, &st->sig, now_ms);
+        entry = policy_memory_lookup_near(mem, &st->sig, now_ms);
     if (entry)
         x->memory = policy_memory_entry_describe(entry, now_ms);
     else if (st && st->mem_note)

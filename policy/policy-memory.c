@@ -111,7 +111,9 @@ policy_signature_compute_min(const PolicyMetrics *ticks, guint n, guint min_tick
     }
     if (used < MAX(min_ticks, 1))
         return FALSE;
-    sig.qd = band_clamp(ceil(log2(busy / secs) - 0.25), POLICY_SIG_QD_MIN, POLICY_SIG_QD_MAX);
+    sig.qd_log2 = log2(busy / secs);
+    sig.iops_log4 = log2(ops / secs) / 2;
+    sig.qd = band_clamp(ceil(sig.qd_log2 - 0.25), POLICY_SIG_QD_MIN, POLICY_SIG_QD_MAX);
     sig.size = rw_ops > 0 && bytes > 0 ?
         band_clamp(round(log2(bytes / rw_ops)), POLICY_SIG_SIZE_MIN, POLICY_SIG_SIZE_MAX) : 0;
     sig.write_quarters = (gint8)round(4 * writes / ops);
@@ -237,7 +239,7 @@ gboolean
 policy_signature_parse(const char *s, PolicySignature *out, GError **error)
 {
     g_auto(GStrv) part = g_strsplit(s ? s : "", "/", 6);
-    PolicySignature sig = { 0 };
+    PolicySignature sig = { .qd_log2 = NAN, .iops_log4 = NAN };
     unsigned major, minor, reads;
     char plus[3] = "";
 
@@ -370,6 +372,67 @@ policy_memory_lookup(const PolicyMemory *mem, const PolicySignature *sig, gint64
     return e;
 }
 
+/*
+ * Is band @to next to @v's band @from, across an edge @v lies within
+ * POLICY_SIGNATURE_NEAR_EDGE of?  @lower_edge: where band @from begins,
+ * in @v's units (bands are 1 wide).  NaN: no.
+ */
+static gboolean
+band_near(double v, int from, int to, double lower_edge)
+{
+    if (to == from)
+        return TRUE;
+    if (to == from + 1)
+        return v > lower_edge + 1 - POLICY_SIGNATURE_NEAR_EDGE;
+    if (to == from - 1)
+        return v < lower_edge + POLICY_SIGNATURE_NEAR_EDGE;
+    return FALSE;
+}
+
+/* Bands apart in queue depth and IOPS of entry @e from lookup @s; -1:
+ * not neighbours. */
+static int
+signature_distance(const PolicySignature *e, const PolicySignature *s)
+{
+    if (!band_near(s->qd_log2, s->qd, e->qd, s->qd - 0.75) ||
+        !band_near(s->iops_log4, s->iops, e->iops, s->iops) || e->size != s->size ||
+        e->write_quarters != s->write_quarters || !e->flush != !s->flush ||
+        !policy_signature_same_device(e, s))
+        return -1;
+    return ABS(e->qd - s->qd) + ABS(e->iops - s->iops);
+}
+
+const PolicyMemoryEntry *
+policy_memory_lookup_near(const PolicyMemory *mem, const PolicySignature *sig, gint64 now_ms)
+{
+    const PolicyMemoryEntry *best = policy_memory_lookup(mem, sig, now_ms);
+    int best_d = G_MAXINT;
+
+    if (best)
+        return best;
+    for (guint i = 0; i < mem->entries->len; i++) {
+        const PolicyMemoryEntry *e = mem->entries->pdata[i];
+        int d = signature_distance(&e->sig, sig);
+
+        if (d < 0 || !e->have_winner || now_ms - e->confirmed_ms >= mem->ttl_ms)
+            continue;
+        /* The nearest; of two as near, the one confirmed last. */
+        if (d < best_d || (d == best_d && e->confirmed_ms > best->confirmed_ms)) {
+            best = e;
+            best_d = d;
+        }
+    }
+    return best;
+}
+
+gboolean
+policy_memory_surprised(const PolicyMemoryEntry *e, double score, guint n_ticks)
+{
+    double se = e->last.noise * sqrt(1.0 / MAX(n_ticks, 1) + 1.0 / MAX(e->last.winner_ticks, 1));
+
+    return score < e->last.winner_score - MAX(2 * se, POLICY_MEMORY_SURPRISE_MARGIN);
+}
+
 void
 policy_memory_learn(PolicyMemory *mem, const PolicySignature *sig, const PolicyExploration *x,
                     gint64 now_ms)
@@ -394,14 +457,11 @@ policy_memory_confirm(PolicyMemory *mem, const PolicySignature *sig, double scor
                       guint n_ticks, gint64 now_ms)
 {
     PolicyMemoryEntry *e = memory_find(mem, sig);
-    double se, bar;
 
     if (!e || !e->have_winner)
         return FALSE;
-    se = e->last.noise * sqrt(1.0 / MAX(n_ticks, 1) + 1.0 / MAX(e->last.winner_ticks, 1));
-    bar = MAX(2 * se, POLICY_MEMORY_SURPRISE_MARGIN);
     e->seen_ms = now_ms;
-    if (score < e->last.winner_score - bar) {
+    if (policy_memory_surprised(e, score, n_ticks)) {
         e->have_winner = FALSE;
         return TRUE;
     }

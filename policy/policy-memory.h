@@ -55,6 +55,15 @@
  */
 #define POLICY_SIGNATURE_DEVICE_MAX 96
 
+/*
+ * How near a band's edge (in bands) a lookup's figure must fall for the
+ * neighbouring band's entry to be taken: the mean of two ticks of +-50%
+ * noise has a standard deviation of about 20%, 0.27 of a queue-depth
+ * band (log2) and 0.13 of an IOPS band (log4); 0.35 covers 1.3 and 2.7
+ * of those, and leaves the middle 30% of a band to its own entry.
+ */
+#define POLICY_SIGNATURE_NEAR_EDGE 0.35
+
 /* The bands' ranges; values beyond them are clamped to the end bands. */
 #define POLICY_SIG_QD_MIN (-3)  /* in-flight of a guest at 1/8 of iodepth 1 */
 #define POLICY_SIG_QD_MAX 10    /* 1024: virtio-blk's largest queue */
@@ -76,6 +85,12 @@ typedef struct {
     gint8 iops;
     guint16 qemu_major, qemu_minor;     /* 0.0: unknown */
     char device[POLICY_SIGNATURE_DEVICE_MAX + 1];
+    /*
+     * Where in their bands the figures fell (log2 of the in-flight count,
+     * log4 of the IOPS), for policy_memory_lookup_near(); NAN in a parsed
+     * signature.  Not part of the key.
+     */
+    double qd_log2, iops_log4;
 } PolicySignature;
 
 /*
@@ -165,6 +180,20 @@ gint64 policy_memory_ttl(const PolicyMemory *mem);
  * Valid until the memory next changes. */
 const PolicyMemoryEntry *policy_memory_lookup(const PolicyMemory *mem,
                                               const PolicySignature *sig, gint64 now_ms);
+/*
+ * As policy_memory_lookup(), or where @sig has no such entry and its
+ * figures fell within POLICY_SIGNATURE_NEAR_EDGE of a band's edge, the
+ * entry across that edge (of queue depth, IOPS or both), the rest alike:
+ * the mean of a lookup's two ticks under +-50% noise crosses an edge in
+ * about a quarter of the windows of a workload placed near it, which was
+ * then explored again.  A workload twice as deep, placed in the middle
+ * of its band, is still a new one.  The caller tells an exact entry by
+ * its signature.
+ */
+const PolicyMemoryEntry *policy_memory_lookup_near(const PolicyMemory *mem,
+                                                   const PolicySignature *sig, gint64 now_ms);
+/* Would @score over @n_ticks be a surprise for @e's winner (below)? */
+gboolean policy_memory_surprised(const PolicyMemoryEntry *e, double score, guint n_ticks);
 /* Any entry for @sig, expired or without a winner; NULL: none. */
 const PolicyMemoryEntry *policy_memory_peek(const PolicyMemory *mem, const PolicySignature *sig);
 /* Keeps @x as @sig's winner, learned and confirmed at @now_ms. */

@@ -202,6 +202,7 @@ typedef struct {
     PolicySignature sig;        /* the phase's, as last looked up or learnt */
     gboolean mem_checked;       /* the memory was asked about this phase's exploration */
     gboolean recalled;          /* settled on a remembered winner, not yet confirmed */
+    gboolean recalled_near;     /* ... of a neighbouring signature (policy_memory_lookup_near) */
     char *mem_note;             /* what the memory said last, for explain */
 } PolicyIothreadState;
 

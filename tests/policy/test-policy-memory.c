@@ -282,6 +282,65 @@ exploration(double gain)
     return x;
 }
 
+/*
+ * A lookup from two ticks at +-50% noise finds the workload learnt from
+ * eight ticks: the neighbouring bands catch the windows whose mean crossed
+ * a band edge (the simulated nvme lifetime's steady QD4 load read as qd2
+ * and 16k-64k on two low ticks and was explored again), and never lead to
+ * a workload four bands of queue depth away.  A neighbour's surprise is
+ * the caller's to act on; its entry is not forgotten.
+ */
+static void
+test_lookup_near(void)
+{
+    const Load qd4 = { 96000, 4.0, 4096, 0, 0 }, qd16 = { 118000, 14.0, 4096, 0, 0 };
+    g_autoptr(PolicyMemory) mem = policy_memory_new(0);
+    g_autoptr(GRand) rand = g_rand_new_with_seed(7);
+    PolicySignature s4, s16;
+    PolicyExploration x = exploration(0.2);
+    guint exact = 0, near = 0, wrong = 0;
+    const guint n = 1000;
+
+    g_assert_true(load_signature(&qd4, NULL, 0, &s4));
+    g_assert_true(load_signature(&qd16, NULL, 0, &s16));
+    policy_memory_learn(mem, &s4, &x, T0);
+    policy_memory_learn(mem, &s16, &x, T0);
+    for (guint i = 0; i < n; i++) {
+        PolicySignature sig;
+        const PolicyMemoryEntry *e;
+        PolicyMetrics ticks[POLICY_SIGNATURE_LOOKUP_TICKS];
+
+        for (guint k = 0; k < G_N_ELEMENTS(ticks); k++)
+            ticks[k] = load_tick(&qd4, 1 + 0.5 * g_rand_double_range(rand, -1, 1), T0 + 1000 * k);
+        g_assert_true(policy_signature_compute_min(ticks, G_N_ELEMENTS(ticks),
+                                                   POLICY_SIGNATURE_LOOKUP_TICKS, QEMU_72,
+                                                   "virtio-disk0", &sig));
+        exact += policy_memory_lookup(mem, &sig, T0) != NULL;
+        e = policy_memory_lookup_near(mem, &sig, T0);
+        near += e && policy_signature_equal(&e->sig, &s4);
+        wrong += e && !policy_signature_equal(&e->sig, &s4);
+    }
+    g_test_message("QD4 from two ticks at +-50%%: exact %u, near %u, wrong %u of %u", exact,
+                   near, wrong, n);
+    g_assert_cmpuint(wrong, ==, 0);
+    g_assert_cmpuint(near, >=, n * 99 / 100);
+    g_assert_cmpuint(near, >, exact);
+    /* The surprise test leaves the entry as it was. */
+    g_assert_true(policy_memory_surprised(policy_memory_lookup(mem, &s4, T0), 9.0, 4));
+    g_assert_false(policy_memory_surprised(policy_memory_lookup(mem, &s4, T0), 10.2, 4));
+    g_assert_nonnull(policy_memory_lookup(mem, &s4, T0));
+    /* Deeper, in the middle of the next band (4.76 to 9.51 in flight): a
+     * new workload. */
+    {
+        const Load deeper = { 96000, 6.7, 4096, 0, 0 };
+        PolicySignature s8;
+
+        g_assert_true(load_signature(&deeper, NULL, 0, &s8));
+        g_assert_cmpint(s8.qd, ==, s4.qd + 1);
+        g_assert_null(policy_memory_lookup_near(mem, &s8, T0));
+    }
+}
+
 static void
 test_decay(void)
 {
@@ -521,6 +580,7 @@ main(int argc, char **argv)
     g_test_add_func("/policy/memory/signature-distinct", test_signature_distinct);
     g_test_add_func("/policy/memory/signature-needs-ticks", test_signature_needs_ticks);
     g_test_add_func("/policy/memory/signature-text", test_signature_text);
+    g_test_add_func("/policy/memory/lookup-near", test_lookup_near);
     g_test_add_func("/policy/memory/decay", test_decay);
     g_test_add_func("/policy/memory/surprise", test_surprise);
     g_test_add_func("/policy/memory/eviction", test_eviction);
