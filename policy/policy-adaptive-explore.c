@@ -3,7 +3,7 @@
  * policy-adaptive-explore: the adaptive policy's exploration, START,
  * PROBE and NEXT.  It measures the starting triple, then each candidate
  * (off, the wide window, a moderate one) until the difference is clear,
- * and settles on the winner (docs/POLICY.md, "Adaptive").
+ * and settles on the winner (docs/POLICY.md, "How adaptive decides").
  */
 #include <math.h>
 

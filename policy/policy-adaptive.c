@@ -7,12 +7,14 @@
  * low for the gaps this device shows.  So the adaptive policy does not guess
  * windows: it measures.  When the workload changes (a CUSUM of ln IOPS and
  * one of blocks per operation, each sized to the measured noise) it
- * measures the starting triple, then up to two candidates, polling off and
- * a wide window (probe_poll_max_ns, QEMU's own growth below it), each until
- * the difference is clear or for at most SEG_MAX ticks, and switches only
- * when a candidate wins by more than a confidence bound.  A wide probe is
- * skipped only when even the best case cannot pay for its core.  Between
- * explorations it writes nothing: every write resets QEMU's window.
+ * measures the starting triple, then every candidate it is not: polling
+ * off, a wide window (probe_poll_max_ns, QEMU's own growth below it) and
+ * QEMU's default window, each until the difference is clear or for at
+ * most SEG_MAX ticks, and switches only when a candidate wins by more
+ * than a confidence bound.  What it finds is remembered per workload
+ * (policy-memory.h), and a workload met before gets its winner without
+ * probes.  Between explorations it writes nothing: every write resets
+ * QEMU's window.
  *
  * This file holds what every phase uses: the phases and their one place
  * of change, the score, the segments and the noise, settling, and the
