@@ -332,7 +332,7 @@ pt_daemon_absorb(PtDaemon *d, PtTarget *t, ProbeTargetSnap *snap, GArray *sample
             g_array_append_val(samples, s);
             pt_iothread_totals_add(&io->totals, &s);
             /* Exits are the whole VM's, repeated in each iothread's row. */
-            if (!exits_counted && s.kvm_exits != STORE_NULL) {
+            if (!exits_counted && s.kvm_exits != METRIC_ABSENT) {
                 t->exits_total += s.kvm_exits;
                 t->have_exits_total = TRUE;
                 exits_counted = TRUE;

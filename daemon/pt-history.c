@@ -15,14 +15,14 @@
 static gint64
 pt_delta(guint64 prev, guint64 cur)
 {
-    return cur >= prev && cur - prev <= (guint64)G_MAXINT64 ? (gint64)(cur - prev) : STORE_NULL;
+    return cur >= prev && cur - prev <= (guint64)G_MAXINT64 ? (gint64)(cur - prev) : METRIC_ABSENT;
 }
 
 /* probe-derive's absent marker as the store's NULL. */
 static gint64
 pt_history_value(gint64 v)
 {
-    return v == PROBE_DELTA_ABSENT ? STORE_NULL : v;
+    return v == METRIC_ABSENT ? METRIC_ABSENT : v;
 }
 
 gboolean
@@ -63,7 +63,7 @@ pt_history_host_cpu(const ProbeHostSnap *prev, const ProbeHostSnap *cur, StoreHo
     busy = pt_delta(prev->stat.busy_ticks, cur->stat.busy_ticks);
     total = pt_delta(prev->stat.total_ticks, cur->stat.total_ticks);
     /* A tick of /proc/stat is 1/hz s; years of CPU time fit in 63 bits. */
-    if (busy == STORE_NULL || total == STORE_NULL || busy > total || total > G_MAXINT64 / 1000000)
+    if (busy == METRIC_ABSENT || total == METRIC_ABSENT || busy > total || total > G_MAXINT64 / 1000000)
         return;
     cpu->busy_us = busy * 1000000 / hz;
     cpu->total_us = total * 1000000 / hz;

@@ -440,12 +440,12 @@ pt_iothread_push_metrics(PtIothread *io, const PolicyMetrics *m)
 void
 pt_iothread_totals_add(PtIothreadTotals *tot, const StoreSample *s)
 {
-    int polling = s->poll_max_ns != STORE_NULL && s->poll_max_ns > 0;
+    int polling = s->poll_max_ns != METRIC_ABSENT && s->poll_max_ns > 0;
 
     for (int i = 0; i < METRIC_MAX; i++) {
         const MetricDef *def = metric_def(i);
 
-        if (s->m[i] == STORE_NULL)
+        if (s->m[i] == METRIC_ABSENT)
             continue;
         tot->have[def->source] = TRUE;
         if (def->reset == METRIC_RESET_GAUGE) {

@@ -44,10 +44,6 @@ devices_from_counters(const PolicyCounters *prev, const PolicyCounters *cur, dou
     m->n_devices = n;
 }
 
-/* The marker of a counter whose group is absent this tick, in the metric
- * table's per-tick values (metric_rate_value()). */
-#define COUNTER_ABSENT G_MININT64
-
 /* One tick's increase as the table's values hold it: FALSE when the counter
  * went backwards, or rose by more than a tick's value can hold (no real
  * counter rises by 2^63 in one tick). */
@@ -83,7 +79,7 @@ table_rate(MetricRate r, const gint64 *d, gint64 len_ns)
 {
     double v;
 
-    return metric_rate_value(r, d, COUNTER_ABSENT, len_ns, &v) ? v : 0.0;
+    return metric_rate_value(r, d, len_ns, &v) ? v : 0.0;
 }
 
 /*
@@ -115,7 +111,7 @@ policy_metrics_from_counters(const PolicyCounters *prev, const PolicyCounters *c
     m.triple = cur->triple;
     secs = m.interval_ns / 1e9;
     for (int i = 0; i < METRIC_MAX; i++)
-        d[i] = COUNTER_ABSENT;
+        d[i] = METRIC_ABSENT;
 
     if (prev->have_io && cur->have_io &&
         group_deltas(io_ids,

@@ -25,6 +25,7 @@
  */
 #pragma once
 
+#include "metric-vec.h"
 #include "policy-metrics.h"
 
 typedef struct {

@@ -47,13 +47,13 @@ device_find(const GArray *devices, const char *name)
     return NULL;
 }
 
-/* cur - prev as a delta, or PROBE_DELTA_ABSENT when it went backwards or
+/* cur - prev as a delta, or METRIC_ABSENT when it went backwards or
  * does not fit. */
 static gint64
 delta_one(guint64 prev, guint64 cur)
 {
     return cur >= prev && cur - prev <= (guint64)G_MAXINT64 ?
-        (gint64)(cur - prev) : PROBE_DELTA_ABSENT;
+        (gint64)(cur - prev) : METRIC_ABSENT;
 }
 
 /* A saturated sum of one tick's increases as a delta. */
@@ -187,9 +187,9 @@ deltas_init(ProbeIothreadDeltas *d)
 {
     *d = (ProbeIothreadDeltas){ 0 };
     for (int i = 0; i < METRIC_MAX; i++)
-        d->m[i] = PROBE_DELTA_ABSENT;
+        d->m[i] = METRIC_ABSENT;
     for (int k = 0; k < PROBE_EXIT_COUNTER_MAX; k++)
-        d->exits[k] = PROBE_DELTA_ABSENT;
+        d->exits[k] = METRIC_ABSENT;
 }
 
 gboolean
@@ -221,7 +221,7 @@ probe_derive_deltas(const ProbeTargetSnap *prev, const ProbeTargetSnap *cur,
 static gboolean
 delta_counter(gint64 v, guint64 *out)
 {
-    if (v == PROBE_DELTA_ABSENT)
+    if (v == METRIC_ABSENT)
         return FALSE;
     *out = (guint64)v;
     return TRUE;

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <glib.h>
+#include "metric-vec.h"
 #include "policy-metrics.h"
 #include "probe-snap.h"
 
@@ -33,13 +34,12 @@
  */
 /*
  * One tick's increase of an iothread's counters, paired by the rules below;
- * the one place those rules live.  PROBE_DELTA_ABSENT marks a figure the
+ * the one place those rules live.  METRIC_ABSENT marks a figure the
  * pair cannot give (counter went backwards, source/pid/tid/device set or
  * clk_tck changed, not read): absent, never a wrong number.  The policy's
  * rates (probe_derive_iothread) and the store's per-tick deltas
  * (pt_history_sample) are both read from this.
  */
-#define PROBE_DELTA_ABSENT G_MININT64
 
 typedef struct {
     gint64 mono_ns, when_ms;            /* of the two snapshots */

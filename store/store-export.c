@@ -213,7 +213,7 @@ out_header(Out *o, const Column *cols, guint n, const char *const *text_cols, gu
     out_s(o, "\r\n");
 }
 
-/* One record: time, names, numbers (STORE_NULL empty/null), then texts. */
+/* One record: time, names, numbers (METRIC_ABSENT empty/null), then texts. */
 static void
 out_record(Out *o, gint64 ts, const char *target, const char *iothread, const Column *cols,
            const gint64 *vals, guint n, const char *const *text_cols, const char *const *texts,
@@ -236,7 +236,7 @@ out_record(Out *o, gint64 ts, const char *target, const char *iothread, const Co
             out_s(o, cols[i].name);
             out_s(o, "\":");
         }
-        if (vals[i] != STORE_NULL)
+        if (vals[i] != METRIC_ABSENT)
             out_i64(o, vals[i], cols[i].decimals);
         else if (!csv)
             out_s(o, "null");
@@ -320,8 +320,8 @@ raw_values(const StoreRow *r, gint64 *v)
         if (!d->raw_export)
             continue;
         /* As a scaled integer, written with the column's decimals. */
-        v[n++] = metric_rate_value(k, r->sample.m, STORE_NULL, r->len_ns, &rate) ?
-                 llround(rate * pow(10, d->export_decimals)) : STORE_NULL;
+        v[n++] = metric_rate_value(k, r->sample.m, r->len_ns, &rate) ?
+                 llround(rate * pow(10, d->export_decimals)) : METRIC_ABSENT;
     }
 }
 

@@ -24,7 +24,7 @@ store_sample_init(StoreSample *s)
 {
     *s = (StoreSample){ 0 };
     for (int i = 0; i < METRIC_MAX; i++)
-        s->m[i] = STORE_NULL;
+        s->m[i] = METRIC_ABSENT;
 }
 
 /* The named members of StoreSample alias m[] in the table's order. */
@@ -42,13 +42,13 @@ G_STATIC_ASSERT(G_STRUCT_OFFSET(StoreSample, halt_exits) ==
 void
 store_psi_init(StorePsi *psi)
 {
-    *psi = (StorePsi){ STORE_NULL, STORE_NULL, STORE_NULL, STORE_NULL, STORE_NULL };
+    *psi = (StorePsi){ METRIC_ABSENT, METRIC_ABSENT, METRIC_ABSENT, METRIC_ABSENT, METRIC_ABSENT };
 }
 
 void
 store_host_cpu_init(StoreHostCpu *cpu)
 {
-    *cpu = (StoreHostCpu){ STORE_NULL, STORE_NULL };
+    *cpu = (StoreHostCpu){ METRIC_ABSENT, METRIC_ABSENT };
 }
 
 void

@@ -153,7 +153,7 @@ write_ticks(StoreDb *db, int n_iothreads, gint64 n_ticks, gint64 first, GArray *
 static const char *
 sql_int(char *buf, gint64 v)
 {
-    if (v == STORE_NULL)
+    if (v == METRIC_ABSENT)
         return "NULL";
     g_snprintf(buf, 32, "%" G_GINT64_FORMAT, v);
     return buf;

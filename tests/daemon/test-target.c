@@ -211,8 +211,8 @@ test_history_pairing(void)
 
     /* d0 reset, d1 grew by 900: the sums went 600 -> 1005. */
     g_assert_true(pt_history_sample(a, b, "iot0", &s));
-    g_assert_cmpint(s.io.rd_ops, ==, STORE_NULL);
-    g_assert_cmpint(s.io.rd_bytes, ==, STORE_NULL);
+    g_assert_cmpint(s.io.rd_ops, ==, METRIC_ABSENT);
+    g_assert_cmpint(s.io.rd_bytes, ==, METRIC_ABSENT);
     g_assert_cmpint(s.cpu_ns, ==, 20 * (G_GINT64_CONSTANT(1000000000) / 100));
     /* A normal tick after it: both devices count. */
     g_assert_true(pt_history_sample(b, c, "iot0", &s));
@@ -220,7 +220,7 @@ test_history_pairing(void)
     g_assert_cmpint(s.io.rd_bytes, ==, 110 * 4096);
     /* clk_tck changed between the two snapshots: ticks are not comparable. */
     g_assert_true(pt_history_sample(c, d, "iot0", &s));
-    g_assert_cmpint(s.cpu_ns, ==, STORE_NULL);
+    g_assert_cmpint(s.cpu_ns, ==, METRIC_ABSENT);
     g_assert_cmpint(s.io.rd_ops, ==, 110);
 }
 

@@ -315,7 +315,7 @@ test_rollup_triple(void)
     g_assert_nonnull(row);
     g_assert_cmpint(row->sample.poll_max_ns, ==, 50000);
     g_assert_cmpint(row->sample.poll_shrink, ==, 4);
-    g_assert_cmpint(row->sample.cpu_ns, ==, STORE_NULL);
+    g_assert_cmpint(row->sample.cpu_ns, ==, METRIC_ABSENT);
     o = store_row_to_json(row);
     g_assert_true(json_object_object_get_ex(o, "poll-max-ns", &v));
     g_assert_cmpint(json_object_get_int64(v), ==, 50000);

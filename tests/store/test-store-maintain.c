@@ -117,9 +117,9 @@ test_rollup_1m(void)
     g_assert_cmpint(row->cpu.mean, ==, 10000);
     row = rollup_row(cur, "b");
     g_assert_cmpint(row->count, ==, 60);
-    g_assert_cmpint(row->iops.mean, ==, STORE_NULL);
-    g_assert_cmpint(row->lat.p95, ==, STORE_NULL);
-    g_assert_cmpint(row->cpu.max, ==, STORE_NULL);
+    g_assert_cmpint(row->iops.mean, ==, METRIC_ABSENT);
+    g_assert_cmpint(row->lat.p95, ==, METRIC_ABSENT);
+    g_assert_cmpint(row->cpu.max, ==, METRIC_ABSENT);
     row = rollup_row(cur, "a");
     g_assert_cmpint(row->ts_ms, ==, T0 + MIN_MS);
     g_clear_pointer(&cur, store_cursor_free);
