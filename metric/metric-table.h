@@ -16,10 +16,10 @@
  * one reader that fills it, and one store migration that adds its column.
  * The model is QEMU's query-stats schema and libvirt's typed parameters.
  *
- * Structs that carry one value per metric (StoreSample, ProbeIothreadDeltas)
- * hold them as gint64 m[METRIC_MAX], indexed by MetricId; the older named
- * members alias the first entries, in this order.  So the order is the
- * store's column order: never reorder, only append.
+ * A sample carries one value per metric as a MetricVec (metric-vec.h),
+ * indexed by MetricId, from the reader's snapshot to the store's row and
+ * the policy's delta.  The order is the store's column order: never
+ * reorder, only append.
  *
  * Pure data and lookups; GLib only.
  */

@@ -24,12 +24,11 @@ metric_vec_delta(const MetricVec *prev, const MetricVec *cur, guint paired, Metr
             d->v[i] = b;
             continue;
         }
-        if (!(paired & METRIC_SOURCE_BIT(def->source)) || a == METRIC_ABSENT ||
-            b == METRIC_ABSENT) {
+        if (!(paired & METRIC_SOURCE_BIT(def->source))) {
             d->v[i] = METRIC_ABSENT;
             continue;
         }
-        if (b < a || a < 0) {
+        if (a == METRIC_ABSENT || b == METRIC_ABSENT || b < a || a < 0) {
             d->v[i] = METRIC_ABSENT;
             if (def->reset == METRIC_RESET_GROUP)
                 group_back[def->source] = TRUE;
@@ -41,6 +40,14 @@ metric_vec_delta(const MetricVec *prev, const MetricVec *cur, guint paired, Metr
     for (int i = 0; i < METRIC_MAX; i++)
         if (metric_def(i)->reset == METRIC_RESET_GROUP && group_back[metric_def(i)->source])
             d->v[i] = METRIC_ABSENT;
+}
+
+void
+metric_vec_zero_source(MetricVec *v, MetricSource source)
+{
+    for (int i = 0; i < METRIC_MAX; i++)
+        if (metric_def(i)->source == source)
+            v->v[i] = 0;
 }
 
 void

@@ -47,11 +47,14 @@ metric_vec_has(const MetricVec *v, MetricId id)
  * (metric-table.h): a gauge is @cur's value; a counter is absent when
  * either reading lacks it, when its source is not in @paired (a mask of
  * METRIC_SOURCE_BIT: the caller decides which groups belong together), or
- * when it went backwards; a METRIC_RESET_GROUP counter going backwards
- * makes its whole source group absent.  @d may not alias @prev or @cur.
+ * when it went backwards; a METRIC_RESET_GROUP counter going backwards or
+ * missing from either reading makes its whole source group absent.  @d may not alias @prev or @cur.
  */
 void metric_vec_delta(const MetricVec *prev, const MetricVec *cur, guint paired,
                       MetricVec *d);
+
+/* Every value of @source 0: the start of a sum. */
+void metric_vec_zero_source(MetricVec *v, MetricSource source);
 
 /*
  * Add the deltas of @d to @sum, saturating at G_MAXINT64; an absent value

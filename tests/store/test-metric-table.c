@@ -337,6 +337,13 @@ test_vec_delta(void)
     /* A source not paired is absent; an absent reading gives no delta. */
     b.v[METRIC_WR_BYTES] = 150;
     b.v[METRIC_CTX_INVOL] = 150;
+    /* A block counter missing from a reading drops the group too. */
+    a.v[METRIC_RD_TIME_NS] = METRIC_ABSENT;
+    metric_vec_delta(&a, &b, METRIC_SOURCES_ALL, &d);
+    g_assert_cmpint(d.v[METRIC_WR_OPS], ==, METRIC_ABSENT);
+    g_assert_cmpint(d.v[METRIC_CTX_INVOL], ==, 50);
+    a.v[METRIC_RD_TIME_NS] = 100;
+
     a.v[METRIC_KVM_EXITS] = METRIC_ABSENT;
     metric_vec_delta(&a, &b, METRIC_SOURCES_ALL & ~METRIC_SOURCE_BIT(METRIC_SOURCE_THREAD), &d);
     g_assert_cmpint(d.v[METRIC_CPU_NS], ==, METRIC_ABSENT);
