@@ -336,8 +336,8 @@ pt_daemon_absorb(PtDaemon *d, PtTarget *t, ProbeTargetSnap *snap, GArray *sample
         g_array_append_val(samples, s);
         pt_iothread_totals_add(&io->totals, &s);
         /* Exits are the whole VM's, repeated in each iothread's row. */
-        if (!exits_counted && s.kvm_exits != METRIC_ABSENT) {
-            t->exits_total += s.kvm_exits;
+        if (!exits_counted && s.m.v[METRIC_KVM_EXITS] != METRIC_ABSENT) {
+            t->exits_total += s.m.v[METRIC_KVM_EXITS];
             t->have_exits_total = TRUE;
             exits_counted = TRUE;
         }

@@ -24,8 +24,7 @@ pt_history_sample(const PolicyDelta *d, StoreSample *s)
     store_sample_init(s);
     /* Without a pair (the first sample of a QEMU is a baseline) only the
      * gauges are there; every metric of the table is copied either way. */
-    for (int i = 0; i < METRIC_MAX; i++)
-        s->m[i] = d->v.v[i];
+    s->m = d->v;
 }
 
 void

@@ -170,19 +170,19 @@ metric_rate_def(MetricRate rate)
 
 /* Sum of the terms, or FALSE if one is absent. */
 static gboolean
-terms_sum(const MetricId *terms, const gint64 *m, gint64 *sum)
+terms_sum(const MetricId *terms, const MetricVec *m, gint64 *sum)
 {
     *sum = 0;
     for (int i = 0; i < METRIC_RATE_TERMS && terms[i] != METRIC_INVALID; i++) {
-        if (m[terms[i]] == METRIC_ABSENT)
+        if (!metric_vec_has(m, terms[i]))
             return FALSE;
-        *sum += m[terms[i]];
+        *sum += m->v[terms[i]];
     }
     return TRUE;
 }
 
 gboolean
-metric_values_ops(const gint64 *m, gint64 *ops)
+metric_values_ops(const MetricVec *m, gint64 *ops)
 {
     static const MetricId terms[METRIC_RATE_TERMS] = OPS;
 
@@ -190,7 +190,7 @@ metric_values_ops(const gint64 *m, gint64 *ops)
 }
 
 gboolean
-metric_rate_value(MetricRate rate, const gint64 *m, gint64 len_ns, double *out)
+metric_rate_value(MetricRate rate, const MetricVec *m, gint64 len_ns, double *out)
 {
     const MetricRateDef *r = metric_rate_def(rate);
     gint64 num, ops = 0;

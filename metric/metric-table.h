@@ -169,12 +169,5 @@ const MetricRateDef *metric_rate_def(MetricRate rate);
 const char *metric_source_to_string(MetricSource s);
 const char *metric_reset_to_string(MetricReset r);
 
-/* The operation count of one tick (rd + wr + flush), or FALSE when any is
- * absent (METRIC_ABSENT, metric-vec.h). */
-gboolean metric_values_ops(const gint64 *m, gint64 *ops);
-
-/* Rate @rate of one tick's values @m over @len_ns; FALSE when a term is
- * absent, the tick has no length, or the rate is undefined. */
-gboolean metric_rate_value(MetricRate rate, const gint64 *m, gint64 len_ns, double *out);
 
 G_END_DECLS

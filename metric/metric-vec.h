@@ -63,4 +63,16 @@ void metric_vec_zero_source(MetricVec *v, MetricSource source);
  */
 void metric_vec_add(MetricVec *sum, const MetricVec *d);
 
+/* The operation count of one tick's delta (rd + wr + flush), or FALSE when
+ * any is absent. */
+gboolean metric_values_ops(const MetricVec *m, gint64 *ops);
+
+/*
+ * Rate @rate of one tick's delta @m over @len_ns, by the table's formula
+ * (metric-table.h); FALSE when a term is absent, the tick has no length,
+ * or the rate is undefined.  The rate formulas live here alone: the
+ * policy's rates, the store's history rows and exports and the CLI call it.
+ */
+gboolean metric_rate_value(MetricRate rate, const MetricVec *m, gint64 len_ns, double *out);
+
 G_END_DECLS

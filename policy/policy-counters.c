@@ -41,7 +41,7 @@ table_rate(MetricRate r, const MetricVec *d, gint64 len_ns)
 {
     double v;
 
-    return metric_rate_value(r, d->v, len_ns, &v) ? v : 0.0;
+    return metric_rate_value(r, d, len_ns, &v) ? v : 0.0;
 }
 
 /* Whether every one of @ids is present in @d. */

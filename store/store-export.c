@@ -312,7 +312,7 @@ raw_values(const StoreRow *r, gint64 *v)
     guint n = 1 + METRIC_MAX;
 
     v[0] = r->len_ns;
-    memcpy(v + 1, r->sample.m, sizeof(r->sample.m));
+    memcpy(v + 1, r->sample.m.v, sizeof(r->sample.m.v));
     for (int k = 0; k < METRIC_RATE_MAX; k++) {
         const MetricRateDef *d = metric_rate_def(k);
         double rate;
@@ -320,7 +320,7 @@ raw_values(const StoreRow *r, gint64 *v)
         if (!d->raw_export)
             continue;
         /* As a scaled integer, written with the column's decimals. */
-        v[n++] = metric_rate_value(k, r->sample.m, r->len_ns, &rate) ?
+        v[n++] = metric_rate_value(k, &r->sample.m, r->len_ns, &rate) ?
                  llround(rate * pow(10, d->export_decimals)) : METRIC_ABSENT;
     }
 }
@@ -340,7 +340,7 @@ rollup_values(const StoreRow *r, gint64 *v)
     G_STATIC_ASSERT(G_N_ELEMENTS(vals) == ROLLUP_STATS);
     memcpy(v, vals, sizeof(vals));
     for (int k = 0; k < n; k++)
-        v[ROLLUP_STATS + k] = r->sample.m[ids[k]];
+        v[ROLLUP_STATS + k] = r->sample.m.v[ids[k]];
 }
 
 static gboolean

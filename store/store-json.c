@@ -79,7 +79,7 @@ json_values(const StoreRow *row, json_object *o, gboolean rollup)
 {
     for (int i = 0; i < METRIC_MAX; i++) {
         const char *key = metric_def(i)->json_key;
-        gint64 v = row->sample.m[i];
+        gint64 v = row->sample.m.v[i];
 
         if (key && (!rollup || metric_def(i)->rollup))
             json_object_object_add(o, key, v == METRIC_ABSENT ? NULL : json_object_new_int64(v));
@@ -98,7 +98,7 @@ store_row_to_json(const StoreRow *row)
         for (int r = 0; r < METRIC_RATE_MAX; r++) {
             double v;
 
-            if (metric_rate_value(r, row->sample.m, row->len_ns, &v))
+            if (metric_rate_value(r, &row->sample.m, row->len_ns, &v))
                 json_num(o, metric_rate_def(r)->json_key, v);
         }
         json_values(row, o, FALSE);

@@ -244,7 +244,7 @@ row_fill_raw(StoreCursor *cur, sqlite3_stmt *st)
     r->target = s->target = n->target;
     r->iothread = s->iothread = n->iothread;
     for (int i = 0; i < METRIC_MAX; i++)
-        s->m[i] = store_column_i64(st, 3 + i);
+        s->m.v[i] = store_column_i64(st, 3 + i);
 }
 
 static void
@@ -277,7 +277,7 @@ row_fill_rollup(StoreCursor *cur, sqlite3_stmt *st)
     r->sample.target = r->target;
     r->sample.iothread = r->iothread;
     for (int k = 0; k < n_rolled; k++)
-        r->sample.m[rolled[k]] = store_column_i64(st, 15 + k);
+        r->sample.m.v[rolled[k]] = store_column_i64(st, 15 + k);
 }
 
 static gboolean

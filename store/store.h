@@ -187,33 +187,16 @@ gint64 store_db_used_bytes(StoreDb *db);
 
 /* ---- writing ticks ---------------------------------------------------- */
 
-typedef struct {
-    gint64 rd_ops, rd_bytes, rd_time_ns;
-    gint64 wr_ops, wr_bytes, wr_time_ns;
-    gint64 flush_ops, flush_time_ns;
-} StoreIo;
-
 /*
- * One iothread's tick: a value per MetricId (metric-table.h), a delta for a
- * counter, the value in force for a gauge.  The named members alias the
- * first entries of m[] for the code that names them; a metric added to the
- * table has only its m[] entry, which every generic path (write, query,
- * export, history JSON) reads.
+ * One iothread's tick: the tick's delta (metric-vec.h), a value per
+ * MetricId, a counter's increase or the value in force for a gauge; its
+ * columns are written, read and exported in the table's order, so a metric
+ * added to the table needs nothing here.
  */
 typedef struct {
     const char *target;         /* target name; registered on first use */
     const char *iothread;       /* QOM id, e.g. "iothread0" */
-    union {
-        gint64 m[METRIC_MAX];
-        struct {
-            gint64 poll_max_ns, poll_grow, poll_shrink;     /* in force, not deltas */
-            gint64 cpu_ns;              /* schedstat run time or utime+stime */
-            gint64 ctx_vol, ctx_invol;  /* context switches */
-            gint64 runq_wait_ns;        /* schedstat run-queue wait */
-            StoreIo io;                 /* all devices served by the iothread */
-            gint64 kvm_exits, io_exits, mmio_exits, halt_exits;
-        };
-    };
+    MetricVec m;
     /* The name the target goes by (libvirt domain, QEMU -name); NULL:
      * unknown.  Written to targets.display_name when it changes. */
     const char *target_name;

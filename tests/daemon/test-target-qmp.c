@@ -72,7 +72,7 @@ sample_done(PtTarget *t, ProbeTargetSnap *snap, const GError *error, gpointer da
         g_assert_nonnull(probe_target_snap_find(snap, "iot0"));
         probe_derive_delta(NULL, snap, "iot0", &d);
         pt_history_sample(&d, &s);
-        r->aio_max_batch = s.m[METRIC_AIO_MAX_BATCH];
+        r->aio_max_batch = s.m.v[METRIC_AIO_MAX_BATCH];
     }
     probe_target_snap_free(snap);
 }

@@ -221,19 +221,19 @@ test_history_pairing(void)
     /* d0 reset, d1 grew by 900: the sums went 600 -> 1005. */
     probe_derive_delta(a, b, "iot0", &delta);
     pt_history_sample(&delta, &s);
-    g_assert_cmpint(s.io.rd_ops, ==, METRIC_ABSENT);
-    g_assert_cmpint(s.io.rd_bytes, ==, METRIC_ABSENT);
-    g_assert_cmpint(s.cpu_ns, ==, 20 * (G_GINT64_CONSTANT(1000000000) / 100));
+    g_assert_cmpint(s.m.v[METRIC_RD_OPS], ==, METRIC_ABSENT);
+    g_assert_cmpint(s.m.v[METRIC_RD_BYTES], ==, METRIC_ABSENT);
+    g_assert_cmpint(s.m.v[METRIC_CPU_NS], ==, 20 * (G_GINT64_CONSTANT(1000000000) / 100));
     /* A normal tick after it: both devices count. */
     probe_derive_delta(b, c, "iot0", &delta);
     pt_history_sample(&delta, &s);
-    g_assert_cmpint(s.io.rd_ops, ==, 110);
-    g_assert_cmpint(s.io.rd_bytes, ==, 110 * 4096);
+    g_assert_cmpint(s.m.v[METRIC_RD_OPS], ==, 110);
+    g_assert_cmpint(s.m.v[METRIC_RD_BYTES], ==, 110 * 4096);
     /* clk_tck changed between the two snapshots: ticks are not comparable. */
     probe_derive_delta(c, d, "iot0", &delta);
     pt_history_sample(&delta, &s);
-    g_assert_cmpint(s.cpu_ns, ==, METRIC_ABSENT);
-    g_assert_cmpint(s.io.rd_ops, ==, 110);
+    g_assert_cmpint(s.m.v[METRIC_CPU_NS], ==, METRIC_ABSENT);
+    g_assert_cmpint(s.m.v[METRIC_RD_OPS], ==, 110);
 }
 
 /* Every value of each daemon enum has a name that maps back to it; the

@@ -183,7 +183,7 @@ test_roundtrip(void)
     s.target = "vm";
     s.iothread = "iothread0";
     for (int i = 0; i < METRIC_MAX; i++)
-        s.m[i] = 1000 + i;
+        s.m.v[i] = 1000 + i;
     store_tick_init(&tick);
     tick.ts_ms = 1000000;
     tick.len_ns = 1000000000;
@@ -196,7 +196,7 @@ test_roundtrip(void)
     g_assert_true(store_cursor_next(cur, &row, &error));
     g_assert_nonnull(row);
     for (int i = 0; i < METRIC_MAX; i++)
-        g_assert_cmpint(row->sample.m[i], ==, 1000 + i);
+        g_assert_cmpint(row->sample.m.v[i], ==, 1000 + i);
     g_assert_true(store_export(fx.db, &f, STORE_EXPORT_SAMPLES, STORE_FORMAT_JSONL, jsonl,
                                NULL, &error));
     g_assert_no_error(error);
@@ -281,8 +281,8 @@ test_history_row(void)
 
     store_sample_init(&row.sample);
     for (int i = 0; i < METRIC_MAX; i++)
-        row.sample.m[i] = 1000;
-    row.sample.poll_max_ns = 32768;
+        row.sample.m.v[i] = 1000;
+    row.sample.m.v[METRIC_POLL_MAX_NS] = 32768;
     o = store_row_to_json(&row);
     for (int r = 0; r < METRIC_RATE_MAX; r++)
         g_assert_true(json_object_object_get_ex(o, metric_rate_def(r)->json_key, NULL));
@@ -294,7 +294,7 @@ test_history_row(void)
     g_assert_cmpint(json_object_get_int64(v), ==, 32768);
     /* One absent term: the rate is left out, not computed from the rest. */
     json_object_put(o);
-    row.sample.io.flush_ops = METRIC_ABSENT;
+    row.sample.m.v[METRIC_FLUSH_OPS] = METRIC_ABSENT;
     o = store_row_to_json(&row);
     g_assert_false(json_object_object_get_ex(o, "iops", NULL));
     g_assert_false(json_object_object_get_ex(o, "blocks_per_op", NULL));

@@ -51,11 +51,11 @@ write_known(StoreDb *db, gint64 ts, gint64 len_ns, gint64 ops, gint64 lat_ns, gi
     s[0].target = s[1].target = "vm";
     s[0].iothread = "a";
     s[1].iothread = "b";
-    s[0].io.rd_ops = ops;
-    s[0].io.rd_time_ns = ops * lat_ns;
-    s[0].io.wr_ops = 0;
-    s[0].io.wr_time_ns = 0;
-    s[0].cpu_ns = cpu_ns;
+    s[0].m.v[METRIC_RD_OPS] = ops;
+    s[0].m.v[METRIC_RD_TIME_NS] = ops * lat_ns;
+    s[0].m.v[METRIC_WR_OPS] = 0;
+    s[0].m.v[METRIC_WR_TIME_NS] = 0;
+    s[0].m.v[METRIC_CPU_NS] = cpu_ns;
     store_tick_init(&tick);
     tick.ts_ms = ts;
     tick.len_ns = len_ns;

@@ -40,16 +40,16 @@ test_roundtrip(Fixture *fx, gconstpointer data)
     store_sample_init(&s);
     s.target = "db,1 \"primary\"";
     s.iothread = "iothread0";
-    s.poll_max_ns = 32768;
-    s.poll_grow = 2;
-    s.poll_shrink = 0;
-    s.cpu_ns = 123456789;
-    s.ctx_vol = 4000;
-    s.ctx_invol = 0;
-    s.runq_wait_ns = 77;
-    s.io.rd_ops = 10;
-    s.io.rd_bytes = 40960;
-    s.io.rd_time_ns = G_GINT64_CONSTANT(9000000000000);
+    s.m.v[METRIC_POLL_MAX_NS] = 32768;
+    s.m.v[METRIC_POLL_GROW] = 2;
+    s.m.v[METRIC_POLL_SHRINK] = 0;
+    s.m.v[METRIC_CPU_NS] = 123456789;
+    s.m.v[METRIC_CTX_VOL] = 4000;
+    s.m.v[METRIC_CTX_INVOL] = 0;
+    s.m.v[METRIC_RUNQ_WAIT_NS] = 77;
+    s.m.v[METRIC_RD_OPS] = 10;
+    s.m.v[METRIC_RD_BYTES] = 40960;
+    s.m.v[METRIC_RD_TIME_NS] = G_GINT64_CONSTANT(9000000000000);
     /* wr, flush and KVM counters stay unavailable */
     store_tick_init(&tick);
     tick.ts_ms = T0 + 1000;
@@ -68,12 +68,12 @@ test_roundtrip(Fixture *fx, gconstpointer data)
     g_assert_cmpint(row->ts_ms, ==, T0 + 1000);
     g_assert_cmpint(row->len_ns, ==, 999999937);
     g_assert_cmpstr(row->target, ==, s.target);
-    g_assert_cmpint(row->sample.poll_grow, ==, 2);
-    g_assert_cmpint(row->sample.ctx_invol, ==, 0);
-    g_assert_cmpint(row->sample.io.rd_time_ns, ==, s.io.rd_time_ns);
-    g_assert_cmpint(row->sample.io.wr_ops, ==, METRIC_ABSENT);
-    g_assert_cmpint(row->sample.io.flush_time_ns, ==, METRIC_ABSENT);
-    g_assert_cmpint(row->sample.halt_exits, ==, METRIC_ABSENT);
+    g_assert_cmpint(row->sample.m.v[METRIC_POLL_GROW], ==, 2);
+    g_assert_cmpint(row->sample.m.v[METRIC_CTX_INVOL], ==, 0);
+    g_assert_cmpint(row->sample.m.v[METRIC_RD_TIME_NS], ==, s.m.v[METRIC_RD_TIME_NS]);
+    g_assert_cmpint(row->sample.m.v[METRIC_WR_OPS], ==, METRIC_ABSENT);
+    g_assert_cmpint(row->sample.m.v[METRIC_FLUSH_TIME_NS], ==, METRIC_ABSENT);
+    g_assert_cmpint(row->sample.m.v[METRIC_HALT_EXITS], ==, METRIC_ABSENT);
     g_assert_true(store_cursor_next(cur, &row, &error));
     g_assert_null(row);
 
