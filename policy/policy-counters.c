@@ -70,10 +70,6 @@ gauge(const MetricVec *d, MetricId id)
 gboolean
 policy_metrics_from_delta(const PolicyDelta *delta, PolicyMetrics *out)
 {
-    static const MetricId io_ids[] = {
-        METRIC_RD_OPS, METRIC_WR_OPS, METRIC_FLUSH_OPS, METRIC_RD_BYTES, METRIC_WR_BYTES,
-        METRIC_RD_TIME_NS, METRIC_WR_TIME_NS, METRIC_FLUSH_TIME_NS,
-    };
     /* The run-queue wait is known with schedstat only: 0 without. */
     static const MetricId cpu_ids[] = { METRIC_CPU_NS, METRIC_CTX_VOL, METRIC_CTX_INVOL };
     static const MetricId exit_ids[] = { METRIC_KVM_EXITS };
@@ -91,7 +87,8 @@ policy_metrics_from_delta(const PolicyDelta *delta, PolicyMetrics *out)
     m.interval_ns = delta->len_ns;
     secs = m.interval_ns / 1e9;
 
-    if (delta_has_all(d, io_ids, G_N_ELEMENTS(io_ids))) {
+    /* the block counters are present or absent as a group */
+    if (metric_vec_has(d, METRIC_RD_OPS)) {
         m.have_io = TRUE;
         m.rd_iops = table_rate(METRIC_RATE_RD_IOPS, d, m.interval_ns);
         m.wr_iops = table_rate(METRIC_RATE_WR_IOPS, d, m.interval_ns);
@@ -126,66 +123,6 @@ policy_metrics_from_delta(const PolicyDelta *delta, PolicyMetrics *out)
     }
     *out = m;
     return TRUE;
-}
-
-/* One reading of PolicyCounters as the table's vector. */
-static void
-counters_vec(const PolicyCounters *c, MetricVec *v)
-{
-    metric_vec_init(v);
-    v->v[METRIC_POLL_MAX_NS] = (gint64)c->triple.poll_max_ns;
-    v->v[METRIC_POLL_GROW] = (gint64)c->triple.poll_grow;
-    v->v[METRIC_POLL_SHRINK] = (gint64)c->triple.poll_shrink;
-    if (c->have_io) {
-        v->v[METRIC_RD_OPS] = (gint64)c->rd_ops;
-        v->v[METRIC_WR_OPS] = (gint64)c->wr_ops;
-        v->v[METRIC_FLUSH_OPS] = (gint64)c->flush_ops;
-        v->v[METRIC_RD_BYTES] = (gint64)c->rd_bytes;
-        v->v[METRIC_WR_BYTES] = (gint64)c->wr_bytes;
-        v->v[METRIC_RD_TIME_NS] = (gint64)c->rd_time_ns;
-        v->v[METRIC_WR_TIME_NS] = (gint64)c->wr_time_ns;
-        v->v[METRIC_FLUSH_TIME_NS] = (gint64)c->flush_time_ns;
-    }
-    if (c->have_cpu) {
-        v->v[METRIC_CPU_NS] = (gint64)c->cpu_ns;
-        v->v[METRIC_CTX_VOL] = (gint64)c->ctx_vol;
-        v->v[METRIC_CTX_INVOL] = (gint64)c->ctx_invol;
-        v->v[METRIC_RUNQ_WAIT_NS] = (gint64)c->runq_wait_ns;
-    }
-    if (c->have_exits)
-        v->v[METRIC_KVM_EXITS] = (gint64)c->exits;
-}
-
-gboolean
-policy_metrics_from_counters(const PolicyCounters *prev, const PolicyCounters *cur,
-                             PolicyMetrics *out, GError **error)
-{
-    MetricVec a, b;
-    PolicyDelta d;
-
-    if (!interval_ok(prev->mono_ns, cur->mono_ns, error))
-        return FALSE;
-    policy_delta_init(&d);
-    d.when_ms = cur->when_ms;
-    d.len_ns = cur->mono_ns - prev->mono_ns;
-    counters_vec(prev, &a);
-    counters_vec(cur, &b);
-    metric_vec_delta(&a, &b, METRIC_SOURCES_ALL, &d.v);
-    /* the cpu group goes as a whole */
-    if (!metric_vec_has(&d.v, METRIC_RUNQ_WAIT_NS))
-        d.v.v[METRIC_CPU_NS] = METRIC_ABSENT;
-    if (cur->n_devices > 0 && cur->n_devices == prev->n_devices &&
-        cur->n_devices <= POLICY_MAX_DEVICES) {
-        for (guint i = 0; i < cur->n_devices; i++) {
-            if (cur->dev_ops[i] < prev->dev_ops[i])
-                break;
-            d.dev_ops[i] = (gint64)(cur->dev_ops[i] - prev->dev_ops[i]);
-            d.n_devices = i + 1;
-        }
-        if (d.n_devices != cur->n_devices)
-            d.n_devices = 0;
-    }
-    return policy_metrics_from_delta(&d, out);
 }
 
 gboolean
