@@ -39,6 +39,8 @@ counters_vec(const TestCounters *c, MetricVec *v)
     v->v[METRIC_POLL_GROW] = (gint64)c->triple.poll_grow;
     v->v[METRIC_POLL_SHRINK] = (gint64)c->triple.poll_shrink;
     if (c->have_io) {
+        /* a block counter not named here reads 0 */
+        metric_vec_zero_source(v, METRIC_SOURCE_BLOCK);
         v->v[METRIC_RD_OPS] = (gint64)c->rd_ops;
         v->v[METRIC_WR_OPS] = (gint64)c->wr_ops;
         v->v[METRIC_FLUSH_OPS] = (gint64)c->flush_ops;

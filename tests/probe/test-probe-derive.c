@@ -36,8 +36,10 @@ add_dev(ProbeIothreadSnap *io, const char *name, guint64 rd, guint64 wr,
 {
     MetricVec c;
 
-    /* as a reader holds them: below 2^63 */
+    /* as a reader holds them: below 2^63; a block counter not named
+     * here reads 0 */
     metric_vec_init(&c);
+    metric_vec_zero_source(&c, METRIC_SOURCE_BLOCK);
     c.v[METRIC_RD_OPS] = (gint64)MIN(rd, (guint64)G_MAXINT64);
     c.v[METRIC_WR_OPS] = (gint64)MIN(wr, (guint64)G_MAXINT64);
     c.v[METRIC_FLUSH_OPS] = (gint64)MIN(fl, (guint64)G_MAXINT64);
