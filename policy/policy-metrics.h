@@ -5,8 +5,9 @@
  * These structs are the contract between whoever measures (the daemon's
  * samplers, the polling simulator) and the policy that decides.  The policy
  * owns them: the samplers fill them, the simulator fills them.  The only
- * other project header policy/ includes is the metric table (metric/, pure
- * data), whose rates name the figures below.
+ * other project headers policy/ includes are metric/'s (pure data: the
+ * metric table, whose rates name the figures below, and the vector a
+ * tick's delta is kept in).
  *
  * Every rate is over one tick, the interval that ends at @when_ms.  A group
  * of fields whose source was unavailable has its have_* flag FALSE and its
