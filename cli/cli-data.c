@@ -96,7 +96,7 @@ cli_db_open(const char *path, GError **error)
 static gboolean
 have(gint64 v)
 {
-    return v != STORE_NULL;
+    return v != METRIC_ABSENT;
 }
 
 json_object *
@@ -120,16 +120,16 @@ cli_point_from_row(const StoreRow *r, CliPoint *p)
     *p = (CliPoint){ .ts_ms = r->ts_ms, .target = r->target, .iothread = r->iothread,
                      .iops = NAN, .lat_us = NAN, .cpu_pct = NAN, .poll_max_ns = -1 };
     /* Raw: as read; rollups: the value in force for most of the bucket. */
-    if (have(r->sample.poll_max_ns))
-        p->poll_max_ns = r->sample.poll_max_ns;
+    if (have(r->sample.m.v[METRIC_POLL_MAX_NS]))
+        p->poll_max_ns = r->sample.m.v[METRIC_POLL_MAX_NS];
     if (r->resolution == STORE_RES_RAW) {
         /* One derivation for every path: the metric table's. */
-        if (!metric_rate_value(METRIC_RATE_IOPS, r->sample.m, STORE_NULL, r->len_ns, &p->iops))
+        if (!metric_rate_value(METRIC_RATE_IOPS, &r->sample.m, r->len_ns, &p->iops))
             p->iops = NAN;
-        if (!metric_rate_value(METRIC_RATE_LAT_US, r->sample.m, STORE_NULL, r->len_ns,
+        if (!metric_rate_value(METRIC_RATE_LAT_US, &r->sample.m, r->len_ns,
                                &p->lat_us))
             p->lat_us = NAN;
-        if (!metric_rate_value(METRIC_RATE_CPU_PCT, r->sample.m, STORE_NULL, r->len_ns,
+        if (!metric_rate_value(METRIC_RATE_CPU_PCT, &r->sample.m, r->len_ns,
                                &p->cpu_pct))
             p->cpu_pct = NAN;
         return;

@@ -125,7 +125,7 @@ pt_cmd_override_set(PtConn *conn, json_object *args, json_object **ret, GError *
 {
     const char *iothread, *for_text, *reason;
     PtTarget *t = pt_find(conn, args, &iothread, error);
-    gint64 max = 0, grow = -1, shrink = -1, for_ms = 0, id = 0, expires = STORE_NULL;
+    gint64 max = 0, grow = -1, shrink = -1, for_ms = 0, id = 0, expires = METRIC_ABSENT;
     gint64 replaced = 0;
     gboolean have_max, have_grow, have_shrink;
     g_autofree char *who = NULL;
@@ -166,7 +166,7 @@ pt_cmd_override_set(PtConn *conn, json_object *args, json_object **ret, GError *
     }
     *ret = json_object_new_object();
     json_object_object_add(*ret, "id", json_object_new_int64(id));
-    json_object_object_add(*ret, "expires_ms", expires == STORE_NULL ? NULL :
+    json_object_object_add(*ret, "expires_ms", expires == METRIC_ABSENT ? NULL :
                            json_object_new_int64(expires));
     json_object_object_add(*ret, "replaced", replaced ? json_object_new_int64(replaced) : NULL);
     return TRUE;

@@ -284,7 +284,7 @@ pt_json_stored_decisions(PtDaemon *d, const char *target, const char *iothread)
         json_object_object_add(o, "policy", json_object_new_string(row->policy ? row->policy : ""));
         if (row->cause)
             json_object_object_add(o, "cause", json_object_new_string(row->cause));
-        json_object_object_add(o, "old", row->old_triple.poll_max_ns == STORE_NULL ? NULL :
+        json_object_object_add(o, "old", row->old_triple.poll_max_ns == METRIC_ABSENT ? NULL :
                                pt_json_triple(&(PolicyTriple){ row->old_triple.poll_max_ns,
                                                                row->old_triple.poll_grow,
                                                                row->old_triple.poll_shrink }));

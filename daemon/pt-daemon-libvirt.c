@@ -125,12 +125,7 @@ pt_lv_fill(PtTarget *t, ProbeTargetSnap *snap, const PtLibvirtDomainStats *st)
         devs[n_devs++] = (ProbeDevSample){
             .device = ds->name,
             .name = ds->name,
-            .c = {
-                .rd_ops = ds->rd_reqs, .wr_ops = ds->wr_reqs, .flush_ops = ds->fl_reqs,
-                .rd_bytes = ds->rd_bytes, .wr_bytes = ds->wr_bytes,
-                .rd_time_ns = ds->rd_times, .wr_time_ns = ds->wr_times,
-                .flush_time_ns = ds->fl_times,
-            },
+            .v = ds->v,
         };
     }
     probe_devmap_fill(lt->devmap, snap, devs, n_devs);

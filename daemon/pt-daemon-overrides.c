@@ -37,17 +37,17 @@ pt_override_from_row(PolicyEngine *engine, const StoreOverrideRow *row, gint64 *
     PolicyOverrideInfo o = {
         .target = (char *)ov->target,
         .iothread = (char *)ov->iothread,
-        .expires_ms = ov->expires_ms == STORE_NULL ? 0 : ov->expires_ms,
+        .expires_ms = ov->expires_ms == METRIC_ABSENT ? 0 : ov->expires_ms,
         .origin = POLICY_ORIGIN_OVERRIDE,
         .id = ov->id,
         .who = (char *)ov->who,
         .reason = (char *)ov->reason,
         .set_ms = ov->created_ms,
-        .keep_grow = ov->triple.poll_grow == STORE_NULL,
-        .keep_shrink = ov->triple.poll_shrink == STORE_NULL,
+        .keep_grow = ov->triple.poll_grow == METRIC_ABSENT,
+        .keep_shrink = ov->triple.poll_shrink == METRIC_ABSENT,
     };
 
-    if (ov->triple.poll_max_ns == STORE_NULL || ov->triple.poll_max_ns < 0) {
+    if (ov->triple.poll_max_ns == METRIC_ABSENT || ov->triple.poll_max_ns < 0) {
         g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
                     "override %" G_GINT64_FORMAT ": no poll-max-ns", ov->id);
         return FALSE;
@@ -108,13 +108,13 @@ pt_daemon_overrides_rewrite(PtDaemon *d, gint64 now_ms, gboolean say, guint *n)
         StoreOverride ov = {
             .id = o->id,
             .created_ms = o->set_ms,
-            .expires_ms = o->expires_ms ? o->expires_ms : STORE_NULL,
+            .expires_ms = o->expires_ms ? o->expires_ms : METRIC_ABSENT,
             .who = o->who ? o->who : "?",
             .target = o->target,
             .iothread = o->iothread,
             .triple = { (gint64)o->triple.poll_max_ns,
-                        o->keep_grow ? STORE_NULL : (gint64)o->triple.poll_grow,
-                        o->keep_shrink ? STORE_NULL : (gint64)o->triple.poll_shrink },
+                        o->keep_grow ? METRIC_ABSENT : (gint64)o->triple.poll_grow,
+                        o->keep_shrink ? METRIC_ABSENT : (gint64)o->triple.poll_shrink },
             .reason = o->reason,
         };
 
@@ -188,12 +188,12 @@ pt_daemon_override_set(PtDaemon *d, const char *target, const char *iothread,
     if (!policy_config_check_triple(d->conf->policy, &check, error))
         return FALSE;
     ov.created_ms = now_ms;
-    ov.expires_ms = for_ms > 0 ? now_ms + for_ms : STORE_NULL;
+    ov.expires_ms = for_ms > 0 ? now_ms + for_ms : METRIC_ABSENT;
     ov.who = who;
     ov.target = target;
     ov.iothread = iothread;
-    ov.triple = (StoreTriple){ poll_max_ns, poll_grow < 0 ? STORE_NULL : poll_grow,
-                               poll_shrink < 0 ? STORE_NULL : poll_shrink };
+    ov.triple = (StoreTriple){ poll_max_ns, poll_grow < 0 ? METRIC_ABSENT : poll_grow,
+                               poll_shrink < 0 ? METRIC_ABSENT : poll_shrink };
     ov.reason = reason;
     /* Into a new file only once the others are in again: its ids would
      * otherwise be theirs. */

@@ -236,6 +236,7 @@ pt_daemon_absorb(PtDaemon *d, PtTarget *t, ProbeTargetSnap *snap, GArray *sample
     for (guint i = 0; i < snap->iothreads->len; i++) {
         ProbeIothreadSnap *ios = snap->iothreads->pdata[i];
         PtIothread *io = pt_target_iothread(t, ios->id);
+        PolicyDelta delta;
         PolicyMetrics m;
         StoreSample s;
 
@@ -262,20 +263,22 @@ pt_daemon_absorb(PtDaemon *d, PtTarget *t, ProbeTargetSnap *snap, GArray *sample
             io->group = g_strdup(ios->group);
         }
         io->group_size = ios->group_size;
-        probe_derive_iothread(t->prev, snap, ios->id, &m);
+        /* One delta per iothread per tick: the policy's rates and the
+         * store's row both read it. */
+        probe_derive_delta(t->prev, snap, ios->id, &delta);
+        policy_metrics_from_delta(&delta, &m);
         pt_iothread_push_metrics(io, &m);
-        if (pt_history_sample(t->prev, snap, ios->id, &s)) {
-            s.target = t->name;
-            s.target_name = pt_target_display(t);
-            s.iothread = io->id;
-            g_array_append_val(samples, s);
-            pt_iothread_totals_add(&io->totals, &s);
-            /* Exits are the whole VM's, repeated in each iothread's row. */
-            if (!exits_counted && s.kvm_exits != STORE_NULL) {
-                t->exits_total += s.kvm_exits;
-                t->have_exits_total = TRUE;
-                exits_counted = TRUE;
-            }
+        pt_history_sample(&delta, &s);
+        s.target = t->name;
+        s.target_name = pt_target_display(t);
+        s.iothread = io->id;
+        g_array_append_val(samples, s);
+        pt_iothread_totals_add(&io->totals, &s);
+        /* Exits are the whole VM's, repeated in each iothread's row. */
+        if (!exits_counted && s.m.v[METRIC_KVM_EXITS] != METRIC_ABSENT) {
+            t->exits_total += s.m.v[METRIC_KVM_EXITS];
+            t->have_exits_total = TRUE;
+            exits_counted = TRUE;
         }
     }
     /* Iothreads that went away (object-del) leave with their state. */

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * From two snapshots to the store's per-tick deltas.
+ * From one tick's delta and the host's snapshots to the store's rows.
  *
  * The store keeps what changed over the tick, as integers, and derives
- * rates on the way out; the policy gets rates from probe-derive.  Both read
- * the same pairing, probe_derive_deltas: a counter that went backwards, or
- * whose source changed, gives no figure (NULL) rather than a wrong one.
+ * rates on the way out; the policy's rates come from the same delta
+ * (probe_derive_delta): a counter that went backwards, or whose source
+ * changed, gives no figure (NULL) rather than a wrong one.
  */
 #include "pt-history.h"
 #include "probe-derive.h"
@@ -15,31 +15,16 @@
 static gint64
 pt_delta(guint64 prev, guint64 cur)
 {
-    return cur >= prev && cur - prev <= (guint64)G_MAXINT64 ? (gint64)(cur - prev) : STORE_NULL;
+    return cur >= prev && cur - prev <= (guint64)G_MAXINT64 ? (gint64)(cur - prev) : METRIC_ABSENT;
 }
 
-/* probe-derive's absent marker as the store's NULL. */
-static gint64
-pt_history_value(gint64 v)
+void
+pt_history_sample(const PolicyDelta *d, StoreSample *s)
 {
-    return v == PROBE_DELTA_ABSENT ? STORE_NULL : v;
-}
-
-gboolean
-pt_history_sample(const ProbeTargetSnap *prev, const ProbeTargetSnap *cur,
-                  const char *id, StoreSample *s)
-{
-    ProbeIothreadDeltas d;
-
     store_sample_init(s);
-    if (!probe_target_snap_find(cur, id))
-        return FALSE;
     /* Without a pair (the first sample of a QEMU is a baseline) only the
      * gauges are there; every metric of the table is copied either way. */
-    probe_derive_deltas(prev, cur, id, &d);
-    for (int i = 0; i < METRIC_MAX; i++)
-        s->m[i] = pt_history_value(d.m[i]);
-    return TRUE;
+    s->m = d->v;
 }
 
 void
@@ -63,7 +48,7 @@ pt_history_host_cpu(const ProbeHostSnap *prev, const ProbeHostSnap *cur, StoreHo
     busy = pt_delta(prev->stat.busy_ticks, cur->stat.busy_ticks);
     total = pt_delta(prev->stat.total_ticks, cur->stat.total_ticks);
     /* A tick of /proc/stat is 1/hz s; years of CPU time fit in 63 bits. */
-    if (busy == STORE_NULL || total == STORE_NULL || busy > total || total > G_MAXINT64 / 1000000)
+    if (busy == METRIC_ABSENT || total == METRIC_ABSENT || busy > total || total > G_MAXINT64 / 1000000)
         return;
     cpu->busy_us = busy * 1000000 / hz;
     cpu->total_us = total * 1000000 / hz;

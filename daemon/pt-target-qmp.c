@@ -610,12 +610,7 @@ pt_qmp_sample_fill(PtQmpSample *s)
         devs[n_devs++] = (ProbeDevSample){
             .device = b->qdev,
             .name = b->node_name ? b->node_name : b->qdev,
-            .c = {
-                .rd_ops = b->rd.ops, .wr_ops = b->wr.ops, .flush_ops = b->flush.ops,
-                .rd_bytes = b->rd.bytes, .wr_bytes = b->wr.bytes,
-                .rd_time_ns = b->rd.total_time_ns, .wr_time_ns = b->wr.total_time_ns,
-                .flush_time_ns = b->flush.total_time_ns,
-            },
+            .v = b->v,
         };
     }
     probe_devmap_fill(s->q->devmap, s->snap, devs, n_devs);

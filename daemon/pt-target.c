@@ -440,24 +440,24 @@ pt_iothread_push_metrics(PtIothread *io, const PolicyMetrics *m)
 void
 pt_iothread_totals_add(PtIothreadTotals *tot, const StoreSample *s)
 {
-    int polling = s->poll_max_ns != STORE_NULL && s->poll_max_ns > 0;
+    int polling = s->m.v[METRIC_POLL_MAX_NS] != METRIC_ABSENT && s->m.v[METRIC_POLL_MAX_NS] > 0;
 
     for (int i = 0; i < METRIC_MAX; i++) {
         const MetricDef *def = metric_def(i);
 
-        if (s->m[i] == STORE_NULL)
+        if (s->m.v[i] == METRIC_ABSENT)
             continue;
         tot->have[def->source] = TRUE;
         if (def->reset == METRIC_RESET_GAUGE) {
             tot->have_gauge[i] = TRUE;
-            tot->v[i][0] = s->m[i];
+            tot->v[i][0] = s->m.v[i];
             continue;
         }
         /* Deltas are never negative (probe-derive and pt-history drop a
          * pair whose counter went back); a negative total is a corrupted
          * row. */
-        g_assert(s->m[i] >= 0);
-        tot->v[i][polling] += s->m[i];
+        g_assert(s->m.v[i] >= 0);
+        tot->v[i][polling] += s->m.v[i];
     }
 }
 

@@ -365,18 +365,20 @@ iothread_param(GArray *iothreads, const char *rest, const virTypedParameter *p)
         t->poll_shrink = v;
 }
 
+/* libvirt's "block.<i>.<field>" counters, one line per field, each the
+ * metric it fills (times in ns). */
 static const struct {
     const char *field;
-    gsize offset;
+    MetricId id;
 } disk_fields[] = {
-    { "rd.reqs",  G_STRUCT_OFFSET(PtLibvirtDiskStats, rd_reqs) },
-    { "rd.bytes", G_STRUCT_OFFSET(PtLibvirtDiskStats, rd_bytes) },
-    { "rd.times", G_STRUCT_OFFSET(PtLibvirtDiskStats, rd_times) },
-    { "wr.reqs",  G_STRUCT_OFFSET(PtLibvirtDiskStats, wr_reqs) },
-    { "wr.bytes", G_STRUCT_OFFSET(PtLibvirtDiskStats, wr_bytes) },
-    { "wr.times", G_STRUCT_OFFSET(PtLibvirtDiskStats, wr_times) },
-    { "fl.reqs",  G_STRUCT_OFFSET(PtLibvirtDiskStats, fl_reqs) },
-    { "fl.times", G_STRUCT_OFFSET(PtLibvirtDiskStats, fl_times) },
+    { "rd.reqs",  METRIC_RD_OPS },
+    { "rd.bytes", METRIC_RD_BYTES },
+    { "rd.times", METRIC_RD_TIME_NS },
+    { "wr.reqs",  METRIC_WR_OPS },
+    { "wr.bytes", METRIC_WR_BYTES },
+    { "wr.times", METRIC_WR_TIME_NS },
+    { "fl.reqs",  METRIC_FLUSH_OPS },
+    { "fl.times", METRIC_FLUSH_TIME_NS },
 };
 
 /* "block.<index>.<field>"; block.count tells how many indexes follow. */
@@ -403,7 +405,7 @@ block_param(GArray *disks, const char *rest, const virTypedParameter *p)
         return;
     for (guint i = 0; i < G_N_ELEMENTS(disk_fields); i++)
         if (g_str_equal(end + 1, disk_fields[i].field))
-            G_STRUCT_MEMBER(guint64, disk, disk_fields[i].offset) = v;
+            disk->v.v[disk_fields[i].id] = (gint64)MIN(v, (guint64)G_MAXINT64);
 }
 
 static gint

@@ -47,6 +47,7 @@
 #pragma once
 
 #include <gio/gio.h>
+#include "metric-vec.h"
 
 G_BEGIN_DECLS
 
@@ -120,9 +121,9 @@ typedef struct {
 
 typedef struct {
     char *name;             /* target device, e.g. "vda" */
-    guint64 rd_reqs, rd_bytes, rd_times;    /* times in ns */
-    guint64 wr_reqs, wr_bytes, wr_times;
-    guint64 fl_reqs, fl_times;
+    /* The block counters (the metric table's METRIC_SOURCE_BLOCK
+     * entries); 0 where libvirt gave none, the rest unused. */
+    MetricVec v;
 } PtLibvirtDiskStats;
 
 /* One domain's sample from pt_libvirt_stats_async(). */

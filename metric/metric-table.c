@@ -5,7 +5,7 @@
 #include <math.h>
 
 #include "common/pt-enum-table.h"
-#include "metric-table.h"
+#include "metric-vec.h"
 
 #define IOTHREAD METRIC_SOURCE_IOTHREAD
 #define THREAD METRIC_SOURCE_THREAD
@@ -170,36 +170,36 @@ metric_rate_def(MetricRate rate)
 
 /* Sum of the terms, or FALSE if one is absent. */
 static gboolean
-terms_sum(const MetricId *terms, const gint64 *m, gint64 absent, gint64 *sum)
+terms_sum(const MetricId *terms, const MetricVec *m, gint64 *sum)
 {
     *sum = 0;
     for (int i = 0; i < METRIC_RATE_TERMS && terms[i] != METRIC_INVALID; i++) {
-        if (m[terms[i]] == absent)
+        if (!metric_vec_has(m, terms[i]))
             return FALSE;
-        *sum += m[terms[i]];
+        *sum += m->v[terms[i]];
     }
     return TRUE;
 }
 
 gboolean
-metric_values_ops(const gint64 *m, gint64 absent, gint64 *ops)
+metric_values_ops(const MetricVec *m, gint64 *ops)
 {
     static const MetricId terms[METRIC_RATE_TERMS] = OPS;
 
-    return terms_sum(terms, m, absent, ops);
+    return terms_sum(terms, m, ops);
 }
 
 gboolean
-metric_rate_value(MetricRate rate, const gint64 *m, gint64 absent, gint64 len_ns, double *out)
+metric_rate_value(MetricRate rate, const MetricVec *m, gint64 len_ns, double *out)
 {
     const MetricRateDef *r = metric_rate_def(rate);
     gint64 num, ops = 0;
     gboolean have_ops;
     double v;
 
-    if (!r || len_ns <= 0 || !terms_sum(r->terms, m, absent, &num))
+    if (!r || len_ns <= 0 || !terms_sum(r->terms, m, &num))
         return FALSE;
-    have_ops = metric_values_ops(m, absent, &ops);
+    have_ops = metric_values_ops(m, &ops);
     if (!have_ops && (r->needs_ops || r->per == METRIC_PER_OP_SKIP_IDLE))
         return FALSE;
     switch (r->per) {

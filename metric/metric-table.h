@@ -16,10 +16,10 @@
  * one reader that fills it, and one store migration that adds its column.
  * The model is QEMU's query-stats schema and libvirt's typed parameters.
  *
- * Structs that carry one value per metric (StoreSample, ProbeIothreadDeltas)
- * hold them as gint64 m[METRIC_MAX], indexed by MetricId; the older named
- * members alias the first entries, in this order.  So the order is the
- * store's column order: never reorder, only append.
+ * A sample carries one value per metric as a MetricVec (metric-vec.h),
+ * indexed by MetricId, from the reader's snapshot to the store's row and
+ * the policy's delta.  The order is the store's column order: never
+ * reorder, only append.
  *
  * Pure data and lookups; GLib only.
  */
@@ -169,13 +169,5 @@ const MetricRateDef *metric_rate_def(MetricRate rate);
 const char *metric_source_to_string(MetricSource s);
 const char *metric_reset_to_string(MetricReset r);
 
-/* The operation count of one tick (rd + wr + flush), or FALSE when any is
- * absent; @absent is the caller's marker of an absent value. */
-gboolean metric_values_ops(const gint64 *m, gint64 absent, gint64 *ops);
-
-/* Rate @rate of one tick's values @m over @len_ns; FALSE when a term is
- * absent (== @absent), the tick has no length, or the rate is undefined. */
-gboolean metric_rate_value(MetricRate rate, const gint64 *m, gint64 absent,
-                           gint64 len_ns, double *out);
 
 G_END_DECLS

@@ -26,135 +26,97 @@ interval_ok(gint64 prev_ns, gint64 cur_ns, GError **error)
     return TRUE;
 }
 
-/* Per-device rates, only when both readings count the same devices. */
-static void
-devices_from_counters(const PolicyCounters *prev, const PolicyCounters *cur, double secs,
-                      PolicyMetrics *m)
+void
+policy_delta_init(PolicyDelta *d)
 {
-    guint n = cur->n_devices;
-    double d;
-
-    if (n == 0 || n != prev->n_devices || n > POLICY_MAX_DEVICES)
-        return;
-    for (guint i = 0; i < n; i++) {
-        if (!delta(prev->dev_ops[i], cur->dev_ops[i], &d))
-            return;
-        m->dev_iops[i] = d / secs;
-    }
-    m->n_devices = n;
-}
-
-/* The marker of a counter whose group is absent this tick, in the metric
- * table's per-tick values (metric_rate_value()). */
-#define COUNTER_ABSENT G_MININT64
-
-/* One tick's increase as the table's values hold it: FALSE when the counter
- * went backwards, or rose by more than a tick's value can hold (no real
- * counter rises by 2^63 in one tick). */
-static gboolean
-delta64(guint64 a, guint64 b, gint64 *out)
-{
-    if (b < a || b - a > (guint64)G_MAXINT64)
-        return FALSE;
-    *out = (gint64)(b - a);
-    return TRUE;
-}
-
-/* A group's increases into @d, all or none: one counter going backwards
- * drops the group (policy-counters.h). */
-static gboolean
-group_deltas(const MetricId *ids, const guint64 *prev, const guint64 *cur, guint n, gint64 *d)
-{
-    gint64 v[METRIC_MAX];
-
-    for (guint i = 0; i < n; i++)
-        if (!delta64(prev[i], cur[i], &v[i]))
-            return FALSE;
-    for (guint i = 0; i < n; i++)
-        d[ids[i]] = v[i];
-    return TRUE;
+    *d = (PolicyDelta){ 0 };
+    metric_vec_init(&d->v);
 }
 
 /* Rate @r of the metric table over the tick, or 0 where the table has none
  * (an absent group, or a per-operation figure of a tick without I/O):
  * PolicyMetrics keeps 0 there (policy-metrics.h). */
 static double
-table_rate(MetricRate r, const gint64 *d, gint64 len_ns)
+table_rate(MetricRate r, const MetricVec *d, gint64 len_ns)
 {
     double v;
 
-    return metric_rate_value(r, d, COUNTER_ABSENT, len_ns, &v) ? v : 0.0;
+    return metric_rate_value(r, d, len_ns, &v) ? v : 0.0;
+}
+
+/* Whether every one of @ids is present in @d. */
+static gboolean
+delta_has_all(const MetricVec *d, const MetricId *ids, guint n)
+{
+    for (guint i = 0; i < n; i++)
+        if (!metric_vec_has(d, ids[i]))
+            return FALSE;
+    return TRUE;
+}
+
+/* A gauge as the triple's member: absent is 0, as an unread triple. */
+static guint64
+gauge(const MetricVec *d, MetricId id)
+{
+    return metric_vec_has(d, id) && d->v[id] >= 0 ? (guint64)d->v[id] : 0;
 }
 
 /*
  * The rates the metric table declares (formula and scale) come from the
  * table, the same function the store's history rows, exports and the CLI
  * use; the figures it does not declare (per-direction MB/s, involuntary
- * switches) are computed here.
+ * switches, per device) are computed here.
  */
 gboolean
-policy_metrics_from_counters(const PolicyCounters *prev, const PolicyCounters *cur,
-                             PolicyMetrics *out, GError **error)
+policy_metrics_from_delta(const PolicyDelta *delta, PolicyMetrics *out)
 {
-    static const MetricId io_ids[] = {
-        METRIC_RD_OPS, METRIC_WR_OPS, METRIC_FLUSH_OPS, METRIC_RD_BYTES, METRIC_WR_BYTES,
-        METRIC_RD_TIME_NS, METRIC_WR_TIME_NS, METRIC_FLUSH_TIME_NS,
-    };
-    static const MetricId cpu_ids[] = {
-        METRIC_CPU_NS, METRIC_CTX_VOL, METRIC_CTX_INVOL, METRIC_RUNQ_WAIT_NS,
-    };
+    /* The run-queue wait is known with schedstat only: 0 without. */
+    static const MetricId cpu_ids[] = { METRIC_CPU_NS, METRIC_CTX_VOL, METRIC_CTX_INVOL };
     static const MetricId exit_ids[] = { METRIC_KVM_EXITS };
+    const MetricVec *d = &delta->v;
     PolicyMetrics m = { 0 };
-    gint64 d[METRIC_MAX];
     double secs;
 
-    if (!interval_ok(prev->mono_ns, cur->mono_ns, error))
+    m.when_ms = delta->when_ms;
+    m.triple = (PolicyTriple){ gauge(d, METRIC_POLL_MAX_NS), gauge(d, METRIC_POLL_GROW),
+                               gauge(d, METRIC_POLL_SHRINK) };
+    if (delta->len_ns <= 0) {
+        *out = m;
         return FALSE;
-    m.when_ms = cur->when_ms;
-    m.interval_ns = cur->mono_ns - prev->mono_ns;
-    m.triple = cur->triple;
+    }
+    m.interval_ns = delta->len_ns;
     secs = m.interval_ns / 1e9;
-    for (int i = 0; i < METRIC_MAX; i++)
-        d[i] = COUNTER_ABSENT;
 
-    if (prev->have_io && cur->have_io &&
-        group_deltas(io_ids,
-                     (const guint64[]){ prev->rd_ops, prev->wr_ops, prev->flush_ops,
-                                        prev->rd_bytes, prev->wr_bytes, prev->rd_time_ns,
-                                        prev->wr_time_ns, prev->flush_time_ns },
-                     (const guint64[]){ cur->rd_ops, cur->wr_ops, cur->flush_ops,
-                                        cur->rd_bytes, cur->wr_bytes, cur->rd_time_ns,
-                                        cur->wr_time_ns, cur->flush_time_ns },
-                     G_N_ELEMENTS(io_ids), d)) {
+    /* the block counters are present or absent as a group */
+    if (metric_vec_has(d, METRIC_RD_OPS)) {
         m.have_io = TRUE;
         m.rd_iops = table_rate(METRIC_RATE_RD_IOPS, d, m.interval_ns);
         m.wr_iops = table_rate(METRIC_RATE_WR_IOPS, d, m.interval_ns);
         m.flush_iops = table_rate(METRIC_RATE_FLUSH_IOPS, d, m.interval_ns);
-        m.rd_mbps = d[METRIC_RD_BYTES] / secs / 1e6;
-        m.wr_mbps = d[METRIC_WR_BYTES] / secs / 1e6;
+        m.rd_mbps = d->v[METRIC_RD_BYTES] / secs / 1e6;
+        m.wr_mbps = d->v[METRIC_WR_BYTES] / secs / 1e6;
         /* the table's latency is in us; the policy's in ns */
         m.lat_mean_ns = table_rate(METRIC_RATE_LAT_US, d, m.interval_ns) /
                         metric_rate_def(METRIC_RATE_LAT_US)->scale;
         /* Little's law: request time per unit of time is the mean depth. */
         m.queue_depth = table_rate(METRIC_RATE_QUEUE_DEPTH, d, m.interval_ns);
-        devices_from_counters(prev, cur, secs, &m);
+        if (delta->n_devices > 0 && delta->n_devices <= POLICY_MAX_DEVICES) {
+            m.n_devices = delta->n_devices;
+            for (guint i = 0; i < m.n_devices; i++)
+                m.dev_iops[i] = (double)delta->dev_ops[i] / secs;
+        }
+        if (delta->io_shared_by > 1)
+            m.io_shared_by = delta->io_shared_by;
     }
-    if (prev->have_cpu && cur->have_cpu &&
-        group_deltas(cpu_ids,
-                     (const guint64[]){ prev->cpu_ns, prev->ctx_vol, prev->ctx_invol,
-                                        prev->runq_wait_ns },
-                     (const guint64[]){ cur->cpu_ns, cur->ctx_vol, cur->ctx_invol,
-                                        cur->runq_wait_ns },
-                     G_N_ELEMENTS(cpu_ids), d)) {
+    if (delta_has_all(d, cpu_ids, G_N_ELEMENTS(cpu_ids))) {
         m.have_cpu = TRUE;
         m.cpu_pct = table_rate(METRIC_RATE_CPU_PCT, d, m.interval_ns);
         m.blocks_per_s = table_rate(METRIC_RATE_BLOCKS_PER_S, d, m.interval_ns);
         m.blocks_per_op = table_rate(METRIC_RATE_BLOCKS_PER_OP, d, m.interval_ns);
-        m.nvcsw_per_s = d[METRIC_CTX_INVOL] / secs;
+        m.nvcsw_per_s = d->v[METRIC_CTX_INVOL] / secs;
         m.run_delay_pct = table_rate(METRIC_RATE_RUN_DELAY_PCT, d, m.interval_ns);
     }
-    if (prev->have_exits && cur->have_exits &&
-        group_deltas(exit_ids, &prev->exits, &cur->exits, G_N_ELEMENTS(exit_ids), d)) {
+    if (delta_has_all(d, exit_ids, G_N_ELEMENTS(exit_ids))) {
         m.have_exits = TRUE;
         m.exits_per_s = table_rate(METRIC_RATE_EXITS_PER_S, d, m.interval_ns);
         m.exits_per_op = table_rate(METRIC_RATE_EXITS_PER_OP, d, m.interval_ns);

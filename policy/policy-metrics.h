@@ -5,8 +5,9 @@
  * These structs are the contract between whoever measures (the daemon's
  * samplers, the polling simulator) and the policy that decides.  The policy
  * owns them: the samplers fill them, the simulator fills them.  The only
- * other project header policy/ includes is the metric table (metric/, pure
- * data), whose rates name the figures below.
+ * other project headers policy/ includes are metric/'s (pure data: the
+ * metric table, whose rates name the figures below, and the vector a
+ * tick's delta is kept in).
  *
  * Every rate is over one tick, the interval that ends at @when_ms.  A group
  * of fields whose source was unavailable has its have_* flag FALSE and its
@@ -17,7 +18,7 @@
 
 #include <glib.h>
 
-#include "metric-table.h"
+#include "metric-vec.h"
 
 /* An iothread's polling parameters, as QEMU names them. */
 typedef struct {
@@ -109,6 +110,36 @@ typedef struct {
     double exits_per_s;
     double exits_per_op;        /* exits per I/O operation of this iothread */
 } PolicyMetrics;
+
+/*
+ * What one iothread's counters did during one tick: the one delta the
+ * probe derives per tick (and the simulator emits), which the store's row
+ * and the policy's rates (policy_metrics_from_delta()) both read.
+ */
+typedef struct {
+    gint64 when_ms;             /* end of the tick, UTC ms */
+    gint64 len_ns;              /* length of the tick; 0: no pair, gauges only */
+    /* By MetricId: a counter's increase over the tick, a gauge's value in
+     * force; METRIC_ABSENT where the pair cannot give it.  The block
+     * counters are present or absent as a group. */
+    MetricVec v;
+    /* Operations (rd+wr+flush) of each device in the tick, with the block
+     * group and at most POLICY_MAX_DEVICES devices; 0: not counted. */
+    guint n_devices;
+    gint64 dev_ops[POLICY_MAX_DEVICES];
+    guint io_shared_by;         /* as PolicyMetrics' */
+} PolicyDelta;
+
+/* Every value absent, no devices. */
+void policy_delta_init(PolicyDelta *d);
+
+/*
+ * The policy's rates of one tick, the one place they are computed: the
+ * rates the metric table declares by metric_rate_value(), the rest here.
+ * A group whose counters are absent has its have_* FALSE.  FALSE when the
+ * tick has no length (@out then holds the triple and when_ms only).
+ */
+gboolean policy_metrics_from_delta(const PolicyDelta *d, PolicyMetrics *out);
 
 /* The host during one tick. */
 typedef struct {

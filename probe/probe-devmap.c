@@ -173,6 +173,6 @@ probe_devmap_fill(const ProbeDevMap *m, ProbeTargetSnap *snap,
         for (guint i = 0; i < n; i++)
             if (uf_find(parent, i) == r)
                 probe_iothread_snap_add_device(snap->iothreads->pdata[i], devs[d].name,
-                                               &devs[d].c);
+                                               &devs[d].v);
     }
 }

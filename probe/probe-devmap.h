@@ -49,7 +49,7 @@ const char *const *probe_devmap_lookup(const ProbeDevMap *m, const char *device)
 typedef struct {
     const char *device;         /* the key of the map */
     const char *name;           /* recorded under this name */
-    ProbeBlockCounters c;
+    MetricVec v;                /* its block counters */
 } ProbeDevSample;
 
 /*

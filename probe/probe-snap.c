@@ -66,6 +66,7 @@ probe_target_snap_iothread(ProbeTargetSnap *s, const char *id)
     io = g_new0(ProbeIothreadSnap, 1);
     io->id = g_strdup(id);
     io->group_size = 1;
+    metric_vec_init(&io->gauges);
     io->devices = g_array_new(FALSE, TRUE, sizeof(ProbeDevice));
     g_array_set_clear_func(io->devices, device_clear);
     g_ptr_array_add(s->iothreads, io);
@@ -86,13 +87,12 @@ void
 probe_iothread_snap_set_gauge(ProbeIothreadSnap *io, MetricId id, guint64 value)
 {
     g_return_if_fail(metric_def(id) && metric_def(id)->reset == METRIC_RESET_GAUGE);
-    io->gauge[id] = value;
-    io->have_gauge[id] = TRUE;
+    io->gauges.v[id] = (gint64)MIN(value, (guint64)G_MAXINT64);
 }
 
 void
 probe_iothread_snap_add_device(ProbeIothreadSnap *io, const char *name,
-                               const ProbeBlockCounters *c)
+                               const MetricVec *v)
 {
     ProbeDevice d;
 
@@ -101,12 +101,12 @@ probe_iothread_snap_add_device(ProbeIothreadSnap *io, const char *name,
         ProbeDevice *e = &g_array_index(io->devices, ProbeDevice, i);
 
         if (strcmp(e->name, name) == 0) {
-            e->c = *c;
+            e->v = *v;
             return;
         }
     }
     d.name = g_strdup(name);
-    d.c = *c;
+    d.v = *v;
     g_array_append_val(io->devices, d);
 }
 

@@ -16,22 +16,17 @@
 #pragma once
 
 #include <glib.h>
-#include "metric-table.h"
+#include "metric-vec.h"
 #include "policy-metrics.h"
 #include "probe-exits.h"
 #include "probe-host.h"
 #include "probe-thread.h"
 
-/* Totals of one block device as query-blockstats or libvirt report them. */
-typedef struct {
-    guint64 rd_ops, wr_ops, flush_ops;
-    guint64 rd_bytes, wr_bytes;
-    guint64 rd_time_ns, wr_time_ns, flush_time_ns;
-} ProbeBlockCounters;
-
+/* One block device: its counters (the metric table's METRIC_SOURCE_BLOCK
+ * entries) as query-blockstats or libvirt report them, cumulative. */
 typedef struct {
     char *name;
-    ProbeBlockCounters c;
+    MetricVec v;
 } ProbeDevice;
 
 typedef struct {
@@ -50,9 +45,8 @@ typedef struct {
     gboolean have_thread;
     ProbeThreadCounters thread;
     /* Settings in force (the metric table's METRIC_RESET_GAUGE entries),
-     * by MetricId; the triple's are set with it. */
-    gboolean have_gauge[METRIC_MAX];
-    guint64 gauge[METRIC_MAX];
+     * absent until read; the triple's are set with it. */
+    MetricVec gauges;
 } ProbeIothreadSnap;
 
 typedef struct {
@@ -81,7 +75,7 @@ void probe_iothread_snap_set_gauge(ProbeIothreadSnap *io, MetricId id, guint64 v
 /* Record device @name's counters (replacing an earlier record of it) and
  * mark the iothread's blockstats as read. */
 void probe_iothread_snap_add_device(ProbeIothreadSnap *io, const char *name,
-                                    const ProbeBlockCounters *c);
+                                    const MetricVec *v);
 /* Mark blockstats as read even if the iothread serves no device. */
 void probe_iothread_snap_set_block_read(ProbeIothreadSnap *io);
 void probe_iothread_snap_set_thread(ProbeIothreadSnap *io, int tid,

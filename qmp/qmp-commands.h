@@ -14,6 +14,7 @@
  */
 #pragma once
 
+#include "metric-vec.h"
 #include "qmp-client.h"
 
 /* ---- query-iothreads --------------------------------------------------- */
@@ -61,16 +62,12 @@ gboolean qmp_iothread_set_finish(QmpClient *c, GAsyncResult *res, GError **error
 /* ---- query-blockstats and the device -> iothread map ------------------- */
 
 typedef struct {
-    guint64 ops;
-    guint64 bytes;          /* 0 for flush */
-    guint64 total_time_ns;
-} QmpBlockOpStats;
-
-typedef struct {
     char *device;           /* legacy drive name, often "" under -blockdev */
     char *node_name;        /* may be NULL */
     char *qdev;             /* QOM path or id of the attached device, may be NULL */
-    QmpBlockOpStats rd, wr, flush;
+    /* The block counters (the metric table's METRIC_SOURCE_BLOCK entries)
+     * as read, cumulative; the rest absent. */
+    MetricVec v;
 } QmpBlockStats;
 
 void qmp_block_stats_free(QmpBlockStats *s);

@@ -87,20 +87,40 @@ qmp_block_stats_free(QmpBlockStats *s)
     g_free(s);
 }
 
-static gboolean
-qmp_decode_op(json_object *stats, const char *op, QmpBlockOpStats *out,
-              GError **error)
-{
-    g_autofree char *ops = g_strdup_printf("%s_operations", op);
-    g_autofree char *bytes = g_strdup_printf("%s_bytes", op);
-    g_autofree char *time = g_strdup_printf("%s_total_time_ns", op);
+/*
+ * The members of a query-blockstats entry's "stats" (QEMU's
+ * BlockDeviceStats, qapi/block-core.json) that polltune keeps: one line
+ * per reply key, each the metric it fills.  Every key is required: QEMU
+ * has sent them all since 1.x (flushes move no data: no flush_bytes).
+ */
+static const struct {
+    const char *key;
+    MetricId id;
+} blockstats_keys[] = {
+    { "rd_operations",          METRIC_RD_OPS },
+    { "rd_bytes",               METRIC_RD_BYTES },
+    { "rd_total_time_ns",       METRIC_RD_TIME_NS },
+    { "wr_operations",          METRIC_WR_OPS },
+    { "wr_bytes",               METRIC_WR_BYTES },
+    { "wr_total_time_ns",       METRIC_WR_TIME_NS },
+    { "flush_operations",       METRIC_FLUSH_OPS },
+    { "flush_total_time_ns",    METRIC_FLUSH_TIME_NS },
+};
 
-    if (!qmp_decode_uint(stats, ops, &out->ops, error) ||
-        !qmp_decode_uint(stats, time, &out->total_time_ns, error))
-        return FALSE;
-    /* Flushes move no data and carry no flush_bytes. */
-    if (!g_str_equal(op, "flush") && !qmp_decode_uint(stats, bytes, &out->bytes, error))
-        return FALSE;
+/* The counters of one "stats" object into @v. */
+static gboolean
+qmp_decode_block_counters(json_object *stats, MetricVec *v, GError **error)
+{
+    metric_vec_init(v);
+    for (guint i = 0; i < G_N_ELEMENTS(blockstats_keys); i++) {
+        guint64 u;
+
+        if (!qmp_decode_uint(stats, blockstats_keys[i].key, &u, error))
+            return FALSE;
+        /* QEMU's counters are uint64; a real one stays below 2^63 (292
+         * years of ns), so a larger reading is held at the top. */
+        v->v[blockstats_keys[i].id] = (gint64)MIN(u, (guint64)G_MAXINT64);
+    }
     return TRUE;
 }
 
@@ -126,9 +146,7 @@ qmp_decode_blockstats(json_object *ret, GError **error)
             s->device = g_strdup("");
         s->node_name = g_strdup(qmp_json_get_string(e, "node-name"));
         s->qdev = g_strdup(qmp_json_get_string(e, "qdev"));
-        if (!qmp_decode_op(stats, "rd", &s->rd, error) ||
-            !qmp_decode_op(stats, "wr", &s->wr, error) ||
-            !qmp_decode_op(stats, "flush", &s->flush, error))
+        if (!qmp_decode_block_counters(stats, &s->v, error))
             return NULL;
         g_ptr_array_add(out, g_steal_pointer(&s));
     }

@@ -233,7 +233,7 @@ out_name(Out *o, const char *target)
     return o->name;
 }
 
-/* One record: time, names, numbers (STORE_NULL empty/null), then texts. */
+/* One record: time, names, numbers (METRIC_ABSENT empty/null), then texts. */
 static void
 out_record(Out *o, gint64 ts, const char *target, const char *iothread, const Column *cols,
            const gint64 *vals, guint n, const char *const *text_cols, const char *const *texts,
@@ -259,7 +259,7 @@ out_record(Out *o, gint64 ts, const char *target, const char *iothread, const Co
             out_s(o, cols[i].name);
             out_s(o, "\":");
         }
-        if (vals[i] != STORE_NULL)
+        if (vals[i] != METRIC_ABSENT)
             out_i64(o, vals[i], cols[i].decimals);
         else if (!csv)
             out_s(o, "null");
@@ -335,7 +335,7 @@ raw_values(const StoreRow *r, gint64 *v)
     guint n = 1 + METRIC_MAX;
 
     v[0] = r->len_ns;
-    memcpy(v + 1, r->sample.m, sizeof(r->sample.m));
+    memcpy(v + 1, r->sample.m.v, sizeof(r->sample.m.v));
     for (int k = 0; k < METRIC_RATE_MAX; k++) {
         const MetricRateDef *d = metric_rate_def(k);
         double rate;
@@ -343,8 +343,8 @@ raw_values(const StoreRow *r, gint64 *v)
         if (!d->raw_export)
             continue;
         /* As a scaled integer, written with the column's decimals. */
-        v[n++] = metric_rate_value(k, r->sample.m, STORE_NULL, r->len_ns, &rate) ?
-                 llround(rate * pow(10, d->export_decimals)) : STORE_NULL;
+        v[n++] = metric_rate_value(k, &r->sample.m, r->len_ns, &rate) ?
+                 llround(rate * pow(10, d->export_decimals)) : METRIC_ABSENT;
     }
 }
 
@@ -363,7 +363,7 @@ rollup_values(const StoreRow *r, gint64 *v)
     G_STATIC_ASSERT(G_N_ELEMENTS(vals) == ROLLUP_STATS);
     memcpy(v, vals, sizeof(vals));
     for (int k = 0; k < n; k++)
-        v[ROLLUP_STATS + k] = r->sample.m[ids[k]];
+        v[ROLLUP_STATS + k] = r->sample.m.v[ids[k]];
 }
 
 static gboolean

@@ -28,12 +28,12 @@ json_stat(const StoreStat *s, double scale)
 {
     json_object *o = json_object_new_object();
 
-    if (s->min != STORE_NULL) {
+    if (s->min != METRIC_ABSENT) {
         json_num(o, "min", s->min * scale);
         json_num(o, "mean", s->mean * scale);
         json_num(o, "max", s->max * scale);
     }
-    if (s->p95 != STORE_NULL)
+    if (s->p95 != METRIC_ABSENT)
         json_num(o, "p95", s->p95 * scale);
     return o;
 }
@@ -45,12 +45,12 @@ store_host_row_to_json(const StoreHostRow *row)
     const StoreHostCpu *c = &row->cpu;
 
     json_object_object_add(o, "ts_ms", json_object_new_int64(row->ts_ms));
-    if (c->busy_us != STORE_NULL && c->total_us != STORE_NULL && c->total_us > 0) {
+    if (c->busy_us != METRIC_ABSENT && c->total_us != METRIC_ABSENT && c->total_us > 0) {
         json_num(o, "cpu_busy_pct", 100.0 * c->busy_us / c->total_us);
         if (row->len_ns > 0)
             json_num(o, "cpus", c->total_us * 1000.0 / row->len_ns);
     }
-    if (row->psi.cpu_some_us != STORE_NULL && row->len_ns > 0)
+    if (row->psi.cpu_some_us != METRIC_ABSENT && row->len_ns > 0)
         json_num(o, "psi_cpu_some_pct",
                  MIN(100.0, 100.0 * row->psi.cpu_some_us * 1000.0 / row->len_ns));
     return o;
@@ -79,10 +79,10 @@ json_values(const StoreRow *row, json_object *o, gboolean rollup)
 {
     for (int i = 0; i < METRIC_MAX; i++) {
         const char *key = metric_def(i)->json_key;
-        gint64 v = row->sample.m[i];
+        gint64 v = row->sample.m.v[i];
 
         if (key && (!rollup || metric_def(i)->rollup))
-            json_object_object_add(o, key, v == STORE_NULL ? NULL : json_object_new_int64(v));
+            json_object_object_add(o, key, v == METRIC_ABSENT ? NULL : json_object_new_int64(v));
     }
 }
 
@@ -98,7 +98,7 @@ store_row_to_json(const StoreRow *row)
         for (int r = 0; r < METRIC_RATE_MAX; r++) {
             double v;
 
-            if (metric_rate_value(r, row->sample.m, STORE_NULL, row->len_ns, &v))
+            if (metric_rate_value(r, &row->sample.m, row->len_ns, &v))
                 json_num(o, metric_rate_def(r)->json_key, v);
         }
         json_values(row, o, FALSE);
@@ -130,7 +130,7 @@ json_triple(gint64 max_ns, gint64 grow, gint64 shrink)
 static json_object *
 json_time(gint64 ms)
 {
-    return ms == STORE_NULL ? NULL : json_object_new_int64(ms);
+    return ms == METRIC_ABSENT ? NULL : json_object_new_int64(ms);
 }
 
 json_object *

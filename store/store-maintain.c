@@ -60,7 +60,7 @@ gauges_add(RollAcc *a, sqlite3_stmt *st, int first, double weight)
 
     for (int k = 0; k < n; k++) {
         t.v[ids[k]] = store_column_i64(st, first + k);
-        any |= t.v[ids[k]] != STORE_NULL;
+        any |= t.v[ids[k]] != METRIC_ABSENT;
     }
     if (!any)
         return;
@@ -93,7 +93,7 @@ gauges_bind(sqlite3_stmt *st, int first, const RollAcc *a)
             best = e;
     }
     for (int k = 0; k < n; k++)
-        store_bind_i64(st, first + k, best ? best->v[ids[k]] : STORE_NULL);
+        store_bind_i64(st, first + k, best ? best->v[ids[k]] : METRIC_ABSENT);
     return first + n;
 }
 
@@ -176,15 +176,15 @@ roll_acc_get(GHashTable *accs, gint64 iothread_id)
     return a;
 }
 
-/* Sum of the non-NULL columns @first.. @first+@n-1, or STORE_NULL. */
+/* Sum of the non-NULL columns @first.. @first+@n-1, or METRIC_ABSENT. */
 static gint64
 column_sum(sqlite3_stmt *st, int first, int n)
 {
-    gint64 sum = STORE_NULL;
+    gint64 sum = METRIC_ABSENT;
 
     for (int i = first; i < first + n; i++)
         if (sqlite3_column_type(st, i) != SQLITE_NULL)
-            sum = (sum == STORE_NULL ? 0 : sum) + sqlite3_column_int64(st, i);
+            sum = (sum == METRIC_ABSENT ? 0 : sum) + sqlite3_column_int64(st, i);
     return sum;
 }
 
@@ -202,11 +202,11 @@ acc_add_raw(RollAcc *a, sqlite3_stmt *st)
 
         stat_add(&a->cpu, cpu, len, cpu, cpu, 0);
     }
-    if (ops != STORE_NULL) {
+    if (ops != METRIC_ABSENT) {
         gint64 iops = llround(ops * 1e12 / len);
 
         stat_add(&a->iops, iops, len, iops, iops, iops);
-        if (ops > 0 && time_ns != STORE_NULL) {
+        if (ops > 0 && time_ns != METRIC_ABSENT) {
             gint64 lat = llround((double)time_ns / ops);
 
             stat_add(&a->lat, lat, ops, lat, lat, lat);
@@ -363,15 +363,15 @@ rollup_unit(StoreDb *db, const RollLevel *lv, gint64 cut, gboolean *did, GError 
 {
     g_autoptr(GHashTable) accs = NULL;
     g_autofree char *source_sql = NULL;
-    gint64 next = store_meta_get_int(db, lv->next_key, STORE_NULL);
+    gint64 next = store_meta_get_int(db, lv->next_key, METRIC_ABSENT);
     gint64 first;
     sqlite3_stmt *st;
     gboolean ok;
     int rc;
 
     *did = FALSE;
-    first = store_query_i64(db, lv->first_sql, next == STORE_NULL ? G_MININT64 : next, STORE_NULL);
-    if (first == STORE_NULL)
+    first = store_query_i64(db, lv->first_sql, next == METRIC_ABSENT ? G_MININT64 : next, METRIC_ABSENT);
+    if (first == METRIC_ABSENT)
         return TRUE;
     /* Skip empty buckets: after a gap the next one is the first with data. */
     next = floor_to(first, lv->width);
@@ -404,9 +404,9 @@ static gint64
 rolled_until(StoreDb *db, const RollLevel *lv, gint64 cut)
 {
     gint64 next = store_meta_get_int(db, lv->next_key, G_MININT64);
-    gint64 todo = store_query_i64(db, lv->first_sql, next, STORE_NULL);
+    gint64 todo = store_query_i64(db, lv->first_sql, next, METRIC_ABSENT);
 
-    return todo == STORE_NULL ? cut : MIN(floor_to(todo, lv->width), cut);
+    return todo == METRIC_ABSENT ? cut : MIN(floor_to(todo, lv->width), cut);
 }
 
 /* Deletes raw ticks with id < @hi (and their samples) in one transaction. */
@@ -428,12 +428,12 @@ raw_delete_below(StoreDb *db, gint64 hi, GError **error)
 static gboolean
 raw_prune_unit(StoreDb *db, gint64 cutoff, gboolean *did, GError **error)
 {
-    gint64 lo = store_query_i64(db, "SELECT min(id) FROM ticks", 0, STORE_NULL);
+    gint64 lo = store_query_i64(db, "SELECT min(id) FROM ticks", 0, METRIC_ABSENT);
     gint64 chunk = MAX(1, DELETE_ROWS_PER_UNIT / MAX(db->rows_per_tick, 1));
     gint64 hi;
 
     *did = FALSE;
-    if (lo == STORE_NULL)
+    if (lo == METRIC_ABSENT)
         return TRUE;
     hi = store_query_i64(db, "SELECT min(id) FROM ticks WHERE ts >= ?1", cutoff, G_MAXINT64);
     hi = MIN(hi, lo + chunk);
@@ -448,12 +448,12 @@ rollup_prune_unit(StoreDb *db, const char *table, gint64 width, gint64 cutoff, g
                   GError **error)
 {
     g_autofree char *min_sql = g_strdup_printf("SELECT min(bucket) FROM %s", table);
-    gint64 lo = store_query_i64(db, min_sql, 0, STORE_NULL);
+    gint64 lo = store_query_i64(db, min_sql, 0, METRIC_ABSENT);
     gint64 buckets = MAX(1, DELETE_ROWS_PER_UNIT / MAX(db->rows_per_tick, 1));
     gint64 hi;
 
     *did = FALSE;
-    if (lo == STORE_NULL)
+    if (lo == METRIC_ABSENT)
         return TRUE;
     hi = MIN(cutoff, lo + buckets * width);
     if (hi <= lo)

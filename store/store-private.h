@@ -134,11 +134,11 @@ gint64 store_query_i64(StoreDb *db, const char *sql, gint64 arg, gint64 fallback
 gint64 store_meta_get_int(StoreDb *db, const char *key, gint64 fallback);
 gboolean store_meta_set_int(StoreDb *db, const char *key, gint64 value, GError **error);
 
-/* Binds @v to @idx, STORE_NULL as NULL. */
+/* Binds @v to @idx, METRIC_ABSENT as NULL. */
 static inline void
 store_bind_i64(sqlite3_stmt *st, int idx, gint64 v)
 {
-    if (v == STORE_NULL)
+    if (v == METRIC_ABSENT)
         sqlite3_bind_null(st, idx);
     else
         sqlite3_bind_int64(st, idx, v);
@@ -148,7 +148,7 @@ static inline gint64
 store_column_i64(sqlite3_stmt *st, int col)
 {
     if (sqlite3_column_type(st, col) == SQLITE_NULL)
-        return STORE_NULL;
+        return METRIC_ABSENT;
     return sqlite3_column_int64(st, col);
 }
 

@@ -58,7 +58,7 @@ store_cursor_free(StoreCursor *cur)
 void
 store_filter_init(StoreFilter *filter)
 {
-    *filter = (StoreFilter){ .from_ms = STORE_NULL, .to_ms = STORE_NULL,
+    *filter = (StoreFilter){ .from_ms = METRIC_ABSENT, .to_ms = METRIC_ABSENT,
                              .resolution = STORE_RES_RAW };
 }
 
@@ -141,13 +141,13 @@ cursor_prepare(StoreCursor *cur, const StoreFilter *f, const char *select, const
 static gint64
 bound_from(const StoreFilter *f)
 {
-    return f->from_ms == STORE_NULL ? G_MININT64 : f->from_ms;
+    return f->from_ms == METRIC_ABSENT ? G_MININT64 : f->from_ms;
 }
 
 static gint64
 bound_to(const StoreFilter *f)
 {
-    return f->to_ms == STORE_NULL ? G_MAXINT64 : f->to_ms;
+    return f->to_ms == METRIC_ABSENT ? G_MAXINT64 : f->to_ms;
 }
 
 StoreCursor *
@@ -244,7 +244,7 @@ row_fill_raw(StoreCursor *cur, sqlite3_stmt *st)
     r->target = s->target = n->target;
     r->iothread = s->iothread = n->iothread;
     for (int i = 0; i < METRIC_MAX; i++)
-        s->m[i] = store_column_i64(st, 3 + i);
+        s->m.v[i] = store_column_i64(st, 3 + i);
 }
 
 static void
@@ -270,14 +270,14 @@ row_fill_rollup(StoreCursor *cur, sqlite3_stmt *st)
     r->cpu.min = store_column_i64(st, 12);
     r->cpu.mean = store_column_i64(st, 13);
     r->cpu.max = store_column_i64(st, 14);
-    r->cpu.p95 = STORE_NULL;
+    r->cpu.p95 = METRIC_ABSENT;
     /* The rolled gauges (the triple in force) in the sample's place;
      * every other metric is absent from a rollup. */
     store_sample_init(&r->sample);
     r->sample.target = r->target;
     r->sample.iothread = r->iothread;
     for (int k = 0; k < n_rolled; k++)
-        r->sample.m[rolled[k]] = store_column_i64(st, 15 + k);
+        r->sample.m.v[rolled[k]] = store_column_i64(st, 15 + k);
 }
 
 static gboolean

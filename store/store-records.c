@@ -121,7 +121,7 @@ override_insert(StoreDb *db, const StoreOverride *ov, gint64 iothread_id, gboole
 
     if (!st)
         return FALSE;
-    store_bind_i64(st, 11, keep_id ? ov->id : STORE_NULL);
+    store_bind_i64(st, 11, keep_id ? ov->id : METRIC_ABSENT);
     sqlite3_bind_int64(st, 1, ov->created_ms);
     store_bind_i64(st, 2, ov->expires_ms);
     sqlite3_bind_text(st, 3, ov->who, -1, SQLITE_TRANSIENT);
@@ -148,12 +148,12 @@ override_insert(StoreDb *db, const StoreOverride *ov, gint64 iothread_id, gboole
 }
 
 /* Checks @ov and the file, and resolves @ov's iothread into @iothread_id
- * (STORE_NULL for the whole target). */
+ * (METRIC_ABSENT for the whole target). */
 static gboolean
 override_prepare(StoreDb *db, const StoreOverride *ov, gboolean with_id, gint64 *iothread_id,
                  GError **error)
 {
-    *iothread_id = STORE_NULL;
+    *iothread_id = METRIC_ABSENT;
     if (!ov->target || !ov->who || (with_id && ov->id <= 0)) {
         g_set_error(error, STORE_ERROR, STORE_ERROR_INVALID, "%s: override: %starget and who "
                     "are required", db->path, with_id ? "id, " : "");

@@ -23,32 +23,19 @@ void
 store_sample_init(StoreSample *s)
 {
     *s = (StoreSample){ 0 };
-    for (int i = 0; i < METRIC_MAX; i++)
-        s->m[i] = STORE_NULL;
+    metric_vec_init(&s->m);
 }
-
-/* The named members of StoreSample alias m[] in the table's order. */
-G_STATIC_ASSERT(G_STRUCT_OFFSET(StoreSample, poll_max_ns) ==
-                G_STRUCT_OFFSET(StoreSample, m[METRIC_POLL_MAX_NS]));
-G_STATIC_ASSERT(G_STRUCT_OFFSET(StoreSample, runq_wait_ns) ==
-                G_STRUCT_OFFSET(StoreSample, m[METRIC_RUNQ_WAIT_NS]));
-G_STATIC_ASSERT(G_STRUCT_OFFSET(StoreSample, io.rd_ops) ==
-                G_STRUCT_OFFSET(StoreSample, m[METRIC_RD_OPS]));
-G_STATIC_ASSERT(G_STRUCT_OFFSET(StoreSample, io.flush_time_ns) ==
-                G_STRUCT_OFFSET(StoreSample, m[METRIC_FLUSH_TIME_NS]));
-G_STATIC_ASSERT(G_STRUCT_OFFSET(StoreSample, halt_exits) ==
-                G_STRUCT_OFFSET(StoreSample, m[METRIC_HALT_EXITS]));
 
 void
 store_psi_init(StorePsi *psi)
 {
-    *psi = (StorePsi){ STORE_NULL, STORE_NULL, STORE_NULL, STORE_NULL, STORE_NULL };
+    *psi = (StorePsi){ METRIC_ABSENT, METRIC_ABSENT, METRIC_ABSENT, METRIC_ABSENT, METRIC_ABSENT };
 }
 
 void
 store_host_cpu_init(StoreHostCpu *cpu)
 {
-    *cpu = (StoreHostCpu){ STORE_NULL, STORE_NULL };
+    *cpu = (StoreHostCpu){ METRIC_ABSENT, METRIC_ABSENT };
 }
 
 void
@@ -244,7 +231,7 @@ bind_sample(StoreDb *db, sqlite3_stmt *st, int base, gint64 tick_id, const Store
     }
     sqlite3_bind_int64(st, base + 1, STORE_KEY(tick_id, iothread_id));
     for (int i = 0; i < METRIC_MAX; i++)
-        store_bind_i64(st, base + 2 + i, s->m[i]);
+        store_bind_i64(st, base + 2 + i, s->m.v[i]);
     return TRUE;
 }
 

@@ -29,7 +29,7 @@
  * - A StoreDb is not thread-safe; use it from one thread.
  *
  * Values: every counter in the structs below is a delta over the tick, or
- * STORE_NULL when its source was unavailable (stored as SQL NULL).  Call
+ * METRIC_ABSENT when its source was unavailable (stored as SQL NULL).  Call
  * store_sample_init() and friends before filling a struct.
  */
 #pragma once
@@ -38,11 +38,9 @@
 #include <glib.h>
 #include <json-c/json.h>
 
-#include "metric-table.h"
+#include "metric-vec.h"
 
 G_BEGIN_DECLS
-
-#define STORE_NULL G_MININT64
 
 #define STORE_ERROR (store_error_quark())
 GQuark store_error_quark(void);
@@ -189,33 +187,16 @@ gint64 store_db_used_bytes(StoreDb *db);
 
 /* ---- writing ticks ---------------------------------------------------- */
 
-typedef struct {
-    gint64 rd_ops, rd_bytes, rd_time_ns;
-    gint64 wr_ops, wr_bytes, wr_time_ns;
-    gint64 flush_ops, flush_time_ns;
-} StoreIo;
-
 /*
- * One iothread's tick: a value per MetricId (metric-table.h), a delta for a
- * counter, the value in force for a gauge.  The named members alias the
- * first entries of m[] for the code that names them; a metric added to the
- * table has only its m[] entry, which every generic path (write, query,
- * export, history JSON) reads.
+ * One iothread's tick: the tick's delta (metric-vec.h), a value per
+ * MetricId, a counter's increase or the value in force for a gauge; its
+ * columns are written, read and exported in the table's order, so a metric
+ * added to the table needs nothing here.
  */
 typedef struct {
     const char *target;         /* target name; registered on first use */
     const char *iothread;       /* QOM id, e.g. "iothread0" */
-    union {
-        gint64 m[METRIC_MAX];
-        struct {
-            gint64 poll_max_ns, poll_grow, poll_shrink;     /* in force, not deltas */
-            gint64 cpu_ns;              /* schedstat run time or utime+stime */
-            gint64 ctx_vol, ctx_invol;  /* context switches */
-            gint64 runq_wait_ns;        /* schedstat run-queue wait */
-            StoreIo io;                 /* all devices served by the iothread */
-            gint64 kvm_exits, io_exits, mmio_exits, halt_exits;
-        };
-    };
+    MetricVec m;
     /* The name the target goes by (libvirt domain, QEMU -name); NULL:
      * unknown.  Written to targets.display_name when it changes. */
     const char *target_name;
@@ -299,7 +280,7 @@ gboolean store_flush(StoreDb *db, GError **error);
 /* ---- decisions, overrides, originals ---------------------------------- */
 
 typedef struct {
-    gint64 poll_max_ns, poll_grow, poll_shrink;     /* STORE_NULL: unknown */
+    gint64 poll_max_ns, poll_grow, poll_shrink;     /* METRIC_ABSENT: unknown */
 } StoreTriple;
 
 typedef struct {
@@ -318,12 +299,12 @@ gboolean store_decision_insert(StoreDb *db, const StoreDecision *decision, GErro
 typedef struct {
     gint64 id;                  /* set by store_override_set */
     gint64 created_ms;
-    gint64 expires_ms;          /* STORE_NULL: until cleared */
+    gint64 expires_ms;          /* METRIC_ABSENT: until cleared */
     const char *who;            /* e.g. "uid 1000" */
     const char *target;
     const char *iothread;       /* NULL: the whole target */
     const char *policy;         /* NULL or a policy name, e.g. "off" */
-    StoreTriple triple;         /* fields STORE_NULL are not overridden */
+    StoreTriple triple;         /* fields METRIC_ABSENT are not overridden */
     const char *reason;
 } StoreOverride;
 
@@ -416,7 +397,7 @@ gboolean store_maintain_step(StoreDb *db, gint64 now_ms, guint budget_ms,
 /* ---- queries ---------------------------------------------------------- */
 
 typedef struct {
-    gint64 from_ms, to_ms;      /* [from, to); STORE_NULL: unbounded */
+    gint64 from_ms, to_ms;      /* [from, to); METRIC_ABSENT: unbounded */
     const char *target;         /* NULL: all */
     const char *iothread;       /* NULL: all */
     StoreResolution resolution;
@@ -425,7 +406,7 @@ typedef struct {
 void store_filter_init(StoreFilter *filter);
 
 typedef struct {
-    gint64 min, mean, max, p95;     /* STORE_NULL when no data */
+    gint64 min, mean, max, p95;     /* METRIC_ABSENT when no data */
 } StoreStat;
 
 /* One row from a query.  Strings belong to the cursor. */
@@ -435,11 +416,11 @@ typedef struct {
     const char *target;
     const char *iothread;
     /* raw; for rollups only the gauges the metric table rolls up (the
-     * triple in force for most of the bucket), the rest STORE_NULL */
+     * triple in force for most of the bucket), the rest METRIC_ABSENT */
     gint64 len_ns;
     StoreSample sample;
     /* rollups: IOPS in milli-ops/s, latency in ns per op, CPU in ppm of
-     * one core (p95 of CPU is not kept: STORE_NULL) */
+     * one core (p95 of CPU is not kept: METRIC_ABSENT) */
     gint64 count, span_ms;
     StoreStat iops, lat, cpu;
 } StoreRow;

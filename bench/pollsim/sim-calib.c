@@ -144,12 +144,12 @@ sim_calib_source_iops(const SimCalibSource *src, const SimCalibRow2 *row, double
 static double
 run_iops(Sim *sim, guint vm, double span_ns)
 {
-    PolicyCounters a, b;
+    PolicyDelta d;
     double warm = 20e6;
 
     sim_run_until(sim, warm);
-    sim_vm_counters(sim, vm, &a);
+    sim_vm_delta(sim, vm, &d);
     sim_run_until(sim, warm + span_ns);
-    sim_vm_counters(sim, vm, &b);
-    return (b.rd_ops - a.rd_ops) / (span_ns / 1e9);
+    sim_vm_delta(sim, vm, &d);
+    return d.v.v[METRIC_RD_OPS] / (span_ns / 1e9);
 }

@@ -148,6 +148,11 @@ typedef struct {
     /* counters */
     guint64 vol_ctxsw;
     SimTruth truth;
+    /* What the last sim_vm_delta() read, cumulative: the next one's
+     * previous reading. */
+    MetricVec read;
+    gint64 read_mono_ns;
+    guint64 read_dev_ops[SIM_MAX_DEVICES];
 } SimVm;
 
 struct _Sim {

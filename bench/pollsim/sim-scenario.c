@@ -119,7 +119,6 @@ ticks_per_phase(const SimScenario *scn, double scale)
 #define HISTORY 16
 
 typedef struct {
-    PolicyCounters prev;
     PolicyMetrics hist[HISTORY];
     guint n_hist;
     SimTruth truth0;
@@ -273,7 +272,8 @@ sim_scenario_run_opts(const SimScenario *scn, const PolicySpec *spec,
             g_snprintf(loops[i].devices + strlen(loops[i].devices),
                        sizeof(loops[i].devices) - strlen(loops[i].devices), "%svd%c",
                        d ? "," : "", 'a' + d);
-        sim_vm_counters(sim, i, &loops[i].prev);
+        /* the baseline: the first tick's delta starts here */
+        sim_vm_delta(sim, i, &(PolicyDelta){ 0 });
     }
     sim_host_counters(sim, &hprev);
 
@@ -290,13 +290,12 @@ sim_scenario_run_opts(const SimScenario *scn, const PolicySpec *spec,
         policy_host_from_counters(&hprev, &hcur, &host, NULL);
         hprev = hcur;
         for (guint i = 0; i < n; i++) {
-            PolicyCounters cur;
+            PolicyDelta delta;
             PolicyMetrics m;
             const SimTruth *tr;
 
-            sim_vm_counters(sim, i, &cur);
-            policy_metrics_from_counters(&loops[i].prev, &cur, &m, NULL);
-            loops[i].prev = cur;
+            sim_vm_delta(sim, i, &delta);
+            policy_metrics_from_delta(&delta, &m);
             hist_push(&loops[i], &m);
             tr = sim_vm_truth(sim, i);
             ts->iops += policy_metrics_iops(&m);

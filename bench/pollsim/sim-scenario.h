@@ -4,8 +4,9 @@
  * policy library against the simulator at a 1 s tick, the grid-search
  * oracle, and the goals of the suite.
  *
- * A run converts the simulator's counters into PolicyMetrics/PolicyHost with
- * policy-counters.h, exactly as the daemon's samplers do, and applies the
+ * A run converts the simulator's deltas and host counters into
+ * PolicyMetrics/PolicyHost with policy-counters.h, exactly as the daemon
+ * does, and applies the
  * engine's decisions with sim_vm_set_triple() (a qom-set).
  */
 #pragma once

@@ -769,6 +769,12 @@ sim_add_vm(Sim *sim, const SimWorkload *w, const PolicyTriple *triple)
         vm->dev[d].kick_armed = TRUE;
         vm->dev[d].vq_take = TRUE;
     }
+    /* Every counter starts at 0 when the VM is added. */
+    metric_vec_init(&vm->read);
+    metric_vec_zero_source(&vm->read, METRIC_SOURCE_BLOCK);
+    metric_vec_zero_source(&vm->read, METRIC_SOURCE_THREAD);
+    metric_vec_zero_source(&vm->read, METRIC_SOURCE_EXITS);
+    vm->read_mono_ns = (gint64)sim->now;
     iot_loop_begin(sim, vm);
     sim_vm_set_workload(sim, idx, w);
     return idx;
@@ -856,7 +862,7 @@ sim_vm_triple(const Sim *sim, guint i)
 }
 
 void
-sim_vm_counters(Sim *sim, guint i, PolicyCounters *out)
+sim_vm_delta(Sim *sim, guint i, PolicyDelta *out)
 {
     SimVm *vm = vm_of(sim, i);
 
@@ -877,25 +883,37 @@ sim_vm_counters(Sim *sim, guint i, PolicyCounters *out)
         total_ns += vm->dev[d].total_ns;
     }
     vm->truth.iot_cpu_ns = vm->iot.cpu_ns;
-    *out = (PolicyCounters){
-        .when_ms = (gint64)(sim->now / 1e6),
-        .mono_ns = (gint64)sim->now,
-        .triple = vm->triple,
-        .have_io = TRUE,
-        .rd_ops = ops,
-        .rd_bytes = ops * 4096,
-        .rd_time_ns = total_ns,
-        /* query-blockstats per disk, as the daemon's sampler counts them */
-        .n_devices = vm->n_dev,
-        .have_cpu = TRUE,
-        .cpu_ns = (guint64)vm->iot.cpu_ns,
-        .ctx_vol = vm->vol_ctxsw,
-        .runq_wait_ns = (guint64)vm->iot.delay_ns,
-        .have_exits = TRUE,
-        .exits = vm->truth.exits,
-    };
-    for (guint d = 0; d < vm->n_dev; d++)
-        out->dev_ops[d] = vm->dev[d].ops;
+
+    MetricVec cur;
+    gint64 now_ns = (gint64)sim->now;
+
+    /* The reading query-blockstats, /proc and KVM would give, cumulative. */
+    metric_vec_init(&cur);
+    metric_vec_zero_source(&cur, METRIC_SOURCE_BLOCK);
+    cur.v[METRIC_POLL_MAX_NS] = (gint64)vm->triple.poll_max_ns;
+    cur.v[METRIC_POLL_GROW] = (gint64)vm->triple.poll_grow;
+    cur.v[METRIC_POLL_SHRINK] = (gint64)vm->triple.poll_shrink;
+    cur.v[METRIC_RD_OPS] = (gint64)ops;
+    cur.v[METRIC_RD_BYTES] = (gint64)(ops * 4096);
+    cur.v[METRIC_RD_TIME_NS] = (gint64)total_ns;
+    cur.v[METRIC_CPU_NS] = (gint64)vm->iot.cpu_ns;
+    cur.v[METRIC_CTX_VOL] = (gint64)vm->vol_ctxsw;
+    cur.v[METRIC_CTX_INVOL] = 0;
+    cur.v[METRIC_RUNQ_WAIT_NS] = (gint64)vm->iot.delay_ns;
+    cur.v[METRIC_KVM_EXITS] = (gint64)vm->truth.exits;
+
+    policy_delta_init(out);
+    out->when_ms = (gint64)(sim->now / 1e6);
+    out->len_ns = now_ns - vm->read_mono_ns;
+    metric_vec_delta(&vm->read, &cur, METRIC_SOURCES_ALL, &out->v);
+    /* query-blockstats per disk, as the daemon's sampler counts them */
+    out->n_devices = vm->n_dev;
+    for (guint d = 0; d < vm->n_dev; d++) {
+        out->dev_ops[d] = (gint64)(vm->dev[d].ops - vm->read_dev_ops[d]);
+        vm->read_dev_ops[d] = vm->dev[d].ops;
+    }
+    vm->read = cur;
+    vm->read_mono_ns = now_ns;
 }
 
 const SimTruth *

@@ -13,8 +13,8 @@
  * included), and a device with a per-command overhead fed by a batching
  * guest pays it per request when a polling iothread splits the batches.
  *
- * The simulator exposes only what production samplers read (cumulative
- * counters in the shape of policy-counters.h) plus ground truth used for
+ * The simulator exposes only what production samplers read (one tick's
+ * delta, PolicyDelta, and the host's counters of policy-counters.h) plus ground truth used for
  * scoring (guest-side latency, polling CPU, vCPU compute).  Deterministic:
  * all randomness comes from one seeded PRNG per simulation.
  *
@@ -159,8 +159,10 @@ PolicyTriple sim_vm_triple(const Sim *sim, guint vm);
 void sim_run_until(Sim *sim, double t_ns);
 double sim_now(const Sim *sim);
 
-/* What production would sample. */
-void sim_vm_counters(Sim *sim, guint vm, PolicyCounters *out);
+/* What production would sample: the VM's delta since the previous call
+ * (since the VM was added, on the first), as the daemon's probe derives
+ * one per tick. */
+void sim_vm_delta(Sim *sim, guint vm, PolicyDelta *out);
 void sim_host_counters(Sim *sim, PolicyHostCounters *out);
 
 /* Ground truth for scoring: cumulative since start. */

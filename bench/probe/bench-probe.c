@@ -226,10 +226,12 @@ part_perf(Sampler *s, ProbeTargetSnap *cur, ProbeHostSnap *host)
 static void
 part_derive(Sampler *s, ProbeTargetSnap *cur, ProbeHostSnap *host)
 {
-    ProbeBlockCounters block = { .rd_ops = (guint64)cur->when_ms * 100 };
+    MetricVec block;
     PolicyMetrics m;
     PolicyHost h;
 
+    metric_vec_init(&block);
+    block.v[METRIC_RD_OPS] = cur->when_ms * 100;
     probe_iothread_snap_add_device(probe_target_snap_iothread(cur, "iot0"),
                                    "disk0", &block);
     probe_derive_iothread(s->prev, cur, "iot0", &m);

@@ -153,7 +153,7 @@ write_ticks(StoreDb *db, int n_iothreads, gint64 n_ticks, gint64 first, GArray *
 static const char *
 sql_int(char *buf, gint64 v)
 {
-    if (v == STORE_NULL)
+    if (v == METRIC_ABSENT)
         return "NULL";
     g_snprintf(buf, 32, "%" G_GINT64_FORMAT, v);
     return buf;
@@ -212,7 +212,7 @@ write_sql_file(const char *path, int n_iothreads, gint64 n_ticks)
             fprintf(f, "INSERT INTO samples (%s) VALUES (%" G_GINT64_FORMAT, cols,
                     ((k + 1) << 20) | (i + 1));
             for (int id = 0; id < METRIC_MAX; id++)
-                fprintf(f, ", %s", sql_int(b[0], s->m[id]));
+                fprintf(f, ", %s", sql_int(b[0], s->m.v[id]));
             fputs(");\n", f);
         }
         fputs("COMMIT;\n", f);

@@ -21,26 +21,26 @@ sample_fill(StoreSample *s, const char *target, const char *iothread, double iop
     store_sample_init(s);
     s->target = target;
     s->iothread = iothread;
-    s->poll_max_ns = max_ns;
-    s->poll_grow = 0;
-    s->poll_shrink = 0;
-    s->cpu_ns = (gint64)(cpu_frac * len_ns);
-    s->ctx_vol = (gint64)((rd + wr) * (max_ns > 0 ? 0.3 : 1.0));
-    s->ctx_invol = 3;
-    s->runq_wait_ns = len_ns / 500;
-    s->io.rd_ops = rd;
-    s->io.rd_bytes = rd * 4096;
-    s->io.rd_time_ns = (gint64)(rd * lat_us * 1000);
-    s->io.wr_ops = wr;
-    s->io.wr_bytes = wr * 4096;
-    s->io.wr_time_ns = (gint64)(wr * lat_us * 1300);
-    s->io.flush_ops = 0;
-    s->io.flush_time_ns = 0;
+    s->m.v[METRIC_POLL_MAX_NS] = max_ns;
+    s->m.v[METRIC_POLL_GROW] = 0;
+    s->m.v[METRIC_POLL_SHRINK] = 0;
+    s->m.v[METRIC_CPU_NS] = (gint64)(cpu_frac * len_ns);
+    s->m.v[METRIC_CTX_VOL] = (gint64)((rd + wr) * (max_ns > 0 ? 0.3 : 1.0));
+    s->m.v[METRIC_CTX_INVOL] = 3;
+    s->m.v[METRIC_RUNQ_WAIT_NS] = len_ns / 500;
+    s->m.v[METRIC_RD_OPS] = rd;
+    s->m.v[METRIC_RD_BYTES] = rd * 4096;
+    s->m.v[METRIC_RD_TIME_NS] = (gint64)(rd * lat_us * 1000);
+    s->m.v[METRIC_WR_OPS] = wr;
+    s->m.v[METRIC_WR_BYTES] = wr * 4096;
+    s->m.v[METRIC_WR_TIME_NS] = (gint64)(wr * lat_us * 1300);
+    s->m.v[METRIC_FLUSH_OPS] = 0;
+    s->m.v[METRIC_FLUSH_TIME_NS] = 0;
     if (exits) {
-        s->kvm_exits = (gint64)((rd + wr) * (max_ns > 0 ? 0.2 : 1.1));
-        s->io_exits = s->kvm_exits / 2;
-        s->mmio_exits = s->kvm_exits / 3;
-        s->halt_exits = 50;
+        s->m.v[METRIC_KVM_EXITS] = (gint64)((rd + wr) * (max_ns > 0 ? 0.2 : 1.1));
+        s->m.v[METRIC_IO_EXITS] = s->m.v[METRIC_KVM_EXITS] / 2;
+        s->m.v[METRIC_MMIO_EXITS] = s->m.v[METRIC_KVM_EXITS] / 3;
+        s->m.v[METRIC_HALT_EXITS] = 50;
     }
 }
 

@@ -14,6 +14,7 @@
  * point at fixtures for this pid.
  */
 #include "pt-history.h"
+#include "probe-derive.h"
 #include "pt-target.h"
 #include "qmp-fake-qemu.h"
 
@@ -65,10 +66,13 @@ sample_done(PtTarget *t, ProbeTargetSnap *snap, const GError *error, gpointer da
     r->source = snap->exits.source;
     r->exits = snap->exits.v[PROBE_EXIT_EXITS];
     {
+        PolicyDelta d;
         StoreSample s;
 
-        g_assert_true(pt_history_sample(NULL, snap, "iot0", &s));
-        r->aio_max_batch = s.m[METRIC_AIO_MAX_BATCH];
+        g_assert_nonnull(probe_target_snap_find(snap, "iot0"));
+        probe_derive_delta(NULL, snap, "iot0", &d);
+        pt_history_sample(&d, &s);
+        r->aio_max_batch = s.m.v[METRIC_AIO_MAX_BATCH];
     }
     probe_target_snap_free(snap);
 }

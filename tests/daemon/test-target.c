@@ -6,6 +6,7 @@
  */
 #include "pt-target.h"
 #include "pt-history.h"
+#include "probe-derive.h"
 #include "pt-conf.h"
 
 #include <string.h>
@@ -190,8 +191,15 @@ history_snap(gint64 t_ns, guint64 clk_tck, guint64 d0, guint64 d1, guint64 ticks
     ProbeTargetSnap *s = probe_target_snap_new(10, t_ns, 1700000000000 + t_ns / 1000000);
     ProbeIothreadSnap *io = probe_target_snap_iothread(s, "iot0");
     ProbeThreadCounters th = { .utime_ticks = ticks, .stime_ticks = ticks, .ctx_vol = ticks };
-    ProbeBlockCounters c0 = { .rd_ops = d0, .rd_bytes = d0 * 4096 };
-    ProbeBlockCounters c1 = { .rd_ops = d1, .rd_bytes = d1 * 4096 };
+    MetricVec c0, c1;
+
+    metric_vec_init(&c0);
+    metric_vec_zero_source(&c0, METRIC_SOURCE_BLOCK);
+    c1 = c0;
+    c0.v[METRIC_RD_OPS] = (gint64)d0;
+    c0.v[METRIC_RD_BYTES] = (gint64)d0 * 4096;
+    c1.v[METRIC_RD_OPS] = (gint64)d1;
+    c1.v[METRIC_RD_BYTES] = (gint64)d1 * 4096;
 
     s->clk_tck = clk_tck;
     probe_iothread_snap_set_thread(io, 11, &th);
@@ -207,21 +215,25 @@ test_history_pairing(void)
     g_autoptr(ProbeTargetSnap) b = history_snap(G_GINT64_CONSTANT(2000000000), 100, 5, 1000, 20);
     g_autoptr(ProbeTargetSnap) c = history_snap(G_GINT64_CONSTANT(3000000000), 100, 15, 1100, 30);
     g_autoptr(ProbeTargetSnap) d = history_snap(G_GINT64_CONSTANT(4000000000), 250, 25, 1200, 40);
+    PolicyDelta delta;
     StoreSample s;
 
     /* d0 reset, d1 grew by 900: the sums went 600 -> 1005. */
-    g_assert_true(pt_history_sample(a, b, "iot0", &s));
-    g_assert_cmpint(s.io.rd_ops, ==, STORE_NULL);
-    g_assert_cmpint(s.io.rd_bytes, ==, STORE_NULL);
-    g_assert_cmpint(s.cpu_ns, ==, 20 * (G_GINT64_CONSTANT(1000000000) / 100));
+    probe_derive_delta(a, b, "iot0", &delta);
+    pt_history_sample(&delta, &s);
+    g_assert_cmpint(s.m.v[METRIC_RD_OPS], ==, METRIC_ABSENT);
+    g_assert_cmpint(s.m.v[METRIC_RD_BYTES], ==, METRIC_ABSENT);
+    g_assert_cmpint(s.m.v[METRIC_CPU_NS], ==, 20 * (G_GINT64_CONSTANT(1000000000) / 100));
     /* A normal tick after it: both devices count. */
-    g_assert_true(pt_history_sample(b, c, "iot0", &s));
-    g_assert_cmpint(s.io.rd_ops, ==, 110);
-    g_assert_cmpint(s.io.rd_bytes, ==, 110 * 4096);
+    probe_derive_delta(b, c, "iot0", &delta);
+    pt_history_sample(&delta, &s);
+    g_assert_cmpint(s.m.v[METRIC_RD_OPS], ==, 110);
+    g_assert_cmpint(s.m.v[METRIC_RD_BYTES], ==, 110 * 4096);
     /* clk_tck changed between the two snapshots: ticks are not comparable. */
-    g_assert_true(pt_history_sample(c, d, "iot0", &s));
-    g_assert_cmpint(s.cpu_ns, ==, STORE_NULL);
-    g_assert_cmpint(s.io.rd_ops, ==, 110);
+    probe_derive_delta(c, d, "iot0", &delta);
+    pt_history_sample(&delta, &s);
+    g_assert_cmpint(s.m.v[METRIC_CPU_NS], ==, METRIC_ABSENT);
+    g_assert_cmpint(s.m.v[METRIC_RD_OPS], ==, 110);
 }
 
 /* Every value of each daemon enum has a name that maps back to it; the

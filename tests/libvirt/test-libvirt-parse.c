@@ -245,14 +245,14 @@ test_stats_params(void)
     g_assert_cmpuint(s->disks->len, ==, 1);
     disk = &g_array_index(s->disks, PtLibvirtDiskStats, 0);
     g_assert_cmpstr(disk->name, ==, "vda");
-    g_assert_cmpuint(disk->rd_reqs, ==, 11);
-    g_assert_cmpuint(disk->rd_bytes, ==, 5632);
-    g_assert_cmpuint(disk->rd_times, ==, 6011055);
-    g_assert_cmpuint(disk->wr_reqs, ==, 3);
-    g_assert_cmpuint(disk->wr_bytes, ==, 1536);
-    g_assert_cmpuint(disk->wr_times, ==, 900);
-    g_assert_cmpuint(disk->fl_reqs, ==, 1);
-    g_assert_cmpuint(disk->fl_times, ==, 70);
+    g_assert_cmpint(disk->v.v[METRIC_RD_OPS], ==, 11);
+    g_assert_cmpint(disk->v.v[METRIC_RD_BYTES], ==, 5632);
+    g_assert_cmpint(disk->v.v[METRIC_RD_TIME_NS], ==, 6011055);
+    g_assert_cmpint(disk->v.v[METRIC_WR_OPS], ==, 3);
+    g_assert_cmpint(disk->v.v[METRIC_WR_BYTES], ==, 1536);
+    g_assert_cmpint(disk->v.v[METRIC_WR_TIME_NS], ==, 900);
+    g_assert_cmpint(disk->v.v[METRIC_FLUSH_OPS], ==, 1);
+    g_assert_cmpint(disk->v.v[METRIC_FLUSH_TIME_NS], ==, 70);
 
     g_assert_cmpuint(g_hash_table_size(s->vm), ==, 2);
     g_assert_cmpuint(*(guint64 *)g_hash_table_lookup(s->vm, "exits.sum"), ==, 123456);

@@ -306,9 +306,9 @@ test_stats_and_set(Fixture *f, gconstpointer data)
         g_assert_cmpstr(g_array_index(s->disks, PtLibvirtDiskStats, 1).name, ==, "sda");
         disk = &g_array_index(s->disks, PtLibvirtDiskStats, 0);
         g_assert_cmpstr(disk->name, ==, "vda");
-        if (disk->rd_reqs > 0) {
-            g_assert_cmpuint(disk->rd_bytes, >=, 512 * disk->rd_reqs);
-            g_assert_cmpuint(disk->rd_times, >, 0);
+        if (disk->v.v[METRIC_RD_OPS] > 0) {
+            g_assert_cmpint(disk->v.v[METRIC_RD_BYTES], >=, 512 * disk->v.v[METRIC_RD_OPS]);
+            g_assert_cmpint(disk->v.v[METRIC_RD_TIME_NS], >, 0);
             break;
         }
         g_assert_cmpint(g_get_monotonic_time(), <, deadline);

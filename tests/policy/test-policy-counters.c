@@ -1,17 +1,18 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * policy_metrics_from_counters() takes the rates the metric table declares
- * from the table (metric_rate_value()).  This test holds it to the
- * formulas it had before, written out here as the reference: for a set of
- * counter pairs every figure is identical or within 1e-12 relative.
+ * policy_metrics_from_delta() takes the rates the metric table declares
+ * from the table (metric_rate_value()).  This test holds it, with the
+ * delta of two readings by metric_vec_delta(), to the formulas it had
+ * before, written out here as the reference: for a set of counter pairs
+ * every figure is identical or within 1e-12 relative.
  */
 #include <math.h>
 
-#include "policy-counters.h"
+#include "policy-test-counters.h"
 
 /* The formulas policy-counters.c had before it read the table. */
 static void
-reference_metrics(const PolicyCounters *p, const PolicyCounters *c, PolicyMetrics *m)
+reference_metrics(const TestCounters *p, const TestCounters *c, PolicyMetrics *m)
 {
     double secs, ops = 0;
 
@@ -73,9 +74,9 @@ assert_close(const char *what, guint k, double want, double got)
 /* Counters that grow by @scale-sized steps over @len_ns, with @flags of
  * which groups each side has. */
 static void
-fill_pair(PolicyCounters *p, PolicyCounters *c, guint64 base, guint64 step, gint64 len_ns)
+fill_pair(TestCounters *p, TestCounters *c, guint64 base, guint64 step, gint64 len_ns)
 {
-    *p = (PolicyCounters){
+    *p = (TestCounters){
         .mono_ns = 1000000000, .have_io = TRUE, .have_cpu = TRUE, .have_exits = TRUE,
         .rd_ops = base, .wr_ops = base / 3, .flush_ops = base / 7,
         .rd_bytes = base * 4096, .wr_bytes = base * 512, .rd_time_ns = base * 41000,
@@ -111,7 +112,7 @@ test_counters_table_matches_reference(void)
     for (guint s = 0; s < G_N_ELEMENTS(steps); s++)
         for (guint l = 0; l < G_N_ELEMENTS(lens); l++)
             for (guint variant = 0; variant < 6; variant++, k++) {
-                PolicyCounters p, c;
+                TestCounters p, c;
                 PolicyMetrics want, got;
                 g_autoptr(GError) error = NULL;
 
@@ -125,7 +126,7 @@ test_counters_table_matches_reference(void)
                 default: break;
                 }
                 reference_metrics(&p, &c, &want);
-                g_assert_true(policy_metrics_from_counters(&p, &c, &got, &error));
+                g_assert_true(test_metrics_from_counters(&p, &c, &got, &error));
                 g_assert_no_error(error);
                 g_assert_cmpint(want.have_io, ==, got.have_io);
                 g_assert_cmpint(want.have_cpu, ==, got.have_cpu);
@@ -157,13 +158,13 @@ test_counters_idle_per_op_absent(void)
 {
     static const MetricRate per_op[] = { METRIC_RATE_LAT_US, METRIC_RATE_BLOCKS_PER_OP,
                                          METRIC_RATE_EXITS_PER_OP };
-    PolicyCounters p, c;
+    TestCounters p, c;
     PolicyMetrics m;
     double v = -1;
 
     for (guint busy = 0; busy < 2; busy++) {
         fill_pair(&p, &c, 1000, busy ? 999 : 0, 1000000000);
-        g_assert_true(policy_metrics_from_counters(&p, &c, &m, NULL));
+        g_assert_true(test_metrics_from_counters(&p, &c, &m, NULL));
         g_assert_true(m.have_io && m.have_cpu && m.have_exits);
         for (guint i = 0; i < G_N_ELEMENTS(per_op); i++)
             g_assert_cmpint(policy_metrics_rate(&m, per_op[i], &v), ==, busy);

@@ -6,7 +6,7 @@
 #include <time.h>
 
 #include "policy.h"
-#include "policy-counters.h"
+#include "policy-test-counters.h"
 
 static void
 test_enum_tables(void)
@@ -292,22 +292,22 @@ test_bounds(void)
 static void
 test_counters_devices(void)
 {
-    PolicyCounters a = { .mono_ns = 1000000000, .have_io = TRUE, .n_devices = 2,
+    TestCounters a = { .mono_ns = 1000000000, .have_io = TRUE, .n_devices = 2,
                          .dev_ops = { 100, 1000 } };
-    PolicyCounters b = a;
+    TestCounters b = a;
     PolicyMetrics m;
 
     b.mono_ns = 2000000000;
     b.dev_ops[0] = 100 + 10000;
     b.dev_ops[1] = 1000 + 200000;
     b.rd_ops = 210000;
-    g_assert_true(policy_metrics_from_counters(&a, &b, &m, NULL));
+    g_assert_true(test_metrics_from_counters(&a, &b, &m, NULL));
     g_assert_cmpuint(m.n_devices, ==, 2);
     g_assert_cmpfloat_with_epsilon(m.dev_iops[0], 10000, 1e-9);
     g_assert_cmpfloat_with_epsilon(m.dev_iops[1], 200000, 1e-9);
     /* Another device set: the total only. */
     b.n_devices = 3;
-    g_assert_true(policy_metrics_from_counters(&a, &b, &m, NULL));
+    g_assert_true(test_metrics_from_counters(&a, &b, &m, NULL));
     g_assert_cmpuint(m.n_devices, ==, 0);
     g_assert_true(m.have_io);
 }
@@ -363,12 +363,12 @@ test_objective_exits(void)
 static void
 test_counters(void)
 {
-    PolicyCounters a = {
+    TestCounters a = {
         .when_ms = 1000, .mono_ns = 1000000000, .have_io = TRUE, .have_cpu = TRUE,
         .have_exits = TRUE, .rd_ops = 100, .rd_time_ns = 1000, .cpu_ns = 0,
         .ctx_vol = 10, .exits = 5,
     };
-    PolicyCounters b = a;
+    TestCounters b = a;
     PolicyMetrics m;
     g_autoptr(GError) error = NULL;
 
@@ -383,7 +383,7 @@ test_counters(void)
     b.ctx_vol = 10 + 30000;
     b.runq_wait_ns = 20000000;
     b.exits = 5 + 120000;
-    g_assert_true(policy_metrics_from_counters(&a, &b, &m, &error));
+    g_assert_true(test_metrics_from_counters(&a, &b, &m, &error));
     g_assert_no_error(error);
     g_assert_cmpfloat_with_epsilon(m.rd_iops, 25000, 1e-6);
     g_assert_cmpfloat_with_epsilon(policy_metrics_iops(&m), 30000, 1e-6);
@@ -397,10 +397,10 @@ test_counters(void)
 
     /* A restarted QEMU: counters fall, the group is dropped, no negative rate. */
     b.rd_ops = 3;
-    g_assert_true(policy_metrics_from_counters(&a, &b, &m, NULL));
+    g_assert_true(test_metrics_from_counters(&a, &b, &m, NULL));
     g_assert_false(m.have_io);
     g_assert_true(m.have_cpu);
-    g_assert_false(policy_metrics_from_counters(&b, &a, &m, &error));
+    g_assert_false(test_metrics_from_counters(&b, &a, &m, &error));
     g_assert_error(error, POLICY_ERROR, POLICY_ERROR_INVALID);
 }
 

@@ -111,7 +111,7 @@ qd6_iops_after(const PolicyTriple *writes, guint n, guint64 seed)
 {
     g_autoptr(Sim) sim = sim_new(4, sim_costs_calibrated(), seed);
     SimWorkload w = { .qd = 6, .service = { SIM_DIST_NORMAL, 20000, 1600 } };
-    PolicyCounters a, b;
+    PolicyDelta a, b;
 
     sim_workload_set_device_class(&w, SIM_DEVICE_BATCHING);
     sim_add_vm(sim, &w, &writes[0]);
@@ -120,10 +120,10 @@ qd6_iops_after(const PolicyTriple *writes, guint n, guint64 seed)
         sim_vm_set_triple(sim, 0, &writes[i]);
     }
     sim_run_until(sim, (n + 1) * 1e9);
-    sim_vm_counters(sim, 0, &a);
+    sim_vm_delta(sim, 0, &a);
     sim_run_until(sim, (n + 5) * 1e9);
-    sim_vm_counters(sim, 0, &b);
-    return (b.rd_ops - a.rd_ops) / 4.0;
+    sim_vm_delta(sim, 0, &b);
+    return b.v.v[METRIC_RD_OPS] / 4.0;
 }
 
 /*
@@ -163,7 +163,7 @@ two_disks_iops(guint64 poll_max_ns, double iops[2])
     g_autoptr(Sim) sim = sim_new(4, sim_costs_calibrated(), 1);
     SimWorkload w = sim_calib_workload(1);
     PolicyTriple t = { poll_max_ns, 0, 0 };
-    PolicyCounters a, b;
+    PolicyDelta a, b;
     PolicyMetrics m;
 
     w.n_devices = 2;
@@ -171,15 +171,15 @@ two_disks_iops(guint64 poll_max_ns, double iops[2])
     w.dev_qd[1] = 64;
     sim_add_vm(sim, &w, &t);
     sim_run_until(sim, 20e6);
-    sim_vm_counters(sim, 0, &a);
+    sim_vm_delta(sim, 0, &a);
     sim_run_until(sim, 220e6);
-    sim_vm_counters(sim, 0, &b);
+    sim_vm_delta(sim, 0, &b);
     g_assert_cmpuint(b.n_devices, ==, 2);
-    g_assert_cmpuint(b.dev_ops[0] + b.dev_ops[1], ==, b.rd_ops);
+    g_assert_cmpint(b.dev_ops[0] + b.dev_ops[1], ==, b.v.v[METRIC_RD_OPS]);
     g_assert_cmpuint(sim_vm_truth(sim, 0)->dev_guest_ops[0] +
                          sim_vm_truth(sim, 0)->dev_guest_ops[1], ==,
                      sim_vm_truth(sim, 0)->guest_ops);
-    g_assert_true(policy_metrics_from_counters(&a, &b, &m, NULL));
+    g_assert_true(policy_metrics_from_delta(&b, &m));
     g_assert_cmpuint(m.n_devices, ==, 2);
     iops[0] = m.dev_iops[0];
     iops[1] = m.dev_iops[1];
@@ -226,7 +226,7 @@ test_two_disks_no_starvation(void)
     g_autoptr(Sim) sim = sim_new(1, sim_costs_calibrated(), 1);
     SimWorkload w = sim_calib_workload(1);
     static const guint64 seq[] = { 32768, 32768, 0, 32768, 32768, 32768 };
-    PolicyCounters a, b;
+    PolicyDelta a, b;
 
     w.service = (SimDist){ SIM_DIST_NORMAL, 5000, 400 };
     w.compute = TRUE;
@@ -235,18 +235,17 @@ test_two_disks_no_starvation(void)
     w.dev_qd[0] = 1;
     w.dev_qd[1] = 64;
     sim_add_vm(sim, &w, &(PolicyTriple){ seq[0], 0, 0 });
-    sim_vm_counters(sim, 0, &a);
+    sim_vm_delta(sim, 0, &a);
     for (guint s = 0; s < G_N_ELEMENTS(seq); s++) {
         sim_vm_set_triple(sim, 0, &(PolicyTriple){ seq[s], 0, 0 });
         sim_run_until(sim, (s + 1) * 1e9);
-        sim_vm_counters(sim, 0, &b);
-        g_test_message("second %u at poll-max-ns %" G_GUINT64_FORMAT ": QD1 disk %" G_GUINT64_FORMAT
-                       " ops, QD64 disk %" G_GUINT64_FORMAT " ops", s, seq[s],
-                       b.dev_ops[0] - a.dev_ops[0], b.dev_ops[1] - a.dev_ops[1]);
+        sim_vm_delta(sim, 0, &b);
+        g_test_message("second %u at poll-max-ns %" G_GUINT64_FORMAT ": QD1 disk %" G_GINT64_FORMAT
+                       " ops, QD64 disk %" G_GINT64_FORMAT " ops", s, seq[s],
+                       b.dev_ops[0], b.dev_ops[1]);
         /* Its vCPU is shared with the deep disk: a few hundred a second at least. */
-        g_assert_cmpuint(b.dev_ops[0] - a.dev_ops[0], >, 200);
-        g_assert_cmpuint(b.dev_ops[1] - a.dev_ops[1], >, 10000);
-        a = b;
+        g_assert_cmpint(b.dev_ops[0], >, 200);
+        g_assert_cmpint(b.dev_ops[1], >, 10000);
     }
 }
 
@@ -271,7 +270,7 @@ test_two_disks_write_tick(void)
             .service = { SIM_DIST_NORMAL, 5000, 400 },
             .dev_occupancy = SIM_NVME_OCCUPANCY,
         };
-        PolicyCounters a, b;
+        PolicyDelta a, b;
         double qd1;
 
         sim_workload_set_device_class(&w, SIM_DEVICE_BATCHING);
@@ -282,12 +281,12 @@ test_two_disks_write_tick(void)
         sim_run_until(sim, at * 1e9);
         sim_vm_set_triple(sim, 0, &(PolicyTriple){ 262144, 0, 0 });
         sim_run_until(sim, (at + 2) * 1e9);
-        sim_vm_counters(sim, 0, &a);
+        sim_vm_delta(sim, 0, &a);
         sim_run_until(sim, (at + 5) * 1e9);
-        sim_vm_counters(sim, 0, &b);
-        qd1 = (b.dev_ops[0] - a.dev_ops[0]) / 3.0;
+        sim_vm_delta(sim, 0, &b);
+        qd1 = b.dev_ops[0] / 3.0;
         g_test_message("written after %u s: QD1 disk %.0f IOPS, QD64 disk %.0f IOPS", at, qd1,
-                       (b.dev_ops[1] - a.dev_ops[1]) / 3.0);
+                       b.dev_ops[1] / 3.0);
         lo = MIN(lo, qd1);
         hi = MAX(hi, qd1);
     }
@@ -337,7 +336,7 @@ test_many_handlers_cost(void)
 }
 
 static void
-run_counters(guint64 seed, PolicyCounters *out)
+run_counters(guint64 seed, PolicyDelta *out)
 {
     g_autoptr(Sim) sim = sim_new(4, sim_costs_calibrated(), seed);
     SimWorkload w = sim_calib_workload(4);
@@ -345,7 +344,7 @@ run_counters(guint64 seed, PolicyCounters *out)
 
     sim_add_vm(sim, &w, &t);
     sim_run_until(sim, 50e6);
-    sim_vm_counters(sim, 0, out);
+    sim_vm_delta(sim, 0, out);
 }
 
 /*
@@ -388,16 +387,14 @@ test_noise_consistent(void)
 static void
 test_deterministic(void)
 {
-    PolicyCounters a, b, c;
+    PolicyDelta a, b, c;
 
     run_counters(7, &a);
     run_counters(7, &b);
     run_counters(8, &c);
-    g_assert_cmpuint(a.rd_ops, ==, b.rd_ops);
-    g_assert_cmpuint(a.rd_time_ns, ==, b.rd_time_ns);
-    g_assert_cmpuint(a.cpu_ns, ==, b.cpu_ns);
-    g_assert_cmpuint(a.exits, ==, b.exits);
-    g_assert_cmpuint(a.rd_time_ns, !=, c.rd_time_ns);
+    for (int i = 0; i < METRIC_MAX; i++)
+        g_assert_cmpint(a.v.v[i], ==, b.v.v[i]);
+    g_assert_cmpint(a.v.v[METRIC_RD_TIME_NS], !=, c.v.v[METRIC_RD_TIME_NS]);
 }
 
 /* What a poll-max-ns does, as the samplers would see it over 100 ms at QD1. */
@@ -407,16 +404,16 @@ measure(guint64 poll_max_ns, PolicyMetrics *m, double *poll_cores)
     g_autoptr(Sim) sim = sim_new(4, sim_costs_calibrated(), 3);
     SimWorkload w = sim_calib_workload(1);
     PolicyTriple t = { poll_max_ns, 0, 0 };
-    PolicyCounters a, b;
+    PolicyDelta a, b;
     double p0;
 
     sim_add_vm(sim, &w, &t);
     sim_run_until(sim, 10e6);
-    sim_vm_counters(sim, 0, &a);
+    sim_vm_delta(sim, 0, &a);
     p0 = sim_vm_truth(sim, 0)->poll_cpu_ns;
     sim_run_until(sim, 110e6);
-    sim_vm_counters(sim, 0, &b);
-    g_assert_true(policy_metrics_from_counters(&a, &b, m, NULL));
+    sim_vm_delta(sim, 0, &b);
+    g_assert_true(policy_metrics_from_delta(&b, m));
     *poll_cores = (sim_vm_truth(sim, 0)->poll_cpu_ns - p0) / 100e6;
 }
 
@@ -491,16 +488,16 @@ slow_device_blocks_per_op(SimQemuModel model, double *exits_per_op)
     SimWorkload w = { .qd = 1, .service = { SIM_DIST_NORMAL, 197320, 20000 },
                       .dev_occupancy = SIM_NVME_OCCUPANCY };
     PolicyTriple t = POLICY_TRIPLE_QEMU_DEFAULT;
-    PolicyCounters a, b;
+    PolicyDelta a, b;
     PolicyMetrics m;
 
     sim_set_qemu_model(sim, model);
     sim_add_vm(sim, &w, &t);
     sim_run_until(sim, 20e6);
-    sim_vm_counters(sim, 0, &a);
+    sim_vm_delta(sim, 0, &a);
     sim_run_until(sim, 220e6);
-    sim_vm_counters(sim, 0, &b);
-    g_assert_true(policy_metrics_from_counters(&a, &b, &m, NULL));
+    sim_vm_delta(sim, 0, &b);
+    g_assert_true(policy_metrics_from_delta(&b, &m));
     *exits_per_op = m.exits_per_op;
     return m.blocks_per_op;
 }

@@ -22,16 +22,16 @@ snap_with(gint64 mono_ns, guint64 scale, const ProbeDevMap *m)
     ProbeTargetSnap *s = probe_target_snap_new(42, mono_ns, mono_ns / 1000000);
     ProbeDevSample devs[] = {
         /* vq mapping over iot1 and iot3 */
-        { "/machine/peripheral/vdb/virtio-backend", "vdb", { .rd_ops = 1000 * scale } },
+        { "/machine/peripheral/vdb/virtio-backend", "vdb", { { [METRIC_RD_OPS] = 1000 * scale } } },
         /* single iothread iot3, which vdb shares: same group */
-        { "vdc", "vdc", { .rd_ops = 10 * scale } },
+        { "vdc", "vdc", { { [METRIC_RD_OPS] = 10 * scale } } },
         /* iot2 alone, two devices */
-        { "sda", "sda", { .rd_ops = 100 * scale } },
-        { "sdb", "sdb", { .wr_ops = 100 * scale } },
+        { "sda", "sda", { { [METRIC_RD_OPS] = 100 * scale } } },
+        { "sdb", "sdb", { { [METRIC_WR_OPS] = 100 * scale } } },
         /* main loop, unknown, and an iothread QEMU does not list */
-        { "ide0", "ide0", { .rd_ops = 7 * scale } },
-        { "new0", "new0", { .rd_ops = 7 * scale } },
-        { "gone", "gone", { .rd_ops = 7 * scale } },
+        { "ide0", "ide0", { { [METRIC_RD_OPS] = 7 * scale } } },
+        { "new0", "new0", { { [METRIC_RD_OPS] = 7 * scale } } },
+        { "gone", "gone", { { [METRIC_RD_OPS] = 7 * scale } } },
     };
 
     for (guint i = 0; ids[i]; i++)
@@ -103,7 +103,7 @@ test_regroup(void)
     static const char *const both[] = { "iot0", "iot1", NULL };
     static const char *const one[] = { "iot1", NULL };
     g_autoptr(ProbeTargetSnap) s = NULL;
-    ProbeDevSample dev = { "vda", "vda", { .rd_ops = 5 } };
+    ProbeDevSample dev = { "vda", "vda", { { [METRIC_RD_OPS] = 5 } } };
 
     probe_devmap_set(m, "vda", both);
     s = probe_target_snap_new(1, 1, 1);

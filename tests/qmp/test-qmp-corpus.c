@@ -170,8 +170,8 @@ block_expect_idle(const QmpBlockStats *s, const char *device, const char *node,
     g_assert_cmpstr(s->device, ==, device);
     g_assert_cmpstr(s->node_name, ==, node);
     g_assert_cmpstr(s->qdev, ==, qdev);
-    g_assert_cmpuint(s->rd.ops + s->wr.ops + s->flush.ops, ==, 0);
-    g_assert_cmpuint(s->rd.bytes + s->wr.bytes, ==, 0);
+    g_assert_cmpint(s->v.v[METRIC_RD_OPS] + s->v.v[METRIC_WR_OPS] + s->v.v[METRIC_FLUSH_OPS], ==, 0);
+    g_assert_cmpint(s->v.v[METRIC_RD_BYTES] + s->v.v[METRIC_WR_BYTES], ==, 0);
 }
 
 static void
@@ -217,13 +217,13 @@ check_blockstats_backing_chain(Corpus *c, const char *text)
     g_assert_cmpstr(s->device, ==, "");
     g_assert_cmpstr(s->node_name, ==, "libvirt-1-format");
     g_assert_cmpstr(s->qdev, ==, "/machine/peripheral/virtio-disk0/virtio-backend");
-    g_assert_cmpuint(s->rd.ops, ==, 11025);
-    g_assert_cmpuint(s->rd.bytes, ==, 180355072);
-    g_assert_cmpuint(s->rd.total_time_ns, ==, 11025 * G_GUINT64_CONSTANT(91000));
-    g_assert_cmpuint(s->wr.ops, ==, 1502);
-    g_assert_cmpuint(s->wr.bytes, ==, 90288128);
-    g_assert_cmpuint(s->flush.ops, ==, 37);
-    g_assert_cmpuint(s->flush.total_time_ns, ==, 37 * 800000);
+    g_assert_cmpint(s->v.v[METRIC_RD_OPS], ==, 11025);
+    g_assert_cmpint(s->v.v[METRIC_RD_BYTES], ==, 180355072);
+    g_assert_cmpint(s->v.v[METRIC_RD_TIME_NS], ==, 11025 * G_GINT64_CONSTANT(91000));
+    g_assert_cmpint(s->v.v[METRIC_WR_OPS], ==, 1502);
+    g_assert_cmpint(s->v.v[METRIC_WR_BYTES], ==, 90288128);
+    g_assert_cmpint(s->v.v[METRIC_FLUSH_OPS], ==, 37);
+    g_assert_cmpint(s->v.v[METRIC_FLUSH_TIME_NS], ==, 37 * 800000);
 }
 
 static GPtrArray *

@@ -39,21 +39,21 @@ test_tick_fill(TestTick *t, gint64 ts_ms, guint64 seq)
         store_sample_init(s);
         s->target = t->names[2 * i];
         s->iothread = t->names[2 * i + 1];
-        s->poll_max_ns = 32768;
-        s->poll_grow = 0;
-        s->poll_shrink = 0;
-        s->cpu_ns = busy ? 350000000 + k * 1000 : 40000 + k;
-        s->ctx_vol = busy ? 18000 + k : 12;
-        s->ctx_invol = busy ? 40 : 0;
-        s->runq_wait_ns = busy ? 2000000 + k * 100 : 3000;
-        s->io.rd_ops = busy ? 9000 + k : 0;
-        s->io.rd_bytes = busy ? s->io.rd_ops * 4096 : 0;
-        s->io.rd_time_ns = busy ? s->io.rd_ops * 85000 : 0;
-        s->io.wr_ops = busy ? 3000 + k : (seq % 10 == 0 ? 2 : 0);
-        s->io.wr_bytes = s->io.wr_ops * 4096;
-        s->io.wr_time_ns = s->io.wr_ops * 120000;
-        s->io.flush_ops = busy ? 20 : 0;
-        s->io.flush_time_ns = busy ? 20 * 400000 : 0;
+        s->m.v[METRIC_POLL_MAX_NS] = 32768;
+        s->m.v[METRIC_POLL_GROW] = 0;
+        s->m.v[METRIC_POLL_SHRINK] = 0;
+        s->m.v[METRIC_CPU_NS] = busy ? 350000000 + k * 1000 : 40000 + k;
+        s->m.v[METRIC_CTX_VOL] = busy ? 18000 + k : 12;
+        s->m.v[METRIC_CTX_INVOL] = busy ? 40 : 0;
+        s->m.v[METRIC_RUNQ_WAIT_NS] = busy ? 2000000 + k * 100 : 3000;
+        s->m.v[METRIC_RD_OPS] = busy ? 9000 + k : 0;
+        s->m.v[METRIC_RD_BYTES] = busy ? s->m.v[METRIC_RD_OPS] * 4096 : 0;
+        s->m.v[METRIC_RD_TIME_NS] = busy ? s->m.v[METRIC_RD_OPS] * 85000 : 0;
+        s->m.v[METRIC_WR_OPS] = busy ? 3000 + k : (seq % 10 == 0 ? 2 : 0);
+        s->m.v[METRIC_WR_BYTES] = s->m.v[METRIC_WR_OPS] * 4096;
+        s->m.v[METRIC_WR_TIME_NS] = s->m.v[METRIC_WR_OPS] * 120000;
+        s->m.v[METRIC_FLUSH_OPS] = busy ? 20 : 0;
+        s->m.v[METRIC_FLUSH_TIME_NS] = busy ? 20 * 400000 : 0;
     }
 }
 

@@ -183,7 +183,7 @@ test_roundtrip(void)
     s.target = "vm";
     s.iothread = "iothread0";
     for (int i = 0; i < METRIC_MAX; i++)
-        s.m[i] = 1000 + i;
+        s.m.v[i] = 1000 + i;
     store_tick_init(&tick);
     tick.ts_ms = 1000000;
     tick.len_ns = 1000000000;
@@ -196,7 +196,7 @@ test_roundtrip(void)
     g_assert_true(store_cursor_next(cur, &row, &error));
     g_assert_nonnull(row);
     for (int i = 0; i < METRIC_MAX; i++)
-        g_assert_cmpint(row->sample.m[i], ==, 1000 + i);
+        g_assert_cmpint(row->sample.m.v[i], ==, 1000 + i);
     g_assert_true(store_export(fx.db, &f, STORE_EXPORT_SAMPLES, STORE_FORMAT_JSONL, jsonl,
                                NULL, &error));
     g_assert_no_error(error);
@@ -281,8 +281,8 @@ test_history_row(void)
 
     store_sample_init(&row.sample);
     for (int i = 0; i < METRIC_MAX; i++)
-        row.sample.m[i] = 1000;
-    row.sample.poll_max_ns = 32768;
+        row.sample.m.v[i] = 1000;
+    row.sample.m.v[METRIC_POLL_MAX_NS] = 32768;
     o = store_row_to_json(&row);
     for (int r = 0; r < METRIC_RATE_MAX; r++)
         g_assert_true(json_object_object_get_ex(o, metric_rate_def(r)->json_key, NULL));
@@ -294,7 +294,7 @@ test_history_row(void)
     g_assert_cmpint(json_object_get_int64(v), ==, 32768);
     /* One absent term: the rate is left out, not computed from the rest. */
     json_object_put(o);
-    row.sample.io.flush_ops = STORE_NULL;
+    row.sample.m.v[METRIC_FLUSH_OPS] = METRIC_ABSENT;
     o = store_row_to_json(&row);
     g_assert_false(json_object_object_get_ex(o, "iops", NULL));
     g_assert_false(json_object_object_get_ex(o, "blocks_per_op", NULL));
@@ -302,11 +302,75 @@ test_history_row(void)
     json_object_put(o);
 }
 
+/* The one subtraction: gauges as read, counters by their reset rule. */
+static void
+test_vec_delta(void)
+{
+    MetricVec a, b, d;
+
+    metric_vec_init(&a);
+    metric_vec_init(&b);
+    for (int i = 0; i < METRIC_MAX; i++) {
+        a.v[i] = 100;
+        b.v[i] = 150;
+    }
+    metric_vec_delta(&a, &b, METRIC_SOURCES_ALL, &d);
+    for (int i = 0; i < METRIC_MAX; i++)
+        g_assert_cmpint(d.v[i], ==, metric_def(i)->reset == METRIC_RESET_GAUGE ? 150 : 50);
+
+    /* One block counter going backwards drops the block group only. */
+    b.v[METRIC_WR_BYTES] = 10;
+    /* A thread counter going backwards drops itself only. */
+    b.v[METRIC_CTX_INVOL] = 10;
+    metric_vec_delta(&a, &b, METRIC_SOURCES_ALL, &d);
+    for (int i = 0; i < METRIC_MAX; i++) {
+        const MetricDef *def = metric_def(i);
+
+        if (def->reset == METRIC_RESET_GAUGE)
+            g_assert_cmpint(d.v[i], ==, 150);
+        else if (def->source == METRIC_SOURCE_BLOCK || i == METRIC_CTX_INVOL)
+            g_assert_cmpint(d.v[i], ==, METRIC_ABSENT);
+        else
+            g_assert_cmpint(d.v[i], ==, 50);
+    }
+
+    /* A source not paired is absent; an absent reading gives no delta. */
+    b.v[METRIC_WR_BYTES] = 150;
+    b.v[METRIC_CTX_INVOL] = 150;
+    /* A block counter missing from a reading drops the group too. */
+    a.v[METRIC_RD_TIME_NS] = METRIC_ABSENT;
+    metric_vec_delta(&a, &b, METRIC_SOURCES_ALL, &d);
+    g_assert_cmpint(d.v[METRIC_WR_OPS], ==, METRIC_ABSENT);
+    g_assert_cmpint(d.v[METRIC_CTX_INVOL], ==, 50);
+    a.v[METRIC_RD_TIME_NS] = 100;
+
+    a.v[METRIC_KVM_EXITS] = METRIC_ABSENT;
+    metric_vec_delta(&a, &b, METRIC_SOURCES_ALL & ~METRIC_SOURCE_BIT(METRIC_SOURCE_THREAD), &d);
+    g_assert_cmpint(d.v[METRIC_CPU_NS], ==, METRIC_ABSENT);
+    g_assert_cmpint(d.v[METRIC_KVM_EXITS], ==, METRIC_ABSENT);
+    g_assert_cmpint(d.v[METRIC_IO_EXITS], ==, 50);
+    g_assert_cmpint(d.v[METRIC_RD_OPS], ==, 50);
+
+    /* Sums saturate; absent stays absent. */
+    metric_vec_init(&a);
+    a.v[METRIC_RD_OPS] = G_MAXINT64 - 1;
+    a.v[METRIC_WR_OPS] = 1;
+    metric_vec_init(&b);
+    b.v[METRIC_RD_OPS] = 5;
+    b.v[METRIC_WR_OPS] = 2;
+    b.v[METRIC_FLUSH_OPS] = 2;
+    metric_vec_add(&a, &b);
+    g_assert_cmpint(a.v[METRIC_RD_OPS], ==, G_MAXINT64);
+    g_assert_cmpint(a.v[METRIC_WR_OPS], ==, 3);
+    g_assert_cmpint(a.v[METRIC_FLUSH_OPS], ==, METRIC_ABSENT);
+}
+
 int
 main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/store/metric-table/unique", test_defs_unique);
+    g_test_add_func("/store/metric-table/vec-delta", test_vec_delta);
     g_test_add_func("/store/metric-table/store-columns", test_store_columns);
     g_test_add_func("/store/metric-table/export-columns", test_export_columns);
     g_test_add_func("/store/metric-table/roundtrip", test_roundtrip);

@@ -79,9 +79,9 @@ fixture_setup(Fixture *fx, gconstpointer data)
         for (int i = 0; i < 2; i++) {
             store_sample_init(&s[i]);
             s[i].iothread = "iothread0";
-            s[i].poll_max_ns = 32768;
-            s[i].cpu_ns = 1000 * (k + 1);
-            s[i].io.rd_ops = k;
+            s[i].m.v[METRIC_POLL_MAX_NS] = 32768;
+            s[i].m.v[METRIC_CPU_NS] = 1000 * (k + 1);
+            s[i].m.v[METRIC_RD_OPS] = k;
         }
         s[0].target = "vm0";
         s[0].target_name = "vm-zero";
@@ -252,11 +252,11 @@ write_triple_tick(StoreDb *db, gint64 ts_ms, gint64 ops, const StoreTriple *trip
     store_sample_init(&s);
     s.target = "vm1";
     s.iothread = "iothread0";
-    s.poll_max_ns = triple->poll_max_ns;
-    s.poll_grow = triple->poll_grow;
-    s.poll_shrink = triple->poll_shrink;
-    s.io.rd_ops = ops;
-    s.io.wr_ops = s.io.flush_ops = 0;
+    s.m.v[METRIC_POLL_MAX_NS] = triple->poll_max_ns;
+    s.m.v[METRIC_POLL_GROW] = triple->poll_grow;
+    s.m.v[METRIC_POLL_SHRINK] = triple->poll_shrink;
+    s.m.v[METRIC_RD_OPS] = ops;
+    s.m.v[METRIC_WR_OPS] = s.m.v[METRIC_FLUSH_OPS] = 0;
     store_tick_init(&tick);
     tick.ts_ms = ts_ms;
     tick.len_ns = 1000000000;
@@ -320,9 +320,9 @@ test_rollup_triple(void)
     cur = store_query_range(fx.db, &f, &error);
     g_assert_true(store_cursor_next(cur, &row, &error));
     g_assert_nonnull(row);
-    g_assert_cmpint(row->sample.poll_max_ns, ==, 50000);
-    g_assert_cmpint(row->sample.poll_shrink, ==, 4);
-    g_assert_cmpint(row->sample.cpu_ns, ==, STORE_NULL);
+    g_assert_cmpint(row->sample.m.v[METRIC_POLL_MAX_NS], ==, 50000);
+    g_assert_cmpint(row->sample.m.v[METRIC_POLL_SHRINK], ==, 4);
+    g_assert_cmpint(row->sample.m.v[METRIC_CPU_NS], ==, METRIC_ABSENT);
     o = store_row_to_json(row);
     g_assert_true(json_object_object_get_ex(o, "poll-max-ns", &v));
     g_assert_cmpint(json_object_get_int64(v), ==, 50000);

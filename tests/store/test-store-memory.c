@@ -212,11 +212,11 @@ test_migrate_from_8(void)
     g_assert_true(store_policy_rule_set(fx.db, "web-*", "adaptive:latency", "uid 0", T0,
                                         &error));
     ov.created_ms = T0;
-    ov.expires_ms = STORE_NULL;
+    ov.expires_ms = METRIC_ABSENT;
     ov.who = "uid 0";
     ov.target = "web-1";
     ov.iothread = "iothread0";
-    ov.triple = (StoreTriple){ 0, STORE_NULL, STORE_NULL };
+    ov.triple = (StoreTriple){ 0, METRIC_ABSENT, METRIC_ABSENT };
     g_assert_true(store_override_set(fx.db, &ov, NULL, &error));
     g_assert_no_error(error);
     g_clear_pointer(&fx.db, store_db_close);

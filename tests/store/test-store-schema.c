@@ -67,7 +67,7 @@ test_migrate_v1(void)
     while (store_cursor_next(cur, &row, &error) && row) {
         g_assert_cmpstr(row->target, ==, "web-1");
         g_assert_cmpstr(row->iothread, ==, "iothread0");
-        g_assert_cmpint(row->sample.kvm_exits, ==, STORE_NULL);
+        g_assert_cmpint(row->sample.m.v[METRIC_KVM_EXITS], ==, METRIC_ABSENT);
         n++;
     }
     g_assert_no_error(error);

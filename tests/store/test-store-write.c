@@ -40,16 +40,16 @@ test_roundtrip(Fixture *fx, gconstpointer data)
     store_sample_init(&s);
     s.target = "db,1 \"primary\"";
     s.iothread = "iothread0";
-    s.poll_max_ns = 32768;
-    s.poll_grow = 2;
-    s.poll_shrink = 0;
-    s.cpu_ns = 123456789;
-    s.ctx_vol = 4000;
-    s.ctx_invol = 0;
-    s.runq_wait_ns = 77;
-    s.io.rd_ops = 10;
-    s.io.rd_bytes = 40960;
-    s.io.rd_time_ns = G_GINT64_CONSTANT(9000000000000);
+    s.m.v[METRIC_POLL_MAX_NS] = 32768;
+    s.m.v[METRIC_POLL_GROW] = 2;
+    s.m.v[METRIC_POLL_SHRINK] = 0;
+    s.m.v[METRIC_CPU_NS] = 123456789;
+    s.m.v[METRIC_CTX_VOL] = 4000;
+    s.m.v[METRIC_CTX_INVOL] = 0;
+    s.m.v[METRIC_RUNQ_WAIT_NS] = 77;
+    s.m.v[METRIC_RD_OPS] = 10;
+    s.m.v[METRIC_RD_BYTES] = 40960;
+    s.m.v[METRIC_RD_TIME_NS] = G_GINT64_CONSTANT(9000000000000);
     /* wr, flush and KVM counters stay unavailable */
     store_tick_init(&tick);
     tick.ts_ms = T0 + 1000;
@@ -68,12 +68,12 @@ test_roundtrip(Fixture *fx, gconstpointer data)
     g_assert_cmpint(row->ts_ms, ==, T0 + 1000);
     g_assert_cmpint(row->len_ns, ==, 999999937);
     g_assert_cmpstr(row->target, ==, s.target);
-    g_assert_cmpint(row->sample.poll_grow, ==, 2);
-    g_assert_cmpint(row->sample.ctx_invol, ==, 0);
-    g_assert_cmpint(row->sample.io.rd_time_ns, ==, s.io.rd_time_ns);
-    g_assert_cmpint(row->sample.io.wr_ops, ==, STORE_NULL);
-    g_assert_cmpint(row->sample.io.flush_time_ns, ==, STORE_NULL);
-    g_assert_cmpint(row->sample.halt_exits, ==, STORE_NULL);
+    g_assert_cmpint(row->sample.m.v[METRIC_POLL_GROW], ==, 2);
+    g_assert_cmpint(row->sample.m.v[METRIC_CTX_INVOL], ==, 0);
+    g_assert_cmpint(row->sample.m.v[METRIC_RD_TIME_NS], ==, s.m.v[METRIC_RD_TIME_NS]);
+    g_assert_cmpint(row->sample.m.v[METRIC_WR_OPS], ==, METRIC_ABSENT);
+    g_assert_cmpint(row->sample.m.v[METRIC_FLUSH_TIME_NS], ==, METRIC_ABSENT);
+    g_assert_cmpint(row->sample.m.v[METRIC_HALT_EXITS], ==, METRIC_ABSENT);
     g_assert_true(store_cursor_next(cur, &row, &error));
     g_assert_null(row);
 
@@ -139,8 +139,8 @@ test_host(Fixture *fx, gconstpointer data)
                     "\"psi_cpu_some_pct\":25.000}");
     json_object_put(j);
     g_assert_true(store_cursor_next_host(cur, &row, &error));
-    g_assert_cmpint(row->cpu.busy_us, ==, STORE_NULL);
-    g_assert_cmpint(row->psi.cpu_some_us, ==, STORE_NULL);
+    g_assert_cmpint(row->cpu.busy_us, ==, METRIC_ABSENT);
+    g_assert_cmpint(row->psi.cpu_some_us, ==, METRIC_ABSENT);
     j = store_host_row_to_json(row);
     g_assert_cmpstr(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN), ==,
                     "{\"ts_ms\":1764590402000}");
@@ -239,7 +239,7 @@ test_decisions(Fixture *fx, gconstpointer data)
     const StoreDecisionRow *d;
     StoreDecision in = {
         .ts_ms = T0, .target = "vm0", .iothread = "iothread0", .policy = "adaptive",
-        .old_triple = { 32768, 0, 0 }, .new_triple = { 65536, 2, STORE_NULL },
+        .old_triple = { 32768, 0, 0 }, .new_triple = { 65536, 2, METRIC_ABSENT },
         .reason = "latency above target", .cause = "latency", .applied = TRUE,
     };
     StoreFilter f;
@@ -269,7 +269,7 @@ test_decisions(Fixture *fx, gconstpointer data)
     g_assert_cmpstr(d->reason, ==, "latency above target");
     g_assert_cmpstr(d->cause, ==, "latency");
     g_assert_cmpint(d->new_triple.poll_grow, ==, 2);
-    g_assert_cmpint(d->new_triple.poll_shrink, ==, STORE_NULL);
+    g_assert_cmpint(d->new_triple.poll_shrink, ==, METRIC_ABSENT);
     g_assert_false(d->applied);
     g_assert_true(store_cursor_next_decision(cur, &d, &error));
     g_assert_null(d);
@@ -290,15 +290,15 @@ test_overrides(Fixture *fx, gconstpointer data)
     gint64 id1 = 0, id2 = 0, id3 = 0;
     StoreOverride ov = {
         .created_ms = T0, .expires_ms = T0 + 3600000, .who = "uid 1000", .target = "vm0",
-        .iothread = "iothread0", .triple = { 0, STORE_NULL, STORE_NULL },
+        .iothread = "iothread0", .triple = { 0, METRIC_ABSENT, METRIC_ABSENT },
         .reason = "latency test",
     };
 
     g_assert_true(store_override_set(fx->db, &ov, &id1, &error));
     ov.iothread = NULL;
-    ov.expires_ms = STORE_NULL;
+    ov.expires_ms = METRIC_ABSENT;
     ov.policy = "off";
-    ov.triple = (StoreTriple){ STORE_NULL, STORE_NULL, STORE_NULL };
+    ov.triple = (StoreTriple){ METRIC_ABSENT, METRIC_ABSENT, METRIC_ABSENT };
     g_assert_true(store_override_set(fx->db, &ov, &id2, &error));
     ov.created_ms = T0 + 10;
     g_assert_true(store_override_set(fx->db, &ov, &id3, &error));
@@ -321,13 +321,13 @@ test_overrides(Fixture *fx, gconstpointer data)
         g_assert_cmpstr(r->ov.iothread, ==, "iothread0");
         g_assert_cmpstr(r->ov.reason, ==, "latency test");
         g_assert_cmpint(r->ov.triple.poll_max_ns, ==, 0);
-        g_assert_cmpint(r->ov.triple.poll_grow, ==, STORE_NULL);
+        g_assert_cmpint(r->ov.triple.poll_grow, ==, METRIC_ABSENT);
         g_assert_null(r->ov.policy);
         r = active->pdata[1];
         g_assert_cmpint(r->ov.id, ==, id3);
         g_assert_null(r->ov.iothread);
         g_assert_cmpstr(r->ov.policy, ==, "off");
-        g_assert_cmpint(r->ov.expires_ms, ==, STORE_NULL);
+        g_assert_cmpint(r->ov.expires_ms, ==, METRIC_ABSENT);
     }
     g_clear_pointer(&active, g_ptr_array_unref);
 
@@ -349,7 +349,7 @@ test_overrides(Fixture *fx, gconstpointer data)
         gint64 a = 0, b = 0;
         StoreOverride x = {
             .created_ms = T0 + 20, .who = "uid 0", .target = "vm0", .iothread = "iothread1",
-            .triple = { 1000, STORE_NULL, STORE_NULL },
+            .triple = { 1000, METRIC_ABSENT, METRIC_ABSENT },
         };
 
         g_assert_true(store_override_set(fx->db, &x, &a, &error));
@@ -389,7 +389,7 @@ test_override_rewrite(Fixture *fx, gconstpointer data)
     gint64 id = 0;
     StoreOverride ov = {
         .id = 42, .created_ms = T0, .expires_ms = T0 + 3600000, .who = "uid 0",
-        .target = "vm0", .iothread = "iothread0", .triple = { 7000, STORE_NULL, 2 },
+        .target = "vm0", .iothread = "iothread0", .triple = { 7000, METRIC_ABSENT, 2 },
     };
 
     g_assert_true(store_override_rewrite(fx->db, &ov, &error));
@@ -403,7 +403,7 @@ test_override_rewrite(Fixture *fx, gconstpointer data)
     g_assert_cmpint(((StoreOverrideRow *)active->pdata[0])->ov.id, ==, 42);
     g_assert_cmpint(((StoreOverrideRow *)active->pdata[0])->ov.expires_ms, ==, T0 + 3600000);
     g_assert_cmpint(((StoreOverrideRow *)active->pdata[0])->ov.triple.poll_grow, ==,
-                    STORE_NULL);
+                    METRIC_ABSENT);
 
     ov.id = 0;
     ov.created_ms = T0 + 10;
