@@ -113,7 +113,7 @@ policy_signature_compute_min(const PolicyMetrics *ticks, guint n, guint min_tick
         return FALSE;
     sig.qd_log2 = log2(busy / secs);
     sig.iops_log4 = log2(ops / secs) / 2;
-    sig.qd = band_clamp(ceil(sig.qd_log2 - 0.25), POLICY_SIG_QD_MIN, POLICY_SIG_QD_MAX);
+    sig.qd = band_clamp(ceil(sig.qd_log2 - 0.25), POLICY_SIG_QD_FLOOR, POLICY_SIG_QD_MAX);
     sig.size = rw_ops > 0 && bytes > 0 ?
         band_clamp(round(log2(bytes / rw_ops)), POLICY_SIG_SIZE_MIN, POLICY_SIG_SIZE_MAX) : 0;
     sig.write_quarters = (gint8)round(4 * writes / ops);

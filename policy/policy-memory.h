@@ -66,6 +66,14 @@
 
 /* The bands' ranges; values beyond them are clamped to the end bands. */
 #define POLICY_SIG_QD_MIN (-3)  /* in-flight of a guest at 1/8 of iodepth 1 */
+/*
+ * Computed signatures stop at the band of 0.3 to 0.59 in flight: below it
+ * the count is the guest's think time, not its depth, and moves with the
+ * triple (the test guest's iodepth 1 under TCG: 0.04 in flight with
+ * polling off, 0.22 with the wide window, read as qd0.125 and qd0.25 of
+ * one workload).  Rows written before keep their lower bands and parse.
+ */
+#define POLICY_SIG_QD_FLOOR (-1)
 #define POLICY_SIG_QD_MAX 10    /* 1024: virtio-blk's largest queue */
 #define POLICY_SIG_SIZE_MIN 9   /* 512 bytes, a sector */
 #define POLICY_SIG_SIZE_MAX 22  /* 4 MiB, beyond Linux's largest request */
