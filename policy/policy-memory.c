@@ -425,12 +425,38 @@ policy_memory_lookup_near(const PolicyMemory *mem, const PolicySignature *sig, g
     return best;
 }
 
-gboolean
-policy_memory_surprised(const PolicyMemoryEntry *e, double score, guint n_ticks)
+/* The bar a drop below a remembered score must clear: two standard errors
+ * of @n_ticks ticks against the winner's, and at least the margin. */
+static double
+surprise_bar(const PolicyMemoryEntry *e, guint n_ticks)
 {
     double se = e->last.noise * sqrt(1.0 / MAX(n_ticks, 1) + 1.0 / MAX(e->last.winner_ticks, 1));
 
-    return score < e->last.winner_score - MAX(2 * se, POLICY_MEMORY_SURPRISE_MARGIN);
+    return MAX(2 * se, POLICY_MEMORY_SURPRISE_MARGIN);
+}
+
+gboolean
+policy_memory_surprised(const PolicyMemoryEntry *e, double score, guint n_ticks)
+{
+    return score < e->last.winner_score - surprise_bar(e, n_ticks);
+}
+
+/*
+ * A recalled winner has lost its place when it scores clearly below both
+ * its own remembered score and the score of the triple it beat.  Below its
+ * own score alone is no evidence against it: a host's load moves a guest's
+ * whole level between phases (10-20% of IOPS on the test guest, more than
+ * the margin), and every triple moves with it, so a winner that led by
+ * less than the drift was forgotten and the workload explored at each
+ * return, to find the same near tie.  Below what the anchor scored, the
+ * winner now does worse than the triple the iothread had without it.
+ */
+static gboolean
+memory_winner_lost(const PolicyMemoryEntry *e, double score, guint n_ticks)
+{
+    double bar = surprise_bar(e, n_ticks);
+
+    return score < MIN(e->last.winner_score, e->last.anchor_score) - bar;
 }
 
 void
@@ -461,7 +487,7 @@ policy_memory_confirm(PolicyMemory *mem, const PolicySignature *sig, double scor
     if (!e || !e->have_winner)
         return FALSE;
     e->seen_ms = now_ms;
-    if (policy_memory_surprised(e, score, n_ticks)) {
+    if (memory_winner_lost(e, score, n_ticks)) {
         e->have_winner = FALSE;
         return TRUE;
     }

@@ -200,7 +200,8 @@ const PolicyMemoryEntry *policy_memory_lookup(const PolicyMemory *mem,
  */
 const PolicyMemoryEntry *policy_memory_lookup_near(const PolicyMemory *mem,
                                                    const PolicySignature *sig, gint64 now_ms);
-/* Would @score over @n_ticks be a surprise for @e's winner (below)? */
+/* Is @score over @n_ticks clearly below @e's winner's remembered score?  The
+ * test that a neighbour's workload is not @e's (a level, not a ranking). */
 gboolean policy_memory_surprised(const PolicyMemoryEntry *e, double score, guint n_ticks);
 /* Any entry for @sig, expired or without a winner; NULL: none. */
 const PolicyMemoryEntry *policy_memory_peek(const PolicyMemory *mem, const PolicySignature *sig);
@@ -209,9 +210,10 @@ void policy_memory_learn(PolicyMemory *mem, const PolicySignature *sig,
                          const PolicyExploration *x, gint64 now_ms);
 /*
  * The remembered winner of @sig was written back and scored @score, the
- * mean of @n_ticks ticks.  TRUE when that is a surprise: below the
- * remembered score by more than max(2 standard errors,
- * POLICY_MEMORY_SURPRISE_MARGIN); the winner is then forgotten.  Else the
+ * mean of @n_ticks ticks.  TRUE when that is a surprise: below both the
+ * remembered score and the anchor's (the triple it beat) by more than
+ * max(2 standard errors, POLICY_MEMORY_SURPRISE_MARGIN); the winner is
+ * then forgotten.  Else the
  * entry is confirmed at @now_ms.  FALSE without a winner to confirm.
  */
 gboolean policy_memory_confirm(PolicyMemory *mem, const PolicySignature *sig, double score,
