@@ -496,6 +496,16 @@ policy_adaptive_explore_next(const PolicyConfig *cfg, PolicyProposal *p, gint64 
                             cand == POLICY_CAND_OFF ? "measuring polling off" :
                             cand == POLICY_CAND_WIDE ? "measuring a wide poll window" :
                             "measuring QEMU's default poll window");
+        /*
+         * The first probe is the exploration's first write: its record
+         * says what began it and what the memory said, which the ticks
+         * that measured the start (no write, so no decision row) showed.
+         */
+        if (!st->n_done && st->explore_why && !strstr(p->evidence->str, " trigger="))
+            g_string_append_printf(p->evidence, " trigger=\"%s\"%s%s%s", st->explore_why,
+                                   st->mem_checked && st->mem_note ? " memory_note=\"" : "",
+                                   st->mem_checked && st->mem_note ? st->mem_note : "",
+                                   st->mem_checked && st->mem_note ? "\"" : "");
         p->trial_cand = cand;
         return;
     }
@@ -615,6 +625,7 @@ explore_begin(const PolicyConfig *cfg, PolicyProposal *p, const char *why, gint6
         st->pending &= ~POLICY_CAND_NARROW;
     policy_segment_start(&st->seg_a, cur);
     policy_segment_add(cfg, &st->seg_a, p->objective, m);
+    st->explore_why = why;
     g_string_append_printf(p->evidence, " trigger=\"%s\"", why);
 }
 

@@ -259,6 +259,8 @@ policy_adaptive_memory_gate(const PolicyConfig *cfg, PolicyProposal *p, gint64 n
     if (!policy_adaptive_memory_signature(p, POLICY_SIGNATURE_LOOKUP_TICKS, &sig)) {
         if (st->phase_ticks >= POLICY_SIGNATURE_LOOKUP_TICKS) {
             st->mem_checked = TRUE;     /* ticks without I/O figures: no signature */
+            policy_adaptive_memory_note(st, "no signature: the phase's ticks have no I/O "
+                                        "figures");
             return POLICY_MEMORY_EXPLORE;
         }
         policy_proposal_set(p, &p->in->current, POLICY_CAUSE_NONE,

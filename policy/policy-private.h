@@ -178,6 +178,7 @@ typedef struct {
 
     /* START .. RETURN: the exploration */
     guint pending;              /* POLICY_CAND_* not measured yet */
+    const char *explore_why;    /* what began the exploration: a policy_adaptive_why_* */
     PolicySegment seg_a;        /* the starting triple */
     PolicySegment seg_x;        /* PROBE: the probe being measured */
     PolicySegment done[2];      /* probes measured */

@@ -99,6 +99,8 @@ struct Case {
     /* iothread0's first probe after tick 10 (after a first exploration) is written, at
      * or after this tick (0: do not check) */
     guint expect_probe_after;
+    /* a substring of the evidence of that probe's write (NULL: do not check) */
+    const char *expect_probe_evidence;
 };
 
 #define FAST { 25000, 37000, 18000, 20, 100, 0 }
@@ -481,6 +483,16 @@ static const Case cases[] = {
                   { 5, 0, 0, -1, POLICY_CAUSE_ACCEPT, "32768/0/0 measured best", -1 } },
       .expect_reason = "clearly below", .expect_probe_after = 30,
       .check_final = TRUE, .final_poll = { 0 } },
+    /*
+     * A new workload in the same run: its first probe's record says what
+     * began the exploration and what the memory said, which only the
+     * ticks before it (no write, so no decision row) showed.
+     */
+    { .name = "probe-says-why-it-explores", .spec = "adaptive", .n_ticks = 40,
+      .n_iot = 1, .start = { 0, 0, 0 }, .load = { FAST }, .load2 = { HURTS },
+      .phase2_tick = 20, .expect_probe_after = 21,
+      .expect_probe_evidence = "trigger=\"IOPS moved by a factor of 3 or more\" "
+                               "memory_note=\"workload qd1/0/r100/iops64k-256k" },
     /*
      * On a device where the VM's own triple won the last three
      * explorations (the memory, loaded at tick 0, says so), a new workload
@@ -923,8 +935,11 @@ run_case_full(const Case *c, guint *writes_out, gint64 *final_out)
                 g_assert_null(strstr(d->evidence, c->forbid_reason));
             }
             if (i == 0 && d->change && d->cause == POLICY_CAUSE_PROBE && tick > 10 &&
-                !late_probe_tick)
+                !late_probe_tick) {
                 late_probe_tick = tick;
+                if (c->expect_probe_evidence)
+                    g_assert_nonnull(strstr(d->evidence, c->expect_probe_evidence));
+            }
             if (i == 0 && d->change && d->apply && d->triple.poll_max_ns > 0 &&
                 cur[0].poll_max_ns == 0 && !poll_probe_tick)
                 poll_probe_tick = tick;
