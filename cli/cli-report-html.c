@@ -264,14 +264,16 @@ static void
 host_polling(GString *h, CliReport *r, GPtrArray *by_cores, gint64 now_ms)
 {
     double total = 0;
-    guint with_pairs = 0;
+    guint with_pairs = 0, with_mean = 0;
 
     g_string_append(h, "<h3 id=\"polling\">What polling costs and what it buys</h3><p class="
                     "\"meta\">From the policy's own measurements: each pair is a run of ticks "
                     "with polling off (poll-max-ns 0) next to a run with it on.  ");
     pair_rule(h, FALSE);
     g_string_append(h, "  Polling CPU is the iothread's CPU with polling on minus its CPU with "
-                    "it off, charged only for the time polling was on.  Without a pair there is "
+                    "it off, charged only for the time polling was on, each tick by the pairs "
+                    "of its own workload closed in the 12 h before it (the daemon's counters "
+                    "charge the same way, so a fleet report gives the same mean).  Without a pair there is "
                     "no estimate: an iothread's whole CPU is never counted as polling.  Latency "
                     "is the time a request spends in QEMU's block layer (query-blockstats), "
                     "not what the guest sees, which is more.</p><table id=\"polling-table\">"
@@ -303,16 +305,19 @@ host_polling(GString *h, CliReport *r, GPtrArray *by_cores, gint64 now_ms)
                                    report_confidence_to_string(s->onoff_confidence), ia, ib,
                                    la, lb);
             with_pairs++;
-            total += s->mean_poll_cores;
         } else {
             g_string_append(h, "<td>no pair</td><td>none</td><td>-</td><td>-</td>");
         }
         report_cell_num(h, s->mean_poll_cores, FALSE, 3);
         g_string_append(h, "</tr>");
+        if (!isnan(s->mean_poll_cores)) {
+            total += s->mean_poll_cores;
+            with_mean++;
+        }
     }
     g_string_append_printf(h, "<tr class=\"total\"><td>host</td><td></td><td></td><td></td>"
                            "<td></td><td></td><td></td><td></td><td></td>");
-    report_cell_num(h, with_pairs ? total : NAN, FALSE, 3);
+    report_cell_num(h, with_mean ? total : NAN, FALSE, 3);
     g_string_append(h, "</tr></table>");
     unlike_note(h, r, "polling-unlike", FALSE);
     if (with_pairs)
@@ -338,8 +343,10 @@ host_vs_default(GString *h, CliReport *r, gint64 now_ms)
     pair_rule(h, TRUE);
     g_string_append_printf(h, "  Each tick with load at another setting is charged the CPU "
                     "and IOPS difference of that setting's pairs on the tick's own workload "
-                    "(IOPS and queue depth within %.1f&#215; of the pair's): a gain at queue "
-                    "depth 1 says nothing of queue depth 16.  Ticks at the default count zero; "
+                    "(IOPS and queue depth within %.1f&#215; of the pair's) closed in the 12 h "
+                    "before the tick, never by a later pair: a gain at queue depth 1 says "
+                    "nothing of queue depth 16, and the daemon's counters charge the same way, "
+                    "so a fleet report gives the same figures.  Ticks at the default count zero; "
                     "idle ticks at another setting, and ticks whose workload no pair measured, "
                     "are unmeasured and count nothing.  Positive cores are saved, negative "
                     "ones are what polltune spent for the IOPS it gained.</p>"

@@ -195,6 +195,16 @@ cli_report_add_point(CliReport *r, const CliPoint *p)
 }
 
 void
+cli_report_set_gain(CliReport *r, const char *target, const char *iothread,
+                    const PolicyGainTotals *increase)
+{
+    ReportSeries *s = series_get(r, target, iothread);
+
+    s->gain = *increase;
+    s->gain_given = TRUE;
+}
+
+void
 cli_report_add_tick(CliReport *r, const CliPoint *p)
 {
     ReportSeries *s;
@@ -398,7 +408,7 @@ bucket_add_setting(ReportBucket *b, const ReportPoint *p)
     }
 }
 
-static gboolean
+gboolean
 report_bucket_index(const CliReport *r, gint64 ts_ms, guint *bi)
 {
     if (ts_ms < r->from_ms || ts_ms >= r->to_ms)

@@ -19,6 +19,7 @@
 #include <gio/gio.h>
 
 #include "cli-data.h"
+#include "policy-gain.h"
 
 G_BEGIN_DECLS
 
@@ -48,6 +49,12 @@ void cli_report_set_names(CliReport *r, GHashTable *names);
  * the page is of one host, @host_name (the machine's name) when known. */
 void cli_report_set_fleet(CliReport *r, gboolean fleet);
 void cli_report_set_host(CliReport *r, const char *host_name);
+
+/* A fleet's gain totals of @target/@iothread over the range: the
+ * increases of the daemon's gain counters (policy-gain.h), used instead
+ * of replaying the points, which are rates over scrapes, not ticks. */
+void cli_report_set_gain(CliReport *r, const char *target, const char *iothread,
+                         const PolicyGainTotals *increase);
 
 /* Points outside [from, to) are ignored.  Strings are copied. */
 void cli_report_add_point(CliReport *r, const CliPoint *p);
