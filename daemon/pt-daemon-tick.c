@@ -238,6 +238,7 @@ pt_daemon_absorb(PtDaemon *d, PtTarget *t, ProbeTargetSnap *snap, GArray *sample
         PtIothread *io = pt_target_iothread(t, ios->id);
         PolicyDelta delta;
         PolicyMetrics m;
+        PolicyGainTick gt;
         StoreSample s;
 
         io->seen = TRUE;
@@ -268,6 +269,8 @@ pt_daemon_absorb(PtDaemon *d, PtTarget *t, ProbeTargetSnap *snap, GArray *sample
         probe_derive_delta(t->prev, snap, ios->id, &delta);
         policy_metrics_from_delta(&delta, &m);
         pt_iothread_push_metrics(io, &m);
+        policy_gain_tick_from_delta(&delta, &gt);
+        policy_gain_tick(io->gain, &gt);
         pt_history_sample(&delta, &s);
         s.target = t->name;
         s.target_name = pt_target_display(t);

@@ -5,8 +5,8 @@
  */
 #include <math.h>
 
+#include "metric-table.h"
 #include "policy-gain.h"
-#include "policy-metrics.h"
 
 static const PolicyGainCounterDef counter_defs[POLICY_GAIN_MAX] = {
     [POLICY_GAIN_KNOWN_S] = {
@@ -94,6 +94,21 @@ policy_gain_figures(const PolicyGainTotals *t, PolicyGainFigures *out)
         out->polling_cores = t->polling_cpu_s / known;
 }
 
+void
+policy_gain_tick_from_delta(const PolicyDelta *d, PolicyGainTick *out)
+{
+    gint64 max_ns = d->v.v[METRIC_POLL_MAX_NS];
+
+    *out = (PolicyGainTick){ .ts_ms = d->when_ms, .iops = NAN, .lat_us = NAN, .cpu_pct = NAN,
+                             .max_ns = max_ns == METRIC_ABSENT || max_ns < 0 ? -1 : max_ns };
+    if (!metric_rate_value(METRIC_RATE_IOPS, &d->v, d->len_ns, &out->iops))
+        out->iops = NAN;
+    if (!metric_rate_value(METRIC_RATE_LAT_US, &d->v, d->len_ns, &out->lat_us))
+        out->lat_us = NAN;
+    if (!metric_rate_value(METRIC_RATE_CPU_PCT, &d->v, d->len_ns, &out->cpu_pct))
+        out->cpu_pct = NAN;
+}
+
 /* A run of ticks at one setting, its first tick left out (a write resets
  * QEMU's window, so that tick describes neither setting). */
 typedef struct {
@@ -138,6 +153,15 @@ policy_gain_new(void)
 
     g->pairs = g_array_new(FALSE, TRUE, sizeof(GainPair));
     return g;
+}
+
+PolicyGain *
+policy_gain_copy(const PolicyGain *g)
+{
+    PolicyGain *c = g_memdup2(g, sizeof(*g));
+
+    c->pairs = g_array_copy(g->pairs);
+    return c;
 }
 
 void

@@ -25,6 +25,8 @@
 
 #include <glib.h>
 
+#include "policy-metrics.h"
+
 G_BEGIN_DECLS
 
 /* A tick below this many ops/s is idle: two idle runs are alike, an idle
@@ -65,6 +67,10 @@ typedef struct {
     double iops, lat_us, cpu_pct;       /* NAN when unknown; cpu 100 = one core */
     gint64 max_ns;                      /* poll-max-ns in force, -1 unknown */
 } PolicyGainTick;
+
+/* The tick of @d, derived by the metric table's rates as the store's
+ * readers derive a raw row's (cli_point_from_row()). */
+void policy_gain_tick_from_delta(const PolicyDelta *d, PolicyGainTick *out);
 
 /* The running totals, each monotone (gains and losses apart). */
 typedef struct {
@@ -122,6 +128,8 @@ typedef struct PolicyGain PolicyGain;
 
 PolicyGain *policy_gain_new(void);
 void policy_gain_free(PolicyGain *g);
+/* A copy to go on from, @g unchanged. */
+PolicyGain *policy_gain_copy(const PolicyGain *g);
 /* Charges @t to the totals, then takes it into the runs: ticks come in
  * time order; one older than the last is ignored. */
 void policy_gain_tick(PolicyGain *g, const PolicyGainTick *t);
