@@ -65,35 +65,64 @@ report_offline_host(StoreDb *db, CliReport *rep, const StoreFilter *f, GError **
     }
 }
 
+typedef void (*ReportAddRow)(CliReport *r, const CliPoint *p);
+
+/* Each row @f selects, handed to @add as a point. */
+static gboolean
+report_offline_rows(StoreDb *db, CliReport *rep, const StoreFilter *f, ReportAddRow add,
+                    GError **error)
+{
+    g_autoptr(StoreCursor) cur = store_query_range(db, f, error);
+    const StoreRow *row;
+
+    if (!cur)
+        return FALSE;
+    for (;;) {
+        CliPoint p;
+
+        if (!store_cursor_next(cur, &row, error))
+            return FALSE;
+        if (!row)
+            return TRUE;
+        cli_point_from_row(row, &p);
+        add(rep, &p);
+    }
+}
+
+/*
+ * The raw rows of the POLICY_GAIN_PAIR_MAX_AGE_MS before @range: the
+ * pairs they close charge the range's first ticks, as they did in the
+ * daemon's counters, which a fleet report of the same range reads
+ * (cli_report_add_warmup()).
+ */
+static gboolean
+report_offline_warmup(StoreDb *db, CliReport *rep, const StoreFilter *range, GError **error)
+{
+    StoreFilter w = *range;
+
+    if (range->from_ms == METRIC_ABSENT)
+        return TRUE;
+    w.resolution = STORE_RES_RAW;
+    w.to_ms = range->from_ms;
+    w.from_ms = range->from_ms - POLICY_GAIN_PAIR_MAX_AGE_MS;
+    return report_offline_rows(db, rep, &w, cli_report_add_warmup, error);
+}
+
 static gboolean
 report_offline(StoreDb *db, CliReport *rep, const CliRange *r, const char *target,
                GError **error)
 {
-    g_autoptr(StoreCursor) cur = NULL;
     g_autoptr(StoreCursor) dcur = NULL;
-    const StoreRow *row;
     const StoreDecisionRow *drow;
-    gint64 first = 0, last = 0;
+    gint64 first = 0, last = 0, range_from;
     StoreFilter f, hf;
 
     cli_store_filter(&f, r, target, NULL);
+    range_from = f.from_ms;
     for (gboolean ticks = FALSE;; ticks = TRUE) {
-        g_clear_pointer(&cur, store_cursor_free);
-        if (!(cur = store_query_range(db, &f, error)))
+        if (!report_offline_rows(db, rep, &f, ticks ? cli_report_add_tick : cli_report_add_point,
+                                 error))
             return FALSE;
-        for (;;) {
-            CliPoint p;
-
-            if (!store_cursor_next(cur, &row, error))
-                return FALSE;
-            if (!row)
-                break;
-            cli_point_from_row(row, &p);
-            if (ticks)
-                cli_report_add_tick(rep, &p);
-            else
-                cli_report_add_point(rep, &p);
-        }
         /* Rollups do not say which ticks polled: the raw rows kept for the
          * range do, and the policy's off/on runs are only in them.  The
          * report keeps the newest CLI_REPORT_MAX_TICKS of each iothread:
@@ -104,6 +133,11 @@ report_offline(StoreDb *db, CliReport *rep, const CliRange *r, const char *targe
         if (cli_report_data_span(rep, &first, &last))
             f.from_ms = MAX(f.from_ms, last - (gint64)CLI_REPORT_MAX_TICKS * 1000);
     }
+    /* Where the rows replayed start at the range's start; a range of
+     * rollups longer than the ticks kept starts its replay later, and
+     * is charged from there on. */
+    if (f.from_ms == range_from && !report_offline_warmup(db, rep, &f, error))
+        return FALSE;
     hf = f;
     if (cli_report_data_span(rep, &first, &last))
         hf.from_ms = MAX(hf.from_ms, last - (gint64)CLI_REPORT_MAX_TICKS * 1000);

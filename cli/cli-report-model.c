@@ -285,12 +285,14 @@ orient_any_default(const ReportPair *p, const ReportSegment **a, const ReportSeg
  * fleet report of the same range gives the same figures.  Each tick is
  * charged by the pairs closed before it of its own workload; the polling
  * CPU it is charged goes to its bucket too.  A fleet's series has the
- * counters' increases instead (cli_report_set_gain()).
+ * counters' increases instead (cli_report_set_gain()).  The ticks before
+ * the range (cli_report_add_warmup()) only close pairs, as they had for
+ * the daemon when the range began.
  */
 static void
 series_gain(CliReport *r, ReportSeries *s, GArray *ticks)
 {
-    g_autoptr(PolicyGain) g = policy_gain_new();
+    g_autoptr(PolicyGain) g = s->gain_warm ? policy_gain_copy(s->gain_warm) : policy_gain_new();
     g_autofree double *poll_s = g_new0(double, r->nb);
     g_autofree double *known_s = g_new0(double, r->nb);
     PolicyGainFigures f;
@@ -304,6 +306,7 @@ series_gain(CliReport *r, ReportSeries *s, GArray *ticks)
         s->poll_cpu[i] = NAN;
     if (!s->gain_given) {
         const PolicyGainTotals *tot = policy_gain_totals(g);
+        PolicyGainTotals before = *tot;
 
         for (guint i = 0; i < ticks->len; i++) {
             const ReportPoint *p = &g_array_index(ticks, ReportPoint, i);
@@ -317,7 +320,10 @@ series_gain(CliReport *r, ReportSeries *s, GArray *ticks)
                 known_s[bi] += tot->known_s - known0;
             }
         }
-        s->gain = *tot;
+        /* The range's own: what the ticks before it charged is theirs. */
+        for (int k = 0; k < POLICY_GAIN_MAX; k++)
+            policy_gain_totals_set(&s->gain, k, policy_gain_totals_get(tot, k) -
+                                   policy_gain_totals_get(&before, k));
         if (policy_gain_pairs_onoff(g) > 0)
             for (guint i = 0; i < r->nb; i++)
                 s->poll_cpu[i] = known_s[i] > 0 ? 100.0 * poll_s[i] / known_s[i] : NAN;

@@ -161,6 +161,9 @@ typedef struct {
      * policy-gain, or a fleet's counter increases (cli_report_set_gain()). */
     PolicyGainTotals gain;
     gboolean gain_given;
+    /* The replay, fed the ticks before the range (cli_report_add_warmup());
+     * NULL until one came. */
+    PolicyGain *gain_warm;
     double saved_cores, gained_iops;    /* mean over the range; NAN when unmeasured */
     double default_share, measured_share, unmeasured_share;
     /* Per polling state; fit is the state the loaded ticks spent most

@@ -39,6 +39,7 @@ series_free(gpointer p)
     g_free(s->iothread);
     g_free(s->b);
     g_free(s->poll_cpu);
+    policy_gain_free(s->gain_warm);
     g_array_unref(s->points);
     if (s->ticks)
         g_array_unref(s->ticks);
@@ -202,6 +203,22 @@ cli_report_set_gain(CliReport *r, const char *target, const char *iothread,
 
     s->gain = *increase;
     s->gain_given = TRUE;
+}
+
+void
+cli_report_add_warmup(CliReport *r, const CliPoint *p)
+{
+    ReportSeries *s;
+
+    if (!p->target || !p->iothread || p->ts_ms >= r->from_ms ||
+        p->ts_ms < r->from_ms - POLICY_GAIN_PAIR_MAX_AGE_MS)
+        return;
+    s = series_get(r, p->target, p->iothread);
+    if (!s->gain_warm)
+        s->gain_warm = policy_gain_new();
+    policy_gain_tick(s->gain_warm, &(PolicyGainTick){ p->ts_ms, p->iops, p->lat_us, p->cpu_pct,
+                                                      p->poll_max_ns < 0 ? -1
+                                                      : p->poll_max_ns });
 }
 
 void
@@ -781,6 +798,10 @@ cli_report_summary(CliReport *r)
             json_object_object_add(o, "poll_max_ns_last", json_object_new_int64(last_max));
         json_object_object_add(o, "onoff_pairs", json_object_new_int64(s->onoff.n_pairs));
         summary_double(o, "polling_cpu_pct", s->onoff.n_pairs ? s->onoff.d_cpu_pct : NAN);
+        summary_double(o, "polling_cores_mean", s->mean_poll_cores);
+        summary_double(o, "cores_saved_mean", s->saved_cores);
+        summary_double(o, "iops_gained_mean", s->gained_iops);
+        summary_double(o, "unmeasured_share", s->unmeasured_share);
         json_object_object_add(o, "explorations", json_object_new_int64(s->explorations));
         summary_double(o, "explorations_per_hour", report_per_hour(r, s->explorations));
         json_object_array_add(a, o);

@@ -56,6 +56,14 @@ void cli_report_set_host(CliReport *r, const char *host_name);
 void cli_report_set_gain(CliReport *r, const char *target, const char *iothread,
                          const PolicyGainTotals *increase);
 
+/*
+ * A per-tick row from the POLICY_GAIN_PAIR_MAX_AGE_MS before the range,
+ * oldest first: the pairs it closes charge the range's first ticks, as
+ * the daemon's counters had them charged, so that a fleet report of the
+ * same range gives the same figures.  Not charted, not charged itself.
+ */
+void cli_report_add_warmup(CliReport *r, const CliPoint *p);
+
 /* Points outside [from, to) are ignored.  Strings are copied. */
 void cli_report_add_point(CliReport *r, const CliPoint *p);
 void cli_report_add_decision(CliReport *r, const CliDecision *d);
