@@ -259,6 +259,21 @@ pair_rule(GString *h, gboolean need_load)
                            REPORT_LOAD_MIN_IOPS);
 }
 
+/* Whether any bucket of any iothread was charged polling CPU (a host's
+ * replay: a fleet report has the counters' means only). */
+static gboolean
+polling_charged(const CliReport *r)
+{
+    for (guint i = 0; i < r->series->len; i++) {
+        const ReportSeries *s = g_ptr_array_index(r->series, i);
+
+        for (guint k = 0; s->poll_cpu && k < r->nb; k++)
+            if (!isnan(s->poll_cpu[k]))
+                return TRUE;
+    }
+    return FALSE;
+}
+
 /* What polling costs and buys, from the off/on pairs. */
 static void
 host_polling(GString *h, CliReport *r, GPtrArray *by_cores, gint64 now_ms)
@@ -320,11 +335,15 @@ host_polling(GString *h, CliReport *r, GPtrArray *by_cores, gint64 now_ms)
     report_cell_num(h, with_mean ? total : NAN, FALSE, 3);
     g_string_append(h, "</tr></table>");
     unlike_note(h, r, "polling-unlike", FALSE);
-    if (with_pairs)
+    if (polling_charged(r))
         host_stacked_chart(h, r, by_cores, "Estimated CPU spent on polling, host total",
                            "cores, stacked by VM; from off/on pairs",
                            G_STRUCT_OFFSET(ReportVm, poll_cores));
-    else
+    else if (with_mean && r->fleet)
+        g_string_append(h, "<p class=\"note\" id=\"polling-counters\">The means above are "
+                        "the daemons' counters over the range; each host's own report charts "
+                        "them over time.</p>");
+    else if (!with_pairs)
         g_string_append(h, "<p class=\"note\" id=\"no-pairs\">No off/on pair in this range, "
                         "so no estimate of the CPU spent on polling.  Pairs need per-tick rows "
                         "(raw resolution) and a policy that probes polling off.</p>");
