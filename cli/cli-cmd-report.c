@@ -191,25 +191,24 @@ decision_chunk(const char *chunk, gsize len, gpointer user_data, GError **error)
     return TRUE;
 }
 
-/*
- * Rollups do not say which ticks polled; the raw rows do.  The daemon
- * answers at most DAEMON_HISTORY_MAX_ROWS of them, so ask for the newest
- * that many seconds (1 s ticks, the default interval): the policy's latest
- * off/on runs, which the report's estimates need.
- */
+/* The daemon's raw rows of @target (and @iothread) over [@from, @to),
+ * each handed to @add. */
 static gboolean
-report_online_ticks(CliContext *ctx, CliReport *rep, const CliRange *r, const char *target,
-                    const char *iothread, GError **error)
+report_online_raw(CliContext *ctx, CliReport *rep, const CliRange *r, gint64 from_ms,
+                  gint64 to_ms, const char *target, const char *iothread, ReportAddRow add,
+                  GError **error)
 {
     CliRange raw = *r;
-    g_autofree char *since = NULL;
+    g_autofree char *since = cli_iso_time(from_ms);
+    g_autofree char *until = cli_iso_time(to_ms);
     g_autoptr(json_object) reply = NULL;
     json_object *rows;
 
     raw.resolution = STORE_RES_RAW;
-    raw.from_ms = MAX(r->from_ms, r->to_ms - (gint64)DAEMON_HISTORY_MAX_ROWS * 1000);
-    since = cli_iso_time(raw.from_ms);
+    raw.from_ms = from_ms;
+    raw.to_ms = to_ms;
     raw.since = since;
+    raw.until = until;
     if (!(reply = cli_history_online(ctx, &raw, target, iothread, error)))
         return FALSE;
     if (!json_object_object_get_ex(reply, "rows", &rows) ||
@@ -219,9 +218,40 @@ report_online_ticks(CliContext *ctx, CliReport *rep, const CliRange *r, const ch
         CliPoint p;
 
         if (cli_point_from_json(json_object_array_get_idx(rows, i), &p))
-            cli_report_add_tick(rep, &p);
+            add(rep, &p);
     }
     return TRUE;
+}
+
+/*
+ * Rollups do not say which ticks polled; the raw rows do.  The daemon
+ * answers at most DAEMON_HISTORY_MAX_ROWS of them, so ask for the newest
+ * that many seconds (1 s ticks, the default interval): the policy's latest
+ * off/on runs, which the report's estimates need.  *@from_ms: where they
+ * start.
+ */
+static gboolean
+report_online_ticks(CliContext *ctx, CliReport *rep, const CliRange *r, const char *target,
+                    const char *iothread, gint64 *from_ms, GError **error)
+{
+    *from_ms = MAX(r->from_ms, r->to_ms - (gint64)DAEMON_HISTORY_MAX_ROWS * 1000);
+    return report_online_raw(ctx, rep, r, *from_ms, r->to_ms, target, iothread,
+                             cli_report_add_tick, error);
+}
+
+/*
+ * The raw rows before the range, for the pairs they close
+ * (report_offline_warmup()): the 12 h of POLICY_GAIN_PAIR_MAX_AGE_MS, or
+ * as many seconds as the daemon answers rows, at 1 s ticks.
+ */
+static gboolean
+report_online_warmup(CliContext *ctx, CliReport *rep, const CliRange *r, const char *target,
+                     const char *iothread, GError **error)
+{
+    gint64 span = MIN(POLICY_GAIN_PAIR_MAX_AGE_MS, (gint64)DAEMON_HISTORY_MAX_ROWS * 1000);
+
+    return report_online_raw(ctx, rep, r, r->from_ms - span, r->from_ms, target, iothread,
+                             cli_report_add_warmup, error);
 }
 
 /* The host's ticks, as report_online_ticks reads the iothreads': the
@@ -266,6 +296,7 @@ report_online_series(CliContext *ctx, CliReport *rep, const CliRange *r, const c
 {
     g_autoptr(json_object) reply = cli_history_online(ctx, r, target, iothread, error);
     json_object *rows;
+    gint64 ticks_from = r->from_ms;
     gsize n;
 
     if (!reply)
@@ -283,7 +314,12 @@ report_online_series(CliContext *ctx, CliReport *rep, const CliRange *r, const c
             cli_report_add_point(rep, &p);
     }
     if (r->resolution != STORE_RES_RAW && !report_online_ticks(ctx, rep, r, target, iothread,
-                                                               error))
+                                                               &ticks_from, error))
+        return FALSE;
+    /* Where the rows replayed start at the range's start (ticks cut to
+     * the newest are charged from where they start). */
+    if (n < DAEMON_HISTORY_MAX_ROWS && ticks_from == r->from_ms &&
+        !report_online_warmup(ctx, rep, r, target, iothread, error))
         return FALSE;
     if (n >= DAEMON_HISTORY_MAX_ROWS) {
         g_autofree char *note = g_strdup_printf(
