@@ -559,6 +559,7 @@ prom_feed(Prom *p, CliReport *rep)
         PromSeries *s = value;
         g_autofree char *target = g_strdup_printf("%s/%s", s->host, s->domain);
         double *v[PROM_Q_N];
+        gboolean any = FALSE;
 
         for (int q = 0; q < PROM_Q_N; q++) {
             v[q] = dense + (gsize)q * p->n;
@@ -570,13 +571,6 @@ prom_feed(Prom *p, CliReport *rep)
                 v[q][ps->idx] = ps->v;
             }
         }
-        /* Without every counter (a daemon from before them) the page
-         * has no gain figures for the iothread rather than a replay of
-         * rates over scrapes. */
-        if (s->gain_have == (1u << POLICY_GAIN_MAX) - 1)
-            cli_report_set_gain(rep, target, s->iothread, &s->gain);
-        else
-            cli_report_set_gain(rep, target, s->iothread, &(PolicyGainTotals){ 0 });
         for (guint i = 0; i < p->n; i++) {
             double ops = v[PROM_Q_OPS][i], flush = v[PROM_Q_FLUSH][i];
             double iops = isnan(ops) ? NAN : ops + (isnan(flush) ? 0 : flush);
@@ -594,7 +588,15 @@ prom_feed(Prom *p, CliReport *rep)
             if (isnan(pt.iops) && isnan(pt.cpu_pct) && pt.poll_max_ns < 0)
                 continue;
             cli_report_add_point(rep, &pt);
+            any = TRUE;
         }
+        /* Without every counter (a daemon from before them) the page has
+         * no gain figures for the iothread rather than a replay of rates
+         * over scrapes; counters alone, without a point, make no row. */
+        if (any)
+            cli_report_set_gain(rep, target, s->iothread,
+                                s->gain_have == (1u << POLICY_GAIN_MAX) - 1 ? &s->gain
+                                : &(PolicyGainTotals){ 0 });
     }
 }
 

@@ -210,10 +210,16 @@ cli_report_add_warmup(CliReport *r, const CliPoint *p)
 {
     ReportSeries *s;
 
+    g_autofree char *key = NULL;
+
     if (!p->target || !p->iothread || p->ts_ms >= r->from_ms ||
         p->ts_ms < r->from_ms - POLICY_GAIN_PAIR_MAX_AGE_MS)
         return;
-    s = series_get(r, p->target, p->iothread);
+    /* Only for a series the range has: one that ended before it is not
+     * on the page. */
+    key = g_strdup_printf("%s\x1f%s", p->target, p->iothread);
+    if (!(s = g_hash_table_lookup(r->by_key, key)))
+        return;
     if (!s->gain_warm)
         s->gain_warm = policy_gain_new();
     policy_gain_tick(s->gain_warm, &(PolicyGainTick){ p->ts_ms, p->iops, p->lat_us, p->cpu_pct,

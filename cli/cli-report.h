@@ -60,7 +60,8 @@ void cli_report_set_gain(CliReport *r, const char *target, const char *iothread,
  * A per-tick row from the POLICY_GAIN_PAIR_MAX_AGE_MS before the range,
  * oldest first: the pairs it closes charge the range's first ticks, as
  * the daemon's counters had them charged, so that a fleet report of the
- * same range gives the same figures.  Not charted, not charged itself.
+ * same range gives the same figures.  Not charted, not charged itself;
+ * fed after the range's rows, and ignored for an iothread without any.
  */
 void cli_report_add_warmup(CliReport *r, const CliPoint *p);
 

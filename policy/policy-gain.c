@@ -396,6 +396,7 @@ void
 policy_gain_tick(PolicyGain *g, const PolicyGainTick *t)
 {
     double dt_s = 0;
+    guint aged = 0;
 
     if (g->have_last && t->ts_ms <= g->last_ts)
         return;
@@ -405,9 +406,11 @@ policy_gain_tick(PolicyGain *g, const PolicyGainTick *t)
         dt_s = (t->ts_ms - g->last_ts) / 1000.0;
     g->last_ts = t->ts_ms;
     g->have_last = TRUE;
-    while (g->pairs->len &&
-           g_array_index(g->pairs, GainPair, 0).ts_ms < t->ts_ms - POLICY_GAIN_PAIR_MAX_AGE_MS)
-        g_array_remove_index(g->pairs, 0);
+    while (aged < g->pairs->len &&
+           g_array_index(g->pairs, GainPair, aged).ts_ms < t->ts_ms - POLICY_GAIN_PAIR_MAX_AGE_MS)
+        aged++;
+    if (aged)
+        g_array_remove_range(g->pairs, 0, aged);
     if (t->max_ns < 0)
         return;
     /* The runs first: a run that this tick's new setting closes is all
