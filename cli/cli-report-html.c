@@ -287,8 +287,10 @@ host_polling(GString *h, CliReport *r, GPtrArray *by_cores, gint64 now_ms)
     pair_rule(h, FALSE);
     g_string_append(h, "  Polling CPU is the iothread's CPU with polling on minus its CPU with "
                     "it off, charged only for the time polling was on, each tick by the pairs "
-                    "of its own workload closed in the 12 h before it (the daemon's counters "
-                    "charge the same way, so a fleet report gives the same mean).  Without a pair there is "
+                    "of its own workload closed in the 12 h before it; polling CPU when on is "
+                    "those charges over the time charged, and its error the spread of the "
+                    "range's pairs.  The daemon's counters charge the same way, so a fleet "
+                    "report gives the same figures.  Without a pair there is "
                     "no estimate: an iothread's whole CPU is never counted as polling.  Latency "
                     "is the time a request spends in QEMU's block layer (query-blockstats), "
                     "not what the guest sees, which is more.</p><table id=\"polling-table\">"
@@ -308,7 +310,7 @@ host_polling(GString *h, CliReport *r, GPtrArray *by_cores, gint64 now_ms)
                                c->n_ticks_b);
         cell_text(h, age);
         if (c->n_pairs) {
-            g_autofree char *d = cli_format_fixed(c->d_cpu_pct, 1);
+            g_autofree char *d = cli_format_fixed(s->poll_on_pct, 1);
             g_autofree char *se = cli_format_fixed(c->d_cpu_se, 1);
             g_autofree char *ia = cli_format_si(c->iops_a);
             g_autofree char *ib = cli_format_si(c->iops_b);
@@ -320,6 +322,11 @@ host_polling(GString *h, CliReport *r, GPtrArray *by_cores, gint64 now_ms)
                                    report_confidence_to_string(s->onoff_confidence), ia, ib,
                                    la, lb);
             with_pairs++;
+        } else if (!isnan(s->poll_on_pct)) {
+            /* Charged by pairs before the range, or a fleet's counters
+             * whose pairs its scrapes are too coarse to see. */
+            report_cell_num(h, s->poll_on_pct, FALSE, 1);
+            g_string_append(h, "<td>-</td><td>-</td><td>-</td>");
         } else {
             g_string_append(h, "<td>no pair</td><td>none</td><td>-</td><td>-</td>");
         }

@@ -332,6 +332,7 @@ series_gain(CliReport *r, ReportSeries *s, GArray *ticks)
     s->saved_cores = f.saved_cores;
     s->gained_iops = f.gained_iops;
     s->mean_poll_cores = f.polling_cores;
+    s->poll_on_pct = f.polling_on_pct;
     s->default_share = f.default_share;
     s->measured_share = f.measured_share;
     s->unmeasured_share = f.unmeasured_share;

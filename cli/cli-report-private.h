@@ -153,6 +153,9 @@ typedef struct {
     ReportConfidence onoff_confidence;
     double on_share;            /* of the ticks with a known setting, polling on */
     double mean_poll_cores;     /* over the range, NAN without a pair */
+    /* Polling's CPU while on, % of one core: the charges over the time
+     * charged (policy_gain_figures()), NAN where none was. */
+    double poll_on_pct;
     /* Against QEMU's default: the pairs found in the points, for the
      * table; the figures are policy_gain_figures() of the totals. */
     guint vs_default_pairs, vs_default_unlike;

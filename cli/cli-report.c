@@ -803,7 +803,7 @@ cli_report_summary(CliReport *r)
         if (last_max >= 0)
             json_object_object_add(o, "poll_max_ns_last", json_object_new_int64(last_max));
         json_object_object_add(o, "onoff_pairs", json_object_new_int64(s->onoff.n_pairs));
-        summary_double(o, "polling_cpu_pct", s->onoff.n_pairs ? s->onoff.d_cpu_pct : NAN);
+        summary_double(o, "polling_cpu_pct", s->poll_on_pct);
         summary_double(o, "polling_cores_mean", s->mean_poll_cores);
         summary_double(o, "cores_saved_mean", s->saved_cores);
         summary_double(o, "iops_gained_mean", s->gained_iops);

@@ -37,6 +37,10 @@ static const PolicyGainCounterDef counter_defs[POLICY_GAIN_MAX] = {
     [POLICY_GAIN_POLLING_MEASURED_S] = {
         "polltune_iothread_polling_measured_seconds", "seconds",
         "Time with polling off, or on and charged by an off/on pair." },
+    [POLICY_GAIN_POLLING_ON_S] = {
+        "polltune_iothread_polling_on_seconds", "seconds",
+        "Time with polling on and charged by an off/on pair: polling CPU over it is "
+        "polling's cost while on." },
 };
 
 /* The totals' fields in PolicyGainCounter order. */
@@ -50,6 +54,7 @@ static const gsize counter_offsets[POLICY_GAIN_MAX] = {
     [POLICY_GAIN_CPU_SPENT_S] = G_STRUCT_OFFSET(PolicyGainTotals, cpu_spent_s),
     [POLICY_GAIN_POLLING_CPU_S] = G_STRUCT_OFFSET(PolicyGainTotals, polling_cpu_s),
     [POLICY_GAIN_POLLING_MEASURED_S] = G_STRUCT_OFFSET(PolicyGainTotals, polling_measured_s),
+    [POLICY_GAIN_POLLING_ON_S] = G_STRUCT_OFFSET(PolicyGainTotals, polling_on_s),
 };
 
 const PolicyGainCounterDef *
@@ -78,7 +83,7 @@ policy_gain_figures(const PolicyGainTotals *t, PolicyGainFigures *out)
 {
     double known = t->known_s;
 
-    *out = (PolicyGainFigures){ NAN, NAN, NAN, NAN, NAN, NAN };
+    *out = (PolicyGainFigures){ NAN, NAN, NAN, NAN, NAN, NAN, NAN };
     if (!(known > 0))
         return;
     out->default_share = t->default_s / known;
@@ -92,6 +97,8 @@ policy_gain_figures(const PolicyGainTotals *t, PolicyGainFigures *out)
     }
     if (t->polling_measured_s > 0)
         out->polling_cores = t->polling_cpu_s / known;
+    if (t->polling_on_s > 0)
+        out->polling_on_pct = 100.0 * t->polling_cpu_s / t->polling_on_s;
 }
 
 void
@@ -389,6 +396,7 @@ tick_charge(PolicyGain *g, const PolicyGainTick *t, double dt_s)
             d_cpu = MIN(d_cpu, t->cpu_pct);
         tot->polling_cpu_s += d_cpu / 100.0 * dt_s;
         tot->polling_measured_s += dt_s;
+        tot->polling_on_s += dt_s;
     }
 }
 

@@ -81,6 +81,7 @@ typedef struct {
     double cpu_saved_s, cpu_spent_s;    /* CPU seconds against the default */
     double polling_cpu_s;       /* CPU seconds spent polling */
     double polling_measured_s;  /* ticks with polling off, or on and charged */
+    double polling_on_s;        /* ticks with polling on and charged */
 } PolicyGainTotals;
 
 /* The totals as exported: one counter each. */
@@ -94,6 +95,7 @@ typedef enum {
     POLICY_GAIN_CPU_SPENT_S,
     POLICY_GAIN_POLLING_CPU_S,
     POLICY_GAIN_POLLING_MEASURED_S,
+    POLICY_GAIN_POLLING_ON_S,
     POLICY_GAIN_MAX,
     POLICY_GAIN_INVALID = -1,
 } PolicyGainCounter;
@@ -114,6 +116,7 @@ typedef struct {
     double saved_cores;         /* mean over the range */
     double gained_iops;         /* mean over the range */
     double polling_cores;       /* mean over the range */
+    double polling_on_pct;      /* while polling was on, % of one core */
     double default_share, measured_share, unmeasured_share;
 } PolicyGainFigures;
 

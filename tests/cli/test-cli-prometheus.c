@@ -60,12 +60,14 @@ matrix_reply(const char *query, const char *path)
     double start = param(path, "start"), end = param(path, "end"), step = param(path, "step");
     /* The gain counters' increases over the range (docs/METRICS.md): an
      * hour known, half at the default; 100 ops/s gained, 0.01 cores
-     * saved and 0.02 cores polling over it. */
+     * saved and 0.02 cores polling over it, 4 % of a core over the half
+     * hour polling was on. */
     static const char *const gains[][2] = {
         { "gain_known_seconds", "3600" }, { "gain_default_seconds", "1800" },
         { "gain_measured_seconds", "1800" }, { "gain_ops_total", "360000" },
         { "gain_lost_ops", "0" }, { "cpu_saved_seconds", "54" }, { "cpu_spent_seconds", "18" },
         { "polling_cpu_seconds", "72" }, { "polling_measured_seconds", "3600" },
+        { "polling_on_seconds", "1800" },
     };
     const char *value = strstr(query, "operations_total") ? "100" :
                         strstr(query, "flush_operations") ? "0" :
@@ -350,6 +352,8 @@ test_matrix(void)
                                    s, "cores_saved_mean")) - 0.01), <, 1e-9);
         g_assert_cmpfloat(fabs(json_object_get_double(json_object_object_get(
                                    s, "polling_cores_mean")) - 0.02), <, 1e-9);
+        g_assert_cmpfloat(fabs(json_object_get_double(json_object_object_get(
+                                   s, "polling_cpu_pct")) - 4), <, 1e-9);
         g_assert_cmpfloat(fabs(json_object_get_double(json_object_object_get(
                                    s, "unmeasured_share"))), <, 1e-9);
     }

@@ -339,7 +339,8 @@ test_gains_host_fleet(void)
     PolicyGainTotals at_from = { 0 }, increase;
     json_object *hs, *fs;
     static const char *const keys[] = { "cores_saved_mean", "iops_gained_mean",
-                                        "polling_cores_mean", "unmeasured_share" };
+                                        "polling_cores_mean", "polling_cpu_pct",
+                                        "unmeasured_share" };
 
     history_two_workloads(&h);
     cli_report_set_fleet(fleet, TRUE);

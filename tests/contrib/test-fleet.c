@@ -49,6 +49,7 @@ static const struct {
     { "cores_saved_mean", 1e-4 },
     { "iops_gained_mean", 1e-3 },
     { "polling_cores_mean", 1e-4 },
+    { "polling_cpu_pct", 1e-2 },
     { "unmeasured_share", 0.15 },
 };
 

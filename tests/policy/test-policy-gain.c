@@ -99,6 +99,9 @@ test_polling(void)
     g_assert_cmpfloat(totals(&f)->polling_measured_s, ==, 9 + 10 + 10 + 1);
     policy_gain_figures(totals(&f), &fig);
     g_assert_cmpfloat_with_epsilon(fig.polling_cores, 0.63 / 40, 1e-9);
+    /* While on: the 11 ticks charged, 5.7 % of a core on average. */
+    g_assert_cmpfloat(totals(&f)->polling_on_s, ==, 11);
+    g_assert_cmpfloat_with_epsilon(fig.polling_on_pct, 63.0 / 11, 1e-9);
     /* Polling on here is QEMU's default: the second run off is charged
      * what the first pair measured against it, 6 % of a core saved a
      * tick for the same IOPS. */
@@ -150,13 +153,15 @@ test_figures(void)
 {
     PolicyGainTotals t = { .known_s = 100, .default_s = 50, .measured_s = 25,
                            .ops_gained = 30000, .ops_lost = 10000, .cpu_saved_s = 2,
-                           .cpu_spent_s = 1, .polling_cpu_s = 5, .polling_measured_s = 100 };
+                           .cpu_spent_s = 1, .polling_cpu_s = 5, .polling_measured_s = 100,
+                           .polling_on_s = 50 };
     PolicyGainFigures f;
 
     policy_gain_figures(&t, &f);
     g_assert_cmpfloat_with_epsilon(f.gained_iops, 200, 1e-9);
     g_assert_cmpfloat_with_epsilon(f.saved_cores, 0.01, 1e-12);
     g_assert_cmpfloat_with_epsilon(f.polling_cores, 0.05, 1e-12);
+    g_assert_cmpfloat_with_epsilon(f.polling_on_pct, 10, 1e-12);
     g_assert_cmpfloat_with_epsilon(f.unmeasured_share, 0.25, 1e-12);
     t = (PolicyGainTotals){ .known_s = 10 };
     policy_gain_figures(&t, &f);
