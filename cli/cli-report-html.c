@@ -752,14 +752,15 @@ cli_report_write(CliReport *r, GOutputStream *out, gint64 now_ms, GError **error
         g_autofree char *lat95 = cli_format_fixed(vm->lat_p95, 1);
 
         double poll = 0;
-        guint pairs = 0;
+        guint pairs = 0, charged = 0;
 
         for (guint i = 0; i < vm->series->len; i++) {
             const ReportSeries *s = g_ptr_array_index(vm->series, i);
 
-            if (s->onoff.n_pairs) {
+            pairs += s->onoff.n_pairs;
+            if (!isnan(s->mean_poll_cores)) {
                 poll += s->mean_poll_cores;
-                pairs += s->onoff.n_pairs;
+                charged++;
             }
         }
         g_string_append(h, "<h3>");
@@ -767,9 +768,12 @@ cli_report_write(CliReport *r, GOutputStream *out, gint64 now_ms, GError **error
         g_string_append_printf(h, "</h3><p class=\"meta\">mean %s ops/s, %s iothread cores, "
                                "IOPS p95 %s ops/s, latency in QEMU p95 %s &#181;s", iops, cores,
                                iops95, lat95);
-        if (pairs)
-            g_string_append_printf(h, ", of which polling %.3f cores (from %u off/on pairs)",
-                                   poll, pairs);
+        if (charged && pairs)
+            g_string_append_printf(h, ", of which polling %.3f cores (%u off/on pairs in the "
+                                   "range)", poll, pairs);
+        else if (charged)
+            g_string_append_printf(h, ", of which polling %.3f cores (charged by off/on pairs)",
+                                   poll);
         else
             g_string_append(h, "; no off/on pair, so no estimate of its polling CPU");
         g_string_append(h, "</p>");
