@@ -356,6 +356,37 @@ host_polling(GString *h, CliReport *r, GPtrArray *by_cores, gint64 now_ms)
                         "(raw resolution) and a policy that probes polling off.</p>");
 }
 
+/*
+ * A host's figures are its replayed ticks': where the per-tick rows start
+ * well after the range (rollups beside the newest rows, raw rows kept
+ * 48 h by default), they are means over less than the range, which a
+ * fleet report of the same range, from counters, is not.  Say so.
+ */
+static void
+gains_span_note(GString *h, const CliReport *r)
+{
+    gint64 first = G_MAXINT64;
+    g_autofree char *since = NULL;
+
+    if (r->fleet)
+        return;
+    for (guint i = 0; i < r->series->len; i++) {
+        const ReportSeries *s = g_ptr_array_index(r->series, i);
+        GArray *ticks = s->ticks ? s->ticks : s->points;
+
+        if (ticks->len)
+            first = MIN(first, g_array_index(ticks, ReportPoint, 0).ts_ms);
+    }
+    /* A minute of slack: a history starts when it starts. */
+    if (first == G_MAXINT64 || first - r->from_ms <= 60000)
+        return;
+    since = cli_format_time_ms(first, FALSE);
+    g_string_append_printf(h, "<p class=\"note\" id=\"gains-span\">The per-tick rows replayed "
+                           "start at %s UTC, after the range: these figures are means over "
+                           "the time from there on.  The daemon's counters cover the whole "
+                           "range (report --prometheus).</p>", since);
+}
+
 /* Against QEMU's default triple, per iothread and for the host. */
 static void
 host_vs_default(GString *h, CliReport *r, gint64 now_ms)
@@ -411,6 +442,7 @@ host_vs_default(GString *h, CliReport *r, gint64 now_ms)
     report_cell_num(h, measured ? gained : NAN, TRUE, 0);
     g_string_append(h, "</tr></table>");
     unlike_note(h, r, "default-unlike", TRUE);
+    gains_span_note(h, r);
 }
 
 static void
