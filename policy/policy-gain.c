@@ -102,17 +102,17 @@ policy_gain_figures(const PolicyGainTotals *t, PolicyGainFigures *out)
 }
 
 void
-policy_gain_tick_from_delta(const PolicyDelta *d, PolicyGainTick *out)
+policy_gain_tick_from_vec(const MetricVec *v, gint64 ts_ms, gint64 len_ns, PolicyGainTick *out)
 {
-    gint64 max_ns = d->v.v[METRIC_POLL_MAX_NS];
+    gint64 max_ns = v->v[METRIC_POLL_MAX_NS];
 
-    *out = (PolicyGainTick){ .ts_ms = d->when_ms, .iops = NAN, .lat_us = NAN, .cpu_pct = NAN,
+    *out = (PolicyGainTick){ .ts_ms = ts_ms, .iops = NAN, .lat_us = NAN, .cpu_pct = NAN,
                              .max_ns = max_ns == METRIC_ABSENT || max_ns < 0 ? -1 : max_ns };
-    if (!metric_rate_value(METRIC_RATE_IOPS, &d->v, d->len_ns, &out->iops))
+    if (!metric_rate_value(METRIC_RATE_IOPS, v, len_ns, &out->iops))
         out->iops = NAN;
-    if (!metric_rate_value(METRIC_RATE_LAT_US, &d->v, d->len_ns, &out->lat_us))
+    if (!metric_rate_value(METRIC_RATE_LAT_US, v, len_ns, &out->lat_us))
         out->lat_us = NAN;
-    if (!metric_rate_value(METRIC_RATE_CPU_PCT, &d->v, d->len_ns, &out->cpu_pct))
+    if (!metric_rate_value(METRIC_RATE_CPU_PCT, v, len_ns, &out->cpu_pct))
         out->cpu_pct = NAN;
 }
 

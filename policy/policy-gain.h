@@ -68,9 +68,11 @@ typedef struct {
     gint64 max_ns;                      /* poll-max-ns in force, -1 unknown */
 } PolicyGainTick;
 
-/* The tick of @d, derived by the metric table's rates as the store's
- * readers derive a raw row's (cli_point_from_row()). */
-void policy_gain_tick_from_delta(const PolicyDelta *d, PolicyGainTick *out);
+/* The tick of the row @v, @len_ns long and ending at @ts_ms, derived by
+ * the metric table's rates as the store's readers derive a raw row's
+ * (cli_point_from_row()). */
+void policy_gain_tick_from_vec(const MetricVec *v, gint64 ts_ms, gint64 len_ns,
+                               PolicyGainTick *out);
 
 /* The running totals, each monotone (gains and losses apart). */
 typedef struct {
