@@ -13,7 +13,9 @@
  * A second database holds an A/B on a saturated host with idle ticks
  * around it (cli_testdb_create_ab): pairs across a change of load are no
  * measurement, the projection scales the busy load, never extrapolates
- * far past what was measured, and the host's CPU and pressure are shown.
+ * far past what was measured, and the host's CPU and pressure are shown;
+ * and its gain figures are those of the daemon's counters charged on the
+ * same rows.
  */
 #include <math.h>
 #include <string.h>
