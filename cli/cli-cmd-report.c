@@ -65,35 +65,64 @@ report_offline_host(StoreDb *db, CliReport *rep, const StoreFilter *f, GError **
     }
 }
 
+typedef void (*ReportAddRow)(CliReport *r, const CliPoint *p);
+
+/* Each row @f selects, handed to @add as a point. */
+static gboolean
+report_offline_rows(StoreDb *db, CliReport *rep, const StoreFilter *f, ReportAddRow add,
+                    GError **error)
+{
+    g_autoptr(StoreCursor) cur = store_query_range(db, f, error);
+    const StoreRow *row;
+
+    if (!cur)
+        return FALSE;
+    for (;;) {
+        CliPoint p;
+
+        if (!store_cursor_next(cur, &row, error))
+            return FALSE;
+        if (!row)
+            return TRUE;
+        cli_point_from_row(row, &p);
+        add(rep, &p);
+    }
+}
+
+/*
+ * The raw rows of the POLICY_GAIN_PAIR_MAX_AGE_MS before @range: the
+ * pairs they close charge the range's first ticks, as they did in the
+ * daemon's counters, which a fleet report of the same range reads
+ * (cli_report_add_warmup()).
+ */
+static gboolean
+report_offline_warmup(StoreDb *db, CliReport *rep, const StoreFilter *range, GError **error)
+{
+    StoreFilter w = *range;
+
+    if (range->from_ms == METRIC_ABSENT)
+        return TRUE;
+    w.resolution = STORE_RES_RAW;
+    w.to_ms = range->from_ms;
+    w.from_ms = range->from_ms - POLICY_GAIN_PAIR_MAX_AGE_MS;
+    return report_offline_rows(db, rep, &w, cli_report_add_warmup, error);
+}
+
 static gboolean
 report_offline(StoreDb *db, CliReport *rep, const CliRange *r, const char *target,
                GError **error)
 {
-    g_autoptr(StoreCursor) cur = NULL;
     g_autoptr(StoreCursor) dcur = NULL;
-    const StoreRow *row;
     const StoreDecisionRow *drow;
-    gint64 first = 0, last = 0;
+    gint64 first = 0, last = 0, range_from;
     StoreFilter f, hf;
 
     cli_store_filter(&f, r, target, NULL);
+    range_from = f.from_ms;
     for (gboolean ticks = FALSE;; ticks = TRUE) {
-        g_clear_pointer(&cur, store_cursor_free);
-        if (!(cur = store_query_range(db, &f, error)))
+        if (!report_offline_rows(db, rep, &f, ticks ? cli_report_add_tick : cli_report_add_point,
+                                 error))
             return FALSE;
-        for (;;) {
-            CliPoint p;
-
-            if (!store_cursor_next(cur, &row, error))
-                return FALSE;
-            if (!row)
-                break;
-            cli_point_from_row(row, &p);
-            if (ticks)
-                cli_report_add_tick(rep, &p);
-            else
-                cli_report_add_point(rep, &p);
-        }
         /* Rollups do not say which ticks polled: the raw rows kept for the
          * range do, and the policy's off/on runs are only in them.  The
          * report keeps the newest CLI_REPORT_MAX_TICKS of each iothread:
@@ -104,6 +133,11 @@ report_offline(StoreDb *db, CliReport *rep, const CliRange *r, const char *targe
         if (cli_report_data_span(rep, &first, &last))
             f.from_ms = MAX(f.from_ms, last - (gint64)CLI_REPORT_MAX_TICKS * 1000);
     }
+    /* Where the rows replayed start at the range's start; a range of
+     * rollups longer than the ticks kept starts its replay later, and
+     * is charged from there on. */
+    if (f.from_ms == range_from && !report_offline_warmup(db, rep, &f, error))
+        return FALSE;
     hf = f;
     if (cli_report_data_span(rep, &first, &last))
         hf.from_ms = MAX(hf.from_ms, last - (gint64)CLI_REPORT_MAX_TICKS * 1000);
@@ -157,25 +191,24 @@ decision_chunk(const char *chunk, gsize len, gpointer user_data, GError **error)
     return TRUE;
 }
 
-/*
- * Rollups do not say which ticks polled; the raw rows do.  The daemon
- * answers at most DAEMON_HISTORY_MAX_ROWS of them, so ask for the newest
- * that many seconds (1 s ticks, the default interval): the policy's latest
- * off/on runs, which the report's estimates need.
- */
+/* The daemon's raw rows of @target (and @iothread) over [@from, @to),
+ * each handed to @add. */
 static gboolean
-report_online_ticks(CliContext *ctx, CliReport *rep, const CliRange *r, const char *target,
-                    const char *iothread, GError **error)
+report_online_raw(CliContext *ctx, CliReport *rep, const CliRange *r, gint64 from_ms,
+                  gint64 to_ms, const char *target, const char *iothread, ReportAddRow add,
+                  GError **error)
 {
     CliRange raw = *r;
-    g_autofree char *since = NULL;
+    g_autofree char *since = cli_iso_time(from_ms);
+    g_autofree char *until = cli_iso_time(to_ms);
     g_autoptr(json_object) reply = NULL;
     json_object *rows;
 
     raw.resolution = STORE_RES_RAW;
-    raw.from_ms = MAX(r->from_ms, r->to_ms - (gint64)DAEMON_HISTORY_MAX_ROWS * 1000);
-    since = cli_iso_time(raw.from_ms);
+    raw.from_ms = from_ms;
+    raw.to_ms = to_ms;
     raw.since = since;
+    raw.until = until;
     if (!(reply = cli_history_online(ctx, &raw, target, iothread, error)))
         return FALSE;
     if (!json_object_object_get_ex(reply, "rows", &rows) ||
@@ -185,9 +218,40 @@ report_online_ticks(CliContext *ctx, CliReport *rep, const CliRange *r, const ch
         CliPoint p;
 
         if (cli_point_from_json(json_object_array_get_idx(rows, i), &p))
-            cli_report_add_tick(rep, &p);
+            add(rep, &p);
     }
     return TRUE;
+}
+
+/*
+ * Rollups do not say which ticks polled; the raw rows do.  The daemon
+ * answers at most DAEMON_HISTORY_MAX_ROWS of them, so ask for the newest
+ * that many seconds (1 s ticks, the default interval): the policy's latest
+ * off/on runs, which the report's estimates need.  *@from_ms: where they
+ * start.
+ */
+static gboolean
+report_online_ticks(CliContext *ctx, CliReport *rep, const CliRange *r, const char *target,
+                    const char *iothread, gint64 *from_ms, GError **error)
+{
+    *from_ms = MAX(r->from_ms, r->to_ms - (gint64)DAEMON_HISTORY_MAX_ROWS * 1000);
+    return report_online_raw(ctx, rep, r, *from_ms, r->to_ms, target, iothread,
+                             cli_report_add_tick, error);
+}
+
+/*
+ * The raw rows before the range, for the pairs they close
+ * (report_offline_warmup()): the 12 h of POLICY_GAIN_PAIR_MAX_AGE_MS, or
+ * as many seconds as the daemon answers rows, at 1 s ticks.
+ */
+static gboolean
+report_online_warmup(CliContext *ctx, CliReport *rep, const CliRange *r, const char *target,
+                     const char *iothread, GError **error)
+{
+    gint64 span = MIN(POLICY_GAIN_PAIR_MAX_AGE_MS, (gint64)DAEMON_HISTORY_MAX_ROWS * 1000);
+
+    return report_online_raw(ctx, rep, r, r->from_ms - span, r->from_ms, target, iothread,
+                             cli_report_add_warmup, error);
 }
 
 /* The host's ticks, as report_online_ticks reads the iothreads': the
@@ -232,6 +296,7 @@ report_online_series(CliContext *ctx, CliReport *rep, const CliRange *r, const c
 {
     g_autoptr(json_object) reply = cli_history_online(ctx, r, target, iothread, error);
     json_object *rows;
+    gint64 ticks_from = r->from_ms;
     gsize n;
 
     if (!reply)
@@ -249,7 +314,12 @@ report_online_series(CliContext *ctx, CliReport *rep, const CliRange *r, const c
             cli_report_add_point(rep, &p);
     }
     if (r->resolution != STORE_RES_RAW && !report_online_ticks(ctx, rep, r, target, iothread,
-                                                               error))
+                                                               &ticks_from, error))
+        return FALSE;
+    /* Where the rows replayed start at the range's start (ticks cut to
+     * the newest are charged from where they start). */
+    if (n < DAEMON_HISTORY_MAX_ROWS && ticks_from == r->from_ms &&
+        !report_online_warmup(ctx, rep, r, target, iothread, error))
         return FALSE;
     if (n >= DAEMON_HISTORY_MAX_ROWS) {
         g_autofree char *note = g_strdup_printf(

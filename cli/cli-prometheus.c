@@ -52,6 +52,8 @@ typedef struct {
     char *host, *domain, *iothread;
     char *job, *instance;       /* the scrape target it came from */
     GArray *v[PROM_Q_N];        /* PromSample, only for the queries that had some */
+    PolicyGainTotals gain;      /* the gain counters' increases over the range */
+    guint gain_have;            /* bit per PolicyGainCounter read */
 } PromSeries;
 
 typedef struct {
@@ -414,6 +416,59 @@ prom_read_query(Prom *p, PromQuery q, gint64 to_ms, GError **error)
     return TRUE;
 }
 
+/*
+ * A gain total's increase over the whole range: at most a year of a
+ * gain of 30 M ops/s, or of seconds far more than a range holds; beyond
+ * is not polltune's.
+ */
+#define PROM_GAIN_MAX 1e15
+
+/*
+ * The increase of each gain counter (policy-gain.h) over [@from, @to),
+ * per iothread: the figures the page shows are their ratios
+ * (policy_gain_figures()), as the single-host report's replay of the same
+ * ticks gives them.  One sample each, at @to.
+ */
+static gboolean
+prom_read_gain(Prom *p, gint64 from_ms, gint64 to_ms, GError **error)
+{
+    g_autofree char *by = prom_by(p);
+
+    for (int c = 0; c < POLICY_GAIN_MAX; c++) {
+        g_autofree char *query = g_strdup_printf(
+            "sum by (%s) (increase(%s_total{%s}[%" G_GINT64_FORMAT "ms]))", by,
+            policy_gain_counter_def(c)->family, p->o->selector ? p->o->selector : "",
+            MAX(to_ms - from_ms, 1000));
+        g_autoptr(json_object) root = NULL;
+        json_object *result = prom_api(p, query, to_ms, to_ms, 1000, &root, error);
+
+        if (!result)
+            return FALSE;
+        for (gsize i = 0; i < json_object_array_length(result); i++) {
+            json_object *r = json_object_array_get_idx(result, i);
+            json_object *values = json_object_object_get(r, "values");
+            PromSeries *s;
+            gint64 t_ms;
+            double v;
+
+            if (!json_object_is_type(values, json_type_array) ||
+                json_object_array_length(values) == 0)
+                continue;
+            if (!(s = prom_series_get(p, query, json_object_object_get(r, "metric"), error)))
+                return FALSE;
+            if (!sample_parse(p, query, json_object_array_get_idx(values,
+                                                                  json_object_array_length(values) - 1),
+                              to_ms, to_ms, 1000, PROM_GAIN_MAX, &t_ms, &v, error))
+                return FALSE;
+            if (isnan(v))
+                continue;
+            policy_gain_totals_set(&s->gain, c, v);
+            s->gain_have |= 1u << c;
+        }
+    }
+    return TRUE;
+}
+
 /* A step of whole seconds giving at most CLI_PROM_MAX_POINTS points, and
  * no finer than a scrape. */
 static gint64
@@ -504,6 +559,7 @@ prom_feed(Prom *p, CliReport *rep)
         PromSeries *s = value;
         g_autofree char *target = g_strdup_printf("%s/%s", s->host, s->domain);
         double *v[PROM_Q_N];
+        gboolean any = FALSE;
 
         for (int q = 0; q < PROM_Q_N; q++) {
             v[q] = dense + (gsize)q * p->n;
@@ -532,7 +588,15 @@ prom_feed(Prom *p, CliReport *rep)
             if (isnan(pt.iops) && isnan(pt.cpu_pct) && pt.poll_max_ns < 0)
                 continue;
             cli_report_add_point(rep, &pt);
+            any = TRUE;
         }
+        /* Without every counter (a daemon from before them) the page has
+         * no gain figures for the iothread rather than a replay of rates
+         * over scrapes; counters alone, without a point, make no row. */
+        if (any)
+            cli_report_set_gain(rep, target, s->iothread,
+                                s->gain_have == (1u << POLICY_GAIN_MAX) - 1 ? &s->gain
+                                : &(PolicyGainTotals){ 0 });
     }
 }
 
@@ -603,6 +667,8 @@ prom_read_all(Prom *p, CliReport *rep, gint64 from_ms, gint64 to_ms, GError **er
     for (int q = 0; q < PROM_Q_N; q++)
         if (!prom_read_query(p, q, to_ms, error))
             return FALSE;
+    if (!prom_read_gain(p, from_ms, to_ms, error))
+        return FALSE;
     prom_feed(p, rep);
     return TRUE;
 }

@@ -259,19 +259,38 @@ pair_rule(GString *h, gboolean need_load)
                            REPORT_LOAD_MIN_IOPS);
 }
 
+/* Whether any bucket of any iothread was charged polling CPU (a host's
+ * replay: a fleet report has the counters' means only). */
+static gboolean
+polling_charged(const CliReport *r)
+{
+    for (guint i = 0; i < r->series->len; i++) {
+        const ReportSeries *s = g_ptr_array_index(r->series, i);
+
+        for (guint k = 0; s->poll_cpu && k < r->nb; k++)
+            if (!isnan(s->poll_cpu[k]))
+                return TRUE;
+    }
+    return FALSE;
+}
+
 /* What polling costs and buys, from the off/on pairs. */
 static void
 host_polling(GString *h, CliReport *r, GPtrArray *by_cores, gint64 now_ms)
 {
     double total = 0;
-    guint with_pairs = 0;
+    guint with_pairs = 0, with_mean = 0;
 
     g_string_append(h, "<h3 id=\"polling\">What polling costs and what it buys</h3><p class="
                     "\"meta\">From the policy's own measurements: each pair is a run of ticks "
                     "with polling off (poll-max-ns 0) next to a run with it on.  ");
     pair_rule(h, FALSE);
     g_string_append(h, "  Polling CPU is the iothread's CPU with polling on minus its CPU with "
-                    "it off, charged only for the time polling was on.  Without a pair there is "
+                    "it off, charged only for the time polling was on, each tick by the pairs "
+                    "of its own workload closed in the 12 h before it; polling CPU when on is "
+                    "those charges over the time charged, and its error the spread of the "
+                    "range's pairs.  The daemon's counters charge the same way, so a fleet "
+                    "report gives the same figures.  Without a pair there is "
                     "no estimate: an iothread's whole CPU is never counted as polling.  Latency "
                     "is the time a request spends in QEMU's block layer (query-blockstats), "
                     "not what the guest sees, which is more.</p><table id=\"polling-table\">"
@@ -291,7 +310,7 @@ host_polling(GString *h, CliReport *r, GPtrArray *by_cores, gint64 now_ms)
                                c->n_ticks_b);
         cell_text(h, age);
         if (c->n_pairs) {
-            g_autofree char *d = cli_format_fixed(c->d_cpu_pct, 1);
+            g_autofree char *d = cli_format_fixed(s->poll_on_pct, 1);
             g_autofree char *se = cli_format_fixed(c->d_cpu_se, 1);
             g_autofree char *ia = cli_format_si(c->iops_a);
             g_autofree char *ib = cli_format_si(c->iops_b);
@@ -303,26 +322,69 @@ host_polling(GString *h, CliReport *r, GPtrArray *by_cores, gint64 now_ms)
                                    report_confidence_to_string(s->onoff_confidence), ia, ib,
                                    la, lb);
             with_pairs++;
-            total += s->mean_poll_cores;
+        } else if (!isnan(s->poll_on_pct)) {
+            /* Charged by pairs before the range, or a fleet's counters
+             * whose pairs its scrapes are too coarse to see. */
+            report_cell_num(h, s->poll_on_pct, FALSE, 1);
+            g_string_append(h, "<td>-</td><td>-</td><td>-</td>");
         } else {
             g_string_append(h, "<td>no pair</td><td>none</td><td>-</td><td>-</td>");
         }
         report_cell_num(h, s->mean_poll_cores, FALSE, 3);
         g_string_append(h, "</tr>");
+        if (!isnan(s->mean_poll_cores)) {
+            total += s->mean_poll_cores;
+            with_mean++;
+        }
     }
     g_string_append_printf(h, "<tr class=\"total\"><td>host</td><td></td><td></td><td></td>"
                            "<td></td><td></td><td></td><td></td><td></td>");
-    report_cell_num(h, with_pairs ? total : NAN, FALSE, 3);
+    report_cell_num(h, with_mean ? total : NAN, FALSE, 3);
     g_string_append(h, "</tr></table>");
     unlike_note(h, r, "polling-unlike", FALSE);
-    if (with_pairs)
+    if (polling_charged(r))
         host_stacked_chart(h, r, by_cores, "Estimated CPU spent on polling, host total",
                            "cores, stacked by VM; from off/on pairs",
                            G_STRUCT_OFFSET(ReportVm, poll_cores));
-    else
+    else if (with_mean && r->fleet)
+        g_string_append(h, "<p class=\"note\" id=\"polling-counters\">The means above are "
+                        "the daemons' counters over the range; each host's own report charts "
+                        "them over time.</p>");
+    else if (!with_pairs)
         g_string_append(h, "<p class=\"note\" id=\"no-pairs\">No off/on pair in this range, "
                         "so no estimate of the CPU spent on polling.  Pairs need per-tick rows "
                         "(raw resolution) and a policy that probes polling off.</p>");
+}
+
+/*
+ * A host's figures are its replayed ticks': where the per-tick rows start
+ * well after the range (rollups beside the newest rows, raw rows kept
+ * 48 h by default), they are means over less than the range, which a
+ * fleet report of the same range, from counters, is not.  Say so.
+ */
+static void
+gains_span_note(GString *h, const CliReport *r)
+{
+    gint64 first = G_MAXINT64;
+    g_autofree char *since = NULL;
+
+    if (r->fleet)
+        return;
+    for (guint i = 0; i < r->series->len; i++) {
+        const ReportSeries *s = g_ptr_array_index(r->series, i);
+        GArray *ticks = s->ticks ? s->ticks : s->points;
+
+        if (ticks->len)
+            first = MIN(first, g_array_index(ticks, ReportPoint, 0).ts_ms);
+    }
+    /* A minute of slack: a history starts when it starts. */
+    if (first == G_MAXINT64 || first - r->from_ms <= 60000)
+        return;
+    since = cli_format_time_ms(first, FALSE);
+    g_string_append_printf(h, "<p class=\"note\" id=\"gains-span\">The per-tick rows replayed "
+                           "start at %s UTC, after the range: these figures are means over "
+                           "the time from there on.  The daemon's counters cover the whole "
+                           "range (report --prometheus).</p>", since);
 }
 
 /* Against QEMU's default triple, per iothread and for the host. */
@@ -338,8 +400,10 @@ host_vs_default(GString *h, CliReport *r, gint64 now_ms)
     pair_rule(h, TRUE);
     g_string_append_printf(h, "  Each tick with load at another setting is charged the CPU "
                     "and IOPS difference of that setting's pairs on the tick's own workload "
-                    "(IOPS and queue depth within %.1f&#215; of the pair's): a gain at queue "
-                    "depth 1 says nothing of queue depth 16.  Ticks at the default count zero; "
+                    "(IOPS and queue depth within %.1f&#215; of the pair's) closed in the 12 h "
+                    "before the tick, never by a later pair: a gain at queue depth 1 says "
+                    "nothing of queue depth 16, and the daemon's counters charge the same way, "
+                    "so a fleet report gives the same figures.  Ticks at the default count zero; "
                     "idle ticks at another setting, and ticks whose workload no pair measured, "
                     "are unmeasured and count nothing.  Positive cores are saved, negative "
                     "ones are what polltune spent for the IOPS it gained.</p>"
@@ -378,6 +442,7 @@ host_vs_default(GString *h, CliReport *r, gint64 now_ms)
     report_cell_num(h, measured ? gained : NAN, TRUE, 0);
     g_string_append(h, "</tr></table>");
     unlike_note(h, r, "default-unlike", TRUE);
+    gains_span_note(h, r);
 }
 
 static void
@@ -719,14 +784,15 @@ cli_report_write(CliReport *r, GOutputStream *out, gint64 now_ms, GError **error
         g_autofree char *lat95 = cli_format_fixed(vm->lat_p95, 1);
 
         double poll = 0;
-        guint pairs = 0;
+        guint pairs = 0, charged = 0;
 
         for (guint i = 0; i < vm->series->len; i++) {
             const ReportSeries *s = g_ptr_array_index(vm->series, i);
 
-            if (s->onoff.n_pairs) {
+            pairs += s->onoff.n_pairs;
+            if (!isnan(s->mean_poll_cores)) {
                 poll += s->mean_poll_cores;
-                pairs += s->onoff.n_pairs;
+                charged++;
             }
         }
         g_string_append(h, "<h3>");
@@ -734,9 +800,12 @@ cli_report_write(CliReport *r, GOutputStream *out, gint64 now_ms, GError **error
         g_string_append_printf(h, "</h3><p class=\"meta\">mean %s ops/s, %s iothread cores, "
                                "IOPS p95 %s ops/s, latency in QEMU p95 %s &#181;s", iops, cores,
                                iops95, lat95);
-        if (pairs)
-            g_string_append_printf(h, ", of which polling %.3f cores (from %u off/on pairs)",
-                                   poll, pairs);
+        if (charged && pairs)
+            g_string_append_printf(h, ", of which polling %.3f cores (%u off/on pairs in the "
+                                   "range)", poll, pairs);
+        else if (charged)
+            g_string_append_printf(h, ", of which polling %.3f cores (charged by off/on pairs)",
+                                   poll);
         else
             g_string_append(h, "; no off/on pair, so no estimate of its polling CPU");
         g_string_append(h, "</p>");

@@ -49,24 +49,11 @@ segment_loaded(const ReportSegment *g)
     return !isnan(g->iops) && g->iops >= REPORT_LOAD_MIN_IOPS;
 }
 
-static gboolean
-within_band(double x, double y)
-{
-    return MAX(x, y) <= REPORT_PAIR_BAND * MIN(x, y);
-}
-
-/* The same phase of the workload: both idle, or both loaded with IOPS and
- * queue depth (where latency was measured) within the band. */
+/* The same phase of the workload (policy_gain_workload_alike()). */
 static gboolean
 segments_comparable(const ReportSegment *a, const ReportSegment *b)
 {
-    if (segment_loaded(a) != segment_loaded(b))
-        return FALSE;
-    if (!segment_loaded(a))
-        return TRUE;
-    if (!within_band(a->iops, b->iops))
-        return FALSE;
-    return isnan(a->qd) || isnan(b->qd) || (a->qd > 0 && b->qd > 0 && within_band(a->qd, b->qd));
+    return policy_gain_workload_alike(a->iops, a->qd, b->iops, b->qd);
 }
 
 /* Runs of ticks at one setting, each without its first tick. */
@@ -281,143 +268,74 @@ compare_confidence(const ReportCompare *c)
     return REPORT_CONFIDENCE_LOW;
 }
 
-/* One pair against QEMU's default, as it is charged: the workload it
- * measured (the setting's side) and what the setting did there. */
-typedef struct {
-    double iops, qd;                    /* the setting's run */
-    double d_cpu_pct;                   /* setting minus default */
-    double iops_ratio;                  /* default's IOPS over the setting's */
-    double w;                           /* the shorter run, as compare_pairs() */
-} DefaultPair;
-
-typedef struct {
-    gint32 max_ns;
-    GArray *pairs;                      /* DefaultPair */
-} SettingPairs;
-
-static void
-setting_pairs_clear(gpointer p)
-{
-    g_clear_pointer(&((SettingPairs *)p)->pairs, g_array_unref);
-}
-
-/* The pairs that measured setting @sp->max_ns against the default, with
- * load on both sides; the counts go to the series. */
-static void
-setting_pairs_fill(ReportSeries *s, SettingPairs *sp)
-{
-    ReportCompare c;
-
-    compare_pairs(s->pairs, orient_default, &sp->max_ns, TRUE, &c);
-    if (c.n_pairs) {
-        s->vs_default_pairs += c.n_pairs;
-        s->vs_default_newest_ms = MAX(s->vs_default_newest_ms, c.newest_ms);
-    }
-    s->vs_default_unlike += c.n_unlike;
-    sp->pairs = g_array_new(FALSE, TRUE, sizeof(DefaultPair));
-    for (guint i = 0; i < s->pairs->len; i++) {
-        const ReportPair *p = &g_array_index(s->pairs, ReportPair, i);
-        const ReportSegment *a, *b;
-        DefaultPair d;
-
-        if (!pair_measures(p, orient_default, &sp->max_ns, TRUE, &a, &b))
-            continue;
-        d = (DefaultPair){ b->iops, b->qd, b->cpu - a->cpu,
-                           b->iops > 0 ? a->iops / b->iops : NAN, MIN(a->n, b->n) };
-        g_array_append_val(sp->pairs, d);
-    }
-}
-
-/* The pairs of @sp whose workload is @p's (REPORT_PAIR_BAND in IOPS and,
- * where both are known, in queue depth), averaged as compare_pairs()
- * does; FALSE when none is. */
+/* a: QEMU's default, b: whichever other setting is paired with it. */
 static gboolean
-setting_pairs_at(const SettingPairs *sp, const ReportPoint *p, double *d_cpu_pct,
-                 double *iops_ratio)
+orient_any_default(const ReportPair *p, const ReportSegment **a, const ReportSegment **b,
+                   gpointer data)
 {
-    double qd = isnan(p->lat_us) ? NAN : p->iops * p->lat_us / 1e6;
-    double w = 0, wd = 0, wr = 0, wr_n = 0;
+    gint32 x = p->a.max_ns == REPORT_QEMU_DEFAULT_MAX_NS ? p->b.max_ns : p->a.max_ns;
 
-    for (guint i = 0; i < sp->pairs->len; i++) {
-        const DefaultPair *d = &g_array_index(sp->pairs, DefaultPair, i);
-
-        if (isnan(d->iops) || !within_band(p->iops, d->iops))
-            continue;
-        if (!isnan(qd) && !isnan(d->qd) && !(qd > 0 && d->qd > 0 && within_band(qd, d->qd)))
-            continue;
-        w += d->w;
-        wd += d->w * d->d_cpu_pct;
-        if (!isnan(d->iops_ratio)) {
-            wr += d->w * d->iops_ratio;
-            wr_n += d->w;
-        }
-    }
-    if (w <= 0)
-        return FALSE;
-    *d_cpu_pct = wd / w;
-    *iops_ratio = wr_n > 0 ? wr / wr_n : NAN;
-    return TRUE;
+    (void)data;
+    return orient_default(p, a, b, &x);
 }
 
 /*
- * Against QEMU's default: each tick with load at another setting is
- * charged what the pairs of that setting against the default measured on
- * the same workload as the tick's (its IOPS and queue depth within
- * REPORT_PAIR_BAND of the pair's): a difference measured at queue depth 1
- * says nothing of queue depth 16.  Ticks at the default count zero; idle
- * ticks at another setting and ticks no pair measured the workload of are
- * counted apart (unmeasured), not guessed.
+ * The gain figures: the ticks replayed through policy-gain, the code the
+ * daemon runs tick by tick for its counters (docs/METRICS.md), so that a
+ * fleet report of the same range gives the same figures.  Each tick is
+ * charged by the pairs closed before it of its own workload; the polling
+ * CPU it is charged goes to its bucket too.  A fleet's series has the
+ * counters' increases instead (cli_report_set_gain()).  The ticks before
+ * the range (cli_report_add_warmup()) only close pairs, as they had for
+ * the daemon when the range began.
  */
 static void
-series_vs_default(ReportSeries *s, GArray *ticks)
+series_gain(CliReport *r, ReportSeries *s, GArray *ticks)
 {
-    g_autoptr(GArray) settings = g_array_new(FALSE, TRUE, sizeof(SettingPairs));
-    double saved = 0, gained = 0;
-    guint known = 0, at_default = 0, measured = 0;
+    g_autoptr(PolicyGain) g = s->gain_warm ? policy_gain_copy(s->gain_warm) : policy_gain_new();
+    g_autofree double *poll_s = g_new0(double, r->nb);
+    g_autofree double *known_s = g_new0(double, r->nb);
+    PolicyGainFigures f;
+    ReportCompare c;
 
-    g_array_set_clear_func(settings, setting_pairs_clear);
-    s->saved_cores = s->gained_iops = NAN;
-    s->vs_default_pairs = s->vs_default_unlike = 0;
-    s->vs_default_newest_ms = 0;
-    for (guint i = 0; i < ticks->len; i++) {
-        const ReportPoint *p = &g_array_index(ticks, ReportPoint, i);
-        SettingPairs *sp = NULL;
-        double d_cpu, ratio;
+    compare_pairs(s->pairs, orient_any_default, NULL, TRUE, &c);
+    s->vs_default_pairs = c.n_pairs;
+    s->vs_default_unlike = c.n_unlike;
+    s->vs_default_newest_ms = c.newest_ms;
+    for (guint i = 0; i < r->nb; i++)
+        s->poll_cpu[i] = NAN;
+    if (!s->gain_given) {
+        const PolicyGainTotals *tot = policy_gain_totals(g);
+        PolicyGainTotals before = *tot;
 
-        if (p->max_ns < 0)
-            continue;
-        known++;
-        if (p->max_ns == REPORT_QEMU_DEFAULT_MAX_NS) {
-            at_default++;
-            continue;
+        for (guint i = 0; i < ticks->len; i++) {
+            const ReportPoint *p = &g_array_index(ticks, ReportPoint, i);
+            double poll0 = tot->polling_cpu_s, known0 = tot->known_s;
+            guint bi;
+
+            policy_gain_tick(g, &(PolicyGainTick){ p->ts_ms, p->iops, p->lat_us, p->cpu_pct,
+                                                   p->max_ns });
+            if (report_bucket_index(r, p->ts_ms, &bi)) {
+                poll_s[bi] += tot->polling_cpu_s - poll0;
+                known_s[bi] += tot->known_s - known0;
+            }
         }
-        for (guint k = 0; k < settings->len && !sp; k++)
-            if (g_array_index(settings, SettingPairs, k).max_ns == p->max_ns)
-                sp = &g_array_index(settings, SettingPairs, k);
-        if (!sp) {
-            SettingPairs n = { .max_ns = p->max_ns };
-
-            g_array_append_val(settings, n);
-            sp = &g_array_index(settings, SettingPairs, settings->len - 1);
-            setting_pairs_fill(s, sp);
-        }
-        if (isnan(p->iops) || p->iops < REPORT_LOAD_MIN_IOPS ||
-            !setting_pairs_at(sp, p, &d_cpu, &ratio))
-            continue;
-        measured++;
-        saved -= d_cpu / 100.0;
-        if (!isnan(ratio))
-            gained += p->iops * (1.0 - ratio);
+        /* The range's own: what the ticks before it charged is theirs. */
+        for (int k = 0; k < POLICY_GAIN_MAX; k++)
+            policy_gain_totals_set(&s->gain, k, policy_gain_totals_get(tot, k) -
+                                   policy_gain_totals_get(&before, k));
+        if (policy_gain_pairs_onoff(g) > 0)
+            for (guint i = 0; i < r->nb; i++)
+                s->poll_cpu[i] = known_s[i] > 0 ? 100.0 * poll_s[i] / known_s[i] : NAN;
     }
-    if (known == 0)
-        return;
-    s->default_share = (double)at_default / known;
-    s->measured_share = (double)measured / known;
-    s->unmeasured_share = (double)(known - at_default - measured) / known;
-    if (measured > 0 || at_default == known) {
-        s->saved_cores = saved / known;
-        s->gained_iops = gained / known;
-    }
+    policy_gain_figures(&s->gain, &f);
+    s->saved_cores = f.saved_cores;
+    s->gained_iops = f.gained_iops;
+    s->mean_poll_cores = f.polling_cores;
+    s->poll_on_pct = f.polling_on_pct;
+    s->default_share = f.default_share;
+    s->measured_share = f.measured_share;
+    s->unmeasured_share = f.unmeasured_share;
 }
 
 typedef struct {
@@ -530,7 +448,6 @@ report_model_series(CliReport *r, ReportSeries *s)
     g_autoptr(GArray) segs = series_segments(r, ticks);
     g_autofree double *iops = g_new(double, r->nb);
     g_autofree double *cpu = g_new(double, r->nb);
-    double poll_pct;
     guint known = 0, on = 0;
 
     if (s->pairs)
@@ -538,9 +455,6 @@ report_model_series(CliReport *r, ReportSeries *s)
     s->pairs = series_pairs(r, segs);
     compare_pairs(s->pairs, orient_onoff, NULL, FALSE, &s->onoff);
     s->onoff_confidence = compare_confidence(&s->onoff);
-    /* Polling measured cheaper than off is noise around zero: it costs
-     * nothing rather than giving CPU back. */
-    poll_pct = s->onoff.n_pairs ? MAX(s->onoff.d_cpu_pct, 0.0) : NAN;
     g_free(s->poll_cpu);
     s->poll_cpu = g_new(double, r->nb);
     s->busy_buckets = 0;
@@ -552,18 +466,14 @@ report_model_series(CliReport *r, ReportSeries *s)
         iops[i] = report_bucket_iops(b);
         cpu[i] = report_bucket_cpu(b);
         s->busy_buckets += iops[i] >= REPORT_LOAD_MIN_IOPS;
-        /* Only the share of the bucket that polled is charged. */
-        s->poll_cpu[i] = b->known_n && !isnan(poll_pct) ?
-            MIN(poll_pct, isnan(cpu[i]) ? poll_pct : cpu[i]) * b->on_n / b->known_n : NAN;
     }
     s->on_share = known ? (double)on / known : NAN;
-    s->mean_poll_cores = report_mean(s->poll_cpu, r->nb) / 100.0;
     s->mean_iops = report_mean(iops, r->nb);
     s->p95_iops = report_percentile(iops, r->nb, 95);
     /* The load to plan for is the load when there is some: idle time
      * only dilutes it. */
     series_busy(s);
     s->mean_cpu_pct = report_mean(cpu, r->nb);
-    series_vs_default(s, ticks);
+    series_gain(r, s, ticks);
     series_fits(s, ticks);
 }

@@ -7,6 +7,8 @@
 #pragma once
 
 #include "cli-report.h"
+#include "policy-gain.h"
+#include "policy-metrics.h"
 
 /* Decisions kept per iothread for the markers and the table. */
 #define REPORT_MAX_DECISIONS 2000
@@ -25,7 +27,7 @@
 #define REPORT_EXPLORATION_GAP_MS (2 * 60 * 1000)
 
 /* QEMU's own poll-max-ns when nobody sets one (DESIGN.md). */
-#define REPORT_QEMU_DEFAULT_MAX_NS 32768
+#define REPORT_QEMU_DEFAULT_MAX_NS ((gint32)POLICY_TRIPLE_QEMU_DEFAULT.poll_max_ns)
 
 /* One point as kept until the page is written: 24 bytes, so even a month
  * of 1 s ticks of one iothread (2.6 M points, only with an explicit
@@ -63,8 +65,8 @@ typedef struct {
  * 25 % of its IOPS at the same queue depth) and narrow enough to tell the
  * phases of a workload apart (a burst against the quiet before it).
  */
-#define REPORT_LOAD_MIN_IOPS 10.0
-#define REPORT_PAIR_BAND 1.5
+#define REPORT_LOAD_MIN_IOPS POLICY_GAIN_LOAD_MIN_IOPS
+#define REPORT_PAIR_BAND POLICY_GAIN_BAND
 
 /*
  * A straight line through (IOPS, CPU) points is credible when it rests on
@@ -151,10 +153,20 @@ typedef struct {
     ReportConfidence onoff_confidence;
     double on_share;            /* of the ticks with a known setting, polling on */
     double mean_poll_cores;     /* over the range, NAN without a pair */
-    /* Against QEMU's default: per-setting deltas applied to the time spent
-     * at each setting. */
+    /* Polling's CPU while on, % of one core: the charges over the time
+     * charged (policy_gain_figures()), NAN where none was. */
+    double poll_on_pct;
+    /* Against QEMU's default: the pairs found in the points, for the
+     * table; the figures are policy_gain_figures() of the totals. */
     guint vs_default_pairs, vs_default_unlike;
     gint64 vs_default_newest_ms;
+    /* The gain totals over the range: the ticks replayed through
+     * policy-gain, or a fleet's counter increases (cli_report_set_gain()). */
+    PolicyGainTotals gain;
+    gboolean gain_given;
+    /* The replay, fed the ticks before the range (cli_report_add_warmup());
+     * NULL until one came. */
+    PolicyGain *gain_warm;
     double saved_cores, gained_iops;    /* mean over the range; NAN when unmeasured */
     double default_share, measured_share, unmeasured_share;
     /* Per polling state; fit is the state the loaded ticks spent most
@@ -247,6 +259,8 @@ double report_mean(const double *values, guint n);
 
 /* Sorts the points, settles the range and the buckets, fills them. */
 void report_settle(CliReport *r);
+/* The bucket of @ts_ms; FALSE outside the range. */
+gboolean report_bucket_index(const CliReport *r, gint64 ts_ms, guint *bi);
 /* The estimates of each series (cli-report-model.c). */
 void report_model_series(CliReport *r, ReportSeries *s);
 /*

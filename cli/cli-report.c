@@ -39,6 +39,7 @@ series_free(gpointer p)
     g_free(s->iothread);
     g_free(s->b);
     g_free(s->poll_cpu);
+    policy_gain_free(s->gain_warm);
     g_array_unref(s->points);
     if (s->ticks)
         g_array_unref(s->ticks);
@@ -192,6 +193,38 @@ cli_report_add_point(CliReport *r, const CliPoint *p)
     g_array_append_val(s->points, rp);
     s->n_points++;
     r->n_points++;
+}
+
+void
+cli_report_set_gain(CliReport *r, const char *target, const char *iothread,
+                    const PolicyGainTotals *increase)
+{
+    ReportSeries *s = series_get(r, target, iothread);
+
+    s->gain = *increase;
+    s->gain_given = TRUE;
+}
+
+void
+cli_report_add_warmup(CliReport *r, const CliPoint *p)
+{
+    ReportSeries *s;
+
+    g_autofree char *key = NULL;
+
+    if (!p->target || !p->iothread || p->ts_ms >= r->from_ms ||
+        p->ts_ms < r->from_ms - POLICY_GAIN_PAIR_MAX_AGE_MS)
+        return;
+    /* Only for a series the range has: one that ended before it is not
+     * on the page. */
+    key = g_strdup_printf("%s\x1f%s", p->target, p->iothread);
+    if (!(s = g_hash_table_lookup(r->by_key, key)))
+        return;
+    if (!s->gain_warm)
+        s->gain_warm = policy_gain_new();
+    policy_gain_tick(s->gain_warm, &(PolicyGainTick){ p->ts_ms, p->iops, p->lat_us, p->cpu_pct,
+                                                      p->poll_max_ns < 0 ? -1
+                                                      : p->poll_max_ns });
 }
 
 void
@@ -398,7 +431,7 @@ bucket_add_setting(ReportBucket *b, const ReportPoint *p)
     }
 }
 
-static gboolean
+gboolean
 report_bucket_index(const CliReport *r, gint64 ts_ms, guint *bi)
 {
     if (ts_ms < r->from_ms || ts_ms >= r->to_ms)
@@ -734,48 +767,10 @@ report_vms_build(CliReport *r)
     return vms;
 }
 
-static void
-summary_double(json_object *o, const char *key, double v)
-{
-    if (!isnan(v) && !isinf(v))
-        json_object_object_add(o, key, json_object_new_double(v));
-}
-
 double
 report_per_hour(const CliReport *r, guint n)
 {
     return r->to_ms > r->from_ms ? n * 3600000.0 / (double)(r->to_ms - r->from_ms) : NAN;
-}
-
-json_object *
-cli_report_summary(CliReport *r)
-{
-    json_object *a = json_object_new_array();
-
-    for (guint i = 0; i < r->series->len; i++) {
-        const ReportSeries *s = g_ptr_array_index(r->series, i);
-        json_object *o = json_object_new_object();
-        GArray *ticks = s->ticks ? s->ticks : s->points;
-        gint64 last_max = -1;
-
-        for (guint k = ticks->len; k-- > 0 && last_max < 0;)
-            last_max = g_array_index(ticks, ReportPoint, k).max_ns;
-        json_object_object_add(o, "target", json_object_new_string(s->target));
-        json_object_object_add(o, "name", json_object_new_string(s->name ? s->name : s->target));
-        json_object_object_add(o, "iothread", json_object_new_string(s->iothread));
-        json_object_object_add(o, "points", json_object_new_int64((gint64)s->n_points));
-        summary_double(o, "iops_mean", s->mean_iops);
-        summary_double(o, "cpu_pct_mean", s->mean_cpu_pct);
-        summary_double(o, "polling_share", s->on_share);
-        if (last_max >= 0)
-            json_object_object_add(o, "poll_max_ns_last", json_object_new_int64(last_max));
-        json_object_object_add(o, "onoff_pairs", json_object_new_int64(s->onoff.n_pairs));
-        summary_double(o, "polling_cpu_pct", s->onoff.n_pairs ? s->onoff.d_cpu_pct : NAN);
-        json_object_object_add(o, "explorations", json_object_new_int64(s->explorations));
-        summary_double(o, "explorations_per_hour", report_per_hour(r, s->explorations));
-        json_object_array_add(a, o);
-    }
-    return a;
 }
 
 void

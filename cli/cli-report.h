@@ -19,6 +19,7 @@
 #include <gio/gio.h>
 
 #include "cli-data.h"
+#include "policy-gain.h"
 
 G_BEGIN_DECLS
 
@@ -48,6 +49,21 @@ void cli_report_set_names(CliReport *r, GHashTable *names);
  * the page is of one host, @host_name (the machine's name) when known. */
 void cli_report_set_fleet(CliReport *r, gboolean fleet);
 void cli_report_set_host(CliReport *r, const char *host_name);
+
+/* A fleet's gain totals of @target/@iothread over the range: the
+ * increases of the daemon's gain counters (policy-gain.h), used instead
+ * of replaying the points, which are rates over scrapes, not ticks. */
+void cli_report_set_gain(CliReport *r, const char *target, const char *iothread,
+                         const PolicyGainTotals *increase);
+
+/*
+ * A per-tick row from the POLICY_GAIN_PAIR_MAX_AGE_MS before the range,
+ * oldest first: the pairs it closes charge the range's first ticks, as
+ * the daemon's counters had them charged, so that a fleet report of the
+ * same range gives the same figures.  Not charted, not charged itself;
+ * fed after the range's rows, and ignored for an iothread without any.
+ */
+void cli_report_add_warmup(CliReport *r, const CliPoint *p);
 
 /* Points outside [from, to) are ignored.  Strings are copied. */
 void cli_report_add_point(CliReport *r, const CliPoint *p);

@@ -222,6 +222,14 @@ pt_daemon_tick(gpointer data)
 }
 
 /* Metrics and store rows for one target's fresh snapshot. */
+/* The tick's length as its stored row has it; 0 for the first tick, the
+ * baseline of every counter, which is not written. */
+static gint64
+pt_daemon_tick_len_ns(const PtDaemon *d)
+{
+    return d->tick->host_prev ? d->tick->mono_ns - d->tick->host_prev->mono_ns : 0;
+}
+
 static void
 pt_daemon_absorb(PtDaemon *d, PtTarget *t, ProbeTargetSnap *snap, GArray *samples)
 {
@@ -238,6 +246,7 @@ pt_daemon_absorb(PtDaemon *d, PtTarget *t, ProbeTargetSnap *snap, GArray *sample
         PtIothread *io = pt_target_iothread(t, ios->id);
         PolicyDelta delta;
         PolicyMetrics m;
+        PolicyGainTick gt;
         StoreSample s;
 
         io->seen = TRUE;
@@ -268,6 +277,13 @@ pt_daemon_absorb(PtDaemon *d, PtTarget *t, ProbeTargetSnap *snap, GArray *sample
         probe_derive_delta(t->prev, snap, ios->id, &delta);
         policy_metrics_from_delta(&delta, &m);
         pt_iothread_push_metrics(io, &m);
+        /* The gains are charged on the row as it is stored (its time
+         * and length are the tick's), so that a report replaying the
+         * store charges what these counters did. */
+        if (pt_daemon_tick_len_ns(d) > 0) {
+            policy_gain_tick_from_vec(&delta.v, d->tick->now_ms, pt_daemon_tick_len_ns(d), &gt);
+            policy_gain_tick(io->gain, &gt);
+        }
         pt_history_sample(&delta, &s);
         s.target = t->name;
         s.target_name = pt_target_display(t);
@@ -337,7 +353,7 @@ pt_daemon_write_store(PtDaemon *d, GArray *samples)
 
     store_tick_init(&tick);
     tick.ts_ms = d->tick->now_ms;
-    tick.len_ns = d->tick->host_prev ? d->tick->mono_ns - d->tick->host_prev->mono_ns : 0;
+    tick.len_ns = pt_daemon_tick_len_ns(d);
     pt_history_psi(d->tick->host_prev, d->tick->host_now, &tick.psi);
     pt_history_host_cpu(d->tick->host_prev, d->tick->host_now, &tick.cpu);
     tick.samples = (const StoreSample *)samples->data;

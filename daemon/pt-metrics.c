@@ -213,6 +213,34 @@ pt_render_io_shared_by(GString *out, GPtrArray *ios, GPtrArray *owners)
     }
 }
 
+/*
+ * Gains against QEMU's default, as counters that a fleet report and
+ * recording rules divide by their increases over a range: the same code
+ * (policy-gain.h) the single-host report replays over the store's ticks,
+ * so both give the same figures.  Seconds are of tick time, operations
+ * and CPU against the default, gains and losses apart since a counter
+ * never falls.
+ */
+static void
+pt_render_gain(GString *out, GPtrArray *ios, GPtrArray *owners)
+{
+    for (int c = 0; c < POLICY_GAIN_MAX; c++) {
+        const PolicyGainCounterDef *def = policy_gain_counter_def(c);
+        g_autofree char *sample = g_strconcat(def->family, "_total", NULL);
+
+        pt_family(out, &(PtFamily){ def->family, "counter", def->unit, def->help });
+        for (guint i = 0; i < ios->len; i++) {
+            const PtIothread *io = ios->pdata[i];
+
+            pt_labels(out, sample, owners->pdata[i], io);
+            /* 15 digits: an increase over a short range of a large
+             * total stays exact to well below one operation a second. */
+            g_string_append_printf(out, "} %.15g\n",
+                                   policy_gain_totals_get(policy_gain_totals(io->gain), c));
+        }
+    }
+}
+
 /* What holds the policy back on each iothread, and when it looks again
  * (`polltunectl explain` in full). */
 static void
@@ -368,6 +396,7 @@ pt_render(PtDaemon *d)
     pt_render_table(out, ios, owners, TRUE);
     pt_render_io_shared_by(out, ios, owners);
     pt_render_table(out, ios, owners, FALSE);
+    pt_render_gain(out, ios, owners);
     pt_render_states(out, d, ios, owners, targets);
     pt_daemon_get_stats(d, &stats);
 

@@ -30,6 +30,7 @@ pt_iothread_free(PtIothread *io)
     g_free(io->id);
     g_free(io->group);
     g_array_unref(io->history);
+    policy_gain_free(io->gain);
     policy_decision_free(io->last_decision);
     g_free(io->last_failure);
     g_free(io->last_policy);
@@ -422,6 +423,7 @@ pt_target_iothread(PtTarget *t, const char *id)
         io = g_new0(PtIothread, 1);
         io->id = g_strdup(id);
         io->history = g_array_new(FALSE, TRUE, sizeof(PolicyMetrics));
+        io->gain = policy_gain_new();
         g_hash_table_insert(t->iothreads, io->id, io);
     }
     return io;

@@ -20,6 +20,7 @@
 #include <gio/gio.h>
 
 #include "policy.h"
+#include "policy-gain.h"
 #include "pt-access.h"
 #include "probe-sampler.h"
 #include "store.h"
@@ -88,6 +89,9 @@ typedef struct {
     gboolean original_saved_failed; /* said once in the log */
     PolicyTriple original;
     GArray *history;                /* PolicyMetrics, oldest first, bounded */
+    /* The gains against QEMU's default charged tick by tick, exported as
+     * counters (policy-gain.h). */
+    PolicyGain *gain;
     PolicyDecision *last_decision;  /* may be NULL */
     PtOutcome last_outcome;         /* of last_decision, when there is one */
     char *last_failure;             /* why, when PT_OUTCOME_FAILED */

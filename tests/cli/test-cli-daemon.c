@@ -14,6 +14,7 @@
 
 #include "cli-live.h"
 #include "metric-table.h"
+#include "policy-gain.h"
 #include "pt-config.h"
 
 /* ---- the read commands ------------------------------------------------ */
@@ -555,6 +556,24 @@ check_counters_and_states(const char *before, const char *after)
         g_assert_nonnull(at);
         g_assert_null(strstr(at + 1, type));
     }
+    /* The gain counters (policy-gain.h), each once, never falling; the
+     * iothread's setting is read every tick, so the time charged grows. */
+    for (int c = 0; c < POLICY_GAIN_MAX; c++) {
+        const PolicyGainCounterDef *g = policy_gain_counter_def(c);
+        g_autofree char *type = g_strdup_printf("# TYPE %s counter\n", g->family);
+        g_autofree char *series = g_strdup_printf("%s_total{domain=\"vm-a\",iothread=\"iot1\"}",
+                                                  g->family);
+        const char *at = strstr(after, type);
+
+        g_assert_nonnull(at);
+        g_assert_null(strstr(at + 1, type));
+        g_assert_cmpfloat(metric_sample(before, series), >=, 0);
+        g_assert_cmpfloat(metric_sample(after, series), >=, metric_sample(before, series));
+    }
+    g_assert_cmpfloat(metric_sample(after, "polltune_iothread_gain_known_seconds_total"
+                                           "{domain=\"vm-a\",iothread=\"iot1\"}"), >,
+                      metric_sample(before, "polltune_iothread_gain_known_seconds_total"
+                                            "{domain=\"vm-a\",iothread=\"iot1\"}"));
     /* A setting QEMU reports in query-iothreads, as a gauge: a real QEMU
      * (6.1 and later) runs with aio-max-batch 0, its default. */
     g_assert_nonnull(strstr(after, "# TYPE polltune_aio_max_batch gauge\n"));

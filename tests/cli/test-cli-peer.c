@@ -701,6 +701,11 @@ test_report_online(void)
         " \"iops\": 1000, \"cpu_pct\": 10, \"poll-max-ns\": 0}"
         "]}, \"id\": @ID@}\n", NULL,
     };
+    /* The raw rows before the range, whose pairs charge its first ticks
+     * (none here). */
+    static const char *const warm[] = {
+        "{\"return\": {\"resolution\": \"raw\", \"rows\": []}, \"id\": @ID@}\n", NULL,
+    };
     /* A daemon from before host-history: the page is written without the
      * host's figures, and says so. */
     static const char *const no_host[] = {
@@ -708,10 +713,10 @@ test_report_online(void)
         "command\"}, \"id\": @ID@}\n", NULL,
     };
     static const PeerStep steps[] = {
-        { "list", list }, { "history", history }, { "history", raw },
+        { "list", list }, { "history", history }, { "history", raw }, { "history", warm },
         { "host-history", no_host }, { "export", decisions },
     };
-    PeerScript s = { .steps = steps, .n_steps = 5 };
+    PeerScript s = { .steps = steps, .n_steps = 6 };
     g_autofree char *dir = test_dir_new();
     g_autofree char *out = g_build_filename(dir, "report.html", NULL);
     g_autofree char *html = NULL;
@@ -735,9 +740,16 @@ test_report_online(void)
     g_assert_nonnull(strstr(html, "This daemon does not give the host&apos;s CPU and pressure"));
     g_assert_nonnull(strstr(html, "id=\"no-host\""));
     h = request_args(&s, 1);
-    e = request_args(&s, 4);
+    e = request_args(&s, 5);
     g_assert_cmpstr(qmp_json_get_string(request_args(&s, 2), "resolution"), ==, "raw");
     g_assert_cmpstr(qmp_json_get_string(request_args(&s, 2), "since"), ==,
+                    "2025-12-02T14:00:00.000000Z");
+    /* The rows before the range: as many seconds as the daemon answers
+     * rows (10,000) before it, raw. */
+    g_assert_cmpstr(qmp_json_get_string(request_args(&s, 3), "resolution"), ==, "raw");
+    g_assert_cmpstr(qmp_json_get_string(request_args(&s, 3), "since"), ==,
+                    "2025-12-02T11:13:20.000000Z");
+    g_assert_cmpstr(qmp_json_get_string(request_args(&s, 3), "until"), ==,
                     "2025-12-02T14:00:00.000000Z");
     /* That tick did not poll: 0 % of the time polling on. */
     g_assert_nonnull(strstr(html, "<td>0.0</td>"));

@@ -13,13 +13,16 @@
  * A second database holds an A/B on a saturated host with idle ticks
  * around it (cli_testdb_create_ab): pairs across a change of load are no
  * measurement, the projection scales the busy load, never extrapolates
- * far past what was measured, and the host's CPU and pressure are shown.
+ * far past what was measured, and the host's CPU and pressure are shown;
+ * and its gain figures are those of the daemon's counters charged on the
+ * same rows.
  */
 #include <math.h>
 #include <string.h>
 #include <sys/wait.h>
 
 #include "cli-testdb.h"
+#include "policy-gain.h"
 #include "qmp-json.h"
 #include "store-testutil.h"
 
@@ -674,6 +677,80 @@ test_report_ab_layout(void)
     g_assert_nonnull(strstr(measured, " wrapped 0: "));
 }
 
+/*
+ * The daemon's counters against a report of its store: the A/B's rows fed
+ * to policy-gain as the daemon feeds each tick (the row's vector, the
+ * tick's time and length), read as their increase over the range from
+ * the middle of the load on, give the figures `report --db --json` gives
+ * for that range, replaying the same rows and reading those before it.
+ */
+static void
+test_report_ab_counters(void)
+{
+    gint64 from_ms = ab_t0_ms + (CLI_AB_BUSY_FROM + 645) * 1000 + 500;
+    gint64 to_ms = ab_t0_ms + CLI_AB_TICKS * 1000 + 1000;
+    g_autofree char *since = cli_test_iso(from_ms), *until = cli_test_iso(to_ms);
+    g_autofree char *out = g_build_filename(tmp_dir, "ab-counters.html", NULL);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(StoreDb) db = store_db_open_readonly(ab_db_path, &error);
+    g_autoptr(StoreCursor) cur = NULL;
+    g_autoptr(PolicyGain) daemon = policy_gain_new();
+    g_autoptr(json_object) j = NULL;
+    PolicyGainTotals at_from = { 0 }, increase;
+    PolicyGainFigures want;
+    const StoreRow *row;
+    StoreFilter f;
+    json_object *s;
+    CliRun r = { 0 };
+    const struct {
+        const char *key;
+        double *want;
+    } keys[] = {
+        { "cores_saved_mean", &want.saved_cores }, { "iops_gained_mean", &want.gained_iops },
+        { "polling_cores_mean", &want.polling_cores }, { "polling_cpu_pct", &want.polling_on_pct },
+        { "unmeasured_share", &want.unmeasured_share },
+    };
+
+    g_assert_no_error(error);
+    store_filter_init(&f);
+    f.resolution = STORE_RES_RAW;
+    g_assert_nonnull((cur = store_query_range(db, &f, &error)));
+    while (store_cursor_next(cur, &row, &error) && row) {
+        PolicyGainTick t;
+
+        policy_gain_tick_from_vec(&row->sample.m, row->ts_ms, row->len_ns, &t);
+        policy_gain_tick(daemon, &t);
+        if (row->ts_ms < from_ms)
+            at_from = *policy_gain_totals(daemon);
+    }
+    g_assert_no_error(error);
+    for (int c = 0; c < POLICY_GAIN_MAX; c++)
+        policy_gain_totals_set(&increase, c,
+                               policy_gain_totals_get(policy_gain_totals(daemon), c) -
+                               policy_gain_totals_get(&at_from, c));
+    policy_gain_figures(&increase, &want);
+    cli_run(&r, (const char *const[]){ "--db", ab_db_path, "report", "--since", since,
+                                       "--until", until, "--resolution", "raw", "--json",
+                                       "-o", out, NULL });
+    g_assert_cmpint(r.status, ==, 0);
+    j = json_tokener_parse(r.out);
+    g_assert_nonnull(j);
+    s = json_object_array_get_idx(json_object_object_get(j, "series"), 0);
+    g_assert_nonnull(s);
+    for (guint k = 0; k < G_N_ELEMENTS(keys); k++) {
+        json_object *v = json_object_object_get(s, keys[k].key);
+        double got = v ? json_object_get_double(v) : NAN;
+
+        g_test_message("%s: report %.6g, counters %.6g", keys[k].key, got, *keys[k].want);
+        g_assert_false(isnan(got));
+        /* The report keeps its rates as floats: 7 digits. */
+        g_assert_cmpfloat(fabs(got - *keys[k].want), <=, 1e-5 * fabs(*keys[k].want) + 1e-9);
+    }
+    /* Measured: CLI_AB_X against the default saves CPU. */
+    g_assert_cmpfloat(want.saved_cores, >, 0);
+    cli_run_clear(&r);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -704,6 +781,7 @@ main(int argc, char **argv)
     g_test_add_func("/cli/report/ab/host", test_report_ab_host);
     g_test_add_func("/cli/report/ab/labels", test_report_ab_labels);
     g_test_add_func("/cli/report/ab/layout", test_report_ab_layout);
+    g_test_add_func("/cli/report/ab/counters", test_report_ab_counters);
     g_test_add_func("/cli/report/beyond-total", test_report_beyond_total);
     g_test_add_func("/cli/report/explorations", test_report_explorations);
     rc = g_test_run();
