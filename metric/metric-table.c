@@ -11,6 +11,9 @@
 #define THREAD METRIC_SOURCE_THREAD
 #define BLOCK METRIC_SOURCE_BLOCK
 #define EXITS METRIC_SOURCE_EXITS
+#define HOST_PSI METRIC_SOURCE_HOST_PSI
+#define HOST_STAT METRIC_SOURCE_HOST_STAT
+#define HOST_VCPU METRIC_SOURCE_HOST_VCPU
 
 static const char om_ops_help[] =
     "Read, write and flush operations on the devices the iothread serves.";
@@ -20,7 +23,11 @@ static const char om_io_time_help[] =
     "Time the operations were in flight, summed over operations; its rate is the "
     "mean queue depth.";
 
-static const MetricDef metric_defs[METRIC_MAX] = {
+/* A host counter: kept in the host's rows, not exported per iothread. */
+#define HOST_COUNTER(name, unit, source, reset, help) \
+    { name, unit, source, reset, help, NULL, NULL, NULL, 1, NULL, NULL, NULL, FALSE }
+
+static const MetricDef metric_defs[METRIC_VEC_MAX] = {
     [METRIC_POLL_MAX_NS] = {
         "poll_max_ns", "ns", IOTHREAD, METRIC_RESET_GAUGE,
         "The iothread's poll-max-ns in force during the tick.",
@@ -104,6 +111,20 @@ static const MetricDef metric_defs[METRIC_MAX] = {
         "AIO engine submits in one batch (0: QEMU's default).",
         "polltune_aio_max_batch", NULL, NULL, 1, NULL,
         "The iothread's aio-max-batch (0: QEMU's default).", "aio-max-batch" },
+    /* The host's: not exported per iothread, no JSON key of a sample. */
+    [METRIC_HOST_PSI_SOME_US] = HOST_COUNTER(
+        "cpu_some_us", "us", HOST_PSI, METRIC_RESET_SELF,
+        "Time some runnable task waited for a CPU (PSI's cpu some total)."),
+    /* busy and total are one ratio: either going back drops both */
+    [METRIC_HOST_CPU_BUSY] = HOST_COUNTER(
+        "busy_ticks", "ticks", HOST_STAT, METRIC_RESET_GROUP,
+        "Non-idle CPU time of the host, summed over its CPUs."),
+    [METRIC_HOST_CPU_TOTAL] = HOST_COUNTER(
+        "total_ticks", "ticks", HOST_STAT, METRIC_RESET_GROUP,
+        "CPU time of the host in all, busy and idle, summed over its CPUs."),
+    [METRIC_HOST_VCPU_WAIT_NS] = HOST_COUNTER(
+        "vcpu_run_delay_ns", "ns", HOST_VCPU, METRIC_RESET_SELF,
+        "Time the VMs' vCPU threads waited for a CPU, summed over the threads."),
 };
 
 #define OPS { METRIC_RD_OPS, METRIC_WR_OPS, METRIC_FLUSH_OPS }
@@ -149,7 +170,10 @@ PT_ENUM_IMPL_TO_STRING(metric_source, MetricSource, METRIC_SOURCE_MAX,
                        [METRIC_SOURCE_IOTHREAD] = "query-iothreads",
                        [METRIC_SOURCE_THREAD] = "thread",
                        [METRIC_SOURCE_BLOCK] = "blockstats",
-                       [METRIC_SOURCE_EXITS] = "exits")
+                       [METRIC_SOURCE_EXITS] = "exits",
+                       [METRIC_SOURCE_HOST_PSI] = "pressure",
+                       [METRIC_SOURCE_HOST_STAT] = "stat",
+                       [METRIC_SOURCE_HOST_VCPU] = "vcpu-schedstat")
 
 PT_ENUM_IMPL_TO_STRING(metric_reset, MetricReset, METRIC_RESET_MAX,
                        [METRIC_RESET_GAUGE] = "gauge",
@@ -159,7 +183,7 @@ PT_ENUM_IMPL_TO_STRING(metric_reset, MetricReset, METRIC_RESET_MAX,
 const MetricDef *
 metric_def(MetricId id)
 {
-    return id >= 0 && id < METRIC_MAX ? &metric_defs[id] : NULL;
+    return id >= 0 && id < METRIC_VEC_MAX ? &metric_defs[id] : NULL;
 }
 
 const MetricRateDef *

@@ -19,7 +19,7 @@
  * A sample carries one value per metric as a MetricVec (metric-vec.h),
  * indexed by MetricId, from the reader's snapshot to the store's row and
  * the policy's delta.  The order is the store's column order: never
- * reorder, only append.
+ * reorder, only append (an iothread's figures before METRIC_MAX).
  *
  * Pure data and lookups; GLib only.
  */
@@ -55,7 +55,18 @@ typedef enum {
     METRIC_HALT_EXITS,
     /* query-iothreads, QEMU 6.1 and later (schema 6) */
     METRIC_AIO_MAX_BATCH,
+    /* The figures of an iothread, each a column of its sample, end here. */
     METRIC_MAX,
+    /*
+     * The host's counters (policy-counters.h's PolicyHostCounters): entries
+     * of the host's vector, never of an iothread's, so not sample columns;
+     * the store keeps their deltas in its host rows.
+     */
+    METRIC_HOST_PSI_SOME_US = METRIC_MAX,
+    METRIC_HOST_CPU_BUSY,
+    METRIC_HOST_CPU_TOTAL,
+    METRIC_HOST_VCPU_WAIT_NS,
+    METRIC_VEC_MAX,
     METRIC_INVALID = -1,
 } MetricId;
 
@@ -66,6 +77,9 @@ typedef enum {
     METRIC_SOURCE_THREAD,       /* /proc of the iothread's thread */
     METRIC_SOURCE_BLOCK,        /* query-blockstats, summed over devices */
     METRIC_SOURCE_EXITS,        /* query-stats, debugfs or perf */
+    METRIC_SOURCE_HOST_PSI,     /* /proc/pressure/cpu */
+    METRIC_SOURCE_HOST_STAT,    /* /proc/stat, all CPUs */
+    METRIC_SOURCE_HOST_VCPU,    /* schedstat of the VMs' vCPU threads, summed */
     METRIC_SOURCE_MAX,
     METRIC_SOURCE_INVALID = -1,
 } MetricSource;

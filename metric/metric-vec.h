@@ -26,7 +26,7 @@ G_BEGIN_DECLS
 #define METRIC_ABSENT G_MININT64
 
 typedef struct {
-    gint64 v[METRIC_MAX];
+    gint64 v[METRIC_VEC_MAX];
 } MetricVec;
 
 /* Every value absent. */

@@ -11,20 +11,6 @@
 #include "probe-derive.h"
 #include "policy-counters.h"
 
-/*
- * Add cur - prev to *sum (saturating), or FALSE if the counter went
- * backwards.  The vCPU threads' run delay is summed over threads, whose
- * cumulative counters together may not fit 64 bits.
- */
-static gboolean
-delta_add(guint64 prev, guint64 cur, guint64 *sum)
-{
-    if (cur < prev)
-        return FALSE;
-    *sum = cur - prev > G_MAXUINT64 - *sum ? G_MAXUINT64 : *sum + (cur - prev);
-    return TRUE;
-}
-
 /* A reading as the vector holds it: real counters stay below 2^63. */
 static gint64
 reading(guint64 v)
@@ -216,47 +202,87 @@ vcpu_find(const GArray *vcpus, int pid, int tid)
     return NULL;
 }
 
+/* The host's reading as the metric vector holds it; the vCPU sum is the
+ * delta's own (probe_derive_host_delta()). */
 static void
 host_counters(const ProbeHostSnap *s, PolicyHostCounters *hc)
 {
+    policy_host_counters_init(hc);
     hc->when_ms = s->when_ms;
     hc->mono_ns = s->mono_ns;
-    hc->have_psi = s->have_psi;
-    hc->psi_some_avg10 = s->psi.some_avg10;
-    hc->psi_full_avg10 = s->psi.have_full ? s->psi.full_avg10 : 0;
-    hc->psi_some_total_us = s->psi.some_total_us;
-    hc->have_stat = s->have_stat;
+    if (s->have_psi) {
+        hc->psi_some_avg10 = s->psi.some_avg10;
+        hc->psi_full_avg10 = s->psi.have_full ? s->psi.full_avg10 : 0;
+        hc->v.v[METRIC_HOST_PSI_SOME_US] = reading(s->psi.some_total_us);
+    }
     if (s->have_stat) {
         hc->n_cpus = s->stat.n_cpus;
-        hc->cpu_busy = s->stat.busy_ticks;
-        hc->cpu_total = s->stat.total_ticks;
+        hc->v.v[METRIC_HOST_CPU_BUSY] = reading(s->stat.busy_ticks);
+        hc->v.v[METRIC_HOST_CPU_TOTAL] = reading(s->stat.total_ticks);
     }
+}
+
+gboolean
+probe_derive_host_delta(const ProbeHostSnap *prev, const ProbeHostSnap *cur,
+                        PolicyHostDelta *d)
+{
+    PolicyHostCounters pc, cc;
+    MetricVec sum;
+    guint n = 0;
+
+    host_counters(cur, &cc);
+    *d = (PolicyHostDelta){ .when_ms = cur->when_ms, .n_cpus = cc.n_cpus };
+    metric_vec_init(&d->v);
+    if (!prev)
+        return FALSE;
+    host_counters(prev, &pc);
+    if (!policy_host_delta(&pc, &cc, d, NULL))
+        return FALSE;
+    /* The vCPU threads present in both: new threads and restarted
+     * counters join at the next tick.  Each thread's wait is paired on
+     * its own, and the sum is of their deltas. */
+    metric_vec_init(&sum);
+    metric_vec_zero_source(&sum, METRIC_SOURCE_HOST_VCPU);
+    for (guint i = 0; i < cur->vcpus->len; i++) {
+        const ProbeVcpuWait *c = &g_array_index(cur->vcpus, ProbeVcpuWait, i);
+        const ProbeVcpuWait *p = vcpu_find(prev->vcpus, c->pid, c->tid);
+        MetricVec va, vb, dt;
+
+        if (!p)
+            continue;
+        metric_vec_init(&va);
+        metric_vec_init(&vb);
+        va.v[METRIC_HOST_VCPU_WAIT_NS] = reading(p->wait_ns);
+        vb.v[METRIC_HOST_VCPU_WAIT_NS] = reading(c->wait_ns);
+        metric_vec_delta(&va, &vb, METRIC_SOURCE_BIT(METRIC_SOURCE_HOST_VCPU), &dt);
+        if (!metric_vec_has(&dt, METRIC_HOST_VCPU_WAIT_NS))
+            continue;
+        metric_vec_add(&sum, &dt);
+        n++;
+    }
+    if (n > 0) {
+        d->n_vcpus = n;
+        d->v.v[METRIC_HOST_VCPU_WAIT_NS] = sum.v[METRIC_HOST_VCPU_WAIT_NS];
+    }
+    return TRUE;
 }
 
 gboolean
 probe_derive_host(const ProbeHostSnap *prev, const ProbeHostSnap *cur,
                   PolicyHost *out)
 {
-    PolicyHostCounters pc = { 0 }, cc = { 0 };
-    guint n = 0;
+    PolicyHostDelta d;
 
-    host_counters(cur, &cc);
-    *out = (PolicyHost){ .when_ms = cur->when_ms, .n_cpus = cc.n_cpus };
-    if (!prev)
+    return probe_derive_host_from_delta(&d, probe_derive_host_delta(prev, cur, &d), out);
+}
+
+gboolean
+probe_derive_host_from_delta(const PolicyHostDelta *d, gboolean paired, PolicyHost *out)
+{
+    if (!paired) {
+        *out = (PolicyHost){ .when_ms = d->when_ms, .n_cpus = d->n_cpus };
         return FALSE;
-    host_counters(prev, &pc);
-    /* The vCPU threads present in both: new threads and restarted
-     * counters join at the next tick. */
-    for (guint i = 0; i < cur->vcpus->len; i++) {
-        const ProbeVcpuWait *c = &g_array_index(cur->vcpus, ProbeVcpuWait, i);
-        const ProbeVcpuWait *p = vcpu_find(prev->vcpus, c->pid, c->tid);
-
-        if (p && delta_add(p->wait_ns, c->wait_ns, &cc.vcpu_run_delay_ns))
-            n++;
     }
-    pc.have_vcpu_delay = cc.have_vcpu_delay = n > 0;
-    pc.n_vcpus = cc.n_vcpus = n;
-    if (!policy_host_from_counters(&pc, &cc, out, NULL))
-        return FALSE;
+    policy_host_from_delta(d, out);
     return out->have_psi || out->have_stat || out->have_vcpu_delay;
 }

@@ -374,6 +374,7 @@ test_host(void)
     g_autoptr(ProbeHostSnap) a = host_new(0, 1000, 100, 400, 2);
     g_autoptr(ProbeHostSnap) b = host_new(SEC, 1000 + 250000, 250, 600, 2);
     g_autoptr(ProbeHostSnap) c = host_new(2 * SEC, 10, 260, 800, 4);
+    PolicyHostDelta d;
     PolicyHost h;
 
     g_assert_false(probe_derive_host(NULL, a, &h));
@@ -403,6 +404,22 @@ test_host(void)
     g_assert_cmpfloat(h.psi_some_pct, ==, 0);
     g_assert_false(h.have_stat);
     g_assert_false(h.have_vcpu_delay);
+
+    /* The store's host rows read the same delta: the CPU time is kept
+     * across a change of CPU count, whose busy share the policy skips. */
+    g_assert_true(probe_derive_host_delta(b, c, &d));
+    g_assert_cmpint(d.v.v[METRIC_HOST_PSI_SOME_US], ==, 0);
+    g_assert_cmpint(d.v.v[METRIC_HOST_CPU_BUSY], ==, 10);
+    g_assert_cmpint(d.v.v[METRIC_HOST_CPU_TOTAL], ==, 200);
+    g_assert_true(d.n_cpus_changed);
+    g_assert_cmpint(d.v.v[METRIC_HOST_VCPU_WAIT_NS], ==, METRIC_ABSENT);
+    /* the total going back drops busy too: one ratio */
+    c->stat.total_ticks = 500;
+    g_assert_true(probe_derive_host_delta(b, c, &d));
+    g_assert_cmpint(d.v.v[METRIC_HOST_CPU_BUSY], ==, METRIC_ABSENT);
+    g_assert_cmpint(d.v.v[METRIC_HOST_CPU_TOTAL], ==, METRIC_ABSENT);
+    g_assert_false(probe_derive_host_delta(NULL, c, &d));
+    g_assert_cmpint(d.v.v[METRIC_HOST_PSI_SOME_US], ==, METRIC_ABSENT);
 }
 
 int
