@@ -23,8 +23,8 @@ static const char om_io_time_help[] =
     "Time the operations were in flight, summed over operations; its rate is the "
     "mean queue depth.";
 
-/* A host counter: kept in the host's rows, not exported per iothread. */
-#define HOST_COUNTER(name, unit, source, reset, help) \
+/* A counter after METRIC_MAX: no sample column, not exported per iothread. */
+#define VEC_ONLY(name, unit, source, reset, help) \
     { name, unit, source, reset, help, NULL, NULL, NULL, 1, NULL, NULL, NULL, FALSE }
 
 static const MetricDef metric_defs[METRIC_VEC_MAX] = {
@@ -112,19 +112,26 @@ static const MetricDef metric_defs[METRIC_VEC_MAX] = {
         "polltune_aio_max_batch", NULL, NULL, 1, NULL,
         "The iothread's aio-max-batch (0: QEMU's default).", "aio-max-batch" },
     /* The host's: not exported per iothread, no JSON key of a sample. */
-    [METRIC_HOST_PSI_SOME_US] = HOST_COUNTER(
+    [METRIC_HOST_PSI_SOME_US] = VEC_ONLY(
         "cpu_some_us", "us", HOST_PSI, METRIC_RESET_SELF,
         "Time some runnable task waited for a CPU (PSI's cpu some total)."),
     /* busy and total are one ratio: either going back drops both */
-    [METRIC_HOST_CPU_BUSY] = HOST_COUNTER(
+    [METRIC_HOST_CPU_BUSY] = VEC_ONLY(
         "busy_ticks", "ticks", HOST_STAT, METRIC_RESET_GROUP,
         "Non-idle CPU time of the host, summed over its CPUs."),
-    [METRIC_HOST_CPU_TOTAL] = HOST_COUNTER(
+    [METRIC_HOST_CPU_TOTAL] = VEC_ONLY(
         "total_ticks", "ticks", HOST_STAT, METRIC_RESET_GROUP,
         "CPU time of the host in all, busy and idle, summed over its CPUs."),
-    [METRIC_HOST_VCPU_WAIT_NS] = HOST_COUNTER(
+    [METRIC_HOST_VCPU_WAIT_NS] = VEC_ONLY(
         "vcpu_run_delay_ns", "ns", HOST_VCPU, METRIC_RESET_SELF,
         "Time the VMs' vCPU threads waited for a CPU, summed over the threads."),
+    /* The thread's CPU time in ticks, read for METRIC_CPU_NS's fallback. */
+    [METRIC_UTIME_TICKS] = VEC_ONLY(
+        "utime_ticks", "ticks", THREAD, METRIC_RESET_SELF,
+        "CPU time of the iothread's thread in user mode (stat's utime)."),
+    [METRIC_STIME_TICKS] = VEC_ONLY(
+        "stime_ticks", "ticks", THREAD, METRIC_RESET_SELF,
+        "CPU time of the iothread's thread in the kernel (stat's stime)."),
 };
 
 #define OPS { METRIC_RD_OPS, METRIC_WR_OPS, METRIC_FLUSH_OPS }

@@ -66,6 +66,13 @@ typedef enum {
     METRIC_HOST_CPU_BUSY,
     METRIC_HOST_CPU_TOTAL,
     METRIC_HOST_VCPU_WAIT_NS,
+    /*
+     * The iothread thread's utime and stime in clock ticks, as /proc's stat
+     * reads them: the probe's fallback for METRIC_CPU_NS without schedstat
+     * (probe-derive.c), not a figure of the delta or a column.
+     */
+    METRIC_UTIME_TICKS,
+    METRIC_STIME_TICKS,
     METRIC_VEC_MAX,
     METRIC_INVALID = -1,
 } MetricId;

@@ -11,13 +11,6 @@
 #include "probe-derive.h"
 #include "policy-counters.h"
 
-/* A reading as the vector holds it: real counters stay below 2^63. */
-static gint64
-reading(guint64 v)
-{
-    return (gint64)MIN(v, (guint64)G_MAXINT64);
-}
-
 static gint64
 sat_add(gint64 a, gint64 b)
 {
@@ -79,11 +72,15 @@ delta_block(const ProbeIothreadSnap *a, const ProbeIothreadSnap *b, PolicyDelta 
 
 /* utime+stime in ns, floor(ticks * 1e9 / hz) without overflowing early. */
 static gboolean
-ticks_ns(const ProbeThreadCounters *t, guint64 hz, guint64 *ns)
+ticks_ns(const MetricVec *t, guint64 hz, guint64 *ns)
 {
-    guint64 ticks = t->utime_ticks + t->stime_ticks;
+    guint64 ticks;
 
-    if (ticks < t->utime_ticks || ticks / hz > G_MAXUINT64 / 1000000000 - 1)
+    if (!metric_vec_has(t, METRIC_UTIME_TICKS) || !metric_vec_has(t, METRIC_STIME_TICKS))
+        return FALSE;
+    /* each below 2^63: the sum fits */
+    ticks = (guint64)t->v[METRIC_UTIME_TICKS] + (guint64)t->v[METRIC_STIME_TICKS];
+    if (ticks / hz > G_MAXUINT64 / 1000000000 - 1)
         return FALSE;
     *ns = ticks / hz * 1000000000 + ticks % hz * 1000000000 / hz;
     return TRUE;
@@ -101,26 +98,28 @@ thread_vecs(const ProbeTargetSnap *prev, const ProbeTargetSnap *cur,
             const ProbeIothreadSnap *a, const ProbeIothreadSnap *b,
             MetricVec *va, MetricVec *vb)
 {
-    const ProbeThreadCounters *p = &a->thread, *c = &b->thread;
+    const MetricVec *p = &a->thread.v, *c = &b->thread.v;
     guint64 pns, cns;
 
     if (!a->have_thread || !b->have_thread || a->tid != b->tid)
         return FALSE;
-    if (p->have_schedstat && c->have_schedstat) {
-        va->v[METRIC_CPU_NS] = reading(p->run_ns);
-        vb->v[METRIC_CPU_NS] = reading(c->run_ns);
-        va->v[METRIC_RUNQ_WAIT_NS] = reading(p->wait_ns);
-        vb->v[METRIC_RUNQ_WAIT_NS] = reading(c->wait_ns);
+    if (probe_thread_counters_have_schedstat(&a->thread) &&
+        probe_thread_counters_have_schedstat(&b->thread)) {
+        va->v[METRIC_CPU_NS] = p->v[METRIC_CPU_NS];
+        vb->v[METRIC_CPU_NS] = c->v[METRIC_CPU_NS];
+        va->v[METRIC_RUNQ_WAIT_NS] = p->v[METRIC_RUNQ_WAIT_NS];
+        vb->v[METRIC_RUNQ_WAIT_NS] = c->v[METRIC_RUNQ_WAIT_NS];
     } else if (cur->clk_tck != 0 && prev->clk_tck == cur->clk_tck &&
-               c->utime_ticks >= p->utime_ticks && c->stime_ticks >= p->stime_ticks &&
-               ticks_ns(p, cur->clk_tck, &pns) && ticks_ns(c, cur->clk_tck, &cns)) {
-        va->v[METRIC_CPU_NS] = reading(pns);
-        vb->v[METRIC_CPU_NS] = reading(cns);
+               ticks_ns(p, cur->clk_tck, &pns) && ticks_ns(c, cur->clk_tck, &cns) &&
+               c->v[METRIC_UTIME_TICKS] >= p->v[METRIC_UTIME_TICKS] &&
+               c->v[METRIC_STIME_TICKS] >= p->v[METRIC_STIME_TICKS]) {
+        va->v[METRIC_CPU_NS] = metric_reading(pns);
+        vb->v[METRIC_CPU_NS] = metric_reading(cns);
     }
-    va->v[METRIC_CTX_VOL] = reading(p->ctx_vol);
-    vb->v[METRIC_CTX_VOL] = reading(c->ctx_vol);
-    va->v[METRIC_CTX_INVOL] = reading(p->ctx_invol);
-    vb->v[METRIC_CTX_INVOL] = reading(c->ctx_invol);
+    va->v[METRIC_CTX_VOL] = p->v[METRIC_CTX_VOL];
+    vb->v[METRIC_CTX_VOL] = c->v[METRIC_CTX_VOL];
+    va->v[METRIC_CTX_INVOL] = p->v[METRIC_CTX_INVOL];
+    vb->v[METRIC_CTX_INVOL] = c->v[METRIC_CTX_INVOL];
     return TRUE;
 }
 
@@ -140,7 +139,7 @@ exit_vec(const ProbeExitCounters *e, MetricVec *v)
 {
     for (guint i = 0; i < G_N_ELEMENTS(exit_metrics); i++)
         if (probe_exit_counters_has(e, exit_metrics[i].k))
-            v->v[exit_metrics[i].id] = reading(e->v[exit_metrics[i].k]);
+            v->v[exit_metrics[i].id] = metric_reading(e->v[exit_metrics[i].k]);
 }
 
 gboolean
@@ -213,12 +212,12 @@ host_counters(const ProbeHostSnap *s, PolicyHostCounters *hc)
     if (s->have_psi) {
         hc->psi_some_avg10 = s->psi.some_avg10;
         hc->psi_full_avg10 = s->psi.have_full ? s->psi.full_avg10 : 0;
-        hc->v.v[METRIC_HOST_PSI_SOME_US] = reading(s->psi.some_total_us);
+        hc->v.v[METRIC_HOST_PSI_SOME_US] = metric_reading(s->psi.some_total_us);
     }
     if (s->have_stat) {
         hc->n_cpus = s->stat.n_cpus;
-        hc->v.v[METRIC_HOST_CPU_BUSY] = reading(s->stat.busy_ticks);
-        hc->v.v[METRIC_HOST_CPU_TOTAL] = reading(s->stat.total_ticks);
+        hc->v.v[METRIC_HOST_CPU_BUSY] = metric_reading(s->stat.busy_ticks);
+        hc->v.v[METRIC_HOST_CPU_TOTAL] = metric_reading(s->stat.total_ticks);
     }
 }
 
@@ -252,8 +251,8 @@ probe_derive_host_delta(const ProbeHostSnap *prev, const ProbeHostSnap *cur,
             continue;
         metric_vec_init(&va);
         metric_vec_init(&vb);
-        va.v[METRIC_HOST_VCPU_WAIT_NS] = reading(p->wait_ns);
-        vb.v[METRIC_HOST_VCPU_WAIT_NS] = reading(c->wait_ns);
+        va.v[METRIC_HOST_VCPU_WAIT_NS] = metric_reading(p->wait_ns);
+        vb.v[METRIC_HOST_VCPU_WAIT_NS] = metric_reading(c->wait_ns);
         metric_vec_delta(&va, &vb, METRIC_SOURCE_BIT(METRIC_SOURCE_HOST_VCPU), &dt);
         if (!metric_vec_has(&dt, METRIC_HOST_VCPU_WAIT_NS))
             continue;

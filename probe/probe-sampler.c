@@ -134,7 +134,7 @@ note_thread_result(ProbeTarget *t, const ProbeThreadCounters *c,
 {
     if (!err) {
         probe_source_set_available(&t->src[PROBE_SOURCE_THREAD]);
-        if (c->have_schedstat)
+        if (probe_thread_counters_have_schedstat(c))
             probe_source_set_available(&t->src[PROBE_SOURCE_SCHEDSTAT]);
         else
             probe_source_set_unavailable(&t->src[PROBE_SOURCE_SCHEDSTAT],
@@ -268,15 +268,16 @@ read_vcpus(ProbeTarget *t, ProbeHostSnap *host, GError **error)
         ProbeThreadFiles *f = &g_array_index(t->vcpus, ProbeThreadFiles, i);
         ProbeThreadCounters c;
 
+        probe_thread_counters_init(&c);
         if (!probe_thread_files_read_schedstat(f, &t->buf, &c, error))
             goto undo;
-        if (!c.have_schedstat) {
+        if (!probe_thread_counters_have_schedstat(&c)) {
             g_set_error(error, PROBE_ERROR, PROBE_ERROR_PARSE,
                         "%s is all zero (kernel without scheduler "
                         "statistics?)", f->schedstat.path);
             goto undo;
         }
-        probe_host_snap_add_vcpu(host, t->pid, f->tid, c.wait_ns);
+        probe_host_snap_add_vcpu(host, t->pid, f->tid, (guint64)c.v.v[METRIC_RUNQ_WAIT_NS]);
     }
     return TRUE;
 undo:

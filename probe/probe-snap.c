@@ -87,7 +87,7 @@ void
 probe_iothread_snap_set_gauge(ProbeIothreadSnap *io, MetricId id, guint64 value)
 {
     g_return_if_fail(metric_def(id) && metric_def(id)->reset == METRIC_RESET_GAUGE);
-    io->gauges.v[id] = (gint64)MIN(value, (guint64)G_MAXINT64);
+    io->gauges.v[id] = metric_reading(value);
 }
 
 void

@@ -15,14 +15,31 @@ snap_new(int pid, gint64 t_ns)
     return s;
 }
 
+/* A thread's reading: stat and status, and schedstat unless @run_ns or
+ * @wait_ns is G_MAXUINT64. */
+static ProbeThreadCounters
+thread_counters(guint64 utime, guint64 stime, guint64 vcsw, guint64 run_ns, guint64 wait_ns)
+{
+    ProbeThreadCounters c;
+
+    probe_thread_counters_init(&c);
+    c.v.v[METRIC_UTIME_TICKS] = (gint64)utime;
+    c.v.v[METRIC_STIME_TICKS] = (gint64)stime;
+    c.v.v[METRIC_CTX_VOL] = (gint64)vcsw;
+    c.v.v[METRIC_CTX_INVOL] = (gint64)(vcsw / 10);
+    if (run_ns != G_MAXUINT64 && wait_ns != G_MAXUINT64) {
+        c.v.v[METRIC_CPU_NS] = (gint64)run_ns;
+        c.v.v[METRIC_RUNQ_WAIT_NS] = (gint64)wait_ns;
+    }
+    return c;
+}
+
 static ProbeIothreadSnap *
 add_io(ProbeTargetSnap *s, const char *id, int tid, guint64 vcsw,
        guint64 run_ns, guint64 wait_ns)
 {
     ProbeIothreadSnap *io = probe_target_snap_iothread(s, id);
-    ProbeThreadCounters c = { .ctx_vol = vcsw, .ctx_invol = vcsw / 10,
-                              .have_schedstat = TRUE, .run_ns = run_ns,
-                              .wait_ns = wait_ns };
+    ProbeThreadCounters c = thread_counters(0, 0, vcsw, run_ns, wait_ns);
     PolicyTriple triple = { 50000, 2, 2 };
 
     probe_iothread_snap_set_triple(io, &triple);
@@ -241,9 +258,8 @@ test_ticks_fallback(void)
 {
     g_autoptr(ProbeTargetSnap) a = snap_new(10, 0);
     g_autoptr(ProbeTargetSnap) b = snap_new(10, SEC);
-    ProbeThreadCounters ca = { .utime_ticks = 100, .stime_ticks = 50 };
-    ProbeThreadCounters cb = { .utime_ticks = 130, .stime_ticks = 70,
-                               .have_schedstat = TRUE, .run_ns = 1 };
+    ProbeThreadCounters ca = thread_counters(100, 50, 0, G_MAXUINT64, G_MAXUINT64);
+    ProbeThreadCounters cb = thread_counters(130, 70, 0, 1, 0);
     PolicyMetrics m;
 
     probe_iothread_snap_set_thread(probe_target_snap_iothread(a, "iot0"), 5, &ca);
@@ -256,7 +272,7 @@ test_ticks_fallback(void)
     g_assert_false(probe_derive_iothread(a, b, "iot0", &m));
     /* utime went back, stime more than made up for it: still a restart. */
     b->clk_tck = 100;
-    cb = (ProbeThreadCounters){ .utime_ticks = 90, .stime_ticks = 200 };
+    cb = thread_counters(90, 200, 0, G_MAXUINT64, G_MAXUINT64);
     probe_iothread_snap_set_thread(probe_target_snap_iothread(b, "iot0"), 5, &cb);
     g_assert_false(probe_derive_iothread(a, b, "iot0", &m));
     g_assert_false(m.have_cpu);

@@ -90,13 +90,13 @@ test_thread_good(void)
     g_assert_true(thread_read(proc, 100, 101, &buf, &c, &error));
     g_assert_no_error(error);
     g_assert_cmpstr(c.comm, ==, "IO iothread1");
-    g_assert_cmpuint(c.utime_ticks, ==, 1234);
-    g_assert_cmpuint(c.stime_ticks, ==, 567);
-    g_assert_cmpuint(c.ctx_vol, ==, 40000);
-    g_assert_cmpuint(c.ctx_invol, ==, 321);
-    g_assert_true(c.have_schedstat);
-    g_assert_cmpuint(c.run_ns, ==, 18010000000);
-    g_assert_cmpuint(c.wait_ns, ==, 25000000);
+    g_assert_cmpint(c.v.v[METRIC_UTIME_TICKS], ==, 1234);
+    g_assert_cmpint(c.v.v[METRIC_STIME_TICKS], ==, 567);
+    g_assert_cmpint(c.v.v[METRIC_CTX_VOL], ==, 40000);
+    g_assert_cmpint(c.v.v[METRIC_CTX_INVOL], ==, 321);
+    g_assert_true(probe_thread_counters_have_schedstat(&c));
+    g_assert_cmpint(c.v.v[METRIC_CPU_NS], ==, 18010000000);
+    g_assert_cmpint(c.v.v[METRIC_RUNQ_WAIT_NS], ==, 25000000);
 
     g_assert_true(thread_read(proc, 100, 104, &buf, &c, &error));
     g_assert_false(thread_read(proc, 100, -1, &buf, &c, &error));
@@ -122,8 +122,8 @@ test_thread_old_kernel(void)
     g_assert_true(thread_read(probe_test_fixture("proc-old"), 300, 301,
                                     &buf, &c, &error));
     g_assert_no_error(error);
-    g_assert_false(c.have_schedstat);
-    g_assert_cmpuint(c.utime_ticks + c.stime_ticks, ==, 10);
+    g_assert_false(probe_thread_counters_have_schedstat(&c));
+    g_assert_cmpint(c.v.v[METRIC_UTIME_TICKS] + c.v.v[METRIC_STIME_TICKS], ==, 10);
     probe_buf_clear(&buf);
 }
 
@@ -148,25 +148,25 @@ test_thread_malformed(void)
 
     /* Bad or all-zero schedstat: CPU time from stat, no run delay. */
     g_assert_true(thread_read(proc, 200, 205, &buf, &c, &error));
-    g_assert_false(c.have_schedstat);
-    g_assert_cmpuint(c.utime_ticks, ==, 7);
+    g_assert_false(probe_thread_counters_have_schedstat(&c));
+    g_assert_cmpint(c.v.v[METRIC_UTIME_TICKS], ==, 7);
     g_assert_true(thread_read(proc, 200, 206, &buf, &c, &error));
-    g_assert_false(c.have_schedstat);
+    g_assert_false(probe_thread_counters_have_schedstat(&c));
 
     g_assert_true(thread_read(proc, 200, 209, &buf, &c, &error));
     g_assert_no_error(error);
     g_assert_cmpstr(c.comm, ==, "IO a) (b");
-    g_assert_cmpuint(c.utime_ticks, ==, 11);
-    g_assert_cmpuint(c.stime_ticks, ==, 22);
+    g_assert_cmpint(c.v.v[METRIC_UTIME_TICKS], ==, 11);
+    g_assert_cmpint(c.v.v[METRIC_STIME_TICKS], ==, 22);
 
-    /* G_MAXUINT64 fits; one more does not. */
+    /* G_MAXUINT64 parses (the vector clamps it); one more does not. */
     g_assert_false(thread_read(proc, 200, 210, &buf, &c, &error));
     g_assert_error(error, PROBE_ERROR, PROBE_ERROR_PARSE);
     g_assert_nonnull(strstr(error->message, "nonvoluntary"));
     g_clear_error(&error);
     g_assert_true(probe_thread_parse_stat(
         "1 (x) R 1 1 1 0 -1 0 0 0 0 0 18446744073709551615 0 0", "t", &c, &error));
-    g_assert_cmpuint(c.utime_ticks, ==, G_MAXUINT64);
+    g_assert_cmpint(c.v.v[METRIC_UTIME_TICKS], ==, G_MAXINT64);
     probe_buf_clear(&buf);
 }
 

@@ -75,7 +75,7 @@ test_resolve(TmpTree *tt, gconstpointer data)
     g_assert_no_error(error);
     g_assert_true(io->have_thread);
     g_assert_cmpint(io->tid, ==, 51);
-    g_assert_cmpuint(io->thread.ctx_vol, ==, 100);
+    g_assert_cmpint(io->thread.v.v[METRIC_CTX_VOL], ==, 100);
     g_assert_cmpint(probe_target_iothread_tid(t, "iothread1"), ==, 51);
     news = probe_target_take_news(t);
     g_assert_cmpuint(news->len, ==, 2);
@@ -87,7 +87,7 @@ test_resolve(TmpTree *tt, gconstpointer data)
     probe_test_thread(tt->root, 50, 61, "IO iothread1", 0, 0, 1, 0, 1, 0);
     g_assert_true(probe_target_sample_iothread(t, io, 0, &error));
     g_assert_cmpint(io->tid, ==, 61);
-    g_assert_cmpuint(io->thread.ctx_vol, ==, 1);
+    g_assert_cmpint(io->thread.v.v[METRIC_CTX_VOL], ==, 1);
 
     /* The tid now belongs to another name: found again by name. */
     probe_test_thread(tt->root, 50, 61, "worker", 0, 0, 1, 0, 1, 0);
@@ -137,7 +137,7 @@ test_schedstat_news(void)
     g_autoptr(GPtrArray) news = NULL;
 
     g_assert_true(probe_target_sample_iothread(t, io, 0, NULL));
-    g_assert_false(io->thread.have_schedstat);
+    g_assert_false(probe_thread_counters_have_schedstat(&io->thread));
     news = probe_target_take_news(t);
     g_assert_cmpuint(news->len, ==, 2);
     g_assert_cmpstr(news->pdata[0], ==, "thread: available");
