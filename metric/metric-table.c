@@ -132,6 +132,33 @@ static const MetricDef metric_defs[METRIC_VEC_MAX] = {
     [METRIC_STIME_TICKS] = VEC_ONLY(
         "stime_ticks", "ticks", THREAD, METRIC_RESET_SELF,
         "CPU time of the iothread's thread in the kernel (stat's stime)."),
+    [METRIC_HALT_SUCCESSFUL_POLL] = VEC_ONLY(
+        "halt_successful_poll", "polls", EXITS, METRIC_RESET_SELF,
+        "HLTs that KVM's halt polling ended with a wakeup."),
+    [METRIC_HALT_ATTEMPTED_POLL] = VEC_ONLY(
+        "halt_attempted_poll", "polls", EXITS, METRIC_RESET_SELF,
+        "HLTs that KVM polled on."),
+    [METRIC_HALT_POLL_INVALID] = VEC_ONLY(
+        "halt_poll_invalid", "polls", EXITS, METRIC_RESET_SELF,
+        "Halt polls ended because the vCPU could not sleep."),
+    [METRIC_HALT_WAKEUP] = VEC_ONLY(
+        "halt_wakeup", "wakeups", EXITS, METRIC_RESET_SELF,
+        "Wakeups of a halted vCPU."),
+    [METRIC_HALT_POLL_SUCCESS_NS] = VEC_ONLY(
+        "halt_poll_success_ns", "ns", EXITS, METRIC_RESET_SELF,
+        "Time spent in halt polls that ended with a wakeup."),
+    [METRIC_HALT_POLL_FAIL_NS] = VEC_ONLY(
+        "halt_poll_fail_ns", "ns", EXITS, METRIC_RESET_SELF,
+        "Time spent in halt polls that did not."),
+    [METRIC_HALT_WAIT_NS] = VEC_ONLY(
+        "halt_wait_ns", "ns", EXITS, METRIC_RESET_SELF,
+        "Time halted vCPUs slept."),
+    [METRIC_USERSPACE_EXITS] = VEC_ONLY(
+        "userspace_exits", "exits", EXITS, METRIC_RESET_SELF,
+        "Exits to QEMU (the kvm_userspace_exit tracepoint)."),
+    [METRIC_FAST_MMIO] = VEC_ONLY(
+        "fast_mmio", "exits", EXITS, METRIC_RESET_SELF,
+        "MMIO exits handled in the kernel (the kvm_fast_mmio tracepoint)."),
 };
 
 #define OPS { METRIC_RD_OPS, METRIC_WR_OPS, METRIC_FLUSH_OPS }

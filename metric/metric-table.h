@@ -73,6 +73,20 @@ typedef enum {
      */
     METRIC_UTIME_TICKS,
     METRIC_STIME_TICKS,
+    /*
+     * KVM's other exit and halt-polling counters of the whole VM, read with
+     * the exits above (probe-exits.h); the last two exist only as
+     * tracepoints.  Not figures of the delta or columns.
+     */
+    METRIC_HALT_SUCCESSFUL_POLL,
+    METRIC_HALT_ATTEMPTED_POLL,
+    METRIC_HALT_POLL_INVALID,
+    METRIC_HALT_WAKEUP,
+    METRIC_HALT_POLL_SUCCESS_NS,
+    METRIC_HALT_POLL_FAIL_NS,
+    METRIC_HALT_WAIT_NS,
+    METRIC_USERSPACE_EXITS,
+    METRIC_FAST_MMIO,
     METRIC_VEC_MAX,
     METRIC_INVALID = -1,
 } MetricId;

@@ -123,23 +123,13 @@ thread_vecs(const ProbeTargetSnap *prev, const ProbeTargetSnap *cur,
     return TRUE;
 }
 
-/* The exit counters the table keeps, by the probe's name for them. */
-static const struct {
-    ProbeExitCounter k;
-    MetricId id;
-} exit_metrics[] = {
-    { PROBE_EXIT_EXITS,      METRIC_KVM_EXITS },
-    { PROBE_EXIT_IO_EXITS,   METRIC_IO_EXITS },
-    { PROBE_EXIT_MMIO_EXITS, METRIC_MMIO_EXITS },
-    { PROBE_EXIT_HALT_EXITS, METRIC_HALT_EXITS },
-};
-
+/* The exit counters the delta keeps: the table's exit figures. */
 static void
 exit_vec(const ProbeExitCounters *e, MetricVec *v)
 {
-    for (guint i = 0; i < G_N_ELEMENTS(exit_metrics); i++)
-        if (probe_exit_counters_has(e, exit_metrics[i].k))
-            v->v[exit_metrics[i].id] = metric_reading(e->v[exit_metrics[i].k]);
+    for (int i = 0; i < METRIC_MAX; i++)
+        if (metric_def(i)->source == METRIC_SOURCE_EXITS)
+            v->v[i] = e->v.v[i];
 }
 
 gboolean

@@ -351,9 +351,10 @@ gboolean
 probe_target_sample_exits(ProbeTarget *t, ProbeExitsMode mode,
                           ProbeTargetSnap *snap)
 {
-    ProbeExitCounters c = { 0 };
+    ProbeExitCounters c;
     gboolean ok = FALSE;
 
+    probe_exit_counters_init(&c, PROBE_EXIT_SOURCE_NONE);
     switch (mode) {
     case PROBE_EXITS_AUTO:
         ok = exits_from_debugfs(t, &c);
@@ -372,7 +373,10 @@ probe_target_sample_exits(ProbeTarget *t, ProbeExitsMode mode,
     default:
         break;
     }
-    snap->exits = ok ? c : (ProbeExitCounters){ .source = PROBE_EXIT_SOURCE_NONE };
+    if (ok)
+        snap->exits = c;
+    else
+        probe_exit_counters_init(&snap->exits, PROBE_EXIT_SOURCE_NONE);
     return ok;
 }
 
@@ -394,7 +398,7 @@ probe_target_choose_exits(ProbeTarget *t, ProbeExitsMode mode,
                           ProbeTargetSnap *snap, const char *reported_why,
                           const char *no_kvm)
 {
-    ProbeExitCounters dbg = { 0 }, perf = { 0 };
+    ProbeExitCounters dbg, perf;
     const ProbeExitCounters *readings[PROBE_EXIT_SOURCE_MAX] = { NULL };
     const char *why_not[PROBE_EXIT_SOURCE_MAX] = { NULL };
     g_autofree char *dbg_why = NULL, *perf_why = NULL;
@@ -407,7 +411,7 @@ probe_target_choose_exits(ProbeTarget *t, ProbeExitsMode mode,
     if (no_kvm || mode == PROBE_EXITS_OFF) {
         g_clear_pointer(&t->perf, probe_perf_free);
         probe_exit_choice_set_absent(ch, no_kvm ? no_kvm : "exits-source is off");
-        snap->exits = (ProbeExitCounters){ .source = PROBE_EXIT_SOURCE_NONE };
+        probe_exit_counters_init(&snap->exits, PROBE_EXIT_SOURCE_NONE);
         return PROBE_EXIT_SOURCE_NONE;
     }
     if (snap->exits.source == PROBE_EXIT_SOURCE_QUERY_STATS)
@@ -436,9 +440,10 @@ probe_target_choose_exits(ProbeTarget *t, ProbeExitsMode mode,
     why_not[PROBE_EXIT_SOURCE_PERF] = perf_why;
 
     chosen = probe_exit_choice_pick(ch, readings, why_not);
-    snap->exits = chosen == PROBE_EXIT_SOURCE_NONE
-        ? (ProbeExitCounters){ .source = PROBE_EXIT_SOURCE_NONE }
-        : *readings[chosen];
+    if (chosen == PROBE_EXIT_SOURCE_NONE)
+        probe_exit_counters_init(&snap->exits, PROBE_EXIT_SOURCE_NONE);
+    else
+        snap->exits = *readings[chosen];
     return chosen;
 }
 

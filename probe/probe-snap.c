@@ -32,6 +32,7 @@ probe_target_snap_new(int pid, gint64 mono_ns, gint64 when_ms)
     clk_tck = sysconf(_SC_CLK_TCK);
     s->clk_tck = clk_tck > 0 ? (guint64)clk_tck : 100;
     s->iothreads = g_ptr_array_new_with_free_func(iothread_snap_free);
+    probe_exit_counters_init(&s->exits, PROBE_EXIT_SOURCE_NONE);
     return s;
 }
 

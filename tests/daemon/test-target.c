@@ -54,7 +54,9 @@ host_side_tick(PtTarget *t, gint64 qs, guint64 *exits)
     if (qs >= 0)
         probe_exit_counters_add_named(&snap->exits, "exits", (guint64)qs);
     pt_target_sample_host_side(t, snap);
-    *exits = snap->exits.v[PROBE_EXIT_EXITS];
+    /* 0: no exits counter */
+    *exits = probe_exit_counters_has(&snap->exits, METRIC_KVM_EXITS)
+             ? (guint64)snap->exits.v.v[METRIC_KVM_EXITS] : 0;
     return snap->exits.source;
 }
 

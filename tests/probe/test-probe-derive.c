@@ -71,7 +71,7 @@ add_dev(ProbeIothreadSnap *io, const char *name, guint64 rd, guint64 wr,
 static void
 set_exits(ProbeTargetSnap *s, ProbeExitSource src, guint64 exits)
 {
-    s->exits = (ProbeExitCounters){ .source = src };
+    probe_exit_counters_init(&s->exits, src);
     probe_exit_counters_add_named(&s->exits, "exits", exits);
 }
 
@@ -293,7 +293,7 @@ test_exit_sources(void)
     probe_derive_iothread(a, b, "iot0", &m);
     g_assert_false(m.have_exits);
     /* A source without the "exits" counter. */
-    a->exits = (ProbeExitCounters){ .source = PROBE_EXIT_SOURCE_QUERY_STATS };
+    probe_exit_counters_init(&a->exits, PROBE_EXIT_SOURCE_QUERY_STATS);
     b->exits = a->exits;
     probe_exit_counters_add_named(&a->exits, "halt_exits", 1);
     probe_exit_counters_add_named(&b->exits, "halt_exits", 2);

@@ -302,24 +302,24 @@ test_debugfs(void)
     g_assert_no_error(error);
     g_assert_cmpint(c.source, ==, PROBE_EXIT_SOURCE_DEBUGFS);
     /* 1000-12 belongs to pid 1000 and must not be summed in. */
-    g_assert_cmpuint(c.v[PROBE_EXIT_EXITS], ==, 123456);
-    g_assert_cmpuint(c.v[PROBE_EXIT_IO_EXITS], ==, 2000);
-    g_assert_cmpuint(c.v[PROBE_EXIT_MMIO_EXITS], ==, 3000);
-    g_assert_cmpuint(c.v[PROBE_EXIT_HALT_POLL_FAIL_NS], ==, 900000);
-    g_assert_true(probe_exit_counters_has(&c, PROBE_EXIT_HALT_WAIT_NS));
-    g_assert_false(probe_exit_counters_has(&c, PROBE_EXIT_FAST_MMIO));
+    g_assert_cmpint(c.v.v[METRIC_KVM_EXITS], ==, 123456);
+    g_assert_cmpint(c.v.v[METRIC_IO_EXITS], ==, 2000);
+    g_assert_cmpint(c.v.v[METRIC_MMIO_EXITS], ==, 3000);
+    g_assert_cmpint(c.v.v[METRIC_HALT_POLL_FAIL_NS], ==, 900000);
+    g_assert_true(probe_exit_counters_has(&c, METRIC_HALT_WAIT_NS));
+    g_assert_false(probe_exit_counters_has(&c, METRIC_FAST_MMIO));
     g_clear_pointer(&d, probe_kvm_debugfs_free);
 
     d = probe_kvm_debugfs_new(probe_test_fixture("debugfs-old"), 100);
     g_assert_true(probe_kvm_debugfs_read(d, &c, &error));
-    g_assert_cmpuint(c.v[PROBE_EXIT_EXITS], ==, 10);
-    g_assert_false(probe_exit_counters_has(&c, PROBE_EXIT_HALT_EXITS));
+    g_assert_cmpint(c.v.v[METRIC_KVM_EXITS], ==, 10);
+    g_assert_false(probe_exit_counters_has(&c, METRIC_HALT_EXITS));
     g_clear_pointer(&d, probe_kvm_debugfs_free);
 
     d = probe_kvm_debugfs_new(probe_test_fixture("debugfs-two"), 100);
     g_assert_true(probe_kvm_debugfs_read(d, &c, &error));
-    g_assert_cmpuint(c.v[PROBE_EXIT_EXITS], ==, 2000);
-    g_assert_cmpuint(c.v[PROBE_EXIT_HALT_EXITS], ==, 20);
+    g_assert_cmpint(c.v.v[METRIC_KVM_EXITS], ==, 2000);
+    g_assert_cmpint(c.v.v[METRIC_HALT_EXITS], ==, 20);
     g_clear_pointer(&d, probe_kvm_debugfs_free);
 }
 
@@ -361,16 +361,25 @@ test_debugfs_errors(void)
 static void
 test_exit_names(void)
 {
-    ProbeExitCounters c = { 0 };
+    ProbeExitCounters c;
+    guint n = 0;
 
-    for (int k = 0; k < PROBE_EXIT_COUNTER_MAX; k++)
-        g_assert_cmpint(probe_exit_counter_from_string(
-                            probe_exit_counter_to_string(k)), ==, k);
+    probe_exit_counters_init(&c, PROBE_EXIT_SOURCE_NONE);
+    /* Every exit entry of the vector has KVM's name, and only those. */
+    for (int k = 0; k < METRIC_VEC_MAX; k++) {
+        const char *name = probe_exit_counter_to_string(k);
+
+        g_assert_cmpint(name != NULL, ==, metric_def(k)->source == METRIC_SOURCE_EXITS);
+        if (name) {
+            g_assert_cmpint(probe_exit_counter_from_string(name), ==, k);
+            n++;
+        }
+    }
+    g_assert_cmpuint(n, ==, 13);
     for (int s = 0; s < PROBE_EXIT_SOURCE_MAX; s++)
         g_assert_cmpint(probe_exit_source_from_string(
                             probe_exit_source_to_string(s)), ==, s);
-    g_assert_cmpint(probe_exit_counter_from_string("nope"), ==,
-                    PROBE_EXIT_COUNTER_INVALID);
+    g_assert_cmpint(probe_exit_counter_from_string("nope"), ==, METRIC_INVALID);
     g_assert_null(probe_exit_source_to_string(PROBE_EXIT_SOURCE_MAX));
 
     /* query-stats per vCPU, summed; unknown names are ignored. */
@@ -379,10 +388,10 @@ test_exit_names(void)
     g_assert_false(probe_exit_counters_add_named(&c, "l1d_flush", 3));
     g_assert_true(probe_exit_counters_add_named(&c, "halt_exits", G_MAXUINT64));
     g_assert_true(probe_exit_counters_add_named(&c, "halt_exits", 1));
-    g_assert_cmpuint(c.v[PROBE_EXIT_EXITS], ==, 25);
-    g_assert_cmpuint(c.v[PROBE_EXIT_HALT_EXITS], ==, G_MAXUINT64);
-    g_assert_true(probe_exit_counters_has(&c, PROBE_EXIT_EXITS));
-    g_assert_false(probe_exit_counters_has(&c, PROBE_EXIT_IO_EXITS));
+    g_assert_cmpint(c.v.v[METRIC_KVM_EXITS], ==, 25);
+    g_assert_cmpint(c.v.v[METRIC_HALT_EXITS], ==, G_MAXINT64);
+    g_assert_true(probe_exit_counters_has(&c, METRIC_KVM_EXITS));
+    g_assert_false(probe_exit_counters_has(&c, METRIC_IO_EXITS));
 }
 
 static void

@@ -188,7 +188,7 @@ test_exits_auto(void)
 
     g_assert_true(probe_target_sample_exits(t, PROBE_EXITS_AUTO, snap));
     g_assert_cmpint(snap->exits.source, ==, PROBE_EXIT_SOURCE_DEBUGFS);
-    g_assert_cmpuint(snap->exits.v[PROBE_EXIT_EXITS], ==, 123456);
+    g_assert_cmpint(snap->exits.v.v[METRIC_KVM_EXITS], ==, 123456);
     /* Perf was never needed, so never tried. */
     g_assert_cmpint(probe_target_source(t, PROBE_SOURCE_PERF)->state, ==,
                     PROBE_SOURCE_UNKNOWN);
@@ -233,12 +233,13 @@ test_exits_unavailable(void)
 static void
 test_exits_named_source(void)
 {
-    ProbeExitCounters c = { 0 };
+    ProbeExitCounters c;
 
+    probe_exit_counters_init(&c, PROBE_EXIT_SOURCE_NONE);
     g_assert_true(probe_exit_counters_add_named(&c, "exits", 7));
     g_assert_cmpint(c.source, ==, PROBE_EXIT_SOURCE_QUERY_STATS);
     g_assert_false(probe_exit_counters_add_named(&c, "no_such_stat", 7));
-    g_assert_cmpuint(c.v[PROBE_EXIT_EXITS], ==, 7);
+    g_assert_cmpint(c.v.v[METRIC_KVM_EXITS], ==, 7);
 }
 
 /* One tick of the choice with "exits" readings of each source (-1: none). */
@@ -255,9 +256,8 @@ pick(ProbeExitChoice *ch, gint64 qs, gint64 dbg, gint64 perf)
     for (int s = PROBE_EXIT_SOURCE_QUERY_STATS; s < PROBE_EXIT_SOURCE_MAX; s++) {
         if (in[s] < 0)
             continue;
-        c[s].source = s;
-        c[s].present = 1u << PROBE_EXIT_EXITS;
-        c[s].v[PROBE_EXIT_EXITS] = (guint64)in[s];
+        probe_exit_counters_init(&c[s], s);
+        c[s].v.v[METRIC_KVM_EXITS] = in[s];
         readings[s] = &c[s];
     }
     return probe_exit_choice_pick(ch, readings, why_not);
@@ -340,7 +340,7 @@ test_exits_choose_unreadable(void)
         g_assert_cmpint(probe_target_choose_exits(t, PROBE_EXITS_AUTO, snap, NULL, NULL), ==,
                         PROBE_EXIT_SOURCE_QUERY_STATS);
         g_assert_cmpint(snap->exits.source, ==, PROBE_EXIT_SOURCE_QUERY_STATS);
-        g_assert_cmpuint(snap->exits.v[PROBE_EXIT_EXITS], ==, 1000 + 60 * tick);
+        g_assert_cmpint(snap->exits.v.v[METRIC_KVM_EXITS], ==, 1000 + 60 * tick);
     }
     dbg = probe_target_source(t, PROBE_SOURCE_DEBUGFS);
     g_assert_cmpint(dbg->state, ==, PROBE_SOURCE_UNAVAILABLE);
