@@ -191,24 +191,21 @@ vcpu_find(const GArray *vcpus, int pid, int tid)
     return NULL;
 }
 
-/* The host's reading as the metric vector holds it; the vCPU sum is the
- * delta's own (probe_derive_host_delta()). */
+/* The host's reading as the policy pairs it; the vCPU sum is the delta's
+ * own (probe_derive_host_delta()). */
 static void
 host_counters(const ProbeHostSnap *s, PolicyHostCounters *hc)
 {
     policy_host_counters_init(hc);
     hc->when_ms = s->when_ms;
     hc->mono_ns = s->mono_ns;
-    if (s->have_psi) {
-        hc->psi_some_avg10 = s->psi.some_avg10;
-        hc->psi_full_avg10 = s->psi.have_full ? s->psi.full_avg10 : 0;
-        hc->v.v[METRIC_HOST_PSI_SOME_US] = metric_reading(s->psi.some_total_us);
+    if (probe_host_snap_has_psi(s)) {
+        hc->psi_some_avg10 = s->psi_some_avg10;
+        hc->psi_full_avg10 = s->psi_full_avg10;
     }
-    if (s->have_stat) {
-        hc->n_cpus = s->stat.n_cpus;
-        hc->v.v[METRIC_HOST_CPU_BUSY] = metric_reading(s->stat.busy_ticks);
-        hc->v.v[METRIC_HOST_CPU_TOTAL] = metric_reading(s->stat.total_ticks);
-    }
+    if (probe_host_snap_has_stat(s))
+        hc->n_cpus = s->n_cpus;
+    hc->v = s->v;
 }
 
 gboolean

@@ -532,27 +532,34 @@ probe_host_sampler_sample(ProbeHostSampler *h, ProbeHostSnap *snap)
     ProbeSource *psi = &h->src[PROBE_SOURCE_PSI];
     ProbeSource *stat = &h->src[PROBE_SOURCE_STAT];
     g_autoptr(GError) error = NULL;
+    ProbePsi p;
+    ProbeCpuStat st;
 
-    snap->have_psi = FALSE;
-    snap->have_stat = FALSE;
+    /* what this tick does not read is absent, not the last tick's */
+    for (int i = 0; i < METRIC_VEC_MAX; i++)
+        if (metric_def(i)->source == METRIC_SOURCE_HOST_PSI ||
+            metric_def(i)->source == METRIC_SOURCE_HOST_STAT)
+            snap->v.v[i] = METRIC_ABSENT;
+    snap->psi_some_avg10 = snap->psi_full_avg10 = 0;
+    snap->n_cpus = 0;
     if (probe_source_should_try(psi)) {
-        snap->have_psi = probe_psi_reread(&h->psi_file, &h->buf, &snap->psi,
-                                          &error);
-        if (snap->have_psi)
+        if (probe_psi_reread(&h->psi_file, &h->buf, &p, &error)) {
+            probe_host_snap_set_psi(snap, &p);
             probe_source_set_available(psi);
-        else
+        } else {
             probe_source_set_unavailable(psi, g_strdup(error->message));
+        }
         g_clear_error(&error);
     }
     if (probe_source_should_try(stat)) {
-        snap->have_stat = probe_cpu_stat_reread(&h->stat_file, &h->buf,
-                                                &snap->stat, &error);
-        if (snap->have_stat)
+        if (probe_cpu_stat_reread(&h->stat_file, &h->buf, &st, &error)) {
+            probe_host_snap_set_cpu_stat(snap, &st);
             probe_source_set_available(stat);
-        else
+        } else {
             probe_source_set_unavailable(stat, g_strdup(error->message));
+        }
     }
-    return snap->have_psi || snap->have_stat;
+    return probe_host_snap_has_psi(snap) || probe_host_snap_has_stat(snap);
 }
 
 const ProbeSource *

@@ -375,12 +375,10 @@ host_new(gint64 t_ns, guint64 psi_us, guint64 busy, guint64 total, guint n_cpus)
 {
     ProbeHostSnap *h = probe_host_snap_new(t_ns, t_ns / 1000000);
 
-    h->have_psi = TRUE;
-    h->psi = (ProbePsi){ .some_avg10 = 12.5, .some_total_us = psi_us,
-                         .have_full = TRUE, .full_avg10 = 1.5 };
-    h->have_stat = TRUE;
-    h->stat = (ProbeCpuStat){ .busy_ticks = busy, .total_ticks = total,
-                              .n_cpus = n_cpus };
+    probe_host_snap_set_psi(h, &(ProbePsi){ .some_avg10 = 12.5, .some_total_us = psi_us,
+                                            .have_full = TRUE, .full_avg10 = 1.5 });
+    probe_host_snap_set_cpu_stat(h, &(ProbeCpuStat){ .busy_ticks = busy, .total_ticks = total,
+                                                     .n_cpus = n_cpus });
     return h;
 }
 
@@ -413,8 +411,7 @@ test_host(void)
     /* PSI total went backwards, the CPU count changed, vCPUs vanished. */
     g_assert_false(probe_derive_host(b, c, &h));
     g_assert_cmpuint(h.n_cpus, ==, 4);
-    b->psi.have_full = FALSE;
-    c->psi.some_total_us = b->psi.some_total_us;
+    c->v.v[METRIC_HOST_PSI_SOME_US] = b->v.v[METRIC_HOST_PSI_SOME_US];
     g_assert_true(probe_derive_host(b, c, &h));
     g_assert_true(h.have_psi);
     g_assert_cmpfloat(h.psi_some_pct, ==, 0);
@@ -430,7 +427,7 @@ test_host(void)
     g_assert_true(d.n_cpus_changed);
     g_assert_cmpint(d.v.v[METRIC_HOST_VCPU_WAIT_NS], ==, METRIC_ABSENT);
     /* the total going back drops busy too: one ratio */
-    c->stat.total_ticks = 500;
+    c->v.v[METRIC_HOST_CPU_TOTAL] = 500;
     g_assert_true(probe_derive_host_delta(b, c, &d));
     g_assert_cmpint(d.v.v[METRIC_HOST_CPU_BUSY], ==, METRIC_ABSENT);
     g_assert_cmpint(d.v.v[METRIC_HOST_CPU_TOTAL], ==, METRIC_ABSENT);

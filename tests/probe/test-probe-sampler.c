@@ -426,13 +426,13 @@ test_host_sampler(void)
     g_autoptr(GPtrArray) news = NULL;
 
     g_assert_true(probe_host_sampler_sample(hg, snap));
-    g_assert_true(snap->have_psi && snap->have_stat);
-    g_assert_cmpuint(snap->stat.n_cpus, ==, 2);
+    g_assert_true(probe_host_snap_has_psi(snap) && probe_host_snap_has_stat(snap));
+    g_assert_cmpuint(snap->n_cpus, ==, 2);
     g_assert_cmpint(probe_host_sampler_source(hg, PROBE_SOURCE_PSI)->state, ==,
                     PROBE_SOURCE_AVAILABLE);
 
     g_assert_false(probe_host_sampler_sample(hb, snap));
-    g_assert_false(snap->have_psi || snap->have_stat);
+    g_assert_false(probe_host_snap_has_psi(snap) || probe_host_snap_has_stat(snap));
     news = probe_host_sampler_take_news(hb);
     g_assert_cmpuint(news->len, ==, 2);
     g_assert_true(g_str_has_prefix(news->pdata[0], "psi: unavailable: "));
