@@ -5,6 +5,7 @@
  * (PtConnOps, which the control socket sets at accept).
  */
 #include "pt-control-private.h"
+#include "pt-fd-send.h"
 #include "pt-log.h"
 #include "qmp-json.h"
 #include "qmp-stream.h"
@@ -31,22 +32,18 @@ static gboolean pt_conn_on_writable(int fd, GIOCondition cond, gpointer data);
 static void
 pt_conn_flush(PtConn *conn)
 {
-    while (conn->fd >= 0 && conn->out_pos < conn->out->len) {
-        ssize_t n = send(conn->fd, conn->out->str + conn->out_pos,
-                         conn->out->len - conn->out_pos, MSG_NOSIGNAL | MSG_DONTWAIT);
-
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+    if (conn->fd >= 0) {
+        switch (pt_fd_send_pending(conn->fd, conn->out->str, conn->out->len, &conn->out_pos)) {
+        case PT_FD_SEND_AGAIN:
             if (!conn->out_watch)
                 conn->out_watch = g_unix_fd_add(conn->fd, G_IO_OUT, pt_conn_on_writable, conn);
             return;
-        }
-        if (n < 0) {
+        case PT_FD_SEND_FAILED:
             pt_conn_close(conn);
             return;
+        case PT_FD_SEND_DONE:
+            break;
         }
-        conn->out_pos += n;
     }
     g_string_truncate(conn->out, 0);
     conn->out_pos = 0;

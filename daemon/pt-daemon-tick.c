@@ -221,7 +221,6 @@ pt_daemon_tick(gpointer data)
     return G_SOURCE_CONTINUE;
 }
 
-/* Metrics and store rows for one target's fresh snapshot. */
 /* The tick's length as its stored row has it; 0 for the first tick, the
  * baseline of every counter, which is not written. */
 static gint64
@@ -230,6 +229,7 @@ pt_daemon_tick_len_ns(const PtDaemon *d)
     return d->tick->host_prev ? d->tick->mono_ns - d->tick->host_prev->mono_ns : 0;
 }
 
+/* Metrics and store rows for one target's fresh snapshot. */
 static void
 pt_daemon_absorb(PtDaemon *d, PtTarget *t, ProbeTargetSnap *snap, GArray *samples)
 {
@@ -354,8 +354,8 @@ pt_daemon_write_store(PtDaemon *d, GArray *samples)
     store_tick_init(&tick);
     tick.ts_ms = d->tick->now_ms;
     tick.len_ns = pt_daemon_tick_len_ns(d);
-    pt_history_psi(d->tick->host_prev, d->tick->host_now, &tick.psi);
-    pt_history_host_cpu(d->tick->host_prev, d->tick->host_now, &tick.cpu);
+    pt_history_psi(&d->tick->host_delta, &tick.psi);
+    pt_history_host_cpu(&d->tick->host_delta, &tick.cpu);
     tick.samples = (const StoreSample *)samples->data;
     tick.n_samples = samples->len;
     /* The first tick is the baseline of every counter: nothing to write. */
@@ -389,7 +389,12 @@ pt_daemon_tick_end(PtDaemon *d)
     g_clear_handle_id(&d->tick->deadline, g_source_remove);
     d->tick->running = FALSE;
 
-    probe_derive_host(d->tick->host_prev, d->tick->host_now, &d->tick->host_metrics);
+    /* One host delta per tick: the store's host rows and the policy's
+     * host rates read it. */
+    probe_derive_host_from_delta(&d->tick->host_delta,
+                                 probe_derive_host_delta(d->tick->host_prev, d->tick->host_now,
+                                                         &d->tick->host_delta),
+                                 &d->tick->host_metrics);
     for (guint i = 0; i < results->len; i++) {
         PtTickResult *r = results->pdata[i];
 

@@ -4,19 +4,14 @@
  *
  * The store keeps what changed over the tick, as integers, and derives
  * rates on the way out; the policy's rates come from the same delta
- * (probe_derive_delta): a counter that went backwards, or whose source
- * changed, gives no figure (NULL) rather than a wrong one.
+ * (probe_derive_delta), and the host's rows and rates from the host's
+ * delta (probe_derive_host_delta): a counter that went backwards, or whose
+ * source changed, gives no figure (NULL) rather than a wrong one.
  */
 #include "pt-history.h"
 #include "probe-derive.h"
 
 #include <unistd.h>
-
-static gint64
-pt_delta(guint64 prev, guint64 cur)
-{
-    return cur >= prev && cur - prev <= (guint64)G_MAXINT64 ? (gint64)(cur - prev) : METRIC_ABSENT;
-}
 
 void
 pt_history_sample(const PolicyDelta *d, StoreSample *s)
@@ -28,27 +23,22 @@ pt_history_sample(const PolicyDelta *d, StoreSample *s)
 }
 
 void
-pt_history_psi(const ProbeHostSnap *prev, const ProbeHostSnap *cur, StorePsi *psi)
+pt_history_psi(const PolicyHostDelta *d, StorePsi *psi)
 {
     store_psi_init(psi);
-    if (!prev || !prev->have_psi || !cur->have_psi)
-        return;
-    psi->cpu_some_us = pt_delta(prev->psi.some_total_us, cur->psi.some_total_us);
+    psi->cpu_some_us = d->v.v[METRIC_HOST_PSI_SOME_US];
 }
 
 void
-pt_history_host_cpu(const ProbeHostSnap *prev, const ProbeHostSnap *cur, StoreHostCpu *cpu)
+pt_history_host_cpu(const PolicyHostDelta *d, StoreHostCpu *cpu)
 {
     long hz = sysconf(_SC_CLK_TCK);
-    gint64 busy, total;
+    gint64 busy = d->v.v[METRIC_HOST_CPU_BUSY], total = d->v.v[METRIC_HOST_CPU_TOTAL];
 
     store_host_cpu_init(cpu);
-    if (!prev || !prev->have_stat || !cur->have_stat || hz <= 0)
-        return;
-    busy = pt_delta(prev->stat.busy_ticks, cur->stat.busy_ticks);
-    total = pt_delta(prev->stat.total_ticks, cur->stat.total_ticks);
     /* A tick of /proc/stat is 1/hz s; years of CPU time fit in 63 bits. */
-    if (busy == METRIC_ABSENT || total == METRIC_ABSENT || busy > total || total > G_MAXINT64 / 1000000)
+    if (hz <= 0 || busy == METRIC_ABSENT || total == METRIC_ABSENT || busy > total ||
+        total > G_MAXINT64 / 1000000)
         return;
     cpu->busy_us = busy * 1000000 / hz;
     cpu->total_us = total * 1000000 / hz;

@@ -25,6 +25,7 @@
  * loop.
  */
 #include "pt-conf.h"
+#include "pt-fd-send.h"
 #include "pt-metrics.h"
 
 #include <errno.h>
@@ -187,21 +188,15 @@ pt_metrics_on_hangup(int fd, GIOCondition cond, gpointer data)
 static void
 pt_metrics_flush(PtMetricsConn *c)
 {
-    while (c->out_pos < c->out->len) {
-        ssize_t n = send(c->fd, c->out->str + c->out_pos, c->out->len - c->out_pos,
-                         MSG_NOSIGNAL | MSG_DONTWAIT);
-
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            c->watch = g_unix_fd_add(c->fd, G_IO_OUT, pt_metrics_on_writable, c);
-            return;
-        }
-        if (n < 0) {
-            pt_metrics_conn_close(c);
-            return;
-        }
-        c->out_pos += n;
+    switch (pt_fd_send_pending(c->fd, c->out->str, c->out->len, &c->out_pos)) {
+    case PT_FD_SEND_AGAIN:
+        c->watch = g_unix_fd_add(c->fd, G_IO_OUT, pt_metrics_on_writable, c);
+        return;
+    case PT_FD_SEND_FAILED:
+        pt_metrics_conn_close(c);
+        return;
+    case PT_FD_SEND_DONE:
+        break;
     }
     /* The answer is followed by our FIN.  Closing now would reset the
      * connection if the client still sends (its unread body), and a reset

@@ -7,6 +7,7 @@
 
 #include "probe-sampler.h"
 #include "policy.h"
+#include "policy-counters.h"
 
 struct PtTick {
     guint timer;
@@ -20,6 +21,7 @@ struct PtTick {
     ProbeHostSampler *host;
     ProbeHostSnap *host_now;    /* this tick's host sample */
     ProbeHostSnap *host_prev;
+    PolicyHostDelta host_delta; /* host_prev -> host_now */
     PolicyHost host_metrics;
     GPtrArray *results;         /* PtTickResult *, the samples back in time */
     GArray *durations_ms;       /* recent tick durations */

@@ -11,6 +11,9 @@
 #define THREAD METRIC_SOURCE_THREAD
 #define BLOCK METRIC_SOURCE_BLOCK
 #define EXITS METRIC_SOURCE_EXITS
+#define HOST_PSI METRIC_SOURCE_HOST_PSI
+#define HOST_STAT METRIC_SOURCE_HOST_STAT
+#define HOST_VCPU METRIC_SOURCE_HOST_VCPU
 
 static const char om_ops_help[] =
     "Read, write and flush operations on the devices the iothread serves.";
@@ -20,7 +23,11 @@ static const char om_io_time_help[] =
     "Time the operations were in flight, summed over operations; its rate is the "
     "mean queue depth.";
 
-static const MetricDef metric_defs[METRIC_MAX] = {
+/* A counter after METRIC_MAX: no sample column, not exported per iothread. */
+#define VEC_ONLY(name, unit, source, reset, help) \
+    { name, unit, source, reset, help, NULL, NULL, NULL, 1, NULL, NULL, NULL, FALSE }
+
+static const MetricDef metric_defs[METRIC_VEC_MAX] = {
     [METRIC_POLL_MAX_NS] = {
         "poll_max_ns", "ns", IOTHREAD, METRIC_RESET_GAUGE,
         "The iothread's poll-max-ns in force during the tick.",
@@ -104,6 +111,54 @@ static const MetricDef metric_defs[METRIC_MAX] = {
         "AIO engine submits in one batch (0: QEMU's default).",
         "polltune_aio_max_batch", NULL, NULL, 1, NULL,
         "The iothread's aio-max-batch (0: QEMU's default).", "aio-max-batch" },
+    /* The host's: not exported per iothread, no JSON key of a sample. */
+    [METRIC_HOST_PSI_SOME_US] = VEC_ONLY(
+        "cpu_some_us", "us", HOST_PSI, METRIC_RESET_SELF,
+        "Time some runnable task waited for a CPU (PSI's cpu some total)."),
+    /* busy and total are one ratio: either going back drops both */
+    [METRIC_HOST_CPU_BUSY] = VEC_ONLY(
+        "busy_ticks", "ticks", HOST_STAT, METRIC_RESET_GROUP,
+        "Non-idle CPU time of the host, summed over its CPUs."),
+    [METRIC_HOST_CPU_TOTAL] = VEC_ONLY(
+        "total_ticks", "ticks", HOST_STAT, METRIC_RESET_GROUP,
+        "CPU time of the host in all, busy and idle, summed over its CPUs."),
+    [METRIC_HOST_VCPU_WAIT_NS] = VEC_ONLY(
+        "vcpu_run_delay_ns", "ns", HOST_VCPU, METRIC_RESET_SELF,
+        "Time the VMs' vCPU threads waited for a CPU, summed over the threads."),
+    /* The thread's CPU time in ticks, read for METRIC_CPU_NS's fallback. */
+    [METRIC_UTIME_TICKS] = VEC_ONLY(
+        "utime_ticks", "ticks", THREAD, METRIC_RESET_SELF,
+        "CPU time of the iothread's thread in user mode (stat's utime)."),
+    [METRIC_STIME_TICKS] = VEC_ONLY(
+        "stime_ticks", "ticks", THREAD, METRIC_RESET_SELF,
+        "CPU time of the iothread's thread in the kernel (stat's stime)."),
+    [METRIC_HALT_SUCCESSFUL_POLL] = VEC_ONLY(
+        "halt_successful_poll", "polls", EXITS, METRIC_RESET_SELF,
+        "HLTs that KVM's halt polling ended with a wakeup."),
+    [METRIC_HALT_ATTEMPTED_POLL] = VEC_ONLY(
+        "halt_attempted_poll", "polls", EXITS, METRIC_RESET_SELF,
+        "HLTs that KVM polled on."),
+    [METRIC_HALT_POLL_INVALID] = VEC_ONLY(
+        "halt_poll_invalid", "polls", EXITS, METRIC_RESET_SELF,
+        "Halt polls ended because the vCPU could not sleep."),
+    [METRIC_HALT_WAKEUP] = VEC_ONLY(
+        "halt_wakeup", "wakeups", EXITS, METRIC_RESET_SELF,
+        "Wakeups of a halted vCPU."),
+    [METRIC_HALT_POLL_SUCCESS_NS] = VEC_ONLY(
+        "halt_poll_success_ns", "ns", EXITS, METRIC_RESET_SELF,
+        "Time spent in halt polls that ended with a wakeup."),
+    [METRIC_HALT_POLL_FAIL_NS] = VEC_ONLY(
+        "halt_poll_fail_ns", "ns", EXITS, METRIC_RESET_SELF,
+        "Time spent in halt polls that did not."),
+    [METRIC_HALT_WAIT_NS] = VEC_ONLY(
+        "halt_wait_ns", "ns", EXITS, METRIC_RESET_SELF,
+        "Time halted vCPUs slept."),
+    [METRIC_USERSPACE_EXITS] = VEC_ONLY(
+        "userspace_exits", "exits", EXITS, METRIC_RESET_SELF,
+        "Exits to QEMU (the kvm_userspace_exit tracepoint)."),
+    [METRIC_FAST_MMIO] = VEC_ONLY(
+        "fast_mmio", "exits", EXITS, METRIC_RESET_SELF,
+        "MMIO exits handled in the kernel (the kvm_fast_mmio tracepoint)."),
 };
 
 #define OPS { METRIC_RD_OPS, METRIC_WR_OPS, METRIC_FLUSH_OPS }
@@ -149,7 +204,10 @@ PT_ENUM_IMPL_TO_STRING(metric_source, MetricSource, METRIC_SOURCE_MAX,
                        [METRIC_SOURCE_IOTHREAD] = "query-iothreads",
                        [METRIC_SOURCE_THREAD] = "thread",
                        [METRIC_SOURCE_BLOCK] = "blockstats",
-                       [METRIC_SOURCE_EXITS] = "exits")
+                       [METRIC_SOURCE_EXITS] = "exits",
+                       [METRIC_SOURCE_HOST_PSI] = "pressure",
+                       [METRIC_SOURCE_HOST_STAT] = "stat",
+                       [METRIC_SOURCE_HOST_VCPU] = "vcpu-schedstat")
 
 PT_ENUM_IMPL_TO_STRING(metric_reset, MetricReset, METRIC_RESET_MAX,
                        [METRIC_RESET_GAUGE] = "gauge",
@@ -159,7 +217,7 @@ PT_ENUM_IMPL_TO_STRING(metric_reset, MetricReset, METRIC_RESET_MAX,
 const MetricDef *
 metric_def(MetricId id)
 {
-    return id >= 0 && id < METRIC_MAX ? &metric_defs[id] : NULL;
+    return id >= 0 && id < METRIC_VEC_MAX ? &metric_defs[id] : NULL;
 }
 
 const MetricRateDef *

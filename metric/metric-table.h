@@ -19,7 +19,7 @@
  * A sample carries one value per metric as a MetricVec (metric-vec.h),
  * indexed by MetricId, from the reader's snapshot to the store's row and
  * the policy's delta.  The order is the store's column order: never
- * reorder, only append.
+ * reorder, only append (an iothread's figures before METRIC_MAX).
  *
  * Pure data and lookups; GLib only.
  */
@@ -55,7 +55,39 @@ typedef enum {
     METRIC_HALT_EXITS,
     /* query-iothreads, QEMU 6.1 and later (schema 6) */
     METRIC_AIO_MAX_BATCH,
+    /* The figures of an iothread, each a column of its sample, end here. */
     METRIC_MAX,
+    /*
+     * The host's counters (policy-counters.h's PolicyHostCounters): entries
+     * of the host's vector, never of an iothread's, so not sample columns;
+     * the store keeps their deltas in its host rows.
+     */
+    METRIC_HOST_PSI_SOME_US = METRIC_MAX,
+    METRIC_HOST_CPU_BUSY,
+    METRIC_HOST_CPU_TOTAL,
+    METRIC_HOST_VCPU_WAIT_NS,
+    /*
+     * The iothread thread's utime and stime in clock ticks, as /proc's stat
+     * reads them: the probe's fallback for METRIC_CPU_NS without schedstat
+     * (probe-derive.c), not a figure of the delta or a column.
+     */
+    METRIC_UTIME_TICKS,
+    METRIC_STIME_TICKS,
+    /*
+     * KVM's other exit and halt-polling counters of the whole VM, read with
+     * the exits above (probe-exits.h); the last two exist only as
+     * tracepoints.  Not figures of the delta or columns.
+     */
+    METRIC_HALT_SUCCESSFUL_POLL,
+    METRIC_HALT_ATTEMPTED_POLL,
+    METRIC_HALT_POLL_INVALID,
+    METRIC_HALT_WAKEUP,
+    METRIC_HALT_POLL_SUCCESS_NS,
+    METRIC_HALT_POLL_FAIL_NS,
+    METRIC_HALT_WAIT_NS,
+    METRIC_USERSPACE_EXITS,
+    METRIC_FAST_MMIO,
+    METRIC_VEC_MAX,
     METRIC_INVALID = -1,
 } MetricId;
 
@@ -66,6 +98,9 @@ typedef enum {
     METRIC_SOURCE_THREAD,       /* /proc of the iothread's thread */
     METRIC_SOURCE_BLOCK,        /* query-blockstats, summed over devices */
     METRIC_SOURCE_EXITS,        /* query-stats, debugfs or perf */
+    METRIC_SOURCE_HOST_PSI,     /* /proc/pressure/cpu */
+    METRIC_SOURCE_HOST_STAT,    /* /proc/stat, all CPUs */
+    METRIC_SOURCE_HOST_VCPU,    /* schedstat of the VMs' vCPU threads, summed */
     METRIC_SOURCE_MAX,
     METRIC_SOURCE_INVALID = -1,
 } MetricSource;

@@ -7,7 +7,7 @@
 void
 metric_vec_init(MetricVec *v)
 {
-    for (int i = 0; i < METRIC_MAX; i++)
+    for (int i = 0; i < METRIC_VEC_MAX; i++)
         v->v[i] = METRIC_ABSENT;
 }
 
@@ -16,7 +16,7 @@ metric_vec_delta(const MetricVec *prev, const MetricVec *cur, guint paired, Metr
 {
     gboolean group_back[METRIC_SOURCE_MAX] = { FALSE };
 
-    for (int i = 0; i < METRIC_MAX; i++) {
+    for (int i = 0; i < METRIC_VEC_MAX; i++) {
         const MetricDef *def = metric_def(i);
         gint64 a = prev->v[i], b = cur->v[i];
 
@@ -37,7 +37,7 @@ metric_vec_delta(const MetricVec *prev, const MetricVec *cur, guint paired, Metr
         /* b >= a >= 0: the difference fits. */
         d->v[i] = b - a;
     }
-    for (int i = 0; i < METRIC_MAX; i++)
+    for (int i = 0; i < METRIC_VEC_MAX; i++)
         if (metric_def(i)->reset == METRIC_RESET_GROUP && group_back[metric_def(i)->source])
             d->v[i] = METRIC_ABSENT;
 }
@@ -45,7 +45,7 @@ metric_vec_delta(const MetricVec *prev, const MetricVec *cur, guint paired, Metr
 void
 metric_vec_zero_source(MetricVec *v, MetricSource source)
 {
-    for (int i = 0; i < METRIC_MAX; i++)
+    for (int i = 0; i < METRIC_VEC_MAX; i++)
         if (metric_def(i)->source == source)
             v->v[i] = 0;
 }
@@ -53,7 +53,7 @@ metric_vec_zero_source(MetricVec *v, MetricSource source)
 void
 metric_vec_add(MetricVec *sum, const MetricVec *d)
 {
-    for (int i = 0; i < METRIC_MAX; i++) {
+    for (int i = 0; i < METRIC_VEC_MAX; i++) {
         if (sum->v[i] == METRIC_ABSENT || d->v[i] == METRIC_ABSENT)
             sum->v[i] = METRIC_ABSENT;
         else

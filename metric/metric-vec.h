@@ -26,8 +26,16 @@ G_BEGIN_DECLS
 #define METRIC_ABSENT G_MININT64
 
 typedef struct {
-    gint64 v[METRIC_MAX];
+    gint64 v[METRIC_VEC_MAX];
 } MetricVec;
+
+/* A cumulative reading as the vector holds it: a counter never reaches
+ * 2^63, so a larger reading is clamped rather than wrapped. */
+static inline gint64
+metric_reading(guint64 v)
+{
+    return (gint64)MIN(v, (guint64)G_MAXINT64);
+}
 
 /* Every value absent. */
 void metric_vec_init(MetricVec *v);

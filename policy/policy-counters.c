@@ -6,15 +6,6 @@
 #include "policy.h"
 
 static gboolean
-delta(guint64 a, guint64 b, double *out)
-{
-    if (b < a)
-        return FALSE;
-    *out = (double)(b - a);
-    return TRUE;
-}
-
-static gboolean
 interval_ok(gint64 prev_ns, gint64 cur_ns, GError **error)
 {
     if (cur_ns <= prev_ns) {
@@ -125,41 +116,79 @@ policy_metrics_from_delta(const PolicyDelta *delta, PolicyMetrics *out)
     return TRUE;
 }
 
+void
+policy_host_counters_init(PolicyHostCounters *c)
+{
+    *c = (PolicyHostCounters){ 0 };
+    metric_vec_init(&c->v);
+}
+
+gboolean
+policy_host_delta(const PolicyHostCounters *prev, const PolicyHostCounters *cur,
+                  PolicyHostDelta *d, GError **error)
+{
+    guint paired = METRIC_SOURCE_BIT(METRIC_SOURCE_HOST_PSI) |
+                   METRIC_SOURCE_BIT(METRIC_SOURCE_HOST_STAT);
+
+    if (!interval_ok(prev->mono_ns, cur->mono_ns, error))
+        return FALSE;
+    *d = (PolicyHostDelta){
+        .when_ms = cur->when_ms,
+        .len_ns = cur->mono_ns - prev->mono_ns,
+        .n_cpus = cur->n_cpus,
+        .n_cpus_changed = prev->n_cpus != cur->n_cpus,
+        .n_vcpus = cur->n_vcpus,
+        .psi_some_avg10 = cur->psi_some_avg10,
+        .psi_full_avg10 = cur->psi_full_avg10,
+    };
+    /* a sum over other threads is not the same counter */
+    if (cur->n_vcpus > 0 && prev->n_vcpus == cur->n_vcpus)
+        paired |= METRIC_SOURCE_BIT(METRIC_SOURCE_HOST_VCPU);
+    metric_vec_delta(&prev->v, &cur->v, paired, &d->v);
+    return TRUE;
+}
+
+void
+policy_host_from_delta(const PolicyHostDelta *d, PolicyHost *out)
+{
+    const MetricVec *v = &d->v;
+    PolicyHost h = { 0 };
+    double interval = (double)d->len_ns;
+
+    h.when_ms = d->when_ms;
+    h.n_cpus = d->n_cpus;
+    /* The averages come with the total: one group, present only when the
+     * total gives this tick's share (not on a first reading). */
+    if (metric_vec_has(v, METRIC_HOST_PSI_SOME_US)) {
+        h.have_psi = TRUE;
+        h.psi_some_avg10 = d->psi_some_avg10;
+        h.psi_full_avg10 = d->psi_full_avg10;
+        h.psi_some_pct = 100.0 * (double)v->v[METRIC_HOST_PSI_SOME_US] * 1000.0 / interval;
+    }
+    /* Busy over total time, not over the interval: exact whatever the unit
+     * (clock ticks) and however far the reading is from mono_ns. */
+    if (!d->n_cpus_changed && metric_vec_has(v, METRIC_HOST_CPU_BUSY) &&
+        metric_vec_has(v, METRIC_HOST_CPU_TOTAL) && v->v[METRIC_HOST_CPU_TOTAL] > 0) {
+        h.have_stat = TRUE;
+        h.cpu_busy_pct = 100.0 * d->n_cpus * (double)v->v[METRIC_HOST_CPU_BUSY] /
+                         (double)v->v[METRIC_HOST_CPU_TOTAL];
+    }
+    if (metric_vec_has(v, METRIC_HOST_VCPU_WAIT_NS) && d->n_vcpus > 0) {
+        h.have_vcpu_delay = TRUE;
+        h.vcpu_run_delay_pct = 100.0 * (double)v->v[METRIC_HOST_VCPU_WAIT_NS] / d->n_vcpus /
+                               interval;
+    }
+    *out = h;
+}
+
 gboolean
 policy_host_from_counters(const PolicyHostCounters *prev, const PolicyHostCounters *cur,
                           PolicyHost *out, GError **error)
 {
-    PolicyHost h = { 0 };
-    double d, busy, total, interval;
+    PolicyHostDelta d;
 
-    if (!interval_ok(prev->mono_ns, cur->mono_ns, error))
+    if (!policy_host_delta(prev, cur, &d, error))
         return FALSE;
-    interval = (double)(cur->mono_ns - prev->mono_ns);
-    h.when_ms = cur->when_ms;
-    h.n_cpus = cur->n_cpus;
-    /* The averages come with the total: one group, present only when the
-     * total gives this tick's share (not on a first reading). */
-    if (prev->have_psi && cur->have_psi &&
-        delta(prev->psi_some_total_us, cur->psi_some_total_us, &d)) {
-        h.have_psi = TRUE;
-        h.psi_some_avg10 = cur->psi_some_avg10;
-        h.psi_full_avg10 = cur->psi_full_avg10;
-        h.psi_some_pct = 100.0 * d * 1000.0 / interval;
-    }
-    /* Busy over total time, not over the interval: exact whatever the unit
-     * (clock ticks) and however far the reading is from mono_ns. */
-    if (prev->have_stat && cur->have_stat && prev->n_cpus == cur->n_cpus &&
-        delta(prev->cpu_busy, cur->cpu_busy, &busy) &&
-        delta(prev->cpu_total, cur->cpu_total, &total) && total > 0) {
-        h.have_stat = TRUE;
-        h.cpu_busy_pct = 100.0 * cur->n_cpus * busy / total;
-    }
-    if (prev->have_vcpu_delay && cur->have_vcpu_delay && cur->n_vcpus > 0 &&
-        prev->n_vcpus == cur->n_vcpus &&
-        delta(prev->vcpu_run_delay_ns, cur->vcpu_run_delay_ns, &d)) {
-        h.have_vcpu_delay = TRUE;
-        h.vcpu_run_delay_pct = 100.0 * d / cur->n_vcpus / interval;
-    }
-    *out = h;
+    policy_host_from_delta(&d, out);
     return TRUE;
 }

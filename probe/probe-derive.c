@@ -11,27 +11,6 @@
 #include "probe-derive.h"
 #include "policy-counters.h"
 
-/*
- * Add cur - prev to *sum (saturating), or FALSE if the counter went
- * backwards.  The vCPU threads' run delay is summed over threads, whose
- * cumulative counters together may not fit 64 bits.
- */
-static gboolean
-delta_add(guint64 prev, guint64 cur, guint64 *sum)
-{
-    if (cur < prev)
-        return FALSE;
-    *sum = cur - prev > G_MAXUINT64 - *sum ? G_MAXUINT64 : *sum + (cur - prev);
-    return TRUE;
-}
-
-/* A reading as the vector holds it: real counters stay below 2^63. */
-static gint64
-reading(guint64 v)
-{
-    return (gint64)MIN(v, (guint64)G_MAXINT64);
-}
-
 static gint64
 sat_add(gint64 a, gint64 b)
 {
@@ -93,11 +72,15 @@ delta_block(const ProbeIothreadSnap *a, const ProbeIothreadSnap *b, PolicyDelta 
 
 /* utime+stime in ns, floor(ticks * 1e9 / hz) without overflowing early. */
 static gboolean
-ticks_ns(const ProbeThreadCounters *t, guint64 hz, guint64 *ns)
+ticks_ns(const MetricVec *t, guint64 hz, guint64 *ns)
 {
-    guint64 ticks = t->utime_ticks + t->stime_ticks;
+    guint64 ticks;
 
-    if (ticks < t->utime_ticks || ticks / hz > G_MAXUINT64 / 1000000000 - 1)
+    if (!metric_vec_has(t, METRIC_UTIME_TICKS) || !metric_vec_has(t, METRIC_STIME_TICKS))
+        return FALSE;
+    /* each below 2^63: the sum fits */
+    ticks = (guint64)t->v[METRIC_UTIME_TICKS] + (guint64)t->v[METRIC_STIME_TICKS];
+    if (ticks / hz > G_MAXUINT64 / 1000000000 - 1)
         return FALSE;
     *ns = ticks / hz * 1000000000 + ticks % hz * 1000000000 / hz;
     return TRUE;
@@ -115,46 +98,38 @@ thread_vecs(const ProbeTargetSnap *prev, const ProbeTargetSnap *cur,
             const ProbeIothreadSnap *a, const ProbeIothreadSnap *b,
             MetricVec *va, MetricVec *vb)
 {
-    const ProbeThreadCounters *p = &a->thread, *c = &b->thread;
+    const MetricVec *p = &a->thread.v, *c = &b->thread.v;
     guint64 pns, cns;
 
     if (!a->have_thread || !b->have_thread || a->tid != b->tid)
         return FALSE;
-    if (p->have_schedstat && c->have_schedstat) {
-        va->v[METRIC_CPU_NS] = reading(p->run_ns);
-        vb->v[METRIC_CPU_NS] = reading(c->run_ns);
-        va->v[METRIC_RUNQ_WAIT_NS] = reading(p->wait_ns);
-        vb->v[METRIC_RUNQ_WAIT_NS] = reading(c->wait_ns);
+    if (probe_thread_counters_have_schedstat(&a->thread) &&
+        probe_thread_counters_have_schedstat(&b->thread)) {
+        va->v[METRIC_CPU_NS] = p->v[METRIC_CPU_NS];
+        vb->v[METRIC_CPU_NS] = c->v[METRIC_CPU_NS];
+        va->v[METRIC_RUNQ_WAIT_NS] = p->v[METRIC_RUNQ_WAIT_NS];
+        vb->v[METRIC_RUNQ_WAIT_NS] = c->v[METRIC_RUNQ_WAIT_NS];
     } else if (cur->clk_tck != 0 && prev->clk_tck == cur->clk_tck &&
-               c->utime_ticks >= p->utime_ticks && c->stime_ticks >= p->stime_ticks &&
-               ticks_ns(p, cur->clk_tck, &pns) && ticks_ns(c, cur->clk_tck, &cns)) {
-        va->v[METRIC_CPU_NS] = reading(pns);
-        vb->v[METRIC_CPU_NS] = reading(cns);
+               ticks_ns(p, cur->clk_tck, &pns) && ticks_ns(c, cur->clk_tck, &cns) &&
+               c->v[METRIC_UTIME_TICKS] >= p->v[METRIC_UTIME_TICKS] &&
+               c->v[METRIC_STIME_TICKS] >= p->v[METRIC_STIME_TICKS]) {
+        va->v[METRIC_CPU_NS] = metric_reading(pns);
+        vb->v[METRIC_CPU_NS] = metric_reading(cns);
     }
-    va->v[METRIC_CTX_VOL] = reading(p->ctx_vol);
-    vb->v[METRIC_CTX_VOL] = reading(c->ctx_vol);
-    va->v[METRIC_CTX_INVOL] = reading(p->ctx_invol);
-    vb->v[METRIC_CTX_INVOL] = reading(c->ctx_invol);
+    va->v[METRIC_CTX_VOL] = p->v[METRIC_CTX_VOL];
+    vb->v[METRIC_CTX_VOL] = c->v[METRIC_CTX_VOL];
+    va->v[METRIC_CTX_INVOL] = p->v[METRIC_CTX_INVOL];
+    vb->v[METRIC_CTX_INVOL] = c->v[METRIC_CTX_INVOL];
     return TRUE;
 }
 
-/* The exit counters the table keeps, by the probe's name for them. */
-static const struct {
-    ProbeExitCounter k;
-    MetricId id;
-} exit_metrics[] = {
-    { PROBE_EXIT_EXITS,      METRIC_KVM_EXITS },
-    { PROBE_EXIT_IO_EXITS,   METRIC_IO_EXITS },
-    { PROBE_EXIT_MMIO_EXITS, METRIC_MMIO_EXITS },
-    { PROBE_EXIT_HALT_EXITS, METRIC_HALT_EXITS },
-};
-
+/* The exit counters the delta keeps: the table's exit figures. */
 static void
 exit_vec(const ProbeExitCounters *e, MetricVec *v)
 {
-    for (guint i = 0; i < G_N_ELEMENTS(exit_metrics); i++)
-        if (probe_exit_counters_has(e, exit_metrics[i].k))
-            v->v[exit_metrics[i].id] = reading(e->v[exit_metrics[i].k]);
+    for (int i = 0; i < METRIC_MAX; i++)
+        if (metric_def(i)->source == METRIC_SOURCE_EXITS)
+            v->v[i] = e->v.v[i];
 }
 
 gboolean
@@ -216,47 +191,84 @@ vcpu_find(const GArray *vcpus, int pid, int tid)
     return NULL;
 }
 
+/* The host's reading as the policy pairs it; the vCPU sum is the delta's
+ * own (probe_derive_host_delta()). */
 static void
 host_counters(const ProbeHostSnap *s, PolicyHostCounters *hc)
 {
+    policy_host_counters_init(hc);
     hc->when_ms = s->when_ms;
     hc->mono_ns = s->mono_ns;
-    hc->have_psi = s->have_psi;
-    hc->psi_some_avg10 = s->psi.some_avg10;
-    hc->psi_full_avg10 = s->psi.have_full ? s->psi.full_avg10 : 0;
-    hc->psi_some_total_us = s->psi.some_total_us;
-    hc->have_stat = s->have_stat;
-    if (s->have_stat) {
-        hc->n_cpus = s->stat.n_cpus;
-        hc->cpu_busy = s->stat.busy_ticks;
-        hc->cpu_total = s->stat.total_ticks;
+    if (probe_host_snap_has_psi(s)) {
+        hc->psi_some_avg10 = s->psi_some_avg10;
+        hc->psi_full_avg10 = s->psi_full_avg10;
     }
+    if (probe_host_snap_has_stat(s))
+        hc->n_cpus = s->n_cpus;
+    hc->v = s->v;
+}
+
+gboolean
+probe_derive_host_delta(const ProbeHostSnap *prev, const ProbeHostSnap *cur,
+                        PolicyHostDelta *d)
+{
+    PolicyHostCounters pc, cc;
+    MetricVec sum;
+    guint n = 0;
+
+    host_counters(cur, &cc);
+    *d = (PolicyHostDelta){ .when_ms = cur->when_ms, .n_cpus = cc.n_cpus };
+    metric_vec_init(&d->v);
+    if (!prev)
+        return FALSE;
+    host_counters(prev, &pc);
+    if (!policy_host_delta(&pc, &cc, d, NULL))
+        return FALSE;
+    /* The vCPU threads present in both: new threads and restarted
+     * counters join at the next tick.  Each thread's wait is paired on
+     * its own, and the sum is of their deltas. */
+    metric_vec_init(&sum);
+    metric_vec_zero_source(&sum, METRIC_SOURCE_HOST_VCPU);
+    for (guint i = 0; i < cur->vcpus->len; i++) {
+        const ProbeVcpuWait *c = &g_array_index(cur->vcpus, ProbeVcpuWait, i);
+        const ProbeVcpuWait *p = vcpu_find(prev->vcpus, c->pid, c->tid);
+        MetricVec va, vb, dt;
+
+        if (!p)
+            continue;
+        metric_vec_init(&va);
+        metric_vec_init(&vb);
+        va.v[METRIC_HOST_VCPU_WAIT_NS] = metric_reading(p->wait_ns);
+        vb.v[METRIC_HOST_VCPU_WAIT_NS] = metric_reading(c->wait_ns);
+        metric_vec_delta(&va, &vb, METRIC_SOURCE_BIT(METRIC_SOURCE_HOST_VCPU), &dt);
+        if (!metric_vec_has(&dt, METRIC_HOST_VCPU_WAIT_NS))
+            continue;
+        metric_vec_add(&sum, &dt);
+        n++;
+    }
+    if (n > 0) {
+        d->n_vcpus = n;
+        d->v.v[METRIC_HOST_VCPU_WAIT_NS] = sum.v[METRIC_HOST_VCPU_WAIT_NS];
+    }
+    return TRUE;
 }
 
 gboolean
 probe_derive_host(const ProbeHostSnap *prev, const ProbeHostSnap *cur,
                   PolicyHost *out)
 {
-    PolicyHostCounters pc = { 0 }, cc = { 0 };
-    guint n = 0;
+    PolicyHostDelta d;
 
-    host_counters(cur, &cc);
-    *out = (PolicyHost){ .when_ms = cur->when_ms, .n_cpus = cc.n_cpus };
-    if (!prev)
+    return probe_derive_host_from_delta(&d, probe_derive_host_delta(prev, cur, &d), out);
+}
+
+gboolean
+probe_derive_host_from_delta(const PolicyHostDelta *d, gboolean paired, PolicyHost *out)
+{
+    if (!paired) {
+        *out = (PolicyHost){ .when_ms = d->when_ms, .n_cpus = d->n_cpus };
         return FALSE;
-    host_counters(prev, &pc);
-    /* The vCPU threads present in both: new threads and restarted
-     * counters join at the next tick. */
-    for (guint i = 0; i < cur->vcpus->len; i++) {
-        const ProbeVcpuWait *c = &g_array_index(cur->vcpus, ProbeVcpuWait, i);
-        const ProbeVcpuWait *p = vcpu_find(prev->vcpus, c->pid, c->tid);
-
-        if (p && delta_add(p->wait_ns, c->wait_ns, &cc.vcpu_run_delay_ns))
-            n++;
     }
-    pc.have_vcpu_delay = cc.have_vcpu_delay = n > 0;
-    pc.n_vcpus = cc.n_vcpus = n;
-    if (!policy_host_from_counters(&pc, &cc, out, NULL))
-        return FALSE;
+    policy_host_from_delta(d, out);
     return out->have_psi || out->have_stat || out->have_vcpu_delay;
 }

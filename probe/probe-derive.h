@@ -18,12 +18,13 @@
  *   - per-operation ratios are 0 when there was no I/O (or no I/O figures).
  * The rates themselves are policy_metrics_from_delta()'s, which the polling
  * simulator's deltas go through too; the host's are policy-counters.h's
- * (PolicyHostCounters).
+ * (PolicyHostDelta).
  */
 #pragma once
 
 #include <glib.h>
 #include "metric-vec.h"
+#include "policy-counters.h"
 #include "policy-metrics.h"
 #include "probe-snap.h"
 
@@ -47,6 +48,23 @@ gboolean probe_derive_delta(const ProbeTargetSnap *prev, const ProbeTargetSnap *
 gboolean probe_derive_iothread(const ProbeTargetSnap *prev,
                                const ProbeTargetSnap *cur, const char *id,
                                PolicyMetrics *out);
+
+/*
+ * The host's delta over prev -> cur (policy-counters.h's PolicyHostDelta),
+ * the one subtraction of the host's counters, through metric_vec_delta():
+ * the vCPU threads' run delay is the sum of the deltas of the threads in
+ * both snapshots.  The daemon derives it once per tick for the store's
+ * host rows and the policy's host rates.  FALSE (every counter absent,
+ * @cur's time and CPU count kept) when @prev is NULL or time did not
+ * advance.
+ */
+gboolean probe_derive_host_delta(const ProbeHostSnap *prev, const ProbeHostSnap *cur,
+                                 PolicyHostDelta *d);
+
+/* The host's metrics of a delta of probe_derive_host_delta(), which
+ * returned @paired.  TRUE if any group. */
+gboolean probe_derive_host_from_delta(const PolicyHostDelta *d, gboolean paired,
+                                      PolicyHost *out);
 
 /* Host metrics over prev -> cur; @prev may be NULL.  TRUE if any group. */
 gboolean probe_derive_host(const ProbeHostSnap *prev, const ProbeHostSnap *cur,

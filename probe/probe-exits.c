@@ -11,42 +11,73 @@ PT_ENUM_IMPL(probe_exit_source, ProbeExitSource, PROBE_EXIT_SOURCE_MAX,
              [PROBE_EXIT_SOURCE_DEBUGFS] = "debugfs",
              [PROBE_EXIT_SOURCE_PERF] = "perf")
 
-PT_ENUM_IMPL(probe_exit_counter, ProbeExitCounter, PROBE_EXIT_COUNTER_MAX,
-             [PROBE_EXIT_EXITS] = "exits",
-             [PROBE_EXIT_IO_EXITS] = "io_exits",
-             [PROBE_EXIT_MMIO_EXITS] = "mmio_exits",
-             [PROBE_EXIT_HALT_EXITS] = "halt_exits",
-             [PROBE_EXIT_HALT_SUCCESSFUL_POLL] = "halt_successful_poll",
-             [PROBE_EXIT_HALT_ATTEMPTED_POLL] = "halt_attempted_poll",
-             [PROBE_EXIT_HALT_POLL_INVALID] = "halt_poll_invalid",
-             [PROBE_EXIT_HALT_WAKEUP] = "halt_wakeup",
-             [PROBE_EXIT_HALT_POLL_SUCCESS_NS] = "halt_poll_success_ns",
-             [PROBE_EXIT_HALT_POLL_FAIL_NS] = "halt_poll_fail_ns",
-             [PROBE_EXIT_HALT_WAIT_NS] = "halt_wait_ns",
-             [PROBE_EXIT_USERSPACE_EXITS] = "userspace_exits",
-             [PROBE_EXIT_FAST_MMIO] = "fast_mmio")
+/*
+ * KVM's names of the counters: debugfs reads them in this order, the
+ * first DEBUGFS_N_COUNTERS of them (the rest exist only as tracepoints).
+ */
+static const struct {
+    const char *name;
+    MetricId id;
+} exit_counters[] = {
+    { "exits", METRIC_KVM_EXITS },
+    { "io_exits", METRIC_IO_EXITS },
+    { "mmio_exits", METRIC_MMIO_EXITS },
+    { "halt_exits", METRIC_HALT_EXITS },
+    { "halt_successful_poll", METRIC_HALT_SUCCESSFUL_POLL },
+    { "halt_attempted_poll", METRIC_HALT_ATTEMPTED_POLL },
+    { "halt_poll_invalid", METRIC_HALT_POLL_INVALID },
+    { "halt_wakeup", METRIC_HALT_WAKEUP },
+    { "halt_poll_success_ns", METRIC_HALT_POLL_SUCCESS_NS },
+    { "halt_poll_fail_ns", METRIC_HALT_POLL_FAIL_NS },
+    { "halt_wait_ns", METRIC_HALT_WAIT_NS },
+    { "userspace_exits", METRIC_USERSPACE_EXITS },      /* kvm_userspace_exit */
+    { "fast_mmio", METRIC_FAST_MMIO },                  /* kvm_fast_mmio */
+};
 
-G_STATIC_ASSERT(PROBE_EXIT_COUNTER_MAX <= 32);
+const char *
+probe_exit_counter_to_string(MetricId id)
+{
+    for (guint i = 0; i < G_N_ELEMENTS(exit_counters); i++)
+        if (exit_counters[i].id == id)
+            return exit_counters[i].name;
+    return NULL;
+}
+
+MetricId
+probe_exit_counter_from_string(const char *name)
+{
+    for (guint i = 0; name && i < G_N_ELEMENTS(exit_counters); i++)
+        if (strcmp(exit_counters[i].name, name) == 0)
+            return exit_counters[i].id;
+    return METRIC_INVALID;
+}
+
+void
+probe_exit_counters_init(ProbeExitCounters *c, ProbeExitSource source)
+{
+    c->source = source;
+    metric_vec_init(&c->v);
+}
 
 static void
-counters_add(ProbeExitCounters *c, ProbeExitCounter k, guint64 value)
+counters_add(ProbeExitCounters *c, MetricId id, guint64 value)
 {
-    if (!g_uint64_checked_add(&c->v[k], c->v[k], value))
-        c->v[k] = G_MAXUINT64;
-    c->present |= 1u << k;
+    gint64 sum = metric_vec_has(&c->v, id) ? c->v.v[id] : 0, add = metric_reading(value);
+
+    c->v.v[id] = add > G_MAXINT64 - sum ? G_MAXINT64 : sum + add;
 }
 
 gboolean
 probe_exit_counters_add_named(ProbeExitCounters *c, const char *name,
                               guint64 value)
 {
-    ProbeExitCounter k = probe_exit_counter_from_string(name);
+    MetricId id = probe_exit_counter_from_string(name);
 
-    if (k == PROBE_EXIT_COUNTER_INVALID)
+    if (id == METRIC_INVALID)
         return FALSE;
     if (c->source == PROBE_EXIT_SOURCE_NONE)
         c->source = PROBE_EXIT_SOURCE_QUERY_STATS;
-    counters_add(c, k, value);
+    counters_add(c, id, value);
     return TRUE;
 }
 
@@ -104,11 +135,11 @@ choice_note_deltas(ProbeExitChoice *ch,
         const ProbeExitCounters *r = readings[s];
         guint64 now;
 
-        if (!r || !probe_exit_counters_has(r, PROBE_EXIT_EXITS)) {
+        if (!r || !probe_exit_counters_has(r, METRIC_KVM_EXITS)) {
             ch->have_prev[s] = FALSE;
             continue;
         }
-        now = r->v[PROBE_EXIT_EXITS];
+        now = (guint64)r->v.v[METRIC_KVM_EXITS];
         /* Backwards is a restart: a new baseline, no verdict this tick. */
         if (ch->have_prev[s] && now > ch->prev[s])
             moved[s] = TRUE;
@@ -140,7 +171,7 @@ probe_exit_choice_pick(ProbeExitChoice *ch,
 
     choice_note_deltas(ch, readings);
     for (int s = PROBE_EXIT_SOURCE_NONE + 1; s < PROBE_EXIT_SOURCE_MAX; s++) {
-        if (readings[s] && probe_exit_counters_has(readings[s], PROBE_EXIT_EXITS) &&
+        if (readings[s] && probe_exit_counters_has(readings[s], METRIC_KVM_EXITS) &&
             !probe_exit_choice_is_dead(ch, s)) {
             chosen = s;
             break;
@@ -178,7 +209,7 @@ probe_exit_choice_take_news(ProbeExitChoice *ch, char **message)
 }
 
 /* The counters debugfs has: all but the tracepoint-only ones. */
-#define DEBUGFS_N_COUNTERS PROBE_EXIT_USERSPACE_EXITS
+#define DEBUGFS_N_COUNTERS (G_N_ELEMENTS(exit_counters) - 2)
 
 typedef struct {
     ProbeFile files[DEBUGFS_N_COUNTERS];
@@ -196,7 +227,7 @@ vm_dir_clear(gpointer p)
 {
     VmDir *v = p;
 
-    for (int k = 0; k < DEBUGFS_N_COUNTERS; k++)
+    for (guint k = 0; k < DEBUGFS_N_COUNTERS; k++)
         probe_file_clear(&v->files[k]);
 }
 
@@ -229,10 +260,10 @@ vm_dir_add(ProbeKvmDebugfs *d, const char *dir)
 {
     VmDir v;
 
-    for (int k = 0; k < DEBUGFS_N_COUNTERS; k++) {
-        char *path = g_build_filename(dir, probe_exit_counter_strings[k], NULL);
+    for (guint k = 0; k < DEBUGFS_N_COUNTERS; k++) {
+        char *path = g_build_filename(dir, exit_counters[k].name, NULL);
 
-        if (k != PROBE_EXIT_EXITS && !g_file_test(path, G_FILE_TEST_EXISTS))
+        if (exit_counters[k].id != METRIC_KVM_EXITS && !g_file_test(path, G_FILE_TEST_EXISTS))
             g_clear_pointer(&path, g_free);
         probe_file_init(&v.files[k], path);
     }
@@ -280,7 +311,7 @@ static gboolean
 debugfs_read_dir(ProbeKvmDebugfs *d, VmDir *v, ProbeExitCounters *c,
                  GError **error)
 {
-    for (int k = 0; k < DEBUGFS_N_COUNTERS; k++) {
+    for (guint k = 0; k < DEBUGFS_N_COUNTERS; k++) {
         ProbeFile *f = &v->files[k];
         const char *p;
         guint64 value;
@@ -294,7 +325,7 @@ debugfs_read_dir(ProbeKvmDebugfs *d, VmDir *v, ProbeExitCounters *c,
             probe_set_parse_error(error, f->path, "not a single unsigned number");
             return FALSE;
         }
-        counters_add(c, k, value);
+        counters_add(c, exit_counters[k].id, value);
     }
     return TRUE;
 }
@@ -306,10 +337,11 @@ probe_kvm_debugfs_read(ProbeKvmDebugfs *d, ProbeExitCounters *out,
     gboolean rescanned = FALSE;
 
     for (;;) {
-        ProbeExitCounters c = { .source = PROBE_EXIT_SOURCE_DEBUGFS };
+        ProbeExitCounters c;
         g_autoptr(GError) local = NULL;
         guint i;
 
+        probe_exit_counters_init(&c, PROBE_EXIT_SOURCE_DEBUGFS);
         if (d->vm_dirs->len == 0) {
             if (!debugfs_scan(d, error))
                 return FALSE;

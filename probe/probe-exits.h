@@ -16,6 +16,7 @@
 #pragma once
 
 #include <glib.h>
+#include "metric-vec.h"
 #include "probe-read.h"
 
 typedef enum {
@@ -30,44 +31,35 @@ typedef enum {
 const char *probe_exit_source_to_string(ProbeExitSource s);
 ProbeExitSource probe_exit_source_from_string(const char *s);
 
-/* Names are KVM's stat names; the last two exist only as tracepoints. */
-typedef enum {
-    PROBE_EXIT_EXITS,                   /* every exit (kvm_exit) */
-    PROBE_EXIT_IO_EXITS,
-    PROBE_EXIT_MMIO_EXITS,
-    PROBE_EXIT_HALT_EXITS,
-    PROBE_EXIT_HALT_SUCCESSFUL_POLL,
-    PROBE_EXIT_HALT_ATTEMPTED_POLL,
-    PROBE_EXIT_HALT_POLL_INVALID,
-    PROBE_EXIT_HALT_WAKEUP,
-    PROBE_EXIT_HALT_POLL_SUCCESS_NS,
-    PROBE_EXIT_HALT_POLL_FAIL_NS,
-    PROBE_EXIT_HALT_WAIT_NS,
-    PROBE_EXIT_USERSPACE_EXITS,         /* kvm_userspace_exit */
-    PROBE_EXIT_FAST_MMIO,               /* kvm_fast_mmio */
-    PROBE_EXIT_COUNTER_MAX,
-    PROBE_EXIT_COUNTER_INVALID = -1,
-} ProbeExitCounter;
-
-const char *probe_exit_counter_to_string(ProbeExitCounter c);
-ProbeExitCounter probe_exit_counter_from_string(const char *s);
-
+/*
+ * A VM's exit counters, summed over its vCPUs: the metric vector's
+ * METRIC_SOURCE_EXITS entries (METRIC_KVM_EXITS, ..., METRIC_FAST_MMIO),
+ * cumulative, absent when the source has no such counter.
+ */
 typedef struct {
     ProbeExitSource source;
-    guint32 present;                    /* bit (1 << ProbeExitCounter) */
-    guint64 v[PROBE_EXIT_COUNTER_MAX];
+    MetricVec v;
 } ProbeExitCounters;
 
+/* Source @source, no counter read yet. */
+void probe_exit_counters_init(ProbeExitCounters *c, ProbeExitSource source);
+
 static inline gboolean
-probe_exit_counters_has(const ProbeExitCounters *c, ProbeExitCounter k)
+probe_exit_counters_has(const ProbeExitCounters *c, MetricId id)
 {
-    return (c->present >> k) & 1;
+    return metric_vec_has(&c->v, id);
 }
+
+/* The name KVM gives counter @id (its debugfs file, its query-stats and
+ * libvirt name), or NULL for an entry that is no exit counter. */
+const char *probe_exit_counter_to_string(MetricId id);
+/* The entry KVM's counter @name is, or METRIC_INVALID. */
+MetricId probe_exit_counter_from_string(const char *name);
 
 /*
  * Add @value to the counter KVM calls @name (query-stats, libvirt's vcpu.N.*
  * after the prefix).  Unknown names are ignored: FALSE.  Saturates instead
- * of wrapping.  These figures are QEMU's own: a counter set without a
+ * of wrapping (at 2^63-1, as the vector holds a reading).  These figures are QEMU's own: a counter set without a
  * source becomes a query-stats one, so that no other source is taken for
  * it.
  */

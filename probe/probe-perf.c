@@ -29,8 +29,8 @@ struct ProbePerf {
 static const char *const kvm_tracepoints[PROBE_PERF_MAX_EVENTS] = {
     "kvm_exit", "kvm_userspace_exit", "kvm_fast_mmio",
 };
-static const ProbeExitCounter kvm_counters[PROBE_PERF_MAX_EVENTS] = {
-    PROBE_EXIT_EXITS, PROBE_EXIT_USERSPACE_EXITS, PROBE_EXIT_FAST_MMIO,
+static const MetricId kvm_counters[PROBE_PERF_MAX_EVENTS] = {
+    METRIC_KVM_EXITS, METRIC_USERSPACE_EXITS, METRIC_FAST_MMIO,
 };
 
 gboolean
@@ -292,14 +292,14 @@ gboolean
 probe_perf_read(ProbePerf *p, ProbeExitCounters *out, GError **error)
 {
     guint64 totals[PROBE_PERF_MAX_EVENTS];
-    ProbeExitCounters c = { .source = PROBE_EXIT_SOURCE_PERF };
+    ProbeExitCounters c;
 
+    probe_exit_counters_init(&c, PROBE_EXIT_SOURCE_PERF);
     g_return_val_if_fail(p->kvm, FALSE);
     if (!probe_perf_read_totals(p, totals, error))
         return FALSE;
     for (guint e = 0; e < PROBE_PERF_MAX_EVENTS; e++) {
-        c.v[kvm_counters[e]] = totals[e];
-        c.present |= 1u << kvm_counters[e];
+        c.v.v[kvm_counters[e]] = metric_reading(totals[e]);
     }
     *out = c;
     return TRUE;

@@ -134,7 +134,7 @@ note_thread_result(ProbeTarget *t, const ProbeThreadCounters *c,
 {
     if (!err) {
         probe_source_set_available(&t->src[PROBE_SOURCE_THREAD]);
-        if (c->have_schedstat)
+        if (probe_thread_counters_have_schedstat(c))
             probe_source_set_available(&t->src[PROBE_SOURCE_SCHEDSTAT]);
         else
             probe_source_set_unavailable(&t->src[PROBE_SOURCE_SCHEDSTAT],
@@ -268,15 +268,16 @@ read_vcpus(ProbeTarget *t, ProbeHostSnap *host, GError **error)
         ProbeThreadFiles *f = &g_array_index(t->vcpus, ProbeThreadFiles, i);
         ProbeThreadCounters c;
 
+        probe_thread_counters_init(&c);
         if (!probe_thread_files_read_schedstat(f, &t->buf, &c, error))
             goto undo;
-        if (!c.have_schedstat) {
+        if (!probe_thread_counters_have_schedstat(&c)) {
             g_set_error(error, PROBE_ERROR, PROBE_ERROR_PARSE,
                         "%s is all zero (kernel without scheduler "
                         "statistics?)", f->schedstat.path);
             goto undo;
         }
-        probe_host_snap_add_vcpu(host, t->pid, f->tid, c.wait_ns);
+        probe_host_snap_add_vcpu(host, t->pid, f->tid, (guint64)c.v.v[METRIC_RUNQ_WAIT_NS]);
     }
     return TRUE;
 undo:
@@ -350,9 +351,10 @@ gboolean
 probe_target_sample_exits(ProbeTarget *t, ProbeExitsMode mode,
                           ProbeTargetSnap *snap)
 {
-    ProbeExitCounters c = { 0 };
+    ProbeExitCounters c;
     gboolean ok = FALSE;
 
+    probe_exit_counters_init(&c, PROBE_EXIT_SOURCE_NONE);
     switch (mode) {
     case PROBE_EXITS_AUTO:
         ok = exits_from_debugfs(t, &c);
@@ -371,7 +373,10 @@ probe_target_sample_exits(ProbeTarget *t, ProbeExitsMode mode,
     default:
         break;
     }
-    snap->exits = ok ? c : (ProbeExitCounters){ .source = PROBE_EXIT_SOURCE_NONE };
+    if (ok)
+        snap->exits = c;
+    else
+        probe_exit_counters_init(&snap->exits, PROBE_EXIT_SOURCE_NONE);
     return ok;
 }
 
@@ -393,7 +398,7 @@ probe_target_choose_exits(ProbeTarget *t, ProbeExitsMode mode,
                           ProbeTargetSnap *snap, const char *reported_why,
                           const char *no_kvm)
 {
-    ProbeExitCounters dbg = { 0 }, perf = { 0 };
+    ProbeExitCounters dbg, perf;
     const ProbeExitCounters *readings[PROBE_EXIT_SOURCE_MAX] = { NULL };
     const char *why_not[PROBE_EXIT_SOURCE_MAX] = { NULL };
     g_autofree char *dbg_why = NULL, *perf_why = NULL;
@@ -406,7 +411,7 @@ probe_target_choose_exits(ProbeTarget *t, ProbeExitsMode mode,
     if (no_kvm || mode == PROBE_EXITS_OFF) {
         g_clear_pointer(&t->perf, probe_perf_free);
         probe_exit_choice_set_absent(ch, no_kvm ? no_kvm : "exits-source is off");
-        snap->exits = (ProbeExitCounters){ .source = PROBE_EXIT_SOURCE_NONE };
+        probe_exit_counters_init(&snap->exits, PROBE_EXIT_SOURCE_NONE);
         return PROBE_EXIT_SOURCE_NONE;
     }
     if (snap->exits.source == PROBE_EXIT_SOURCE_QUERY_STATS)
@@ -435,9 +440,10 @@ probe_target_choose_exits(ProbeTarget *t, ProbeExitsMode mode,
     why_not[PROBE_EXIT_SOURCE_PERF] = perf_why;
 
     chosen = probe_exit_choice_pick(ch, readings, why_not);
-    snap->exits = chosen == PROBE_EXIT_SOURCE_NONE
-        ? (ProbeExitCounters){ .source = PROBE_EXIT_SOURCE_NONE }
-        : *readings[chosen];
+    if (chosen == PROBE_EXIT_SOURCE_NONE)
+        probe_exit_counters_init(&snap->exits, PROBE_EXIT_SOURCE_NONE);
+    else
+        snap->exits = *readings[chosen];
     return chosen;
 }
 
@@ -526,27 +532,34 @@ probe_host_sampler_sample(ProbeHostSampler *h, ProbeHostSnap *snap)
     ProbeSource *psi = &h->src[PROBE_SOURCE_PSI];
     ProbeSource *stat = &h->src[PROBE_SOURCE_STAT];
     g_autoptr(GError) error = NULL;
+    ProbePsi p;
+    ProbeCpuStat st;
 
-    snap->have_psi = FALSE;
-    snap->have_stat = FALSE;
+    /* what this tick does not read is absent, not the last tick's */
+    for (int i = 0; i < METRIC_VEC_MAX; i++)
+        if (metric_def(i)->source == METRIC_SOURCE_HOST_PSI ||
+            metric_def(i)->source == METRIC_SOURCE_HOST_STAT)
+            snap->v.v[i] = METRIC_ABSENT;
+    snap->psi_some_avg10 = snap->psi_full_avg10 = 0;
+    snap->n_cpus = 0;
     if (probe_source_should_try(psi)) {
-        snap->have_psi = probe_psi_reread(&h->psi_file, &h->buf, &snap->psi,
-                                          &error);
-        if (snap->have_psi)
+        if (probe_psi_reread(&h->psi_file, &h->buf, &p, &error)) {
+            probe_host_snap_set_psi(snap, &p);
             probe_source_set_available(psi);
-        else
+        } else {
             probe_source_set_unavailable(psi, g_strdup(error->message));
+        }
         g_clear_error(&error);
     }
     if (probe_source_should_try(stat)) {
-        snap->have_stat = probe_cpu_stat_reread(&h->stat_file, &h->buf,
-                                                &snap->stat, &error);
-        if (snap->have_stat)
+        if (probe_cpu_stat_reread(&h->stat_file, &h->buf, &st, &error)) {
+            probe_host_snap_set_cpu_stat(snap, &st);
             probe_source_set_available(stat);
-        else
+        } else {
             probe_source_set_unavailable(stat, g_strdup(error->message));
+        }
     }
-    return snap->have_psi || snap->have_stat;
+    return probe_host_snap_has_psi(snap) || probe_host_snap_has_stat(snap);
 }
 
 const ProbeSource *

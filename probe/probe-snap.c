@@ -32,6 +32,7 @@ probe_target_snap_new(int pid, gint64 mono_ns, gint64 when_ms)
     clk_tck = sysconf(_SC_CLK_TCK);
     s->clk_tck = clk_tck > 0 ? (guint64)clk_tck : 100;
     s->iothreads = g_ptr_array_new_with_free_func(iothread_snap_free);
+    probe_exit_counters_init(&s->exits, PROBE_EXIT_SOURCE_NONE);
     return s;
 }
 
@@ -87,7 +88,7 @@ void
 probe_iothread_snap_set_gauge(ProbeIothreadSnap *io, MetricId id, guint64 value)
 {
     g_return_if_fail(metric_def(id) && metric_def(id)->reset == METRIC_RESET_GAUGE);
-    io->gauges.v[id] = (gint64)MIN(value, (guint64)G_MAXINT64);
+    io->gauges.v[id] = metric_reading(value);
 }
 
 void
@@ -132,6 +133,7 @@ probe_host_snap_new(gint64 mono_ns, gint64 when_ms)
 
     s->mono_ns = mono_ns;
     s->when_ms = when_ms;
+    metric_vec_init(&s->v);
     s->vcpus = g_array_new(FALSE, TRUE, sizeof(ProbeVcpuWait));
     return s;
 }
@@ -151,4 +153,20 @@ probe_host_snap_add_vcpu(ProbeHostSnap *s, int pid, int tid, guint64 wait_ns)
     ProbeVcpuWait w = { pid, tid, wait_ns };
 
     g_array_append_val(s->vcpus, w);
+}
+
+void
+probe_host_snap_set_psi(ProbeHostSnap *s, const ProbePsi *psi)
+{
+    s->psi_some_avg10 = psi->some_avg10;
+    s->psi_full_avg10 = psi->have_full ? psi->full_avg10 : 0;
+    s->v.v[METRIC_HOST_PSI_SOME_US] = metric_reading(psi->some_total_us);
+}
+
+void
+probe_host_snap_set_cpu_stat(ProbeHostSnap *s, const ProbeCpuStat *stat)
+{
+    s->n_cpus = stat->n_cpus;
+    s->v.v[METRIC_HOST_CPU_BUSY] = metric_reading(stat->busy_ticks);
+    s->v.v[METRIC_HOST_CPU_TOTAL] = metric_reading(stat->total_ticks);
 }

@@ -87,13 +87,19 @@ typedef struct {
     guint64 wait_ns;            /* schedstat run-queue wait */
 } ProbeVcpuWait;
 
+/*
+ * The host's reading: its counters as the metric vector's METRIC_HOST_*
+ * entries (PSI's total, /proc/stat's busy and total ticks), absent until
+ * read, with what comes along with them; the vCPU threads' waits each
+ * on its own (their sum is the delta's, probe_derive_host_delta()).
+ */
 typedef struct {
     gint64 mono_ns;
     gint64 when_ms;
-    gboolean have_psi;
-    ProbePsi psi;
-    gboolean have_stat;
-    ProbeCpuStat stat;
+    double psi_some_avg10;      /* with METRIC_HOST_PSI_SOME_US */
+    double psi_full_avg10;      /* 0 when the kernel has no "full" line */
+    guint n_cpus;               /* with METRIC_HOST_CPU_BUSY and _TOTAL */
+    MetricVec v;
     GArray *vcpus;              /* ProbeVcpuWait */
 } ProbeHostSnap;
 
@@ -103,3 +109,19 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(ProbeHostSnap, probe_host_snap_free)
 
 void probe_host_snap_add_vcpu(ProbeHostSnap *s, int pid, int tid,
                               guint64 wait_ns);
+/* Record /proc/pressure/cpu's reading. */
+void probe_host_snap_set_psi(ProbeHostSnap *s, const ProbePsi *psi);
+/* Record /proc/stat's reading. */
+void probe_host_snap_set_cpu_stat(ProbeHostSnap *s, const ProbeCpuStat *stat);
+/* Whether PSI, /proc/stat were read. */
+static inline gboolean
+probe_host_snap_has_psi(const ProbeHostSnap *s)
+{
+    return metric_vec_has(&s->v, METRIC_HOST_PSI_SOME_US);
+}
+
+static inline gboolean
+probe_host_snap_has_stat(const ProbeHostSnap *s)
+{
+    return metric_vec_has(&s->v, METRIC_HOST_CPU_TOTAL);
+}

@@ -49,6 +49,13 @@ stat_fields(const char *text, const char *path, int last, int first_unsigned,
     return TRUE;
 }
 
+void
+probe_thread_counters_init(ProbeThreadCounters *c)
+{
+    c->comm[0] = '\0';
+    metric_vec_init(&c->v);
+}
+
 gboolean
 probe_thread_parse_stat(const char *text, const char *path,
                         ProbeThreadCounters *out, GError **error)
@@ -63,8 +70,8 @@ probe_thread_parse_stat(const char *text, const char *path,
     comm_len = MIN((gsize)(strrchr(text, ')') - open_paren - 1), PROBE_COMM_MAX - 1);
     memcpy(out->comm, open_paren + 1, comm_len);
     out->comm[comm_len] = '\0';
-    out->utime_ticks = vals[14 - 4];
-    out->stime_ticks = vals[15 - 4];
+    out->v.v[METRIC_UTIME_TICKS] = metric_reading(vals[14 - 4]);
+    out->v.v[METRIC_STIME_TICKS] = metric_reading(vals[15 - 4]);
     return TRUE;
 }
 
@@ -90,17 +97,28 @@ gboolean
 probe_thread_parse_status(const char *text, const char *path,
                           ProbeThreadCounters *out, GError **error)
 {
-    if (!status_field(text, "voluntary_ctxt_switches", &out->ctx_vol)) {
+    guint64 vol, invol;
+
+    if (!status_field(text, "voluntary_ctxt_switches", &vol)) {
         probe_set_parse_error(error, path,
                               "voluntary_ctxt_switches missing or malformed");
         return FALSE;
     }
-    if (!status_field(text, "nonvoluntary_ctxt_switches", &out->ctx_invol)) {
+    if (!status_field(text, "nonvoluntary_ctxt_switches", &invol)) {
         probe_set_parse_error(error, path,
                               "nonvoluntary_ctxt_switches missing or malformed");
         return FALSE;
     }
+    out->v.v[METRIC_CTX_VOL] = metric_reading(vol);
+    out->v.v[METRIC_CTX_INVOL] = metric_reading(invol);
     return TRUE;
+}
+
+static void
+schedstat_clear(ProbeThreadCounters *c)
+{
+    c->v.v[METRIC_CPU_NS] = METRIC_ABSENT;
+    c->v.v[METRIC_RUNQ_WAIT_NS] = METRIC_ABSENT;
 }
 
 gboolean
@@ -110,7 +128,7 @@ probe_thread_parse_schedstat(const char *text, const char *path,
     const char *p = text;
     guint64 run, wait, slices;
 
-    out->have_schedstat = FALSE;
+    schedstat_clear(out);
     if (!probe_parse_u64(&p, &run) || !probe_parse_u64(&p, &wait) ||
         !probe_parse_u64(&p, &slices)) {
         probe_set_parse_error(error, path, "expected three numbers");
@@ -122,10 +140,11 @@ probe_thread_parse_schedstat(const char *text, const char *path,
         probe_set_parse_error(error, path, "trailing garbage");
         return FALSE;
     }
-    out->run_ns = run;
-    out->wait_ns = wait;
     /* "0 0 0" is what a kernel without sched_info prints for every task. */
-    out->have_schedstat = run != 0 || wait != 0 || slices != 0;
+    if (run != 0 || wait != 0 || slices != 0) {
+        out->v.v[METRIC_CPU_NS] = metric_reading(run);
+        out->v.v[METRIC_RUNQ_WAIT_NS] = metric_reading(wait);
+    }
     return TRUE;
 }
 
@@ -160,7 +179,7 @@ gboolean
 probe_thread_files_read_schedstat(ProbeThreadFiles *f, ProbeBuf *buf,
                                   ProbeThreadCounters *out, GError **error)
 {
-    out->have_schedstat = FALSE;
+    schedstat_clear(out);
     return probe_file_reread(&f->schedstat, buf, THREAD_FILE_MAX, error) &&
            probe_thread_parse_schedstat(buf->data, f->schedstat.path, out, error);
 }
@@ -169,8 +188,9 @@ gboolean
 probe_thread_files_read(ProbeThreadFiles *f, ProbeBuf *buf,
                         ProbeThreadCounters *out, GError **error)
 {
-    ProbeThreadCounters c = { 0 };
+    ProbeThreadCounters c;
 
+    probe_thread_counters_init(&c);
     if (!probe_file_reread(&f->stat, buf, THREAD_FILE_MAX, error) ||
         !probe_thread_parse_stat(buf->data, f->stat.path, &c, error))
         return FALSE;

@@ -12,7 +12,7 @@
  *   status     voluntary_ctxt_switches and nonvoluntary_ctxt_switches;
  *   schedstat  time on CPU and time waiting on a run queue (ns).  Kernels
  *              without scheduler statistics print "0 0 0" there; that is
- *              reported as have_schedstat FALSE, not as zero contention.
+ *              reported as absent, not as zero contention.
  *
  * Thread names: with QEMU's debug-threads=on an iothread <id> is named
  * "IO <id>" and a vCPU "CPU <n>/KVM" (or "/TCG").  The kernel cuts names to
@@ -22,20 +22,35 @@
 #pragma once
 
 #include <glib.h>
+#include "metric-vec.h"
 #include "probe-read.h"
 
 #define PROBE_COMM_MAX 16       /* TASK_COMM_LEN, with the NUL */
 
+/*
+ * One thread's reading: its name, and its counters as entries of the
+ * metric vector, cumulative (metric_reading()), absent until read:
+ *   stat       METRIC_UTIME_TICKS, METRIC_STIME_TICKS;
+ *   status     METRIC_CTX_VOL (voluntary: blocks), METRIC_CTX_INVOL
+ *              (involuntary: preemptions);
+ *   schedstat  METRIC_CPU_NS (field 1, time on CPU) and
+ *              METRIC_RUNQ_WAIT_NS (field 2, run-queue wait), both absent
+ *              without scheduler statistics.
+ */
 typedef struct {
     char comm[PROBE_COMM_MAX];
-    guint64 utime_ticks;
-    guint64 stime_ticks;
-    guint64 ctx_vol;            /* voluntary: blocks */
-    guint64 ctx_invol;          /* involuntary: preemptions */
-    gboolean have_schedstat;
-    guint64 run_ns;             /* schedstat field 1 */
-    guint64 wait_ns;            /* schedstat field 2: run-queue wait */
+    MetricVec v;
 } ProbeThreadCounters;
+
+/* No name, every counter absent. */
+void probe_thread_counters_init(ProbeThreadCounters *c);
+
+/* Whether schedstat was read (and was not all zero). */
+static inline gboolean
+probe_thread_counters_have_schedstat(const ProbeThreadCounters *c)
+{
+    return metric_vec_has(&c->v, METRIC_CPU_NS);
+}
 
 /* Pure parsers; @path only names the file in errors. */
 gboolean probe_thread_parse_stat(const char *text, const char *path,
@@ -64,13 +79,13 @@ void probe_thread_files_clear(ProbeThreadFiles *f);
 
 /*
  * Read stat, status and schedstat.  A missing or malformed schedstat
- * leaves have_schedstat FALSE and is not an error; a missing stat or
+ * leaves its entries absent and is not an error; a missing stat or
  * status is (PROBE_ERROR_MISSING when the thread is gone).  @buf is
  * scratch space the caller keeps between calls.
  */
 gboolean probe_thread_files_read(ProbeThreadFiles *f, ProbeBuf *buf,
                                  ProbeThreadCounters *out, GError **error);
-/* Only schedstat (vCPU run delay); have_schedstat FALSE if all zero. */
+/* Only schedstat (vCPU run delay) into @out, its entries absent if all zero. */
 gboolean probe_thread_files_read_schedstat(ProbeThreadFiles *f, ProbeBuf *buf,
                                            ProbeThreadCounters *out,
                                            GError **error);

@@ -335,7 +335,8 @@ raw_values(const StoreRow *r, gint64 *v)
     guint n = 1 + METRIC_MAX;
 
     v[0] = r->len_ns;
-    memcpy(v + 1, r->sample.m.v, sizeof(r->sample.m.v));
+    /* the sample's columns: the iothread's entries of the vector */
+    memcpy(v + 1, r->sample.m.v, METRIC_MAX * sizeof(r->sample.m.v[0]));
     for (int k = 0; k < METRIC_RATE_MAX; k++) {
         const MetricRateDef *d = metric_rate_def(k);
         double rate;

@@ -281,19 +281,15 @@ sim_host_counters(Sim *sim, PolicyHostCounters *out)
         sim_thread_flush(sim, &sim->vms[i]->vcpu);
         delay += (guint64)sim->vms[i]->vcpu.delay_ns;
     }
-    *out = (PolicyHostCounters){
-        .when_ms = (gint64)(sim->now / 1e6),
-        .mono_ns = (gint64)sim->now,
-        .n_cpus = sim->n_cores,
-        .have_psi = TRUE,
-        .psi_some_total_us = (guint64)(sim->psi_some_ns / 1000),
-        .have_stat = TRUE,
-        .cpu_busy = (guint64)sim->busy_ns,
-        .cpu_total = (guint64)(sim->now * sim->n_cores),
-        .have_vcpu_delay = TRUE,
-        .n_vcpus = sim->n_vms,
-        .vcpu_run_delay_ns = delay,
-    };
+    policy_host_counters_init(out);
+    out->when_ms = (gint64)(sim->now / 1e6);
+    out->mono_ns = (gint64)sim->now;
+    out->n_cpus = sim->n_cores;
+    out->n_vcpus = sim->n_vms;
+    out->v.v[METRIC_HOST_PSI_SOME_US] = (gint64)(guint64)(sim->psi_some_ns / 1000);
+    out->v.v[METRIC_HOST_CPU_BUSY] = (gint64)(guint64)sim->busy_ns;
+    out->v.v[METRIC_HOST_CPU_TOTAL] = (gint64)(guint64)(sim->now * sim->n_cores);
+    out->v.v[METRIC_HOST_VCPU_WAIT_NS] = (gint64)delay;
 }
 
 double

@@ -7,6 +7,7 @@
  * the real daemon in tests/cli and tests/fault.
  */
 #include "pt-control.h"
+#include "pt-fd-send.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -323,6 +324,48 @@ test_admission(Fixture *f, gconstpointer data)
     close(rep[1]);
 }
 
+/*
+ * The replies' write (the control socket's and the metrics endpoint's):
+ * a full socket stops it where the peer stopped reading, the rest goes
+ * out once the peer reads, and a peer that hung up is a failure, not a
+ * SIGPIPE.
+ */
+static void
+test_send_pending(void)
+{
+    gsize len = 4 * 1024 * 1024, pos = 0, got = 0;
+    g_autofree char *buf = g_malloc(len);
+    char sink[65536];
+    int sv[2];
+
+    memset(buf, 'x', len);
+    g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), ==, 0);
+    g_assert_cmpint(fcntl(sv[1], F_SETFL, O_NONBLOCK), ==, 0);
+    /* more than a socket buffer holds: stops part way */
+    g_assert_cmpint(pt_fd_send_pending(sv[0], buf, len, &pos), ==, PT_FD_SEND_AGAIN);
+    g_assert_cmpuint(pos, >, 0);
+    g_assert_cmpuint(pos, <, len);
+    /* the reader drains; each call goes on where the last stopped */
+    for (;;) {
+        PtFdSendResult r = pt_fd_send_pending(sv[0], buf, len, &pos);
+        ssize_t n;
+
+        g_assert_cmpint(r, !=, PT_FD_SEND_FAILED);
+        while ((n = read(sv[1], sink, sizeof(sink))) > 0)
+            got += (gsize)n;
+        if (r == PT_FD_SEND_DONE)
+            break;
+    }
+    g_assert_cmpuint(pos, ==, len);
+    g_assert_cmpint(pt_fd_send_pending(sv[0], buf, len, &pos), ==, PT_FD_SEND_DONE);
+    close(sv[1]);
+    pos = 0;
+    g_assert_cmpint(pt_fd_send_pending(sv[0], buf, 10, &pos), ==, PT_FD_SEND_FAILED);
+    g_assert_cmpuint(pos, ==, 0);
+    close(sv[0]);
+    g_assert_cmpuint(got, <=, len);
+}
+
 static const PtControlLimits default_limits = { 64, 64 * 1024, 50, 30000, 0, 0 };
 static const PtControlLimits small_limits = { 8, 64 * 1024, 50, 30000, 2, 3 };
 
@@ -330,6 +373,7 @@ int
 main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/daemon/control/send-pending", test_send_pending);
     g_test_add("/daemon/control/close-before-accept", Fixture, &default_limits,
                fixture_setup, test_close_before_accept, fixture_teardown);
     g_test_add("/daemon/control/framing-resync", Fixture, &default_limits,

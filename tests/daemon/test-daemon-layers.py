@@ -16,7 +16,7 @@ import sys
 
 LAYERS = [
     # helpers, and what every room below the control may name
-    "pt-log pt-lock pt-stop pt-enum.h pt-history pt-control-error "
+    "pt-log pt-lock pt-fd-send pt-stop pt-enum.h pt-history pt-control-error "
     "pt-control-limits.h pt-daemon-stats.h",
     # the configuration
     "pt-access pt-conf-types pt-conf-units pt-conf-read",

@@ -64,7 +64,8 @@ sample_done(PtTarget *t, ProbeTargetSnap *snap, const GError *error, gpointer da
         return;
     }
     r->source = snap->exits.source;
-    r->exits = snap->exits.v[PROBE_EXIT_EXITS];
+    r->exits = probe_exit_counters_has(&snap->exits, METRIC_KVM_EXITS)
+               ? (guint64)snap->exits.v.v[METRIC_KVM_EXITS] : 0;
     {
         PolicyDelta d;
         StoreSample s;

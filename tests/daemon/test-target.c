@@ -54,7 +54,9 @@ host_side_tick(PtTarget *t, gint64 qs, guint64 *exits)
     if (qs >= 0)
         probe_exit_counters_add_named(&snap->exits, "exits", (guint64)qs);
     pt_target_sample_host_side(t, snap);
-    *exits = snap->exits.v[PROBE_EXIT_EXITS];
+    /* 0: no exits counter */
+    *exits = probe_exit_counters_has(&snap->exits, METRIC_KVM_EXITS)
+             ? (guint64)snap->exits.v.v[METRIC_KVM_EXITS] : 0;
     return snap->exits.source;
 }
 
@@ -190,8 +192,13 @@ history_snap(gint64 t_ns, guint64 clk_tck, guint64 d0, guint64 d1, guint64 ticks
 {
     ProbeTargetSnap *s = probe_target_snap_new(10, t_ns, 1700000000000 + t_ns / 1000000);
     ProbeIothreadSnap *io = probe_target_snap_iothread(s, "iot0");
-    ProbeThreadCounters th = { .utime_ticks = ticks, .stime_ticks = ticks, .ctx_vol = ticks };
+    ProbeThreadCounters th;
     MetricVec c0, c1;
+
+    probe_thread_counters_init(&th);
+    th.v.v[METRIC_UTIME_TICKS] = th.v.v[METRIC_STIME_TICKS] = (gint64)ticks;
+    th.v.v[METRIC_CTX_VOL] = (gint64)ticks;
+    th.v.v[METRIC_CTX_INVOL] = 0;
 
     metric_vec_init(&c0);
     metric_vec_zero_source(&c0, METRIC_SOURCE_BLOCK);

@@ -407,16 +407,21 @@ test_counters(void)
 static void
 test_host_counters(void)
 {
-    PolicyHostCounters a = { .mono_ns = 0, .n_cpus = 2, .have_psi = TRUE, .have_stat = TRUE,
-                             .have_vcpu_delay = TRUE, .n_vcpus = 4 };
-    PolicyHostCounters b = a;
+    PolicyHostCounters a, b;
     PolicyHost h;
 
+    policy_host_counters_init(&a);
+    a.n_cpus = 2;
+    a.n_vcpus = 4;
+    metric_vec_zero_source(&a.v, METRIC_SOURCE_HOST_PSI);
+    metric_vec_zero_source(&a.v, METRIC_SOURCE_HOST_STAT);
+    metric_vec_zero_source(&a.v, METRIC_SOURCE_HOST_VCPU);
+    b = a;
     b.mono_ns = 1000000000;
-    b.psi_some_total_us = 250000;   /* 25% of the second */
-    b.cpu_busy = 1500000000;        /* 1.5 of the 2 cores */
-    b.cpu_total = 2000000000;
-    b.vcpu_run_delay_ns = 400000000; /* 0.1 s per vCPU */
+    b.v.v[METRIC_HOST_PSI_SOME_US] = 250000;        /* 25% of the second */
+    b.v.v[METRIC_HOST_CPU_BUSY] = 1500000000;       /* 1.5 of the 2 cores */
+    b.v.v[METRIC_HOST_CPU_TOTAL] = 2000000000;
+    b.v.v[METRIC_HOST_VCPU_WAIT_NS] = 400000000;    /* 0.1 s per vCPU */
     g_assert_true(policy_host_from_counters(&a, &b, &h, NULL));
     g_assert_cmpfloat_with_epsilon(h.psi_some_pct, 25, 1e-9);
     g_assert_cmpfloat_with_epsilon(h.cpu_busy_pct, 150, 1e-9);
@@ -424,7 +429,7 @@ test_host_counters(void)
     g_assert_true(isfinite(h.psi_some_pct));
 
     /* A first PSI reading has no share of this tick yet: no PSI group. */
-    a.have_psi = FALSE;
+    a.v.v[METRIC_HOST_PSI_SOME_US] = METRIC_ABSENT;
     /* Another vCPU set or CPU count: those sums do not compare. */
     a.n_vcpus = 3;
     a.n_cpus = 4;

@@ -15,14 +15,31 @@ snap_new(int pid, gint64 t_ns)
     return s;
 }
 
+/* A thread's reading: stat and status, and schedstat unless @run_ns or
+ * @wait_ns is G_MAXUINT64. */
+static ProbeThreadCounters
+thread_counters(guint64 utime, guint64 stime, guint64 vcsw, guint64 run_ns, guint64 wait_ns)
+{
+    ProbeThreadCounters c;
+
+    probe_thread_counters_init(&c);
+    c.v.v[METRIC_UTIME_TICKS] = (gint64)utime;
+    c.v.v[METRIC_STIME_TICKS] = (gint64)stime;
+    c.v.v[METRIC_CTX_VOL] = (gint64)vcsw;
+    c.v.v[METRIC_CTX_INVOL] = (gint64)(vcsw / 10);
+    if (run_ns != G_MAXUINT64 && wait_ns != G_MAXUINT64) {
+        c.v.v[METRIC_CPU_NS] = (gint64)run_ns;
+        c.v.v[METRIC_RUNQ_WAIT_NS] = (gint64)wait_ns;
+    }
+    return c;
+}
+
 static ProbeIothreadSnap *
 add_io(ProbeTargetSnap *s, const char *id, int tid, guint64 vcsw,
        guint64 run_ns, guint64 wait_ns)
 {
     ProbeIothreadSnap *io = probe_target_snap_iothread(s, id);
-    ProbeThreadCounters c = { .ctx_vol = vcsw, .ctx_invol = vcsw / 10,
-                              .have_schedstat = TRUE, .run_ns = run_ns,
-                              .wait_ns = wait_ns };
+    ProbeThreadCounters c = thread_counters(0, 0, vcsw, run_ns, wait_ns);
     PolicyTriple triple = { 50000, 2, 2 };
 
     probe_iothread_snap_set_triple(io, &triple);
@@ -54,7 +71,7 @@ add_dev(ProbeIothreadSnap *io, const char *name, guint64 rd, guint64 wr,
 static void
 set_exits(ProbeTargetSnap *s, ProbeExitSource src, guint64 exits)
 {
-    s->exits = (ProbeExitCounters){ .source = src };
+    probe_exit_counters_init(&s->exits, src);
     probe_exit_counters_add_named(&s->exits, "exits", exits);
 }
 
@@ -241,9 +258,8 @@ test_ticks_fallback(void)
 {
     g_autoptr(ProbeTargetSnap) a = snap_new(10, 0);
     g_autoptr(ProbeTargetSnap) b = snap_new(10, SEC);
-    ProbeThreadCounters ca = { .utime_ticks = 100, .stime_ticks = 50 };
-    ProbeThreadCounters cb = { .utime_ticks = 130, .stime_ticks = 70,
-                               .have_schedstat = TRUE, .run_ns = 1 };
+    ProbeThreadCounters ca = thread_counters(100, 50, 0, G_MAXUINT64, G_MAXUINT64);
+    ProbeThreadCounters cb = thread_counters(130, 70, 0, 1, 0);
     PolicyMetrics m;
 
     probe_iothread_snap_set_thread(probe_target_snap_iothread(a, "iot0"), 5, &ca);
@@ -256,7 +272,7 @@ test_ticks_fallback(void)
     g_assert_false(probe_derive_iothread(a, b, "iot0", &m));
     /* utime went back, stime more than made up for it: still a restart. */
     b->clk_tck = 100;
-    cb = (ProbeThreadCounters){ .utime_ticks = 90, .stime_ticks = 200 };
+    cb = thread_counters(90, 200, 0, G_MAXUINT64, G_MAXUINT64);
     probe_iothread_snap_set_thread(probe_target_snap_iothread(b, "iot0"), 5, &cb);
     g_assert_false(probe_derive_iothread(a, b, "iot0", &m));
     g_assert_false(m.have_cpu);
@@ -277,7 +293,7 @@ test_exit_sources(void)
     probe_derive_iothread(a, b, "iot0", &m);
     g_assert_false(m.have_exits);
     /* A source without the "exits" counter. */
-    a->exits = (ProbeExitCounters){ .source = PROBE_EXIT_SOURCE_QUERY_STATS };
+    probe_exit_counters_init(&a->exits, PROBE_EXIT_SOURCE_QUERY_STATS);
     b->exits = a->exits;
     probe_exit_counters_add_named(&a->exits, "halt_exits", 1);
     probe_exit_counters_add_named(&b->exits, "halt_exits", 2);
@@ -359,12 +375,10 @@ host_new(gint64 t_ns, guint64 psi_us, guint64 busy, guint64 total, guint n_cpus)
 {
     ProbeHostSnap *h = probe_host_snap_new(t_ns, t_ns / 1000000);
 
-    h->have_psi = TRUE;
-    h->psi = (ProbePsi){ .some_avg10 = 12.5, .some_total_us = psi_us,
-                         .have_full = TRUE, .full_avg10 = 1.5 };
-    h->have_stat = TRUE;
-    h->stat = (ProbeCpuStat){ .busy_ticks = busy, .total_ticks = total,
-                              .n_cpus = n_cpus };
+    probe_host_snap_set_psi(h, &(ProbePsi){ .some_avg10 = 12.5, .some_total_us = psi_us,
+                                            .have_full = TRUE, .full_avg10 = 1.5 });
+    probe_host_snap_set_cpu_stat(h, &(ProbeCpuStat){ .busy_ticks = busy, .total_ticks = total,
+                                                     .n_cpus = n_cpus });
     return h;
 }
 
@@ -374,6 +388,7 @@ test_host(void)
     g_autoptr(ProbeHostSnap) a = host_new(0, 1000, 100, 400, 2);
     g_autoptr(ProbeHostSnap) b = host_new(SEC, 1000 + 250000, 250, 600, 2);
     g_autoptr(ProbeHostSnap) c = host_new(2 * SEC, 10, 260, 800, 4);
+    PolicyHostDelta d;
     PolicyHost h;
 
     g_assert_false(probe_derive_host(NULL, a, &h));
@@ -396,13 +411,28 @@ test_host(void)
     /* PSI total went backwards, the CPU count changed, vCPUs vanished. */
     g_assert_false(probe_derive_host(b, c, &h));
     g_assert_cmpuint(h.n_cpus, ==, 4);
-    b->psi.have_full = FALSE;
-    c->psi.some_total_us = b->psi.some_total_us;
+    c->v.v[METRIC_HOST_PSI_SOME_US] = b->v.v[METRIC_HOST_PSI_SOME_US];
     g_assert_true(probe_derive_host(b, c, &h));
     g_assert_true(h.have_psi);
     g_assert_cmpfloat(h.psi_some_pct, ==, 0);
     g_assert_false(h.have_stat);
     g_assert_false(h.have_vcpu_delay);
+
+    /* The store's host rows read the same delta: the CPU time is kept
+     * across a change of CPU count, whose busy share the policy skips. */
+    g_assert_true(probe_derive_host_delta(b, c, &d));
+    g_assert_cmpint(d.v.v[METRIC_HOST_PSI_SOME_US], ==, 0);
+    g_assert_cmpint(d.v.v[METRIC_HOST_CPU_BUSY], ==, 10);
+    g_assert_cmpint(d.v.v[METRIC_HOST_CPU_TOTAL], ==, 200);
+    g_assert_true(d.n_cpus_changed);
+    g_assert_cmpint(d.v.v[METRIC_HOST_VCPU_WAIT_NS], ==, METRIC_ABSENT);
+    /* the total going back drops busy too: one ratio */
+    c->v.v[METRIC_HOST_CPU_TOTAL] = 500;
+    g_assert_true(probe_derive_host_delta(b, c, &d));
+    g_assert_cmpint(d.v.v[METRIC_HOST_CPU_BUSY], ==, METRIC_ABSENT);
+    g_assert_cmpint(d.v.v[METRIC_HOST_CPU_TOTAL], ==, METRIC_ABSENT);
+    g_assert_false(probe_derive_host_delta(NULL, c, &d));
+    g_assert_cmpint(d.v.v[METRIC_HOST_PSI_SOME_US], ==, METRIC_ABSENT);
 }
 
 int

@@ -71,11 +71,12 @@ static guint64
 query_stats_exits(QmpClient *m)
 {
     g_autoptr(GError) error = NULL;
-    ProbeExitCounters c = { .source = PROBE_EXIT_SOURCE_QUERY_STATS };
+    ProbeExitCounters c;
     json_object *ret = pt_test_qmp_run(m, "query-stats",
         "{\"target\":\"vcpu\",\"providers\":[{\"provider\":\"kvm\",\"names\":[\"exits\"]}]}",
         &error);
 
+    probe_exit_counters_init(&c, PROBE_EXIT_SOURCE_QUERY_STATS);
     g_assert_no_error(error);
     for (size_t i = 0; i < json_object_array_length(ret); i++) {
         json_object *vcpu = json_object_array_get_idx(ret, i), *stats;
@@ -91,8 +92,8 @@ query_stats_exits(QmpClient *m)
         }
     }
     json_object_put(ret);
-    g_assert_true(probe_exit_counters_has(&c, PROBE_EXIT_EXITS));
-    return c.v[PROBE_EXIT_EXITS];
+    g_assert_true(probe_exit_counters_has(&c, METRIC_KVM_EXITS));
+    return (guint64)c.v.v[METRIC_KVM_EXITS];
 }
 
 static void
@@ -175,11 +176,11 @@ measure(QmpClient *m, ProbeTarget *t, ProbeExitsMode mode, ExitDelta *d)
         if (i == 0) {
             /* perf counts from when it is opened: the baseline follows. */
             qs0 = qs;
-            host0 = s->exits.v[PROBE_EXIT_EXITS];
+            host0 = s->exits.v.v[METRIC_KVM_EXITS];
             g_usleep(EXIT_INTERVAL_S * G_USEC_PER_SEC);
         } else {
             d->qs = qs - qs0;
-            d->host = s->exits.v[PROBE_EXIT_EXITS] - host0;
+            d->host = s->exits.v.v[METRIC_KVM_EXITS] - host0;
         }
     }
 }
@@ -273,9 +274,9 @@ test_choice(void)
                        probe_target_source(t, PROBE_SOURCE_DEBUGFS)->reason
                        ? probe_target_source(t, PROBE_SOURCE_DEBUGFS)->reason : "readable");
         if (i == 0)
-            first = s->exits.v[PROBE_EXIT_EXITS];
+            first = s->exits.v.v[METRIC_KVM_EXITS];
         else
-            g_assert_cmpuint(s->exits.v[PROBE_EXIT_EXITS], >, first);
+            g_assert_cmpuint(s->exits.v.v[METRIC_KVM_EXITS], >, first);
         g_usleep(G_USEC_PER_SEC);
     }
     g_assert_cmpint(probe_target_source(t, PROBE_SOURCE_PERF)->state, ==, PROBE_SOURCE_UNKNOWN);
@@ -306,7 +307,7 @@ test_perf_threads(void)
 
         g_assert_true(probe_perf_read(p, &c, &error));
         g_assert_cmpint(c.source, ==, PROBE_EXIT_SOURCE_PERF);
-        g_assert_true(probe_exit_counters_has(&c, PROBE_EXIT_FAST_MMIO));
+        g_assert_true(probe_exit_counters_has(&c, METRIC_FAST_MMIO));
     }
 }
 

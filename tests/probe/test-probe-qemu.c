@@ -96,12 +96,12 @@ test_iothreads(void)
         read_direct(q->pid, tid, &after);
         g_assert_no_error(error);
         g_assert_cmpint(io->tid, ==, tid);
-        assert_between(io->thread.utime_ticks, before.utime, after.utime);
-        assert_between(io->thread.stime_ticks, before.stime, after.stime);
-        assert_between(io->thread.ctx_vol, before.vcsw, after.vcsw);
-        assert_between(io->thread.ctx_invol, before.nvcsw, after.nvcsw);
+        assert_between(io->thread.v.v[METRIC_UTIME_TICKS], before.utime, after.utime);
+        assert_between(io->thread.v.v[METRIC_STIME_TICKS], before.stime, after.stime);
+        assert_between(io->thread.v.v[METRIC_CTX_VOL], before.vcsw, after.vcsw);
+        assert_between(io->thread.v.v[METRIC_CTX_INVOL], before.nvcsw, after.nvcsw);
         /* An iothread that has started has blocked at least once. */
-        g_assert_cmpuint(io->thread.ctx_vol, >, 0);
+        g_assert_cmpint(io->thread.v.v[METRIC_CTX_VOL], >, 0);
 
         /* The thread-id path (direct QMP) reads the same thread. */
         g_assert_true(probe_target_sample_iothread(t, io, qemu_tid, &error));
@@ -147,10 +147,10 @@ test_counters_move(void)
     g_assert_true(probe_target_sample_iothread(t, io_b, 0, &error));
     g_assert_no_error(error);
     g_assert_cmpint(io_a->tid, ==, io_b->tid);
-    g_assert_cmpuint(io_b->thread.ctx_vol + io_b->thread.ctx_invol, >,
-                     io_a->thread.ctx_vol + io_a->thread.ctx_invol);
-    if (io_a->thread.have_schedstat)
-        g_assert_cmpuint(io_b->thread.run_ns, >, io_a->thread.run_ns);
+    g_assert_cmpint(io_b->thread.v.v[METRIC_CTX_VOL] + io_b->thread.v.v[METRIC_CTX_INVOL], >,
+                     io_a->thread.v.v[METRIC_CTX_VOL] + io_a->thread.v.v[METRIC_CTX_INVOL]);
+    if (probe_thread_counters_have_schedstat(&io_a->thread))
+        g_assert_cmpint(io_b->thread.v.v[METRIC_CPU_NS], >, io_a->thread.v.v[METRIC_CPU_NS]);
 }
 
 static void

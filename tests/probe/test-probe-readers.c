@@ -90,13 +90,13 @@ test_thread_good(void)
     g_assert_true(thread_read(proc, 100, 101, &buf, &c, &error));
     g_assert_no_error(error);
     g_assert_cmpstr(c.comm, ==, "IO iothread1");
-    g_assert_cmpuint(c.utime_ticks, ==, 1234);
-    g_assert_cmpuint(c.stime_ticks, ==, 567);
-    g_assert_cmpuint(c.ctx_vol, ==, 40000);
-    g_assert_cmpuint(c.ctx_invol, ==, 321);
-    g_assert_true(c.have_schedstat);
-    g_assert_cmpuint(c.run_ns, ==, 18010000000);
-    g_assert_cmpuint(c.wait_ns, ==, 25000000);
+    g_assert_cmpint(c.v.v[METRIC_UTIME_TICKS], ==, 1234);
+    g_assert_cmpint(c.v.v[METRIC_STIME_TICKS], ==, 567);
+    g_assert_cmpint(c.v.v[METRIC_CTX_VOL], ==, 40000);
+    g_assert_cmpint(c.v.v[METRIC_CTX_INVOL], ==, 321);
+    g_assert_true(probe_thread_counters_have_schedstat(&c));
+    g_assert_cmpint(c.v.v[METRIC_CPU_NS], ==, 18010000000);
+    g_assert_cmpint(c.v.v[METRIC_RUNQ_WAIT_NS], ==, 25000000);
 
     g_assert_true(thread_read(proc, 100, 104, &buf, &c, &error));
     g_assert_false(thread_read(proc, 100, -1, &buf, &c, &error));
@@ -122,8 +122,8 @@ test_thread_old_kernel(void)
     g_assert_true(thread_read(probe_test_fixture("proc-old"), 300, 301,
                                     &buf, &c, &error));
     g_assert_no_error(error);
-    g_assert_false(c.have_schedstat);
-    g_assert_cmpuint(c.utime_ticks + c.stime_ticks, ==, 10);
+    g_assert_false(probe_thread_counters_have_schedstat(&c));
+    g_assert_cmpint(c.v.v[METRIC_UTIME_TICKS] + c.v.v[METRIC_STIME_TICKS], ==, 10);
     probe_buf_clear(&buf);
 }
 
@@ -148,25 +148,25 @@ test_thread_malformed(void)
 
     /* Bad or all-zero schedstat: CPU time from stat, no run delay. */
     g_assert_true(thread_read(proc, 200, 205, &buf, &c, &error));
-    g_assert_false(c.have_schedstat);
-    g_assert_cmpuint(c.utime_ticks, ==, 7);
+    g_assert_false(probe_thread_counters_have_schedstat(&c));
+    g_assert_cmpint(c.v.v[METRIC_UTIME_TICKS], ==, 7);
     g_assert_true(thread_read(proc, 200, 206, &buf, &c, &error));
-    g_assert_false(c.have_schedstat);
+    g_assert_false(probe_thread_counters_have_schedstat(&c));
 
     g_assert_true(thread_read(proc, 200, 209, &buf, &c, &error));
     g_assert_no_error(error);
     g_assert_cmpstr(c.comm, ==, "IO a) (b");
-    g_assert_cmpuint(c.utime_ticks, ==, 11);
-    g_assert_cmpuint(c.stime_ticks, ==, 22);
+    g_assert_cmpint(c.v.v[METRIC_UTIME_TICKS], ==, 11);
+    g_assert_cmpint(c.v.v[METRIC_STIME_TICKS], ==, 22);
 
-    /* G_MAXUINT64 fits; one more does not. */
+    /* G_MAXUINT64 parses (the vector clamps it); one more does not. */
     g_assert_false(thread_read(proc, 200, 210, &buf, &c, &error));
     g_assert_error(error, PROBE_ERROR, PROBE_ERROR_PARSE);
     g_assert_nonnull(strstr(error->message, "nonvoluntary"));
     g_clear_error(&error);
     g_assert_true(probe_thread_parse_stat(
         "1 (x) R 1 1 1 0 -1 0 0 0 0 0 18446744073709551615 0 0", "t", &c, &error));
-    g_assert_cmpuint(c.utime_ticks, ==, G_MAXUINT64);
+    g_assert_cmpint(c.v.v[METRIC_UTIME_TICKS], ==, G_MAXINT64);
     probe_buf_clear(&buf);
 }
 
@@ -302,24 +302,24 @@ test_debugfs(void)
     g_assert_no_error(error);
     g_assert_cmpint(c.source, ==, PROBE_EXIT_SOURCE_DEBUGFS);
     /* 1000-12 belongs to pid 1000 and must not be summed in. */
-    g_assert_cmpuint(c.v[PROBE_EXIT_EXITS], ==, 123456);
-    g_assert_cmpuint(c.v[PROBE_EXIT_IO_EXITS], ==, 2000);
-    g_assert_cmpuint(c.v[PROBE_EXIT_MMIO_EXITS], ==, 3000);
-    g_assert_cmpuint(c.v[PROBE_EXIT_HALT_POLL_FAIL_NS], ==, 900000);
-    g_assert_true(probe_exit_counters_has(&c, PROBE_EXIT_HALT_WAIT_NS));
-    g_assert_false(probe_exit_counters_has(&c, PROBE_EXIT_FAST_MMIO));
+    g_assert_cmpint(c.v.v[METRIC_KVM_EXITS], ==, 123456);
+    g_assert_cmpint(c.v.v[METRIC_IO_EXITS], ==, 2000);
+    g_assert_cmpint(c.v.v[METRIC_MMIO_EXITS], ==, 3000);
+    g_assert_cmpint(c.v.v[METRIC_HALT_POLL_FAIL_NS], ==, 900000);
+    g_assert_true(probe_exit_counters_has(&c, METRIC_HALT_WAIT_NS));
+    g_assert_false(probe_exit_counters_has(&c, METRIC_FAST_MMIO));
     g_clear_pointer(&d, probe_kvm_debugfs_free);
 
     d = probe_kvm_debugfs_new(probe_test_fixture("debugfs-old"), 100);
     g_assert_true(probe_kvm_debugfs_read(d, &c, &error));
-    g_assert_cmpuint(c.v[PROBE_EXIT_EXITS], ==, 10);
-    g_assert_false(probe_exit_counters_has(&c, PROBE_EXIT_HALT_EXITS));
+    g_assert_cmpint(c.v.v[METRIC_KVM_EXITS], ==, 10);
+    g_assert_false(probe_exit_counters_has(&c, METRIC_HALT_EXITS));
     g_clear_pointer(&d, probe_kvm_debugfs_free);
 
     d = probe_kvm_debugfs_new(probe_test_fixture("debugfs-two"), 100);
     g_assert_true(probe_kvm_debugfs_read(d, &c, &error));
-    g_assert_cmpuint(c.v[PROBE_EXIT_EXITS], ==, 2000);
-    g_assert_cmpuint(c.v[PROBE_EXIT_HALT_EXITS], ==, 20);
+    g_assert_cmpint(c.v.v[METRIC_KVM_EXITS], ==, 2000);
+    g_assert_cmpint(c.v.v[METRIC_HALT_EXITS], ==, 20);
     g_clear_pointer(&d, probe_kvm_debugfs_free);
 }
 
@@ -361,16 +361,25 @@ test_debugfs_errors(void)
 static void
 test_exit_names(void)
 {
-    ProbeExitCounters c = { 0 };
+    ProbeExitCounters c;
+    guint n = 0;
 
-    for (int k = 0; k < PROBE_EXIT_COUNTER_MAX; k++)
-        g_assert_cmpint(probe_exit_counter_from_string(
-                            probe_exit_counter_to_string(k)), ==, k);
+    probe_exit_counters_init(&c, PROBE_EXIT_SOURCE_NONE);
+    /* Every exit entry of the vector has KVM's name, and only those. */
+    for (int k = 0; k < METRIC_VEC_MAX; k++) {
+        const char *name = probe_exit_counter_to_string(k);
+
+        g_assert_cmpint(name != NULL, ==, metric_def(k)->source == METRIC_SOURCE_EXITS);
+        if (name) {
+            g_assert_cmpint(probe_exit_counter_from_string(name), ==, k);
+            n++;
+        }
+    }
+    g_assert_cmpuint(n, ==, 13);
     for (int s = 0; s < PROBE_EXIT_SOURCE_MAX; s++)
         g_assert_cmpint(probe_exit_source_from_string(
                             probe_exit_source_to_string(s)), ==, s);
-    g_assert_cmpint(probe_exit_counter_from_string("nope"), ==,
-                    PROBE_EXIT_COUNTER_INVALID);
+    g_assert_cmpint(probe_exit_counter_from_string("nope"), ==, METRIC_INVALID);
     g_assert_null(probe_exit_source_to_string(PROBE_EXIT_SOURCE_MAX));
 
     /* query-stats per vCPU, summed; unknown names are ignored. */
@@ -379,10 +388,10 @@ test_exit_names(void)
     g_assert_false(probe_exit_counters_add_named(&c, "l1d_flush", 3));
     g_assert_true(probe_exit_counters_add_named(&c, "halt_exits", G_MAXUINT64));
     g_assert_true(probe_exit_counters_add_named(&c, "halt_exits", 1));
-    g_assert_cmpuint(c.v[PROBE_EXIT_EXITS], ==, 25);
-    g_assert_cmpuint(c.v[PROBE_EXIT_HALT_EXITS], ==, G_MAXUINT64);
-    g_assert_true(probe_exit_counters_has(&c, PROBE_EXIT_EXITS));
-    g_assert_false(probe_exit_counters_has(&c, PROBE_EXIT_IO_EXITS));
+    g_assert_cmpint(c.v.v[METRIC_KVM_EXITS], ==, 25);
+    g_assert_cmpint(c.v.v[METRIC_HALT_EXITS], ==, G_MAXINT64);
+    g_assert_true(probe_exit_counters_has(&c, METRIC_KVM_EXITS));
+    g_assert_false(probe_exit_counters_has(&c, METRIC_IO_EXITS));
 }
 
 static void

@@ -75,7 +75,7 @@ test_resolve(TmpTree *tt, gconstpointer data)
     g_assert_no_error(error);
     g_assert_true(io->have_thread);
     g_assert_cmpint(io->tid, ==, 51);
-    g_assert_cmpuint(io->thread.ctx_vol, ==, 100);
+    g_assert_cmpint(io->thread.v.v[METRIC_CTX_VOL], ==, 100);
     g_assert_cmpint(probe_target_iothread_tid(t, "iothread1"), ==, 51);
     news = probe_target_take_news(t);
     g_assert_cmpuint(news->len, ==, 2);
@@ -87,7 +87,7 @@ test_resolve(TmpTree *tt, gconstpointer data)
     probe_test_thread(tt->root, 50, 61, "IO iothread1", 0, 0, 1, 0, 1, 0);
     g_assert_true(probe_target_sample_iothread(t, io, 0, &error));
     g_assert_cmpint(io->tid, ==, 61);
-    g_assert_cmpuint(io->thread.ctx_vol, ==, 1);
+    g_assert_cmpint(io->thread.v.v[METRIC_CTX_VOL], ==, 1);
 
     /* The tid now belongs to another name: found again by name. */
     probe_test_thread(tt->root, 50, 61, "worker", 0, 0, 1, 0, 1, 0);
@@ -137,7 +137,7 @@ test_schedstat_news(void)
     g_autoptr(GPtrArray) news = NULL;
 
     g_assert_true(probe_target_sample_iothread(t, io, 0, NULL));
-    g_assert_false(io->thread.have_schedstat);
+    g_assert_false(probe_thread_counters_have_schedstat(&io->thread));
     news = probe_target_take_news(t);
     g_assert_cmpuint(news->len, ==, 2);
     g_assert_cmpstr(news->pdata[0], ==, "thread: available");
@@ -188,7 +188,7 @@ test_exits_auto(void)
 
     g_assert_true(probe_target_sample_exits(t, PROBE_EXITS_AUTO, snap));
     g_assert_cmpint(snap->exits.source, ==, PROBE_EXIT_SOURCE_DEBUGFS);
-    g_assert_cmpuint(snap->exits.v[PROBE_EXIT_EXITS], ==, 123456);
+    g_assert_cmpint(snap->exits.v.v[METRIC_KVM_EXITS], ==, 123456);
     /* Perf was never needed, so never tried. */
     g_assert_cmpint(probe_target_source(t, PROBE_SOURCE_PERF)->state, ==,
                     PROBE_SOURCE_UNKNOWN);
@@ -233,12 +233,13 @@ test_exits_unavailable(void)
 static void
 test_exits_named_source(void)
 {
-    ProbeExitCounters c = { 0 };
+    ProbeExitCounters c;
 
+    probe_exit_counters_init(&c, PROBE_EXIT_SOURCE_NONE);
     g_assert_true(probe_exit_counters_add_named(&c, "exits", 7));
     g_assert_cmpint(c.source, ==, PROBE_EXIT_SOURCE_QUERY_STATS);
     g_assert_false(probe_exit_counters_add_named(&c, "no_such_stat", 7));
-    g_assert_cmpuint(c.v[PROBE_EXIT_EXITS], ==, 7);
+    g_assert_cmpint(c.v.v[METRIC_KVM_EXITS], ==, 7);
 }
 
 /* One tick of the choice with "exits" readings of each source (-1: none). */
@@ -255,9 +256,8 @@ pick(ProbeExitChoice *ch, gint64 qs, gint64 dbg, gint64 perf)
     for (int s = PROBE_EXIT_SOURCE_QUERY_STATS; s < PROBE_EXIT_SOURCE_MAX; s++) {
         if (in[s] < 0)
             continue;
-        c[s].source = s;
-        c[s].present = 1u << PROBE_EXIT_EXITS;
-        c[s].v[PROBE_EXIT_EXITS] = (guint64)in[s];
+        probe_exit_counters_init(&c[s], s);
+        c[s].v.v[METRIC_KVM_EXITS] = in[s];
         readings[s] = &c[s];
     }
     return probe_exit_choice_pick(ch, readings, why_not);
@@ -340,7 +340,7 @@ test_exits_choose_unreadable(void)
         g_assert_cmpint(probe_target_choose_exits(t, PROBE_EXITS_AUTO, snap, NULL, NULL), ==,
                         PROBE_EXIT_SOURCE_QUERY_STATS);
         g_assert_cmpint(snap->exits.source, ==, PROBE_EXIT_SOURCE_QUERY_STATS);
-        g_assert_cmpuint(snap->exits.v[PROBE_EXIT_EXITS], ==, 1000 + 60 * tick);
+        g_assert_cmpint(snap->exits.v.v[METRIC_KVM_EXITS], ==, 1000 + 60 * tick);
     }
     dbg = probe_target_source(t, PROBE_SOURCE_DEBUGFS);
     g_assert_cmpint(dbg->state, ==, PROBE_SOURCE_UNAVAILABLE);
@@ -426,13 +426,13 @@ test_host_sampler(void)
     g_autoptr(GPtrArray) news = NULL;
 
     g_assert_true(probe_host_sampler_sample(hg, snap));
-    g_assert_true(snap->have_psi && snap->have_stat);
-    g_assert_cmpuint(snap->stat.n_cpus, ==, 2);
+    g_assert_true(probe_host_snap_has_psi(snap) && probe_host_snap_has_stat(snap));
+    g_assert_cmpuint(snap->n_cpus, ==, 2);
     g_assert_cmpint(probe_host_sampler_source(hg, PROBE_SOURCE_PSI)->state, ==,
                     PROBE_SOURCE_AVAILABLE);
 
     g_assert_false(probe_host_sampler_sample(hb, snap));
-    g_assert_false(snap->have_psi || snap->have_stat);
+    g_assert_false(probe_host_snap_has_psi(snap) || probe_host_snap_has_stat(snap));
     news = probe_host_sampler_take_news(hb);
     g_assert_cmpuint(news->len, ==, 2);
     g_assert_true(g_str_has_prefix(news->pdata[0], "psi: unavailable: "));

@@ -46,7 +46,7 @@ test_defs_unique(void)
     g_autoptr(GHashTable) samples = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     g_autoptr(GHashTable) families = g_hash_table_new(g_str_hash, g_str_equal);
 
-    g_assert_null(metric_def(METRIC_MAX));
+    g_assert_null(metric_def(METRIC_VEC_MAX));
     g_assert_null(metric_def(METRIC_INVALID));
     for (int i = 0; i < METRIC_MAX; i++) {
         const MetricDef *d = metric_def(i);
