@@ -234,7 +234,10 @@ terms_sum(const MetricId *terms, const MetricVec *m, gint64 *sum)
     for (int i = 0; i < METRIC_RATE_TERMS && terms[i] != METRIC_INVALID; i++) {
         if (!metric_vec_has(m, terms[i]))
             return FALSE;
-        *sum += m->v[terms[i]];
+        /* Each value is held below 2^63, their sum need not be: a rate
+         * of readings that large saturates instead of wrapping. */
+        if (__builtin_add_overflow(*sum, m->v[terms[i]], sum))
+            *sum = m->v[terms[i]] > 0 ? G_MAXINT64 : -G_MAXINT64;
     }
     return TRUE;
 }
