@@ -34,6 +34,7 @@ typedef struct {
     double probe_loss_sum;      /* their score below the winner's, summed over those ticks */
     gint64 n_phases;
     double phase_ln_sum, phase_ln_sumsq;    /* ln(phase length in ms) */
+    gint64 contended;           /* 1: the last exploration ran on a contended host */
 } PtMemoryRow;
 
 static inline void

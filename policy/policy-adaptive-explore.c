@@ -312,6 +312,7 @@ explore_learn(PolicyProposal *p, const PolicySegment *win, const PolicySegment *
         .anchor = anchor->triple,
         .anchor_score = policy_segment_mean(anchor),
         .noise = policy_adaptive_noise_sd(st),
+        .contended = st->explore_contended,
     };
 
     for (guint i = 0; i < st->n_done; i++) {
@@ -626,6 +627,8 @@ explore_begin(const PolicyConfig *cfg, PolicyProposal *p, const char *why, gint6
     policy_segment_start(&st->seg_a, cur);
     policy_segment_add(cfg, &st->seg_a, p->objective, m);
     st->explore_why = why;
+    st->explore_contended = FALSE;
+    st->recall_contended = FALSE;
     g_string_append_printf(p->evidence, " trigger=\"%s\"", why);
 }
 

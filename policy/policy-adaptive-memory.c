@@ -50,6 +50,7 @@ policy_adaptive_memory_phase_begin(PolicyIothreadState *st, gint64 start_ms, gui
     st->mem_checked = FALSE;
     st->recalled = FALSE;
     st->recalled_near = FALSE;
+    st->recall_contended = FALSE;
 }
 
 void
@@ -205,6 +206,10 @@ memory_recall(const PolicyConfig *cfg, PolicyProposal *p, const PolicyMemoryEntr
     memory_settle(p, &w, POLICY_CAUSE_REMEMBERED, now_ms);
     st->recalled = TRUE;
     st->recalled_near = near;
+    /* What polling was worth belongs to the workload before: this one's
+     * winner is the evidence now (policy_guard_contention()). */
+    st->polling.this_workload = FALSE;
+    st->recall_contended = e->last.contended && w.poll_max_ns > 0;
     if (near)
         g_string_append(p->evidence, " memory_near=1");
     if (policy_triple_equal(&w, cur))

@@ -232,6 +232,20 @@ polling_pays_for_itself(const PolicyProposal *p, GString *why)
         g_string_append_printf(why, "%.2f(measuring whole-VM CPU)", p->m->exits_per_op);
         return TRUE;
     }
+    /*
+     * A remembered window whose exploration ran on a contended host, the
+     * guard letting it measure polling against off there: it won on the
+     * objective, which charges the whole VM's CPU, under the contention
+     * that is here again.  What polling was worth on the workload before
+     * does not judge it (a shared core's recalled window, cut on another
+     * workload's value, left the simulator's batching device 17% short
+     * for 85 s).  A window learnt on a quiet host is judged as before.
+     */
+    if (st->recall_contended && !st->polling.this_workload &&
+        policy_triple_equal(&p->triple, &st->best)) {
+        g_string_append(why, " remembered=learnt under contention");
+        return TRUE;
+    }
     if (st->polling.measured && st->polling.net_measured) {
         g_string_append_printf(why, " polling_net_cores=%.3f polling_gain=%.4f",
                                st->polling.net_cores, st->polling.gain);
@@ -294,6 +308,9 @@ policy_guard_contention(const PolicyConfig *cfg, const PolicyHost *host,
         if (host_hot || own_hot) {
             g_autoptr(GString) ev = g_string_new(NULL);
 
+            /* What an exploration learns here, it learns under contention. */
+            if (policy_adaptive_exploring(p->st))
+                p->st->explore_contended = TRUE;
             if (polling_pays_for_itself(p, ev)) {
                 g_string_append_printf(p->evidence,
                                        "%s contention_kept=polling pays for its whole-VM CPU",

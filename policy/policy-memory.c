@@ -705,6 +705,7 @@ policy_memory_to_rows(const PolicyMemory *mem)
         r->n_phases = e->n_phases;
         r->phase_ln_sum = e->phase_ln_sum;
         r->phase_ln_sumsq = e->phase_ln_sumsq;
+        r->contended = e->last.contended;
         g_ptr_array_add(rows, r);
     }
     return rows;
@@ -739,6 +740,7 @@ entry_from_row(const PtMemoryRow *r, GError **error)
     e->last.noise = r->noise;
     e->last.probe_ticks = (guint)r->last_probe_ticks;
     e->last.probe_loss = r->last_probe_loss;
+    e->last.contended = r->contended > 0;
     e->learned_ms = r->learned_ms;
     e->confirmed_ms = r->confirmed_ms;
     e->seen_ms = r->seen_ms;

@@ -156,6 +156,7 @@ typedef struct {
     double noise;               /* per-tick standard deviation of the score */
     guint probe_ticks;          /* ticks measured under triples that lost */
     double probe_loss;          /* their summed score below the winner's (>= 0) */
+    gboolean contended;         /* measured on a contended host, the guard letting it */
 } PolicyExploration;
 
 typedef struct {

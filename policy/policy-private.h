@@ -179,6 +179,7 @@ typedef struct {
     /* START .. RETURN: the exploration */
     guint pending;              /* POLICY_CAND_* not measured yet */
     const char *explore_why;    /* what began the exploration: a policy_adaptive_why_* */
+    gboolean explore_contended; /* the contention guard let it poll on a contended host */
     PolicySegment seg_a;        /* the starting triple */
     PolicySegment seg_x;        /* PROBE: the probe being measured */
     PolicySegment done[2];      /* probes measured */
@@ -204,6 +205,7 @@ typedef struct {
     gboolean mem_checked;       /* the memory was asked about this phase's exploration */
     gboolean recalled;          /* settled on a remembered winner, not yet confirmed */
     gboolean recalled_near;     /* ... of a neighbouring signature (policy_memory_lookup_near) */
+    gboolean recall_contended;  /* this phase's remembered window was measured under contention */
     char *mem_note;             /* what the memory said last, for explain */
 } PolicyIothreadState;
 

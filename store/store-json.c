@@ -161,5 +161,6 @@ store_memory_row_to_json(const PtMemoryRow *r, gint64 ttl_ms, gint64 now_ms)
     json_object_object_add(o, "n_confirmed", json_object_new_int64(r->n_confirmed));
     json_object_object_add(o, "n_explorations", json_object_new_int64(r->n_explorations));
     json_object_object_add(o, "n_default_wins", json_object_new_int64(r->n_default_wins));
+    json_object_object_add(o, "contended", json_object_new_boolean(r->contended > 0));
     return o;
 }

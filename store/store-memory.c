@@ -8,7 +8,7 @@
 #include "store-memory.h"
 #include "store-private.h"
 
-/* The row's figures and their columns, in the order of migration 9; the
+/* The row's figures and their columns, in the order of migrations 9 and 12; the
  * statements below are made from this table, so a field is named once. */
 static const struct {
     const char *column;
@@ -31,6 +31,7 @@ static const struct {
     I("probe_ticks", probe_ticks), R("probe_loss_sum", probe_loss_sum),
     I("n_phases", n_phases), R("phase_ln_sum", phase_ln_sum),
     R("phase_ln_sumsq", phase_ln_sumsq),
+    I("contended", contended),          /* migration 12 */
 #undef I
 #undef R
 };

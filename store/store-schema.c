@@ -154,6 +154,12 @@ static const char *const migrations[] = {
      * by the daemon at its next tick. */
     "ALTER TABLE targets ADD COLUMN display_name TEXT;"
     "UPDATE targets SET display_name = name WHERE kind = 0;",
+
+    /* 12: whether a workload's winner was measured on a contended host,
+     * where the contention guard let the exploration measure polling
+     * against off: such a winner is kept on its return under contention
+     * (policy/policy-guard.c).  NULL, an older row: it was not. */
+    "ALTER TABLE policy_memory ADD COLUMN contended INTEGER;",
 };
 
 int

@@ -22,7 +22,7 @@ row_new(const char *signature, guint k)
                        &r->winner_ticks, &r->anchor_max_ns, &r->anchor_grow, &r->anchor_shrink,
                        &r->last_probe_ticks, &r->learned_ms, &r->confirmed_ms, &r->seen_ms,
                        &r->n_confirmed, &r->n_explorations, &r->n_default_wins,
-                       &r->probe_ticks, &r->n_phases };
+                       &r->probe_ticks, &r->n_phases, &r->contended };
     double *reals[] = { &r->winner_score, &r->anchor_score, &r->noise, &r->last_probe_loss,
                         &r->gain_sum, &r->probe_loss_sum, &r->phase_ln_sum,
                         &r->phase_ln_sumsq };
@@ -239,6 +239,33 @@ test_migrate_from_8(void)
     assert_load(fx.db, "web-1", "iothread0", rows);
 }
 
+/*
+ * A file of schema 11, before the memory said whether an exploration ran
+ * under contention: its rows read back with that unknown (NULL), which
+ * the policy takes as a quiet host's.
+ */
+static void
+test_migrate_from_11(void)
+{
+    g_auto(TestDb) fx = { 0 };
+    g_autoptr(GError) error = NULL;
+    const char *const sigs[] = { SIG_A, SIG_B, NULL };
+    g_autoptr(GPtrArray) rows = rows_new(sigs, 1);
+
+    test_db_setup(&fx, NULL);
+    g_assert_true(store_memory_save(fx.db, "web-1", "iothread0",
+                                    (PtMemoryRow *const *)rows->pdata, rows->len, T0, &error));
+    g_assert_no_error(error);
+    g_clear_pointer(&fx.db, store_db_close);
+    sql_exec(fx.path, "ALTER TABLE policy_memory DROP COLUMN contended; PRAGMA user_version = 11;");
+
+    test_db_reopen(&fx, NULL);
+    g_assert_cmpint(test_sql_int(fx.path, "PRAGMA user_version"), ==, store_schema_version());
+    for (guint i = 0; i < rows->len; i++)
+        ((PtMemoryRow *)rows->pdata[i])->contended = G_MININT64;
+    assert_load(fx.db, "web-1", "iothread0", rows);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -247,5 +274,6 @@ main(int argc, char **argv)
     g_test_add_func("/store/memory/save-all-or-nothing", test_save_all_or_nothing);
     g_test_add_func("/store/memory/forget", test_forget);
     g_test_add_func("/store/memory/migrate-from-8", test_migrate_from_8);
+    g_test_add_func("/store/memory/migrate-from-11", test_migrate_from_11);
     return g_test_run();
 }

@@ -120,7 +120,7 @@ display_is(const char *path, const char *target, const char *name)
 
 /*
  * A file of schema 10, the last without targets' names: today's file
- * without the column migration 11 adds.  The migration names a libvirt
+ * without the columns migrations 11 and 12 add.  The migration names a libvirt
  * target by its domain (its identity); a QMP target's name is unknown
  * until a tick brings it, and a tick that brings another replaces it.
  */
@@ -140,6 +140,7 @@ test_migrate_names(void)
     g_assert_no_error(error);
     g_clear_pointer(&fx.db, store_db_close);
     test_sql_int(fx.path, "ALTER TABLE targets DROP COLUMN display_name");
+    test_sql_int(fx.path, "ALTER TABLE policy_memory DROP COLUMN contended");
     test_sql_int(fx.path, "PRAGMA user_version = 10");
     g_assert_cmpint(test_sql_int(fx.path, "SELECT count(*) FROM pragma_table_info('targets')"
                                           " WHERE name = 'display_name'"), ==, 0);
