@@ -98,6 +98,38 @@ pt_daemon_device_key(PtTarget *t, PtIothread *io)
     return policy_signature_device_key((const char *const *)names->pdata);
 }
 
+/*
+ * The times of the policy's own writes to @iothread in the last hour, read
+ * back from the decisions the store keeps, for the engine's write budget
+ * (policy_engine_writes_restore()): a restart must not reopen it.  The
+ * budget's longest window is 10 minutes; an hour covers a clock that
+ * stepped back a little.  An unreadable store leaves the budget empty,
+ * as it was before a restart kept it.
+ */
+static void
+pt_daemon_writes_restore(PtDaemon *d, PtTarget *t, const char *iothread)
+{
+    g_autoptr(GArray) ts = g_array_new(FALSE, FALSE, sizeof(gint64));
+    g_autoptr(StoreCursor) cur = NULL;
+    g_autoptr(GError) err = NULL;
+    const StoreDecisionRow *row;
+    StoreFilter f;
+
+    store_filter_init(&f);
+    f.target = t->name;
+    f.iothread = iothread;
+    f.from_ms = g_get_real_time() / 1000 - 3600 * 1000;
+    cur = store_query_decisions(d->store, &f, &err);
+    while (cur && store_cursor_next_decision(cur, &row, &err) && row)
+        if (row->applied && row->cause &&
+            policy_cause_is_own_write(policy_cause_from_string(row->cause)))
+            g_array_append_val(ts, row->ts_ms);
+    if (err)
+        pt_warn(t->name, iothread, "store: the policy's recent writes: %s; the write budget "
+                "starts empty", err->message);
+    policy_engine_writes_restore(d->engine, t->name, iothread, (const gint64 *)ts->data, ts->len);
+}
+
 void
 pt_daemon_memory_prepare(PtDaemon *d, PtTarget *t, const char *iothread)
 {
@@ -133,6 +165,7 @@ pt_daemon_memory_prepare(PtDaemon *d, PtTarget *t, const char *iothread)
         pt_info(t->name, iothread, "workload memory: %u entr%s of %s read from the store",
                 rows->len, rows->len == 1 ? "y" : "ies", vm);
     }
+    pt_daemon_writes_restore(d, t, iothread);
     h = g_new0(PtMemoryHeld, 1);
     h->target = g_strdup(t->name);
     h->iothread = g_strdup(iothread);

@@ -387,6 +387,62 @@ policy_engine_note_write(PolicyEngine *e, const char *target, const char *iothre
 }
 
 gboolean
+policy_cause_is_own_write(PolicyCause cause)
+{
+    switch (cause) {
+    case POLICY_CAUSE_IDLE:
+    case POLICY_CAUSE_PROBE:
+    case POLICY_CAUSE_ACCEPT:
+    case POLICY_CAUSE_ROLLBACK:
+    case POLICY_CAUSE_REMEMBERED:
+        return TRUE;
+    default:
+        return FALSE;
+    }
+}
+
+static int
+ms_cmp(const void *a, const void *b)
+{
+    gint64 x = *(const gint64 *)a, y = *(const gint64 *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+void
+policy_engine_writes_restore(PolicyEngine *e, const char *target, const char *iothread,
+                             const gint64 *ts_ms, guint n)
+{
+    PolicyIothreadInput in = { .target = target, .iothread = iothread };
+    PolicyIothreadState *st = state_get(e, &in);
+    g_autofree gint64 *sorted = n ? g_memdup2(ts_ms, n * sizeof(*ts_ms)) : NULL;
+
+    for (guint i = 0; i < G_N_ELEMENTS(st->write_log); i++)
+        st->write_log[i] = G_MININT64;
+    st->write_log_next = 0;
+    if (!n)
+        return;
+    qsort(sorted, n, sizeof(*sorted), ms_cmp);
+    /* The ring keeps the newest; older ones count in no window the newest do not. */
+    for (guint i = n > G_N_ELEMENTS(st->write_log) ? n - G_N_ELEMENTS(st->write_log) : 0; i < n;
+         i++)
+        policy_writes_note(st, sorted[i]);
+}
+
+GArray *
+policy_engine_writes_recent(const PolicyEngine *e, const char *target, const char *iothread)
+{
+    g_autofree char *key = g_strdup_printf("%s/%s", target, iothread);
+    const PolicyIothreadState *st = g_hash_table_lookup(e->states, key);
+    GArray *out = g_array_new(FALSE, FALSE, sizeof(gint64));
+
+    for (guint i = 0; st && i < G_N_ELEMENTS(st->write_log); i++)
+        if (st->write_log[i] != G_MININT64)
+            g_array_append_val(out, st->write_log[i]);
+    return out;
+}
+
+gboolean
 policy_engine_external_hold(const PolicyEngine *e, const char *target, const char *iothread,
                             gint64 now_ms, PolicyTriple *triple, gint64 *since_ms,
                             gint64 *until_ms)

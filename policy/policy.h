@@ -381,6 +381,24 @@ gboolean policy_engine_external_hold(const PolicyEngine *engine, const char *tar
 gboolean policy_engine_memory_load(PolicyEngine *engine, const char *target,
                                    const char *iothread, PtMemoryRow *const *rows, guint n,
                                    GError **error);
+/*
+ * The write budget's record (at most POLICY_WRITES_SHORT_MAX writes in 30 s
+ * and POLICY_WRITES_LONG_MAX in 10 min of the policy's own, policy-private.h)
+ * outlives a restart the same way: the caller reads back the times of
+ * @target/@iothread's applied writes whose cause
+ * policy_cause_is_own_write() (the store's decisions) and restores them
+ * before the iothread's first tick, replacing what the engine holds.  A
+ * restart then neither reopens the budget to a burst of writes nor, in a
+ * lifetime, leaves the restarted run's writes out of step with the run
+ * without it (the simulator's: -8% over the lifetime, on budget timing
+ * alone).
+ */
+gboolean policy_cause_is_own_write(PolicyCause cause);
+void policy_engine_writes_restore(PolicyEngine *engine, const char *target,
+                                  const char *iothread, const gint64 *ts_ms, guint n);
+/* The times (ms) of @target/@iothread's own writes the budget holds, as gint64. */
+GArray *policy_engine_writes_recent(const PolicyEngine *engine, const char *target,
+                                    const char *iothread);
 /* PtMemoryRow * of @target/@iothread's memory; empty when it has none. */
 GPtrArray *policy_engine_memory_rows(const PolicyEngine *engine, const char *target,
                                      const char *iothread);

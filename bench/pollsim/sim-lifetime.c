@@ -311,7 +311,8 @@ lifetime_tick(Sim *sim, guint t, gpointer data)
 
 /*
  * A restarted daemon loads the memory it kept in its store: the rows the
- * stopped engine would have saved, through the same text the store keeps.
+ * stopped engine would have saved, through the same text the store keeps,
+ * and the times of its own recent writes (the store's decisions).
  * POLLSIM_NO_MEMORY_RELOAD=1 starts it empty instead, as before the
  * store kept the memory.
  */
@@ -320,6 +321,7 @@ lifetime_memory_reload(const PolicyEngine *old, PolicyEngine *fresh,
                        gpointer data G_GNUC_UNUSED)
 {
     g_autoptr(GPtrArray) rows = policy_engine_memory_rows(old, SIM_TARGET, "iothread0");
+    g_autoptr(GArray) writes = NULL;
     g_autoptr(GError) error = NULL;
 
     if (g_strcmp0(g_getenv("POLLSIM_NO_MEMORY_RELOAD"), "1") == 0)
@@ -327,6 +329,10 @@ lifetime_memory_reload(const PolicyEngine *old, PolicyEngine *fresh,
     if (!policy_engine_memory_load(fresh, SIM_TARGET, "iothread0",
                                    (PtMemoryRow *const *)rows->pdata, rows->len, &error))
         g_error("lifetime: the memory's rows do not load again: %s", error->message);
+    /* And the write budget's record, from the decisions the store keeps. */
+    writes = policy_engine_writes_recent(old, SIM_TARGET, "iothread0");
+    policy_engine_writes_restore(fresh, SIM_TARGET, "iothread0", (const gint64 *)writes->data,
+                                 writes->len);
 }
 
 static void

@@ -221,10 +221,80 @@ test_memory_restart(void)
     g_assert_cmpuint(stored_rows(db, VM, "iot0"), ==, 0);
 }
 
+/* @n applied probes of @iothread of @target in the store at @path, one a
+ * minute from @first_ms back, as a daemon that stopped would have left them. */
+static void
+inject_writes(const char *path, const char *target, const char *iothread, guint n,
+              gint64 first_ms)
+{
+    g_autoptr(GError) err = NULL;
+    StoreOptions opts;
+    StoreDb *db;
+
+    store_options_init(&opts);
+    opts.now_ms = first_ms;
+    db = store_db_open(path, &opts, &err);
+    g_assert_no_error(err);
+    for (guint i = 0; i < n; i++) {
+        StoreDecision dec = {
+            .ts_ms = first_ms - 60000 * (gint64)i, .target = target, .iothread = iothread,
+            .policy = "adaptive:balanced", .old_triple = { 32768, 0, 0 },
+            .new_triple = { 262144, 0, 0 }, .reason = "adaptive: measuring a wide poll window",
+            .cause = "probe", .applied = TRUE,
+        };
+
+        g_assert_true(store_decision_insert(db, &dec, &err));
+        g_assert_no_error(err);
+    }
+    store_db_close(db);
+}
+
+/*
+ * The write budget outlives a restart: the store says the policy wrote to
+ * iot0 eight times in the last ten minutes (its most), so the idle rule's
+ * write of off to iot0 waits for room, while iot1, idle as well and with
+ * no such writes, goes off at its first tick.  A budget that forgot them
+ * wrote both at once.
+ */
+static void
+test_write_budget_restart(void)
+{
+    g_autoptr(GError) err = NULL;
+    g_autofree char *dir = NULL;
+    g_autofree char *db = NULL;
+    g_autoptr(PtTestVm) vm = NULL;
+    g_autoptr(PtTestDaemon) d = NULL;
+
+    if (pt_test_skip_without_qemu())
+        return;
+    dir = g_dir_make_tmp("pt-budget-XXXXXX", &err);
+    g_assert_no_error(err);
+    db = g_build_filename(dir, "history.db", NULL);
+    vm = pt_test_vm_start(dir, "budgetvm", NULL);
+    /* Seven minutes of room at least: the oldest leaves the window then. */
+    inject_writes(db, vm->daemon_sock, "iot0", 8, g_get_real_time() / 1000 - 1000);
+    d = pt_test_daemon_up(NULL, "interval = 200ms\nmetrics-listen =\nmode = enforce\n"
+                          "database = %s\n[targets]\nlibvirt = false\nqmp-globs = %s/*.qmp\n"
+                          "[policy]\ndefault = adaptive:balanced\n", db, dir);
+    g_assert_true(pt_test_qmp_wait_poll_max(vm->qmp, "iot1", 0, 20000));
+    g_assert_true(pt_test_wait_ticks(d, pt_test_daemon_ticks(d) + 5, 10000));
+    g_assert_cmpuint(pt_test_qmp_poll_max(vm->qmp, "iot0"), ==, 32768);
+    g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
+    g_clear_pointer(&d, pt_test_daemon_free);
+    g_clear_pointer(&vm, pt_test_vm_free);
+    for (guint i = 0; i < 3; i++) {
+        g_autofree char *f = g_strconcat(db, (const char *[]){ "", "-wal", "-shm" }[i], NULL);
+
+        g_unlink(f);
+    }
+    g_rmdir(dir);
+}
+
 int
 main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/daemon/memory/restart", test_memory_restart);
+    g_test_add_func("/daemon/memory/restart-write-budget", test_write_budget_restart);
     return g_test_run();
 }

@@ -142,6 +142,31 @@ hook_revalidate60(PolicyConfig *c, PolicyEngine *e, guint tick)
  * explorations in a row, at three other depths, learnt at time 0; its ttl
  * (the slow schedule) 20 s, revalidation every 30 s.
  */
+/*
+ * A restarted daemon's first tick: the store's decisions say the policy
+ * wrote four times in the last 20 s, and ten older writes besides, of
+ * which the engine keeps the newest it can count.
+ */
+static void
+hook_writes_restored(PolicyConfig *c G_GNUC_UNUSED, PolicyEngine *e, guint tick)
+{
+    gint64 ts[14];
+    g_autoptr(GArray) back = NULL;
+
+    if (tick)
+        return;
+    for (guint i = 0; i < 10; i++)
+        ts[i] = -3600000 + 1000 * (gint64)i;
+    for (guint i = 0; i < 4; i++)
+        ts[10 + i] = -20000 + 5000 * (gint64)i;
+    policy_engine_writes_restore(e, "vm", "iothread0", ts, G_N_ELEMENTS(ts));
+    back = policy_engine_writes_recent(e, "vm", "iothread0");
+    g_assert_cmpuint(back->len, ==, 8);      /* POLICY_WRITES_LONG_MAX */
+    g_assert_true(policy_cause_is_own_write(POLICY_CAUSE_PROBE));
+    g_assert_false(policy_cause_is_own_write(POLICY_CAUSE_CONTENTION));
+    g_assert_false(policy_cause_is_own_write(POLICY_CAUSE_OVERRIDE));
+}
+
 static void
 hook_default_wins(PolicyConfig *c, PolicyEngine *e, guint tick)
 {
@@ -504,6 +529,16 @@ static const Case cases[] = {
       .expect = { { 1, 0, 0, -1, POLICY_CAUSE_NONE, "the anchor won the device's last 3", -1 },
                   { 20, 0, 0, -1, POLICY_CAUSE_NONE, "steady", -1 } },
       .expect_probe_after = 31 },
+    /*
+     * After a restart the write budget still counts the four writes made
+     * in the 20 s before it: the first exploration (3 writes) waits until
+     * they leave room, at tick 20, where a budget that forgot them probed
+     * at tick 1.
+     */
+    { .name = "restart-keeps-the-write-budget", .spec = "adaptive", .n_ticks = 30,
+      .n_iot = 1, .start = { 32768, 0, 0 }, .load = { FAST }, .hook = hook_writes_restored,
+      .expect = { { 1, 0, 0, -1, POLICY_CAUSE_NONE, "waits for the write budget", -1 } },
+      .expect_probe_after = 20 },
     /*
      * Under polling off, an open load at half the device's rate becomes
      * QD1: IOPS move by 15%, less than a change_ratio step, and a CUSUM
