@@ -252,6 +252,16 @@ policy_adaptive_step_idle(const PolicyConfig *cfg, PolicyProposal *p, gint64 now
      */
     if (st->phase_start_ms == G_MININT64)
         policy_adaptive_memory_phase_begin(st, now_ms - 2 * policy_adaptive_tick_ms(p), 2);
+    /*
+     * Load after idle is a certain change: it opens the write budget's
+     * epoch before the memory is asked, so that a remembered winner is not
+     * held back by the writes of the workloads before the idle spell
+     * (explore_begin() opens it too, for the exploration).  A restarted
+     * daemon, whose budget counts every write of the last ten minutes,
+     * otherwise kept the test guest's returning QD1 at off for its whole
+     * phase.
+     */
+    st->write_epoch_ms = now_ms;
     if (policy_adaptive_memory_gate(cfg, p, now_ms) != POLICY_MEMORY_EXPLORE)
         return;
     if (!policy_triple_equal(cur, &st->baseline) && st->baseline.poll_max_ns > 0 &&

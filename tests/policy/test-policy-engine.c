@@ -167,6 +167,34 @@ hook_writes_restored(PolicyConfig *c G_GNUC_UNUSED, PolicyEngine *e, guint tick)
     g_assert_false(policy_cause_is_own_write(POLICY_CAUSE_OVERRIDE));
 }
 
+/*
+ * A restarted daemon's engine: eight writes of the last ten minutes (the
+ * budget's most), none in the last 30 s, and FAST's winner remembered.
+ */
+static void
+hook_budget_full_and_remembered(PolicyConfig *c G_GNUC_UNUSED, PolicyEngine *e, guint tick)
+{
+    PolicyExploration x = { .winner = { 262144, 0, 0 }, .winner_score = 10.5,
+                            .winner_ticks = 3, .anchor = POLICY_TRIPLE_QEMU_DEFAULT,
+                            .anchor_score = 10.1, .noise = 0.01, .probe_ticks = 4,
+                            .probe_loss = 0.2 };
+    g_autoptr(PolicyMemory) mem = policy_memory_new(0);
+    g_autoptr(GPtrArray) rows = NULL;
+    PolicySignature sig;
+    gint64 ts[8];
+
+    if (tick)
+        return;
+    for (guint i = 0; i < G_N_ELEMENTS(ts); i++)
+        ts[i] = -400000 + 40000 * (gint64)i;
+    policy_engine_writes_restore(e, "vm", "iothread0", ts, G_N_ELEMENTS(ts));
+    g_assert_true(policy_signature_parse("qd1/0/r100/iops16k-64k/qemu0.0/dev=", &sig, NULL));
+    policy_memory_learn(mem, &sig, &x, -300000);
+    rows = policy_memory_to_rows(mem);
+    g_assert_true(policy_engine_memory_load(e, "vm", "iothread0",
+                                            (PtMemoryRow *const *)rows->pdata, rows->len, NULL));
+}
+
 static void
 hook_default_wins(PolicyConfig *c, PolicyEngine *e, guint tick)
 {
@@ -539,6 +567,18 @@ static const Case cases[] = {
       .n_iot = 1, .start = { 32768, 0, 0 }, .load = { FAST }, .hook = hook_writes_restored,
       .expect = { { 1, 0, 0, -1, POLICY_CAUSE_NONE, "waits for the write budget", -1 } },
       .expect_probe_after = 20 },
+    /*
+     * The load after an idle spell is a certain change: its remembered
+     * winner is written at once, though the budget's ten minutes hold
+     * eight writes of the workloads before the spell.  Counted against
+     * them, it waited for the oldest to leave the window (the test
+     * guest's returning QD1 sat at off for its whole phase).
+     */
+    { .name = "load-after-idle-opens-the-budget-for-a-recall", .spec = "adaptive",
+      .n_ticks = 20, .n_iot = 1, .start = { 0, 0, 0 }, .load = { IDLE },
+      .load2 = { FAST }, .phase2_tick = 5, .hook = hook_budget_full_and_remembered,
+      .expect_reason = "remembered: workload qd1", .forbid_reason = "waits for the write budget",
+      .check_final = TRUE, .final_poll = { 262144 } },
     /*
      * Under polling off, an open load at half the device's rate becomes
      * QD1: IOPS move by 15%, less than a change_ratio step, and a CUSUM
