@@ -160,6 +160,13 @@ static const char *const migrations[] = {
      * against off: such a winner is kept on its return under contention
      * (policy/policy-guard.c).  NULL, an older row: it was not. */
     "ALTER TABLE policy_memory ADD COLUMN contended INTEGER;",
+
+    /* 13: an iothread's decisions by time.  A starting daemon reads back
+     * each iothread's own writes of the last hour (its write budget,
+     * daemon/pt-daemon-memory.c); through decisions_ts alone each read
+     * scanned every iothread's decisions of that hour, and a host of
+     * 4,096 iothreads read them 4,096 times in its first tick. */
+    "CREATE INDEX IF NOT EXISTS decisions_iothread ON decisions (iothread_id, ts);",
 };
 
 int
