@@ -436,7 +436,9 @@ policy_guard_budget(const PolicyConfig *cfg, PolicyProposal *props, guint n, gin
                              MAX(polling_cost(p), 0.01);
         g_ptr_array_add(cands, p);
     }
-    qsort(cands->pdata, cands->len, sizeof(gpointer), cmp_budget_priority);
+    /* An empty GPtrArray's pdata may be NULL, which qsort() must not get. */
+    if (cands->len > 1)
+        qsort(cands->pdata, cands->len, sizeof(gpointer), cmp_budget_priority);
     for (guint i = 0; i < cands->len; i++) {
         PolicyProposal *p = g_ptr_array_index(cands, i);
         double cost = polling_cost(p);
