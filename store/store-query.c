@@ -2,9 +2,11 @@
 /*
  * store-query: cursors over samples, rollups and decisions.
  *
- * A cursor holds one sqlite statement and the id -> name map of iothreads
- * (small: one entry per iothread ever seen), so reading any number of rows
- * takes constant memory.  Raw ranges are turned into a range of tick ids
+ * A cursor holds one sqlite statement and the id -> name map of the
+ * iothreads its rows name, each read at its first row (at most one entry
+ * per iothread ever seen), so reading any number of rows takes constant
+ * memory, and a cursor over one iothread reads one name, not the host's:
+ * the daemon opens one per new iothread, 4096 of them on a large host.  Raw ranges are turned into a range of tick ids
  * first, so the scan walks ticks by primary key and, for each, the range
  * of sample keys of that tick, without a sort.
  */
@@ -26,6 +28,7 @@ struct StoreCursor {
     StoreDb *db;
     CursorKind kind;
     sqlite3_stmt *st;
+    sqlite3_stmt *name_st;      /* one iothread's names, by id */
     GHashTable *names;          /* gint64 id -> IothreadName */
     StoreRow row;
     StoreDecisionRow drow;
@@ -51,6 +54,7 @@ store_cursor_free(StoreCursor *cur)
     if (!cur)
         return;
     sqlite3_finalize(cur->st);
+    sqlite3_finalize(cur->name_st);
     g_clear_pointer(&cur->names, g_hash_table_unref);
     g_free(cur);
 }
@@ -62,30 +66,37 @@ store_filter_init(StoreFilter *filter)
                              .resolution = STORE_RES_RAW };
 }
 
-static gboolean
-names_load(StoreCursor *cur, GError **error)
+/* The names of iothread @id, read from the store at the cursor's first
+ * row naming it; an id no longer in the table (a row outliving its
+ * iothread) reads as "?". */
+static const IothreadName *
+name_of(StoreCursor *cur, gint64 id, GError **error)
 {
-    sqlite3_stmt *st = store_prepare(cur->db, "SELECT i.id, t.name, i.name FROM iothreads i"
-                                     " JOIN targets t ON t.id = i.target_id", error);
+    static const IothreadName unknown = { (char *)"?", (char *)"?" };
+    IothreadName *n = g_hash_table_lookup(cur->names, &id);
     int rc;
 
-    if (!st)
-        return FALSE;
-    cur->names = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, iothread_name_free);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        IothreadName *n = g_new(IothreadName, 1);
-
-        n->target = g_strdup((const char *)sqlite3_column_text(st, 1));
-        n->iothread = g_strdup((const char *)sqlite3_column_text(st, 2));
-        g_hash_table_insert(cur->names, g_memdup2(&(gint64){ sqlite3_column_int64(st, 0) },
-                                                  sizeof(gint64)), n);
-    }
-    sqlite3_finalize(st);
-    if (rc != SQLITE_DONE) {
+    if (n)
+        return n;
+    if (!cur->name_st &&
+        !(cur->name_st = store_prepare(cur->db, "SELECT t.name, i.name FROM iothreads i"
+                                       " JOIN targets t ON t.id = i.target_id"
+                                       " WHERE i.id = ?1", error)))
+        return NULL;
+    sqlite3_reset(cur->name_st);
+    sqlite3_bind_int64(cur->name_st, 1, id);
+    rc = sqlite3_step(cur->name_st);
+    if (rc == SQLITE_DONE)
+        return &unknown;
+    if (rc != SQLITE_ROW) {
         store_set_error(cur->db, error, rc, "read iothread names");
-        return FALSE;
+        return NULL;
     }
-    return TRUE;
+    n = g_new(IothreadName, 1);
+    n->target = g_strdup((const char *)sqlite3_column_text(cur->name_st, 0));
+    n->iothread = g_strdup((const char *)sqlite3_column_text(cur->name_st, 1));
+    g_hash_table_insert(cur->names, g_memdup2(&id, sizeof(id)), n);
+    return n;
 }
 
 static StoreCursor *
@@ -99,8 +110,7 @@ cursor_new(StoreDb *db, CursorKind kind, GError **error)
         g_set_error(error, STORE_ERROR, STORE_ERROR_FAILED, "%s: not open", db->path);
         return NULL;
     }
-    if (!names_load(cur, error))
-        return NULL;
+    cur->names = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, iothread_name_free);
     return g_steal_pointer(&cur);
 }
 
@@ -223,39 +233,35 @@ store_query_host(StoreDb *db, const StoreFilter *f, GError **error)
     return g_steal_pointer(&cur);
 }
 
-static const IothreadName *
-name_of(StoreCursor *cur, gint64 id)
-{
-    static const IothreadName unknown = { (char *)"?", (char *)"?" };
-    const IothreadName *n = g_hash_table_lookup(cur->names, &id);
-
-    return n ? n : &unknown;
-}
-
-static void
-row_fill_raw(StoreCursor *cur, sqlite3_stmt *st)
+static gboolean
+row_fill_raw(StoreCursor *cur, sqlite3_stmt *st, GError **error)
 {
     StoreRow *r = &cur->row;
     StoreSample *s = &r->sample;
-    const IothreadName *n = name_of(cur, sqlite3_column_int64(st, 2));
+    const IothreadName *n = name_of(cur, sqlite3_column_int64(st, 2), error);
 
+    if (!n)
+        return FALSE;
     r->ts_ms = sqlite3_column_int64(st, 0);
     r->len_ns = sqlite3_column_int64(st, 1);
     r->target = s->target = n->target;
     r->iothread = s->iothread = n->iothread;
     for (int i = 0; i < METRIC_MAX; i++)
         s->m.v[i] = store_column_i64(st, 3 + i);
+    return TRUE;
 }
 
-static void
-row_fill_rollup(StoreCursor *cur, sqlite3_stmt *st)
+static gboolean
+row_fill_rollup(StoreCursor *cur, sqlite3_stmt *st, GError **error)
 {
     StoreRow *r = &cur->row;
-    const IothreadName *n = name_of(cur, sqlite3_column_int64(st, 1));
+    const IothreadName *n = name_of(cur, sqlite3_column_int64(st, 1), error);
     StoreStat *stats[] = { &r->iops, &r->lat };
     MetricId rolled[METRIC_MAX];
     int n_rolled = store_rolled_gauges(rolled);
 
+    if (!n)
+        return FALSE;
     r->ts_ms = sqlite3_column_int64(st, 0);
     r->target = n->target;
     r->iothread = n->iothread;
@@ -278,6 +284,7 @@ row_fill_rollup(StoreCursor *cur, sqlite3_stmt *st)
     r->sample.iothread = r->iothread;
     for (int k = 0; k < n_rolled; k++)
         r->sample.m.v[rolled[k]] = store_column_i64(st, 15 + k);
+    return TRUE;
 }
 
 static gboolean
@@ -308,10 +315,9 @@ store_cursor_next(StoreCursor *cur, const StoreRow **row, GError **error)
         return FALSE;
     if (!have)
         return TRUE;
-    if (cur->kind == CURSOR_ROLLUP)
-        row_fill_rollup(cur, cur->st);
-    else
-        row_fill_raw(cur, cur->st);
+    if (!(cur->kind == CURSOR_ROLLUP ? row_fill_rollup(cur, cur->st, error) :
+                                       row_fill_raw(cur, cur->st, error)))
+        return FALSE;
     *row = &cur->row;
     return TRUE;
 }
@@ -334,7 +340,8 @@ store_cursor_next_decision(StoreCursor *cur, const StoreDecisionRow **row, GErro
         return FALSE;
     if (!have)
         return TRUE;
-    n = name_of(cur, sqlite3_column_int64(st, 1));
+    if (!(n = name_of(cur, sqlite3_column_int64(st, 1), error)))
+        return FALSE;
     d->ts_ms = sqlite3_column_int64(st, 0);
     d->target = n->target;
     d->iothread = n->iothread;
