@@ -189,12 +189,21 @@ pt_conn_take_token(PtConn *conn)
     return TRUE;
 }
 
+/* The idle timeout.  A request already waiting in the socket is not
+ * idleness: after a tick that held the main loop past the timeout, the
+ * timer and the request are ready together, and the request is answered. */
 static gboolean
 pt_conn_idle(gpointer data)
 {
     PtConn *conn = data;
+    char c;
 
     conn->idle_timer = 0;
+    if (conn->fd >= 0 && conn->in_watch &&
+        recv(conn->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 1) {
+        pt_conn_touch(conn);
+        return G_SOURCE_REMOVE;
+    }
     pt_conn_close(conn);
     return G_SOURCE_REMOVE;
 }

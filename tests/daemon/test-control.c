@@ -193,6 +193,31 @@ test_framing_too_big(Fixture *f, gconstpointer data)
     close(fd);
 }
 
+/* A request sent before the idle timeout, read only after it because the
+ * loop was held (a long first tick of a large host): answered, not closed
+ * as idle.  A client that sends nothing is still closed. */
+static void
+test_idle_request_waiting(Fixture *f, gconstpointer data)
+{
+    int fd = client_connect(f->path);
+    int quiet = client_connect(f->path);
+    g_autofree char *greeting = client_read_line(fd, 5000);
+    g_autofree char *greeting2 = client_read_line(quiet, 5000);
+    g_autofree char *reply = NULL;
+
+    g_assert_nonnull(greeting);
+    g_assert_nonnull(greeting2);
+    client_send(fd, "{\"execute\": \"no-such-command\", \"id\": 7}\n");
+    /* The loop held past the timeout, as a long tick holds it. */
+    g_usleep(3 * 300 * 1000);
+    reply = client_read_line(fd, 5000);
+    g_assert_nonnull(reply);
+    g_assert_nonnull(strstr(reply, "CommandNotFound"));
+    g_assert_null(client_read_line(quiet, 2000));
+    close(quiet);
+    close(fd);
+}
+
 /*
  * A client process running as @uid that opens @n connections, writes one
  * byte per connection to @report ('G' greeting, 'B' Busy, 'X' anything
@@ -367,6 +392,7 @@ test_send_pending(void)
 }
 
 static const PtControlLimits default_limits = { 64, 64 * 1024, 50, 30000, 0, 0 };
+static const PtControlLimits idle_limits = { 64, 64 * 1024, 50, 300, 0, 0 };
 static const PtControlLimits small_limits = { 8, 64 * 1024, 50, 30000, 2, 3 };
 
 int
@@ -380,6 +406,8 @@ main(int argc, char **argv)
                fixture_setup, test_framing_resync, fixture_teardown);
     g_test_add("/daemon/control/framing-too-big", Fixture, &default_limits,
                fixture_setup, test_framing_too_big, fixture_teardown);
+    g_test_add("/daemon/control/idle-request-waiting", Fixture, &idle_limits,
+               fixture_setup, test_idle_request_waiting, fixture_teardown);
     g_test_add("/daemon/control/admission", Fixture, &small_limits,
                fixture_setup, test_admission, fixture_teardown);
     return g_test_run();
