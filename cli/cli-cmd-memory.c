@@ -24,7 +24,7 @@ memory_offline(CliContext *ctx, const char *vm, const char *iothread, GError **e
     g_autofree char *numbered = NULL;
     const char *matched = NULL;
     g_autoptr(json_object) r = json_object_new_object();
-    json_object *arr = json_object_new_array();
+    json_object *arr;
     StoreDb *store;
 
     if (!db)
@@ -43,6 +43,7 @@ memory_offline(CliContext *ctx, const char *vm, const char *iothread, GError **e
     json_object_object_add(r, "target", NULL);
     json_object_object_add(r, "vm", json_object_new_string(vm));
     json_object_object_add(r, "ttl_ms", json_object_new_int64(POLICY_MEMORY_TTL_MS));
+    arr = json_object_new_array();
     json_object_object_add(r, "iothreads", arr);
     for (guint i = 0; i < ids->len; i++) {
         const char *id = ids->pdata[i];

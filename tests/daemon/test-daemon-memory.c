@@ -92,14 +92,15 @@ inject_rows(const char *path)
 }
 
 /* polltunectl @args... against @d (or offline, when @args says --db);
- * asserts it succeeds and returns its stdout. */
+ * asserts it exits with @want and returns its stdout, its stderr in
+ * @err_out. */
 static char *
-ctl_run(PtTestDaemon *d, const char *const *args)
+ctl_run_status(PtTestDaemon *d, const char *const *args, int want, char **err_out)
 {
     const char *build = g_getenv("PT_BUILD_ROOT");
     g_autofree char *ctl = g_build_filename(build ? build : ".", "cli", "polltunectl", NULL);
     g_autoptr(GPtrArray) argv = g_ptr_array_new();
-    g_autofree char *err_out = NULL;
+    g_autofree char *errs = NULL;
     g_autoptr(GError) err = NULL;
     char *out = NULL;
     int status = -1;
@@ -111,11 +112,22 @@ ctl_run(PtTestDaemon *d, const char *const *args)
         g_ptr_array_add(argv, (char *)*a);
     g_ptr_array_add(argv, NULL);
     g_assert_true(g_spawn_sync(NULL, (char **)argv->pdata, NULL, G_SPAWN_DEFAULT, NULL, NULL,
-                               &out, &err_out, &status, &err));
+                               &out, &errs, &status, &err));
     g_assert_no_error(err);
-    g_test_message("polltunectl %s:\n%s%s", args[0], out, err_out);
-    g_assert_cmpint(status, ==, 0);
+    g_test_message("polltunectl %s:\n%s%s", args[0], out, errs);
+    g_assert_true(WIFEXITED(status));
+    g_assert_cmpint(WEXITSTATUS(status), ==, want);
+    /* A leak report keeps an error's exit status: read it from stderr. */
+    g_assert_null(strstr(errs, "Sanitizer"));
+    if (err_out)
+        *err_out = g_steal_pointer(&errs);
     return out;
+}
+
+static char *
+ctl_run(PtTestDaemon *d, const char *const *args)
+{
+    return ctl_run_status(d, args, 0, NULL);
 }
 
 /* The memory reply of @d for @vm's whole memory, checked as injected. */
@@ -185,6 +197,15 @@ test_memory_restart(void)
         /* The database read offline gives the same entries. */
         offline = ctl_run(d, (const char *const[]){ "memory", "--db", db, VM "/iot1", NULL });
         g_assert_nonnull(strstr(offline, VM ": 2 entries; a winner not confirmed for 7d0h"));
+    }
+    {
+        g_autofree char *errs = NULL;
+        g_autofree char *out = ctl_run_status(d, (const char *const[]){ "memory", "--db", db,
+                                                                        "no-such-vm", NULL },
+                                              1, &errs);
+
+        /* Named, with its cause; and nothing leaked on the way out. */
+        g_assert_nonnull(strstr(errs, "no-such-vm: no workload memory kept under that name"));
     }
 
     pt_test_daemon_kill(d);
