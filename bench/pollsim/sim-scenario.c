@@ -123,8 +123,23 @@ typedef struct {
     guint n_hist;
     SimTruth truth0;
     char name[32];
-    char devices[64];           /* the device key: "vda", "vda,vdb", ... */
+    char devices[64];           /* the device key: "vda=nvme", ... */
 } VmLoop;
+
+/* The disks behind @l's iothread as the daemon names them: each by its
+ * name and what backs it, so that a lifetime's device change is a new
+ * disk to the policy's memory, as a new <source> is to the daemon. */
+static void
+vm_loop_set_devices(VmLoop *l, const SimWorkload *w)
+{
+    const char *cls = sim_device_class_to_string(w->dev_batch_ns > 0 ? SIM_DEVICE_BATCHING
+                                                                     : SIM_DEVICE_NVME);
+
+    l->devices[0] = 0;
+    for (guint d = 0; d < MAX(w->n_devices, 1) && d < SIM_MAX_DEVICES; d++)
+        g_snprintf(l->devices + strlen(l->devices), sizeof(l->devices) - strlen(l->devices),
+                   "%svd%c=%s", d ? "," : "", 'a' + d, cls);
+}
 
 static void
 hist_push(VmLoop *l, const PolicyMetrics *m)
@@ -268,10 +283,6 @@ sim_scenario_run_opts(const SimScenario *scn, const PolicySpec *spec,
             w0 = sim_workload_idle(&w0);
         sim_add_vm(sim, &w0, &start);
         g_snprintf(loops[i].name, sizeof(loops[i].name), "iothread%u", i);
-        for (guint d = 0; d < MAX(w0.n_devices, 1) && d < SIM_MAX_DEVICES; d++)
-            g_snprintf(loops[i].devices + strlen(loops[i].devices),
-                       sizeof(loops[i].devices) - strlen(loops[i].devices), "%svd%c",
-                       d ? "," : "", 'a' + d);
         /* the baseline: the first tick's delta starts here */
         sim_vm_delta(sim, i, &(PolicyDelta){ 0 });
     }
@@ -321,6 +332,7 @@ sim_scenario_run_opts(const SimScenario *scn, const PolicySpec *spec,
             /* What the daemon reads from QEMU and libvirt: the release the
              * memory's signatures carry, and the disks behind the iothread. */
             inputs[i].qemu_version = sim_qemu_model(sim) == SIM_QEMU_10 ? 10000000 : 7002000;
+            vm_loop_set_devices(&loops[i], sim_vm_workload(sim, i));
             inputs[i].device_key = loops[i].devices;
         }
         if (engine) {

@@ -861,6 +861,12 @@ sim_vm_triple(const Sim *sim, guint i)
     return sim->vms[i]->triple;
 }
 
+const SimWorkload *
+sim_vm_workload(const Sim *sim, guint i)
+{
+    return &sim->vms[i]->w;
+}
+
 void
 sim_vm_delta(Sim *sim, guint i, PolicyDelta *out)
 {

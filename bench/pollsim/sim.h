@@ -154,6 +154,8 @@ void sim_vm_set_workload(Sim *sim, guint vm, const SimWorkload *w);
 /* A qom-set of the triple: like QEMU, it resets the learned window to 0. */
 void sim_vm_set_triple(Sim *sim, guint vm, const PolicyTriple *triple);
 PolicyTriple sim_vm_triple(const Sim *sim, guint vm);
+/* The workload set last (the VM's, every disk at the VM's depth). */
+const SimWorkload *sim_vm_workload(const Sim *sim, guint vm);
 
 /* Run until simulated time @t_ns. */
 void sim_run_until(Sim *sim, double t_ns);
