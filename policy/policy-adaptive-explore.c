@@ -369,6 +369,19 @@ explore_finish(const PolicyConfig *cfg, PolicyProposal *p, gint64 now_ms)
         }
     }
     /*
+     * Segments a factor of 3 apart measured two workloads (see
+     * explore_learn()): a lead between them is the workload's, not the
+     * triple's.  The anchor stays; its reference, the old workload's,
+     * makes the new one a gross move two ticks on, which recalls or
+     * explores it afresh.  (A lifetime's probe of off that met a QD16
+     * load's arrival kept off, at 89% of QEMU's default, for the rest of
+     * the lifetime.)
+     */
+    if (win != anchor && explore_iops_span(st) > GROSS_CHANGE_LN) {
+        g_string_append(p->evidence, " winner=anchor(workload changed)");
+        win = anchor;
+    }
+    /*
      * The segment in force also beat the anchor and is known to be as good
      * as the winner: it stays, and the write back with its reset of QEMU's
      * window is saved.  Known, not merely not shown worse: under noise

@@ -524,6 +524,21 @@ static const Case cases[] = {
       .load2 = { { 2500, 3700, 18000, 20, 100, 0 } }, .phase2_tick = 3,
       .expect_reason = "learnt=no(workload changed)", .forbid_reason = "remembered:" },
     /*
+     * The load grows tenfold in the tick that measures off, the
+     * exploration's last probe: off's lead is the new workload's, not
+     * off's.  The start (the anchor) stays, and the new workload, where
+     * polling still wins, is explored afresh.  Before, off won on that
+     * lead and was kept for good: its ticks were the reference, so the
+     * new workload was never seen as one.
+     */
+    { .name = "workload-change-under-exploration-keeps-the-anchor", .spec = "adaptive",
+      .n_ticks = 24, .n_iot = 1, .start = { 32768, 0, 0 }, .load = { FAST },
+      .load2 = { { 250000, 370000, 18000, 20, 100, 0, .qd = 4 } }, .phase2_tick = 3,
+      .expect = { { 1, 0, 1, 262144, POLICY_CAUSE_PROBE, "wide", 1 },
+                  { 2, 0, 1, 0, POLICY_CAUSE_PROBE, "polling off", 1 } },
+      .expect_reason = "winner=anchor(workload changed)",
+      .check_final = TRUE, .final_poll = { 32768 } },
+    /*
      * The remembered winner of a workload (QD1, its default window) is
      * measured far below its remembered score when the workload, in the
      * same band, comes back on a device where polling now hurts: a
