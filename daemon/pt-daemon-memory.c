@@ -95,7 +95,7 @@ pt_daemon_device_key(PtTarget *t, PtIothread *io)
     for (guint i = 0; i < ios->devices->len; i++)
         g_ptr_array_add(names, g_array_index(ios->devices, ProbeDevice, i).name);
     g_ptr_array_add(names, NULL);
-    return policy_signature_device_key((const char *const *)names->pdata);
+    return policy_signature_device_key((const char *const *)names->pdata, NULL);
 }
 
 /*
