@@ -279,6 +279,7 @@ pt_lv_update(PtDaemonLibvirt *dl, PtTarget *t, const PtLibvirtDomain *dom)
             g_ptr_array_add(ids, pt_lv_iothread_name(g_array_index(disk->iothreads, guint, k)));
         g_ptr_array_add(ids, NULL);
         probe_devmap_set(lt->devmap, disk->dev, (const char *const *)ids->pdata);
+        probe_devmap_set_source(lt->devmap, disk->dev, disk->source);
     }
     if (dom->pid > 0)
         pt_target_set_pid(t, dom->pid, &dl->d->proot);

@@ -91,6 +91,10 @@ typedef struct {
 typedef struct {
     char *dev;
     GArray *iothreads;      /* guint, each once, in the XML's order */
+    /* What its <source> says backs it: the file, block device or
+     * directory path, "volume:POOL/VOLUME", or a network disk's
+     * "PROTOCOL:NAME"; NULL without one (an empty cdrom). */
+    char *source;
 } PtLibvirtDisk;
 
 /* A running domain as pt_libvirt_list_async() finds it. */
