@@ -15,6 +15,11 @@
  * Mode recommend: nothing is written, so no write budget carries over
  * from one run to the next, and a recall shows as a decision of cause
  * remembered.
+ *
+ * Then a real QEMU 7.2, which has no guest to do I/O here, proves the
+ * fake's shape: query-block names the device as query-blockstats does,
+ * and its file is the image's path, so a QEMU started again on the same
+ * socket with another image behind vda keys vda anew.
  */
 #include <json-c/json.h>
 #include <string.h>
@@ -23,6 +28,7 @@
 #include "policy-memory.h"
 #include "pt-daemon.h"
 #include "pt-daemon-memory.h"
+#include "pt-test-qemu.h"
 #include "qmp-fake-qemu.h"
 #include "store-memory.h"
 
@@ -113,15 +119,31 @@ typedef struct {
     guint remembered;           /* decisions of cause remembered on iot0 */
 } Run;
 
+/* polltuned in this process with @conf_text, no /proc of its QEMU under
+ * @dir (CPU figures are absent; I/O is what counts), started. */
+static PtDaemon *
+daemon_up(const char *dir, const char *conf_text)
+{
+    g_autoptr(GError) err = NULL;
+    g_autofree char *proc = g_build_filename(dir, "proc", NULL);
+    PtDaemonRoots roots = { .proc_root = proc, .debugfs_root = proc, .tracefs_root = proc };
+    PtConf *conf = pt_conf_load_data(conf_text, strlen(conf_text), "test", &err);
+    PtDaemon *d;
+
+    g_assert_no_error(err);
+    g_mkdir(proc, 0700);
+    d = pt_daemon_new(conf, &roots, &err);
+    g_assert_no_error(err);
+    g_assert_true(pt_daemon_start(d, &err));
+    g_assert_no_error(err);
+    return d;
+}
+
 /* The daemon and a fresh scripted QEMU, vda backed by @source. */
 static void
 run_start(Run *r, const char *source)
 {
-    g_autoptr(GError) err = NULL;
-    g_autofree char *proc = g_build_filename(r->dir, "proc", NULL);
     g_autofree char *conf_text = NULL;
-    PtDaemonRoots roots = { .proc_root = proc, .debugfs_root = proc, .tracefs_root = proc };
-    PtConf *conf;
 
     r->q = (FakeQemu){ .last_us = g_get_monotonic_time(), .source = source,
                        .triple = POLICY_TRIPLE_QEMU_DEFAULT };
@@ -138,12 +160,7 @@ run_start(Run *r, const char *source)
                                 "metrics-listen =\n[targets]\nlibvirt = false\n"
                                 "qmp-globs = %s/*.qmp\n[policy]\ndefault = adaptive\n",
                                 r->db, r->dir);
-    conf = pt_conf_load_data(conf_text, strlen(conf_text), "test", &err);
-    g_assert_no_error(err);
-    r->d = pt_daemon_new(conf, &roots, &err);
-    g_assert_no_error(err);
-    g_assert_true(pt_daemon_start(r->d, &err));
-    g_assert_no_error(err);
+    r->d = daemon_up(r->dir, conf_text);
 }
 
 static void
@@ -237,12 +254,6 @@ test_new_disk_learns_again(void)
     r.dir = g_dir_make_tmp("pt-devkey-XXXXXX", NULL);
     r.sock = g_build_filename(r.dir, "vm.qmp", NULL);
     r.db = g_build_filename(r.dir, "db.sqlite", NULL);
-    {
-        g_autofree char *proc = g_build_filename(r.dir, "proc", NULL);
-
-        /* No /proc of the fake QEMU: CPU figures are absent, I/O counts. */
-        g_assert_cmpint(g_mkdir(proc, 0700), ==, 0);
-    }
 
     /* 1: what the daemon keys this workload on disk A by. */
     run_start(&r, SOURCE_A);
@@ -294,10 +305,102 @@ test_new_disk_learns_again(void)
     g_free(r.dir);
 }
 
+/* A paused pc machine (a disk needs a bus; no guest runs) named vm-dk,
+ * its vda a raw image at @image on iot0, its monitor at @sock. */
+static PtTestQemu *
+real_qemu_start(const char *sock, const char *image)
+{
+    g_autoptr(GError) err = NULL;
+    g_autofree char *qmp = g_strdup_printf("unix:%s,server=on,wait=off", sock);
+    g_autofree char *file = g_strdup_printf("driver=file,filename=%s,node-name=f0", image);
+    const char *args[] = {
+        "-machine", "pc,accel=tcg", "-S", "-name", "vm-dk", "-object", "iothread,id=iot0",
+        "-blockdev", file, "-blockdev", "driver=raw,file=f0,node-name=disk0",
+        "-device", "virtio-blk-pci,id=vda,drive=disk0,iothread=iot0", "-qmp", qmp, NULL,
+    };
+    PtTestQemu *q;
+
+    g_assert_true(g_file_set_contents(image, "", 0, NULL));
+    q = pt_test_qemu_start(args, &err);
+    g_assert_no_error(err);
+    return q;
+}
+
+/* The daemon's key of vm-dk's iot0 once it is @want, or the last one
+ * seen within 30 s (NULL: none). */
+static char *
+real_key_wait(PtDaemon *d, const char *want)
+{
+    gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+    char *key = NULL;
+
+    while (g_get_monotonic_time() < deadline) {
+        PtTarget *t = pt_daemon_resolve_target(d, "vm-dk", NULL);
+        PtIothread *io = t ? g_hash_table_lookup(t->iothreads, "iot0") : NULL;
+
+        g_free(key);
+        key = io ? pt_daemon_device_key(t, io) : NULL;
+        if (g_strcmp0(key, want) == 0)
+            break;
+        g_main_context_iteration(NULL, TRUE);
+    }
+    return key;
+}
+
+static void
+test_real_qemu_source(void)
+{
+    g_autofree char *dir = NULL;
+    g_autofree char *sock = NULL;
+    g_autofree char *proc = NULL;
+    char *images[2];
+    g_autofree char *conf_text = NULL;
+    g_autoptr(PtDaemon) d = NULL;
+    PtTestQemu *q;
+
+    if (pt_test_skip_without_qemu())
+        return;
+    dir = g_dir_make_tmp("pt-devkey-real-XXXXXX", NULL);
+    sock = g_build_filename(dir, "vm-dk.qmp", NULL);
+    proc = g_build_filename(dir, "proc", NULL);
+    for (guint i = 0; i < 2; i++)
+        images[i] = g_build_filename(dir, i ? "b.img" : "a.img", NULL);
+    conf_text = g_strdup_printf("[daemon]\ndatabase = %s/db.sqlite\ninterval = 200ms\n"
+                                "mode = recommend\nmetrics-listen =\n[targets]\n"
+                                "libvirt = false\nqmp-globs = %s/*.qmp\n[policy]\n"
+                                "default = observe\n", dir, dir);
+    d = daemon_up(dir, conf_text);
+
+    for (guint i = 0; i < 2; i++) {
+        g_autofree char *want = g_strconcat("disk0=", images[i], NULL);
+        g_autofree char *key = NULL;
+
+        q = real_qemu_start(sock, images[i]);
+        key = real_key_wait(d, want);
+        g_test_message("vda on %s: key %s", images[i], key);
+        g_assert_cmpstr(key, ==, want);
+        pt_test_qemu_free(q);
+        g_unlink(sock);
+        g_unlink(images[i]);
+        g_free(images[i]);
+    }
+
+    g_clear_pointer(&d, pt_daemon_free);
+    for (guint i = 0; i < 3; i++) {
+        g_autofree char *f = g_strconcat(dir, "/db.sqlite",
+                                         (const char *[]){ "", "-wal", "-shm" }[i], NULL);
+
+        g_unlink(f);
+    }
+    g_rmdir(proc);
+    g_rmdir(dir);
+}
+
 int
 main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/daemon/devkey/new-disk-learns-again", test_new_disk_learns_again);
+    g_test_add_func("/daemon/devkey/real-qemu-source", test_real_qemu_source);
     return g_test_run();
 }
