@@ -28,6 +28,7 @@
 #include "policy-memory.h"
 #include "pt-daemon.h"
 #include "pt-daemon-memory.h"
+#include "pt-test-daemon.h"
 #include "pt-test-qemu.h"
 #include "qmp-fake-qemu.h"
 #include "store-memory.h"
@@ -288,18 +289,7 @@ test_new_disk_learns_again(void)
     g_assert_cmpint(r.seen->triple.poll_max_ns, ==, WINNER_NS);
     run_stop(&r);
 
-    g_unlink(r.sock);
-    for (guint i = 0; i < 3; i++) {
-        g_autofree char *f = g_strconcat(r.db, (const char *[]){ "", "-wal", "-shm" }[i], NULL);
-
-        g_unlink(f);
-    }
-    {
-        g_autofree char *proc = g_build_filename(r.dir, "proc", NULL);
-
-        g_rmdir(proc);
-    }
-    g_rmdir(r.dir);
+    pt_test_rm_rf(r.dir);
     g_free(r.sock);
     g_free(r.db);
     g_free(r.dir);
@@ -352,7 +342,6 @@ test_real_qemu_source(void)
 {
     g_autofree char *dir = NULL;
     g_autofree char *sock = NULL;
-    g_autofree char *proc = NULL;
     char *images[2];
     g_autofree char *conf_text = NULL;
     g_autoptr(PtDaemon) d = NULL;
@@ -362,7 +351,6 @@ test_real_qemu_source(void)
         return;
     dir = g_dir_make_tmp("pt-devkey-real-XXXXXX", NULL);
     sock = g_build_filename(dir, "vm-dk.qmp", NULL);
-    proc = g_build_filename(dir, "proc", NULL);
     for (guint i = 0; i < 2; i++)
         images[i] = g_build_filename(dir, i ? "b.img" : "a.img", NULL);
     conf_text = g_strdup_printf("[daemon]\ndatabase = %s/db.sqlite\ninterval = 200ms\n"
@@ -386,14 +374,7 @@ test_real_qemu_source(void)
     }
 
     g_clear_pointer(&d, pt_daemon_free);
-    for (guint i = 0; i < 3; i++) {
-        g_autofree char *f = g_strconcat(dir, "/db.sqlite",
-                                         (const char *[]){ "", "-wal", "-shm" }[i], NULL);
-
-        g_unlink(f);
-    }
-    g_rmdir(proc);
-    g_rmdir(dir);
+    pt_test_rm_rf(dir);
 }
 
 int
