@@ -437,7 +437,7 @@ pt_lv_started(PtLibvirt *lv, const char *name, const char *uuid, gpointer data)
     pt_lv_relist(dl);
 }
 
-/* The listing reads every domain's metadata again. */
+/* The listing reads every domain's metadata, and its disks' sources, again. */
 static void
 pt_lv_metadata_changed(PtLibvirt *lv, const char *name, const char *uuid, gpointer data)
 {
@@ -467,6 +467,7 @@ pt_daemon_libvirt_start(PtDaemon *d)
         .domain_started = pt_lv_started,
         .domain_stopped = pt_lv_stopped,
         .domain_metadata_changed = pt_lv_metadata_changed,
+        .domain_disks_changed = pt_lv_metadata_changed,
     };
     PtDaemonLibvirt *dl;
 

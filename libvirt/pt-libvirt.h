@@ -84,6 +84,10 @@ typedef struct {
     /* polltune's metadata element (pt-libvirt-metadata.h) was set or removed. */
     void (*domain_metadata_changed)(PtLibvirt *lv, const char *name, const char *uuid,
                                     gpointer user_data);
+    /* A block job completed (blockcopy --pivot, an active blockcommit):
+     * a disk may be backed by another <source>. */
+    void (*domain_disks_changed)(PtLibvirt *lv, const char *name, const char *uuid,
+                                 gpointer user_data);
 } PtLibvirtCallbacks;
 
 /* One disk of a domain: target device and the iothread serving it (0: none). */
