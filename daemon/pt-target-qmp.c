@@ -8,12 +8,13 @@
  * has KVM stats), then the qom-get walk of qmp_device_iothreads_async()
  * per device not yet mapped to its iothreads, with query-block for what
  * backs each device (the device key of the workload memory).  The map is
- * cached: a device keeps its iothreads for its lifetime.  A device unplugged and plugged
- * again under the same id may sit on another iothread, so QEMU's
- * DEVICE_DELETED drops it from the map and the next sample maps it anew;
- * and every PT_QMP_DEVMAP_RECHECK_MS the whole map is walked again, for
- * whatever moved without an event the daemon saw.  probe-devmap.h turns the
- * map into each iothread's devices, and iothreads that share devices into
+ * cached: a device keeps its iothreads for its lifetime.  A device
+ * unplugged and plugged again under the same id may sit on another
+ * iothread, so QEMU's DEVICE_DELETED drops it from the map and the next
+ * sample maps it anew; and every PT_QMP_DEVMAP_RECHECK_MS the whole map is
+ * walked again, for whatever moved without an event the daemon saw (a
+ * mirror's pivot onto another image too).  probe-devmap.h turns the map
+ * into each iothread's devices, and iothreads that share devices into
  * groups.
  *
  * When the monitor goes away the target is lost; every tick it tries again
