@@ -64,6 +64,11 @@ pt_json_iothread(PtDaemon *d, PtTarget *t, PtIothread *io, guint history)
     json_object_object_add(o, "tid", json_object_new_int(io->tid));
     json_object_object_add(o, "group", io->group ? json_object_new_string(io->group) : NULL);
     json_object_object_add(o, "devices", pt_json_devices(t, io));
+    {
+        g_autofree char *key = pt_daemon_device_key(t, io);
+
+        json_object_object_add(o, "device_key", key ? json_object_new_string(key) : NULL);
+    }
     json_object_object_add(o, "triple", io->have_triple ? pt_json_triple(&io->triple) : NULL);
     /* While the target is not attached its QEMU may already be another
      * process on the same socket, whose originals are not known yet. */

@@ -279,6 +279,7 @@ pt_lv_update(PtDaemonLibvirt *dl, PtTarget *t, const PtLibvirtDomain *dom)
             g_ptr_array_add(ids, pt_lv_iothread_name(g_array_index(disk->iothreads, guint, k)));
         g_ptr_array_add(ids, NULL);
         probe_devmap_set(lt->devmap, disk->dev, (const char *const *)ids->pdata);
+        probe_devmap_set_source(lt->devmap, disk->dev, disk->source);
     }
     if (dom->pid > 0)
         pt_target_set_pid(t, dom->pid, &dl->d->proot);
@@ -436,7 +437,7 @@ pt_lv_started(PtLibvirt *lv, const char *name, const char *uuid, gpointer data)
     pt_lv_relist(dl);
 }
 
-/* The listing reads every domain's metadata again. */
+/* The listing reads every domain's metadata, and its disks' sources, again. */
 static void
 pt_lv_metadata_changed(PtLibvirt *lv, const char *name, const char *uuid, gpointer data)
 {
@@ -466,6 +467,7 @@ pt_daemon_libvirt_start(PtDaemon *d)
         .domain_started = pt_lv_started,
         .domain_stopped = pt_lv_stopped,
         .domain_metadata_changed = pt_lv_metadata_changed,
+        .domain_disks_changed = pt_lv_metadata_changed,
     };
     PtDaemonLibvirt *dl;
 

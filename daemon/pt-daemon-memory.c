@@ -89,13 +89,19 @@ pt_daemon_device_key(PtTarget *t, PtIothread *io)
 {
     const ProbeIothreadSnap *ios = t->prev ? probe_target_snap_find(t->prev, io->id) : NULL;
     g_autoptr(GPtrArray) names = g_ptr_array_new();
+    g_autoptr(GPtrArray) sources = g_ptr_array_new();
 
     if (!ios || !ios->devices->len)
         return NULL;
-    for (guint i = 0; i < ios->devices->len; i++)
-        g_ptr_array_add(names, g_array_index(ios->devices, ProbeDevice, i).name);
+    for (guint i = 0; i < ios->devices->len; i++) {
+        const ProbeDevice *dev = &g_array_index(ios->devices, ProbeDevice, i);
+
+        g_ptr_array_add(names, dev->name);
+        g_ptr_array_add(sources, dev->source);
+    }
     g_ptr_array_add(names, NULL);
-    return policy_signature_device_key((const char *const *)names->pdata);
+    return policy_signature_device_key((const char *const *)names->pdata,
+                                       (const char *const *)sources->pdata);
 }
 
 /*

@@ -42,5 +42,6 @@ void pt_daemon_memory_resave(PtDaemon *d);
 void pt_daemon_memory_carry(PtDaemon *d, PolicyEngine *to);
 void pt_daemon_memory_free(PtDaemon *d);
 /* policy_signature_device_key() of the devices behind @io in the last
- * sample (a group's, for one of a group); NULL: none known. */
+ * sample (a group's, for one of a group), each with its source where the
+ * target knew it (probe_devmap_set_source()); NULL: none known. */
 char *pt_daemon_device_key(PtTarget *t, PtIothread *io);

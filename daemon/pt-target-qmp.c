@@ -6,13 +6,15 @@
  * One sample is two queries in flight at once, query-iothreads and
  * query-blockstats (plus query-stats for the vCPUs once QEMU has shown it
  * has KVM stats), then the qom-get walk of qmp_device_iothreads_async()
- * per device not yet mapped to its iothreads.  The map is cached: a device
- * keeps its iothreads for its lifetime.  A device unplugged and plugged
- * again under the same id may sit on another iothread, so QEMU's
- * DEVICE_DELETED drops it from the map and the next sample maps it anew;
- * and every PT_QMP_DEVMAP_RECHECK_MS the whole map is walked again, for
- * whatever moved without an event the daemon saw.  probe-devmap.h turns the
- * map into each iothread's devices, and iothreads that share devices into
+ * per device not yet mapped to its iothreads, with query-block for what
+ * backs each device (the device key of the workload memory).  The map is
+ * cached: a device keeps its iothreads for its lifetime.  A device
+ * unplugged and plugged again under the same id may sit on another
+ * iothread, so QEMU's DEVICE_DELETED drops it from the map and the next
+ * sample maps it anew; and every PT_QMP_DEVMAP_RECHECK_MS the whole map is
+ * walked again, for whatever moved without an event the daemon saw (a
+ * mirror's pivot onto another image too).  probe-devmap.h turns the map
+ * into each iothread's devices, and iothreads that share devices into
  * groups.
  *
  * When the monitor goes away the target is lost; every tick it tries again
@@ -552,9 +554,47 @@ pt_qmp_got_map(GObject *obj, GAsyncResult *res, gpointer data)
         pt_qmp_sample_fill(s);
 }
 
+/*
+ * What backs each device, asked with the walk (job->qdev NULL): it keys
+ * the device's workload memory, and a disk replaced behind the same
+ * device shows up where its mapping is asked again.  A QEMU that cannot
+ * say leaves the devices keyed by name, as before.
+ */
+static void
+pt_qmp_got_block(GObject *obj, GAsyncResult *res, gpointer data)
+{
+    PtQmpMapJob *job = data;
+    PtQmpSample *s = job->s;
+    g_autoptr(GPtrArray) blocks = qmp_query_block_finish(QMP_CLIENT(obj), res, NULL);
+
+    for (guint i = 0; blocks && job->gen == s->q->devmap_gen && i < blocks->len; i++) {
+        const QmpBlockInfo *b = blocks->pdata[i];
+
+        if (b->qdev && *b->qdev)
+            probe_devmap_set_source(s->q->devmap, b->qdev, b->file);
+    }
+    g_free(job);
+    if (--s->outstanding == 0)
+        pt_qmp_sample_fill(s);
+}
+
+static PtQmpMapJob *
+pt_qmp_map_job_new(PtQmpSample *s, const char *qdev)
+{
+    PtQmpMapJob *job = g_new0(PtQmpMapJob, 1);
+
+    job->s = s;
+    job->qdev = g_strdup(qdev);
+    job->gen = s->q->devmap_gen;
+    s->outstanding++;
+    return job;
+}
+
 static void
 pt_qmp_sample_stage2(PtQmpSample *s)
 {
+    gboolean walked = FALSE;
+
     if (s->error) {
         pt_qmp_sample_end(s);
         return;
@@ -562,17 +602,15 @@ pt_qmp_sample_stage2(PtQmpSample *s)
     s->outstanding = 1;         /* held while queries are issued */
     for (guint i = 0; i < s->blockstats->len; i++) {
         QmpBlockStats *b = s->blockstats->pdata[i];
-        PtQmpMapJob *job;
 
         if (!b->qdev || !*b->qdev || probe_devmap_contains(s->q->devmap, b->qdev))
             continue;
-        job = g_new0(PtQmpMapJob, 1);
-        job->s = s;
-        job->qdev = g_strdup(b->qdev);
-        job->gen = s->q->devmap_gen;
-        s->outstanding++;
-        qmp_device_iothreads_async(s->q->client, b->qdev, pt_qmp_got_map, job);
+        walked = TRUE;
+        qmp_device_iothreads_async(s->q->client, b->qdev, pt_qmp_got_map,
+                                   pt_qmp_map_job_new(s, b->qdev));
     }
+    if (walked)
+        qmp_query_block_async(s->q->client, pt_qmp_got_block, pt_qmp_map_job_new(s, NULL));
     if (--s->outstanding == 0)
         pt_qmp_sample_fill(s);
 }

@@ -10,6 +10,7 @@ disk_clear(gpointer p)
     PtLibvirtDisk *disk = p;
 
     g_clear_pointer(&disk->dev, g_free);
+    g_clear_pointer(&disk->source, g_free);
     g_clear_pointer(&disk->iothreads, g_array_unref);
 }
 
@@ -132,6 +133,33 @@ parse_uint(const char *s, guint *out)
     return TRUE;
 }
 
+/*
+ * What a disk's <source> says backs it: file=, dev= (block), dir=, a
+ * storage pool's volume, or a network disk's protocol and name
+ * ("rbd:pool/image"); NULL for none of these (an nvme disk's PCI address,
+ * vhost-user), as for a disk without <source> (an empty cdrom).
+ */
+static char *
+disk_source_identity(const char **names, const char **values)
+{
+    static const char *const paths[] = { "file", "dev", "dir", NULL };
+    const char *protocol = attr_get(names, values, "protocol");
+    const char *pool = attr_get(names, values, "pool");
+    const char *volume = attr_get(names, values, "volume");
+
+    for (guint i = 0; paths[i]; i++) {
+        const char *path = attr_get(names, values, paths[i]);
+
+        if (path && *path)
+            return g_strdup(path);
+    }
+    if (protocol && *protocol)
+        return g_strconcat(protocol, ":", attr_get(names, values, "name"), NULL);
+    if (pool && volume)
+        return g_strconcat("volume:", pool, "/", volume, NULL);
+    return NULL;
+}
+
 static void
 xml_start(GMarkupParseContext *pc, const char *element, const char **names,
           const char **values, gpointer user_data, GError **error)
@@ -141,6 +169,7 @@ xml_start(GMarkupParseContext *pc, const char *element, const char **names,
     static const char *const driver_path[] = { "driver", "disk", "devices", "domain", NULL };
     static const char *const target_path[] = { "target", "disk", "devices", "domain", NULL };
     static const char *const address_path[] = { "address", "disk", "devices", "domain", NULL };
+    static const char *const source_path[] = { "source", "disk", "devices", "domain", NULL };
     static const char *const disk_iot_path[] = { "iothread", "iothreads", "driver", "disk",
                                                  "devices", "domain", NULL };
     static const char *const ctl_path[] = { "controller", "devices", "domain", NULL };
@@ -188,6 +217,9 @@ xml_start(GMarkupParseContext *pc, const char *element, const char **names,
         g_free(st->disk.dev);
         st->disk.dev = g_strdup(attr_get(names, values, "dev"));
         st->disk_scsi = g_strcmp0(attr_get(names, values, "bus"), "scsi") == 0;
+    } else if (st->in_disk && at_path(pc, source_path)) {
+        g_free(st->disk.source);
+        st->disk.source = disk_source_identity(names, values);
     } else if (st->in_disk && at_path(pc, address_path)) {
         const char *ctl = attr_get(names, values, "controller");
 

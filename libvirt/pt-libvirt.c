@@ -43,6 +43,7 @@ struct _PtLibvirt {
     virConnectPtr conn;
     int lifecycle_id;
     int metadata_id;
+    int blockjob_id;
     gboolean has_vm_stats;
 };
 
@@ -54,6 +55,7 @@ typedef enum {
     NOTICE_STARTED,
     NOTICE_STOPPED,
     NOTICE_METADATA,
+    NOTICE_DISKS,
 } NoticeKind;
 
 typedef struct {
@@ -112,6 +114,10 @@ notice_dispatch(gpointer data)
     case NOTICE_METADATA:
         if (cb->domain_metadata_changed)
             cb->domain_metadata_changed(lv, n->name, n->uuid, lv->user_data);
+        break;
+    case NOTICE_DISKS:
+        if (cb->domain_disks_changed)
+            cb->domain_disks_changed(lv, n->name, n->uuid, lv->user_data);
         break;
     }
     return G_SOURCE_REMOVE;
@@ -318,24 +324,31 @@ stop_reason(int detail)
     }
 }
 
+/* A notice of @kind about @dom, @reason its stop reason (or NULL). */
+static void
+notice_post_domain(PtLibvirt *lv, NoticeKind kind, virDomainPtr dom, const char *reason)
+{
+    char uuid[VIR_UUID_STRING_BUFLEN] = "";
+    Notice *n = g_new0(Notice, 1);
+
+    n->kind = kind;
+    n->name = g_strdup(virDomainGetName(dom));
+    if (virDomainGetUUIDString(dom, uuid) < 0)
+        virResetLastError();
+    n->uuid = g_strdup(uuid);
+    n->reason = reason;
+    notice_post(lv, n);
+}
+
 /* Runs on the event thread. */
 static int
 on_lifecycle(virConnectPtr conn, virDomainPtr dom, int event, int detail,
              void *opaque)
 {
-    char uuid[VIR_UUID_STRING_BUFLEN] = "";
-    Notice *n;
-
-    if (event != VIR_DOMAIN_EVENT_STARTED && event != VIR_DOMAIN_EVENT_STOPPED)
-        return 0;
-    n = g_new0(Notice, 1);
-    n->kind = event == VIR_DOMAIN_EVENT_STARTED ? NOTICE_STARTED : NOTICE_STOPPED;
-    n->name = g_strdup(virDomainGetName(dom));
-    if (virDomainGetUUIDString(dom, uuid) < 0)
-        virResetLastError();
-    n->uuid = g_strdup(uuid);
-    n->reason = event == VIR_DOMAIN_EVENT_STOPPED ? stop_reason(detail) : NULL;
-    notice_post(opaque, n);
+    if (event == VIR_DOMAIN_EVENT_STARTED)
+        notice_post_domain(opaque, NOTICE_STARTED, dom, NULL);
+    else if (event == VIR_DOMAIN_EVENT_STOPPED)
+        notice_post_domain(opaque, NOTICE_STOPPED, dom, stop_reason(detail));
     return 0;
 }
 
@@ -344,19 +357,19 @@ static int
 on_metadata_change(virConnectPtr conn, virDomainPtr dom, int type, const char *nsuri,
                    void *opaque)
 {
-    char uuid[VIR_UUID_STRING_BUFLEN] = "";
-    Notice *n;
-
-    if (type != VIR_DOMAIN_METADATA_ELEMENT || g_strcmp0(nsuri, PT_LIBVIRT_POLICY_NS) != 0)
-        return 0;
-    n = g_new0(Notice, 1);
-    n->kind = NOTICE_METADATA;
-    n->name = g_strdup(virDomainGetName(dom));
-    if (virDomainGetUUIDString(dom, uuid) < 0)
-        virResetLastError();
-    n->uuid = g_strdup(uuid);
-    notice_post(opaque, n);
+    if (type == VIR_DOMAIN_METADATA_ELEMENT && g_strcmp0(nsuri, PT_LIBVIRT_POLICY_NS) == 0)
+        notice_post_domain(opaque, NOTICE_METADATA, dom, NULL);
     return 0;
+}
+
+/* Runs on the event thread: a block job ended.  A copy or an active
+ * commit that completed pivoted its disk onto another <source>. */
+static void
+on_block_job(virConnectPtr conn, virDomainPtr dom, const char *disk, int type, int status,
+             void *opaque)
+{
+    if (status == VIR_DOMAIN_BLOCK_JOB_COMPLETED)
+        notice_post_domain(opaque, NOTICE_DISKS, dom, NULL);
 }
 
 /* Runs on the event thread; the worker does the work. */
@@ -394,6 +407,9 @@ worker_disconnect(PtLibvirt *lv)
     if (lv->metadata_id >= 0)
         virConnectDomainEventDeregisterAny(lv->conn, lv->metadata_id);
     lv->metadata_id = -1;
+    if (lv->blockjob_id >= 0)
+        virConnectDomainEventDeregisterAny(lv->conn, lv->blockjob_id);
+    lv->blockjob_id = -1;
     virConnectUnregisterCloseCallback(lv->conn, on_close);
     virConnectClose(g_steal_pointer(&lv->conn));
     virResetLastError();    /* a dead connection fails the deregistrations */
@@ -491,6 +507,12 @@ worker_connect(PtLibvirt *lv, GError **error)
                           VIR_DOMAIN_EVENT_ID_METADATA_CHANGE,
                           VIR_DOMAIN_EVENT_CALLBACK(on_metadata_change), lv, NULL);
     if (lv->metadata_id < 0)
+        virResetLastError();
+    /* Without block job events a pivoted disk is seen at the next listing. */
+    lv->blockjob_id = virConnectDomainEventRegisterAny(lv->conn, NULL,
+                          VIR_DOMAIN_EVENT_ID_BLOCK_JOB_2,
+                          VIR_DOMAIN_EVENT_CALLBACK(on_block_job), lv, NULL);
+    if (lv->blockjob_id < 0)
         virResetLastError();
     /* The vm stats group (query-stats passed through) exists since 8.9. */
     lv->has_vm_stats = virConnectGetLibVersion(lv->conn, &version) == 0 &&
@@ -760,6 +782,7 @@ pt_libvirt_new(const char *uri, GMainContext *ctx,
     lv->versions = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     lv->lifecycle_id = -1;
     lv->metadata_id = -1;
+    lv->blockjob_id = -1;
     g_mutex_init(&lv->lock);
     return lv;
 }

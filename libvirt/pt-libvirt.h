@@ -84,6 +84,10 @@ typedef struct {
     /* polltune's metadata element (pt-libvirt-metadata.h) was set or removed. */
     void (*domain_metadata_changed)(PtLibvirt *lv, const char *name, const char *uuid,
                                     gpointer user_data);
+    /* A block job completed (blockcopy --pivot, an active blockcommit):
+     * a disk may be backed by another <source>. */
+    void (*domain_disks_changed)(PtLibvirt *lv, const char *name, const char *uuid,
+                                 gpointer user_data);
 } PtLibvirtCallbacks;
 
 /* One disk of a domain: target device and the iothread serving it (0: none). */
@@ -91,6 +95,10 @@ typedef struct {
 typedef struct {
     char *dev;
     GArray *iothreads;      /* guint, each once, in the XML's order */
+    /* What its <source> says backs it: the file, block device or
+     * directory path, "volume:POOL/VOLUME", or a network disk's
+     * "PROTOCOL:NAME"; NULL without one (an empty cdrom). */
+    char *source;
 } PtLibvirtDisk;
 
 /* A running domain as pt_libvirt_list_async() finds it. */

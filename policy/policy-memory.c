@@ -132,21 +132,36 @@ compare_strings(gconstpointer a, gconstpointer b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/*
+ * Characters of a source kept as they are: the unreserved ones and the
+ * punctuation of paths and URIs.  The rest ("," above all, which joins
+ * devices, "%", spaces and control characters) are percent-escaped, so
+ * that no source can make one key read as another and the key stays one
+ * printable line in the store and the memory listing.
+ */
+#define DEVICE_IDENTITY_KEPT "!$&'()*+;=:@/"
+
 char *
-policy_signature_device_key(const char *const *devices)
+policy_signature_device_key(const char *const *names, const char *const *identities)
 {
-    g_autoptr(GPtrArray) names = g_ptr_array_new();
+    g_autoptr(GPtrArray) entries = g_ptr_array_new_with_free_func(g_free);
     g_autoptr(GString) key = g_string_new(NULL);
 
-    for (guint i = 0; devices && devices[i]; i++)
-        g_ptr_array_add(names, (gpointer)devices[i]);
-    g_ptr_array_sort(names, compare_strings);
-    for (guint i = 0; i < names->len; i++) {
-        if (i > 0 && strcmp(names->pdata[i], names->pdata[i - 1]) == 0)
+    for (guint i = 0; names && names[i]; i++) {
+        const char *id = identities ? identities[i] : NULL;
+        g_autofree char *escaped = id && *id ?
+            g_uri_escape_string(id, DEVICE_IDENTITY_KEPT, TRUE) : NULL;
+
+        g_ptr_array_add(entries, escaped ? g_strconcat(names[i], "=", escaped, NULL)
+                                         : g_strdup(names[i]));
+    }
+    g_ptr_array_sort(entries, compare_strings);
+    for (guint i = 0; i < entries->len; i++) {
+        if (i > 0 && strcmp(entries->pdata[i], entries->pdata[i - 1]) == 0)
             continue;
         if (key->len)
             g_string_append_c(key, ',');
-        g_string_append(key, names->pdata[i]);
+        g_string_append(key, entries->pdata[i]);
     }
     return g_string_free(g_steal_pointer(&key), FALSE);
 }

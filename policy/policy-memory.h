@@ -49,9 +49,16 @@
 #define POLICY_SIGNATURE_LOOKUP_TICKS 2
 /*
  * A device key longer than this is kept as "sha256:" and the first 32 hex
- * digits of its hash: the key names the devices behind one iothread (at
- * most POLICY_MAX_DEVICES), and 16 names of libvirt's "virtio-disk12"
- * length fill 224 characters, which the store repeats in every row.
+ * digits (128 bits) of its hash, which no two real keys share.
+ * The largest legitimate key names POLICY_MAX_DEVICES devices, each by a
+ * QOM path of about 40 characters and a source of up to PATH_MAX (4096),
+ * or a network URI as long: some 66,000 characters, which the store would
+ * repeat in each of an iothread's POLICY_MEMORY_MAX_ENTRIES rows (its
+ * policy_memory table takes TEXT of any length, as the primary key).
+ * Kept readable up to 96: one disk in libvirt's default pool,
+ * "vda=/var/lib/libvirt/images/" and a 40-character file name, or six
+ * names of "virtio-disk12"'s length without sources; a signature's text
+ * stays under 150 characters.
  */
 #define POLICY_SIGNATURE_DEVICE_MAX 96
 
@@ -116,8 +123,18 @@ gboolean policy_signature_compute(const PolicyMetrics *ticks, guint n, guint32 q
 gboolean policy_signature_compute_min(const PolicyMetrics *ticks, guint n, guint min_ticks,
                                       guint32 qemu_version, const char *device_key,
                                       PolicySignature *out);
-/* @devices (NULL-terminated) sorted, without repeats, joined by ",". */
-char *policy_signature_device_key(const char *const *devices);
+/*
+ * The key of the devices behind an iothread: for each of @names
+ * (NULL-terminated) "NAME=IDENTITY", or "NAME" alone where @identities
+ * (NULL, or one per name) has NULL or "" for it, sorted, without repeats,
+ * joined by ",".  IDENTITY is what backs the device (its image file, host
+ * block device or network URI), with ",", "%", spaces and control
+ * characters percent-escaped: the same name on another disk is another
+ * key, so a replaced disk learns again, and a device whose backing is
+ * unknown keys as before.  "vda=/img/a.qcow2,vdb".  No length limit here:
+ * the signature keeps at most POLICY_SIGNATURE_DEVICE_MAX of it.
+ */
+char *policy_signature_device_key(const char *const *names, const char *const *identities);
 gboolean policy_signature_equal(const PolicySignature *a, const PolicySignature *b);
 /* The same QEMU release and devices: what one device has taught applies. */
 gboolean policy_signature_same_device(const PolicySignature *a, const PolicySignature *b);

@@ -5,6 +5,7 @@
 
 struct ProbeDevMap {
     GHashTable *devices;        /* device -> GStrv of iothread ids */
+    GHashTable *sources;        /* device -> what backs it, where known */
 };
 
 ProbeDevMap *
@@ -14,6 +15,7 @@ probe_devmap_new(void)
 
     m->devices = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
                                        (GDestroyNotify)g_strfreev);
+    m->sources = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     return m;
 }
 
@@ -23,6 +25,7 @@ probe_devmap_free(ProbeDevMap *m)
     if (!m)
         return;
     g_hash_table_unref(m->devices);
+    g_hash_table_unref(m->sources);
     g_free(m);
 }
 
@@ -30,6 +33,7 @@ void
 probe_devmap_clear(ProbeDevMap *m)
 {
     g_hash_table_remove_all(m->devices);
+    g_hash_table_remove_all(m->sources);
 }
 
 void
@@ -41,15 +45,31 @@ probe_devmap_set(ProbeDevMap *m, const char *device, const char *const *iothread
                          g_strdupv((char **)(iothreads ? iothreads : none)));
 }
 
-guint
-probe_devmap_forget(ProbeDevMap *m, const char *device, const char *path)
+void
+probe_devmap_set_source(ProbeDevMap *m, const char *device, const char *source)
+{
+    if (source && *source)
+        g_hash_table_replace(m->sources, g_strdup(device), g_strdup(source));
+    else
+        g_hash_table_remove(m->sources, device);
+}
+
+const char *
+probe_devmap_source(const ProbeDevMap *m, const char *device)
+{
+    return g_hash_table_lookup(m->sources, device);
+}
+
+/* Removes from @table the keys probe_devmap_forget() names; how many. */
+static guint
+devmap_table_forget(GHashTable *table, const char *device, const char *path)
 {
     gsize n = path ? strlen(path) : 0;
     GHashTableIter it;
     gpointer k;
     guint gone = 0;
 
-    g_hash_table_iter_init(&it, m->devices);
+    g_hash_table_iter_init(&it, table);
     while (g_hash_table_iter_next(&it, &k, NULL)) {
         const char *key = k;
 
@@ -60,6 +80,13 @@ probe_devmap_forget(ProbeDevMap *m, const char *device, const char *path)
         }
     }
     return gone;
+}
+
+guint
+probe_devmap_forget(ProbeDevMap *m, const char *device, const char *path)
+{
+    devmap_table_forget(m->sources, device, path);
+    return devmap_table_forget(m->devices, device, path);
 }
 
 gboolean
@@ -173,6 +200,7 @@ probe_devmap_fill(const ProbeDevMap *m, ProbeTargetSnap *snap,
         for (guint i = 0; i < n; i++)
             if (uf_find(parent, i) == r)
                 probe_iothread_snap_add_device(snap->iothreads->pdata[i], devs[d].name,
+                                               probe_devmap_source(m, devs[d].device),
                                                &devs[d].v);
     }
 }

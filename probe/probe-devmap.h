@@ -34,6 +34,15 @@ void probe_devmap_clear(ProbeDevMap *m);
 /* @device runs in @iothreads (NULL-terminated; NULL or empty: the main
  * loop).  Replaces what was known of @device. */
 void probe_devmap_set(ProbeDevMap *m, const char *device, const char *const *iothreads);
+/*
+ * What backs @device (its image file, host block device or network URI:
+ * the identity policy_signature_device_key() keys it by, so that another
+ * disk behind the same name learns again); NULL or "": unknown.  Kept
+ * apart from its iothreads, cleared and forgotten with them.
+ */
+void probe_devmap_set_source(ProbeDevMap *m, const char *device, const char *source);
+/* NULL: unknown. */
+const char *probe_devmap_source(const ProbeDevMap *m, const char *device);
 /* Forget what is known of the device QEMU deleted (its DEVICE_DELETED
  * event): the key @device (its id, as query-blockstats names a scsi-hd or
  * an ide disk), @path (its QOM path), and every key under @path (a
@@ -54,7 +63,7 @@ typedef struct {
 
 /*
  * Group the iothreads already in @snap by the devices of @devs, then record
- * each device's counters on every member of its group.  Devices in the
+ * each device's counters, and its source, on every member of its group.  Devices in the
  * main loop, unknown to the map, or whose iothreads are not in @snap are
  * left out; an iothread the map names but @snap lacks is ignored.
  */

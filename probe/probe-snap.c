@@ -7,6 +7,7 @@ static void
 device_clear(gpointer p)
 {
     g_free(((ProbeDevice *)p)->name);
+    g_free(((ProbeDevice *)p)->source);
 }
 
 static void
@@ -92,7 +93,7 @@ probe_iothread_snap_set_gauge(ProbeIothreadSnap *io, MetricId id, guint64 value)
 }
 
 void
-probe_iothread_snap_add_device(ProbeIothreadSnap *io, const char *name,
+probe_iothread_snap_add_device(ProbeIothreadSnap *io, const char *name, const char *source,
                                const MetricVec *v)
 {
     ProbeDevice d;
@@ -103,10 +104,13 @@ probe_iothread_snap_add_device(ProbeIothreadSnap *io, const char *name,
 
         if (strcmp(e->name, name) == 0) {
             e->v = *v;
+            g_free(e->source);
+            e->source = g_strdup(source);
             return;
         }
     }
     d.name = g_strdup(name);
+    d.source = g_strdup(source);
     d.v = *v;
     g_array_append_val(io->devices, d);
 }

@@ -26,6 +26,7 @@
  * entries) as query-blockstats or libvirt report them, cumulative. */
 typedef struct {
     char *name;
+    char *source;               /* what backs it (probe-devmap.h); NULL: unknown */
     MetricVec v;
 } ProbeDevice;
 
@@ -72,10 +73,10 @@ void probe_iothread_snap_set_triple(ProbeIothreadSnap *io,
                                     const PolicyTriple *triple);
 /* Record gauge @id (a METRIC_RESET_GAUGE entry of the metric table) as read. */
 void probe_iothread_snap_set_gauge(ProbeIothreadSnap *io, MetricId id, guint64 value);
-/* Record device @name's counters (replacing an earlier record of it) and
- * mark the iothread's blockstats as read. */
+/* Record device @name's counters and @source (NULL: unknown), replacing an
+ * earlier record of it, and mark the iothread's blockstats as read. */
 void probe_iothread_snap_add_device(ProbeIothreadSnap *io, const char *name,
-                                    const MetricVec *v);
+                                    const char *source, const MetricVec *v);
 /* Mark blockstats as read even if the iothread serves no device. */
 void probe_iothread_snap_set_block_read(ProbeIothreadSnap *io);
 void probe_iothread_snap_set_thread(ProbeIothreadSnap *io, int tid,

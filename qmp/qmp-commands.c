@@ -127,6 +127,19 @@ qmp_query_blockstats_finish(QmpClient *c, GAsyncResult *res, GError **error)
     return qmp_client_call_finish(c, res, error);
 }
 
+void
+qmp_query_block_async(QmpClient *c, GAsyncReadyCallback cb, gpointer ud)
+{
+    qmp_client_call_async(c, "query-block", NULL, 0, qmp_decode_block,
+                          (GDestroyNotify)g_ptr_array_unref, cb, ud);
+}
+
+GPtrArray *
+qmp_query_block_finish(QmpClient *c, GAsyncResult *res, GError **error)
+{
+    return qmp_client_call_finish(c, res, error);
+}
+
 /* ---- device -> iothreads ---------------------------------------------- */
 
 typedef enum {

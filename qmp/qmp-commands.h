@@ -78,6 +78,27 @@ void qmp_query_blockstats_async(QmpClient *c, GAsyncReadyCallback cb, gpointer u
 GPtrArray *qmp_query_blockstats_finish(QmpClient *c, GAsyncResult *res, GError **error);
 
 /*
+ * What backs each block backend, from query-block: where the daemon keys
+ * a device's workload memory (probe_devmap_set_source()), so that a disk
+ * replaced behind the same device learns again.
+ */
+typedef struct {
+    char *device;           /* legacy drive name, "" under -blockdev */
+    char *qdev;             /* as query-blockstats names it; NULL: no device */
+    /* The medium's "inserted" "file": the top image's filename as QEMU
+     * prints it (a path, a protocol URI, or "json:{...}"); NULL: no
+     * medium (an empty cdrom). */
+    char *file;
+} QmpBlockInfo;
+
+void qmp_block_info_free(QmpBlockInfo *b);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(QmpBlockInfo, qmp_block_info_free)
+
+/* Result: GPtrArray of QmpBlockInfo, one per block backend. */
+void qmp_query_block_async(QmpClient *c, GAsyncReadyCallback cb, gpointer ud);
+GPtrArray *qmp_query_block_finish(QmpClient *c, GAsyncResult *res, GError **error);
+
+/*
  * The iothreads a block device runs in, as a NULL-terminated array of
  * iothread ids: empty when it runs in the main loop.  @qdev is what
  * query-blockstats reports, a QOM path or a device id (taken as

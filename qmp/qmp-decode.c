@@ -153,6 +153,49 @@ qmp_decode_blockstats(json_object *ret, GError **error)
     return g_steal_pointer(&out);
 }
 
+void
+qmp_block_info_free(QmpBlockInfo *b)
+{
+    if (!b)
+        return;
+    g_free(b->device);
+    g_free(b->qdev);
+    g_free(b->file);
+    g_free(b);
+}
+
+/* query-block: BlockInfo has "device" always, "qdev" for a backend with a
+ * device, "inserted" (BlockDeviceInfo, its "file" always) with a medium. */
+gpointer
+qmp_decode_block(json_object *ret, GError **error)
+{
+    g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func(
+        (GDestroyNotify)qmp_block_info_free);
+
+    if (!qmp_decode_is(ret, json_type_array))
+        return qmp_decode_null(error, "query-block", "is not an array");
+    for (size_t i = 0; i < json_object_array_length(ret); i++) {
+        json_object *e = json_object_array_get_idx(ret, i);
+        json_object *inserted = NULL;
+        g_autoptr(QmpBlockInfo) b = g_new0(QmpBlockInfo, 1);
+        const char *device = qmp_json_get_string(e, "device");
+
+        if (!qmp_decode_is(e, json_type_object) || !device)
+            return qmp_decode_null(error, "block entry", "has no device");
+        b->device = g_strdup(device);
+        b->qdev = g_strdup(qmp_json_get_string(e, "qdev"));
+        if (json_object_object_get_ex(e, "inserted", &inserted)) {
+            const char *file = qmp_json_get_string(inserted, "file");
+
+            if (!file)
+                return qmp_decode_null(error, "block inserted file", "is missing");
+            b->file = g_strdup(file);
+        }
+        g_ptr_array_add(out, g_steal_pointer(&b));
+    }
+    return g_steal_pointer(&out);
+}
+
 static void
 qmp_stats_entity_free(QmpStatsEntity *e)
 {

@@ -12,6 +12,7 @@
 
 gpointer qmp_decode_iothreads(json_object *ret, GError **error);
 gpointer qmp_decode_blockstats(json_object *ret, GError **error);
+gpointer qmp_decode_block(json_object *ret, GError **error);
 gpointer qmp_decode_stats(json_object *ret, GError **error);
 gpointer qmp_decode_stats_schemas(json_object *ret, GError **error);
 gpointer qmp_decode_status(json_object *ret, GError **error);

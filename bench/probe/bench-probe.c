@@ -233,7 +233,7 @@ part_derive(Sampler *s, ProbeTargetSnap *cur, ProbeHostSnap *host)
     metric_vec_init(&block);
     block.v[METRIC_RD_OPS] = cur->when_ms * 100;
     probe_iothread_snap_add_device(probe_target_snap_iothread(cur, "iot0"),
-                                   "disk0", &block);
+                                   "disk0", NULL, &block);
     probe_derive_iothread(s->prev, cur, "iot0", &m);
     probe_derive_host(s->prev_host, host, &h);
 }

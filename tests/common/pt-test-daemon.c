@@ -234,8 +234,8 @@ pt_test_daemon_kill(PtTestDaemon *d)
     }
 }
 
-static void
-pt_rm_rf(const char *dir)
+void
+pt_test_rm_rf(const char *dir)
 {
     g_autoptr(GDir) gd = g_dir_open(dir, 0, NULL);
     const char *n;
@@ -244,7 +244,7 @@ pt_rm_rf(const char *dir)
         g_autofree char *p = g_build_filename(dir, n, NULL);
 
         if (g_file_test(p, G_FILE_TEST_IS_DIR) && !g_file_test(p, G_FILE_TEST_IS_SYMLINK))
-            pt_rm_rf(p);
+            pt_test_rm_rf(p);
         else
             g_unlink(p);
     }
@@ -279,7 +279,7 @@ pt_test_daemon_free(PtTestDaemon *d)
     }
     pt_test_daemon_kill(d);
     if (d->dir && !g_getenv("PT_KEEP_TEST_DIRS"))
-        pt_rm_rf(d->dir);
+        pt_test_rm_rf(d->dir);
     g_free(d->dir);
     g_free(d->conf_path);
     g_free(d->db_path);

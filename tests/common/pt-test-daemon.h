@@ -97,6 +97,9 @@ gboolean pt_test_wait(gboolean (*cond)(gpointer), gpointer data, guint timeout_m
 json_object *pt_json_path(json_object *root, const char *path);
 gint64 pt_json_path_int(json_object *root, const char *path);
 const char *pt_json_path_str(json_object *root, const char *path);
+/* Remove @dir and everything under it (symbolic links, not their targets). */
+void pt_test_rm_rf(const char *dir);
+
 /* The target named @name in a status or list reply's "targets" (by its
  * identity or the name it goes by), or NULL. */
 json_object *pt_test_status_target(json_object *status, const char *name);

@@ -72,6 +72,15 @@ qmp_query_blockstats_sync(QmpClient *c, GError **error)
     return qmp_query_blockstats_finish(c, wait_result(&res), error);
 }
 
+GPtrArray *
+qmp_query_block_sync(QmpClient *c, GError **error)
+{
+    g_autoptr(GAsyncResult) res = NULL;
+
+    qmp_query_block_async(c, got_result, &res);
+    return qmp_query_block_finish(c, wait_result(&res), error);
+}
+
 gboolean
 qmp_device_iothreads_sync(QmpClient *c, const char *qdev, char ***iothreads, GError **error)
 {

@@ -23,6 +23,7 @@ gboolean qmp_iothread_get_sync(QmpClient *c, const char *iothread_id, QmpIothrea
                                gint64 *value, GError **error);
 
 GPtrArray *qmp_query_blockstats_sync(QmpClient *c, GError **error);
+GPtrArray *qmp_query_block_sync(QmpClient *c, GError **error);
 gboolean qmp_device_iothreads_sync(QmpClient *c, const char *qdev, char ***iothreads,
                                    GError **error);
 

@@ -456,6 +456,64 @@ test_policy_metadata(void)
     g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
 }
 
+/* The device key status shows for iothread1 (vda's), as @key_wanted. */
+static const char *key_wanted;
+
+static gboolean
+vda_keyed(json_object *st, const PtDaemonWait *w)
+{
+    json_object *io = pt_test_status_iothread(st, w->target, "iothread1");
+
+    return io && g_strcmp0(pt_json_path_str(io, "device_key"), key_wanted) == 0;
+}
+
+/*
+ * virsh blockcopy --pivot puts another disk behind vda while the domain
+ * runs: the device key of vda's iothread follows, from the block job's
+ * event, so the workload memory does not recall the old disk's winners.
+ * Before the event was heard the key kept the old <source> until the
+ * domain was listed again (a start, a reconnect).
+ */
+static void
+test_blockcopy_pivot(void)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(PtTestLibvirtd) lvd = NULL;
+    g_autoptr(PtTestDomain) dom = NULL;
+    g_autoptr(PtTestDaemon) d = NULL;
+    g_autofree char *disk = NULL;
+    g_autofree char *copy = NULL;
+    g_autofree char *key = NULL;
+    g_autofree char *out = NULL;
+    PtDaemonWait w = { .check = vda_keyed };
+
+    if (pt_test_skip_without_libvirtd())
+        return;
+    lvd = pt_test_libvirtd_start(&err);
+    g_assert_no_error(err);
+    dom = pt_test_domain_start(lvd, &err);
+    g_assert_no_error(err);
+    disk = g_strdup_printf("%s/%s.raw", lvd->dir, dom->name);
+    copy = g_strdup_printf("%s/%s-copy.raw", lvd->dir, dom->name);
+    d = daemon_up(lvd, "[policy]\ndefault = observe\n");
+    w.d = d;
+    w.target = dom->name;
+    key = g_strconcat("vda=", disk, NULL);
+    key_wanted = key;
+    g_assert_true(pt_test_daemon_wait(&w, 15000));
+
+    out = pt_test_libvirtd_virsh(lvd, &err, "blockcopy", dom->name, "vda", copy, "--format",
+                                 "raw", "--wait", "--pivot", NULL);
+    g_assert_no_error(err);
+    g_free(key);
+    key = g_strconcat("vda=", copy, NULL);
+    key_wanted = key;
+    g_assert_true(pt_test_daemon_wait(&w, 15000));
+    g_test_message("vda keyed by the copy %" G_GINT64_FORMAT " ms after the pivot", w.took_ms);
+    key_wanted = NULL;
+    g_assert_cmpint(pt_test_daemon_stop(d), ==, 0);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -463,5 +521,6 @@ main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/daemon/libvirt/discover-apply-reconnect", test_libvirt);
     g_test_add_func("/daemon/libvirt/policy-metadata", test_policy_metadata);
+    g_test_add_func("/daemon/libvirt/blockcopy-pivot", test_blockcopy_pivot);
     return g_test_run();
 }

@@ -210,8 +210,8 @@ history_snap(gint64 t_ns, guint64 clk_tck, guint64 d0, guint64 d1, guint64 ticks
 
     s->clk_tck = clk_tck;
     probe_iothread_snap_set_thread(io, 11, &th);
-    probe_iothread_snap_add_device(io, "d0", &c0);
-    probe_iothread_snap_add_device(io, "d1", &c1);
+    probe_iothread_snap_add_device(io, "d0", NULL, &c0);
+    probe_iothread_snap_add_device(io, "d1", NULL, &c1);
     return s;
 }
 

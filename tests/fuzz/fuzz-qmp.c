@@ -16,7 +16,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const QmpDecodeFunc decoders[] = {
-    qmp_decode_iothreads, qmp_decode_blockstats, qmp_decode_stats,
+    qmp_decode_iothreads, qmp_decode_blockstats, qmp_decode_block, qmp_decode_stats,
     qmp_decode_stats_schemas, qmp_decode_status, qmp_decode_name,
     qmp_decode_version, qmp_decode_qom_int, qmp_decode_qom_link,
     qmp_decode_empty, qmp_decode_qom_vq_mapping,
@@ -24,10 +24,11 @@ static const QmpDecodeFunc decoders[] = {
 
 static const GDestroyNotify destroyers[] = {
     (GDestroyNotify)g_ptr_array_unref, (GDestroyNotify)g_ptr_array_unref,
-    (GDestroyNotify)qmp_stats_free, (GDestroyNotify)g_ptr_array_unref,
+    (GDestroyNotify)g_ptr_array_unref, (GDestroyNotify)qmp_stats_free, (GDestroyNotify)g_ptr_array_unref,
     (GDestroyNotify)qmp_status_free, g_free, (GDestroyNotify)qmp_version_free,
     g_free, g_free, NULL, (GDestroyNotify)g_strfreev,
 };
+G_STATIC_ASSERT(G_N_ELEMENTS(decoders) == G_N_ELEMENTS(destroyers));
 
 static gboolean
 on_message(const char *text, gsize len, gpointer user_data, GError **error)

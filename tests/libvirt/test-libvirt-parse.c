@@ -155,6 +155,66 @@ test_xml_mapping_and_scsi(void)
     g_assert_cmpuint(g_array_index(d->disks, PtLibvirtDisk, 5).iothreads->len, ==, 0);
 }
 
+/*
+ * What backs each disk, from its own <source> (shapes of libvirt's
+ * formatdomain documentation): a backing store's or a block copy's
+ * mirror's <source> is not the disk's, and a disk without one has none.
+ */
+static const char sources_xml[] =
+    "<domain type='kvm' id='6'>\n"
+    "  <name>vm-s</name>\n"
+    "  <devices>\n"
+    "    <disk type='file' device='disk'>\n"
+    "      <source file='/img/top.qcow2' index='3'/>\n"
+    "      <backingStore type='file' index='4'>\n"
+    "        <source file='/img/base.qcow2'/>\n"
+    "      </backingStore>\n"
+    "      <mirror type='block' job='copy' ready='yes'>\n"
+    "        <source dev='/dev/nvme0n1'/>\n"
+    "      </mirror>\n"
+    "      <target dev='vda' bus='virtio'/>\n"
+    "    </disk>\n"
+    "    <disk type='block' device='disk'>\n"
+    "      <source dev='/dev/sdb'/>\n"
+    "      <target dev='vdb' bus='virtio'/>\n"
+    "    </disk>\n"
+    "    <disk type='network' device='disk'>\n"
+    "      <source protocol='rbd' name='pool/image'>\n"
+    "        <host name='mon1' port='6789'/>\n"
+    "      </source>\n"
+    "      <target dev='vdc' bus='virtio'/>\n"
+    "    </disk>\n"
+    "    <disk type='volume' device='disk'>\n"
+    "      <source pool='default' volume='data.img'/>\n"
+    "      <target dev='vdd' bus='virtio'/>\n"
+    "    </disk>\n"
+    "    <disk type='file' device='cdrom'>\n"
+    "      <target dev='sda' bus='sata'/>\n"
+    "    </disk>\n"
+    "  </devices>\n"
+    "</domain>\n";
+
+static void
+test_xml_sources(void)
+{
+    static const char *const want[][2] = {
+        { "vda", "/img/top.qcow2" }, { "vdb", "/dev/sdb" }, { "vdc", "rbd:pool/image" },
+        { "vdd", "volume:default/data.img" }, { "sda", NULL },
+    };
+    g_autoptr(PtLibvirtDomain) d = pt_libvirt_domain_new("vm-s", "u");
+    g_autoptr(GError) error = NULL;
+
+    g_assert_true(pt_libvirt_domain_xml_parse(d, sources_xml, &error));
+    g_assert_no_error(error);
+    g_assert_cmpuint(d->disks->len, ==, G_N_ELEMENTS(want));
+    for (guint i = 0; i < G_N_ELEMENTS(want); i++) {
+        const PtLibvirtDisk *disk = &g_array_index(d->disks, PtLibvirtDisk, i);
+
+        g_assert_cmpstr(disk->dev, ==, want[i][0]);
+        g_assert_cmpstr(disk->source, ==, want[i][1]);
+    }
+}
+
 static void
 test_xml_count_only(void)
 {
@@ -339,6 +399,7 @@ main(int argc, char **argv)
     g_test_add_func("/daemon/libvirt-parse/xml-count-only", test_xml_count_only);
     g_test_add_func("/daemon/libvirt-parse/xml-bad", test_xml_bad);
     g_test_add_func("/daemon/libvirt-parse/xml-mapping-and-scsi", test_xml_mapping_and_scsi);
+    g_test_add_func("/daemon/libvirt-parse/xml-sources", test_xml_sources);
     g_test_add_func("/daemon/libvirt-parse/stats-params", test_stats_params);
     g_test_add_func("/daemon/libvirt-parse/pid-file", test_pid_file);
     g_test_add_func("/daemon/libvirt-parse/policy-metadata", test_policy_metadata);

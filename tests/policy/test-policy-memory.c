@@ -227,7 +227,7 @@ test_signature_text(void)
         "qd1/4k/r 100/iops16k-64k/qemu7.2/dev=x", "qd1/4k/r100/iops16k-64k/qemu7.02/dev=x",
     };
     const char *const devices[] = { "vdb", "vda", "vdb", NULL };
-    g_autofree char *key = policy_signature_device_key(devices);
+    g_autofree char *key = policy_signature_device_key(devices, NULL);
     g_autofree char *long_key = g_strnfill(200, 'd');
     const Load l = { 31383, 0.69, 4096, 0, 0 };
     PolicyMetrics ticks[TICKS];
@@ -264,6 +264,48 @@ test_signature_text(void)
     g_assert_false(policy_signature_equal(&sig, &again));
     g_assert_true(policy_signature_compute(ticks, TICKS, 10001002, "virtio-disk0", &again));
     g_assert_false(policy_signature_equal(&sig, &again));
+}
+
+/*
+ * A disk replaced behind the same name is another key; the same disks
+ * listed in another order are the same key; a device whose backing is
+ * unknown keys by its name alone, as before sources were known.
+ */
+static void
+test_device_key_source(void)
+{
+    const char *const names[] = { "vdb", "vda", NULL };
+    const char *const old_disks[] = { "/img/b.qcow2", "/dev/sda", NULL };
+    const char *const new_disks[] = { "/img/b.qcow2", "/dev/nvme0n1", NULL };
+    const char *const names_swapped[] = { "vda", "vdb", NULL };
+    const char *const old_swapped[] = { "/dev/sda", "/img/b.qcow2", NULL };
+    const char *const odd[] = { "/img/a,vdb=/x 100%", NULL, NULL };
+    const char *const half[] = { "", "/dev/sda", NULL };
+    g_autofree char *old_key = policy_signature_device_key(names, old_disks);
+    g_autofree char *new_key = policy_signature_device_key(names, new_disks);
+    g_autofree char *swapped = policy_signature_device_key(names_swapped, old_swapped);
+    g_autofree char *odd_key = policy_signature_device_key((const char *const[]){ "vda", NULL },
+                                                           odd);
+    g_autofree char *half_key = policy_signature_device_key(names, half);
+    const Load l = { 31383, 0.69, 4096, 0, 0 };
+    PolicyMetrics ticks[TICKS];
+    PolicySignature a, b;
+
+    g_assert_cmpstr(old_key, ==, "vda=/dev/sda,vdb=/img/b.qcow2");
+    g_assert_cmpstr(new_key, ==, "vda=/dev/nvme0n1,vdb=/img/b.qcow2");
+    g_assert_cmpstr(swapped, ==, old_key);
+    /* "," and "%" of a source cannot make it read as two devices. */
+    g_assert_cmpstr(odd_key, ==, "vda=/img/a%2Cvdb=/x%20100%25");
+    g_assert_cmpstr(half_key, ==, "vda=/dev/sda,vdb");
+    /* And the signatures of one workload on the two disks differ. */
+    for (guint i = 0; i < TICKS; i++)
+        ticks[i] = load_tick(&l, 1, T0 + 1000 * i);
+    g_assert_true(policy_signature_compute(ticks, TICKS, QEMU_72, old_key, &a));
+    g_assert_true(policy_signature_compute(ticks, TICKS, QEMU_72, new_key, &b));
+    g_assert_false(policy_signature_same_device(&a, &b));
+    g_assert_false(policy_signature_equal(&a, &b));
+    g_assert_true(policy_signature_compute(ticks, TICKS, QEMU_72, swapped, &b));
+    g_assert_true(policy_signature_equal(&a, &b));
 }
 
 static PolicySignature
@@ -633,6 +675,7 @@ main(int argc, char **argv)
     g_test_add_func("/policy/memory/signature-distinct", test_signature_distinct);
     g_test_add_func("/policy/memory/signature-needs-ticks", test_signature_needs_ticks);
     g_test_add_func("/policy/memory/signature-text", test_signature_text);
+    g_test_add_func("/policy/memory/device-key-source", test_device_key_source);
     g_test_add_func("/policy/memory/lookup-near", test_lookup_near);
     g_test_add_func("/policy/memory/decay", test_decay);
     g_test_add_func("/policy/memory/surprise", test_surprise);

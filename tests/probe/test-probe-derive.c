@@ -65,7 +65,7 @@ add_dev(ProbeIothreadSnap *io, const char *name, guint64 rd, guint64 wr,
     c.v[METRIC_RD_TIME_NS] = (gint64)MIN(time_ns, (guint64)G_MAXINT64);
     c.v[METRIC_WR_TIME_NS] = 0;
     c.v[METRIC_FLUSH_TIME_NS] = 0;
-    probe_iothread_snap_add_device(io, name, &c);
+    probe_iothread_snap_add_device(io, name, NULL, &c);
 }
 
 static void

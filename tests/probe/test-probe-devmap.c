@@ -152,6 +152,58 @@ test_forget(void)
     g_assert_true(probe_devmap_contains(m, "sd01"));
 }
 
+/*
+ * What backs each device reaches every member of its group with its
+ * counters; another source behind the same name replaces it, and
+ * clear and forget drop it with the device's iothreads.
+ */
+static void
+test_sources(void)
+{
+    g_autoptr(ProbeDevMap) m = probe_devmap_new();
+    static const char *const both[] = { "iot0", "iot1", NULL };
+    static const char *const one[] = { "iot1", NULL };
+    ProbeDevSample devs[] = {
+        { "/machine/peripheral/vda/virtio-backend", "vda", { { [METRIC_RD_OPS] = 5 } } },
+        { "vdb", "vdb", { { [METRIC_RD_OPS] = 5 } } },
+    };
+    ProbeTargetSnap *s;
+
+    probe_devmap_set(m, devs[0].device, both);
+    probe_devmap_set(m, "vdb", one);
+    probe_devmap_set_source(m, devs[0].device, "/img/a.qcow2");
+    g_assert_null(probe_devmap_source(m, "vdb"));
+    for (guint round = 0; round < 2; round++) {
+        const ProbeIothreadSnap *io;
+
+        s = probe_target_snap_new(1, 1, 1);
+        probe_target_snap_iothread(s, "iot0");
+        probe_target_snap_iothread(s, "iot1");
+        probe_devmap_fill(m, s, devs, G_N_ELEMENTS(devs));
+        io = iot(s, "iot0");
+        g_assert_cmpuint(io->devices->len, ==, 2);
+        for (guint i = 0; i < io->devices->len; i++) {
+            const ProbeDevice *d = &g_array_index(io->devices, ProbeDevice, i);
+
+            if (g_str_equal(d->name, "vda"))
+                g_assert_cmpstr(d->source, ==, round ? "/dev/nvme0n1" : "/img/a.qcow2");
+            else
+                g_assert_null(d->source);
+        }
+        probe_target_snap_free(s);
+        probe_devmap_set_source(m, devs[0].device, "/dev/nvme0n1");
+    }
+    probe_devmap_set_source(m, "vdb", "rbd:pool/b");
+    probe_devmap_set_source(m, "vdb", "");
+    g_assert_null(probe_devmap_source(m, "vdb"));
+    probe_devmap_set_source(m, "vdb", "rbd:pool/b");
+    g_assert_cmpuint(probe_devmap_forget(m, NULL, "/machine/peripheral/vda"), ==, 1);
+    g_assert_null(probe_devmap_source(m, devs[0].device));
+    g_assert_cmpstr(probe_devmap_source(m, "vdb"), ==, "rbd:pool/b");
+    probe_devmap_clear(m);
+    g_assert_null(probe_devmap_source(m, "vdb"));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -159,5 +211,6 @@ main(int argc, char **argv)
     g_test_add_func("/probe/devmap/groups", test_groups);
     g_test_add_func("/probe/devmap/regroup", test_regroup);
     g_test_add_func("/probe/devmap/forget", test_forget);
+    g_test_add_func("/probe/devmap/sources", test_sources);
     return g_test_run();
 }

@@ -895,6 +895,47 @@ test_stats_uint64(Fixture *fx, gconstpointer data)
     g_assert_cmpuint(v, ==, 1);     /* 2^63 + 2^63 + 1 modulo 2^64 */
 }
 
+/*
+ * query-block: a network disk's file is its URI; an "inserted" without
+ * "file", which BlockDeviceInfo always has, and a reply that is no list
+ * are the wrong shape and fail naming the member.
+ */
+static void
+test_query_block(Fixture *fx, gconstpointer data)
+{
+    static const char *const bad[] = {
+        "{\"return\": [{\"device\": \"\", \"qdev\": \"vda\", \"inserted\": {\"ro\": false}}]}",
+        "{\"return\": [{\"qdev\": \"vda\"}]}",
+        "{\"return\": {\"device\": \"\"}}",
+    };
+    g_autoptr(GError) err = NULL;
+    g_autoptr(GPtrArray) blocks = NULL;
+    const QmpBlockInfo *b;
+
+    qmp_fake_handshake(fx->fake);
+    qmp_fake_expect_filled(fx->fake, "query-block", NULL,
+        "{\"return\": [{\"device\": \"\", \"qdev\": \"/machine/peripheral/vdb/virtio-backend\","
+        " \"type\": \"unknown\", \"inserted\": {\"file\": \"nbd://nas:10809/vm-b\","
+        " \"drv\": \"raw\", \"image\": {\"filename\": \"nbd://nas:10809/vm-b\","
+        " \"format\": \"raw\", \"virtual-size\": 0}}}]}");
+    for (guint i = 0; i < G_N_ELEMENTS(bad); i++)
+        qmp_fake_expect_unchecked(fx->fake, "query-block", NULL, bad[i]);
+    blocks = qmp_query_block_sync(fx->client, &err);
+    g_assert_no_error(err);
+    g_assert_cmpuint(blocks->len, ==, 1);
+    b = blocks->pdata[0];
+    g_assert_cmpstr(b->qdev, ==, "/machine/peripheral/vdb/virtio-backend");
+    g_assert_cmpstr(b->file, ==, "nbd://nas:10809/vm-b");
+    for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_autoptr(GPtrArray) none = qmp_query_block_sync(fx->client, &err);
+
+        g_assert_null(none);
+        g_assert_error(err, QMP_ERROR, QMP_ERROR_UNEXPECTED);
+        g_test_message("%s", err->message);
+        g_clear_error(&err);
+    }
+}
+
 static void
 fixture_setup_short(Fixture *fx, gconstpointer data)
 {
@@ -914,6 +955,7 @@ main(int argc, char **argv)
     ADD("iothread-set-get", test_iothread_set_get, fixture_setup);
     ADD("iothread-set-validates", test_iothread_set_validates, fixture_setup);
     ADD("blockstats-and-map", test_blockstats_and_map, fixture_setup);
+    ADD("query-block", test_query_block, fixture_setup);
     ADD("device-map-newer", test_device_map_newer, fixture_setup);
     ADD("query-stats", test_query_stats, fixture_setup);
     ADD("status-name-version", test_status_name_version, fixture_setup);

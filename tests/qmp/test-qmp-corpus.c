@@ -207,6 +207,34 @@ check_blockstats_blockdev_device(Corpus *c, const char *text)
                       "/machine/peripheral/virtio0/virtio-backend");
 }
 
+/*
+ * What backs each device: the top image's filename for a qcow2 and a raw
+ * disk under -blockdev (qdev the virtio-blk's backend, by id or
+ * anonymous, as query-blockstats names it), nothing for an empty cdrom.
+ */
+static void
+check_block_7_2(Corpus *c, const char *text)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(GPtrArray) blocks = NULL;
+    const QmpBlockInfo *b;
+
+    reply_expect(c, "query-block", text);
+    blocks = qmp_query_block_sync(c->client, &err);
+    g_assert_no_error(err);
+    g_assert_cmpuint(blocks->len, ==, 3);
+    b = blocks->pdata[0];
+    g_assert_cmpstr(b->device, ==, "");
+    g_assert_cmpstr(b->qdev, ==, "/machine/peripheral/virtio-disk0/virtio-backend");
+    g_assert_cmpstr(b->file, ==, "/tmp/devkey-cap/disk-a.qcow2");
+    b = blocks->pdata[1];
+    g_assert_cmpstr(b->qdev, ==, "/machine/peripheral-anon/device[0]/virtio-backend");
+    g_assert_cmpstr(b->file, ==, "/tmp/devkey-cap/raw-b.img");
+    b = blocks->pdata[2];
+    g_assert_cmpstr(b->qdev, ==, "sata0-0-0");
+    g_assert_null(b->file);
+}
+
 /* The top image's own counters, not its file node's or a backing image's. */
 static void
 check_blockstats_backing_chain(Corpus *c, const char *text)
@@ -395,6 +423,7 @@ static const CorpusCase corpus_cases[] = {
     { "query-blockstats-227-blockdev.json", check_blockstats_blockdev, 10, 0 },
     { "query-blockstats-227-blockdev-device.json", check_blockstats_blockdev_device, 10, 0 },
     { "query-blockstats-backing-chain.json", check_blockstats_backing_chain, 10, 0 },
+    { "query-block-7.2.22-debian.json", check_block_7_2, 7, 2 },
     { "query-iothreads-7.2.json", check_iothreads_7_2, 7, 2 },
     { "query-iothreads-attached.json", check_iothreads_attached, 0, 0 },
     { "query-stats-vcpu-histograms.json", check_stats_histograms, 7, 2 },
