@@ -204,7 +204,9 @@ test_memory_restart(void)
                                                                         "no-such-vm", NULL },
                                               1, &errs);
 
-        /* Named, with its cause; and nothing leaked on the way out. */
+        /* Named, with its cause, on stderr alone; and nothing leaked on
+         * the way out. */
+        g_assert_cmpstr(out, ==, "");
         g_assert_nonnull(strstr(errs, "no-such-vm: no workload memory kept under that name"));
     }
 
